@@ -1,0 +1,22 @@
+# Compiles SOURCE and passes only when the compiler refuses it with the message named on the
+# source's `// expect: <regex>` line (a CMake regular expression matched against the diagnostics).
+file(STRINGS "${SOURCE}" expect_lines REGEX "^// expect: ")
+if(NOT expect_lines)
+  message(FATAL_ERROR "${SOURCE}: no `// expect: <regex>` line")
+endif()
+set(include_flags "")
+foreach(dir IN LISTS INCLUDE_DIRS)
+  list(APPEND include_flags "-I${dir}")
+endforeach()
+execute_process(COMMAND "${COMPILER}" -std=c++20 -fsyntax-only ${include_flags} "${SOURCE}"
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(result EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled, but it must be refused")
+endif()
+foreach(line IN LISTS expect_lines)
+  string(REGEX REPLACE "^// expect: " "" pattern "${line}")
+  if(NOT "${err}${out}" MATCHES "${pattern}")
+    message(FATAL_ERROR "${SOURCE} was refused, but the diagnostics do not match `${pattern}`:\n${err}")
+  endif()
+endforeach()
+message(STATUS "${SOURCE}: refused as expected")

@@ -1,0 +1,10 @@
+# Warning and sanitizer flags for llmsim's own programs and tests (never forced on consumers).
+add_library(llmsim_warnings INTERFACE)
+target_compile_options(llmsim_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion)
+if(LLMSIM_WARNINGS_AS_ERRORS)
+  target_compile_options(llmsim_warnings INTERFACE -Werror)
+endif()
+if(LLMSIM_SANITIZE)
+  target_compile_options(llmsim_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(llmsim_warnings INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,603 @@
+/// \file llmsim/json.hpp
+/// The JSON adapter (target `llmsim::json`): reads SimuMax model, strategy and system files
+/// unchanged into the same specs the constexpr API uses, applies overrides, writes specs back.
+///
+/// ```cpp
+/// llmsim::json::load_options opt;                     // unknown keys: warnings (opt.strict: errors)
+/// auto model = llmsim::json::load_model("configs/models/llama3-8b.json", opt);
+/// auto system = llmsim::json::load_system("configs/system/b200_bf16_ceperm.json", opt);
+/// llmsim::validate(model, strategy, system.spec());    // the same constexpr checks
+/// ```
+/// Every error is an `llmsim::config_error` naming the file, the JSON path and the rule:
+/// `strategy.json: /tp_size: expected an integer, got "two"`.
+#pragma once
+
+#include <llmsim/llmsim.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace json {
+
+using value = nlohmann::ordered_json;  // keeps the file order of keys when printing
+
+/// How strictly a file is read.
+struct load_options {
+  /// Unknown keys are errors instead of warnings.
+  bool strict = false;
+  /// Where warnings go (unknown keys); nullptr drops them.
+  std::vector<std::string>* warnings = nullptr;
+};
+
+namespace detail {
+
+/// Where a value sits: the file (or override source) and the JSON pointer inside it.
+struct location {
+  std::string file;
+  std::string path;  ///< JSON pointer, e.g. "/accelerator/op/matmul/tflops"
+  [[nodiscard]] location child(std::string_view key) const { return {file, path + "/" + std::string(key)}; }
+  [[nodiscard]] std::string where() const { return path.empty() ? "/" : path; }
+};
+
+[[noreturn]] inline void fail(const location& at, const std::string& rule) {
+  throw config_error("llmsim::json", at.where(), at.where() + ": " + rule, at.file);
+}
+
+inline std::string show(const value& v) {
+  std::string text = v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+inline std::string type_name(const value& v) {
+  switch (v.type()) {
+    case value::value_t::null: return "null";
+    case value::value_t::boolean: return "a boolean";
+    case value::value_t::string: return "a string";
+    case value::value_t::array: return "an array";
+    case value::value_t::object: return "an object";
+    case value::value_t::number_float: return "a number";
+    default: return "an integer";
+  }
+}
+
+inline void unknown_key(const location& at, const load_options& opt) {
+  if (opt.strict) fail(at, "unknown key (refused by --strict)");
+  if (opt.warnings) opt.warnings->push_back((at.file.empty() ? std::string() : at.file + ": ") + at.where() + ": unknown key (ignored)");
+}
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_fixed_string : std::false_type {};
+template <std::size_t N>
+struct is_fixed_string<fixed_string<N>> : std::true_type {};
+template <class T>
+concept named_enum = std::is_enum_v<T> && requires { enum_names<T>::value; };
+
+// ---- reading one scalar ------------------------------------------------------------------
+inline void read(const value& v, const location& at, std::int64_t& out) {
+  if (v.is_number_integer() && !v.is_number_unsigned()) { out = v.get<std::int64_t>(); return; }
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) fail(at, "integer " + show(v) + " is out of range");
+    out = static_cast<std::int64_t>(u);
+    return;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) { out = static_cast<std::int64_t>(d); return; }
+    fail(at, "expected an integer, got " + show(v));
+  }
+  fail(at, "expected an integer, got " + type_name(v) + " " + show(v));
+}
+inline void read(const value& v, const location& at, double& out) {
+  if (!v.is_number()) fail(at, "expected a number, got " + type_name(v) + " " + show(v));
+  out = v.get<double>();
+  if (!std::isfinite(out)) fail(at, "expected a finite number, got " + show(v));
+}
+inline void read(const value& v, const location& at, bool& out) {
+  if (!v.is_boolean()) fail(at, "expected true or false, got " + type_name(v) + " " + show(v));
+  out = v.get<bool>();
+}
+template <std::size_t N>
+void read(const value& v, const location& at, fixed_string<N>& out) {
+  if (v.is_null()) { out = {}; return; }
+  if (!v.is_string()) fail(at, "expected a string, got " + type_name(v) + " " + show(v));
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.size() > N) fail(at, "string of " + std::to_string(s.size()) + " characters exceeds the limit of " + std::to_string(N));
+  out.assign(s);
+}
+template <named_enum E>
+void read(const value& v, const location& at, E& out) {
+  std::string allowed;
+  for (const auto& [e, name] : enum_names<E>::value)
+    if (!name.empty()) allowed += (allowed.empty() ? "" : ", ") + std::string(name == "null" ? "null" : "\"" + std::string(name) + "\"");
+  if (v.is_null()) {
+    const E e = enum_from_name<E>("null");
+    if (e != enum_names<E>::value[0].first) { out = e; return; }
+  }
+  if (!v.is_string()) fail(at, "expected one of " + allowed + ", got " + type_name(v) + " " + show(v));
+  const E e = enum_from_name<E>(v.get_ref<const std::string&>());
+  if (e == enum_names<E>::value[0].first || v.get_ref<const std::string&>() == "null") fail(at, "expected one of " + allowed + ", got " + show(v));
+  out = e;
+}
+inline void read(const value& v, const location& at, recompute_module_set& out) {
+  out = {};
+  if (v.is_null()) return;
+  if (!v.is_array()) fail(at, "expected an array of module names, got " + type_name(v) + " " + show(v));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    recompute_module m{};
+    read(v[i], at.child(std::to_string(i)), m);
+    out.insert(m);
+  }
+}
+template <class T>
+void read(const value& v, const location& at, std::optional<T>& out) {
+  if (v.is_null()) { out.reset(); return; }
+  T t{};
+  read(v, at, t);
+  out = t;
+}
+
+// ---- writing one scalar --------------------------------------------------------------------
+inline value write(std::int64_t v) { return v; }
+inline value write(double v) { return v; }
+inline value write(bool v) { return v; }
+template <std::size_t N>
+value write(const fixed_string<N>& v) { return std::string(v.view()); }
+template <named_enum E>
+value write(E e) {
+  const auto name = enum_name(e);
+  if (name == "null") return nullptr;
+  return std::string(name);
+}
+inline value write(const recompute_module_set& set) {
+  if (set.empty()) return nullptr;
+  value arr = value::array();
+  for (const auto& [m, name] : enum_names<recompute_module>::value)
+    if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
+  return arr;
+}
+template <class T>
+value write(const std::optional<T>& v) {
+  return v ? write(*v) : value(nullptr);
+}
+
+inline void require_object(const value& v, const location& at) {
+  if (!v.is_object()) fail(at, "expected an object, got " + type_name(v) + " " + show(v));
+}
+
+/// Reads the fields of a spec with a field list; unknown keys are warned about or refused.
+template <class Spec>
+Spec read_fields(const value& obj, const location& at, const load_options& opt) {
+  require_object(obj, at);
+  Spec spec{};
+  for_each_field<Spec>([&](const auto& f) {
+    const auto it = obj.find(std::string(f.name));
+    if (it == obj.end()) {
+      if (f.need == presence::required) fail(at.child(f.name), "required field is missing");
+      return;
+    }
+    read(*it, at.child(f.name), spec.*(f.member));
+  });
+  for (const auto& item : obj.items()) {
+    bool known = false;
+    for_each_field<Spec>([&](const auto& f) { known = known || f.name == item.key(); });
+    if (!known) unknown_key(at.child(item.key()), opt);
+  }
+  return spec;
+}
+
+template <class Spec>
+value write_fields(const Spec& spec) {
+  value out = value::object();
+  for_each_field<Spec>([&](const auto& f) { out[std::string(f.name)] = write(spec.*(f.member)); });
+  return out;
+}
+
+}  // namespace detail
+
+// ---- files ---------------------------------------------------------------------------------------
+
+/// Parses JSON text; `source` names it in errors.
+inline value parse_text(std::string_view text, const std::string& source) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) throw config_error("llmsim::json", "/", "/: the file is empty", source);
+  try {
+    return value::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    const auto pos = what.find("parse error");
+    throw config_error("llmsim::json", "/", "/: not valid JSON: " + (pos == std::string::npos ? what : what.substr(pos)), source);
+  }
+}
+
+/// Reads and parses a JSON file.
+inline value read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw config_error("llmsim::json", "", "cannot open the file", file.string());
+  if (std::filesystem::is_directory(file)) throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_text(buffer.str(), file.string());
+}
+
+/// Sets `path` (dotted, e.g. "accelerator.mem_gbs") in `target` to `v`, creating objects on the way.
+inline void set_path(value& target, std::string_view dotted, value v, const std::string& source) {
+  value* node = &target;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted.find('.', start);
+    const std::string key(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (key.empty()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" has an empty component", source);
+    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
+    if (dot == std::string_view::npos) { (*node)[key] = std::move(v); return; }
+    node = &(*node)[key];
+    if (node->is_null()) *node = value::object();
+    start = dot + 1;
+  }
+}
+
+/// Applies an object of overrides (keys may be dotted paths) on top of a parsed file.
+inline void merge_overrides(value& target, const value& overrides, const std::string& source) {
+  if (!overrides.is_object()) throw config_error("llmsim::json", "/", "/: overrides must be an object, got " + detail::show(overrides), source);
+  for (const auto& item : overrides.items()) set_path(target, item.key(), item.value(), source);
+}
+
+/// Reads `text` of `--set key=text` as JSON when it parses (12, true, "x", null), else as a string.
+inline value override_value(std::string_view text) {
+  try {
+    return value::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error&) {
+    return std::string(text);
+  }
+}
+
+// ---- model and strategy ----------------------------------------------------------------------
+
+/// A model from parsed JSON; `source` names the file in errors. Runs `validate(model)`.
+inline model_spec parse_model(const value& v, const std::string& source = {}, const load_options& opt = {}) {
+  auto m = detail::read_fields<model_spec>(v, {source, ""}, opt);
+  try { validate(m); } catch (const config_error& e) { throw e.in_file(source); }
+  return m;
+}
+/// A strategy from parsed JSON. Runs `validate(strategy)`.
+inline strategy_spec parse_strategy(const value& v, const std::string& source = {}, const load_options& opt = {}) {
+  auto s = detail::read_fields<strategy_spec>(v, {source, ""}, opt);
+  try { validate(s); } catch (const config_error& e) { throw e.in_file(source); }
+  return s;
+}
+inline value to_json(const model_spec& m) { return detail::write_fields(m); }
+inline value to_json(const strategy_spec& s) { return detail::write_fields(s); }
+
+// ---- system --------------------------------------------------------------------------------------
+
+/// A system spec together with the storage its shape-keyed tables view. Copies share the storage.
+class system_config {
+ public:
+  system_config() = default;
+  [[nodiscard]] const system_spec& spec() const noexcept { return spec_; }
+  operator const system_spec&() const noexcept { return spec_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  struct storage {
+    std::vector<std::string> keys;
+    std::vector<shape_efficiency> entries;
+  };
+  std::shared_ptr<const storage> storage_;
+  system_spec spec_;
+  friend system_config parse_system(const value&, const std::string&, const load_options&);
+};
+
+namespace detail {
+
+inline void read_group_table(const value& v, const location& at, group_size_table& out) {
+  require_object(v, at);
+  for (const auto& e : v.items()) {
+    const auto here = at.child(e.key());
+    const value key = value::parse(e.key(), nullptr, false);
+    if (!key.is_number_integer() || key.get<std::int64_t>() < 1 || key.get<std::int64_t>() > max_dimension) fail(here, "group-size key must be a positive integer");
+    double x = 0;
+    read(e.value(), here, x);
+    if (out.count == group_size_table::capacity && !out.find(key.get<std::int64_t>())) fail(here, "at most " + std::to_string(group_size_table::capacity) + " group sizes are supported");
+    out.set(key.get<std::int64_t>(), x);
+  }
+}
+
+inline bandwidth_spec read_bandwidth(const value& v, const location& at, const load_options& opt, bool network_tier) {
+  require_object(v, at);
+  bandwidth_spec bw{};
+  bw.present = true;
+  bool has_gbps = false, has_eff = false, has_latency = false;
+  for (const auto& item : v.items()) {
+    const auto& k = item.key();
+    const auto here = at.child(k);
+    if (k == "gbps") { read(item.value(), here, bw.gbps); has_gbps = true; }
+    else if (k == "efficient_factor") { read(item.value(), here, bw.efficient_factor); has_eff = true; }
+    else if (k == "latency_us") { read(item.value(), here, bw.latency_us); has_latency = true; }
+    else if (k == "fixed_latency" && network_tier) read(item.value(), here, bw.fixed_latency);
+    else if (k == "fixed_latency_us_by_comm_num" && network_tier) read_group_table(item.value(), here, bw.fixed_latency_us_by_comm_num);
+    else unknown_key(here, opt);
+  }
+  if (!has_gbps) fail(at.child("gbps"), "required field is missing");
+  if (!has_eff) fail(at.child("efficient_factor"), "required field is missing");
+  if (!has_latency) fail(at.child("latency_us"), "required field is missing");
+  return bw;
+}
+
+inline collective_spec read_collective(const value& v, const location& at, const load_options& opt) {
+  require_object(v, at);
+  collective_spec c{};
+  c.present = true;
+  bool has_scale = false, has_offset = false;
+  for (const auto& item : v.items()) {
+    const auto& k = item.key();
+    const auto here = at.child(k);
+    if (k == "scale") { read(item.value(), here, c.scale); has_scale = true; }
+    else if (k == "offset") { read(item.value(), here, c.offset); has_offset = true; }
+    else if (k == "efficient_factor") read(item.value(), here, c.efficient_factor);
+    else if (k == "latency_us") read(item.value(), here, c.latency_us);
+    else if (k == "fixed_latency_us") read(item.value(), here, c.fixed_latency_us);
+    else if (k == "fixed_latency_us_by_comm_num") read_group_table(item.value(), here, c.fixed_latency_us_by_comm_num);
+    else if (k == "dp_fixed_bw") read_group_table(item.value(), here, c.dp_fixed_bw);
+    else unknown_key(here, opt);
+  }
+  if (!has_scale) fail(at.child("scale"), "required field is missing");
+  if (!has_offset) fail(at.child("offset"), "required field is missing");
+  return c;
+}
+
+template <class Array>
+std::optional<std::size_t> index_of(const Array& names, std::string_view name) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  return std::nullopt;
+}
+
+inline value write_bandwidth(const bandwidth_spec& bw, bool network_tier) {
+  value out = {{"gbps", bw.gbps}, {"efficient_factor", bw.efficient_factor}, {"latency_us", bw.latency_us}};
+  if (network_tier && bw.fixed_latency != 0) out["fixed_latency"] = bw.fixed_latency;
+  if (network_tier && !bw.fixed_latency_us_by_comm_num.empty()) {
+    value t = value::object();
+    for (std::size_t i = 0; i < bw.fixed_latency_us_by_comm_num.count; ++i)
+      t[std::to_string(bw.fixed_latency_us_by_comm_num.entries[i].first)] = bw.fixed_latency_us_by_comm_num.entries[i].second;
+    out["fixed_latency_us_by_comm_num"] = t;
+  }
+  return out;
+}
+inline value write_group_table(const group_size_table& t) {
+  value out = value::object();
+  for (std::size_t i = 0; i < t.count; ++i) out[std::to_string(t.entries[i].first)] = t.entries[i].second;
+  return out;
+}
+
+}  // namespace detail
+
+/// A system from parsed JSON. Runs `validate(system)`.
+inline system_config parse_system(const value& v, const std::string& source = {}, const load_options& opt = {}) {
+  using namespace detail;
+  const location root{source, ""};
+  require_object(v, root);
+  system_config out;
+  system_spec& sys = out.spec_;
+  auto store = std::make_shared<system_config::storage>();
+  struct pending { std::size_t kind; std::size_t first_key; std::size_t count; };
+  std::vector<pending> tables;
+  std::vector<double> efficiencies;
+  bool has_name = false, has_nodes = false, has_acc = false, has_net = false;
+
+  // First pass: count table entries so key strings never move once views point at them.
+  std::size_t total_keys = 0;
+  if (v.contains("accelerator") && v["accelerator"].is_object() && v["accelerator"].contains("op") && v["accelerator"]["op"].is_object())
+    for (const auto& op : v["accelerator"]["op"].items())
+      if (op.value().is_object() && op.value().contains("accurate_efficient_factor") && op.value()["accurate_efficient_factor"].is_object())
+        total_keys += op.value()["accurate_efficient_factor"].size();
+  store->keys.reserve(total_keys);
+
+  for (const auto& item : v.items()) {
+    const auto& k = item.key();
+    const auto at = root.child(k);
+    if (k == "sys_name") { read(item.value(), at, sys.sys_name); has_name = true; }
+    else if (k == "num_per_node") { read(item.value(), at, sys.num_per_node); has_nodes = true; }
+    else if (k == "FC8") read(item.value(), at, sys.FC8);
+    else if (k == "accelerator") {
+      has_acc = true;
+      require_object(item.value(), at);
+      bool has_mem = false, has_op = false, has_bw = false;
+      for (const auto& a : item.value().items()) {
+        const auto& ak = a.key();
+        const auto aat = at.child(ak);
+        if (ak == "backend") read(a.value(), aat, sys.accelerator.backend);
+        else if (ak == "mem_gbs") { read(a.value(), aat, sys.accelerator.mem_gbs); has_mem = true; }
+        else if (ak == "mode") read(a.value(), aat, sys.accelerator.mode);
+        else if (ak == "op") {
+          has_op = true;
+          require_object(a.value(), aat);
+          for (const auto& op : a.value().items()) {
+            const auto oat = aat.child(op.key());
+            const auto kind = index_of(compute_kind_names, op.key());
+            if (!kind) { unknown_key(oat, opt); continue; }
+            require_object(op.value(), oat);
+            compute_op_spec spec{};
+            spec.present = true;
+            bool has_tflops = false, has_eff = false;
+            for (const auto& f : op.value().items()) {
+              const auto fat = oat.child(f.key());
+              if (f.key() == "tflops") { read(f.value(), fat, spec.tflops); has_tflops = true; }
+              else if (f.key() == "efficient_factor") { read(f.value(), fat, spec.efficient_factor); has_eff = true; }
+              else if (f.key() == "accurate_efficient_factor") {
+                if (f.value().is_null()) continue;
+                require_object(f.value(), fat);
+                pending p{*kind, store->keys.size(), 0};
+                for (const auto& e : f.value().items()) {
+                  double eff = 0;
+                  read(e.value(), fat.child(e.key()), eff);
+                  store->keys.push_back(e.key());
+                  efficiencies.push_back(eff);
+                  ++p.count;
+                }
+                tables.push_back(p);
+              } else unknown_key(fat, opt);
+            }
+            if (!has_tflops) fail(oat.child("tflops"), "required field is missing");
+            if (!has_eff) fail(oat.child("efficient_factor"), "required field is missing");
+            sys.accelerator.op[*kind] = spec;
+          }
+        } else if (ak == "bandwidth") {
+          has_bw = true;
+          require_object(a.value(), aat);
+          for (const auto& bw : a.value().items()) {
+            const auto bat = aat.child(bw.key());
+            const auto kind = index_of(memory_kind_names, bw.key());
+            if (!kind) { unknown_key(bat, opt); continue; }
+            sys.accelerator.bandwidth[*kind] = read_bandwidth(bw.value(), bat, opt, false);
+          }
+        } else unknown_key(aat, opt);
+      }
+      if (!has_mem) fail(at.child("mem_gbs"), "required field is missing");
+      if (!has_op) fail(at.child("op"), "required field is missing");
+      if (!has_bw) fail(at.child("bandwidth"), "required field is missing");
+    } else if (k == "networks") {
+      has_net = true;
+      require_object(item.value(), at);
+      for (const auto& n : item.value().items()) {
+        const auto nat = at.child(n.key());
+        if (n.key() == "intra_with_pcie") { read(n.value(), nat, sys.intra_with_pcie); continue; }
+        if (sys.network_count == system_spec::max_networks) fail(nat, "at most " + std::to_string(system_spec::max_networks) + " network tiers are supported");
+        if (n.key().size() > 32) fail(nat, "network tier name exceeds 32 characters");
+        require_object(n.value(), nat);
+        network_tier tier{};
+        tier.name.assign(n.key());
+        bool has_bw = false, has_op = false;
+        for (const auto& f : n.value().items()) {
+          const auto fat = nat.child(f.key());
+          if (f.key() == "processor_usage") read(f.value(), fat, tier.processor_usage);
+          else if (f.key() == "bandwidth") { tier.bandwidth = read_bandwidth(f.value(), fat, opt, true); has_bw = true; }
+          else if (f.key() == "op") {
+            has_op = true;
+            require_object(f.value(), fat);
+            for (const auto& c : f.value().items()) {
+              const auto cat = fat.child(c.key());
+              const auto kind = index_of(collective_kind_names, c.key());
+              if (!kind) { unknown_key(cat, opt); continue; }
+              tier.op[*kind] = read_collective(c.value(), cat, opt);
+            }
+          } else unknown_key(fat, opt);
+        }
+        if (!has_bw) fail(nat.child("bandwidth"), "required field is missing");
+        if (!has_op) fail(nat.child("op"), "required field is missing");
+        sys.networks[sys.network_count++] = tier;
+      }
+    } else unknown_key(at, opt);
+  }
+  if (!has_name) fail(root.child("sys_name"), "required field is missing");
+  if (!has_nodes) fail(root.child("num_per_node"), "required field is missing");
+  if (!has_acc) fail(root.child("accelerator"), "required field is missing");
+  if (!has_net) fail(root.child("networks"), "required field is missing");
+
+  // Views into the now-complete key storage, each table sorted for binary search.
+  store->entries.reserve(store->keys.size());
+  for (std::size_t i = 0; i < store->keys.size(); ++i) store->entries.push_back({store->keys[i], efficiencies[i]});
+  for (const auto& p : tables) {
+    auto* first = store->entries.data() + p.first_key;
+    std::sort(first, first + p.count, [](const shape_efficiency& a, const shape_efficiency& b) { return a.shape < b.shape; });
+    sys.accelerator.op[p.kind].accurate_efficient_factor = {first, p.count};
+  }
+  out.storage_ = std::move(store);
+  try { validate(sys); } catch (const config_error& e) { throw e.in_file(source); }
+  return out;
+}
+
+inline value to_json(const system_spec& sys) {
+  using namespace detail;
+  value acc = {{"backend", std::string(sys.accelerator.backend.view())}, {"mem_gbs", sys.accelerator.mem_gbs}, {"mode", write(sys.accelerator.mode)}};
+  acc["op"] = value::object();
+  for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {
+    const auto& op = sys.accelerator.op[k];
+    if (!op.present) continue;
+    value o = {{"tflops", op.tflops}, {"efficient_factor", op.efficient_factor}};
+    if (!op.accurate_efficient_factor.empty()) {
+      value t = value::object();
+      for (const auto& e : op.accurate_efficient_factor) t[std::string(e.shape)] = e.efficiency;
+      o["accurate_efficient_factor"] = t;
+    }
+    acc["op"][std::string(compute_kind_names[k])] = o;
+  }
+  acc["bandwidth"] = value::object();
+  for (std::size_t k = 0; k < memory_kind_names.size(); ++k)
+    if (sys.accelerator.bandwidth[k].present) acc["bandwidth"][std::string(memory_kind_names[k])] = write_bandwidth(sys.accelerator.bandwidth[k], false);
+  value nets = {{"intra_with_pcie", sys.intra_with_pcie}};
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto& tier = sys.networks[i];
+    value t = {{"processor_usage", tier.processor_usage}, {"bandwidth", write_bandwidth(tier.bandwidth, true)}};
+    t["op"] = value::object();
+    for (std::size_t c = 0; c < collective_kind_names.size(); ++c) {
+      const auto& op = tier.op[c];
+      if (!op.present) continue;
+      value o = {{"scale", op.scale}, {"offset", op.offset}};
+      if (op.efficient_factor) o["efficient_factor"] = *op.efficient_factor;
+      if (op.latency_us) o["latency_us"] = *op.latency_us;
+      if (op.fixed_latency_us) o["fixed_latency_us"] = *op.fixed_latency_us;
+      if (!op.fixed_latency_us_by_comm_num.empty()) o["fixed_latency_us_by_comm_num"] = write_group_table(op.fixed_latency_us_by_comm_num);
+      if (!op.dp_fixed_bw.empty()) o["dp_fixed_bw"] = write_group_table(op.dp_fixed_bw);
+      t["op"][std::string(collective_kind_names[c])] = o;
+    }
+    nets[std::string(tier.name.view())] = t;
+  }
+  return {{"sys_name", std::string(sys.sys_name.view())}, {"num_per_node", sys.num_per_node}, {"FC8", sys.FC8}, {"accelerator", acc}, {"networks", nets}};
+}
+
+// ---- files with overrides ----------------------------------------------------------------------
+
+/// Loads a model file; `overrides` (an object, keys may be dotted) are applied before parsing.
+inline model_spec load_model(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+  value v = read_file(file);
+  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
+  merge_overrides(v, overrides, file.string() + " (with overrides)");
+  return parse_model(v, file.string(), opt);
+}
+inline strategy_spec load_strategy(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+  value v = read_file(file);
+  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
+  merge_overrides(v, overrides, file.string() + " (with overrides)");
+  return parse_strategy(v, file.string(), opt);
+}
+inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+  value v = read_file(file);
+  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
+  merge_overrides(v, overrides, file.string() + " (with overrides)");
+  return parse_system(v, file.string(), opt);
+}
+
+/// Validates the three together; an error about `model.*` or `strategy.*` names that file.
+inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file,
+                           const system_spec& sys, const std::string& system_file) {
+  try {
+    validate(m, s, sys);
+  } catch (const config_error& e) {
+    const auto& f = e.field();
+    if (f.rfind("model.", 0) == 0) throw e.in_file(model_file);
+    if (f.rfind("system.", 0) == 0) throw e.in_file(system_file);
+    throw e.in_file(strategy_file);
+  }
+}
+
+}  // namespace json
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,217 @@
+/// \file llmsim/spec/model.hpp
+/// `model_spec`: the architecture of a decoder-only transformer, field for field the SimuMax
+/// model format (docs/model.md of MooreThreads/SimuMax), with SimuMax's defaults, plus three
+/// llmsim fields for GPT-style models (`norm_type`, `tie_word_embeddings`, `add_linear_bias`).
+///
+/// ```cpp
+/// constexpr llmsim::model_spec llama3_8b{.model_name = "llama3_8b", .hidden_size = 4096,
+///     .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336,
+///     .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
+/// static_assert((llmsim::validate(llama3_8b), true));
+/// ```
+#pragma once
+
+#include <llmsim/core/error.hpp>
+#include <llmsim/core/fixed_string.hpp>
+#include <llmsim/spec/fields.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Dense or mixture-of-experts.
+enum class model_kind : std::uint8_t { invalid, dense, moe };
+template <>
+struct enum_names<model_kind> {
+  static constexpr std::array<std::pair<model_kind, std::string_view>, 3> value{
+      {{model_kind::invalid, ""}, {model_kind::dense, "dense"}, {model_kind::moe, "moe"}}};
+};
+
+/// `mha` covers multi-head and grouped-query attention; `mla` is DeepSeek's multi-head latent attention.
+enum class attention_kind : std::uint8_t { invalid, mha, mla };
+template <>
+struct enum_names<attention_kind> {
+  static constexpr std::array<std::pair<attention_kind, std::string_view>, 3> value{
+      {{attention_kind::invalid, ""}, {attention_kind::mha, "mha"}, {attention_kind::mla, "mla"}}};
+};
+
+/// Normalisation layer kind (llmsim extension; SimuMax models are RMSNorm).
+enum class norm_kind : std::uint8_t { invalid, rmsnorm, layernorm };
+template <>
+struct enum_names<norm_kind> {
+  static constexpr std::array<std::pair<norm_kind, std::string_view>, 3> value{
+      {{norm_kind::invalid, ""}, {norm_kind::rmsnorm, "rmsnorm"}, {norm_kind::layernorm, "layernorm"}}};
+};
+
+/// How the experts' GEMMs are issued (SimuMax `group_linear_mode`).
+enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
+template <>
+struct enum_names<group_linear_kind> {
+  static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 3> value{
+      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"}}};
+};
+
+/// Largest size llmsim accepts for any one dimension or count: 2^31 - 1, the range of the int32
+/// dimensions cuBLAS and the attention kernels take. Products of a few stay inside int64.
+inline constexpr std::int64_t max_dimension = 2147483647;
+
+/// The architecture of a decoder-only transformer. Absent optionals mean "not set" (JSON null).
+struct model_spec {
+  std::optional<model_kind> model_type = {};  ///< absent: `moe` when expert_num > 1, else `dense`
+  fixed_string<64> model_name = {};
+  std::int64_t hidden_size = 0;
+  std::int64_t head_num = 0;
+  std::int64_t kv_head_num = 0;               ///< smaller than head_num: grouped-query attention
+  std::optional<std::int64_t> head_size = {};  ///< absent: hidden_size / head_num
+  std::optional<std::int64_t> intermediate_size = {};  ///< dense MLP width
+  std::int64_t layer_num = 0;
+  std::int64_t vocab_size = 0;
+  std::optional<std::int64_t> orig_vocab_size = {};  ///< vocabulary before padding (SimuMax bookkeeping)
+  bool use_swiglu = false;                            ///< false: GeLU MLP with two GEMMs
+  std::int64_t expert_num = 1;
+  std::optional<std::int64_t> topk = {};
+  attention_kind attention_type = attention_kind::mha;
+  std::optional<std::int64_t> moe_ffn_hidden_size = {};  ///< absent: intermediate_size
+  std::optional<std::int64_t> moe_shared_expert_intermediate_size = {};
+  std::optional<std::int64_t> v_head_dim = {};
+  std::optional<std::int64_t> qk_head_dim = {};
+  std::optional<std::int64_t> qk_pos_emb_head_dim = {};
+  std::optional<std::int64_t> q_lora_rank = {};  ///< absent (null): queries are not compressed
+  std::optional<std::int64_t> kv_lora_rank = {};
+  std::int64_t dense_layers = 0;  ///< leading dense layers of an MoE model
+  bool moe_pad_expert_input_to_capacity = true;
+  double capacity = 1;  ///< expert capacity factor
+  group_linear_kind group_linear_mode = group_linear_kind::parallel;
+  std::int64_t make_vocab_size_divisible_by = 128;  ///< Megatron default
+  bool padded_vocab_size = true;  ///< pad vocab to a multiple of make_vocab_size_divisible_by * tp, as Megatron does
+  // llmsim extensions for GPT-style models.
+  norm_kind norm_type = norm_kind::rmsnorm;
+  bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
+  bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+
+  friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
+};
+
+template <>
+struct field_list<model_spec> {
+  using m = model_spec;
+  static constexpr auto value = std::tuple{
+      field{"model_type", &m::model_type},
+      field{"model_name", &m::model_name},
+      field{"hidden_size", &m::hidden_size, presence::required},
+      field{"head_num", &m::head_num, presence::required},
+      field{"kv_head_num", &m::kv_head_num, presence::required},
+      field{"head_size", &m::head_size},
+      field{"intermediate_size", &m::intermediate_size},
+      field{"layer_num", &m::layer_num, presence::required},
+      field{"vocab_size", &m::vocab_size, presence::required},
+      field{"orig_vocab_size", &m::orig_vocab_size},
+      field{"use_swiglu", &m::use_swiglu},
+      field{"expert_num", &m::expert_num},
+      field{"topk", &m::topk},
+      field{"attention_type", &m::attention_type},
+      field{"moe_ffn_hidden_size", &m::moe_ffn_hidden_size},
+      field{"moe_shared_expert_intermediate_size", &m::moe_shared_expert_intermediate_size},
+      field{"v_head_dim", &m::v_head_dim},
+      field{"qk_head_dim", &m::qk_head_dim},
+      field{"qk_pos_emb_head_dim", &m::qk_pos_emb_head_dim},
+      field{"q_lora_rank", &m::q_lora_rank},
+      field{"kv_lora_rank", &m::kv_lora_rank},
+      field{"dense_layers", &m::dense_layers},
+      field{"moe_pad_expert_input_to_capacity", &m::moe_pad_expert_input_to_capacity},
+      field{"capacity", &m::capacity},
+      field{"group_linear_mode", &m::group_linear_mode},
+      field{"make_vocab_size_divisible_by", &m::make_vocab_size_divisible_by},
+      field{"padded_vocab_size", &m::padded_vocab_size},
+      field{"norm_type", &m::norm_type},
+      field{"tie_word_embeddings", &m::tie_word_embeddings},
+      field{"add_linear_bias", &m::add_linear_bias},
+  };
+};
+
+/// Whether the model has routed experts.
+constexpr bool is_moe(const model_spec& m) {
+  return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
+}
+/// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
+constexpr std::int64_t head_dim(const model_spec& m) {
+  return m.head_size ? *m.head_size : m.hidden_size / m.head_num;
+}
+/// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
+constexpr std::int64_t expert_ffn_size(const model_spec& m) {
+  return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
+}
+/// Vocabulary rows of the embedding and LM head under tensor parallelism `tp`:
+/// Megatron pads to a multiple of make_vocab_size_divisible_by * tp (megatron/training/tokenizer).
+constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
+  const std::int64_t orig = m.orig_vocab_size ? *m.orig_vocab_size : m.vocab_size;
+  if (!m.padded_vocab_size) return orig;
+  const std::int64_t multiple = m.make_vocab_size_divisible_by * tp;
+  return (orig + multiple - 1) / multiple * multiple;
+}
+
+namespace detail {
+constexpr void require_size(std::string_view api, std::string_view name, std::int64_t v, std::int64_t minimum) {
+  if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
+  if (v > max_dimension) report_error(api, name, "{}={} exceeds the largest supported size {}", name, v, max_dimension);
+}
+constexpr void require_size(std::string_view api, std::string_view name, const std::optional<std::int64_t>& v, std::int64_t minimum) {
+  if (v) require_size(api, name, *v, minimum);
+}
+constexpr bool is_finite(double v) { return v == v && v - v == 0; }
+}  // namespace detail
+
+/// Checks one model on its own; throws `config_error` at run time, fails to compile in a constant expression.
+constexpr void validate(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  using detail::report_error;
+  using detail::require_size;
+  if (m.model_type && *m.model_type == model_kind::invalid) report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
+  if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
+  if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
+  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\" or \"sequential\"");
+  require_size(api, "model.hidden_size", m.hidden_size, 1);
+  require_size(api, "model.head_num", m.head_num, 1);
+  require_size(api, "model.kv_head_num", m.kv_head_num, 1);
+  require_size(api, "model.head_size", m.head_size, 1);
+  require_size(api, "model.intermediate_size", m.intermediate_size, 1);
+  require_size(api, "model.layer_num", m.layer_num, 1);
+  require_size(api, "model.vocab_size", m.vocab_size, 1);
+  require_size(api, "model.orig_vocab_size", m.orig_vocab_size, 1);
+  require_size(api, "model.expert_num", m.expert_num, 1);
+  require_size(api, "model.topk", m.topk, 1);
+  require_size(api, "model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, 1);
+  require_size(api, "model.moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, 0);
+  require_size(api, "model.v_head_dim", m.v_head_dim, 1);
+  require_size(api, "model.qk_head_dim", m.qk_head_dim, 1);
+  require_size(api, "model.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, 0);
+  require_size(api, "model.q_lora_rank", m.q_lora_rank, 1);
+  require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
+  require_size(api, "model.dense_layers", m.dense_layers, 0);
+  require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
+  if (!detail::is_finite(m.capacity) || m.capacity <= 0) report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
+  if (m.head_num % m.kv_head_num != 0) report_error(api, "model.kv_head_num", "model.kv_head_num={} must divide model.head_num={} (each key/value head serves a whole group of query heads)", m.kv_head_num, m.head_num);
+  if (m.attention_type == attention_kind::mha && !m.head_size && m.hidden_size % m.head_num != 0) report_error(api, "model.head_size", "model.head_size is absent and model.head_num={} does not divide model.hidden_size={}", m.head_num, m.hidden_size);
+  if (m.attention_type == attention_kind::mla) {
+    if (!m.kv_lora_rank) report_error(api, "model.kv_lora_rank", "model.kv_lora_rank is required when model.attention_type is \"mla\"");
+    if (!m.qk_head_dim) report_error(api, "model.qk_head_dim", "model.qk_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.qk_pos_emb_head_dim) report_error(api, "model.qk_pos_emb_head_dim", "model.qk_pos_emb_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.v_head_dim) report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
+  }
+  if (is_moe(m)) {
+    if (m.expert_num < 2) report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
+    if (!m.topk) report_error(api, "model.topk", "model.topk is required for a \"moe\" model");
+    if (*m.topk > m.expert_num) report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
+    if (expert_ffn_size(m) < 1) report_error(api, "model.moe_ffn_hidden_size", "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
+    if (m.dense_layers > m.layer_num) report_error(api, "model.dense_layers", "model.dense_layers={} must not exceed model.layer_num={}", m.dense_layers, m.layer_num);
+    if (m.dense_layers > 0 && !m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for the model.dense_layers={} dense layers", m.dense_layers);
+  } else {
+    if (m.expert_num != 1) report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
+    if (!m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
+  }
+}
+
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,361 @@
+/// \file llmsim/spec/strategy.hpp
+/// `strategy_spec`: how a training job is batched, parallelised, recomputed and which kernels it
+/// uses — field for field the SimuMax strategy format (docs/strategy.md of MooreThreads/SimuMax),
+/// with SimuMax's defaults.
+///
+/// ```cpp
+/// constexpr llmsim::strategy_spec tp2{.seq_len = 4096, .micro_batch_size = 1,
+///     .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
+/// static_assert(llmsim::dp_size(tp2) == 4);
+/// ```
+#pragma once
+
+#include <llmsim/core/error.hpp>
+#include <llmsim/core/fixed_string.hpp>
+#include <llmsim/spec/fields.hpp>
+#include <llmsim/spec/model.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Element types of tensors.
+enum class dtype_kind : std::uint8_t { invalid, fp32, bf16, fp16, fp8 };
+template <>
+struct enum_names<dtype_kind> {
+  static constexpr std::array<std::pair<dtype_kind, std::string_view>, 5> value{
+      {{dtype_kind::invalid, ""}, {dtype_kind::fp32, "fp32"}, {dtype_kind::bf16, "bf16"}, {dtype_kind::fp16, "fp16"}, {dtype_kind::fp8, "fp8"}}};
+};
+/// Bytes of one element.
+constexpr std::int64_t dtype_bytes(dtype_kind d) {
+  switch (d) {
+    case dtype_kind::fp32: return 4;
+    case dtype_kind::bf16:
+    case dtype_kind::fp16: return 2;
+    case dtype_kind::fp8: return 1;
+    default: return 0;
+  }
+}
+
+/// What recompute re-runs in backward (Megatron `--recompute-granularity` and SimuMax's finer modes).
+enum class recompute_kind : std::uint8_t { invalid, none, full_block, attn_only, mlp_only, sdp_only, selective_recompute };
+template <>
+struct enum_names<recompute_kind> {
+  static constexpr std::array<std::pair<recompute_kind, std::string_view>, 7> value{
+      {{recompute_kind::invalid, ""}, {recompute_kind::none, "null"}, {recompute_kind::full_block, "full_block"},
+       {recompute_kind::attn_only, "attn_only"}, {recompute_kind::mlp_only, "mlp_only"}, {recompute_kind::sdp_only, "sdp_only"},
+       {recompute_kind::selective_recompute, "selective_recompute"}}};
+};
+
+/// Modules of Megatron-LM 0.14's `--recompute-modules`.
+enum class recompute_module : std::uint8_t { invalid, core_attn, layernorm, mla_up_proj, moe_act, mlp, moe };
+template <>
+struct enum_names<recompute_module> {
+  static constexpr std::array<std::pair<recompute_module, std::string_view>, 7> value{
+      {{recompute_module::invalid, ""}, {recompute_module::core_attn, "core_attn"}, {recompute_module::layernorm, "layernorm"},
+       {recompute_module::mla_up_proj, "mla_up_proj"}, {recompute_module::moe_act, "moe_act"}, {recompute_module::mlp, "mlp"},
+       {recompute_module::moe, "moe"}}};
+};
+/// A set of `recompute_module`s (JSON: an array of names, or null for the empty set).
+struct recompute_module_set {
+  std::uint32_t bits = 0;
+  [[nodiscard]] constexpr bool contains(recompute_module m) const { return (bits >> static_cast<unsigned>(m)) & 1U; }
+  constexpr void insert(recompute_module m) { bits |= 1U << static_cast<unsigned>(m); }
+  [[nodiscard]] constexpr bool empty() const { return bits == 0; }
+  friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
+};
+
+/// MoE token dispatcher (`all2all-seq` is SimuMax's legacy alias of `all2all`).
+enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq };
+template <>
+struct enum_names<dispatcher_kind> {
+  static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 3> value{
+      {{dispatcher_kind::invalid, ""}, {dispatcher_kind::all2all, "all2all"}, {dispatcher_kind::all2all_seq, "all2all-seq"}}};
+};
+
+/// Context-parallel communication (TransformerEngine `cp_comm_type`).
+enum class cp_comm_kind : std::uint8_t { invalid, a2a, p2p, all_gather, a2a_p2p };
+template <>
+struct enum_names<cp_comm_kind> {
+  static constexpr std::array<std::pair<cp_comm_kind, std::string_view>, 5> value{
+      {{cp_comm_kind::invalid, ""}, {cp_comm_kind::a2a, "a2a"}, {cp_comm_kind::p2p, "p2p"}, {cp_comm_kind::all_gather, "all_gather"}, {cp_comm_kind::a2a_p2p, "a2a+p2p"}}};
+};
+enum class cp_a2a_kind : std::uint8_t { invalid, async_cp, sync_cp };
+template <>
+struct enum_names<cp_a2a_kind> {
+  static constexpr std::array<std::pair<cp_a2a_kind, std::string_view>, 3> value{
+      {{cp_a2a_kind::invalid, ""}, {cp_a2a_kind::async_cp, "async_cp"}, {cp_a2a_kind::sync_cp, "sync_cp"}}};
+};
+
+/// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
+using net_name = fixed_string<32>;
+/// A TransformerEngine version such as "2.11.0" (empty: unknown).
+using version_text = fixed_string<16>;
+
+/// A training job's batching, parallel layout, recompute and kernel choices.
+struct strategy_spec {
+  // Batch.
+  std::int64_t seq_len = 0;
+  std::int64_t micro_batch_size = 0;
+  std::int64_t micro_batch_num = 0;  ///< gradient-accumulation steps per iteration
+  dtype_kind dtype = dtype_kind::bf16;
+  bool fp8 = false;
+  // Parallel sizes; dp = world_size / (tp * pp * cp).
+  std::int64_t world_size = 8;
+  std::int64_t tp_size = 1;
+  std::int64_t cp_size = 1;
+  std::int64_t pp_size = 1;
+  std::int64_t ep_size = 1;
+  std::int64_t etp_size = 1;
+  cp_comm_kind cp_comm_type = cp_comm_kind::a2a;
+  cp_a2a_kind cp_a2a_mode = cp_a2a_kind::async_cp;
+  fixed_string<32> order_of_paralielism = "tp-cp-ep-dp-pp";  ///< SimuMax's spelling; only this order exists
+  dispatcher_kind moe_dispatcher_policy = dispatcher_kind::all2all;
+  std::optional<std::int64_t> num_layers_in_first_pipeline_stage = {};
+  std::optional<std::int64_t> num_layers_in_last_pipeline_stage = {};
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  // Memory optimisations.
+  bool grad_reduce_in_bf16 = false;
+  bool cache_groupgemm_col_fp8_inputs = false;
+  bool offload_groupgemm_col_inputs = false;
+  bool attn_recompute = false;
+  bool mla_rms_recompute = false;
+  bool mlp_recompute = false;
+  bool mlp_rms_recompute = false;
+  bool enable_sequence_parallel = true;
+  std::int64_t interleaving_size = 1;  ///< virtual pipeline chunks per stage; 1 is plain 1F1B
+  std::optional<std::int64_t> microbatch_group_size_per_vp_stage = {};
+  bool pp_comm_async = true;
+  bool enable_straggler_model = true;
+  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
+  double attention_sparse_ratio = 0.0;
+  bool enable_dropout = false;
+  bool use_fp32_accum_grad = true;
+  bool use_accm_weight = true;
+  // Recompute.
+  bool enable_recompute = true;
+  recompute_kind recompute_granularity = recompute_kind::none;
+  std::int64_t recompute_layer_num = 0;  ///< layers of each stage that recompute
+  bool recompute_variance = false;
+  bool megatron_recompute = false;
+  recompute_module_set megatron_recompute_modules = {};
+  // Kernels.
+  bool use_flash_sdp = true;
+  bool use_math_sdp = false;
+  bool use_fused_norm = true;
+  bool use_fused_swiglu = true;
+  bool use_fused_grad_accumulation = true;
+  bool cross_entropy_loss_fusion = false;
+  bool overlap_grad_reduce = true;
+  version_text te_version = {};
+  version_text te_dummy_wgrad_min_version = "2.3.0";
+  version_text te_cp_a2a_save_pre_posta2a_min_version = "2.8.0";
+  version_text te_grouped_linear_dummy_wgrad_min_version = "2.10.0";
+  // Network tier per group.
+  net_name tp_net = "auto";
+  net_name cp_net = "auto";
+  net_name pp_net = "auto";
+  net_name dp_net = "auto";
+  net_name ep_net = "auto";
+  net_name etp_net = "auto";
+  net_name edp_net = "auto";
+  bool dispatch_probs = false;  ///< newer Megatron multiplies routing probs in the expert activation
+  double mem_factor = 0.94;     ///< reserved memory = peak allocated / mem_factor
+
+  friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
+};
+
+template <>
+struct field_list<strategy_spec> {
+  using s = strategy_spec;
+  static constexpr auto value = std::tuple{
+      field{"seq_len", &s::seq_len, presence::required},
+      field{"micro_batch_size", &s::micro_batch_size, presence::required},
+      field{"micro_batch_num", &s::micro_batch_num, presence::required},
+      field{"dtype", &s::dtype},
+      field{"fp8", &s::fp8},
+      field{"world_size", &s::world_size},
+      field{"tp_size", &s::tp_size},
+      field{"cp_size", &s::cp_size},
+      field{"pp_size", &s::pp_size},
+      field{"ep_size", &s::ep_size},
+      field{"etp_size", &s::etp_size},
+      field{"cp_comm_type", &s::cp_comm_type},
+      field{"cp_a2a_mode", &s::cp_a2a_mode},
+      field{"order_of_paralielism", &s::order_of_paralielism},
+      field{"moe_dispatcher_policy", &s::moe_dispatcher_policy},
+      field{"num_layers_in_first_pipeline_stage", &s::num_layers_in_first_pipeline_stage},
+      field{"num_layers_in_last_pipeline_stage", &s::num_layers_in_last_pipeline_stage},
+      field{"account_for_embedding_in_pipeline_split", &s::account_for_embedding_in_pipeline_split},
+      field{"account_for_loss_in_pipeline_split", &s::account_for_loss_in_pipeline_split},
+      field{"grad_reduce_in_bf16", &s::grad_reduce_in_bf16},
+      field{"cache_groupgemm_col_fp8_inputs", &s::cache_groupgemm_col_fp8_inputs},
+      field{"offload_groupgemm_col_inputs", &s::offload_groupgemm_col_inputs},
+      field{"attn_recompute", &s::attn_recompute},
+      field{"mla_rms_recompute", &s::mla_rms_recompute},
+      field{"mlp_recompute", &s::mlp_recompute},
+      field{"mlp_rms_recompute", &s::mlp_rms_recompute},
+      field{"enable_sequence_parallel", &s::enable_sequence_parallel},
+      field{"interleaving_size", &s::interleaving_size},
+      field{"microbatch_group_size_per_vp_stage", &s::microbatch_group_size_per_vp_stage},
+      field{"pp_comm_async", &s::pp_comm_async},
+      field{"enable_straggler_model", &s::enable_straggler_model},
+      field{"zero_state", &s::zero_state},
+      field{"attention_sparse_ratio", &s::attention_sparse_ratio},
+      field{"enable_dropout", &s::enable_dropout},
+      field{"use_fp32_accum_grad", &s::use_fp32_accum_grad},
+      field{"use_accm_weight", &s::use_accm_weight},
+      field{"enable_recompute", &s::enable_recompute},
+      field{"recompute_granularity", &s::recompute_granularity},
+      field{"recompute_layer_num", &s::recompute_layer_num},
+      field{"recompute_variance", &s::recompute_variance},
+      field{"megatron_recompute", &s::megatron_recompute},
+      field{"megatron_recompute_modules", &s::megatron_recompute_modules},
+      field{"use_flash_sdp", &s::use_flash_sdp},
+      field{"use_math_sdp", &s::use_math_sdp},
+      field{"use_fused_norm", &s::use_fused_norm},
+      field{"use_fused_swiglu", &s::use_fused_swiglu},
+      field{"use_fused_grad_accumulation", &s::use_fused_grad_accumulation},
+      field{"cross_entropy_loss_fusion", &s::cross_entropy_loss_fusion},
+      field{"overlap_grad_reduce", &s::overlap_grad_reduce},
+      field{"te_version", &s::te_version},
+      field{"te_dummy_wgrad_min_version", &s::te_dummy_wgrad_min_version},
+      field{"te_cp_a2a_save_pre_posta2a_min_version", &s::te_cp_a2a_save_pre_posta2a_min_version},
+      field{"te_grouped_linear_dummy_wgrad_min_version", &s::te_grouped_linear_dummy_wgrad_min_version},
+      field{"tp_net", &s::tp_net},
+      field{"cp_net", &s::cp_net},
+      field{"pp_net", &s::pp_net},
+      field{"dp_net", &s::dp_net},
+      field{"ep_net", &s::ep_net},
+      field{"etp_net", &s::etp_net},
+      field{"edp_net", &s::edp_net},
+      field{"dispatch_probs", &s::dispatch_probs},
+      field{"mem_factor", &s::mem_factor},
+  };
+};
+
+/// Ranks that hold one full copy of the dense model: tp * pp * cp.
+constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
+/// Data-parallel size of the dense parts: world_size / (tp * pp * cp).
+constexpr std::int64_t dp_size(const strategy_spec& s) { return s.world_size / shard_size(s); }
+/// Expert-data-parallel size: world_size / (ep * etp * pp) (Megatron's expert DP group).
+constexpr std::int64_t edp_size(const strategy_spec& s) { return s.world_size / (s.ep_size * s.etp_size * s.pp_size); }
+/// Sequences per iteration over all data-parallel ranks.
+constexpr std::int64_t global_batch_size(const strategy_spec& s) { return s.micro_batch_size * s.micro_batch_num * dp_size(s); }
+
+/// Whether any recompute is active (SimuMax `is_recompute`).
+constexpr bool recompute_active(const strategy_spec& s) {
+  if (!s.enable_recompute || s.recompute_layer_num <= 0) return false;
+  switch (s.recompute_granularity) {
+    case recompute_kind::full_block:
+    case recompute_kind::attn_only:
+    case recompute_kind::mlp_only:
+    case recompute_kind::sdp_only: return true;
+    case recompute_kind::selective_recompute:
+      return s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute ||
+             (s.megatron_recompute && !s.megatron_recompute_modules.empty());
+    default: return false;
+  }
+}
+
+namespace detail {
+/// Splits "2.11.0" into {2, 11, 0}; missing parts are 0.
+constexpr std::array<std::int64_t, 3> version_triple(std::string_view v) {
+  std::array<std::int64_t, 3> out{};
+  std::size_t part = 0;
+  bool in_number = false;
+  for (char c : v) {
+    if (c >= '0' && c <= '9') {
+      if (part < 3) out[part] = out[part] * 10 + (c - '0');
+      in_number = true;
+    } else if (in_number) {
+      ++part;
+      in_number = false;
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Whether the job's TransformerEngine is at least `minimum` (false when te_version is unknown).
+constexpr bool te_at_least(const strategy_spec& s, const version_text& minimum) {
+  if (s.te_version.empty()) return false;
+  return detail::version_triple(s.te_version.view()) >= detail::version_triple(minimum.view());
+}
+
+/// Checks one strategy on its own.
+constexpr void validate(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  using detail::require_size;
+  require_size(api, "strategy.seq_len", s.seq_len, 1);
+  require_size(api, "strategy.micro_batch_size", s.micro_batch_size, 1);
+  require_size(api, "strategy.micro_batch_num", s.micro_batch_num, 1);
+  require_size(api, "strategy.world_size", s.world_size, 1);
+  require_size(api, "strategy.tp_size", s.tp_size, 1);
+  require_size(api, "strategy.cp_size", s.cp_size, 1);
+  require_size(api, "strategy.pp_size", s.pp_size, 1);
+  require_size(api, "strategy.ep_size", s.ep_size, 1);
+  require_size(api, "strategy.etp_size", s.etp_size, 1);
+  require_size(api, "strategy.interleaving_size", s.interleaving_size, 1);
+  require_size(api, "strategy.recompute_layer_num", s.recompute_layer_num, 0);
+  require_size(api, "strategy.num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage, 0);
+  require_size(api, "strategy.num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage, 0);
+  require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
+  if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
+  if (s.cp_comm_type == cp_comm_kind::invalid) report_error(api, "strategy.cp_comm_type", "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
+  if (s.cp_a2a_mode == cp_a2a_kind::invalid) report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
+  if (s.moe_dispatcher_policy == dispatcher_kind::invalid) report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
+  if (s.recompute_granularity == recompute_kind::invalid) report_error(api, "strategy.recompute_granularity", "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", \"sdp_only\" or \"selective_recompute\"");
+  if (s.order_of_paralielism.view() != "tp-cp-ep-dp-pp") report_error(api, "strategy.order_of_paralielism", "strategy.order_of_paralielism=\"{}\" must be \"tp-cp-ep-dp-pp\" (the only rank order modelled)", s.order_of_paralielism);
+  if (s.seq_len % s.cp_size != 0) report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
+  if (s.world_size % shard_size(s) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}", s.world_size, shard_size(s));
+  if (s.world_size % (s.ep_size * s.etp_size * s.pp_size) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by ep_size*etp_size*pp_size={}", s.world_size, s.ep_size * s.etp_size * s.pp_size);
+  if (s.zero_state < 0 || s.zero_state > 3) report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
+  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1) report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
+  if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1) report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)", s.attention_sparse_ratio);
+  if (s.interleaving_size > 1 && s.pp_size < 2) report_error(api, "strategy.interleaving_size", "strategy.interleaving_size={} requires strategy.pp_size > 1, got {}", s.interleaving_size, s.pp_size);
+  if (s.interleaving_size > 1 && !s.pp_comm_async && s.pp_size <= 2) report_error(api, "strategy.pp_size", "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no two p2p pairs between the same ranks), got {}", s.interleaving_size, s.pp_size);
+  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size) report_error(api, "strategy.microbatch_group_size_per_vp_stage", "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}", *s.microbatch_group_size_per_vp_stage, s.pp_size);
+  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8) report_error(api, "strategy.cache_groupgemm_col_fp8_inputs", "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
+  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
+  if (s.recompute_granularity == recompute_kind::selective_recompute && !s.megatron_recompute) {
+    if (s.mla_rms_recompute && !s.attn_recompute) report_error(api, "strategy.mla_rms_recompute", "strategy.mla_rms_recompute=true requires strategy.attn_recompute=true");
+    if (s.mlp_rms_recompute && !s.mlp_recompute) report_error(api, "strategy.mlp_rms_recompute", "strategy.mlp_rms_recompute=true requires strategy.mlp_recompute=true");
+  }
+  if (!s.megatron_recompute && !s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules requires strategy.megatron_recompute=true");
+  if (s.megatron_recompute) {
+    if (!s.enable_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.enable_recompute=true");
+    if (s.recompute_granularity != recompute_kind::selective_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.recompute_granularity \"selective_recompute\"");
+    if (s.recompute_layer_num <= 0) report_error(api, "strategy.recompute_layer_num", "strategy.megatron_recompute=true requires strategy.recompute_layer_num > 0, got {}", s.recompute_layer_num);
+    if (s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
+    if (s.megatron_recompute_modules.contains(recompute_module::core_attn)) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already recomputes its scores)");
+    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
+  }
+  if (!s.use_flash_sdp && !s.use_math_sdp) report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
+}
+
+/// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
+struct stage_layers {
+  std::int64_t first = 0;
+  std::int64_t middle = 0;  ///< each middle stage (0 when pp <= 2)
+  std::int64_t last = 0;
+};
+
+/// How `model` splits over `strategy.pp_size` stages; validate(model, strategy, ...) checks it is even.
+constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s) {
+  const std::int64_t pp = s.pp_size;
+  if (pp == 1) return {m.layer_num, 0, m.layer_num};
+  std::int64_t rest = m.layer_num;
+  std::int64_t even_stages = pp;
+  if (s.num_layers_in_first_pipeline_stage) { rest -= *s.num_layers_in_first_pipeline_stage; --even_stages; }
+  if (s.num_layers_in_last_pipeline_stage) { rest -= *s.num_layers_in_last_pipeline_stage; --even_stages; }
+  const std::int64_t each = even_stages > 0 ? rest / even_stages : 0;
+  return {s.num_layers_in_first_pipeline_stage.value_or(each), pp > 2 ? each : 0, s.num_layers_in_last_pipeline_stage.value_or(each)};
+}
+
+LLMSIM_END_NAMESPACE

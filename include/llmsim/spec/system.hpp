@@ -1,0 +1,227 @@
+/// \file llmsim/spec/system.hpp
+/// `system_spec`: one accelerator type and the networks between accelerators — field for field the
+/// SimuMax system format (docs/system.md of MooreThreads/SimuMax): peak rates and default
+/// efficiencies per op kind, measured efficiencies per exact shape key, HBM bandwidth per
+/// memory-bound op kind, and network tiers with per-collective scale/offset/efficiency/latency.
+///
+/// Shape-keyed tables are views (`efficiency_table`) so the same spec type serves a `constexpr`
+/// catalogue (views of static arrays) and a file loaded at run time (views of storage the loader
+/// owns, see `llmsim::json::system_config`).
+#pragma once
+
+#include <llmsim/core/error.hpp>
+#include <llmsim/core/fixed_string.hpp>
+#include <llmsim/spec/fields.hpp>
+#include <llmsim/spec/model.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One measured efficiency: the shape key exactly as the system file writes it.
+struct shape_efficiency {
+  std::string_view shape;
+  double efficiency = 0;
+};
+
+/// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
+struct efficiency_table {
+  const shape_efficiency* entries = nullptr;
+  std::size_t count = 0;
+
+  [[nodiscard]] constexpr const shape_efficiency* begin() const { return entries; }
+  [[nodiscard]] constexpr const shape_efficiency* end() const { return entries + count; }
+  [[nodiscard]] constexpr std::size_t size() const { return count; }
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  /// The efficiency measured for exactly `shape`, if any (binary search; O(log n)).
+  [[nodiscard]] constexpr std::optional<double> find(std::string_view shape) const {
+    std::size_t lo = 0, hi = count;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (entries[mid].shape < shape) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
+    return std::nullopt;
+  }
+  /// Equal when both hold the same keys with the same efficiencies (not the same storage).
+  friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (a.entries[i].shape != b.entries[i].shape || a.entries[i].efficiency != b.entries[i].efficiency) return false;
+    return true;
+  }
+  [[nodiscard]] constexpr bool is_sorted() const {
+    for (std::size_t i = 1; i < count; ++i)
+      if (!(entries[i - 1].shape < entries[i].shape)) return false;
+    return true;
+  }
+};
+
+/// A value per communication-group size, e.g. measured bus bandwidth for DP groups of 2 and 4.
+struct group_size_table {
+  static constexpr std::size_t capacity = 16;
+  std::array<std::pair<std::int64_t, double>, capacity> entries{};
+  std::size_t count = 0;
+  [[nodiscard]] constexpr std::optional<double> find(std::int64_t group_size) const {
+    for (std::size_t i = 0; i < count; ++i)
+      if (entries[i].first == group_size) return entries[i].second;
+    return std::nullopt;
+  }
+  constexpr void set(std::int64_t group_size, double v) {
+    for (std::size_t i = 0; i < count; ++i)
+      if (entries[i].first == group_size) { entries[i].second = v; return; }
+    if (count == capacity) detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
+    entries[count++] = {group_size, v};
+  }
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  friend constexpr bool operator==(const group_size_table& a, const group_size_table& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (b.find(a.entries[i].first) != a.entries[i].second) return false;
+    return true;
+  }
+};
+
+/// Compute op kinds of `accelerator.op`.
+enum class compute_kind : std::uint8_t { default_kind, matmul, fp8_matmul, group_matmul, fp8_group_matmul, sdp_fwd, sdp_bwd };
+inline constexpr std::array<std::string_view, 7> compute_kind_names{"default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+
+/// Memory-bound op kinds of `accelerator.bandwidth`.
+enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
+inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"};
+
+/// Collectives of `networks.<tier>.op`.
+enum class collective_kind : std::uint8_t { all_reduce, all_gather, reduce_scatter, p2p, all2all };
+inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
+
+/// `accelerator.op.<kind>`: peak rate, efficiency when no shape matches, measured efficiency per shape.
+struct compute_op_spec {
+  bool present = false;
+  double tflops = 0;
+  double efficient_factor = 0;
+  efficiency_table accurate_efficient_factor = {};
+  friend constexpr bool operator==(const compute_op_spec&, const compute_op_spec&) = default;
+};
+
+/// `accelerator.bandwidth.<kind>` and `networks.<tier>.bandwidth`.
+struct bandwidth_spec {
+  bool present = false;
+  double gbps = 0;              ///< GB/s as SimuMax uses it: times 2^30 bytes per second
+  double efficient_factor = 0;
+  double latency_us = 0;
+  double fixed_latency = 0;     ///< added once per operation (network tiers)
+  group_size_table fixed_latency_us_by_comm_num = {};
+  friend constexpr bool operator==(const bandwidth_spec&, const bandwidth_spec&) = default;
+};
+
+enum class accelerator_mode : std::uint8_t { invalid, roofline, only_compute };
+template <>
+struct enum_names<accelerator_mode> {
+  static constexpr std::array<std::pair<accelerator_mode, std::string_view>, 3> value{
+      {{accelerator_mode::invalid, ""}, {accelerator_mode::roofline, "roofline"}, {accelerator_mode::only_compute, "only_compute"}}};
+};
+
+struct accelerator_spec {
+  fixed_string<32> backend = "cuda";
+  double mem_gbs = 0;  ///< device memory in GB (SimuMax reads it as GiB: 80 for an 80 GB part)
+  std::array<compute_op_spec, compute_kind_names.size()> op{};
+  std::array<bandwidth_spec, memory_kind_names.size()> bandwidth{};
+  accelerator_mode mode = accelerator_mode::roofline;
+  friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
+};
+
+/// `networks.<tier>.op.<collective>`: bytes moved = size * scale * (1 + offset / n) for a group of n.
+struct collective_spec {
+  bool present = false;
+  double scale = 1;
+  double offset = 0;
+  std::optional<double> efficient_factor = {};  ///< absent: the tier's bandwidth.efficient_factor
+  std::optional<double> latency_us = {};        ///< absent: the tier's bandwidth.latency_us
+  std::optional<double> fixed_latency_us = {};
+  group_size_table fixed_latency_us_by_comm_num = {};
+  group_size_table dp_fixed_bw = {};  ///< measured GB/s for data-parallel groups of a given size
+  friend constexpr bool operator==(const collective_spec&, const collective_spec&) = default;
+};
+
+/// One network tier such as `high_intra_node` or `inter_node`.
+struct network_tier {
+  fixed_string<32> name = {};
+  double processor_usage = 0;
+  bandwidth_spec bandwidth = {};
+  std::array<collective_spec, collective_kind_names.size()> op{};
+  friend constexpr bool operator==(const network_tier&, const network_tier&) = default;
+};
+
+/// A cluster: the accelerator and its networks.
+struct system_spec {
+  static constexpr std::size_t max_networks = 8;
+  fixed_string<64> sys_name = "null";
+  std::int64_t num_per_node = 8;
+  accelerator_spec accelerator = {};
+  bool intra_with_pcie = false;  ///< (`networks.intra_with_pcie`) GPUs talk over PCIe inside a node
+  bool FC8 = false;              ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
+  std::array<network_tier, max_networks> networks{};
+  std::size_t network_count = 0;
+
+  /// The tier named `name`, or nullptr.
+  [[nodiscard]] constexpr const network_tier* network(std::string_view name) const {
+    for (std::size_t i = 0; i < network_count; ++i)
+      if (networks[i].name.view() == name) return &networks[i];
+    return nullptr;
+  }
+  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const { return accelerator.op[static_cast<std::size_t>(k)]; }
+  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const { return accelerator.bandwidth[static_cast<std::size_t>(k)]; }
+  friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
+};
+
+/// Checks one system on its own.
+constexpr void validate(const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::system";
+  using detail::report_error;
+  if (sys.num_per_node < 1 || sys.num_per_node > 1024) report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
+  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0) report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number", sys.accelerator.mem_gbs);
+  if (sys.accelerator.mode == accelerator_mode::invalid) report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
+  if (!sys.op(compute_kind::default_kind).present) report_error(api, "system.accelerator.op.default", "system.accelerator.op.default is required (used for every op kind without its own entry)");
+  if (!sys.memory(memory_kind::default_kind).present) report_error(api, "system.accelerator.bandwidth.default", "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
+  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k) {
+    const auto& op = sys.accelerator.op[k];
+    if (!op.present) continue;
+    if (!detail::is_finite(op.tflops) || op.tflops <= 0) report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number", compute_kind_names[k], op.tflops);
+    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0) report_error(api, "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k], op.efficient_factor);
+    for (const auto& e : op.accurate_efficient_factor)
+      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number", compute_kind_names[k], e.shape, e.efficiency);
+    if (!op.accurate_efficient_factor.is_sorted()) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates", compute_kind_names[k]);
+  }
+  for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
+    const auto& bw = sys.accelerator.bandwidth[k];
+    if (!bw.present) continue;
+    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0) report_error(api, "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
+    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0) report_error(api, "system.accelerator.bandwidth.efficient_factor", "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number", memory_kind_names[k], bw.efficient_factor);
+    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0) report_error(api, "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k], bw.latency_us);
+  }
+  if (sys.network_count == 0) report_error(api, "system.networks", "system.networks must define at least one network tier");
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto& net = sys.networks[i];
+    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0) report_error(api, "system.networks.bandwidth.gbps", "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
+    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0) report_error(api, "system.networks.bandwidth.efficient_factor", "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name, net.bandwidth.efficient_factor);
+    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0) report_error(api, "system.networks.bandwidth.latency_us", "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name, net.bandwidth.latency_us);
+    for (std::size_t c = 0; c < net.op.size(); ++c) {
+      const auto& op = net.op[c];
+      if (!op.present) continue;
+      if (!detail::is_finite(op.scale) || op.scale <= 0) report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number", net.name, collective_kind_names[c], op.scale);
+      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1) report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", net.name, collective_kind_names[c], op.offset);
+      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0)) report_error(api, "system.networks.op.efficient_factor", "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name, collective_kind_names[c], *op.efficient_factor);
+      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0)) report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name, collective_kind_names[c], *op.latency_us);
+      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0) report_error(api, "system.networks.op.dp_fixed_bw", "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name, collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
+    }
+  }
+}
+
+LLMSIM_END_NAMESPACE
