@@ -8,7 +8,7 @@ set(include_flags "")
 foreach(dir IN LISTS INCLUDE_DIRS)
   list(APPEND include_flags "-I${dir}")
 endforeach()
-execute_process(COMMAND "${COMPILER}" -std=c++20 -fsyntax-only ${include_flags} "${SOURCE}"
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env LC_ALL=C "${COMPILER}" -std=c++20 -fsyntax-only ${include_flags} "${SOURCE}"
                 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(result EQUAL 0)
   message(FATAL_ERROR "${SOURCE} compiled, but it must be refused")

@@ -1,0 +1,203 @@
+// The JSON adapter on the shared SimuMax config files: every file loads, round-trips, and
+// overrides behave like the validation cases use them.
+#include "shared_dir.hpp"
+
+#include <llmsim/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace lj = llmsim::json;
+using llmsim_test::simumax_configs;
+
+namespace {
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+TEST(JsonShared, EveryModelLoadsStrictlyAndRoundTrips) {
+  LLMSIM_REQUIRE_SHARED();
+  const auto files = files_in(simumax_configs() / "models");
+  EXPECT_GE(files.size(), 28U);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    const auto m = lj::load_model(f, {.strict = true});
+    EXPECT_EQ(lj::parse_model(lj::to_json(m), "round-trip", {.strict = true}), m);
+  }
+}
+
+TEST(JsonShared, EveryStrategyLoadsStrictlyAndRoundTrips) {
+  LLMSIM_REQUIRE_SHARED();
+  const auto files = files_in(simumax_configs() / "strategy");
+  EXPECT_EQ(files.size(), 12U);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    const auto s = lj::load_strategy(f, {.strict = true});
+    EXPECT_EQ(lj::parse_strategy(lj::to_json(s), "round-trip", {.strict = true}), s);
+  }
+}
+
+TEST(JsonShared, EverySystemLoadsStrictlyAndRoundTrips) {
+  LLMSIM_REQUIRE_SHARED();
+  for (const auto& f : files_in(simumax_configs() / "system")) {
+    SCOPED_TRACE(f.string());
+    const auto sys = lj::load_system(f, {.strict = true});
+    const auto again = lj::parse_system(lj::to_json(sys.spec()), "round-trip", {.strict = true});
+    EXPECT_EQ(again.spec(), sys.spec());
+  }
+}
+
+TEST(JsonShared, SystemTablesKeepEveryMeasuredShape) {
+  LLMSIM_REQUIRE_SHARED();
+  const auto b200 = lj::load_system(simumax_configs() / "system" / "b200_bf16_ceperm.json");
+  const auto& sys = b200.spec();
+  EXPECT_EQ(sys.sys_name.view(), "b200_bf16_ceperm");
+  EXPECT_EQ(sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.size(), 514U);
+  EXPECT_EQ(sys.op(llmsim::compute_kind::group_matmul).accurate_efficient_factor.size(), 108U);
+  EXPECT_EQ(sys.op(llmsim::compute_kind::sdp_fwd).accurate_efficient_factor.size(), 32U);
+  EXPECT_DOUBLE_EQ(*sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.find(
+                       "b=1, m=4096, k=8192, n=10240, layout=TN, accumulate=False, out_dtype=bf16"),
+                   0.6451614102335537);
+  EXPECT_FALSE(sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.find("b=1, m=1, k=1, n=1").has_value());
+  EXPECT_TRUE(sys.op(llmsim::compute_kind::fp8_matmul).present);
+  EXPECT_FALSE(sys.intra_with_pcie);
+  const auto* high = sys.network("high_intra_node");
+  ASSERT_NE(high, nullptr);
+  const auto& a2a = high->op[static_cast<std::size_t>(llmsim::collective_kind::all2all)];
+  EXPECT_EQ(a2a.fixed_latency_us_by_comm_num.find(2), 51.0578);
+  EXPECT_EQ(sys.network("no_such_tier"), nullptr);
+
+  const auto a100 = lj::load_system(simumax_configs() / "system" / "a100_pcie.json");
+  EXPECT_TRUE(a100.spec().intra_with_pcie);
+  const auto* x8 = a100.spec().network("intra_node_pcie_8x");
+  ASSERT_NE(x8, nullptr);
+  EXPECT_EQ(x8->op[static_cast<std::size_t>(llmsim::collective_kind::reduce_scatter)].dp_fixed_bw.find(4), 7.0);
+  EXPECT_FALSE(a100.spec().memory(llmsim::memory_kind::ce_fusion).present);  // falls back to default
+}
+
+TEST(JsonShared, CopiesShareTheTableStorage) {
+  LLMSIM_REQUIRE_SHARED();
+  lj::system_config copy;
+  {
+    const auto loaded = lj::load_system(simumax_configs() / "system" / "a100_pcie.json");
+    copy = loaded;
+  }
+  EXPECT_EQ(copy.spec().op(llmsim::compute_kind::matmul).accurate_efficient_factor.size(), 183U);
+  EXPECT_TRUE(copy.spec().op(llmsim::compute_kind::matmul).accurate_efficient_factor.find(
+      "b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16"));
+}
+
+TEST(JsonShared, ValidationCaseOverridesApply) {
+  LLMSIM_REQUIRE_SHARED();
+  const auto cases = lj::read_file(llmsim_test::shared_dir() / "validation" / "training_cases.json");
+  const fs::path root = llmsim_test::shared_dir() / "validation" / cases["config_root"].get<std::string>();
+  ASSERT_EQ(cases["cases"].size(), 48U);
+  for (const auto& c : cases["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const auto model = lj::load_model(root / c["model"].get<std::string>(), {.strict = true}, c.value("model_overrides", lj::value::object()));
+    const auto strategy = lj::load_strategy(root / c["strategy"].get<std::string>(), {.strict = true}, c.value("strategy_overrides", lj::value::object()));
+    const auto system = lj::load_system(root / c["system"].get<std::string>(), {.strict = true});
+    EXPECT_NO_THROW(llmsim::validate(model, strategy, system.spec()));
+    if (c.contains("model_overrides") && c["model_overrides"].contains("layer_num")) {
+      EXPECT_EQ(model.layer_num, c["model_overrides"]["layer_num"].get<std::int64_t>());
+    }
+    EXPECT_EQ(strategy.micro_batch_num, c["strategy_overrides"]["micro_batch_num"].get<std::int64_t>());
+  }
+}
+
+TEST(Json, MissingKeysKeepDefaultsAndUnknownKeysWarn) {
+  std::vector<std::string> warnings;
+  const auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"),
+                                    "s.json", {.strict = false, .warnings = &warnings});
+  EXPECT_EQ(s.tp_size, 1);
+  EXPECT_EQ(s.world_size, 8);
+  EXPECT_DOUBLE_EQ(s.mem_factor, 0.94);
+  EXPECT_TRUE(s.enable_sequence_parallel);
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_EQ(warnings[0], "s.json: /tp_sise: unknown key (ignored)");
+  try {
+    (void)lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"), "s.json", {.strict = true});
+    FAIL() << "strict mode must refuse an unknown key";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "s.json: llmsim::json: /tp_sise: unknown key (refused by --strict)");
+    EXPECT_EQ(e.field(), "/tp_sise");
+    EXPECT_EQ(e.file(), "s.json");
+  }
+}
+
+TEST(Json, NullableFieldsReadNull) {
+  const auto m = lj::parse_model(lj::value::parse(R"({"hidden_size": 5120, "head_num": 128, "kv_head_num": 128, "layer_num": 4,
+      "vocab_size": 102400, "attention_type": "mla", "q_lora_rank": null, "kv_lora_rank": 512, "qk_head_dim": 128,
+      "qk_pos_emb_head_dim": 64, "v_head_dim": 128, "intermediate_size": 12288})"));
+  EXPECT_FALSE(m.q_lora_rank.has_value());
+  EXPECT_EQ(m.kv_lora_rank, 512);
+  const auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1,
+      "recompute_granularity": null, "megatron_recompute_modules": null, "te_version": null})"));
+  EXPECT_EQ(s.recompute_granularity, llmsim::recompute_kind::none);
+  EXPECT_TRUE(s.megatron_recompute_modules.empty());
+  EXPECT_TRUE(s.te_version.empty());
+  EXPECT_EQ(lj::to_json(s)["recompute_granularity"], nullptr);
+}
+
+TEST(Json, MegatronRecomputeModulesAreASet) {
+  const auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 1,
+      "enable_recompute": true, "recompute_granularity": "selective_recompute", "recompute_layer_num": 2,
+      "megatron_recompute": true, "megatron_recompute_modules": ["mlp", "layernorm"]})"));
+  EXPECT_TRUE(s.megatron_recompute_modules.contains(llmsim::recompute_module::mlp));
+  EXPECT_TRUE(s.megatron_recompute_modules.contains(llmsim::recompute_module::layernorm));
+  EXPECT_FALSE(s.megatron_recompute_modules.contains(llmsim::recompute_module::moe));
+  EXPECT_EQ(lj::to_json(s)["megatron_recompute_modules"], lj::value::parse(R"(["layernorm", "mlp"])"));
+  EXPECT_TRUE(llmsim::recompute_active(s));
+}
+
+TEST(Json, DottedOverridesReachNestedFields) {
+  lj::value v = lj::value::parse(R"({"a": {"b": 1}})");
+  lj::set_path(v, "a.c.d", 5, "--set");
+  EXPECT_EQ(v["a"]["c"]["d"], 5);
+  EXPECT_EQ(v["a"]["b"], 1);
+  EXPECT_THROW(lj::set_path(v, "a.b.x", 1, "--set"), llmsim::config_error);  // b is not an object
+  EXPECT_THROW(lj::set_path(v, "a..x", 1, "--set"), llmsim::config_error);
+  EXPECT_EQ(lj::override_value("12"), 12);
+  EXPECT_EQ(lj::override_value("true"), true);
+  EXPECT_EQ(lj::override_value("high_intra_node"), "high_intra_node");
+}
+
+TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
+  const auto m = lj::parse_model(lj::value::parse(R"({"hidden_size": 4096, "head_num": 32, "kv_head_num": 8, "layer_num": 32,
+      "vocab_size": 128256, "intermediate_size": 14336, "use_swiglu": true})"));
+  auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "world_size": 8, "tp_size": 8, "pp_size": 1})"));
+  llmsim::system_spec sys{};
+  sys.accelerator.mem_gbs = 80;
+  sys.accelerator.op[0] = {.present = true, .tflops = 312, .efficient_factor = 0.75};
+  sys.accelerator.bandwidth[0] = {.present = true, .gbps = 1600, .efficient_factor = 0.9, .latency_us = 40};
+  sys.networks[0].name = "inter_node";
+  sys.networks[0].bandwidth = {.present = true, .gbps = 25, .efficient_factor = 0.6, .latency_us = 40};
+  sys.network_count = 1;
+  EXPECT_NO_THROW(lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json"));
+  s.pp_size = 3;
+  s.world_size = 24;
+  s.tp_size = 8;
+  try {
+    lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json");
+    FAIL() << "pp 3 does not divide 32 layers";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32");
+  }
+  s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "tp_net": "nvlink"})"));
+  try {
+    lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json");
+    FAIL() << "tp_net names no tier";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_net=\"nvlink\" names no network tier of system null");
+  }
+}
