@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds llmsim with GCC 12 and with Clang 14 (warnings as errors) and runs every test:
+# static, runtime, compile_fail, bad-input corpus, consumers, single-header staleness, examples,
+# and (GCC build) the sanitizer build. Installs missing Debian packages first (needs root).
+# This is the README's test command; .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake make g++ clang python3 libboost-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+for compiler in g++ clang++; do
+  dir="build/test-${compiler%++}"
+  echo "=== ${compiler}: configure, build, test (${dir}) ==="
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$compiler" -DLLMSIM_WARNINGS_AS_ERRORS=ON >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  if [ "$compiler" = g++ ]; then labels=(); else labels=(-LE sanitize); fi  # one sanitizer build is enough
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${labels[@]}")
+done
