@@ -155,9 +155,13 @@ void read(const value& v, const location& at, fixed_string<N>& out) {
 }
 template <named_enum E>
 void read(const value& v, const location& at, E& out) {
-  std::string allowed;
-  for (const auto& [e, name] : enum_names<E>::value)
-    if (!name.empty()) allowed += (allowed.empty() ? "" : ", ") + std::string(name == "null" ? "null" : "\"" + std::string(name) + "\"");
+  std::string allowed;  // built with append: GCC 12 -Wrestrict misfires on `"x" + std::string(...)`
+  for (const auto& [e, name] : enum_names<E>::value) {
+    if (name.empty()) continue;
+    if (!allowed.empty()) allowed.append(", ");
+    if (name == "null") allowed.append(name);
+    else allowed.append(1, '"').append(name).append(1, '"');
+  }
   if (v.is_null()) {
     const E e = enum_from_name<E>("null");
     if (e != enum_names<E>::value[0].first) { out = e; return; }

@@ -61,8 +61,31 @@ struct location {
   throw config_error("llmsim::json", at.where(), at.where() + ": " + rule, at.file);
 }
 
+/// Appends `v` as compact JSON to `out`, stopping once `out` is longer than `limit`: unlike
+/// nlohmann's dump, which recurses once per level, a value nested 100000 deep costs ~limit frames.
+inline void show_into(std::string& out, const value& v, std::size_t limit) {
+  if (out.size() > limit) return;
+  if (v.is_array() || v.is_object()) {
+    out += v.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= limit; ++it) {
+      if (!first) out += ',';
+      first = false;
+      if (v.is_object()) out += value(it.key()).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) + ":";
+      show_into(out, it.value(), limit);
+    }
+    out += v.is_array() ? ']' : '}';
+  } else if (v.is_number_float() && !std::isfinite(v.get<double>())) {
+    const double d = v.get<double>();
+    out += d > 0 ? "inf" : d < 0 ? "-inf" : "nan";  // dump() would print null
+  } else {
+    out += v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  }
+}
+
 inline std::string show(const value& v) {
-  std::string text = v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  std::string text;
+  show_into(text, v, 60);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
@@ -78,6 +101,9 @@ inline std::string type_name(const value& v) {
     default: return "an integer";
   }
 }
+
+/// "a string \"two\"", "an array [1]", or just "null".
+inline std::string describe(const value& v) { return v.is_null() ? std::string("null") : type_name(v) + " " + show(v); }
 
 inline void unknown_key(const location& at, const load_options& opt) {
   if (opt.strict) fail(at, "unknown key (refused by --strict)");
@@ -107,37 +133,43 @@ inline void read(const value& v, const location& at, std::int64_t& out) {
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) { out = static_cast<std::int64_t>(d); return; }
+    // Integer literals beyond uint64 reach us as doubles: say so rather than "expected an integer".
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2233720368547758e18) fail(at, "integer " + show(v) + " is out of range");
     fail(at, "expected an integer, got " + show(v));
   }
-  fail(at, "expected an integer, got " + type_name(v) + " " + show(v));
+  fail(at, "expected an integer, got " + describe(v));
 }
 inline void read(const value& v, const location& at, double& out) {
-  if (!v.is_number()) fail(at, "expected a number, got " + type_name(v) + " " + show(v));
+  if (!v.is_number()) fail(at, "expected a number, got " + describe(v));
   out = v.get<double>();
   if (!std::isfinite(out)) fail(at, "expected a finite number, got " + show(v));
 }
 inline void read(const value& v, const location& at, bool& out) {
-  if (!v.is_boolean()) fail(at, "expected true or false, got " + type_name(v) + " " + show(v));
+  if (!v.is_boolean()) fail(at, "expected true or false, got " + describe(v));
   out = v.get<bool>();
 }
 template <std::size_t N>
 void read(const value& v, const location& at, fixed_string<N>& out) {
   if (v.is_null()) { out = {}; return; }
-  if (!v.is_string()) fail(at, "expected a string, got " + type_name(v) + " " + show(v));
+  if (!v.is_string()) fail(at, "expected a string, got " + describe(v));
   const auto& s = v.get_ref<const std::string&>();
   if (s.size() > N) fail(at, "string of " + std::to_string(s.size()) + " characters exceeds the limit of " + std::to_string(N));
   out.assign(s);
 }
 template <named_enum E>
 void read(const value& v, const location& at, E& out) {
-  std::string allowed;
-  for (const auto& [e, name] : enum_names<E>::value)
-    if (!name.empty()) allowed += (allowed.empty() ? "" : ", ") + std::string(name == "null" ? "null" : "\"" + std::string(name) + "\"");
+  std::string allowed;  // built with append: GCC 12 -Wrestrict misfires on `"x" + std::string(...)`
+  for (const auto& [e, name] : enum_names<E>::value) {
+    if (name.empty()) continue;
+    if (!allowed.empty()) allowed.append(", ");
+    if (name == "null") allowed.append(name);
+    else allowed.append(1, '"').append(name).append(1, '"');
+  }
   if (v.is_null()) {
     const E e = enum_from_name<E>("null");
     if (e != enum_names<E>::value[0].first) { out = e; return; }
   }
-  if (!v.is_string()) fail(at, "expected one of " + allowed + ", got " + type_name(v) + " " + show(v));
+  if (!v.is_string()) fail(at, "expected one of " + allowed + ", got " + describe(v));
   const E e = enum_from_name<E>(v.get_ref<const std::string&>());
   if (e == enum_names<E>::value[0].first || v.get_ref<const std::string&>() == "null") fail(at, "expected one of " + allowed + ", got " + show(v));
   out = e;
@@ -145,7 +177,7 @@ void read(const value& v, const location& at, E& out) {
 inline void read(const value& v, const location& at, recompute_module_set& out) {
   out = {};
   if (v.is_null()) return;
-  if (!v.is_array()) fail(at, "expected an array of module names, got " + type_name(v) + " " + show(v));
+  if (!v.is_array()) fail(at, "expected an array of module names, got " + describe(v));
   for (std::size_t i = 0; i < v.size(); ++i) {
     recompute_module m{};
     read(v[i], at.child(std::to_string(i)), m);
@@ -185,7 +217,7 @@ value write(const std::optional<T>& v) {
 }
 
 inline void require_object(const value& v, const location& at) {
-  if (!v.is_object()) fail(at, "expected an object, got " + type_name(v) + " " + show(v));
+  if (!v.is_object()) fail(at, "expected an object, got " + describe(v));
 }
 
 /// Reads the fields of a spec with a field list; unknown keys are warned about or refused.
@@ -220,7 +252,70 @@ value write_fields(const Spec& spec) {
 
 // ---- files ---------------------------------------------------------------------------------------
 
-/// Parses JSON text; `source` names it in errors.
+namespace detail {
+
+/// `text` with DEL and every byte outside well-formed UTF-8 written as <0xNN>: parse errors quote
+/// raw input ("last read: ..."), and an error message must stay printable and valid UTF-8
+/// (`llmsim check --format json` puts it into a JSON report).
+inline std::string printable(std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = byte(i);
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte (RFC 3629)
+    if (c < 0x7F) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    bool ok = len != 0 && i + len <= text.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = byte(i + k) >= (k == 1 ? lo : 0x80) && byte(i + k) <= (k == 1 ? hi : 0xBF);
+    if (ok) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      out.append("<0x").append(1, hex[c >> 4]).append(1, hex[c & 0xF]).append(1, '>');
+      ++i;
+    }
+  }
+  return out;
+}
+
+/// Records where the parser gave up: nlohmann throws some errors (number overflow: 1e999) as
+/// out_of_range without a position, so the text is parsed once more to find it.
+struct error_position final : nlohmann::json_sax<value> {
+  std::size_t offset = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception&) override {
+    offset = position;
+    return false;
+  }
+};
+
+/// "line 3, column 18" of byte `offset`, counted as nlohmann counts for its parse errors.
+inline std::string line_column(std::string_view text, std::size_t offset) {
+  const auto head = text.substr(0, std::min(offset, text.size()));
+  const auto newline = head.rfind('\n');
+  const auto column = newline == std::string_view::npos ? head.size() : head.size() - newline - 1;
+  return "line " + std::to_string(std::count(head.begin(), head.end(), '\n') + 1) + ", column " + std::to_string(column);
+}
+
+}  // namespace detail
+
+/// Parses JSON text; `source` names it in errors. Every failure is a `config_error`.
 inline value parse_text(std::string_view text, const std::string& source) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) throw config_error("llmsim::json", "/", "/: the file is empty", source);
   try {
@@ -228,7 +323,14 @@ inline value parse_text(std::string_view text, const std::string& source) {
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
-    throw config_error("llmsim::json", "/", "/: not valid JSON: " + (pos == std::string::npos ? what : what.substr(pos)), source);
+    throw config_error("llmsim::json", "/", "/: not valid JSON: " + detail::printable(pos == std::string::npos ? what : what.substr(pos)), source);
+  } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double, e.g. 1e999
+    std::string what = e.what();
+    const auto bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    detail::error_position where;
+    value::sax_parse(text.begin(), text.end(), &where);
+    throw config_error("llmsim::json", "/", "/: not valid JSON: parse error at " + detail::line_column(text, where.offset) + ": " + detail::printable(what), source);
   }
 }
 
@@ -268,7 +370,7 @@ inline void merge_overrides(value& target, const value& overrides, const std::st
 inline value override_value(std::string_view text) {
   try {
     return value::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e999
     return std::string(text);
   }
 }

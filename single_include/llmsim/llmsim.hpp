@@ -490,6 +490,14 @@ struct enum_names<norm_kind> {
       {{norm_kind::invalid, ""}, {norm_kind::rmsnorm, "rmsnorm"}, {norm_kind::layernorm, "layernorm"}}};
 };
 
+/// Position encoding (llmsim extension): rotary (Llama, Qwen, DeepSeek), learned absolute (GPT-2/3), none.
+enum class position_kind : std::uint8_t { invalid, rope, learned_absolute, none };
+template <>
+struct enum_names<position_kind> {
+  static constexpr std::array<std::pair<position_kind, std::string_view>, 4> value{
+      {{position_kind::invalid, ""}, {position_kind::rope, "rope"}, {position_kind::learned_absolute, "learned_absolute"}, {position_kind::none, "none"}}};
+};
+
 /// How the experts' GEMMs are issued (SimuMax `group_linear_mode`).
 enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
@@ -535,6 +543,7 @@ struct model_spec {
   norm_kind norm_type = norm_kind::rmsnorm;
   bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
   bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -573,6 +582,7 @@ struct field_list<model_spec> {
       field{"norm_type", &m::norm_type},
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
+      field{"position_embedding_type", &m::position_embedding_type},
   };
 };
 
@@ -616,6 +626,7 @@ constexpr void validate(const model_spec& m) {
   if (m.model_type && *m.model_type == model_kind::invalid) report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
   if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
   if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
+  if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
   if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\" or \"sequential\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);
@@ -964,6 +975,10 @@ constexpr void validate(const strategy_spec& s) {
   require_size(api, "strategy.num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage, 0);
   require_size(api, "strategy.num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage, 0);
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
+  // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
+  // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension)) report_error(api, "strategy.micro_batch_size", "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) > 9007199254740992.0) report_error(api, "strategy.micro_batch_num", "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
   if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
   if (s.cp_comm_type == cp_comm_kind::invalid) report_error(api, "strategy.cp_comm_type", "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
   if (s.cp_a2a_mode == cp_a2a_kind::invalid) report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");

@@ -46,6 +46,14 @@ struct enum_names<norm_kind> {
       {{norm_kind::invalid, ""}, {norm_kind::rmsnorm, "rmsnorm"}, {norm_kind::layernorm, "layernorm"}}};
 };
 
+/// Position encoding (llmsim extension): rotary (Llama, Qwen, DeepSeek), learned absolute (GPT-2/3), none.
+enum class position_kind : std::uint8_t { invalid, rope, learned_absolute, none };
+template <>
+struct enum_names<position_kind> {
+  static constexpr std::array<std::pair<position_kind, std::string_view>, 4> value{
+      {{position_kind::invalid, ""}, {position_kind::rope, "rope"}, {position_kind::learned_absolute, "learned_absolute"}, {position_kind::none, "none"}}};
+};
+
 /// How the experts' GEMMs are issued (SimuMax `group_linear_mode`).
 enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
@@ -91,6 +99,7 @@ struct model_spec {
   norm_kind norm_type = norm_kind::rmsnorm;
   bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
   bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -129,6 +138,7 @@ struct field_list<model_spec> {
       field{"norm_type", &m::norm_type},
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
+      field{"position_embedding_type", &m::position_embedding_type},
   };
 };
 
@@ -172,6 +182,7 @@ constexpr void validate(const model_spec& m) {
   if (m.model_type && *m.model_type == model_kind::invalid) report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
   if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
   if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
+  if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
   if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\" or \"sequential\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);

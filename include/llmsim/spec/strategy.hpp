@@ -306,6 +306,10 @@ constexpr void validate(const strategy_spec& s) {
   require_size(api, "strategy.num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage, 0);
   require_size(api, "strategy.num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage, 0);
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
+  // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
+  // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension)) report_error(api, "strategy.micro_batch_size", "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) > 9007199254740992.0) report_error(api, "strategy.micro_batch_num", "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
   if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
   if (s.cp_comm_type == cp_comm_kind::invalid) report_error(api, "strategy.cp_comm_type", "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
   if (s.cp_a2a_mode == cp_a2a_kind::invalid) report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
