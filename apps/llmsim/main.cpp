@@ -1,13 +1,20 @@
-// The llmsim command line tool.
-//   llmsim check --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
-// loads the SimuMax-format config files, applies overrides, validates each spec and the three
-// together, and prints the resolved configs.
+// The llmsim command line tool:
+//   llmsim check    --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
+//   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
+//   llmsim validate CASES.json [--format text|json]
+//   llmsim bench    --system S --strategy T --model M [--iterations N] [--format text|json]
+//   llmsim list
+// S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`).
 
 #include <llmsim/json.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -16,6 +23,7 @@
 namespace {
 
 namespace lj = llmsim::json;
+namespace fs = std::filesystem;
 
 /// `--set` overrides split by the spec they address: `model.layer_num=12` goes to the model.
 struct overrides {
@@ -28,26 +36,67 @@ overrides parse_sets(const std::vector<std::string>& sets) {
   overrides out;
   for (const auto& s : sets) {
     const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw llmsim::config_error("llmsim check", s, "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12", "--set");
+    if (eq == std::string::npos || eq == 0) throw llmsim::config_error("llmsim", s, "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12", "--set");
     const std::string key = s.substr(0, eq);
     const auto v = lj::override_value(std::string_view(s).substr(eq + 1));
     const auto dot = key.find('.');
     const std::string spec = key.substr(0, dot);
     const std::string rest = dot == std::string::npos ? std::string() : key.substr(dot + 1);
     lj::value* target = spec == "model" ? &out.model : spec == "strategy" ? &out.strategy : spec == "system" ? &out.system : nullptr;
-    if (target == nullptr || rest.empty()) throw llmsim::config_error("llmsim check", key, "--set key \"" + key + "\" must start with model., strategy. or system.", "--set");
+    if (target == nullptr || rest.empty()) throw llmsim::config_error("llmsim", key, "--set key \"" + key + "\" must start with model., strategy. or system.", "--set");
     lj::set_path(*target, rest, v, "--set " + key);
   }
   return out;
 }
 
+std::string catalogue_listing() {
+  std::string out = "models:";
+  for (const auto& m : llmsim::catalogue::models) out += " " + std::string(m.name);
+  out += "\nsystems:";
+  for (const auto& s : llmsim::catalogue::systems) out += " " + std::string(s.name);
+  out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full (tokens tp pp dp cp ep etp mbs mbc seq zero vp, full, selective, nosp)";
+  return out;
+}
+
+bool is_file(const std::string& arg) {
+  std::error_code ec;
+  return fs::is_regular_file(arg, ec);
+}
+
+/// A file path, else a catalogue entry; overrides apply to either (the catalogue spec goes through JSON).
+llmsim::model_spec resolve_model(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
+  if (is_file(arg)) return lj::load_model(arg, opt, ov);
+  if (const auto* m = llmsim::catalogue::find_model(arg)) {
+    lj::value v = lj::to_json(*m);
+    lj::merge_overrides(v, ov, "--set");
+    return lj::parse_model(v, "catalogue model " + arg, opt);
+  }
+  throw llmsim::config_error("llmsim", "--model", "\"" + arg + "\" is neither a file nor a catalogue model\n" + catalogue_listing(), "--model");
+}
+llmsim::strategy_spec resolve_strategy(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
+  if (is_file(arg)) return lj::load_strategy(arg, opt, ov);
+  llmsim::strategy_spec s{};
+  if (llmsim::catalogue::parse_strategy_name(arg, s)) {
+    lj::value v = lj::to_json(s);
+    lj::merge_overrides(v, ov, "--set");
+    return lj::parse_strategy(v, "strategy " + arg, opt);
+  }
+  throw llmsim::config_error("llmsim", "--strategy", "\"" + arg + "\" is neither a file nor a strategy name\n" + catalogue_listing(), "--strategy");
+}
+lj::system_config resolve_system(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
+  if (is_file(arg)) return lj::load_system(arg, opt, ov);
+  if (const auto* s = llmsim::catalogue::find_system(arg)) {
+    lj::value v = lj::to_json(*s);
+    lj::merge_overrides(v, ov, "--set");
+    return lj::parse_system(v, "catalogue system " + arg, opt);
+  }
+  throw llmsim::config_error("llmsim", "--system", "\"" + arg + "\" is neither a file nor a catalogue system\n" + catalogue_listing(), "--system");
+}
+
 void print_fields(const lj::value& obj, const std::string& prefix) {
   for (const auto& item : obj.items()) {
-    if (item.value().is_object()) {
-      print_fields(item.value(), prefix + item.key() + ".");
-    } else {
-      std::printf("  %s%s = %s\n", prefix.c_str(), item.key().c_str(), item.value().dump().c_str());
-    }
+    if (item.value().is_object()) print_fields(item.value(), prefix + item.key() + ".");
+    else std::printf("  %s%s = %s\n", prefix.c_str(), item.key().c_str(), item.value().dump().c_str());
   }
 }
 
@@ -63,12 +112,31 @@ lj::value system_summary(const llmsim::system_spec& sys) {
   return v;
 }
 
-int run_check(const std::optional<std::string>& system_file, const std::optional<std::string>& strategy_file,
-              const std::optional<std::string>& model_file, const std::vector<std::string>& sets, bool strict,
-              const std::string& format) {
+struct spec_args {
+  std::optional<std::string> system, strategy, model;
+  std::vector<std::string> sets;
+  bool strict = false;
+  std::string format = "text";
+};
+
+void add_spec_options(CLI::App* cmd, spec_args& a, bool required) {
+  auto* s = cmd->add_option("--system", a.system, "System: config file (SimuMax format) or catalogue name");
+  auto* t = cmd->add_option("--strategy", a.strategy, "Strategy: config file or compact name (tp2_pp1_dp4_mbc8)");
+  auto* m = cmd->add_option("--model", a.model, "Model: config file or catalogue name");
+  if (required) {
+    s->required();
+    t->required();
+    m->required();
+  }
+  cmd->add_option("--set", a.sets, "Override a field: model.layer_num=12, strategy.tp_size=2, system.accelerator.mem_gbs=141")->type_name("KEY=VALUE");
+  cmd->add_flag("--strict", a.strict, "Unknown keys are errors instead of warnings");
+  cmd->add_option("--format", a.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+}
+
+int run_check(const spec_args& a) {
   std::vector<std::string> warnings;
-  const lj::load_options opt{strict, &warnings};
-  const bool json_out = format == "json";
+  const lj::load_options opt{a.strict, &warnings};
+  const bool json_out = a.format == "json";
   lj::value report = lj::value::object();
   int errors = 0;
   auto fail = [&](const std::exception& e) {
@@ -77,18 +145,18 @@ int run_check(const std::optional<std::string>& system_file, const std::optional
     report["errors"].push_back(e.what());
   };
   try {
-    const overrides ov = parse_sets(sets);
+    const overrides ov = parse_sets(a.sets);
     std::optional<llmsim::model_spec> model;
     std::optional<llmsim::strategy_spec> strategy;
     std::optional<lj::system_config> system;
-    if (model_file) try { model = lj::load_model(*model_file, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
-    if (strategy_file) try { strategy = lj::load_strategy(*strategy_file, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
-    if (system_file) try { system = lj::load_system(*system_file, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
-    if (!model_file && ov.model.size() != 0) throw llmsim::config_error("llmsim check", "model", "--set model.* given without --model", "--set");
-    if (!strategy_file && ov.strategy.size() != 0) throw llmsim::config_error("llmsim check", "strategy", "--set strategy.* given without --strategy", "--set");
-    if (!system_file && ov.system.size() != 0) throw llmsim::config_error("llmsim check", "system", "--set system.* given without --system", "--set");
+    if (a.model) try { model = resolve_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
+    if (a.strategy) try { strategy = resolve_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
+    if (a.system) try { system = resolve_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
+    if (!a.model && ov.model.size() != 0) throw llmsim::config_error("llmsim check", "model", "--set model.* given without --model", "--set");
+    if (!a.strategy && ov.strategy.size() != 0) throw llmsim::config_error("llmsim check", "strategy", "--set strategy.* given without --strategy", "--set");
+    if (!a.system && ov.system.size() != 0) throw llmsim::config_error("llmsim check", "system", "--set system.* given without --system", "--set");
     if (model && strategy && system) {
-      try { lj::validate_files(*model, *model_file, *strategy, *strategy_file, system->spec(), *system_file); } catch (const llmsim::config_error& e) { fail(e); }
+      try { lj::validate_files(*model, *a.model, *strategy, *a.strategy, system->spec(), *a.system); } catch (const llmsim::config_error& e) { fail(e); }
     }
     if (model) report["model"] = lj::to_json(*model);
     if (strategy) {
@@ -108,7 +176,7 @@ int run_check(const std::optional<std::string>& system_file, const std::optional
   report["error_count"] = errors;
   report["warning_count"] = warnings.size();
   if (json_out) {
-    std::printf("%s\n", report.dump(2).c_str());
+    std::printf("%s\n", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     for (const char* spec : {"model", "strategy", "system"}) {
       if (!report.contains(spec)) continue;
@@ -118,6 +186,132 @@ int run_check(const std::optional<std::string>& system_file, const std::optional
     std::printf("%d error(s), %zu warning(s)\n", errors, warnings.size());
   }
   return errors == 0 ? 0 : 1;
+}
+
+/// Loads the three specs into a perf_llm (warnings to stderr).
+lj::perf_llm configured(const spec_args& a) {
+  std::vector<std::string> warnings;
+  const lj::load_options opt{a.strict, &warnings};
+  const overrides ov = parse_sets(a.sets);
+  const auto model = resolve_model(*a.model, opt, ov.model);
+  const auto strategy = resolve_strategy(*a.strategy, opt, ov.strategy);
+  const auto system = resolve_system(*a.system, opt, ov.system);
+  for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  lj::validate_files(model, *a.model, strategy, *a.strategy, system.spec(), *a.system);
+  lj::perf_llm perf;
+  perf.configure(strategy, model, system);
+  return perf;
+}
+
+int run_perf(const spec_args& a) {
+  auto perf = configured(a);
+  perf.run_estimate();
+  if (a.format == "json") {
+    lj::value out = lj::to_json(perf.result());
+    out["model"] = lj::to_json(perf.model());
+    out["strategy"] = lj::to_json(perf.strategy());
+    out["system"] = std::string(perf.system().sys_name.view());
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%s", llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system()).c_str());
+  }
+  return 0;
+}
+
+int run_bench(const spec_args& a, int iterations) {
+  auto perf = configured(a);
+  std::vector<double> ns;
+  ns.reserve(static_cast<std::size_t>(iterations));
+  double sink = 0;
+  for (int i = 0; i < iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    perf.run_estimate();
+    sink += perf.analysis_cost().duration_time_per_iter.value + perf.analysis_mem().peak_mem.gib();
+    const auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::sort(ns.begin(), ns.end());
+  const double median = ns[ns.size() / 2];
+  if (a.format == "json") {
+    std::printf("%s\n", lj::value{{"estimate_ns_median", median}, {"iterations", iterations}}.dump().c_str());
+  } else {
+    std::printf("median %.2f us per estimate (run_estimate + analysis_cost + analysis_mem) over %d iterations (checksum %.6g)\n", median / 1e3, iterations, sink);
+  }
+  return 0;
+}
+
+/// `llmsim validate`: predicted vs real for each case of a validation-cases file.
+int run_validate(const std::string& file, const std::string& format) {
+  const lj::value doc = lj::read_file(file);
+  if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
+    throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
+  const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
+  lj::value cases = lj::value::array();
+  std::size_t n_failed = 0, mem_n = 0, time_n = 0;
+  double time_sum = 0, time_max = 0, mem_sum = 0, mem_max = 0;
+  for (const auto& c : doc["cases"]) {
+    lj::value row = {{"name", c.value("name", std::string("?"))}};
+    row["real"] = c.value("real", lj::value::object());
+    row["predicted"] = nullptr;
+    row["time_err"] = nullptr;
+    row["mem_err"] = nullptr;
+    row["error"] = nullptr;
+    try {
+      lj::perf_llm perf;
+      perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(), root / c.at("system").get<std::string>(), {},
+                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()));
+      perf.run_estimate();
+      const double t = perf.analysis_cost().duration_time_per_iter.ms();
+      const double m = perf.analysis_mem().peak_mem.gib();
+      row["predicted"] = {{"iter_time_ms", t}, {"peak_alloc_gib", m}};
+      const auto& real = row["real"];
+      if (real.contains("iter_time_ms") && real["iter_time_ms"].is_number()) {
+        const double e = (t - real["iter_time_ms"].get<double>()) / real["iter_time_ms"].get<double>();
+        row["time_err"] = e;
+        time_sum += std::fabs(e);
+        time_max = std::max(time_max, std::fabs(e));
+        ++time_n;
+      }
+      if (real.contains("peak_alloc_gib") && real["peak_alloc_gib"].is_number()) {
+        const double e = (m - real["peak_alloc_gib"].get<double>()) / real["peak_alloc_gib"].get<double>();
+        row["mem_err"] = e;
+        if (real.value("memory_verified", false)) {
+          mem_sum += std::fabs(e);
+          mem_max = std::max(mem_max, std::fabs(e));
+          ++mem_n;
+        }
+      }
+    } catch (const std::exception& e) {
+      row["error"] = e.what();
+      ++n_failed;
+    }
+    cases.push_back(row);
+  }
+  lj::value summary = {{"n", cases.size()},
+                       {"n_failed", n_failed},
+                       {"time_mean_abs_err", time_n ? time_sum / static_cast<double>(time_n) : 0.0},
+                       {"time_max_abs_err", time_max},
+                       {"mem_n", mem_n},
+                       {"mem_mean_abs_err", mem_n ? mem_sum / static_cast<double>(mem_n) : 0.0},
+                       {"mem_max_abs_err", mem_max}};
+  if (format == "json") {
+    std::printf("%s\n", lj::value{{"cases", cases}, {"summary", summary}}.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB", "err");
+  for (const auto& r : cases) {
+    if (!r["error"].is_null()) {
+      std::printf("%-46s not estimated: %s\n", r["name"].get<std::string>().c_str(), r["error"].get<std::string>().c_str());
+      continue;
+    }
+    const bool verified = r["real"].value("memory_verified", false);
+    std::printf("%-46s %12.1f %12.1f %+7.2f%% %10.3f %10.2f %+7.2f%%%s\n", r["name"].get<std::string>().c_str(), r["predicted"]["iter_time_ms"].get<double>(),
+                r["real"].value("iter_time_ms", 0.0), 100 * r["time_err"].get<double>(), r["predicted"]["peak_alloc_gib"].get<double>(),
+                r["real"].value("peak_alloc_gib", 0.0), 100 * r.value("mem_err", 0.0), verified ? "" : " (memory unverified)");
+  }
+  std::printf("\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max %.2f%%\n", cases.size(), n_failed,
+              100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n, 100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
+  return 0;
 }
 
 }  // namespace
@@ -130,20 +324,23 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING);
   app.require_subcommand(1);
 
-  std::optional<std::string> system_file, strategy_file, model_file;
-  std::vector<std::string> sets;
-  bool strict = false;
-  std::string format = "text";
+  spec_args check_args, perf_args, bench_args;
   auto* check = app.add_subcommand("check", "Load, validate and print the resolved configs (exit 1 on any error).");
-  check->add_option("--system", system_file, "System config file (SimuMax format)");
-  check->add_option("--strategy", strategy_file, "Strategy config file (SimuMax format)");
-  check->add_option("--model", model_file, "Model config file (SimuMax format)");
-  check->add_option("--set", sets, "Override a field before validation: model.layer_num=12, strategy.tp_size=2, system.accelerator.mem_gbs=141")->type_name("KEY=VALUE");
-  check->add_flag("--strict", strict, "Unknown keys are errors instead of warnings");
-  check->add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  add_spec_options(check, check_args, false);
   check->callback([&] {
-    if (!system_file && !strategy_file && !model_file) throw CLI::ValidationError("check", "give at least one of --system, --strategy, --model");
+    if (!check_args.system && !check_args.strategy && !check_args.model) throw CLI::ValidationError("check", "give at least one of --system, --strategy, --model");
   });
+  auto* perf = app.add_subcommand("perf", "Estimate one training iteration: time breakdown, MFU, memory per stage and its peak.");
+  add_spec_options(perf, perf_args, true);
+  auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
+  add_spec_options(bench, bench_args, true);
+  int iterations = 1000;
+  bench->add_option("--iterations", iterations, "Estimates to time")->check(CLI::Range(1, 10000000));
+  std::string cases_file, validate_format = "text";
+  auto* validate = app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
+  validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")->required();
+  validate->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
 
   try {
     app.parse(argc, argv);
@@ -151,7 +348,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (check->parsed()) return run_check(system_file, strategy_file, model_file, sets, strict, format);
+    if (check->parsed()) return run_check(check_args);
+    if (perf->parsed()) return run_perf(perf_args);
+    if (bench->parsed()) return run_bench(bench_args, iterations);
+    if (validate->parsed()) return run_validate(cases_file, validate_format);
+    if (list->parsed()) {
+      std::printf("%s\n", catalogue_listing().c_str());
+      return 0;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

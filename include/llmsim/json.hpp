@@ -701,5 +701,79 @@ inline void validate_files(const model_spec& m, const std::string& model_file, c
   }
 }
 
+// ---- results -------------------------------------------------------------------------------------
+
+/// An estimate as JSON with SimuMax's field names; times in milliseconds, memory in GiB (2^30 bytes).
+inline value to_json(const estimate_result& r) {
+  auto ms = [](seconds t) { return t.ms(); };
+  auto gib = [](bytes b) { return b.gib(); };
+  const auto& c = r.cost;
+  value cost = value::object();
+  cost["duration_time_per_iter"] = ms(c.duration_time_per_iter);
+  cost["pipeline_time"] = ms(c.pipeline_time);
+  cost["mfu"] = c.mfu;
+  cost["mfu_6nd_with_attn"] = c.mfu_6nd_with_attn;
+  cost["throughput_per_accelerator"] = c.throughput_per_accelerator;
+  cost["all_tokens_per_iter"] = c.all_tokens_per_iter;
+  cost["model_flops_per_accelerator"] = c.model_flops_per_iter.value;
+  const auto& b = c.breakdown_result;
+  cost["breakdown_result"] = {{"fwd_compute_time", ms(b.fwd_compute_time)}, {"bwd_compute_time", ms(b.bwd_compute_time)},
+                              {"recompute_time", ms(b.recompute_time)}, {"intra_exposed_time", ms(b.intra_exposed_time)},
+                              {"inter_exposed_time", ms(b.inter_exposed_time)}, {"bubble_time", ms(b.bubble_time)},
+                              {"dp_exposed_time", ms(b.dp_exposed_time)}, {"optim_time", ms(b.optim_time)},
+                              {"straggler_time", ms(b.straggler_time)}};
+  cost["comm_result"] = {{"tp_net", std::string(c.comm_result.tp_net)}, {"pp_net", std::string(c.comm_result.pp_net)},
+                         {"dp_net", std::string(c.comm_result.dp_net)}, {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
+                         {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)}, {"dp_time", ms(c.comm_result.dp_time)}};
+  cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
+  value chunks = value::object(), mem = value::object();
+  for (std::size_t i = 0; i < r.stage_count; ++i) {
+    const auto& st = r.stages[i];
+    const std::string name(stage_kind_names[static_cast<std::size_t>(st.kind)]);
+    chunks[name] = {{"layers", st.layers}, {"fwd_compute_time", ms(st.fwd_compute_time)}, {"bwd_compute_time", ms(st.bwd_compute_time)},
+                    {"recompute_time", ms(st.recompute_time)}, {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
+                    {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)}, {"p2p_time", ms(st.p2p_time)}, {"chunk_time", ms(st.chunk_time)},
+                    {"dp_time", ms(st.dp_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets}};
+    mem[name] = {{"layers", st.layers}, {"params", st.params}, {"model_mem", gib(st.model_mem)}, {"weight_mem", gib(st.weight_mem)},
+                 {"grad_mem", gib(st.grad_mem)}, {"optimizer_state_mem", gib(st.optimizer_state_mem)},
+                 {"te_dummy_wgrad_mem", gib(st.te_dummy_wgrad_mem)},
+                 {"fwd_activation_cache_per_micro_batch", gib(st.fwd_activation_cache_per_micro_batch)},
+                 {"peak_activation_mem_in_1F1B", gib(st.peak_activation_mem_in_1F1B)}, {"micro_batches_in_flight", st.micro_batches_in_flight},
+                 {"fwd_peak_allocated_mem", gib(st.fwd_peak_allocated_mem)}, {"bwd_peak_allocated_mem", gib(st.bwd_peak_allocated_mem)},
+                 {"peak_mem", gib(st.peak_mem)}, {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
+                 {"memory_reserved_ratio", r.mem.memory_reserved_ratio}, {"peak_path", format_peak_path(st)}};
+  }
+  cost["chunk_time"] = chunks;
+  mem["peak_mem"] = gib(r.mem.peak_mem);
+  mem["peak_mem_with_reserved"] = gib(r.mem.peak_mem_with_reserved);
+  mem["memory_reserved_ratio"] = r.mem.memory_reserved_ratio;
+  mem["peak_stage"] = std::string(stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)]);
+  return {{"units", {{"time", "ms"}, {"memory", "GiB"}}}, {"param_count", r.param_count}, {"padded_vocab", r.padded_vocab},
+          {"cost_result", cost}, {"mem_result", mem}};
+}
+
+/// `llmsim::perf_llm` that also takes file paths and owns what it loaded.
+class perf_llm : public llmsim::perf_llm {
+ public:
+  using llmsim::perf_llm::configure;
+  /// Loads the three files (with optional overrides) and configures.
+  void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file, const std::filesystem::path& system_file,
+                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object()) {
+    const auto strategy = load_strategy(strategy_file, opt, strategy_overrides);
+    const auto model = load_model(model_file, opt, model_overrides);
+    system_ = load_system(system_file, opt);
+    validate_files(model, model_file.string(), strategy, strategy_file.string(), system_.spec(), system_file.string());
+    configure(strategy, model, system_.spec());
+  }
+  /// Keeps a loaded system alive and configures with it.
+  void configure(const strategy_spec& strategy, const model_spec& model, const system_config& system) {
+    system_ = system;
+    configure(strategy, model, system_.spec());
+  }
+
+ private:
+  system_config system_;
+};
+
 }  // namespace json
 LLMSIM_END_NAMESPACE

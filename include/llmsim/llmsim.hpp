@@ -1,6 +1,7 @@
 /// \file llmsim/llmsim.hpp
-/// The llmsim core: units, specs and their validation. Needs only the standard library and
-/// Boost.Hana; file loading lives in <llmsim/json.hpp>.
+/// The llmsim core: units, specs and their validation, the estimate (costs, schedule, memory) and
+/// the perf_llm workflow. Needs only the standard library and Boost.Hana; file loading lives in
+/// <llmsim/json.hpp>.
 #pragma once
 
 #include <llmsim/version.hpp>
@@ -12,3 +13,13 @@
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 #include <llmsim/spec/validate.hpp>
+#include <llmsim/cost/shape_key.hpp>
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/network_cost.hpp>
+#include <llmsim/program/leaf.hpp>
+#include <llmsim/program/dense.hpp>
+#include <llmsim/schedule/one_f_one_b.hpp>
+#include <llmsim/estimate/estimate.hpp>
+#include <llmsim/perf_llm.hpp>
+#include <llmsim/catalogue/catalogue.hpp>
+#include <llmsim/report.hpp>

@@ -2,8 +2,9 @@
 // llmsim 0.1.0; regenerate with `python3 scripts/amalgamate.py`.
 
 /// \file llmsim/llmsim.hpp
-/// The llmsim core: units, specs and their validation. Needs only the standard library and
-/// Boost.Hana; file loading lives in <llmsim/json.hpp>.
+/// The llmsim core: units, specs and their validation, the estimate (costs, schedule, memory) and
+/// the perf_llm workflow. Needs only the standard library and Boost.Hana; file loading lives in
+/// <llmsim/json.hpp>.
 #pragma once
 
 // ---- begin llmsim/version.hpp ----------------------------------------------------------------------
@@ -1323,3 +1324,1789 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/validate.hpp ------------------------------------------------------------------
+// ---- begin llmsim/cost/shape_key.hpp ---------------------------------------------------------------
+/// \file llmsim/cost/shape_key.hpp
+/// The exact shape keys under which system files store measured efficiencies
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
+/// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
+///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
+///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
+
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+// GCC 12 reports -Wstringop-overflow on the bounded appends below once they are inlined into a
+// long chain (it bounds `length` by the sum of the worst cases, not by the check); the writes
+// are guarded, so the warning is silenced for this struct only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+/// A short text assembled at compile time or run time without allocation.
+struct shape_key {
+  char chars[224]{};
+  std::size_t length = 0;
+
+  constexpr shape_key& append(std::string_view s) {  // NOLINT: one overload per value kind
+    for (char c : s) {
+      if (length == sizeof chars) break;  // keys are far shorter; never overruns
+      chars[length++] = c;
+    }
+    return *this;
+  }
+  constexpr shape_key& append(std::int64_t v) {
+    char digits[24]{};
+    std::size_t n = 0;
+    const bool negative = v < 0;
+    std::uint64_t u = negative ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
+    do { digits[n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u != 0);
+    if (negative) digits[n++] = '-';
+    for (; n > 0 && length < sizeof chars; ++length) chars[length] = digits[--n];
+    return *this;
+  }
+  /// Python spelling of a flag, as the keys write it. (Not an `append` overload: a literal would pick bool.)
+  constexpr shape_key& append_flag(bool v) { return append(v ? std::string_view("True") : std::string_view("False")); }
+  [[nodiscard]] constexpr std::string_view view() const { return {chars, length}; }
+};
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+/// How a GEMM reads its operands: TN = forward (x · Wᵀ), NN = gradient of the input (dy · W),
+/// NT = gradient of the weight (dyᵀ · x).
+enum class gemm_layout : std::uint8_t { tn, nn, nt };
+
+/// One GEMM as the system file keys it.
+struct gemm_shape {
+  std::int64_t b = 1, m = 0, k = 0, n = 0;
+  gemm_layout layout = gemm_layout::tn;
+  bool accumulate = false;  ///< adds into an existing output (the fp32 main grad)
+  dtype_kind out_dtype = dtype_kind::bf16;
+
+  /// Floating-point operations: one multiply-add per (b, m, n, k) point.
+  [[nodiscard]] constexpr double flop_count() const { return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("b=").append(b).append(", m=").append(m).append(", k=").append(k).append(", n=").append(n);
+    s.append(", layout=").append(layout == gemm_layout::tn ? "TN" : layout == gemm_layout::nn ? "NN" : "NT");
+    s.append(", accumulate=").append_flag(accumulate).append(", out_dtype=").append(enum_name(out_dtype));
+    return s;
+  }
+};
+
+/// One flash-attention call as the system file keys it (heads are those of one tensor-parallel rank).
+struct attention_shape {
+  std::int64_t batch = 1, seq_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
+  bool qkv_contiguous = true;  ///< TE receives q, k, v as views of one fused QKV output
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("batch=").append(batch).append(", seq_len=").append(seq_len).append(", head_num=").append(head_num);
+    s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
+    s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
+    return s;
+  }
+};
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/shape_key.hpp -----------------------------------------------------------------
+// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/compute_cost.hpp
+/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
+/// moves, with the efficiency looked up by exact shape key in the system file
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
+constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
+
+/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
+constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
+  const auto& own = sys.op(kind);
+  return own.present ? own : sys.op(compute_kind::default_kind);
+}
+/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
+constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
+  const auto& own = sys.memory(kind);
+  return own.present ? own : sys.memory(memory_kind::default_kind);
+}
+
+/// The time of one kernel and how it was obtained.
+struct kernel_cost {
+  seconds time{};       ///< max(compute, memory): the roofline
+  seconds compute{};    ///< flops / (peak * efficiency)
+  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;  ///< the compute efficiency used
+  bool measured = false;  ///< the efficiency came from the shape-keyed table
+};
+
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
+  kernel_cost c;
+  if (flop_count <= 0) return c;
+  const auto& op = compute_entry(sys, kind);
+  const auto measured = op.accurate_efficient_factor.find(shape);
+  c.measured = measured.has_value();
+  c.efficiency = measured ? *measured : op.efficient_factor;
+  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
+  c.time = c.compute;
+  return c;
+}
+
+/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
+/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
+constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
+  if (byte_count <= 0) return {};
+  const auto& bw = memory_entry(sys, kind);
+  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
+}
+
+/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// compute time unless there is none.
+constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                  memory_kind traffic_kind, double byte_count) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+  c.memory = memory_time(sys, traffic_kind, byte_count);
+  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else c.time = c.compute > c.memory ? c.compute : c.memory;
+  return c;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/network_cost.hpp
+/// Which network tier a communication group uses and how long a collective takes on it, as the
+/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
+/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
+/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
+/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
+
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The communication groups of a Megatron-LM job.
+enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
+inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
+
+/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
+struct group_layout {
+  std::int64_t size = 1;
+  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
+  std::int64_t stride = 1;  ///< distance between neighbouring members
+};
+
+/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
+constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
+  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
+  switch (g) {
+    case comm_group::tp: return {tp, tp, 1};
+    case comm_group::cp: return {cp, tp * cp, tp};
+    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
+    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
+    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
+    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
+    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+  }
+  return {};
+}
+
+namespace detail {
+constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
+  switch (g) {
+    case comm_group::tp: return s.tp_net;
+    case comm_group::cp: return s.cp_net;
+    case comm_group::pp: return s.pp_net;
+    case comm_group::dp: return s.dp_net;
+    case comm_group::ep: return s.ep_net;
+    case comm_group::etp: return s.etp_net;
+    case comm_group::edp: return s.edp_net;
+  }
+  return s.tp_net;
+}
+constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
+constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
+  const network_tier* best = nullptr;
+  std::int64_t best_k = 0;
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto name = sys.networks[i].name.view();
+    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
+    std::int64_t k = 0;
+    for (char c : name.substr(16, name.size() - 17)) {
+      if (c < '0' || c > '9') { k = -1; break; }
+      k = k * 10 + (c - '0');
+    }
+    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
+  }
+  return best;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const auto& requested = detail::requested_net(s, g);
+  std::string_view name = requested.view();
+  if (name == "auto") {
+    const group_layout lay = layout_of(s, g);
+    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+    if (sys.intra_with_pcie && same_node) {
+      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      name = "inter_node";
+    } else {
+      name = same_node ? "high_intra_node" : "inter_node";
+    }
+  }
+  const auto* tier = sys.network(name);
+  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+  return *tier;
+}
+
+/// One collective call.
+struct collective_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
+  std::int64_t group_size = 1;
+  comm_group group = comm_group::tp;
+};
+
+/// Time of one collective on `tier` (ring model of the system format, see the file comment).
+/// `s` supplies how many groups share a node's inter-node links.
+constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
+  const std::int64_t n = c.group_size;
+  if (n <= 1 || c.size_bytes <= 0) return {};
+  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
+  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
+  const bool data_parallel = c.group == comm_group::dp;
+  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
+  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
+  const std::string_view tier_name = tier.name.view();
+  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
+    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
+    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
+  }
+  double bandwidth = tier.bandwidth.gbps;
+  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
+    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
+  if (tier_name == "inter_node") {
+    const auto npn = static_cast<double>(sys.num_per_node);
+    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
+    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
+      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
+      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
+      bandwidth /= npn;
+    }
+    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
+      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      std::int64_t sharing = 1;
+      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
+      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
+    }
+  }
+  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
+  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
+  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
+  double fixed_us = 0;
+  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
+  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
+  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
+  else fixed_us = tier.bandwidth.fixed_latency;
+  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/network_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/program/leaf.hpp -----------------------------------------------------------------
+/// \file llmsim/program/leaf.hpp
+/// A leaf is one module of a pipeline stage as Megatron-LM with TransformerEngine runs it (a
+/// norm, a linear, core attention, an activation, the embedding, the loss), with everything the
+/// estimate needs from it: the time of its kernels per pass, the tensor-parallel collectives it
+/// issues, the bytes it keeps for backward, its transient peaks, its parameters.
+/// Identical layers share one list of leaves and a repeat count (`leaf_block`).
+
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+enum class leaf_kind : std::uint8_t { embedding, norm, linear_column, linear_row, attention, activation, cross_entropy };
+
+/// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
+/// replay; later leaves keep nothing until the replay re-creates their tensors.
+enum class recompute_role : std::uint8_t { none, first, inner };
+
+struct leaf {
+  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  leaf_kind kind = leaf_kind::norm;
+  seconds fwd{};       ///< forward kernels
+  seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
+  seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
+  seconds bwd_comm{};  ///< ... in backward
+  double params = 0;   ///< parameters held by this rank
+  double cache = 0;    ///< bytes saved for backward when not recomputed
+  double input = 0;    ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0; ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0; ///< transient bytes while its backward runs
+  std::int64_t weight_rows = 0, weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
+  bool recompute = false;     ///< forward replayed in backward
+  bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
+  bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  recompute_role role = recompute_role::none;
+  std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
+  std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+
+  /// Bytes this leaf holds between its forward and its backward under the recompute plan.
+  [[nodiscard]] constexpr double held() const {
+    if (!recompute) return cache;
+    return role == recompute_role::first ? input : 0;
+  }
+  /// Replay time added to backward.
+  [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
+  [[nodiscard]] constexpr seconds replay_comm() const {
+    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row) ? fwd_comm : seconds{};
+  }
+};
+
+/// Leaves that run `repeat` times in a row (identical layers are built once and counted).
+struct leaf_block {
+  static constexpr std::size_t capacity = 16;
+  std::array<leaf, capacity> leaves{};
+  std::size_t count = 0;
+  std::int64_t repeat = 1;
+  std::int64_t first_layer = -1;  ///< index of the first decoder layer of the block in its stage (-1: not layers)
+
+  constexpr void push(const leaf& l) {
+    if (count == capacity) detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
+    leaves[count++] = l;
+  }
+  [[nodiscard]] constexpr const leaf* begin() const { return leaves.data(); }
+  [[nodiscard]] constexpr const leaf* end() const { return leaves.data() + count; }
+
+  /// Marks recompute roles: a recomputed leaf after a kept one (or a forced start) opens a segment.
+  constexpr void assign_roles() {
+    bool previous_recomputed = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& l = leaves[i];
+      if (!l.recompute) { l.role = recompute_role::none; previous_recomputed = false; continue; }
+      l.role = (!previous_recomputed || l.segment_start) ? recompute_role::first : recompute_role::inner;
+      previous_recomputed = true;
+    }
+  }
+};
+
+/// Where in the program a memory peak happens.
+struct peak_site {
+  std::int64_t block = -1;
+  std::int64_t layer = -1;  ///< decoder layer index in the stage, -1 for embedding / head
+  std::string_view leaf = {};
+  std::string_view pass = {};  ///< forward, backward, recompute_forward, recompute_backward
+};
+
+/// Result of walking one block's leaves for memory.
+struct block_memory {
+  double held = 0;          ///< bytes held after the forward of one repetition
+  double fwd_peak = 0;      ///< max over its forward of (held so far + transient), one repetition, from 0
+  double bwd_peak = 0;      ///< max over its backward, one repetition, relative to the bytes held at its end
+  std::size_t fwd_leaf = 0, bwd_leaf = 0;
+  std::string_view bwd_pass = "backward";
+};
+
+/// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
+/// recompute segment first replays its forward (re-creating the tensors it dropped) and then runs
+/// its backward, freeing as it goes.
+constexpr block_memory walk_memory(const leaf_block& b) {
+  block_memory m;
+  double held = 0;
+  m.fwd_peak = -1;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const auto& l = b.leaves[i];
+    if (held + l.fwd_peak >= m.fwd_peak) { m.fwd_peak = held + l.fwd_peak; m.fwd_leaf = i; }
+    held += l.held();
+  }
+  m.held = held;
+  // Backward, relative to `held` at the end of the block's forward.
+  double g = held;
+  double peak = -1;
+  auto note = [&](double v, std::size_t leaf_index, std::string_view pass) {
+    if (v > peak) { peak = v; m.bwd_leaf = leaf_index; m.bwd_pass = pass; }
+  };
+  std::size_t i = b.count;
+  while (i > 0) {
+    const auto& l = b.leaves[i - 1];
+    if (!l.recompute) {
+      note(g + l.bwd_peak, i - 1, "backward");
+      g -= l.held();
+      --i;
+      continue;
+    }
+    // Segment: leaves [start, i) — back to the nearest leaf with role first.
+    std::size_t start = i - 1;
+    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
+    double replay_held[leaf_block::capacity]{};
+    for (std::size_t j = start; j < i; ++j) {
+      const auto& r = b.leaves[j];
+      note(g + r.fwd_peak, j, "recompute_forward");
+      if (r.role != recompute_role::first) { replay_held[j] = r.cache; g += r.cache; }
+      else replay_held[j] = r.input;
+    }
+    for (std::size_t j = i; j > start; --j) {
+      note(g + b.leaves[j - 1].bwd_peak, j - 1, "recompute_backward");
+      g -= replay_held[j - 1];
+    }
+    i = start;
+  }
+  m.bwd_peak = peak - held;
+  return m;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/leaf.hpp -------------------------------------------------------------------
+// ---- begin llmsim/program/dense.hpp ----------------------------------------------------------------
+/// \file llmsim/program/dense.hpp
+/// The leaves of a dense Megatron-LM + TransformerEngine training step, per pipeline stage:
+/// embedding, decoder layers (input norm, QKV, flash attention, output projection, pre-MLP norm,
+/// fc1, SwiGLU/GeLU, fc2), final norm, LM head and the vocabulary-parallel cross entropy.
+///
+/// Conventions (b micro-batch, s sequence, h hidden, t tensor-parallel size, E = 2 bytes of bf16):
+/// - Column-parallel linears (QKV, fc1, LM head) see the full sequence; with sequence parallelism
+///   their input is all-gathered in forward and again in backward for the weight gradient, and
+///   the input gradient is reduce-scattered (Megatron `LinearWithGradAccumulationAndAsyncCommunication`).
+///   Row-parallel linears (proj, fc2) reduce-scatter their output (all-reduce without SP).
+/// - Three GEMMs per linear: forward TN, input gradient NN, weight gradient NT accumulated into the
+///   fp32 main gradient (Megatron `gradient_accumulation_fusion`).
+/// - Memory-bound kernels are priced by bytes moved on the accelerator's `bandwidth` entries.
+/// - Saved tensors follow what the modules keep for backward (SP: the local s/t shard of a
+///   column-parallel input; flash attention: q, k, v and the log-sum-exp).
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Everything a leaf builder needs: the three specs and the tiers the groups use.
+struct build_context {
+  const model_spec* model = nullptr;
+  const strategy_spec* strategy = nullptr;
+  const system_spec* system = nullptr;
+  const network_tier* tp_tier = nullptr;
+  std::int64_t vocab = 0;  ///< padded vocabulary
+
+  [[nodiscard]] constexpr const model_spec& m() const { return *model; }
+  [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
+  [[nodiscard]] constexpr const system_spec& sys() const { return *system; }
+  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * s().seq_len); }
+  /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
+  [[nodiscard]] constexpr double local_tokens() const {
+    const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
+    return tokens() / static_cast<double>(sp ? s().tp_size : 1);
+  }
+  [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
+  [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
+  /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
+  [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr seconds tp_collective(collective_kind kind, double size_bytes) const {
+    if (s().tp_size <= 1) return {};
+    return collective_time(sys(), s(), *tp_tier, {kind, size_bytes, s().tp_size, comm_group::tp});
+  }
+};
+
+namespace detail {
+constexpr void price_gemm(leaf& l, const build_context& c, const gemm_shape& g, double traffic, seconds& into) {
+  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul;
+  const auto key = g.key();
+  const auto cost = kernel_time(c.sys(), kind, g.flop_count(), key.view(), memory_kind::default_kind, traffic);
+  into += cost.time;
+  ++l.efficiency_lookups;
+  if (!cost.measured) ++l.efficiency_misses;
+}
+}  // namespace detail
+
+/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
+/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
+constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.name = name;
+  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const double E = c.element_bytes();
+  const double x = c.tokens() * static_cast<double>(in_features);    // input elements (full sequence)
+  const double y = c.tokens() * static_cast<double>(out_features);   // output elements
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
+  detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
+  // Weight gradient: reads input and output gradient (column also reads the weight shard layout), accumulates into the main grad.
+  detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, (column ? (x + y + w) : (x + y)) * E + grad_w_bytes, l.bwd);
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
+  if (c.s().tp_size > 1) {
+    if (c.sequence_parallel()) {
+      if (column) {
+        l.fwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
+        l.bwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation) + c.tp_collective(collective_kind::all_gather, full_activation);
+      } else {
+        l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation);
+        l.bwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
+      }
+    } else if (column) {
+      l.bwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+    } else {
+      l.fwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+    }
+  }
+  l.params = w;
+  l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
+  l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E;
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// RMSNorm (LayerNorm adds a bias and the mean) over the local residual stream, TE fused kernels:
+/// forward reads x and writes y; backward computes the input gradient, then the weight gradient.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::norm;
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double parameters = c.m().norm_type == norm_kind::layernorm ? 2 * h : h;
+  const double X = c.local_tokens() * h * E;
+  const double w = parameters * E;
+  const double stats = c.local_tokens() * E * (c.m().norm_type == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  l.params = parameters;
+  l.input = X;
+  l.cache = X;
+  l.fwd_peak = 2 * X;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
+/// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
+/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
+constexpr leaf attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
+  const std::int64_t d = head_dim(m);
+  const double E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * static_cast<double>(heads * d);
+  const double k = b * s * static_cast<double>(kv_heads * d);
+  const double lse = b * s * static_cast<double>(heads);
+  const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
+  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
+  const auto key = shape.key();
+  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * scores, key.view(), memory_kind::default_kind, (q + 2 * k + q + lse) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * scores, key.view(), memory_kind::default_kind, (2 * q + 4 * k + q + lse) * E);
+  l.fwd = f.time;
+  l.bwd = g.time;
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (q + 2 * k) * E;
+  l.cache = (q + 2 * k) * E + lse * E;
+  l.fwd_peak = (q + 2 * k + lse + q) * E;
+  l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
+  return l;
+}
+
+/// SwiGLU (TE fused: reads both halves, writes one) or GeLU on this rank's share of the MLP.
+constexpr leaf activation_leaf(const build_context& c) {
+  leaf l;
+  l.kind = leaf_kind::activation;
+  const double E = c.element_bytes();
+  const double width = static_cast<double>(*c.m().intermediate_size / c.s().tp_size);
+  if (c.m().use_swiglu) {
+    l.name = "swiglu";
+    const double in = c.tokens() * 2 * width * E, out = c.tokens() * width * E;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);  // reads both halves and the output gradient, writes both input gradients
+    l.input = in;
+    l.cache = in;  // both halves of the fc1 output
+    l.fwd_peak = in + out;
+    l.bwd_peak = in + out;
+  } else {
+    l.name = "gelu";
+    const double in = c.tokens() * width * E;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in);  // reads input and output gradient, writes input gradient
+    l.input = in;
+    l.cache = in;  // GeLU keeps its input
+    l.fwd_peak = 2 * in;
+    l.bwd_peak = 2 * in;
+  }
+  return l;
+}
+
+/// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
+/// table gradient is built and added into the fp32 main gradient. Partial sums over the vocabulary
+/// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
+constexpr leaf embedding_leaf(const build_context& c) {
+  leaf l;
+  l.name = "embedding";
+  l.kind = leaf_kind::embedding;
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double rows = static_cast<double>(c.vocab / c.s().tp_size);
+  const double ids = c.tokens() * 4;  // int32 token ids
+  const double out = c.tokens() * h * E;
+  const double table = rows * h * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, ids + 2 * out);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * rows * h * c.main_grad_bytes());
+  if (c.sequence_parallel()) {
+    l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, out);
+    l.bwd_comm = c.tp_collective(collective_kind::all_gather, out);
+  } else {
+    l.fwd_comm = c.tp_collective(collective_kind::all_reduce, out);
+  }
+  l.params = rows * h;
+  l.input = ids;
+  l.fwd_peak = ids + out;
+  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  return l;
+}
+
+/// Vocabulary-parallel cross entropy over the LM head's logits (Megatron `VocabParallelCrossEntropy`,
+/// or the fused kernel with `cross_entropy_loss_fusion`): max, sum-exp and target-logit all-reduces
+/// over tp; the logits (fp32 unfused, bf16 fused) are kept for backward.
+constexpr leaf cross_entropy_leaf(const build_context& c) {
+  leaf l;
+  l.name = "cross_entropy";
+  l.kind = leaf_kind::cross_entropy;
+  const double E = c.element_bytes();
+  const double bs = c.tokens();
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double logits = bs * static_cast<double>(c.vocab / c.s().tp_size);
+  const std::int64_t t = c.s().tp_size;
+  if (c.s().cross_entropy_loss_fusion) {
+    // One pass over bf16 logits each way (SimuMax's measured `ce_fusion` bandwidth entry).
+    l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
+    l.bwd = l.fwd;
+    l.cache = logits * E;
+    l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
+    if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
+  } else {
+    // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
+    // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
+    l.fwd = memory_time(c.sys(), memory_kind::ce, 38 * logits + 8 * bs + 8 * b);
+    l.bwd = memory_time(c.sys(), memory_kind::ce, 14 * logits + 4 * b);
+    l.cache = logits * 4;
+    l.fwd_peak = l.cache + logits * E;
+    if (t > 1) l.fwd_comm = 3 * c.tp_collective(collective_kind::all_reduce, bs * 4);
+  }
+  l.input = logits * E;
+  return l;
+}
+
+/// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
+/// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
+/// nothing for backward beyond the shared frequency table.
+constexpr leaf rotary_leaf(const build_context& c) {
+  leaf l;
+  l.name = "rotary_pos_emb";
+  l.kind = leaf_kind::activation;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const double E = c.element_bytes();
+  const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
+  const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * q) + memory_time(c.sys(), memory_kind::default_kind, 2 * k);
+  l.bwd = l.fwd;
+  l.input = q + k;
+  l.fwd_peak = q + k;
+  l.bwd_peak = q + k;
+  return l;
+}
+
+/// A residual connection on the local residual stream: forward adds the branch output to the
+/// stream (reads two, writes one); backward sums the two gradients where the stream forked.
+/// Megatron runs it unfused with --no-bias-dropout-fusion (dropout p=0 launches no kernel).
+constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::activation;
+  const double X = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X);
+  l.bwd = l.fwd;
+  l.input = 2 * X;
+  l.fwd_peak = X;
+  l.bwd_peak = X;
+  return l;
+}
+
+/// Which leaves of a decoder layer replay their forward in backward, per the strategy.
+/// `full_block`: all. `selective_recompute`: attn_recompute → QKV + core attention (mla_rms_recompute
+/// adds the input norm); mlp_recompute → fc1, activation, fc2 (mlp_rms_recompute adds the pre-MLP
+/// norm); `recompute_variance` keeps the replay of core attention / fc2 free (their outputs are
+/// re-derived from neighbours). Megatron `--recompute-modules`: layernorm → both norms, whose
+/// consumers (QKV, fc1) then keep no input; mlp → fc1, activation, fc2.
+constexpr void plan_recompute(leaf_block& layer, const strategy_spec& s) {
+  auto find = [&](std::string_view n) -> leaf* {
+    for (std::size_t i = 0; i < layer.count; ++i)
+      if (layer.leaves[i].name == n) return &layer.leaves[i];
+    return nullptr;
+  };
+  leaf* ln1 = find("input_layernorm");
+  leaf* qkv = find("linear_qkv");
+  leaf* core = find("core_attention");
+  leaf* ln2 = find("pre_mlp_layernorm");
+  leaf* fc1 = find("linear_fc1");
+  leaf* act = find("swiglu");
+  if (act == nullptr) act = find("gelu");
+  leaf* fc2 = find("linear_fc2");
+  switch (s.recompute_granularity) {
+    case recompute_kind::full_block:
+      for (std::size_t i = 0; i < layer.count; ++i) layer.leaves[i].recompute = true;
+      break;
+    case recompute_kind::attn_only:
+      qkv->recompute = core->recompute = true;
+      if (leaf* proj = find("linear_proj")) proj->recompute = true;
+      break;
+    case recompute_kind::sdp_only:
+      core->recompute = true;
+      break;
+    case recompute_kind::mlp_only:
+      ln2->recompute = fc1->recompute = act->recompute = fc2->recompute = true;
+      break;
+    case recompute_kind::selective_recompute:
+      if (s.megatron_recompute) {
+        const bool norms = s.megatron_recompute_modules.contains(recompute_module::layernorm);
+        const bool mlp = s.megatron_recompute_modules.contains(recompute_module::mlp);
+        if (norms) {
+          ln1->recompute = ln2->recompute = true;
+          qkv->recompute = fc1->recompute = true;
+          qkv->replay_free = fc1->replay_free = true;
+          qkv->cache = fc1->cache = 0;  // the consumer re-reads the replayed norm output
+        }
+        if (mlp) fc1->recompute = act->recompute = fc2->recompute = true;
+        if (norms && mlp) act->segment_start = true;  // fc1 ends the norm checkpoint; the MLP one starts after it
+      } else {
+        if (s.mla_rms_recompute) ln1->recompute = true;
+        if (s.attn_recompute) { qkv->recompute = core->recompute = true; core->replay_free = s.recompute_variance; }
+        if (s.mlp_rms_recompute) ln2->recompute = true;
+        if (s.mlp_recompute) { fc1->recompute = act->recompute = fc2->recompute = true; fc2->replay_free = s.recompute_variance; }
+      }
+      break;
+    default: break;
+  }
+  if (leaf* rope = find("rotary_pos_emb")) rope->recompute = rope->recompute || (qkv->recompute && core->recompute);  // between them
+  ln1->segment_start = true;  // checkpoints never span two layers
+  layer.assign_roles();
+}
+
+/// One dense decoder layer; `recomputed` applies the strategy's recompute plan.
+constexpr leaf_block dense_layer(const build_context& c, bool recomputed) {
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t h = m.hidden_size, d = head_dim(m);
+  const std::int64_t ffn = *m.intermediate_size;
+  leaf_block b;
+  b.push(norm_leaf(c, "input_layernorm"));
+  b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
+  b.push(attention_leaf(c));
+  b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
+  b.push(residual_leaf(c, "attention_residual_add"));
+  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
+  b.push(activation_leaf(c));
+  b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
+  b.push(residual_leaf(c, "mlp_residual_add"));
+  if (m.add_linear_bias) {
+    // Biases: QKV and fc1 shards, proj and fc2 full (added after the reduction).
+    auto add_bias = [&](std::string_view name, std::int64_t n) {
+      for (std::size_t i = 0; i < b.count; ++i)
+        if (b.leaves[i].name == name) b.leaves[i].params += static_cast<double>(n);
+    };
+    add_bias("linear_qkv", (m.head_num + 2 * m.kv_head_num) * d / t);
+    add_bias("linear_proj", h);
+    add_bias("linear_fc1", (m.use_swiglu ? 2 * ffn : ffn) / t);
+    add_bias("linear_fc2", h);
+  }
+  if (recomputed) plan_recompute(b, c.s());
+  else b.assign_roles();
+  return b;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/dense.hpp ------------------------------------------------------------------
+// ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
+/// \file llmsim/schedule/one_f_one_b.hpp
+/// The non-interleaved 1F1B pipeline schedule of Megatron-LM
+/// (`forward_backward_pipelining_without_interleaving`), simulated over ranks and micro-batches:
+/// rank r runs min(p - r - 1, m) warm-up forwards, then alternates one forward and one backward,
+/// then drains the remaining backwards. Sends and receives are blocking pairs that complete
+/// together (`p2p_communication` with `batch_isend_irecv` waited on at once); neighbouring ranks
+/// issue a combined send+recv in opposite order by rank parity, as Megatron does to avoid
+/// deadlock. The result is the time of the slowest rank.
+
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Per-rank durations of one micro-batch.
+struct stage_timing {
+  seconds forward{};
+  seconds backward{};
+  seconds p2p{};  ///< one activation (or gradient) transfer to or from a neighbour
+};
+
+namespace detail {
+enum class step_kind : std::uint8_t { forward, backward, send, recv };
+struct pipeline_step {
+  step_kind kind = step_kind::forward;
+  std::int64_t tag = 0;   ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
+  std::int32_t peer = -1;  ///< neighbour rank for send/recv
+  double duration = 0;
+};
+
+constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from, std::int64_t to) {
+  return ((micro_batch * 2 + (backward_direction ? 1 : 0)) * 65536 + from) * 65536 + to;
+}
+
+/// Writes the queue of steps rank `r` executes into `q` from `at`; returns the new end.
+/// (A plain cursor, not push_back: this loop is most of an estimate's time.)
+constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_t at, std::int64_t r, std::int64_t p, std::int64_t m, const stage_timing& t) {
+  struct cursor {
+    std::vector<pipeline_step>& v;
+    std::size_t i;
+    constexpr void push_back(const pipeline_step& s) { v[i++] = s; }
+  } q{steps, at};
+  const double f = t.forward.value, b = t.backward.value, x = t.p2p.value;
+  const bool has_prev = r > 0, has_next = r < p - 1;  // transfers order the stages even when free
+  const std::int64_t warmup = (p - r - 1) < m ? (p - r - 1) : m;
+  const std::int64_t steady = m - warmup;
+  std::int64_t fwd_mb = 0, bwd_mb = 0;
+  auto recv_prev_fwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x}); };
+  auto send_next_fwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x}); };
+  auto recv_next_bwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x}); };
+  auto send_prev_bwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x}); };
+  const bool odd = (r % 2) == 1;
+  for (std::int64_t i = 0; i < warmup; ++i) {
+    recv_prev_fwd(fwd_mb);
+    q.push_back({step_kind::forward, 0, -1, f});
+    send_next_fwd(fwd_mb);
+    ++fwd_mb;
+  }
+  if (steady > 0) recv_prev_fwd(fwd_mb);
+  for (std::int64_t i = 0; i < steady; ++i) {
+    const bool last = i == steady - 1;
+    q.push_back({step_kind::forward, 0, -1, f});
+    // send_forward_recv_backward: odd ranks send first, even ranks receive first.
+    if (odd) { send_next_fwd(fwd_mb); recv_next_bwd(bwd_mb); }
+    else { recv_next_bwd(bwd_mb); send_next_fwd(fwd_mb); }
+    ++fwd_mb;
+    q.push_back({step_kind::backward, 0, -1, b});
+    if (last) {
+      send_prev_bwd(bwd_mb);
+    } else {
+      // send_backward_recv_forward, same parity rule.
+      if (odd) { send_prev_bwd(bwd_mb); recv_prev_fwd(fwd_mb); }
+      else { recv_prev_fwd(fwd_mb); send_prev_bwd(bwd_mb); }
+    }
+    ++bwd_mb;
+  }
+  for (std::int64_t i = 0; i < warmup; ++i) {
+    recv_next_bwd(bwd_mb);
+    q.push_back({step_kind::backward, 0, -1, b});
+    send_prev_bwd(bwd_mb);
+    ++bwd_mb;
+  }
+  return q.i;
+}
+}  // namespace detail
+
+/// Result of the pipeline simulation.
+struct pipeline_result {
+  seconds total{};                      ///< until the slowest rank finishes its last backward
+  std::vector<seconds> finish = {};     ///< per rank
+};
+
+/// Simulates 1F1B over `timings.size()` ranks and `micro_batches` micro-batches.
+constexpr pipeline_result simulate_1f1b(const std::vector<stage_timing>& timings, std::int64_t micro_batches) {
+  const auto p = static_cast<std::int64_t>(timings.size());
+  pipeline_result out;
+  out.finish.resize(timings.size());
+  if (p == 0 || micro_batches <= 0) return out;
+  // All ranks' queues in one buffer: rank r owns [begin[r], end[r]). At most 6 steps per micro-batch.
+  std::vector<detail::pipeline_step> steps(static_cast<std::size_t>(p * (6 * micro_batches + 4)));
+  std::vector<std::size_t> head(timings.size(), 0), end(timings.size(), 0);
+  std::size_t used = 0;
+  for (std::int64_t r = 0; r < p; ++r) {
+    head[static_cast<std::size_t>(r)] = used;
+    used = detail::rank_program(steps, used, r, p, micro_batches, timings[static_cast<std::size_t>(r)]);
+    end[static_cast<std::size_t>(r)] = used;
+  }
+  std::vector<double> clock(timings.size(), 0.0);
+  auto pending = [&](std::size_t r) { return head[r] < end[r]; };
+  while (true) {
+    bool progress = false, any_left = false;
+    for (std::size_t r = 0; r < timings.size(); ++r) {
+      while (pending(r)) {
+        const auto& s = steps[head[r]];
+        if (s.kind != detail::step_kind::forward && s.kind != detail::step_kind::backward) break;
+        clock[r] += s.duration;
+        ++head[r];
+        progress = true;
+      }
+      any_left = any_left || pending(r);
+    }
+    if (!any_left) break;
+    for (std::size_t r = 0; r < timings.size(); ++r) {
+      if (!pending(r)) continue;
+      const auto& a = steps[head[r]];
+      if (a.kind != detail::step_kind::send && a.kind != detail::step_kind::recv) continue;
+      const auto peer = static_cast<std::size_t>(a.peer);
+      if (!pending(peer)) continue;
+      const auto& b = steps[head[peer]];
+      if (b.tag != a.tag || b.kind == a.kind || (b.kind != detail::step_kind::send && b.kind != detail::step_kind::recv)) continue;
+      const double start = clock[r] > clock[peer] ? clock[r] : clock[peer];
+      const double finish = start + (a.duration > b.duration ? a.duration : b.duration);
+      clock[r] = clock[peer] = finish;
+      ++head[r];
+      ++head[peer];
+      progress = true;
+    }
+    if (!progress) detail::report_error("llmsim::schedule", "", "the 1F1B simulation deadlocked with {} stages and {} micro-batches", p, micro_batches);
+  }
+  double total = 0;
+  for (std::size_t r = 0; r < timings.size(); ++r) {
+    out.finish[r] = seconds{clock[r]};
+    if (clock[r] > total) total = clock[r];
+  }
+  out.total = seconds{total};
+  return out;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
+// ---- begin llmsim/estimate/estimate.hpp ------------------------------------------------------------
+/// \file llmsim/estimate/estimate.hpp
+/// One training iteration of Megatron-LM predicted from a model, a strategy and a system:
+/// stage programs → kernel and collective costs → 1F1B schedule → data-parallel gradient sync and
+/// optimizer step; memory from the same leaves. Result names follow SimuMax's docs/tutorial.md.
+///
+/// ```cpp
+/// constexpr auto r = llmsim::estimate(llama3_8b, tp2_dp4, h100);
+/// static_assert(r.mem.peak_mem < 80_GiB);
+/// ```
+
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Named model parameters of the estimate that are not in any config file.
+namespace parameters {
+/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
+inline constexpr double ddp_bucket_min_elements = 40000000.0;
+inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
+/// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
+inline constexpr double straggler_coefficient = 0.09;
+}  // namespace parameters
+
+/// The kinds of pipeline stage whose programs differ.
+enum class stage_kind : std::uint8_t { first, middle, last };
+inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage", "middle_stage", "last_stage"};
+
+/// One block of a stage: a shared leaf list run `repeat` times.
+struct stage_block {
+  const leaf_block* block = nullptr;
+  std::int64_t repeat = 0;
+  std::int64_t first_layer = -1;  ///< index of its first decoder layer in the stage (-1: not layers)
+};
+
+/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
+struct stage_program {
+  std::array<stage_block, 4> blocks{};
+  std::size_t count = 0;
+  std::int64_t layers = 0;
+
+  constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
+    if (b.count == 0 || repeat == 0) return;
+    blocks[count++] = {&b, repeat, first_layer};
+  }
+};
+
+/// Cost and memory of one stage kind.
+struct stage_result {
+  stage_kind kind = stage_kind::first;
+  std::int64_t rank = 0;    ///< the pipeline rank it describes (middle: the one holding most micro-batches)
+  std::int64_t layers = 0;
+  // Time of one micro-batch.
+  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
+  seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
+  seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
+  // Time of the iteration tail.
+  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather
+  seconds optim_time{};    ///< optimizer step
+  std::int64_t dp_buckets = 0;
+  // Memory.
+  double params = 0;
+  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, model_mem{};
+  bytes fwd_activation_cache_per_micro_batch{};
+  bytes peak_activation_mem_in_1F1B{};
+  std::int64_t micro_batches_in_flight = 1;
+  bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
+  bytes peak_mem{}, peak_mem_with_reserved{};
+  peak_site peak_path{};
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;
+};
+
+/// The exposed time of one iteration by cause (first stage's view, SimuMax `breakdown_result`).
+struct time_breakdown {
+  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds intra_exposed_time{};  ///< tensor-parallel collectives
+  seconds inter_exposed_time{};  ///< pipeline sends and receives
+  seconds bubble_time{};
+  seconds dp_exposed_time{};
+  seconds optim_time{};
+  seconds straggler_time{};
+};
+
+/// Network tiers chosen for the groups.
+struct comm_summary {
+  std::string_view tp_net{}, pp_net{}, dp_net{};
+  seconds tp_time_per_iter{};  ///< all tensor-parallel collectives of the first stage over the iteration
+  seconds p2p_time_per_transfer{};
+  seconds dp_time{};
+};
+
+/// Time, throughput and MFU of one iteration.
+struct cost_result {
+  seconds duration_time_per_iter{};
+  seconds pipeline_time{};  ///< the 1F1B part, before gradient sync and optimizer
+  double mfu = 0;                 ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
+  double mfu_6nd_with_attn = 0;   ///< the same quantity under SimuMax's explicit name
+  double throughput_per_accelerator = 0;  ///< tokens per second per GPU
+  double all_tokens_per_iter = 0;
+  flops model_flops_per_iter{};  ///< per GPU
+  time_breakdown breakdown_result{};
+  comm_summary comm_result{};
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+};
+
+/// Memory of the stages; `peak_mem` is the largest.
+struct mem_result {
+  bytes peak_mem{};
+  bytes peak_mem_with_reserved{};
+  double memory_reserved_ratio = 0;  ///< mem_factor: allocated / reserved
+  std::int64_t peak_stage = 0;        ///< index into `stages`
+};
+
+/// A whole estimate.
+struct estimate_result {
+  cost_result cost{};
+  mem_result mem{};
+  std::array<stage_result, 3> stages{};
+  std::size_t stage_count = 0;
+  std::int64_t padded_vocab = 0;
+  double param_count = 0;  ///< whole model
+
+  [[nodiscard]] constexpr const stage_result* stage(stage_kind k) const {
+    for (std::size_t i = 0; i < stage_count; ++i)
+      if (stages[i].kind == k) return &stages[i];
+    return nullptr;
+  }
+};
+
+// ---- model-level counts ------------------------------------------------------------------------
+
+/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
+  const double attn = h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + static_cast<double>(m.head_num) * d * h;
+  const double ffn = static_cast<double>(m.intermediate_size.value_or(0));
+  const double mlp = (m.use_swiglu ? 3.0 : 2.0) * h * ffn;
+  const double norms = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  const double layer = attn + mlp + 2 * norms;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  return static_cast<double>(m.layer_num) * layer + embeddings + norms;
+}
+
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter
+/// (Kaplan et al. 2020 "6N") plus attention scores over the full sequence (QKᵀ and PV: 4·s·H·d per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); embedding lookups are free.
+constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
+  const double H = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
+  const double gemm_params = h * (H + 2 * kv) * d + H * d * h + (m.use_swiglu ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate_size.value_or(0));
+  const double L = static_cast<double>(m.layer_num);
+  return 6.0 * L * gemm_params + 6.0 * L * 2.0 * static_cast<double>(seq_len) * H * d + 6.0 * h * static_cast<double>(vocab);
+}
+
+// ---- stage programs ------------------------------------------------------------------------------
+
+/// The distinct blocks of a job, built once and shared by all stages (identical layers are
+/// priced once, then counted).
+struct job_blocks {
+  leaf_block embedding{}, layer{}, recomputed_layer{}, head{};
+  leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
+};
+
+constexpr job_blocks build_blocks(const build_context& c) {
+  job_blocks j;
+  j.embedding.push(embedding_leaf(c));
+  j.layer = dense_layer(c, false);
+  if (recompute_active(c.s())) j.recomputed_layer = dense_layer(c, true);
+  j.head.push(norm_leaf(c, "final_layernorm"));
+  j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.head.push(cross_entropy_leaf(c));
+  j.tied_head = j.head;
+  j.tied_head.leaves[1].params = 0;
+  return j;
+}
+
+/// The leaves of a stage holding `layers` decoder layers; the first `recompute_layer_num` layers
+/// of each stage follow the recompute plan (Megatron `--recompute-method block`).
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, bool has_embedding, bool has_head) {
+  stage_program p;
+  p.layers = layers;
+  if (has_embedding) p.add(j.embedding, 1, -1);
+  const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
+  if (recomputed > 0) p.add(j.recomputed_layer, recomputed, 0);
+  if (layers - recomputed > 0) p.add(j.layer, layers - recomputed, recomputed);
+  if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+  return p;
+}
+
+namespace detail {
+
+/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
+/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
+/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
+/// (the validation runs do not pass --overlap-grad-reduce).
+constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
+                                     std::int64_t& buckets) {
+  const std::int64_t group = dp_size(s) * s.cp_size;
+  buckets = 0;
+  if (group <= 1 || params <= 0) return {};
+  const network_tier& tier = resolve_tier(sys, s, comm_group::dp);
+  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
+                                ? parameters::ddp_bucket_min_elements
+                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
+  const double rest = params - full * per_bucket;
+  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
+  auto bucket_time = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    if (s.zero_state >= 1) {
+      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, comm_group::dp}) +
+             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, comm_group::dp});
+    }
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, comm_group::dp});
+  };
+  return bucket_time(per_bucket) * full + bucket_time(rest);
+}
+
+/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
+/// the accelerator's default bandwidth entry, each a kernel paying its latency:
+/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
+/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
+/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param) {
+  if (params <= 0) return {};
+  const double shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double grads = params * grad_bytes_per_param;
+  const double local = params * shard;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
+  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+}  // namespace detail
+
+/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at configure).
+constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  if (s.zero_state >= 2) detail::report_error("llmsim::estimate", "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
+  if (s.interleaving_size > 1) detail::report_error("llmsim::estimate", "strategy.interleaving_size", "strategy.interleaving_size={} (interleaved 1F1B) is not modelled yet", s.interleaving_size);
+  if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (is_moe(m)) detail::report_error("llmsim::estimate", "model.model_type", "model {}: mixture-of-experts models are not modelled yet", m.model_name);
+  if (m.attention_type == attention_kind::mla) detail::report_error("llmsim::estimate", "model.attention_type", "model {}: multi-head latent attention is not modelled yet", m.model_name);
+
+  estimate_result out;
+  const std::int64_t p = s.pp_size;
+  out.padded_vocab = padded_vocab(m, s.tp_size);
+  out.param_count = parameter_count(m, out.padded_vocab);
+  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab};
+  const stage_layers split = split_layers(m, s);
+
+  const double E = static_cast<double>(dtype_bytes(s.dtype));
+  const double grad_bytes = c.main_grad_bytes();
+  const network_tier* pp_tier = p > 1 ? &resolve_tier(sys, s, comm_group::pp) : nullptr;
+  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
+  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * E;
+  const seconds p2p = p > 1 ? collective_time(sys, s, *pp_tier, {collective_kind::p2p, p2p_bytes, 2, comm_group::pp}) : seconds{};
+
+  // Stage kinds present.
+  std::array<stage_kind, 3> kinds{};
+  std::size_t nk = 0;
+  kinds[nk++] = stage_kind::first;
+  if (p > 2) kinds[nk++] = stage_kind::middle;
+  if (p > 1) kinds[nk++] = stage_kind::last;
+
+  const bool te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  const job_blocks blocks = build_blocks(c);
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    stage_result& r = out.stages[ki];
+    r.kind = kinds[ki];
+    r.rank = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? 1 : p - 1;
+    r.layers = r.kind == stage_kind::first ? split.first : r.kind == stage_kind::middle ? split.middle : split.last;
+    const bool has_embedding = r.kind == stage_kind::first;
+    const bool has_head = r.kind == stage_kind::last || p == 1;
+    const stage_program prog = build_stage(blocks, c, r.layers, has_embedding, has_head);
+
+    // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
+    std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
+    std::size_t shape_count = 0;
+    double held = 0, fwd_peak = 0, bwd_peak = 0;
+    peak_site fwd_site, bwd_site;
+    std::array<block_memory, 4> walks{};
+    for (std::size_t bi = 0; bi < prog.count; ++bi) {
+      const stage_block& sb = prog.blocks[bi];
+      const leaf_block& b = *sb.block;
+      const double n = static_cast<double>(sb.repeat);
+      for (const leaf& l : b) {
+        r.fwd_compute_time += l.fwd * n;
+        r.bwd_compute_time += l.bwd * n;
+        r.recompute_time += l.replay() * n;
+        r.fwd_tp_comm_time += l.fwd_comm * n;
+        r.bwd_tp_comm_time += l.bwd_comm * n;
+        r.recompute_tp_comm_time += l.replay_comm() * n;
+        r.params += l.params * n;
+        r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
+        r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+        if (l.weight_rows > 0) {
+          bool seen = false;
+          for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
+          if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
+        }
+      }
+      walks[bi] = walk_memory(b);
+      // Forward: the last repetition sees the most held bytes.
+      const double f = held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
+      if (f >= fwd_peak) {
+        fwd_peak = f;
+        fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, b.leaves[walks[bi].fwd_leaf].name, "forward"};
+      }
+      held += n * walks[bi].held;
+    }
+    // Backward in reverse block order: the first repetition processed holds the most.
+    double g = held;
+    for (std::size_t bi = prog.count; bi > 0; --bi) {
+      const stage_block& sb = prog.blocks[bi - 1];
+      const double v = g + walks[bi - 1].bwd_peak;
+      if (v > bwd_peak) {
+        bwd_peak = v;
+        bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+      }
+      g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
+    }
+
+    const bool receives = r.kind != stage_kind::first, sends = r.kind != stage_kind::last;
+    const double transfers = (receives ? 2.0 : 0.0) + (sends && p > 1 ? 2.0 : 0.0);
+    r.p2p_time = p2p * transfers;
+    r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
+                   r.recompute_tp_comm_time + r.p2p_time;
+    r.dp_time = detail::data_parallel_time(sys, s, r.params, grad_bytes, r.dp_buckets);
+    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes);
+
+    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded over dp·cp by ZeRO-1.
+    const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+    r.weight_mem = bytes{static_cast<std::int64_t>(r.params * E)};
+    r.grad_mem = bytes{static_cast<std::int64_t>(r.params * grad_bytes)};
+    r.optimizer_state_mem = bytes{static_cast<std::int64_t>(r.params * 12.0 / shard)};
+    double dummy = 0;
+    if (te_dummy)  // TE >= 2.3 keeps one bf16 wgrad buffer per distinct weight shape (get_dummy_wgrad)
+      for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * E;
+    r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy)};
+    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem;
+    r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
+    // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
+    r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
+    const double others = static_cast<double>(r.micro_batches_in_flight - 1) * held;
+    r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd_peak > bwd_peak ? fwd_peak : bwd_peak)};
+    r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + fwd_peak)};
+    r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + bwd_peak)};
+    r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+    r.peak_path = fwd_peak > bwd_peak ? fwd_site : bwd_site;
+    r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  }
+  out.stage_count = nk;
+
+  // Pipeline: rank timings; middle ranks share the middle program.
+  std::vector<stage_timing> timings;
+  timings.reserve(static_cast<std::size_t>(p));
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    const stage_kind k = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
+    const stage_result* st = out.stage(k);
+    timings.push_back({st->fwd_compute_time + st->fwd_tp_comm_time,
+                       st->bwd_compute_time + st->recompute_time + st->bwd_tp_comm_time + st->recompute_tp_comm_time, p2p});
+  }
+  const pipeline_result pipe = simulate_1f1b(timings, s.micro_batch_num);
+  double straggler = 1.0;
+  if (s.enable_straggler_model) {
+    const std::int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
+    std::int64_t n = nodes < dp_size(s) ? nodes : dp_size(s);
+    n = n < edp_size(s) ? n : edp_size(s);
+    if (n > 1) {
+      double l2 = 0;  // log2(n) without <cmath> constexpr: n is an integer
+      for (double v = static_cast<double>(n); v >= 2.0; v /= 2.0) l2 += 1.0;
+      double frac = static_cast<double>(n);
+      for (double i = 0; i < l2; ++i) frac /= 2.0;
+      l2 += frac - 1.0;  // linear interpolation between powers of two
+      double root = l2;  // sqrt by Newton iterations
+      for (int i = 0; i < 30 && root > 0; ++i) root = 0.5 * (root + l2 / root);
+      straggler = 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * root;
+    }
+  }
+  const seconds pipeline = pipe.total * straggler;
+  seconds duration{};
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    const seconds t = pipeline + out.stages[ki].dp_time + out.stages[ki].optim_time;
+    if (t > duration) duration = t;
+  }
+
+  cost_result& cost = out.cost;
+  cost.duration_time_per_iter = duration;
+  cost.pipeline_time = pipeline;
+  cost.all_tokens_per_iter = static_cast<double>(s.seq_len * global_batch_size(s));
+  cost.throughput_per_accelerator = cost.all_tokens_per_iter / duration.value / static_cast<double>(s.world_size);
+  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter / static_cast<double>(s.world_size)};
+  const double peak = compute_entry(sys, compute_kind::default_kind).tflops * 1e12;
+  cost.mfu = cost.model_flops_per_iter.value / duration.value / peak;
+  cost.mfu_6nd_with_attn = cost.mfu;
+  const stage_result& first = out.stages[0];
+  const double mb = static_cast<double>(s.micro_batch_num);
+  auto& br = cost.breakdown_result;
+  br.fwd_compute_time = first.fwd_compute_time * mb;
+  br.bwd_compute_time = first.bwd_compute_time * mb;
+  br.recompute_time = first.recompute_time * mb;
+  br.intra_exposed_time = (first.fwd_tp_comm_time + first.bwd_tp_comm_time + first.recompute_tp_comm_time) * mb;
+  br.inter_exposed_time = first.p2p_time * mb;
+  br.bubble_time = pipe.total - first.chunk_time * mb;
+  br.dp_exposed_time = first.dp_time;
+  br.optim_time = first.optim_time;
+  br.straggler_time = pipeline - pipe.total;
+  cost.comm_result.tp_net = s.tp_size > 1 ? c.tp_tier->name.view() : std::string_view("none");
+  cost.comm_result.pp_net = p > 1 ? pp_tier->name.view() : std::string_view("none");
+  cost.comm_result.dp_net = dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  cost.comm_result.tp_time_per_iter = br.intra_exposed_time;
+  cost.comm_result.p2p_time_per_transfer = p2p;
+  cost.comm_result.dp_time = first.dp_time;
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    cost.efficiency_lookups += out.stages[ki].efficiency_lookups;
+    cost.efficiency_misses += out.stages[ki].efficiency_misses;
+  }
+
+  mem_result& mem = out.mem;
+  mem.memory_reserved_ratio = s.mem_factor;
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    if (out.stages[ki].peak_mem > mem.peak_mem) {
+      mem.peak_mem = out.stages[ki].peak_mem;
+      mem.peak_stage = static_cast<std::int64_t>(ki);
+    }
+  }
+  mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
+  return out;
+}
+
+/// Runs the whole estimate. Validates the three specs first (one error path).
+constexpr estimate_result estimate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s, sys);
+  return estimate_validated(m, s, sys);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/estimate/estimate.hpp --------------------------------------------------------------
+// ---- begin llmsim/perf_llm.hpp ---------------------------------------------------------------------
+/// \file llmsim/perf_llm.hpp
+/// `llmsim::perf_llm`: the SimuMax-style workflow — configure a strategy, a model and a system,
+/// run the estimate, read the cost and memory analyses.
+///
+/// ```cpp
+/// llmsim::perf_llm perf;
+/// perf.configure(strategy, model, system);   // validates once; throws llmsim::config_error
+/// perf.run_estimate();
+/// auto cost = perf.analysis_cost();          // duration_time_per_iter, mfu_6nd_with_attn, ...
+/// auto mem = perf.analysis_mem();            // peak_mem, peak_path per stage, ...
+/// ```
+/// File paths are accepted by `llmsim::json::perf_llm` in <llmsim/json.hpp>.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+class perf_llm {
+ public:
+  /// Takes the specs (copies) and validates them together. The system's shape tables are views:
+  /// their storage must outlive this object (catalogue tables are static; see json::perf_llm).
+  constexpr void configure(const strategy_spec& strategy, const model_spec& model, const system_spec& system) {
+    validate(model, strategy, system);
+    strategy_ = strategy;
+    model_ = model;
+    system_ = system;
+    configured_ = true;
+    estimated_ = false;
+  }
+
+  /// Runs the estimate of the configured job.
+  constexpr void run_estimate() {
+    if (!configured_) detail::report_error("llmsim::perf_llm", "", "run_estimate() needs configure() first");
+    result_ = estimate_validated(model_, strategy_, system_);
+    estimated_ = true;
+  }
+
+  /// Iteration time, its breakdown, MFU and throughput.
+  [[nodiscard]] constexpr const cost_result& analysis_cost() const { return checked().cost; }
+  /// Memory: the largest stage's peak and the reserved ratio; per-stage detail in `stages()`.
+  [[nodiscard]] constexpr const mem_result& analysis_mem() const { return checked().mem; }
+  /// Everything, per pipeline stage kind (first, middle, last).
+  [[nodiscard]] constexpr const estimate_result& result() const { return checked(); }
+
+  [[nodiscard]] constexpr const strategy_spec& strategy() const { return strategy_; }
+  [[nodiscard]] constexpr const model_spec& model() const { return model_; }
+  [[nodiscard]] constexpr const system_spec& system() const { return system_; }
+
+ private:
+  [[nodiscard]] constexpr const estimate_result& checked() const {
+    if (!estimated_) detail::report_error("llmsim::perf_llm", "", "analysis needs run_estimate() first");
+    return result_;
+  }
+  strategy_spec strategy_{};
+  model_spec model_{};
+  system_spec system_{};
+  estimate_result result_{};
+  bool configured_ = false;
+  bool estimated_ = false;
+};
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/perf_llm.hpp -----------------------------------------------------------------------
+// ---- begin llmsim/catalogue/catalogue.hpp ----------------------------------------------------------
+/// \file llmsim/catalogue/catalogue.hpp
+/// Built-in models and systems written from public facts (model cards and configs, GPU data
+/// sheets), usable in constant expressions and by name from the command line:
+/// `llmsim perf --model llama3-8b --system h100-sxm --strategy tp2_dp4`.
+///
+/// Systems carry data-sheet peaks and *default* efficiencies — stated assumptions, not
+/// measurements (see `catalogue::assumptions`). For timing-quality work use a system file with
+/// measured shape tables (SimuMax's `accurate_efficient_factor`).
+
+
+#include <array>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace catalogue {
+
+// ---- models ----------------------------------------------------------------------------------
+
+/// Llama 2 (Touvron et al. 2023, Table 1 and the released config.json files).
+inline constexpr model_spec llama2_7b{.model_type = model_kind::dense, .model_name = "llama2_7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 32, .head_size = 128, .intermediate_size = 11008, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true};
+inline constexpr model_spec llama2_13b{.model_type = model_kind::dense, .model_name = "llama2_13b", .hidden_size = 5120, .head_num = 40, .kv_head_num = 40, .head_size = 128, .intermediate_size = 13824, .layer_num = 40, .vocab_size = 32000, .use_swiglu = true};
+inline constexpr model_spec llama2_70b{.model_type = model_kind::dense, .model_name = "llama2_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 32000, .use_swiglu = true};
+/// Llama 3 / 3.1 (Meta model cards; "The Llama 3 Herd of Models" 2024, Table 3).
+inline constexpr model_spec llama3_8b{.model_type = model_kind::dense, .model_name = "llama3_8b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
+inline constexpr model_spec llama3_70b{.model_type = model_kind::dense, .model_name = "llama3_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 128256, .use_swiglu = true};
+inline constexpr model_spec llama3_405b{.model_type = model_kind::dense, .model_name = "llama3_405b", .hidden_size = 16384, .head_num = 128, .kv_head_num = 8, .head_size = 128, .intermediate_size = 53248, .layer_num = 126, .vocab_size = 128256, .use_swiglu = true};
+/// GPT-3 175B (Brown et al. 2020, Table 2.1): GeLU MLP of 4h, LayerNorm, learned positions,
+/// biases, input and output embeddings tied; GPT-2 BPE vocabulary of 50257.
+inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_name = "gpt3_175b", .hidden_size = 12288, .head_num = 96, .kv_head_num = 96, .head_size = 128, .intermediate_size = 49152, .layer_num = 96, .vocab_size = 50257, .use_swiglu = false, .norm_type = norm_kind::layernorm, .tie_word_embeddings = true, .add_linear_bias = true, .position_embedding_type = position_kind::learned_absolute};
+/// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
+inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
+
+struct named_model {
+  std::string_view name;
+  const model_spec* spec;
+};
+inline constexpr std::array<named_model, 8> models{{
+    {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
+    {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
+    {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
+}};
+
+// ---- systems -----------------------------------------------------------------------------------
+
+/// Default efficiencies of catalogue systems: assumptions until measured, each with its reason.
+namespace assumptions {
+/// Large BF16 GEMMs reach about 70 % of the dense peak (NVIDIA's published cuBLAS results on A100/H100).
+inline constexpr double gemm_efficiency = 0.70;
+/// Grouped GEMMs of MoE experts run smaller tiles: about 55 % of peak.
+inline constexpr double grouped_gemm_efficiency = 0.55;
+/// FlashAttention-2 reaches 50-73 % of peak forward and somewhat less backward (Dao 2023, Fig. 5-7).
+inline constexpr double attention_fwd_efficiency = 0.60;
+inline constexpr double attention_bwd_efficiency = 0.50;
+/// Everything else (norms, activations) is memory-bound; this only prices stray FLOPs.
+inline constexpr double other_compute_efficiency = 0.50;
+/// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
+inline constexpr double hbm_efficiency = 0.80;
+/// Launch and tail overhead of one small kernel, microseconds.
+inline constexpr double kernel_latency_us = 10.0;
+/// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
+inline constexpr double link_efficiency = 0.80;
+/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
+inline constexpr double intra_node_step_latency_us = 5.0;
+inline constexpr double inter_node_step_latency_us = 10.0;
+}  // namespace assumptions
+
+namespace detail {
+/// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
+constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
+
+constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
+  network_tier t{};
+  t.name.assign(name);
+  t.bandwidth = {.present = true, .gbps = sheet_gbps(gb_per_s_one_direction), .efficient_factor = assumptions::link_efficiency, .latency_us = step_latency_us};
+  t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
+  t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
+  t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
+  t.op[3] = {.present = true, .scale = 1, .offset = 0};   // p2p
+  t.op[4] = {.present = true, .scale = 1, .offset = -1};  // all2all
+  return t;
+}
+
+/// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
+/// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
+/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
+/// `nic_gb_per_s`: one NIC per GPU.
+constexpr system_spec node(std::string_view name, std::string_view backend, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+                           double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
+  system_spec s{};
+  s.sys_name.assign(name);
+  s.num_per_node = 8;
+  s.accelerator.backend.assign(backend);
+  s.accelerator.mem_gbs = mem_gb;
+  auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
+  op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
+  op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
+  op(compute_kind::group_matmul, dense_tflops, assumptions::grouped_gemm_efficiency);
+  op(compute_kind::sdp_fwd, dense_tflops, assumptions::attention_fwd_efficiency);
+  op(compute_kind::sdp_bwd, dense_tflops, assumptions::attention_bwd_efficiency);
+  if (fp8_tflops > 0) {
+    op(compute_kind::fp8_matmul, fp8_tflops, assumptions::gemm_efficiency);
+    op(compute_kind::fp8_group_matmul, fp8_tflops, assumptions::grouped_gemm_efficiency);
+  }
+  s.accelerator.bandwidth[0] = {.present = true, .gbps = sheet_gbps(hbm_gb_per_s), .efficient_factor = assumptions::hbm_efficiency, .latency_us = assumptions::kernel_latency_us};
+  s.intra_with_pcie = pcie;
+  if (pcie) {
+    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  } else {
+    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  }
+  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  return s;
+}
+}  // namespace detail
+
+/// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
+/// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
+inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 312, 0, 2039, 80, 300, false, 25);
+/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
+inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 312, 0, 1935, 80, 32, true, 25);
+/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
+inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 989, 1979, 3350, 80, 450, false, 50);
+/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
+inline constexpr system_spec h200 = detail::node("h200", "cuda", 989, 1979, 4800, 141, 450, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 = detail::node("b200", "cuda", 2250, 4500, 8000, 180, 900, false, 50);
+/// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
+/// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
+inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 1307, 2615, 5300, 192, 448, false, 50);
+
+struct named_system {
+  std::string_view name;
+  const system_spec* spec;
+};
+inline constexpr std::array<named_system, 6> systems{{
+    {"a100-sxm", &a100_sxm}, {"a100-pcie", &a100_pcie}, {"h100-sxm", &h100_sxm}, {"h200", &h200}, {"b200", &b200}, {"mi300x", &mi300x},
+}};
+
+/// The catalogue model called `name`, or nullptr.
+constexpr const model_spec* find_model(std::string_view name) {
+  for (const auto& m : models)
+    if (m.name == name) return m.spec;
+  return nullptr;
+}
+/// The catalogue system called `name`, or nullptr.
+constexpr const system_spec* find_system(std::string_view name) {
+  for (const auto& s : systems)
+    if (s.name == name) return s.spec;
+  return nullptr;
+}
+
+/// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
+/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, full / selective (recompute all layers),
+/// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`.
+/// Returns false when a token is not understood.
+constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
+  std::int64_t dp = 1;
+  std::size_t i = 0;
+  bool any = false;
+  while (i < name.size()) {
+    std::size_t j = i;
+    while (j < name.size() && name[j] != '_' && name[j] != '-') ++j;
+    const std::string_view tok = name.substr(i, j - i);
+    i = j + 1;
+    if (tok.empty()) continue;
+    any = true;
+    if (tok == "full") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::full_block; s.recompute_layer_num = max_dimension; continue; }
+    if (tok == "selective") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::selective_recompute; s.attn_recompute = true; s.recompute_layer_num = max_dimension; continue; }
+    if (tok == "nosp") { s.enable_sequence_parallel = false; continue; }
+    std::size_t k = 0;
+    while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
+    const std::string_view key = tok.substr(0, k);
+    if (k == tok.size() || k == 0) return false;
+    std::int64_t v = 0;
+    for (std::size_t d = k; d < tok.size(); ++d) {
+      if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
+      v = v * 10 + (tok[d] - '0');
+    }
+    if (key == "tp") s.tp_size = v;
+    else if (key == "pp") s.pp_size = v;
+    else if (key == "dp") dp = v;
+    else if (key == "cp") s.cp_size = v;
+    else if (key == "ep") s.ep_size = v;
+    else if (key == "etp") s.etp_size = v;
+    else if (key == "mbs") s.micro_batch_size = v;
+    else if (key == "mbc") s.micro_batch_num = v;
+    else if (key == "seq") s.seq_len = v;
+    else if (key == "zero") s.zero_state = v;
+    else if (key == "vp") s.interleaving_size = v;
+    else return false;
+  }
+  if (!any) return false;
+  s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
+  if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
+  out = s;
+  return true;
+}
+
+}  // namespace catalogue
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/catalogue/catalogue.hpp ------------------------------------------------------------
+// ---- begin llmsim/report.hpp -----------------------------------------------------------------------
+/// \file llmsim/report.hpp
+/// Human-readable reports of an estimate (run time only): the time breakdown, MFU, throughput,
+/// memory per pipeline stage and where it peaks.
+
+
+#include <cstdio>
+#include <string>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Where a stage's memory peaks: `first_stage/decoder.layers.31.linear_fc1, stage=backward`.
+inline std::string format_peak_path(const stage_result& r) {
+  std::string out(stage_kind_names[static_cast<std::size_t>(r.kind)]);
+  out += '/';
+  if (r.peak_path.layer >= 0) out += "decoder.layers." + std::to_string(r.peak_path.layer) + '.';
+  out += r.peak_path.leaf;
+  out += ", stage=";
+  out += r.peak_path.pass;
+  return out;
+}
+
+namespace detail {
+inline void line(std::string& out, const char* fmt, double a) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  out += buf;
+}
+}  // namespace detail
+
+/// A multi-line text report.
+inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "model %.*s (%.2fB parameters, vocab padded to %lld) on %.*s\n", static_cast<int>(m.model_name.view().size()),
+                m.model_name.view().data(), r.param_count / 1e9, static_cast<long long>(r.padded_vocab), static_cast<int>(sys.sys_name.view().size()),
+                sys.sys_name.view().data());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
+                static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
+                static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "",
+                static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
+                static_cast<long long>(s.zero_state));
+  out += buf;
+  const auto& c = r.cost;
+  out += "\ncost\n";
+  out += "  duration_time_per_iter       " + to_string(c.duration_time_per_iter) + "\n";
+  detail::line(out, "  mfu_6nd_with_attn            %.4f\n", c.mfu_6nd_with_attn);
+  detail::line(out, "  throughput_per_accelerator   %.1f tokens/s\n", c.throughput_per_accelerator);
+  detail::line(out, "  all_tokens_per_iter          %.0f\n", c.all_tokens_per_iter);
+  const auto& b = c.breakdown_result;
+  out += "  breakdown (first stage, whole iteration)\n";
+  out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
+  out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
+  out += "    recompute                  " + to_string(b.recompute_time) + "\n";
+  out += "    tensor-parallel comm       " + to_string(b.intra_exposed_time) + " (" + std::string(c.comm_result.tp_net) + ")\n";
+  out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(c.comm_result.pp_net) + ")\n";
+  out += "    pipeline bubble            " + to_string(b.bubble_time) + "\n";
+  out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(c.comm_result.dp_net) + ")\n";
+  out += "    optimizer step             " + to_string(b.optim_time) + "\n";
+  if (b.straggler_time.value > 0) out += "    straggler                  " + to_string(b.straggler_time) + "\n";
+  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n", c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
+  out += buf;
+  out += "\nmemory per GPU (GiB = 2^30 bytes)\n";
+  for (std::size_t i = 0; i < r.stage_count; ++i) {
+    const auto& st = r.stages[i];
+    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, %lld micro-batches in flight)\n",
+                  std::string(stage_kind_names[static_cast<std::size_t>(st.kind)]).c_str(), static_cast<long long>(st.layers),
+                  to_string(st.chunk_time).c_str(), static_cast<long long>(st.micro_batches_in_flight));
+    out += buf;
+    out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) + ", grads " + to_string(st.grad_mem) +
+           ", optimizer " + to_string(st.optimizer_state_mem) + (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) + ")\n";
+    out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
+    out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
+    out += "    peak_path                  " + format_peak_path(st) + "\n";
+  }
+  std::snprintf(buf, sizeof buf, "  peak over stages             %s of %.0f GB device memory\n", to_string(r.mem.peak_mem).c_str(), sys.accelerator.mem_gbs);
+  out += buf;
+  return out;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/report.hpp -------------------------------------------------------------------------

@@ -1,0 +1,208 @@
+/// \file llmsim/catalogue/catalogue.hpp
+/// Built-in models and systems written from public facts (model cards and configs, GPU data
+/// sheets), usable in constant expressions and by name from the command line:
+/// `llmsim perf --model llama3-8b --system h100-sxm --strategy tp2_dp4`.
+///
+/// Systems carry data-sheet peaks and *default* efficiencies — stated assumptions, not
+/// measurements (see `catalogue::assumptions`). For timing-quality work use a system file with
+/// measured shape tables (SimuMax's `accurate_efficient_factor`).
+#pragma once
+
+#include <llmsim/spec/model.hpp>
+#include <llmsim/spec/strategy.hpp>
+#include <llmsim/spec/system.hpp>
+
+#include <array>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace catalogue {
+
+// ---- models ----------------------------------------------------------------------------------
+
+/// Llama 2 (Touvron et al. 2023, Table 1 and the released config.json files).
+inline constexpr model_spec llama2_7b{.model_type = model_kind::dense, .model_name = "llama2_7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 32, .head_size = 128, .intermediate_size = 11008, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true};
+inline constexpr model_spec llama2_13b{.model_type = model_kind::dense, .model_name = "llama2_13b", .hidden_size = 5120, .head_num = 40, .kv_head_num = 40, .head_size = 128, .intermediate_size = 13824, .layer_num = 40, .vocab_size = 32000, .use_swiglu = true};
+inline constexpr model_spec llama2_70b{.model_type = model_kind::dense, .model_name = "llama2_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 32000, .use_swiglu = true};
+/// Llama 3 / 3.1 (Meta model cards; "The Llama 3 Herd of Models" 2024, Table 3).
+inline constexpr model_spec llama3_8b{.model_type = model_kind::dense, .model_name = "llama3_8b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
+inline constexpr model_spec llama3_70b{.model_type = model_kind::dense, .model_name = "llama3_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 128256, .use_swiglu = true};
+inline constexpr model_spec llama3_405b{.model_type = model_kind::dense, .model_name = "llama3_405b", .hidden_size = 16384, .head_num = 128, .kv_head_num = 8, .head_size = 128, .intermediate_size = 53248, .layer_num = 126, .vocab_size = 128256, .use_swiglu = true};
+/// GPT-3 175B (Brown et al. 2020, Table 2.1): GeLU MLP of 4h, LayerNorm, learned positions,
+/// biases, input and output embeddings tied; GPT-2 BPE vocabulary of 50257.
+inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_name = "gpt3_175b", .hidden_size = 12288, .head_num = 96, .kv_head_num = 96, .head_size = 128, .intermediate_size = 49152, .layer_num = 96, .vocab_size = 50257, .use_swiglu = false, .norm_type = norm_kind::layernorm, .tie_word_embeddings = true, .add_linear_bias = true, .position_embedding_type = position_kind::learned_absolute};
+/// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
+inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
+
+struct named_model {
+  std::string_view name;
+  const model_spec* spec;
+};
+inline constexpr std::array<named_model, 8> models{{
+    {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
+    {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
+    {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
+}};
+
+// ---- systems -----------------------------------------------------------------------------------
+
+/// Default efficiencies of catalogue systems: assumptions until measured, each with its reason.
+namespace assumptions {
+/// Large BF16 GEMMs reach about 70 % of the dense peak (NVIDIA's published cuBLAS results on A100/H100).
+inline constexpr double gemm_efficiency = 0.70;
+/// Grouped GEMMs of MoE experts run smaller tiles: about 55 % of peak.
+inline constexpr double grouped_gemm_efficiency = 0.55;
+/// FlashAttention-2 reaches 50-73 % of peak forward and somewhat less backward (Dao 2023, Fig. 5-7).
+inline constexpr double attention_fwd_efficiency = 0.60;
+inline constexpr double attention_bwd_efficiency = 0.50;
+/// Everything else (norms, activations) is memory-bound; this only prices stray FLOPs.
+inline constexpr double other_compute_efficiency = 0.50;
+/// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
+inline constexpr double hbm_efficiency = 0.80;
+/// Launch and tail overhead of one small kernel, microseconds.
+inline constexpr double kernel_latency_us = 10.0;
+/// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
+inline constexpr double link_efficiency = 0.80;
+/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
+inline constexpr double intra_node_step_latency_us = 5.0;
+inline constexpr double inter_node_step_latency_us = 10.0;
+}  // namespace assumptions
+
+namespace detail {
+/// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
+constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
+
+constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
+  network_tier t{};
+  t.name.assign(name);
+  t.bandwidth = {.present = true, .gbps = sheet_gbps(gb_per_s_one_direction), .efficient_factor = assumptions::link_efficiency, .latency_us = step_latency_us};
+  t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
+  t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
+  t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
+  t.op[3] = {.present = true, .scale = 1, .offset = 0};   // p2p
+  t.op[4] = {.present = true, .scale = 1, .offset = -1};  // all2all
+  return t;
+}
+
+/// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
+/// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
+/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
+/// `nic_gb_per_s`: one NIC per GPU.
+constexpr system_spec node(std::string_view name, std::string_view backend, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+                           double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
+  system_spec s{};
+  s.sys_name.assign(name);
+  s.num_per_node = 8;
+  s.accelerator.backend.assign(backend);
+  s.accelerator.mem_gbs = mem_gb;
+  auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
+  op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
+  op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
+  op(compute_kind::group_matmul, dense_tflops, assumptions::grouped_gemm_efficiency);
+  op(compute_kind::sdp_fwd, dense_tflops, assumptions::attention_fwd_efficiency);
+  op(compute_kind::sdp_bwd, dense_tflops, assumptions::attention_bwd_efficiency);
+  if (fp8_tflops > 0) {
+    op(compute_kind::fp8_matmul, fp8_tflops, assumptions::gemm_efficiency);
+    op(compute_kind::fp8_group_matmul, fp8_tflops, assumptions::grouped_gemm_efficiency);
+  }
+  s.accelerator.bandwidth[0] = {.present = true, .gbps = sheet_gbps(hbm_gb_per_s), .efficient_factor = assumptions::hbm_efficiency, .latency_us = assumptions::kernel_latency_us};
+  s.intra_with_pcie = pcie;
+  if (pcie) {
+    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  } else {
+    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  }
+  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  return s;
+}
+}  // namespace detail
+
+/// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
+/// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
+inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 312, 0, 2039, 80, 300, false, 25);
+/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
+inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 312, 0, 1935, 80, 32, true, 25);
+/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
+inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 989, 1979, 3350, 80, 450, false, 50);
+/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
+inline constexpr system_spec h200 = detail::node("h200", "cuda", 989, 1979, 4800, 141, 450, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 = detail::node("b200", "cuda", 2250, 4500, 8000, 180, 900, false, 50);
+/// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
+/// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
+inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 1307, 2615, 5300, 192, 448, false, 50);
+
+struct named_system {
+  std::string_view name;
+  const system_spec* spec;
+};
+inline constexpr std::array<named_system, 6> systems{{
+    {"a100-sxm", &a100_sxm}, {"a100-pcie", &a100_pcie}, {"h100-sxm", &h100_sxm}, {"h200", &h200}, {"b200", &b200}, {"mi300x", &mi300x},
+}};
+
+/// The catalogue model called `name`, or nullptr.
+constexpr const model_spec* find_model(std::string_view name) {
+  for (const auto& m : models)
+    if (m.name == name) return m.spec;
+  return nullptr;
+}
+/// The catalogue system called `name`, or nullptr.
+constexpr const system_spec* find_system(std::string_view name) {
+  for (const auto& s : systems)
+    if (s.name == name) return s.spec;
+  return nullptr;
+}
+
+/// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
+/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, full / selective (recompute all layers),
+/// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`.
+/// Returns false when a token is not understood.
+constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
+  std::int64_t dp = 1;
+  std::size_t i = 0;
+  bool any = false;
+  while (i < name.size()) {
+    std::size_t j = i;
+    while (j < name.size() && name[j] != '_' && name[j] != '-') ++j;
+    const std::string_view tok = name.substr(i, j - i);
+    i = j + 1;
+    if (tok.empty()) continue;
+    any = true;
+    if (tok == "full") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::full_block; s.recompute_layer_num = max_dimension; continue; }
+    if (tok == "selective") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::selective_recompute; s.attn_recompute = true; s.recompute_layer_num = max_dimension; continue; }
+    if (tok == "nosp") { s.enable_sequence_parallel = false; continue; }
+    std::size_t k = 0;
+    while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
+    const std::string_view key = tok.substr(0, k);
+    if (k == tok.size() || k == 0) return false;
+    std::int64_t v = 0;
+    for (std::size_t d = k; d < tok.size(); ++d) {
+      if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
+      v = v * 10 + (tok[d] - '0');
+    }
+    if (key == "tp") s.tp_size = v;
+    else if (key == "pp") s.pp_size = v;
+    else if (key == "dp") dp = v;
+    else if (key == "cp") s.cp_size = v;
+    else if (key == "ep") s.ep_size = v;
+    else if (key == "etp") s.etp_size = v;
+    else if (key == "mbs") s.micro_batch_size = v;
+    else if (key == "mbc") s.micro_batch_num = v;
+    else if (key == "seq") s.seq_len = v;
+    else if (key == "zero") s.zero_state = v;
+    else if (key == "vp") s.interleaving_size = v;
+    else return false;
+  }
+  if (!any) return false;
+  s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
+  if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
+  out = s;
+  return true;
+}
+
+}  // namespace catalogue
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,70 @@
+/// \file llmsim/cost/compute_cost.hpp
+/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
+/// moves, with the efficiency looked up by exact shape key in the system file
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+#pragma once
+
+#include <llmsim/core/units.hpp>
+#include <llmsim/spec/system.hpp>
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
+constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
+
+/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
+constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
+  const auto& own = sys.op(kind);
+  return own.present ? own : sys.op(compute_kind::default_kind);
+}
+/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
+constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
+  const auto& own = sys.memory(kind);
+  return own.present ? own : sys.memory(memory_kind::default_kind);
+}
+
+/// The time of one kernel and how it was obtained.
+struct kernel_cost {
+  seconds time{};       ///< max(compute, memory): the roofline
+  seconds compute{};    ///< flops / (peak * efficiency)
+  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;  ///< the compute efficiency used
+  bool measured = false;  ///< the efficiency came from the shape-keyed table
+};
+
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
+  kernel_cost c;
+  if (flop_count <= 0) return c;
+  const auto& op = compute_entry(sys, kind);
+  const auto measured = op.accurate_efficient_factor.find(shape);
+  c.measured = measured.has_value();
+  c.efficiency = measured ? *measured : op.efficient_factor;
+  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
+  c.time = c.compute;
+  return c;
+}
+
+/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
+/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
+constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
+  if (byte_count <= 0) return {};
+  const auto& bw = memory_entry(sys, kind);
+  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
+}
+
+/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// compute time unless there is none.
+constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                  memory_kind traffic_kind, double byte_count) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+  c.memory = memory_time(sys, traffic_kind, byte_count);
+  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else c.time = c.compute > c.memory ? c.compute : c.memory;
+  return c;
+}
+
+LLMSIM_END_NAMESPACE

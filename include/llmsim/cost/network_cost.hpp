@@ -1,0 +1,153 @@
+/// \file llmsim/cost/network_cost.hpp
+/// Which network tier a communication group uses and how long a collective takes on it, as the
+/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
+/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
+/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
+/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
+#pragma once
+
+#include <llmsim/core/units.hpp>
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/spec/strategy.hpp>
+#include <llmsim/spec/system.hpp>
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The communication groups of a Megatron-LM job.
+enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
+inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
+
+/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
+struct group_layout {
+  std::int64_t size = 1;
+  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
+  std::int64_t stride = 1;  ///< distance between neighbouring members
+};
+
+/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
+constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
+  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
+  switch (g) {
+    case comm_group::tp: return {tp, tp, 1};
+    case comm_group::cp: return {cp, tp * cp, tp};
+    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
+    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
+    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
+    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
+    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+  }
+  return {};
+}
+
+namespace detail {
+constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
+  switch (g) {
+    case comm_group::tp: return s.tp_net;
+    case comm_group::cp: return s.cp_net;
+    case comm_group::pp: return s.pp_net;
+    case comm_group::dp: return s.dp_net;
+    case comm_group::ep: return s.ep_net;
+    case comm_group::etp: return s.etp_net;
+    case comm_group::edp: return s.edp_net;
+  }
+  return s.tp_net;
+}
+constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
+constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
+  const network_tier* best = nullptr;
+  std::int64_t best_k = 0;
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto name = sys.networks[i].name.view();
+    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
+    std::int64_t k = 0;
+    for (char c : name.substr(16, name.size() - 17)) {
+      if (c < '0' || c > '9') { k = -1; break; }
+      k = k * 10 + (c - '0');
+    }
+    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
+  }
+  return best;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const auto& requested = detail::requested_net(s, g);
+  std::string_view name = requested.view();
+  if (name == "auto") {
+    const group_layout lay = layout_of(s, g);
+    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+    if (sys.intra_with_pcie && same_node) {
+      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      name = "inter_node";
+    } else {
+      name = same_node ? "high_intra_node" : "inter_node";
+    }
+  }
+  const auto* tier = sys.network(name);
+  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+  return *tier;
+}
+
+/// One collective call.
+struct collective_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
+  std::int64_t group_size = 1;
+  comm_group group = comm_group::tp;
+};
+
+/// Time of one collective on `tier` (ring model of the system format, see the file comment).
+/// `s` supplies how many groups share a node's inter-node links.
+constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
+  const std::int64_t n = c.group_size;
+  if (n <= 1 || c.size_bytes <= 0) return {};
+  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
+  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
+  const bool data_parallel = c.group == comm_group::dp;
+  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
+  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
+  const std::string_view tier_name = tier.name.view();
+  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
+    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
+    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
+  }
+  double bandwidth = tier.bandwidth.gbps;
+  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
+    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
+  if (tier_name == "inter_node") {
+    const auto npn = static_cast<double>(sys.num_per_node);
+    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
+    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
+      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
+      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
+      bandwidth /= npn;
+    }
+    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
+      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      std::int64_t sharing = 1;
+      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
+      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
+    }
+  }
+  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
+  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
+  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
+  double fixed_us = 0;
+  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
+  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
+  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
+  else fixed_us = tier.bandwidth.fixed_latency;
+  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
+}
+
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,456 @@
+/// \file llmsim/estimate/estimate.hpp
+/// One training iteration of Megatron-LM predicted from a model, a strategy and a system:
+/// stage programs → kernel and collective costs → 1F1B schedule → data-parallel gradient sync and
+/// optimizer step; memory from the same leaves. Result names follow SimuMax's docs/tutorial.md.
+///
+/// ```cpp
+/// constexpr auto r = llmsim::estimate(llama3_8b, tp2_dp4, h100);
+/// static_assert(r.mem.peak_mem < 80_GiB);
+/// ```
+#pragma once
+
+#include <llmsim/core/units.hpp>
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/network_cost.hpp>
+#include <llmsim/program/dense.hpp>
+#include <llmsim/program/leaf.hpp>
+#include <llmsim/schedule/one_f_one_b.hpp>
+#include <llmsim/spec/validate.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Named model parameters of the estimate that are not in any config file.
+namespace parameters {
+/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
+inline constexpr double ddp_bucket_min_elements = 40000000.0;
+inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
+/// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
+inline constexpr double straggler_coefficient = 0.09;
+}  // namespace parameters
+
+/// The kinds of pipeline stage whose programs differ.
+enum class stage_kind : std::uint8_t { first, middle, last };
+inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage", "middle_stage", "last_stage"};
+
+/// One block of a stage: a shared leaf list run `repeat` times.
+struct stage_block {
+  const leaf_block* block = nullptr;
+  std::int64_t repeat = 0;
+  std::int64_t first_layer = -1;  ///< index of its first decoder layer in the stage (-1: not layers)
+};
+
+/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
+struct stage_program {
+  std::array<stage_block, 4> blocks{};
+  std::size_t count = 0;
+  std::int64_t layers = 0;
+
+  constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
+    if (b.count == 0 || repeat == 0) return;
+    blocks[count++] = {&b, repeat, first_layer};
+  }
+};
+
+/// Cost and memory of one stage kind.
+struct stage_result {
+  stage_kind kind = stage_kind::first;
+  std::int64_t rank = 0;    ///< the pipeline rank it describes (middle: the one holding most micro-batches)
+  std::int64_t layers = 0;
+  // Time of one micro-batch.
+  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
+  seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
+  seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
+  // Time of the iteration tail.
+  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather
+  seconds optim_time{};    ///< optimizer step
+  std::int64_t dp_buckets = 0;
+  // Memory.
+  double params = 0;
+  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, model_mem{};
+  bytes fwd_activation_cache_per_micro_batch{};
+  bytes peak_activation_mem_in_1F1B{};
+  std::int64_t micro_batches_in_flight = 1;
+  bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
+  bytes peak_mem{}, peak_mem_with_reserved{};
+  peak_site peak_path{};
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;
+};
+
+/// The exposed time of one iteration by cause (first stage's view, SimuMax `breakdown_result`).
+struct time_breakdown {
+  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds intra_exposed_time{};  ///< tensor-parallel collectives
+  seconds inter_exposed_time{};  ///< pipeline sends and receives
+  seconds bubble_time{};
+  seconds dp_exposed_time{};
+  seconds optim_time{};
+  seconds straggler_time{};
+};
+
+/// Network tiers chosen for the groups.
+struct comm_summary {
+  std::string_view tp_net{}, pp_net{}, dp_net{};
+  seconds tp_time_per_iter{};  ///< all tensor-parallel collectives of the first stage over the iteration
+  seconds p2p_time_per_transfer{};
+  seconds dp_time{};
+};
+
+/// Time, throughput and MFU of one iteration.
+struct cost_result {
+  seconds duration_time_per_iter{};
+  seconds pipeline_time{};  ///< the 1F1B part, before gradient sync and optimizer
+  double mfu = 0;                 ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
+  double mfu_6nd_with_attn = 0;   ///< the same quantity under SimuMax's explicit name
+  double throughput_per_accelerator = 0;  ///< tokens per second per GPU
+  double all_tokens_per_iter = 0;
+  flops model_flops_per_iter{};  ///< per GPU
+  time_breakdown breakdown_result{};
+  comm_summary comm_result{};
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+};
+
+/// Memory of the stages; `peak_mem` is the largest.
+struct mem_result {
+  bytes peak_mem{};
+  bytes peak_mem_with_reserved{};
+  double memory_reserved_ratio = 0;  ///< mem_factor: allocated / reserved
+  std::int64_t peak_stage = 0;        ///< index into `stages`
+};
+
+/// A whole estimate.
+struct estimate_result {
+  cost_result cost{};
+  mem_result mem{};
+  std::array<stage_result, 3> stages{};
+  std::size_t stage_count = 0;
+  std::int64_t padded_vocab = 0;
+  double param_count = 0;  ///< whole model
+
+  [[nodiscard]] constexpr const stage_result* stage(stage_kind k) const {
+    for (std::size_t i = 0; i < stage_count; ++i)
+      if (stages[i].kind == k) return &stages[i];
+    return nullptr;
+  }
+};
+
+// ---- model-level counts ------------------------------------------------------------------------
+
+/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
+  const double attn = h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + static_cast<double>(m.head_num) * d * h;
+  const double ffn = static_cast<double>(m.intermediate_size.value_or(0));
+  const double mlp = (m.use_swiglu ? 3.0 : 2.0) * h * ffn;
+  const double norms = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  const double layer = attn + mlp + 2 * norms;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  return static_cast<double>(m.layer_num) * layer + embeddings + norms;
+}
+
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter
+/// (Kaplan et al. 2020 "6N") plus attention scores over the full sequence (QKᵀ and PV: 4·s·H·d per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); embedding lookups are free.
+constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
+  const double H = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
+  const double gemm_params = h * (H + 2 * kv) * d + H * d * h + (m.use_swiglu ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate_size.value_or(0));
+  const double L = static_cast<double>(m.layer_num);
+  return 6.0 * L * gemm_params + 6.0 * L * 2.0 * static_cast<double>(seq_len) * H * d + 6.0 * h * static_cast<double>(vocab);
+}
+
+// ---- stage programs ------------------------------------------------------------------------------
+
+/// The distinct blocks of a job, built once and shared by all stages (identical layers are
+/// priced once, then counted).
+struct job_blocks {
+  leaf_block embedding{}, layer{}, recomputed_layer{}, head{};
+  leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
+};
+
+constexpr job_blocks build_blocks(const build_context& c) {
+  job_blocks j;
+  j.embedding.push(embedding_leaf(c));
+  j.layer = dense_layer(c, false);
+  if (recompute_active(c.s())) j.recomputed_layer = dense_layer(c, true);
+  j.head.push(norm_leaf(c, "final_layernorm"));
+  j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.head.push(cross_entropy_leaf(c));
+  j.tied_head = j.head;
+  j.tied_head.leaves[1].params = 0;
+  return j;
+}
+
+/// The leaves of a stage holding `layers` decoder layers; the first `recompute_layer_num` layers
+/// of each stage follow the recompute plan (Megatron `--recompute-method block`).
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, bool has_embedding, bool has_head) {
+  stage_program p;
+  p.layers = layers;
+  if (has_embedding) p.add(j.embedding, 1, -1);
+  const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
+  if (recomputed > 0) p.add(j.recomputed_layer, recomputed, 0);
+  if (layers - recomputed > 0) p.add(j.layer, layers - recomputed, recomputed);
+  if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+  return p;
+}
+
+namespace detail {
+
+/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
+/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
+/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
+/// (the validation runs do not pass --overlap-grad-reduce).
+constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
+                                     std::int64_t& buckets) {
+  const std::int64_t group = dp_size(s) * s.cp_size;
+  buckets = 0;
+  if (group <= 1 || params <= 0) return {};
+  const network_tier& tier = resolve_tier(sys, s, comm_group::dp);
+  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
+                                ? parameters::ddp_bucket_min_elements
+                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
+  const double rest = params - full * per_bucket;
+  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
+  auto bucket_time = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    if (s.zero_state >= 1) {
+      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, comm_group::dp}) +
+             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, comm_group::dp});
+    }
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, comm_group::dp});
+  };
+  return bucket_time(per_bucket) * full + bucket_time(rest);
+}
+
+/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
+/// the accelerator's default bandwidth entry, each a kernel paying its latency:
+/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
+/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
+/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param) {
+  if (params <= 0) return {};
+  const double shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double grads = params * grad_bytes_per_param;
+  const double local = params * shard;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
+  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+}  // namespace detail
+
+/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at configure).
+constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  if (s.zero_state >= 2) detail::report_error("llmsim::estimate", "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
+  if (s.interleaving_size > 1) detail::report_error("llmsim::estimate", "strategy.interleaving_size", "strategy.interleaving_size={} (interleaved 1F1B) is not modelled yet", s.interleaving_size);
+  if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (is_moe(m)) detail::report_error("llmsim::estimate", "model.model_type", "model {}: mixture-of-experts models are not modelled yet", m.model_name);
+  if (m.attention_type == attention_kind::mla) detail::report_error("llmsim::estimate", "model.attention_type", "model {}: multi-head latent attention is not modelled yet", m.model_name);
+
+  estimate_result out;
+  const std::int64_t p = s.pp_size;
+  out.padded_vocab = padded_vocab(m, s.tp_size);
+  out.param_count = parameter_count(m, out.padded_vocab);
+  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab};
+  const stage_layers split = split_layers(m, s);
+
+  const double E = static_cast<double>(dtype_bytes(s.dtype));
+  const double grad_bytes = c.main_grad_bytes();
+  const network_tier* pp_tier = p > 1 ? &resolve_tier(sys, s, comm_group::pp) : nullptr;
+  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
+  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * E;
+  const seconds p2p = p > 1 ? collective_time(sys, s, *pp_tier, {collective_kind::p2p, p2p_bytes, 2, comm_group::pp}) : seconds{};
+
+  // Stage kinds present.
+  std::array<stage_kind, 3> kinds{};
+  std::size_t nk = 0;
+  kinds[nk++] = stage_kind::first;
+  if (p > 2) kinds[nk++] = stage_kind::middle;
+  if (p > 1) kinds[nk++] = stage_kind::last;
+
+  const bool te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  const job_blocks blocks = build_blocks(c);
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    stage_result& r = out.stages[ki];
+    r.kind = kinds[ki];
+    r.rank = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? 1 : p - 1;
+    r.layers = r.kind == stage_kind::first ? split.first : r.kind == stage_kind::middle ? split.middle : split.last;
+    const bool has_embedding = r.kind == stage_kind::first;
+    const bool has_head = r.kind == stage_kind::last || p == 1;
+    const stage_program prog = build_stage(blocks, c, r.layers, has_embedding, has_head);
+
+    // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
+    std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
+    std::size_t shape_count = 0;
+    double held = 0, fwd_peak = 0, bwd_peak = 0;
+    peak_site fwd_site, bwd_site;
+    std::array<block_memory, 4> walks{};
+    for (std::size_t bi = 0; bi < prog.count; ++bi) {
+      const stage_block& sb = prog.blocks[bi];
+      const leaf_block& b = *sb.block;
+      const double n = static_cast<double>(sb.repeat);
+      for (const leaf& l : b) {
+        r.fwd_compute_time += l.fwd * n;
+        r.bwd_compute_time += l.bwd * n;
+        r.recompute_time += l.replay() * n;
+        r.fwd_tp_comm_time += l.fwd_comm * n;
+        r.bwd_tp_comm_time += l.bwd_comm * n;
+        r.recompute_tp_comm_time += l.replay_comm() * n;
+        r.params += l.params * n;
+        r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
+        r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+        if (l.weight_rows > 0) {
+          bool seen = false;
+          for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
+          if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
+        }
+      }
+      walks[bi] = walk_memory(b);
+      // Forward: the last repetition sees the most held bytes.
+      const double f = held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
+      if (f >= fwd_peak) {
+        fwd_peak = f;
+        fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, b.leaves[walks[bi].fwd_leaf].name, "forward"};
+      }
+      held += n * walks[bi].held;
+    }
+    // Backward in reverse block order: the first repetition processed holds the most.
+    double g = held;
+    for (std::size_t bi = prog.count; bi > 0; --bi) {
+      const stage_block& sb = prog.blocks[bi - 1];
+      const double v = g + walks[bi - 1].bwd_peak;
+      if (v > bwd_peak) {
+        bwd_peak = v;
+        bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+      }
+      g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
+    }
+
+    const bool receives = r.kind != stage_kind::first, sends = r.kind != stage_kind::last;
+    const double transfers = (receives ? 2.0 : 0.0) + (sends && p > 1 ? 2.0 : 0.0);
+    r.p2p_time = p2p * transfers;
+    r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
+                   r.recompute_tp_comm_time + r.p2p_time;
+    r.dp_time = detail::data_parallel_time(sys, s, r.params, grad_bytes, r.dp_buckets);
+    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes);
+
+    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded over dp·cp by ZeRO-1.
+    const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+    r.weight_mem = bytes{static_cast<std::int64_t>(r.params * E)};
+    r.grad_mem = bytes{static_cast<std::int64_t>(r.params * grad_bytes)};
+    r.optimizer_state_mem = bytes{static_cast<std::int64_t>(r.params * 12.0 / shard)};
+    double dummy = 0;
+    if (te_dummy)  // TE >= 2.3 keeps one bf16 wgrad buffer per distinct weight shape (get_dummy_wgrad)
+      for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * E;
+    r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy)};
+    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem;
+    r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
+    // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
+    r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
+    const double others = static_cast<double>(r.micro_batches_in_flight - 1) * held;
+    r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd_peak > bwd_peak ? fwd_peak : bwd_peak)};
+    r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + fwd_peak)};
+    r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + bwd_peak)};
+    r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+    r.peak_path = fwd_peak > bwd_peak ? fwd_site : bwd_site;
+    r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  }
+  out.stage_count = nk;
+
+  // Pipeline: rank timings; middle ranks share the middle program.
+  std::vector<stage_timing> timings;
+  timings.reserve(static_cast<std::size_t>(p));
+  for (std::int64_t rank = 0; rank < p; ++rank) {
+    const stage_kind k = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
+    const stage_result* st = out.stage(k);
+    timings.push_back({st->fwd_compute_time + st->fwd_tp_comm_time,
+                       st->bwd_compute_time + st->recompute_time + st->bwd_tp_comm_time + st->recompute_tp_comm_time, p2p});
+  }
+  const pipeline_result pipe = simulate_1f1b(timings, s.micro_batch_num);
+  double straggler = 1.0;
+  if (s.enable_straggler_model) {
+    const std::int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
+    std::int64_t n = nodes < dp_size(s) ? nodes : dp_size(s);
+    n = n < edp_size(s) ? n : edp_size(s);
+    if (n > 1) {
+      double l2 = 0;  // log2(n) without <cmath> constexpr: n is an integer
+      for (double v = static_cast<double>(n); v >= 2.0; v /= 2.0) l2 += 1.0;
+      double frac = static_cast<double>(n);
+      for (double i = 0; i < l2; ++i) frac /= 2.0;
+      l2 += frac - 1.0;  // linear interpolation between powers of two
+      double root = l2;  // sqrt by Newton iterations
+      for (int i = 0; i < 30 && root > 0; ++i) root = 0.5 * (root + l2 / root);
+      straggler = 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * root;
+    }
+  }
+  const seconds pipeline = pipe.total * straggler;
+  seconds duration{};
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    const seconds t = pipeline + out.stages[ki].dp_time + out.stages[ki].optim_time;
+    if (t > duration) duration = t;
+  }
+
+  cost_result& cost = out.cost;
+  cost.duration_time_per_iter = duration;
+  cost.pipeline_time = pipeline;
+  cost.all_tokens_per_iter = static_cast<double>(s.seq_len * global_batch_size(s));
+  cost.throughput_per_accelerator = cost.all_tokens_per_iter / duration.value / static_cast<double>(s.world_size);
+  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter / static_cast<double>(s.world_size)};
+  const double peak = compute_entry(sys, compute_kind::default_kind).tflops * 1e12;
+  cost.mfu = cost.model_flops_per_iter.value / duration.value / peak;
+  cost.mfu_6nd_with_attn = cost.mfu;
+  const stage_result& first = out.stages[0];
+  const double mb = static_cast<double>(s.micro_batch_num);
+  auto& br = cost.breakdown_result;
+  br.fwd_compute_time = first.fwd_compute_time * mb;
+  br.bwd_compute_time = first.bwd_compute_time * mb;
+  br.recompute_time = first.recompute_time * mb;
+  br.intra_exposed_time = (first.fwd_tp_comm_time + first.bwd_tp_comm_time + first.recompute_tp_comm_time) * mb;
+  br.inter_exposed_time = first.p2p_time * mb;
+  br.bubble_time = pipe.total - first.chunk_time * mb;
+  br.dp_exposed_time = first.dp_time;
+  br.optim_time = first.optim_time;
+  br.straggler_time = pipeline - pipe.total;
+  cost.comm_result.tp_net = s.tp_size > 1 ? c.tp_tier->name.view() : std::string_view("none");
+  cost.comm_result.pp_net = p > 1 ? pp_tier->name.view() : std::string_view("none");
+  cost.comm_result.dp_net = dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  cost.comm_result.tp_time_per_iter = br.intra_exposed_time;
+  cost.comm_result.p2p_time_per_transfer = p2p;
+  cost.comm_result.dp_time = first.dp_time;
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    cost.efficiency_lookups += out.stages[ki].efficiency_lookups;
+    cost.efficiency_misses += out.stages[ki].efficiency_misses;
+  }
+
+  mem_result& mem = out.mem;
+  mem.memory_reserved_ratio = s.mem_factor;
+  for (std::size_t ki = 0; ki < nk; ++ki) {
+    if (out.stages[ki].peak_mem > mem.peak_mem) {
+      mem.peak_mem = out.stages[ki].peak_mem;
+      mem.peak_stage = static_cast<std::int64_t>(ki);
+    }
+  }
+  mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
+  return out;
+}
+
+/// Runs the whole estimate. Validates the three specs first (one error path).
+constexpr estimate_result estimate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s, sys);
+  return estimate_validated(m, s, sys);
+}
+
+LLMSIM_END_NAMESPACE

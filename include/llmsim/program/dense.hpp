@@ -1,0 +1,381 @@
+/// \file llmsim/program/dense.hpp
+/// The leaves of a dense Megatron-LM + TransformerEngine training step, per pipeline stage:
+/// embedding, decoder layers (input norm, QKV, flash attention, output projection, pre-MLP norm,
+/// fc1, SwiGLU/GeLU, fc2), final norm, LM head and the vocabulary-parallel cross entropy.
+///
+/// Conventions (b micro-batch, s sequence, h hidden, t tensor-parallel size, E = 2 bytes of bf16):
+/// - Column-parallel linears (QKV, fc1, LM head) see the full sequence; with sequence parallelism
+///   their input is all-gathered in forward and again in backward for the weight gradient, and
+///   the input gradient is reduce-scattered (Megatron `LinearWithGradAccumulationAndAsyncCommunication`).
+///   Row-parallel linears (proj, fc2) reduce-scatter their output (all-reduce without SP).
+/// - Three GEMMs per linear: forward TN, input gradient NN, weight gradient NT accumulated into the
+///   fp32 main gradient (Megatron `gradient_accumulation_fusion`).
+/// - Memory-bound kernels are priced by bytes moved on the accelerator's `bandwidth` entries.
+/// - Saved tensors follow what the modules keep for backward (SP: the local s/t shard of a
+///   column-parallel input; flash attention: q, k, v and the log-sum-exp).
+#pragma once
+
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/network_cost.hpp>
+#include <llmsim/cost/shape_key.hpp>
+#include <llmsim/program/leaf.hpp>
+#include <llmsim/spec/model.hpp>
+#include <llmsim/spec/strategy.hpp>
+#include <llmsim/spec/system.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Everything a leaf builder needs: the three specs and the tiers the groups use.
+struct build_context {
+  const model_spec* model = nullptr;
+  const strategy_spec* strategy = nullptr;
+  const system_spec* system = nullptr;
+  const network_tier* tp_tier = nullptr;
+  std::int64_t vocab = 0;  ///< padded vocabulary
+
+  [[nodiscard]] constexpr const model_spec& m() const { return *model; }
+  [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
+  [[nodiscard]] constexpr const system_spec& sys() const { return *system; }
+  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * s().seq_len); }
+  /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
+  [[nodiscard]] constexpr double local_tokens() const {
+    const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
+    return tokens() / static_cast<double>(sp ? s().tp_size : 1);
+  }
+  [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
+  [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
+  /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
+  [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr seconds tp_collective(collective_kind kind, double size_bytes) const {
+    if (s().tp_size <= 1) return {};
+    return collective_time(sys(), s(), *tp_tier, {kind, size_bytes, s().tp_size, comm_group::tp});
+  }
+};
+
+namespace detail {
+constexpr void price_gemm(leaf& l, const build_context& c, const gemm_shape& g, double traffic, seconds& into) {
+  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul;
+  const auto key = g.key();
+  const auto cost = kernel_time(c.sys(), kind, g.flop_count(), key.view(), memory_kind::default_kind, traffic);
+  into += cost.time;
+  ++l.efficiency_lookups;
+  if (!cost.measured) ++l.efficiency_misses;
+}
+}  // namespace detail
+
+/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
+/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
+constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.name = name;
+  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const double E = c.element_bytes();
+  const double x = c.tokens() * static_cast<double>(in_features);    // input elements (full sequence)
+  const double y = c.tokens() * static_cast<double>(out_features);   // output elements
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
+  detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
+  // Weight gradient: reads input and output gradient (column also reads the weight shard layout), accumulates into the main grad.
+  detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, (column ? (x + y + w) : (x + y)) * E + grad_w_bytes, l.bwd);
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
+  if (c.s().tp_size > 1) {
+    if (c.sequence_parallel()) {
+      if (column) {
+        l.fwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
+        l.bwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation) + c.tp_collective(collective_kind::all_gather, full_activation);
+      } else {
+        l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation);
+        l.bwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
+      }
+    } else if (column) {
+      l.bwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+    } else {
+      l.fwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+    }
+  }
+  l.params = w;
+  l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
+  l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E;
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// RMSNorm (LayerNorm adds a bias and the mean) over the local residual stream, TE fused kernels:
+/// forward reads x and writes y; backward computes the input gradient, then the weight gradient.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::norm;
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double parameters = c.m().norm_type == norm_kind::layernorm ? 2 * h : h;
+  const double X = c.local_tokens() * h * E;
+  const double w = parameters * E;
+  const double stats = c.local_tokens() * E * (c.m().norm_type == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  l.params = parameters;
+  l.input = X;
+  l.cache = X;
+  l.fwd_peak = 2 * X;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
+/// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
+/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
+constexpr leaf attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
+  const std::int64_t d = head_dim(m);
+  const double E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * static_cast<double>(heads * d);
+  const double k = b * s * static_cast<double>(kv_heads * d);
+  const double lse = b * s * static_cast<double>(heads);
+  const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
+  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
+  const auto key = shape.key();
+  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * scores, key.view(), memory_kind::default_kind, (q + 2 * k + q + lse) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * scores, key.view(), memory_kind::default_kind, (2 * q + 4 * k + q + lse) * E);
+  l.fwd = f.time;
+  l.bwd = g.time;
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (q + 2 * k) * E;
+  l.cache = (q + 2 * k) * E + lse * E;
+  l.fwd_peak = (q + 2 * k + lse + q) * E;
+  l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
+  return l;
+}
+
+/// SwiGLU (TE fused: reads both halves, writes one) or GeLU on this rank's share of the MLP.
+constexpr leaf activation_leaf(const build_context& c) {
+  leaf l;
+  l.kind = leaf_kind::activation;
+  const double E = c.element_bytes();
+  const double width = static_cast<double>(*c.m().intermediate_size / c.s().tp_size);
+  if (c.m().use_swiglu) {
+    l.name = "swiglu";
+    const double in = c.tokens() * 2 * width * E, out = c.tokens() * width * E;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);  // reads both halves and the output gradient, writes both input gradients
+    l.input = in;
+    l.cache = in;  // both halves of the fc1 output
+    l.fwd_peak = in + out;
+    l.bwd_peak = in + out;
+  } else {
+    l.name = "gelu";
+    const double in = c.tokens() * width * E;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in);  // reads input and output gradient, writes input gradient
+    l.input = in;
+    l.cache = in;  // GeLU keeps its input
+    l.fwd_peak = 2 * in;
+    l.bwd_peak = 2 * in;
+  }
+  return l;
+}
+
+/// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
+/// table gradient is built and added into the fp32 main gradient. Partial sums over the vocabulary
+/// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
+constexpr leaf embedding_leaf(const build_context& c) {
+  leaf l;
+  l.name = "embedding";
+  l.kind = leaf_kind::embedding;
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double rows = static_cast<double>(c.vocab / c.s().tp_size);
+  const double ids = c.tokens() * 4;  // int32 token ids
+  const double out = c.tokens() * h * E;
+  const double table = rows * h * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, ids + 2 * out);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * rows * h * c.main_grad_bytes());
+  if (c.sequence_parallel()) {
+    l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, out);
+    l.bwd_comm = c.tp_collective(collective_kind::all_gather, out);
+  } else {
+    l.fwd_comm = c.tp_collective(collective_kind::all_reduce, out);
+  }
+  l.params = rows * h;
+  l.input = ids;
+  l.fwd_peak = ids + out;
+  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  return l;
+}
+
+/// Vocabulary-parallel cross entropy over the LM head's logits (Megatron `VocabParallelCrossEntropy`,
+/// or the fused kernel with `cross_entropy_loss_fusion`): max, sum-exp and target-logit all-reduces
+/// over tp; the logits (fp32 unfused, bf16 fused) are kept for backward.
+constexpr leaf cross_entropy_leaf(const build_context& c) {
+  leaf l;
+  l.name = "cross_entropy";
+  l.kind = leaf_kind::cross_entropy;
+  const double E = c.element_bytes();
+  const double bs = c.tokens();
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double logits = bs * static_cast<double>(c.vocab / c.s().tp_size);
+  const std::int64_t t = c.s().tp_size;
+  if (c.s().cross_entropy_loss_fusion) {
+    // One pass over bf16 logits each way (SimuMax's measured `ce_fusion` bandwidth entry).
+    l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
+    l.bwd = l.fwd;
+    l.cache = logits * E;
+    l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
+    if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
+  } else {
+    // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
+    // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
+    l.fwd = memory_time(c.sys(), memory_kind::ce, 38 * logits + 8 * bs + 8 * b);
+    l.bwd = memory_time(c.sys(), memory_kind::ce, 14 * logits + 4 * b);
+    l.cache = logits * 4;
+    l.fwd_peak = l.cache + logits * E;
+    if (t > 1) l.fwd_comm = 3 * c.tp_collective(collective_kind::all_reduce, bs * 4);
+  }
+  l.input = logits * E;
+  return l;
+}
+
+/// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
+/// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
+/// nothing for backward beyond the shared frequency table.
+constexpr leaf rotary_leaf(const build_context& c) {
+  leaf l;
+  l.name = "rotary_pos_emb";
+  l.kind = leaf_kind::activation;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const double E = c.element_bytes();
+  const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
+  const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * q) + memory_time(c.sys(), memory_kind::default_kind, 2 * k);
+  l.bwd = l.fwd;
+  l.input = q + k;
+  l.fwd_peak = q + k;
+  l.bwd_peak = q + k;
+  return l;
+}
+
+/// A residual connection on the local residual stream: forward adds the branch output to the
+/// stream (reads two, writes one); backward sums the two gradients where the stream forked.
+/// Megatron runs it unfused with --no-bias-dropout-fusion (dropout p=0 launches no kernel).
+constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::activation;
+  const double X = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X);
+  l.bwd = l.fwd;
+  l.input = 2 * X;
+  l.fwd_peak = X;
+  l.bwd_peak = X;
+  return l;
+}
+
+/// Which leaves of a decoder layer replay their forward in backward, per the strategy.
+/// `full_block`: all. `selective_recompute`: attn_recompute → QKV + core attention (mla_rms_recompute
+/// adds the input norm); mlp_recompute → fc1, activation, fc2 (mlp_rms_recompute adds the pre-MLP
+/// norm); `recompute_variance` keeps the replay of core attention / fc2 free (their outputs are
+/// re-derived from neighbours). Megatron `--recompute-modules`: layernorm → both norms, whose
+/// consumers (QKV, fc1) then keep no input; mlp → fc1, activation, fc2.
+constexpr void plan_recompute(leaf_block& layer, const strategy_spec& s) {
+  auto find = [&](std::string_view n) -> leaf* {
+    for (std::size_t i = 0; i < layer.count; ++i)
+      if (layer.leaves[i].name == n) return &layer.leaves[i];
+    return nullptr;
+  };
+  leaf* ln1 = find("input_layernorm");
+  leaf* qkv = find("linear_qkv");
+  leaf* core = find("core_attention");
+  leaf* ln2 = find("pre_mlp_layernorm");
+  leaf* fc1 = find("linear_fc1");
+  leaf* act = find("swiglu");
+  if (act == nullptr) act = find("gelu");
+  leaf* fc2 = find("linear_fc2");
+  switch (s.recompute_granularity) {
+    case recompute_kind::full_block:
+      for (std::size_t i = 0; i < layer.count; ++i) layer.leaves[i].recompute = true;
+      break;
+    case recompute_kind::attn_only:
+      qkv->recompute = core->recompute = true;
+      if (leaf* proj = find("linear_proj")) proj->recompute = true;
+      break;
+    case recompute_kind::sdp_only:
+      core->recompute = true;
+      break;
+    case recompute_kind::mlp_only:
+      ln2->recompute = fc1->recompute = act->recompute = fc2->recompute = true;
+      break;
+    case recompute_kind::selective_recompute:
+      if (s.megatron_recompute) {
+        const bool norms = s.megatron_recompute_modules.contains(recompute_module::layernorm);
+        const bool mlp = s.megatron_recompute_modules.contains(recompute_module::mlp);
+        if (norms) {
+          ln1->recompute = ln2->recompute = true;
+          qkv->recompute = fc1->recompute = true;
+          qkv->replay_free = fc1->replay_free = true;
+          qkv->cache = fc1->cache = 0;  // the consumer re-reads the replayed norm output
+        }
+        if (mlp) fc1->recompute = act->recompute = fc2->recompute = true;
+        if (norms && mlp) act->segment_start = true;  // fc1 ends the norm checkpoint; the MLP one starts after it
+      } else {
+        if (s.mla_rms_recompute) ln1->recompute = true;
+        if (s.attn_recompute) { qkv->recompute = core->recompute = true; core->replay_free = s.recompute_variance; }
+        if (s.mlp_rms_recompute) ln2->recompute = true;
+        if (s.mlp_recompute) { fc1->recompute = act->recompute = fc2->recompute = true; fc2->replay_free = s.recompute_variance; }
+      }
+      break;
+    default: break;
+  }
+  if (leaf* rope = find("rotary_pos_emb")) rope->recompute = rope->recompute || (qkv->recompute && core->recompute);  // between them
+  ln1->segment_start = true;  // checkpoints never span two layers
+  layer.assign_roles();
+}
+
+/// One dense decoder layer; `recomputed` applies the strategy's recompute plan.
+constexpr leaf_block dense_layer(const build_context& c, bool recomputed) {
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t h = m.hidden_size, d = head_dim(m);
+  const std::int64_t ffn = *m.intermediate_size;
+  leaf_block b;
+  b.push(norm_leaf(c, "input_layernorm"));
+  b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
+  b.push(attention_leaf(c));
+  b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
+  b.push(residual_leaf(c, "attention_residual_add"));
+  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
+  b.push(activation_leaf(c));
+  b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
+  b.push(residual_leaf(c, "mlp_residual_add"));
+  if (m.add_linear_bias) {
+    // Biases: QKV and fc1 shards, proj and fc2 full (added after the reduction).
+    auto add_bias = [&](std::string_view name, std::int64_t n) {
+      for (std::size_t i = 0; i < b.count; ++i)
+        if (b.leaves[i].name == name) b.leaves[i].params += static_cast<double>(n);
+    };
+    add_bias("linear_qkv", (m.head_num + 2 * m.kv_head_num) * d / t);
+    add_bias("linear_proj", h);
+    add_bias("linear_fc1", (m.use_swiglu ? 2 * ffn : ffn) / t);
+    add_bias("linear_fc2", h);
+  }
+  if (recomputed) plan_recompute(b, c.s());
+  else b.assign_roles();
+  return b;
+}
+
+LLMSIM_END_NAMESPACE

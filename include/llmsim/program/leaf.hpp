@@ -1,0 +1,149 @@
+/// \file llmsim/program/leaf.hpp
+/// A leaf is one module of a pipeline stage as Megatron-LM with TransformerEngine runs it (a
+/// norm, a linear, core attention, an activation, the embedding, the loss), with everything the
+/// estimate needs from it: the time of its kernels per pass, the tensor-parallel collectives it
+/// issues, the bytes it keeps for backward, its transient peaks, its parameters.
+/// Identical layers share one list of leaves and a repeat count (`leaf_block`).
+#pragma once
+
+#include <llmsim/core/units.hpp>
+#include <llmsim/cost/compute_cost.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+enum class leaf_kind : std::uint8_t { embedding, norm, linear_column, linear_row, attention, activation, cross_entropy };
+
+/// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
+/// replay; later leaves keep nothing until the replay re-creates their tensors.
+enum class recompute_role : std::uint8_t { none, first, inner };
+
+struct leaf {
+  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  leaf_kind kind = leaf_kind::norm;
+  seconds fwd{};       ///< forward kernels
+  seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
+  seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
+  seconds bwd_comm{};  ///< ... in backward
+  double params = 0;   ///< parameters held by this rank
+  double cache = 0;    ///< bytes saved for backward when not recomputed
+  double input = 0;    ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0; ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0; ///< transient bytes while its backward runs
+  std::int64_t weight_rows = 0, weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
+  bool recompute = false;     ///< forward replayed in backward
+  bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
+  bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  recompute_role role = recompute_role::none;
+  std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
+  std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+
+  /// Bytes this leaf holds between its forward and its backward under the recompute plan.
+  [[nodiscard]] constexpr double held() const {
+    if (!recompute) return cache;
+    return role == recompute_role::first ? input : 0;
+  }
+  /// Replay time added to backward.
+  [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
+  [[nodiscard]] constexpr seconds replay_comm() const {
+    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row) ? fwd_comm : seconds{};
+  }
+};
+
+/// Leaves that run `repeat` times in a row (identical layers are built once and counted).
+struct leaf_block {
+  static constexpr std::size_t capacity = 16;
+  std::array<leaf, capacity> leaves{};
+  std::size_t count = 0;
+  std::int64_t repeat = 1;
+  std::int64_t first_layer = -1;  ///< index of the first decoder layer of the block in its stage (-1: not layers)
+
+  constexpr void push(const leaf& l) {
+    if (count == capacity) detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
+    leaves[count++] = l;
+  }
+  [[nodiscard]] constexpr const leaf* begin() const { return leaves.data(); }
+  [[nodiscard]] constexpr const leaf* end() const { return leaves.data() + count; }
+
+  /// Marks recompute roles: a recomputed leaf after a kept one (or a forced start) opens a segment.
+  constexpr void assign_roles() {
+    bool previous_recomputed = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& l = leaves[i];
+      if (!l.recompute) { l.role = recompute_role::none; previous_recomputed = false; continue; }
+      l.role = (!previous_recomputed || l.segment_start) ? recompute_role::first : recompute_role::inner;
+      previous_recomputed = true;
+    }
+  }
+};
+
+/// Where in the program a memory peak happens.
+struct peak_site {
+  std::int64_t block = -1;
+  std::int64_t layer = -1;  ///< decoder layer index in the stage, -1 for embedding / head
+  std::string_view leaf = {};
+  std::string_view pass = {};  ///< forward, backward, recompute_forward, recompute_backward
+};
+
+/// Result of walking one block's leaves for memory.
+struct block_memory {
+  double held = 0;          ///< bytes held after the forward of one repetition
+  double fwd_peak = 0;      ///< max over its forward of (held so far + transient), one repetition, from 0
+  double bwd_peak = 0;      ///< max over its backward, one repetition, relative to the bytes held at its end
+  std::size_t fwd_leaf = 0, bwd_leaf = 0;
+  std::string_view bwd_pass = "backward";
+};
+
+/// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
+/// recompute segment first replays its forward (re-creating the tensors it dropped) and then runs
+/// its backward, freeing as it goes.
+constexpr block_memory walk_memory(const leaf_block& b) {
+  block_memory m;
+  double held = 0;
+  m.fwd_peak = -1;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const auto& l = b.leaves[i];
+    if (held + l.fwd_peak >= m.fwd_peak) { m.fwd_peak = held + l.fwd_peak; m.fwd_leaf = i; }
+    held += l.held();
+  }
+  m.held = held;
+  // Backward, relative to `held` at the end of the block's forward.
+  double g = held;
+  double peak = -1;
+  auto note = [&](double v, std::size_t leaf_index, std::string_view pass) {
+    if (v > peak) { peak = v; m.bwd_leaf = leaf_index; m.bwd_pass = pass; }
+  };
+  std::size_t i = b.count;
+  while (i > 0) {
+    const auto& l = b.leaves[i - 1];
+    if (!l.recompute) {
+      note(g + l.bwd_peak, i - 1, "backward");
+      g -= l.held();
+      --i;
+      continue;
+    }
+    // Segment: leaves [start, i) — back to the nearest leaf with role first.
+    std::size_t start = i - 1;
+    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
+    double replay_held[leaf_block::capacity]{};
+    for (std::size_t j = start; j < i; ++j) {
+      const auto& r = b.leaves[j];
+      note(g + r.fwd_peak, j, "recompute_forward");
+      if (r.role != recompute_role::first) { replay_held[j] = r.cache; g += r.cache; }
+      else replay_held[j] = r.input;
+    }
+    for (std::size_t j = i; j > start; --j) {
+      note(g + b.leaves[j - 1].bwd_peak, j - 1, "recompute_backward");
+      g -= replay_held[j - 1];
+    }
+    i = start;
+  }
+  m.bwd_peak = peak - held;
+  return m;
+}
+
+LLMSIM_END_NAMESPACE

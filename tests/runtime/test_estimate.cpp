@@ -1,0 +1,177 @@
+// Mechanisms of the dense estimate, each against numbers derived by hand.
+#include <llmsim/llmsim.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace llmsim;
+using namespace llmsim::literals;
+
+namespace {
+strategy_spec tp2_dp4(std::int64_t micro_batches = 8) {
+  return {.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = micro_batches, .world_size = 8, .tp_size = 2};
+}
+}  // namespace
+
+TEST(Estimate, Llama3_8bParameterCountAnd6NDFlops) {
+  const auto& m = catalogue::llama3_8b;
+  // Per layer: QKV 4096 x (32 + 2*8) * 128, proj 4096 x 4096, SwiGLU 3 x 4096 x 14336, two norms.
+  const double layer = 4096.0 * 48 * 128 + 4096.0 * 4096 + 3 * 4096.0 * 14336 + 2 * 4096.0;
+  EXPECT_EQ(layer, 218112000.0);
+  EXPECT_EQ(parameter_count(m, 128256), 32 * layer + 2 * 128256.0 * 4096 + 4096);
+  EXPECT_EQ(parameter_count(m, 128256), 8030261248.0);
+  // 6 FLOPs per GEMM parameter per token, plus 12*L*s*H*d for attention scores, plus the LM head.
+  const double gemm = 32 * (layer - 2 * 4096.0);
+  const double expected = 6 * gemm + 12.0 * 32 * 4096 * 32 * 128 + 6.0 * 4096 * 128256;
+  EXPECT_EQ(flops_per_token(m, 128256, 4096), expected);
+  EXPECT_EQ(expected, 51470401536.0);
+  // MFU is those FLOPs over time and peak.
+  const auto r = estimate(m, tp2_dp4(), catalogue::h100_sxm);
+  const double tokens = 4096.0 * 8 * 4;
+  EXPECT_DOUBLE_EQ(r.cost.all_tokens_per_iter, tokens);
+  EXPECT_NEAR(r.cost.mfu, expected * tokens / 8 / r.cost.duration_time_per_iter.value / 989e12, 1e-12);
+}
+
+TEST(Estimate, Zero1DividesOptimizerStateByDataParallelSize) {
+  auto s = tp2_dp4();
+  s.zero_state = 0;
+  const auto plain = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  s.zero_state = 1;
+  const auto zero1 = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto& a = plain.stages[0];
+  const auto& b = zero1.stages[0];
+  // fp32 master weights + Adam m and v: 12 bytes per local parameter, split over dp = 4.
+  EXPECT_EQ(a.optimizer_state_mem.value, static_cast<std::int64_t>(a.params * 12));
+  EXPECT_NEAR(static_cast<double>(b.optimizer_state_mem.value), a.params * 12 / 4, 1);
+  EXPECT_EQ(a.weight_mem, b.weight_mem);
+  EXPECT_EQ(a.grad_mem, b.grad_mem);
+  EXPECT_EQ(a.grad_mem.value, static_cast<std::int64_t>(a.params * 4));  // fp32 main gradients
+}
+
+TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
+  auto s = tp2_dp4();
+  const auto base = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  s.enable_recompute = true;
+  s.recompute_granularity = recompute_kind::full_block;
+  s.recompute_layer_num = 10;
+  const auto full = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto& a = base.stages[0];
+  const auto& b = full.stages[0];
+  // One layer's forward: (first stage forward - embedding - head) / 32 layers, compute and TP comm.
+  build_context c{&catalogue::llama3_8b, &s, &catalogue::h100_sxm, &resolve_tier(catalogue::h100_sxm, s, comm_group::tp), padded_vocab(catalogue::llama3_8b, 2)};
+  const leaf_block layer = dense_layer(c, false);
+  seconds layer_fwd{}, layer_fwd_comm{};
+  for (const leaf& l : layer) {
+    layer_fwd += l.fwd;
+    if (l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row) layer_fwd_comm += l.fwd_comm;
+  }
+  EXPECT_NEAR(b.recompute_time.value, 10 * layer_fwd.value, 1e-12);
+  EXPECT_NEAR(b.recompute_tp_comm_time.value, 10 * layer_fwd_comm.value, 1e-12);
+  EXPECT_DOUBLE_EQ(a.fwd_compute_time.value, b.fwd_compute_time.value);
+  EXPECT_DOUBLE_EQ(a.bwd_compute_time.value, b.bwd_compute_time.value);
+  EXPECT_NEAR((b.chunk_time - a.chunk_time).value, 10 * (layer_fwd + layer_fwd_comm).value, 1e-12);
+  // Recomputed layers keep only their input: less activation memory.
+  EXPECT_LT(b.fwd_activation_cache_per_micro_batch, a.fwd_activation_cache_per_micro_batch);
+  const double layer_input = 4096.0 / 2 * 4096 * 2;  // b * s/t * h * 2 bytes (sequence parallel)
+  double layer_cache = 0;
+  for (const leaf& l : layer) layer_cache += l.held();
+  EXPECT_NEAR(static_cast<double>((a.fwd_activation_cache_per_micro_batch - b.fwd_activation_cache_per_micro_batch).value), 10 * (layer_cache - layer_input), 1);
+}
+
+TEST(Estimate, DoublingMicroBatchesDoublesComputeButNotDataParallelSync) {
+  const auto r8 = estimate(catalogue::llama3_8b, tp2_dp4(8), catalogue::h100_sxm);
+  const auto r16 = estimate(catalogue::llama3_8b, tp2_dp4(16), catalogue::h100_sxm);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.fwd_compute_time.value, 2 * r8.cost.breakdown_result.fwd_compute_time.value);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.bwd_compute_time.value, 2 * r8.cost.breakdown_result.bwd_compute_time.value);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.dp_exposed_time.value, r8.cost.breakdown_result.dp_exposed_time.value);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.optim_time.value, r8.cost.breakdown_result.optim_time.value);
+  EXPECT_GT(r8.cost.breakdown_result.dp_exposed_time.value, 0);
+  // Without pipeline parallelism the iteration is m chunks + sync + optimizer.
+  const auto& st = r16.stages[0];
+  EXPECT_NEAR(r16.cost.duration_time_per_iter.value, 16 * st.chunk_time.value + st.dp_time.value + st.optim_time.value, 1e-9);
+}
+
+TEST(Estimate, OneFOneBBubbleIsPMinusOneChunks) {
+  for (std::int64_t p : {2, 4, 8}) {
+    for (std::int64_t m : {1, 4, 8, 32}) {
+      std::vector<stage_timing> t(static_cast<std::size_t>(p), stage_timing{1_ms, 2_ms, {}});
+      const auto r = simulate_1f1b(t, m);
+      EXPECT_NEAR(r.total.value, static_cast<double>(m + p - 1) * 3e-3, 1e-12) << "p=" << p << " m=" << m;
+    }
+  }
+  // A p2p transfer of x per hop adds 2x per extra stage on the critical path of the fill and drain.
+  std::vector<stage_timing> t(4, stage_timing{1_ms, 2_ms, 0.1_ms});
+  const auto r = simulate_1f1b(t, 8);
+  EXPECT_GT(r.total.value, 11 * 3e-3);
+  // Micro-batches in flight: 1F1B rank k holds p - k at its peak.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .pp_size = 4};
+  const auto e = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  ASSERT_EQ(e.stage_count, 3U);
+  EXPECT_EQ(e.stage(stage_kind::first)->micro_batches_in_flight, 4);
+  EXPECT_EQ(e.stage(stage_kind::middle)->micro_batches_in_flight, 3);
+  EXPECT_EQ(e.stage(stage_kind::last)->micro_batches_in_flight, 1);
+}
+
+TEST(Estimate, EfficiencyLookupHitsTheExactKeyAndFallsBack) {
+  static constexpr shape_efficiency table[] = {
+      {"b=1, m=4096, k=4096, n=3072, layout=TN, accumulate=False, out_dtype=bf16", 0.5},
+  };
+  system_spec sys = catalogue::h100_sxm;
+  sys.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].accurate_efficient_factor = {table, 1};
+  const gemm_shape hit{1, 4096, 4096, 3072, gemm_layout::tn, false, dtype_kind::bf16};
+  EXPECT_EQ(hit.key().view(), table[0].shape);
+  const auto a = compute_cost(sys, compute_kind::matmul, hit.flop_count(), hit.key().view());
+  EXPECT_TRUE(a.measured);
+  EXPECT_DOUBLE_EQ(a.efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(a.compute.value, 2.0 * 4096 * 4096 * 3072 / (989e12 * 0.5));
+  const gemm_shape miss{1, 4096, 4096, 3072, gemm_layout::nn, false, dtype_kind::bf16};
+  const auto b = compute_cost(sys, compute_kind::matmul, miss.flop_count(), miss.key().view());
+  EXPECT_FALSE(b.measured);
+  EXPECT_DOUBLE_EQ(b.efficiency, catalogue::assumptions::gemm_efficiency);
+  // A kind without its own entry uses `default`.
+  sys.accelerator.op[static_cast<std::size_t>(compute_kind::sdp_fwd)].present = false;
+  const auto c = compute_cost(sys, compute_kind::sdp_fwd, 1e12, "x");
+  EXPECT_DOUBLE_EQ(c.efficiency, catalogue::assumptions::other_compute_efficiency);
+}
+
+TEST(Estimate, CollectivesFollowTheRingModel) {
+  const auto& sys = catalogue::h100_sxm;
+  strategy_spec s = tp2_dp4();
+  const network_tier& tier = resolve_tier(sys, s, comm_group::tp);
+  EXPECT_EQ(tier.name.view(), "high_intra_node");
+  const double bw = tier.bandwidth.gbps * 1073741824.0 * tier.bandwidth.efficient_factor;
+  // all-gather over 2 ranks moves half the buffer and takes (n-1) latency steps.
+  const auto ag = collective_time(sys, s, tier, {collective_kind::all_gather, 1e9, 2, comm_group::tp});
+  EXPECT_NEAR(ag.value, 0.5e9 / bw + 1 * tier.bandwidth.latency_us * 1e-6, 1e-12);
+  // all-reduce over 8 moves 2*7/8 and takes 2*7 steps.
+  const auto ar = collective_time(sys, s, tier, {collective_kind::all_reduce, 1e9, 8, comm_group::tp});
+  EXPECT_NEAR(ar.value, 2 * 7.0 / 8 * 1e9 / bw + 14 * tier.bandwidth.latency_us * 1e-6, 1e-12);
+  EXPECT_EQ(collective_time(sys, s, tier, {collective_kind::all_reduce, 1e9, 1, comm_group::tp}).value, 0);
+  // A data-parallel group spanning nodes uses the inter-node tier.
+  strategy_spec wide{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 32, .tp_size = 2};
+  EXPECT_EQ(resolve_tier(sys, wide, comm_group::dp).name.view(), "inter_node");
+  EXPECT_EQ(resolve_tier(sys, wide, comm_group::tp).name.view(), "high_intra_node");
+}
+
+TEST(Estimate, PeakPathNamesTheLeafAndPass) {
+  const auto r = estimate(catalogue::llama3_8b, tp2_dp4(), catalogue::h100_sxm);
+  const std::string path = format_peak_path(r.stages[0]);
+  EXPECT_EQ(path.rfind("first_stage/", 0), 0U) << path;
+  EXPECT_NE(path.find(", stage="), std::string::npos) << path;
+  EXPECT_EQ(r.mem.peak_mem, r.stages[0].peak_mem);
+  EXPECT_NEAR(static_cast<double>(r.mem.peak_mem_with_reserved.value), static_cast<double>(r.mem.peak_mem.value) / 0.94, 1);
+}
+
+TEST(Estimate, UnsupportedFeaturesAreRefusedClearly) {
+  auto s = tp2_dp4();
+  s.cp_size = 2;
+  s.world_size = 16;
+  try {
+    (void)estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+    FAIL() << "cp is not modelled yet";
+  } catch (const config_error& e) {
+    EXPECT_STREQ(e.what(), "llmsim::estimate: strategy.cp_size=2 (context parallelism) is not modelled yet");
+  }
+}
