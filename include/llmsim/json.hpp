@@ -13,6 +13,7 @@
 #pragma once
 
 #include <llmsim/llmsim.hpp>
+#include <llmsim/spec/field_lists.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -11,6 +11,8 @@
 #include <llmsim/version.hpp>
 
 #include <charconv>
+#include <initializer_list>
+#include <type_traits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -54,48 +56,63 @@ class config_error : public std::runtime_error {
 
 namespace detail {
 
-inline void append_value(std::string& out, std::string_view v) { out += v; }
-inline void append_value(std::string& out, const char* v) { out += v; }
-inline void append_value(std::string& out, const std::string& v) { out += v; }
-inline void append_value(std::string& out, bool v) { out += v ? "true" : "false"; }
-inline void append_value(std::string& out, char v) { out += v; }
-template <class T>
-  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
-void append_value(std::string& out, T v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, res.ptr);
-}
-template <class T>
-  requires requires(const T& t) { t.view(); }
-void append_value(std::string& out, const T& v) {
-  out += v.view();
-}
+/// One value substituted into a rule: an integer, a number, a flag or a text.
+class rule_value {
+ public:
+  template <class T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+  constexpr rule_value(T v) : kind_(kind::integer), integer_(static_cast<std::int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
+  constexpr rule_value(double v) : kind_(kind::number), number_(v) {}                           // NOLINT(google-explicit-constructor)
+  constexpr rule_value(bool v) : kind_(kind::flag), integer_(v ? 1 : 0) {}                      // NOLINT(google-explicit-constructor)
+  constexpr rule_value(std::string_view v) : kind_(kind::text), text_(v) {}                     // NOLINT(google-explicit-constructor)
+  constexpr rule_value(const char* v) : kind_(kind::text), text_(v) {}                          // NOLINT(google-explicit-constructor)
+  template <class T>
+    requires requires(const T& t) { std::string_view(t.view()); }
+  constexpr rule_value(const T& v) : kind_(kind::text), text_(v.view()) {}  // NOLINT(google-explicit-constructor)
+
+  void append_to(std::string& out) const {
+    char buf[64];
+    switch (kind_) {
+      case kind::integer: out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr); break;
+      case kind::number: out.append(buf, std::to_chars(buf, buf + sizeof buf, number_).ptr); break;
+      case kind::flag: out += integer_ != 0 ? "true" : "false"; break;
+      case kind::text: out += text_; break;
+    }
+  }
+
+ private:
+  enum class kind : unsigned char { integer, number, flag, text };
+  kind kind_;
+  std::int64_t integer_ = 0;
+  double number_ = 0;
+  std::string_view text_ = {};
+};
 
 /// Replaces each `{}` of `rule` with the next value.
-template <class... Values>
-std::string format_rule(std::string_view rule, const Values&... values) {
+inline std::string format_rule(std::string_view rule, std::initializer_list<rule_value> values) {
   std::string out;
-  out.reserve(rule.size() + 16 * sizeof...(Values));
+  out.reserve(rule.size() + 16 * values.size());
   std::size_t pos = 0;
-  [[maybe_unused]] auto next = [&](const auto& value) {
+  for (const auto& value : values) {
     const auto hole = rule.find("{}", pos);
-    if (hole == std::string_view::npos) return;
+    if (hole == std::string_view::npos) break;
     out.append(rule.substr(pos, hole - pos));
-    append_value(out, value);
+    value.append_to(out);
     pos = hole + 2;
-  };
-  (next(values), ...);
+  }
   out.append(rule.substr(pos));
   return out;
+}
+
+[[noreturn]] inline void throw_config_error(std::string_view api, std::string_view field, std::string_view rule, std::initializer_list<rule_value> values) {
+  throw config_error(std::string(api), std::string(field), format_rule(rule, values));
 }
 
 /// Refuses a configuration. Not constexpr on purpose: see the file comment.
 /// Keep each call on one line so the compiler's note shows the whole rule.
 template <class... Values>
-[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule,
-                               const Values&... values) {
-  throw config_error(std::string(api), std::string(field), format_rule(rule, values...));
+[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule, const Values&... values) {
+  throw_config_error(api, field, rule, {rule_value(values)...});
 }
 
 }  // namespace detail

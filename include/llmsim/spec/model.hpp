@@ -104,43 +104,6 @@ struct model_spec {
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
 
-template <>
-struct field_list<model_spec> {
-  using m = model_spec;
-  static constexpr auto value = std::tuple{
-      field{"model_type", &m::model_type},
-      field{"model_name", &m::model_name},
-      field{"hidden_size", &m::hidden_size, presence::required},
-      field{"head_num", &m::head_num, presence::required},
-      field{"kv_head_num", &m::kv_head_num, presence::required},
-      field{"head_size", &m::head_size},
-      field{"intermediate_size", &m::intermediate_size},
-      field{"layer_num", &m::layer_num, presence::required},
-      field{"vocab_size", &m::vocab_size, presence::required},
-      field{"orig_vocab_size", &m::orig_vocab_size},
-      field{"use_swiglu", &m::use_swiglu},
-      field{"expert_num", &m::expert_num},
-      field{"topk", &m::topk},
-      field{"attention_type", &m::attention_type},
-      field{"moe_ffn_hidden_size", &m::moe_ffn_hidden_size},
-      field{"moe_shared_expert_intermediate_size", &m::moe_shared_expert_intermediate_size},
-      field{"v_head_dim", &m::v_head_dim},
-      field{"qk_head_dim", &m::qk_head_dim},
-      field{"qk_pos_emb_head_dim", &m::qk_pos_emb_head_dim},
-      field{"q_lora_rank", &m::q_lora_rank},
-      field{"kv_lora_rank", &m::kv_lora_rank},
-      field{"dense_layers", &m::dense_layers},
-      field{"moe_pad_expert_input_to_capacity", &m::moe_pad_expert_input_to_capacity},
-      field{"capacity", &m::capacity},
-      field{"group_linear_mode", &m::group_linear_mode},
-      field{"make_vocab_size_divisible_by", &m::make_vocab_size_divisible_by},
-      field{"padded_vocab_size", &m::padded_vocab_size},
-      field{"norm_type", &m::norm_type},
-      field{"tie_word_embeddings", &m::tie_word_embeddings},
-      field{"add_linear_bias", &m::add_linear_bias},
-      field{"position_embedding_type", &m::position_embedding_type},
-  };
-};
 
 /// Whether the model has routed experts.
 constexpr bool is_moe(const model_spec& m) {
