@@ -51,9 +51,9 @@ overrides parse_sets(const std::vector<std::string>& sets) {
 
 std::string catalogue_listing() {
   std::string out = "models:";
-  for (const auto& m : llmsim::catalogue::models) out += " " + std::string(m.name);
+  for (const auto& m : llmsim::catalogue::models) out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
   out += "\nsystems:";
-  for (const auto& s : llmsim::catalogue::systems) out += " " + std::string(s.name);
+  for (const auto& s : llmsim::catalogue::systems) out.append(1, ' ').append(s.name);
   out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full (tokens tp pp dp cp ep etp mbs mbc seq zero vp, full, selective, nosp)";
   return out;
 }

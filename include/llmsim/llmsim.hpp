@@ -18,6 +18,8 @@
 #include <llmsim/cost/network_cost.hpp>
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/program/dense.hpp>
+#include <llmsim/program/moe.hpp>
+#include <llmsim/program/layer.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/estimate/estimate.hpp>
 #include <llmsim/perf_llm.hpp>

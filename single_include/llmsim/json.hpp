@@ -652,6 +652,7 @@ inline system_config parse_system(const value& v, const std::string& source = {}
         if (ak == "backend") read(a.value(), aat, sys.accelerator.backend);
         else if (ak == "mem_gbs") { read(a.value(), aat, sys.accelerator.mem_gbs); has_mem = true; }
         else if (ak == "mode") read(a.value(), aat, sys.accelerator.mode);
+        else if (ak == "compute_capability") read(a.value(), aat, sys.accelerator.compute_capability);
         else if (ak == "op") {
           has_op = true;
           require_object(a.value(), aat);
@@ -753,6 +754,7 @@ inline system_config parse_system(const value& v, const std::string& source = {}
 inline value to_json(const system_spec& sys) {
   using namespace detail;
   value acc = {{"backend", std::string(sys.accelerator.backend.view())}, {"mem_gbs", sys.accelerator.mem_gbs}, {"mode", write(sys.accelerator.mode)}};
+  if (sys.accelerator.compute_capability != 0) acc["compute_capability"] = sys.accelerator.compute_capability;
   acc["op"] = value::object();
   for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {
     const auto& op = sys.accelerator.op[k];

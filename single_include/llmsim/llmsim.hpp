@@ -1077,6 +1077,9 @@ struct accelerator_spec {
   std::array<compute_op_spec, compute_kind_names.size()> op{};
   std::array<bandwidth_spec, memory_kind_names.size()> bandwidth{};
   accelerator_mode mode = accelerator_mode::roofline;
+  /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
+  /// extension: sizes TransformerEngine's cuBLAS workspaces).
+  double compute_capability = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -1130,6 +1133,7 @@ constexpr void validate(const system_spec& sys) {
   using detail::report_error;
   if (sys.num_per_node < 1 || sys.num_per_node > 1024) report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
   if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0) report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number", sys.accelerator.mem_gbs);
+  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 || sys.accelerator.compute_capability > 100) report_error(api, "system.accelerator.compute_capability", "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)", sys.accelerator.compute_capability);
   if (sys.accelerator.mode == accelerator_mode::invalid) report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
   if (!sys.op(compute_kind::default_kind).present) report_error(api, "system.accelerator.op.default", "system.accelerator.op.default is required (used for every op kind without its own entry)");
   if (!sys.memory(memory_kind::default_kind).present) report_error(api, "system.accelerator.bandwidth.default", "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
@@ -1582,6 +1586,9 @@ struct leaf {
   bool recompute = false;     ///< forward replayed in backward
   bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
   bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  bool expert_params = false; ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
+  bool grouped = false;       ///< a grouped GEMM (TE GroupedLinear)
+  bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
@@ -1594,13 +1601,13 @@ struct leaf {
   /// Replay time added to backward.
   [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
   [[nodiscard]] constexpr seconds replay_comm() const {
-    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row) ? fwd_comm : seconds{};
+    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay) ? fwd_comm : seconds{};
   }
 };
 
 /// Leaves that run `repeat` times in a row (identical layers are built once and counted).
 struct leaf_block {
-  static constexpr std::size_t capacity = 16;
+  static constexpr std::size_t capacity = 32;  // an MLA + MoE layer has 23 leaves
   std::array<leaf, capacity> leaves{};
   std::size_t count = 0;
   std::int64_t repeat = 1;
@@ -1719,6 +1726,8 @@ struct build_context {
   const system_spec* system = nullptr;
   const network_tier* tp_tier = nullptr;
   std::int64_t vocab = 0;  ///< padded vocabulary
+  const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
+  const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -1971,94 +1980,463 @@ constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
   return l;
 }
 
-/// Which leaves of a decoder layer replay their forward in backward, per the strategy.
-/// `full_block`: all. `selective_recompute`: attn_recompute → QKV + core attention (mla_rms_recompute
-/// adds the input norm); mlp_recompute → fc1, activation, fc2 (mlp_rms_recompute adds the pre-MLP
-/// norm); `recompute_variance` keeps the replay of core attention / fc2 free (their outputs are
-/// re-derived from neighbours). Megatron `--recompute-modules`: layernorm → both norms, whose
-/// consumers (QKV, fc1) then keep no input; mlp → fc1, activation, fc2.
-constexpr void plan_recompute(leaf_block& layer, const strategy_spec& s) {
-  auto find = [&](std::string_view n) -> leaf* {
-    for (std::size_t i = 0; i < layer.count; ++i)
-      if (layer.leaves[i].name == n) return &layer.leaves[i];
-    return nullptr;
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/dense.hpp ------------------------------------------------------------------
+// ---- begin llmsim/program/moe.hpp ------------------------------------------------------------------
+/// \file llmsim/program/moe.hpp
+/// Leaves of multi-head latent attention (DeepSeek-V2 §2.1) and of a mixture-of-experts MLP with
+/// Megatron-LM's all-to-all token dispatcher and grouped GEMMs (TransformerEngine GroupedLinear).
+///
+/// MLA (tp = 1): q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
+/// without q compression; kv_down (h→kv_lora_rank+rope) + RMSNorm + kv_up (→ heads·(qk+v)); the
+/// rotary part and the q/k concatenations run as copies (Megatron's unfused MLA path makes q, k, v
+/// contiguous for TE); flash attention with qk head dim qk+rope and v head dim v; output projection.
+///
+/// MoE: router GEMM (h→experts) with its softmax; permutation (two memory-bound kernels on the
+/// `permute_fwd` / `permute_bwd` bandwidth entries) and the all-to-all dispatch over ep (plus the
+/// routing probabilities with `dispatch_probs`); grouped GEMMs keyed by the system's `group_matmul`
+/// table; (prob-weighted) SwiGLU; unpermutation and the all-to-all combine; shared experts as an
+/// ordinary MLP; the shared + routed sum. Routing is balanced; with
+/// `moe_pad_expert_input_to_capacity` every expert receives exactly its capacity.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Token counts of one MoE layer on one rank.
+struct moe_tokens {
+  double local = 0;     ///< tokens of the micro-batch on this rank (T0)
+  double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
+  double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
+  std::int64_t local_experts = 1;
+};
+
+/// Megatron capacity with padding: ceil(topk·T0 / E) tokens per expert per source rank, × capacity.
+constexpr moe_tokens moe_token_counts(const build_context& c) {
+  const auto& m = c.m();
+  const auto& s = c.s();
+  moe_tokens t;
+  t.local = c.local_tokens();
+  t.local_experts = m.expert_num / s.ep_size;
+  const double topk = static_cast<double>(m.topk.value_or(1));
+  const double experts = static_cast<double>(m.expert_num);
+  auto padded = [&](double copies) {
+    if (!m.moe_pad_expert_input_to_capacity) return copies;
+    const double per_expert = static_cast<double>(static_cast<std::int64_t>((copies + experts - 1) / experts));  // ceil
+    return per_expert * experts * m.capacity;
   };
-  leaf* ln1 = find("input_layernorm");
-  leaf* qkv = find("linear_qkv");
-  leaf* core = find("core_attention");
-  leaf* ln2 = find("pre_mlp_layernorm");
-  leaf* fc1 = find("linear_fc1");
-  leaf* act = find("swiglu");
-  if (act == nullptr) act = find("gelu");
-  leaf* fc2 = find("linear_fc2");
+  t.dispatched = padded(topk * t.local);
+  t.expert = padded(topk * t.local * static_cast<double>(s.etp_size));
+  return t;
+}
+
+namespace detail {
+constexpr seconds ep_collective(const build_context& c, collective_kind kind, double size_bytes) {
+  if (c.s().ep_size <= 1) return {};
+  return collective_time(c.sys(), c.s(), *c.ep_tier, {kind, size_bytes, c.s().ep_size, comm_group::ep});
+}
+constexpr seconds etp_collective(const build_context& c, collective_kind kind, double size_bytes) {
+  if (c.s().etp_size <= 1) return {};
+  return collective_time(c.sys(), c.s(), *c.etp_tier, {kind, size_bytes, c.s().etp_size, comm_group::etp});
+}
+}  // namespace detail
+
+/// An RMSNorm over `width` features of the local tokens (MLA's q and kv latent norms).
+constexpr leaf latent_norm_leaf(const build_context& c, std::string_view name, std::int64_t width) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::norm;
+  const double E = c.element_bytes();
+  const double X = c.local_tokens() * static_cast<double>(width) * E;
+  const double w = static_cast<double>(width) * E;
+  const double stats = c.local_tokens() * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  l.params = static_cast<double>(width);
+  l.input = X;
+  l.cache = X;
+  l.fwd_peak = 2 * X;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
+/// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
+/// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
+/// (the k_rope gradient summed over heads) and v's gradient copied. Each is one kernel.
+constexpr leaf mla_glue_leaf(const build_context& c) {
+  leaf l;
+  l.name = "mla_rope_and_concat";
+  l.kind = leaf_kind::activation;
+  const auto& m = c.m();
+  const double E = c.element_bytes();
+  const double T = c.local_tokens();
+  const double H = static_cast<double>(m.head_num);
+  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
+  const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
+  const double q_rope = T * H * rope * E, k_rope = T * rope * E;
+  auto kernel = [&](double b) { return memory_time(c.sys(), memory_kind::default_kind, b); };
+  const seconds pass = kernel(2 * q_rope) + kernel(2 * k_rope) + kernel(2 * q) + kernel(2 * k) + kernel(2 * vv);
+  l.fwd = pass;
+  l.bwd = pass;
+  l.input = q + vv;
+  l.fwd_peak = q + k + vv;
+  l.bwd_peak = q + k + vv;
+  return l;
+}
+
+/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank.
+constexpr leaf mla_attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t heads = m.head_num / t;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
+  const double E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
+  const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
+  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
+  const auto key = shape.key();
+  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * base, key.view(), memory_kind::default_kind, (2 * q + v + v + lse) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * base, key.view(), memory_kind::default_kind, (4 * q + 2 * v + v + lse) * E);
+  l.fwd = f.time;
+  l.bwd = g.time;
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (2 * q + v) * E;
+  l.cache = (2 * q + v + lse) * E;
+  l.fwd_peak = (2 * q + v + lse + v) * E;
+  l.bwd_peak = (4 * q + 2 * v + lse + v) * E;
+  return l;
+}
+
+/// The attention half of an MLA layer (input norm … output projection, residual add).
+constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const std::int64_t h = m.hidden_size, H = m.head_num;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
+  b.push(norm_leaf(c, "input_layernorm"));
+  if (m.q_lora_rank) {
+    b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
+    b.push(latent_norm_leaf(c, "q_layernorm", *m.q_lora_rank));
+    b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
+  } else {
+    b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
+  }
+  leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  kv_down.cache = 0;  // reads the same normed input the q projection keeps
+  b.push(kv_down);
+  b.push(latent_norm_leaf(c, "kv_layernorm", *m.kv_lora_rank));
+  b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
+  b.push(mla_glue_leaf(c));
+  b.push(mla_attention_leaf(c));
+  b.push(linear_leaf(c, "linear_proj", false, H * *m.v_head_dim, h));
+  b.push(residual_leaf(c, "attention_residual_add"));
+}
+
+/// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
+constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens, std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::linear_column;
+  const double E = c.element_bytes();
+  const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
+  const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const std::string_view main_grad = c.main_grad_bytes() == 4.0 ? "fp32" : "bf16";
+  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
+  auto key = [&](std::string_view stage_flags) {
+    shape_key k;
+    k.append("ng=").append(experts).append(", M=").append(static_cast<std::int64_t>(tokens) / experts).append(", N=").append(out_features);
+    k.append(", K=").append(in_features).append(", dtype=").append(c.s().fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad);
+    k.append(stage_flags);
+    return k;
+  };
+  auto price = [&](std::string_view flags, double traffic, seconds& into) {
+    const auto k = key(flags);
+    const auto cost = kernel_time(c.sys(), kind, flop_count, k.view(), memory_kind::default_kind, traffic);
+    into += cost.time;
+    ++l.efficiency_lookups;
+    if (!cost.measured) ++l.efficiency_misses;
+  };
+  // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
+  price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
+  price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
+  price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  l.params = w;
+  l.expert_params = true;
+  l.input = x * E;
+  l.cache = x * E;
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E;
+  l.weight_rows = out_features;  // TE >= 2.10 keeps one dummy wgrad buffer per expert weight shape
+  l.weight_cols = in_features;
+  l.grouped = true;
+  return l;
+}
+
+/// The MLP half of a MoE layer (pre-MLP norm … shared + routed sum, residual add).
+constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const auto& s = c.s();
+  const std::int64_t h = m.hidden_size, X = m.expert_num, t = s.tp_size;
+  const double E = c.element_bytes();
+  const moe_tokens tok = moe_token_counts(c);
+  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+    const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
+    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, 2 * fs / t));
+    leaf act = activation_leaf(c);
+    const double in = c.tokens() * 2 * static_cast<double>(fs / t) * E, out = in / 2;
+    act.name = "shared_experts.swiglu";
+    act.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
+    act.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);
+    act.input = act.cache = in;
+    act.fwd_peak = act.bwd_peak = in + out;
+    b.push(act);
+    b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
+  }
+  {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
+    leaf r;
+    r.name = "router";
+    r.kind = leaf_kind::linear_column;
+    const double T0 = tok.local;
+    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
+    const double flop_count = 2.0 * T0 * static_cast<double>(h) * static_cast<double>(X);
+    const std::int64_t rows = static_cast<std::int64_t>(T0);
+    auto price = [&](const gemm_shape& g, double traffic, seconds& into) {
+      const auto k = g.key();
+      const auto cost = kernel_time(c.sys(), compute_kind::matmul, flop_count, k.view(), memory_kind::default_kind, traffic);
+      into += cost.time;
+      ++r.efficiency_lookups;
+      if (!cost.measured) ++r.efficiency_misses;
+    };
+    const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+    price({s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
+    price({s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
+    price({1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    r.params = static_cast<double>(h * X);
+    r.input = r.cache = in;
+    r.fwd_peak = r.bwd_peak = in + w + logits;
+    b.push(r);
+  }
+  const double probs = tok.local * static_cast<double>(X);  // routing probabilities of every token and expert
+  {  // Permutation + all-to-all dispatch (+ probabilities), ETP all-gather.
+    leaf p;
+    p.name = "permutation";
+    p.kind = leaf_kind::activation;
+    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
+    p.fwd = memory_time(c.sys(), memory_kind::permute_fwd, k1) + memory_time(c.sys(), memory_kind::permute_fwd, k2);
+    p.bwd = memory_time(c.sys(), memory_kind::permute_bwd, k1) + memory_time(c.sys(), memory_kind::permute_bwd, k2);
+    const double payload = tok.dispatched * static_cast<double>(h) * E;
+    p.fwd_comm = detail::ep_collective(c, collective_kind::all2all, payload);
+    p.bwd_comm = p.fwd_comm;
+    if (s.dispatch_probs) {
+      const seconds probs_a2a = detail::ep_collective(c, collective_kind::all2all, probs * E);
+      p.fwd_comm += probs_a2a;
+      p.bwd_comm += probs_a2a;
+    }
+    p.fwd_comm += detail::etp_collective(c, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
+    p.bwd_comm += detail::etp_collective(c, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    p.communicates_in_replay = true;
+    p.input = tok.local * static_cast<double>(h) * E + probs * 4;
+    p.cache = probs * 8;  // fp32 probabilities and the routing map
+    b.push(p);
+  }
+  const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
+  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, (m.use_swiglu ? 2 : 1) * fe));
+  {  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
+    leaf a;
+    a.name = "experts.swiglu";
+    a.kind = leaf_kind::activation;
+    const double in = tok.expert * static_cast<double>((m.use_swiglu ? 2 : 1) * fe) * E, out = tok.expert * static_cast<double>(fe) * E;
+    const double weights = s.dispatch_probs ? probs * E : 0;
+    a.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights);
+    a.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights);
+    a.input = in;
+    a.cache = in;
+    a.fwd_peak = a.bwd_peak = in + out + (s.dispatch_probs ? probs * 8 : 0);
+    b.push(a);
+  }
+  b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
+  {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
+    leaf u;
+    u.name = "unpermutation";
+    u.kind = leaf_kind::activation;
+    const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
+    u.fwd = memory_time(c.sys(), memory_kind::permute_fwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_fwd, A + out);
+    u.bwd = memory_time(c.sys(), memory_kind::permute_bwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_bwd, A + out);
+    u.fwd_comm = detail::etp_collective(c, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    u.bwd_comm = detail::etp_collective(c, collective_kind::all_gather, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    u.communicates_in_replay = true;
+    u.input = A;
+    if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+      u.fwd_peak = (A > out ? A : out);
+    } else {  // combine weights the expert outputs by the probabilities: keeps them
+      u.cache = A;
+      u.fwd_peak = u.bwd_peak = A + out;
+    }
+    b.push(u);
+  }
+  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+    b.push(residual_leaf(c, "shared_plus_routed"));
+  }
+  b.push(residual_leaf(c, "mlp_residual_add"));
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/moe.hpp --------------------------------------------------------------------
+// ---- begin llmsim/program/layer.hpp ----------------------------------------------------------------
+/// \file llmsim/program/layer.hpp
+/// A whole decoder layer — MHA/GQA or MLA attention, dense or MoE MLP — and which of its leaves
+/// replay their forward in backward under the strategy's recompute plan.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+constexpr leaf* find_leaf(leaf_block& b, std::string_view name) {
+  for (std::size_t i = 0; i < b.count; ++i)
+    if (b.leaves[i].name == name) return &b.leaves[i];
+  return nullptr;
+}
+constexpr void mark(leaf_block& b, std::initializer_list<std::string_view> names) {
+  for (auto n : names)
+    if (leaf* l = find_leaf(b, n)) l->recompute = true;
+}
+/// Leaves of the attention half, the MLP half, and the whole layer.
+constexpr bool in_attention(const leaf_block& b, std::size_t i) {
+  for (std::size_t j = 0; j <= i && j < b.count; ++j)
+    if (b.leaves[j].name == "attention_residual_add") return j == i;
+  return true;
+}
+}  // namespace detail
+
+/// Applies the recompute plan to one layer (see the table in the strategy docs):
+/// - `full_block`: every leaf; `attn_only` / `sdp_only` / `mlp_only`: the named half.
+/// - `selective_recompute`: attn_recompute → the attention core (QKV or the MLA up-projections,
+///   their norms, RoPE, flash attention); mla_rms_recompute → also the input norm and the down
+///   projections; mlp_recompute → the MLP GEMMs and activation (the experts for MoE);
+///   mlp_rms_recompute → also the pre-MLP norm, shared experts and router; recompute_variance →
+///   the attention / fc2 replay is free (re-derived from neighbours).
+/// - Megatron `--recompute-modules`: layernorm → both norms (their consumers keep no input);
+///   mla_up_proj → the MLA up-projections and attention (flash attention keeps only its
+///   log-sum-exp); moe_act → the expert activation (fc2 keeps no input); moe → the whole MoE MLP;
+///   mlp → a dense MLP.
+constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
+  using detail::find_leaf;
+  using detail::mark;
+  const bool mla = find_leaf(b, "linear_kv_up_proj") != nullptr;
+  const bool moe = find_leaf(b, "router") != nullptr;
   switch (s.recompute_granularity) {
     case recompute_kind::full_block:
-      for (std::size_t i = 0; i < layer.count; ++i) layer.leaves[i].recompute = true;
+      for (std::size_t i = 0; i < b.count; ++i) b.leaves[i].recompute = true;
       break;
     case recompute_kind::attn_only:
-      qkv->recompute = core->recompute = true;
-      if (leaf* proj = find("linear_proj")) proj->recompute = true;
+      for (std::size_t i = 1; i < b.count; ++i)
+        if (detail::in_attention(b, i) && b.leaves[i].name != "attention_residual_add") b.leaves[i].recompute = true;
       break;
     case recompute_kind::sdp_only:
-      core->recompute = true;
+      mark(b, {"core_attention"});
       break;
     case recompute_kind::mlp_only:
-      ln2->recompute = fc1->recompute = act->recompute = fc2->recompute = true;
+      for (std::size_t i = 0; i < b.count; ++i)
+        if (!detail::in_attention(b, i) && b.leaves[i].name != "mlp_residual_add") b.leaves[i].recompute = true;
       break;
     case recompute_kind::selective_recompute:
       if (s.megatron_recompute) {
-        const bool norms = s.megatron_recompute_modules.contains(recompute_module::layernorm);
-        const bool mlp = s.megatron_recompute_modules.contains(recompute_module::mlp);
-        if (norms) {
-          ln1->recompute = ln2->recompute = true;
-          qkv->recompute = fc1->recompute = true;
-          qkv->replay_free = fc1->replay_free = true;
-          qkv->cache = fc1->cache = 0;  // the consumer re-reads the replayed norm output
+        const auto& mods = s.megatron_recompute_modules;
+        if (mods.contains(recompute_module::layernorm)) {
+          mark(b, {"input_layernorm", "pre_mlp_layernorm"});
+          for (auto consumer : {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+            if (leaf* l = find_leaf(b, consumer)) { l->recompute = true; l->replay_free = true; l->cache = 0; }
+          }
         }
-        if (mlp) fc1->recompute = act->recompute = fc2->recompute = true;
-        if (norms && mlp) act->segment_start = true;  // fc1 ends the norm checkpoint; the MLP one starts after it
+        if (mods.contains(recompute_module::mla_up_proj) && mla) {
+          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat", "core_attention"});
+          leaf* core = find_leaf(b, "core_attention");
+          core->replay_free = true;
+          core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
+        }
+        if (moe && mods.contains(recompute_module::moe)) {
+          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.linear_fc2", "unpermutation"});
+        } else if (moe && mods.contains(recompute_module::moe_act)) {
+          mark(b, {"experts.swiglu"});
+          leaf* fc2 = find_leaf(b, "experts.linear_fc2");
+          fc2->recompute = true;
+          fc2->replay_free = true;
+          fc2->cache = 0;  // its input is the replayed activation
+        }
+        if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
+        if (leaf* fc1 = find_leaf(b, "linear_fc1"); fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
+          if (leaf* act = find_leaf(b, "swiglu")) act->segment_start = true;  // fc1 ends the norm checkpoint
       } else {
-        if (s.mla_rms_recompute) ln1->recompute = true;
-        if (s.attn_recompute) { qkv->recompute = core->recompute = true; core->replay_free = s.recompute_variance; }
-        if (s.mlp_rms_recompute) ln2->recompute = true;
-        if (s.mlp_recompute) { fc1->recompute = act->recompute = fc2->recompute = true; fc2->replay_free = s.recompute_variance; }
+        if (s.attn_recompute) {
+          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
+          if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
+        }
+        if (s.mla_rms_recompute) {
+          mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
+          if (leaf* q = find_leaf(b, "q_layernorm")) q->segment_start = true;  // Megatron checkpoints the down projections separately
+          if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
+        }
+        if (s.mlp_recompute) {
+          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.linear_fc2"});
+          if (s.recompute_variance)
+            for (auto n : {"linear_fc2", "experts.linear_fc2"})
+              if (leaf* l = find_leaf(b, n)) l->replay_free = true;
+        }
+        if (s.mlp_rms_recompute) mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.linear_fc2", "router"});
       }
       break;
     default: break;
   }
-  if (leaf* rope = find("rotary_pos_emb")) rope->recompute = rope->recompute || (qkv->recompute && core->recompute);  // between them
-  ln1->segment_start = true;  // checkpoints never span two layers
-  layer.assign_roles();
+  // RoPE sits between QKV and attention: it replays whenever both do.
+  if (leaf* rope = find_leaf(b, "rotary_pos_emb")) {
+    const leaf* qkv = find_leaf(b, "linear_qkv");
+    const leaf* core = find_leaf(b, "core_attention");
+    rope->recompute = rope->recompute || (qkv->recompute && core->recompute);
+  }
+  b.leaves[0].segment_start = true;  // checkpoints never span two layers
+  b.assign_roles();
 }
 
-/// One dense decoder layer; `recomputed` applies the strategy's recompute plan.
-constexpr leaf_block dense_layer(const build_context& c, bool recomputed) {
+/// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
+constexpr leaf_block decoder_layer(const build_context& c, bool moe_mlp, bool recomputed) {
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t h = m.hidden_size, d = head_dim(m);
-  const std::int64_t ffn = *m.intermediate_size;
   leaf_block b;
-  b.push(norm_leaf(c, "input_layernorm"));
-  b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
-  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-  b.push(attention_leaf(c));
-  b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
-  b.push(residual_leaf(c, "attention_residual_add"));
-  b.push(norm_leaf(c, "pre_mlp_layernorm"));
-  b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
-  b.push(activation_leaf(c));
-  b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
-  b.push(residual_leaf(c, "mlp_residual_add"));
+  if (m.attention_type == attention_kind::mla) {
+    push_mla_attention(b, c);
+  } else {
+    b.push(norm_leaf(c, "input_layernorm"));
+    b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+    if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
+    b.push(attention_leaf(c));
+    b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
+    b.push(residual_leaf(c, "attention_residual_add"));
+  }
+  if (moe_mlp) {
+    push_moe_mlp(b, c);
+  } else {
+    const std::int64_t ffn = *m.intermediate_size;
+    b.push(norm_leaf(c, "pre_mlp_layernorm"));
+    b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
+    b.push(activation_leaf(c));
+    b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
+    b.push(residual_leaf(c, "mlp_residual_add"));
+  }
   if (m.add_linear_bias) {
-    // Biases: QKV and fc1 shards, proj and fc2 full (added after the reduction).
-    auto add_bias = [&](std::string_view name, std::int64_t n) {
-      for (std::size_t i = 0; i < b.count; ++i)
-        if (b.leaves[i].name == name) b.leaves[i].params += static_cast<double>(n);
-    };
-    add_bias("linear_qkv", (m.head_num + 2 * m.kv_head_num) * d / t);
-    add_bias("linear_proj", h);
-    add_bias("linear_fc1", (m.use_swiglu ? 2 * ffn : ffn) / t);
-    add_bias("linear_fc2", h);
+    // Biases: column-parallel shards, row-parallel full (added after the reduction).
+    for (std::size_t i = 0; i < b.count; ++i) {
+      leaf& l = b.leaves[i];
+      if (l.grouped) continue;
+      if (l.kind == leaf_kind::linear_column && l.name != "router") l.params += static_cast<double>(l.weight_rows);
+      if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
+    }
   }
   if (recomputed) plan_recompute(b, c.s());
   else b.assign_roles();
@@ -2066,7 +2444,7 @@ constexpr leaf_block dense_layer(const build_context& c, bool recomputed) {
 }
 
 LLMSIM_END_NAMESPACE
-// ---- end llmsim/program/dense.hpp ------------------------------------------------------------------
+// ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
 // ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
 /// \file llmsim/schedule/one_f_one_b.hpp
 /// The non-interleaved 1F1B pipeline schedule of Megatron-LM
@@ -2326,6 +2704,12 @@ inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 /// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
 /// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
 inline constexpr double straggler_coefficient = 0.09;
+/// TransformerEngine's cuBLAS workspace per GEMM stream: 32 MiB + 1 KiB on compute capability >= 9
+/// (Hopper, Blackwell), 4 MiB before (`get_cublas_workspace_size_bytes`); one for regular GEMMs and
+/// one per compute stream (4) for grouped GEMMs, allocated on first use and kept.
+inline constexpr double te_workspace_bytes_sm90 = 32.0 * 1024 * 1024 + 1024;
+inline constexpr double te_workspace_bytes_older = 4.0 * 1024 * 1024;
+inline constexpr double te_grouped_gemm_streams = 4;
 }  // namespace parameters
 
 /// The kinds of pipeline stage whose programs differ.
@@ -2341,7 +2725,7 @@ struct stage_block {
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
 struct stage_program {
-  std::array<stage_block, 4> blocks{};
+  std::array<stage_block, 6> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
 
@@ -2367,7 +2751,8 @@ struct stage_result {
   std::int64_t dp_buckets = 0;
   // Memory.
   double params = 0;
-  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, model_mem{};
+  double expert_params = 0;  ///< of which routed-expert parameters
+  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
   std::int64_t micro_batches_in_flight = 1;
@@ -2436,27 +2821,74 @@ struct estimate_result {
 
 // ---- model-level counts ------------------------------------------------------------------------
 
+namespace detail {
+/// GEMM parameters of one layer's attention (QKV + output projection, or MLA's five projections).
+constexpr double attention_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim), vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim), qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd : h * H * qd;
+    return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
+  }
+  const double d = static_cast<double>(head_dim(m));
+  return h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + H * d * h;
+}
+/// Norm parameters of one layer (input, pre-MLP, and MLA's two latent norms).
+constexpr double layer_norm_params(const model_spec& m) {
+  const double per = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0);
+  double n = 2 * per * static_cast<double>(m.hidden_size);
+  if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
+  return n;
+}
+constexpr double mlp_matrices(const model_spec& m) { return m.use_swiglu ? 3.0 : 2.0; }
+/// Dense MLP parameters of one layer.
+constexpr double dense_mlp_params(const model_spec& m) { return mlp_matrices(m) * static_cast<double>(m.hidden_size) * static_cast<double>(m.intermediate_size.value_or(0)); }
+/// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+constexpr double moe_mlp_params(const model_spec& m, double experts) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double shared = static_cast<double>(m.moe_shared_expert_intermediate_size.value_or(0));
+  return h * static_cast<double>(m.expert_num) + mlp_matrices(m) * h * shared + experts * mlp_matrices(m) * h * static_cast<double>(expert_ffn_size(m));
+}
+constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
+}  // namespace detail
+
 /// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
-  const double attn = h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + static_cast<double>(m.head_num) * d * h;
-  const double ffn = static_cast<double>(m.intermediate_size.value_or(0));
-  const double mlp = (m.use_swiglu ? 3.0 : 2.0) * h * ffn;
-  const double norms = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  const double layer = attn + mlp + 2 * norms;
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
   const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  return static_cast<double>(m.layer_num) * layer + embeddings + norms;
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.expert_num))) + embeddings + final_norm;
+}
+/// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
+constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))) + embeddings + final_norm;
 }
 
-/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter
-/// (Kaplan et al. 2020 "6N") plus attention scores over the full sequence (QKᵀ and PV: 4·s·H·d per
-/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); embedding lookups are free.
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a
+/// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
+/// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
-  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
-  const double H = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
-  const double gemm_params = h * (H + 2 * kv) * d + H * d * h + (m.use_swiglu ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate_size.value_or(0));
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double attn = detail::attention_linear_params(m);
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim) : static_cast<double>(head_dim(m));
+  const double v = m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
-  return 6.0 * L * gemm_params + 6.0 * L * 2.0 * static_cast<double>(seq_len) * H * d + 6.0 * h * static_cast<double>(vocab);
+  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
 }
 
 // ---- stage programs ------------------------------------------------------------------------------
@@ -2464,15 +2896,23 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
 /// The distinct blocks of a job, built once and shared by all stages (identical layers are
 /// priced once, then counted).
 struct job_blocks {
-  leaf_block embedding{}, layer{}, recomputed_layer{}, head{};
+  leaf_block embedding{}, head{};
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
+  leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
 };
 
 constexpr job_blocks build_blocks(const build_context& c) {
   job_blocks j;
   j.embedding.push(embedding_leaf(c));
-  j.layer = dense_layer(c, false);
-  if (recompute_active(c.s())) j.recomputed_layer = dense_layer(c, true);
+  const bool rc = recompute_active(c.s());
+  if (detail::dense_layer_count(c.m()) > 0) {
+    j.dense_layer = decoder_layer(c, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer(c, false, true);
+  }
+  if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+    j.moe_layer = decoder_layer(c, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer(c, true, true);
+  }
   j.head.push(norm_leaf(c, "final_layernorm"));
   j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
@@ -2481,15 +2921,24 @@ constexpr job_blocks build_blocks(const build_context& c) {
   return j;
 }
 
-/// The leaves of a stage holding `layers` decoder layers; the first `recompute_layer_num` layers
-/// of each stage follow the recompute plan (Megatron `--recompute-method block`).
-constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, bool has_embedding, bool has_head) {
+/// The leaves of a stage holding decoder layers [first_layer, first_layer + layers) of the model:
+/// layers before `dense_layers` are dense (Megatron --first-k-dense-replace), the rest MoE; the
+/// first `recompute_layer_num` layers of each stage follow the recompute plan (--recompute-method block).
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t first_layer, std::int64_t layers, bool has_embedding, bool has_head) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  const std::int64_t dense_total = detail::dense_layer_count(c.m());
+  std::int64_t dense = dense_total - first_layer;
+  dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+  const std::int64_t moe = layers - dense;
   const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  if (recomputed > 0) p.add(j.recomputed_layer, recomputed, 0);
-  if (layers - recomputed > 0) p.add(j.layer, layers - recomputed, recomputed);
+  const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
+  const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
+  if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
+  if (dense - dense_rc > 0) p.add(j.dense_layer, dense - dense_rc, dense_rc);
+  if (moe_rc > 0) p.add(j.moe_layer_recomputed, moe_rc, dense);
+  if (moe - moe_rc > 0) p.add(j.moe_layer, moe - moe_rc, dense + moe_rc);
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
 }
@@ -2501,11 +2950,11 @@ namespace detail {
 /// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
 /// (the validation runs do not pass --overlap-grad-reduce).
 constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets) {
-  const std::int64_t group = dp_size(s) * s.cp_size;
+                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   buckets = 0;
   if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, comm_group::dp);
+  const network_tier& tier = resolve_tier(sys, s, which);
   const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
                                 ? parameters::ddp_bucket_min_elements
                                 : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
@@ -2515,10 +2964,10 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
   auto bucket_time = [&](double elements) {
     if (elements <= 0) return seconds{};
     if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, comm_group::dp}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, comm_group::dp});
+      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
+             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
     }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, comm_group::dp});
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
   };
   return bucket_time(per_bucket) * full + bucket_time(rest);
 }
@@ -2528,11 +2977,12 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
 /// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
 /// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param) {
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
   if (params <= 0) return {};
-  const double shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
   const double grads = params * grad_bytes_per_param;
-  const double local = params * shard;
+  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
   auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
@@ -2550,14 +3000,15 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   if (s.interleaving_size > 1) detail::report_error("llmsim::estimate", "strategy.interleaving_size", "strategy.interleaving_size={} (interleaved 1F1B) is not modelled yet", s.interleaving_size);
   if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
-  if (is_moe(m)) detail::report_error("llmsim::estimate", "model.model_type", "model {}: mixture-of-experts models are not modelled yet", m.model_name);
-  if (m.attention_type == attention_kind::mla) detail::report_error("llmsim::estimate", "model.attention_type", "model {}: multi-head latent attention is not modelled yet", m.model_name);
+  if (m.attention_type == attention_kind::mla && s.tp_size > 1) detail::report_error("llmsim::estimate", "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 
   estimate_result out;
   const std::int64_t p = s.pp_size;
   out.padded_vocab = padded_vocab(m, s.tp_size);
   out.param_count = parameter_count(m, out.padded_vocab);
-  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab};
+  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
+                  is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+                  is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
   const stage_layers split = split_layers(m, s);
 
   const double E = static_cast<double>(dtype_bytes(s.dtype));
@@ -2575,6 +3026,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   if (p > 1) kinds[nk++] = stage_kind::last;
 
   const bool te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  const bool te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   const job_blocks blocks = build_blocks(c);
   for (std::size_t ki = 0; ki < nk; ++ki) {
     stage_result& r = out.stages[ki];
@@ -2583,14 +3035,15 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     r.layers = r.kind == stage_kind::first ? split.first : r.kind == stage_kind::middle ? split.middle : split.last;
     const bool has_embedding = r.kind == stage_kind::first;
     const bool has_head = r.kind == stage_kind::last || p == 1;
-    const stage_program prog = build_stage(blocks, c, r.layers, has_embedding, has_head);
+    const std::int64_t first_layer = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? split.first : m.layer_num - split.last;
+    const stage_program prog = build_stage(blocks, c, first_layer, r.layers, has_embedding, has_head);
 
     // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
     std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
     std::size_t shape_count = 0;
     double held = 0, fwd_peak = 0, bwd_peak = 0;
     peak_site fwd_site, bwd_site;
-    std::array<block_memory, 4> walks{};
+    std::array<block_memory, 6> walks{};
     for (std::size_t bi = 0; bi < prog.count; ++bi) {
       const stage_block& sb = prog.blocks[bi];
       const leaf_block& b = *sb.block;
@@ -2603,9 +3056,10 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
         r.bwd_tp_comm_time += l.bwd_comm * n;
         r.recompute_tp_comm_time += l.replay_comm() * n;
         r.params += l.params * n;
+        if (l.expert_params) r.expert_params += l.params * n;
         r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
         r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
-        if (l.weight_rows > 0) {
+        if (l.weight_rows > 0 && (!l.grouped || te_grouped_dummy)) {
           bool seen = false;
           for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
           if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
@@ -2637,19 +3091,28 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     r.p2p_time = p2p * transfers;
     r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                    r.recompute_tp_comm_time + r.p2p_time;
-    r.dp_time = detail::data_parallel_time(sys, s, r.params, grad_bytes, r.dp_buckets);
-    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes);
+    std::int64_t expert_buckets = 0;
+    r.dp_time = detail::data_parallel_time(sys, s, r.params - r.expert_params, grad_bytes, r.dp_buckets) +
+                detail::data_parallel_time(sys, s, r.expert_params, grad_bytes, expert_buckets, comm_group::edp);
+    r.dp_buckets += expert_buckets;
+    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes, r.expert_params);
 
-    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded over dp·cp by ZeRO-1.
+    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1 over dp·cp
+    // (dense parameters) and over the expert-data-parallel group (expert parameters).
     const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+    const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
     r.weight_mem = bytes{static_cast<std::int64_t>(r.params * E)};
     r.grad_mem = bytes{static_cast<std::int64_t>(r.params * grad_bytes)};
-    r.optimizer_state_mem = bytes{static_cast<std::int64_t>(r.params * 12.0 / shard)};
+    r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
     double dummy = 0;
     if (te_dummy)  // TE >= 2.3 keeps one bf16 wgrad buffer per distinct weight shape (get_dummy_wgrad)
       for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * E;
     r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy)};
-    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem;
+    // cuBLAS workspaces TE allocates through PyTorch (unknown compute capability: a current GPU).
+    const double cc = sys.accelerator.compute_capability;
+    const double workspace = (cc == 0 || cc >= 9) ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
+    r.workspace_mem = bytes{static_cast<std::int64_t>(workspace * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
     r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
     // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
     r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
@@ -2844,14 +3307,32 @@ inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_na
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
 inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
 
+/// DeepSeek-V2 (DeepSeek-AI 2024, config.json): MLA with q/kv compression 1536/512, 2 shared + 160
+/// routed experts of 1536, top-6, first layer dense (12288).
+inline constexpr model_spec deepseek_v2{.model_type = model_kind::moe, .model_name = "deepseek_v2", .hidden_size = 5120, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 12288, .layer_num = 60, .vocab_size = 102400, .use_swiglu = true, .expert_num = 160, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1536, .moe_shared_expert_intermediate_size = 3072, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 1};
+/// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
+inline constexpr model_spec deepseek_v2_lite{.model_type = model_kind::moe, .model_name = "deepseek_v2_lite", .hidden_size = 2048, .head_num = 16, .kv_head_num = 16, .head_size = 128, .intermediate_size = 10944, .layer_num = 27, .vocab_size = 102400, .use_swiglu = true, .expert_num = 64, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1408, .moe_shared_expert_intermediate_size = 2816, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .kv_lora_rank = 512, .dense_layers = 1};
+/// DeepSeek-V3 (DeepSeek-AI 2024, Table/config): 61 layers, first 3 dense (18432), 1 shared + 256
+/// routed experts of 2048, top-8; 671B parameters, 37B active.
+inline constexpr model_spec deepseek_v3{.model_type = model_kind::moe, .model_name = "deepseek_v3", .hidden_size = 7168, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 18432, .layer_num = 61, .vocab_size = 129280, .use_swiglu = true, .expert_num = 256, .topk = 8, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 2048, .moe_shared_expert_intermediate_size = 2048, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 3};
+/// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
+inline constexpr model_spec mixtral_8x7b{.model_type = model_kind::moe, .model_name = "mixtral_8x7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 14336};
+inline constexpr model_spec mixtral_8x22b{.model_type = model_kind::moe, .model_name = "mixtral_8x22b", .hidden_size = 6144, .head_num = 48, .kv_head_num = 8, .head_size = 128, .intermediate_size = 16384, .layer_num = 56, .vocab_size = 32768, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 16384};
+/// Qwen3 MoE (Qwen team config.json): 128 experts, top-8, no shared experts, every layer MoE.
+inline constexpr model_spec qwen3_30b_a3b{.model_type = model_kind::moe, .model_name = "qwen3_30b_a3b", .hidden_size = 2048, .head_num = 32, .kv_head_num = 4, .head_size = 128, .intermediate_size = 6144, .layer_num = 48, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 768};
+inline constexpr model_spec qwen3_235b_a22b{.model_type = model_kind::moe, .model_name = "qwen3_235b_a22b", .hidden_size = 4096, .head_num = 64, .kv_head_num = 4, .head_size = 128, .intermediate_size = 12288, .layer_num = 94, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 1536};
+
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 8> models{{
+inline constexpr std::array<named_model, 15> models{{
     {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
     {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
     {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
+    {"deepseek-v2", &deepseek_v2}, {"deepseek-v2-lite", &deepseek_v2_lite}, {"deepseek-v3", &deepseek_v3},
+    {"mixtral-8x7b", &mixtral_8x7b}, {"mixtral-8x22b", &mixtral_8x22b},
+    {"qwen3-30b-a3b", &qwen3_30b_a3b}, {"qwen3-235b-a22b", &qwen3_235b_a22b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -2898,13 +3379,14 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
 /// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
 /// `nic_gb_per_s`: one NIC per GPU.
-constexpr system_spec node(std::string_view name, std::string_view backend, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
                            double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
   system_spec s{};
   s.sys_name.assign(name);
   s.num_per_node = 8;
   s.accelerator.backend.assign(backend);
   s.accelerator.mem_gbs = mem_gb;
+  s.accelerator.compute_capability = compute_capability;
   auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
   op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
   op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
@@ -2931,18 +3413,18 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
 /// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
-inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 312, 0, 2039, 80, 300, false, 25);
+inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
 /// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
-inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 312, 0, 1935, 80, 32, true, 25);
+inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
-inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 989, 1979, 3350, 80, 450, false, 50);
+inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 = detail::node("h200", "cuda", 989, 1979, 4800, 141, 450, false, 50);
+inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 2250, 4500, 8000, 180, 900, false, 50);
+inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
-inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 1307, 2615, 5300, 192, 448, false, 50);
+inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
 
 struct named_system {
   std::string_view name;

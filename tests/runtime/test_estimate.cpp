@@ -61,7 +61,7 @@ TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   const auto& b = full.stages[0];
   // One layer's forward: (first stage forward - embedding - head) / 32 layers, compute and TP comm.
   build_context c{&catalogue::llama3_8b, &s, &catalogue::h100_sxm, &resolve_tier(catalogue::h100_sxm, s, comm_group::tp), padded_vocab(catalogue::llama3_8b, 2)};
-  const leaf_block layer = dense_layer(c, false);
+  const leaf_block layer = decoder_layer(c, false, false);
   seconds layer_fwd{}, layer_fwd_comm{};
   for (const leaf& l : layer) {
     layer_fwd += l.fwd;
@@ -197,4 +197,91 @@ TEST(Estimate, LongPipelinesExtendTheSteadyPeriodExactly) {
       EXPECT_NEAR(fast, full, 1e-11 * full) << "p=" << p << " m=" << m << " trial=" << trial;
     }
   }
+}
+
+TEST(EstimateMoe, DeepSeekV3ParameterCounts) {
+  const auto& m = catalogue::deepseek_v3;
+  // MLA projections: q_down 7168x1536, q_up 1536x128x(128+64), kv_down 7168x(512+64), kv_up 512x128x(128+128), proj 128x128x7168.
+  const double attn = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 128.0 * 128 * 7168;
+  const double norms = 2 * 7168.0 + 1536 + 512;
+  const double dense_mlp = 3 * 7168.0 * 18432;
+  const double router = 7168.0 * 256, expert = 3 * 7168.0 * 2048, shared = expert;
+  const double embeddings = 2 * 129280.0 * 7168;
+  const double total = 3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 256 * expert) + embeddings + 7168;
+  const double active = 3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 8 * expert) + embeddings + 7168;
+  EXPECT_EQ(parameter_count(m, 129280), total);
+  EXPECT_EQ(active_parameter_count(m, 129280), active);
+  EXPECT_EQ(total, 671026404352.0);  // the published 671B
+  EXPECT_EQ(active, 37552282624.0);  // the published 37B activated
+}
+
+TEST(EstimateMoe, FlopsPerTokenCountTopKExperts) {
+  const auto& m = catalogue::mixtral_8x7b;
+  const double attn = 4096.0 * 48 * 128 + 4096.0 * 4096;
+  const double per_layer = attn + 2 * 3 * 4096.0 * 14336 + 4096.0 * 8;  // two experts a token visits, plus the router
+  const double expected = 6 * 32 * per_layer + 6.0 * 32 * 4096 * 32 * (128 + 128) + 6.0 * 4096 * 32000;
+  EXPECT_EQ(flops_per_token(m, 32000, 4096), expected);
+  // A dense model of the same shape with one expert's width does a quarter of the MLP work... per expert.
+  EXPECT_GT(flops_per_token(m, 32000, 4096), flops_per_token(catalogue::llama3_8b, 32000, 4096));
+}
+
+TEST(EstimateMoe, AllToAllMovesTopKTokenCopiesPerRank) {
+  model_spec m = catalogue::mixtral_8x7b;
+  m.moe_pad_expert_input_to_capacity = false;
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .ep_size = 8};
+  const auto& sys = catalogue::h100_sxm;
+  build_context c{&m, &s, &sys, nullptr, 32000, &resolve_tier(sys, s, comm_group::ep), nullptr};
+  const moe_tokens t = moe_token_counts(c);
+  EXPECT_EQ(t.local, 4096.0);
+  EXPECT_EQ(t.dispatched, 2 * 4096.0);  // top-2 copies of every token
+  EXPECT_EQ(t.local_experts, 1);
+  // Per token: top-k copies of h bf16 values; 7/8 of them leave the rank.
+  const double payload = 2 * 4096.0 * 4096 * 2;
+  const network_tier& tier = *c.ep_tier;
+  const double bw = tier.bandwidth.gbps * 1073741824.0 * tier.bandwidth.efficient_factor;
+  const auto a2a = collective_time(sys, s, tier, {collective_kind::all2all, payload, 8, comm_group::ep});
+  EXPECT_NEAR(a2a.value, payload * 7 / 8 / bw + 7 * tier.bandwidth.latency_us * 1e-6, 1e-12);
+  // The permutation leaf carries dispatch forward and backward; unpermutation the combine.
+  leaf_block b;
+  push_moe_mlp(b, c);
+  const leaf* perm = nullptr;
+  for (const leaf& l : b)
+    if (l.name == "permutation") perm = &l;
+  ASSERT_NE(perm, nullptr);
+  EXPECT_NEAR(perm->fwd_comm.value, a2a.value, 1e-15);
+  // With padding to capacity every expert receives ceil(topk * T / E) tokens from each rank.
+  m.moe_pad_expert_input_to_capacity = true;
+  m.capacity = 1.25;
+  const moe_tokens padded = moe_token_counts(c);
+  EXPECT_EQ(padded.dispatched, 1024.0 * 8 * 1.25);
+}
+
+TEST(EstimateMoe, ExpertMemoryShardsOverEpEtpAndExpertDataParallel) {
+  const auto& m = catalogue::mixtral_8x7b;
+  // 16 GPUs: tp 2, ep 4, etp 2 -> edp = 16 / (4 * 2) = 2; dense dp = 16 / 2 = 8.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .tp_size = 2, .ep_size = 4, .etp_size = 2};
+  ASSERT_EQ(edp_size(s), 2);
+  ASSERT_EQ(dp_size(s), 8);
+  const auto r = estimate(m, s, catalogue::h100_sxm);
+  const auto& st = r.stages[0];
+  // Each GPU holds 8 / 4 = 2 experts, each split over etp = 2: fc1 4096 x 2*14336/2, fc2 14336/2 x 4096.
+  const double per_layer = 2 * (4096.0 * 14336 + 7168.0 * 4096);
+  EXPECT_EQ(st.expert_params, 32 * per_layer);
+  const double dense = st.params - st.expert_params;
+  EXPECT_NEAR(static_cast<double>(st.optimizer_state_mem.value), dense * 12 / 8 + st.expert_params * 12 / 2, 2);
+  EXPECT_EQ(st.weight_mem.value, static_cast<std::int64_t>(st.params * 2));
+}
+
+TEST(EstimateMoe, DeepSeekLayersFollowMlaAndMoe) {
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
+  model_spec m = catalogue::deepseek_v2;
+  m.layer_num = 4;
+  const auto r = estimate(m, s, catalogue::b200);
+  EXPECT_GT(r.cost.duration_time_per_iter.value, 0);
+  EXPECT_EQ(r.stages[0].layers, 4);
+  // 1 dense + 3 MoE layers: expert parameters are 3 layers x 20 local experts x 3 x 5120 x 1536.
+  EXPECT_EQ(r.stages[0].expert_params, 3 * 20 * 3 * 5120.0 * 1536);
+  s.tp_size = 2;
+  s.world_size = 16;
+  EXPECT_THROW((void)estimate(m, s, catalogue::b200), config_error);  // MLA is modelled with tp = 1
 }

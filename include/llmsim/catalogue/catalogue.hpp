@@ -34,14 +34,32 @@ inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_na
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
 inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
 
+/// DeepSeek-V2 (DeepSeek-AI 2024, config.json): MLA with q/kv compression 1536/512, 2 shared + 160
+/// routed experts of 1536, top-6, first layer dense (12288).
+inline constexpr model_spec deepseek_v2{.model_type = model_kind::moe, .model_name = "deepseek_v2", .hidden_size = 5120, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 12288, .layer_num = 60, .vocab_size = 102400, .use_swiglu = true, .expert_num = 160, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1536, .moe_shared_expert_intermediate_size = 3072, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 1};
+/// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
+inline constexpr model_spec deepseek_v2_lite{.model_type = model_kind::moe, .model_name = "deepseek_v2_lite", .hidden_size = 2048, .head_num = 16, .kv_head_num = 16, .head_size = 128, .intermediate_size = 10944, .layer_num = 27, .vocab_size = 102400, .use_swiglu = true, .expert_num = 64, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1408, .moe_shared_expert_intermediate_size = 2816, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .kv_lora_rank = 512, .dense_layers = 1};
+/// DeepSeek-V3 (DeepSeek-AI 2024, Table/config): 61 layers, first 3 dense (18432), 1 shared + 256
+/// routed experts of 2048, top-8; 671B parameters, 37B active.
+inline constexpr model_spec deepseek_v3{.model_type = model_kind::moe, .model_name = "deepseek_v3", .hidden_size = 7168, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 18432, .layer_num = 61, .vocab_size = 129280, .use_swiglu = true, .expert_num = 256, .topk = 8, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 2048, .moe_shared_expert_intermediate_size = 2048, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 3};
+/// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
+inline constexpr model_spec mixtral_8x7b{.model_type = model_kind::moe, .model_name = "mixtral_8x7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 14336};
+inline constexpr model_spec mixtral_8x22b{.model_type = model_kind::moe, .model_name = "mixtral_8x22b", .hidden_size = 6144, .head_num = 48, .kv_head_num = 8, .head_size = 128, .intermediate_size = 16384, .layer_num = 56, .vocab_size = 32768, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 16384};
+/// Qwen3 MoE (Qwen team config.json): 128 experts, top-8, no shared experts, every layer MoE.
+inline constexpr model_spec qwen3_30b_a3b{.model_type = model_kind::moe, .model_name = "qwen3_30b_a3b", .hidden_size = 2048, .head_num = 32, .kv_head_num = 4, .head_size = 128, .intermediate_size = 6144, .layer_num = 48, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 768};
+inline constexpr model_spec qwen3_235b_a22b{.model_type = model_kind::moe, .model_name = "qwen3_235b_a22b", .hidden_size = 4096, .head_num = 64, .kv_head_num = 4, .head_size = 128, .intermediate_size = 12288, .layer_num = 94, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 1536};
+
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 8> models{{
+inline constexpr std::array<named_model, 15> models{{
     {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
     {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
     {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
+    {"deepseek-v2", &deepseek_v2}, {"deepseek-v2-lite", &deepseek_v2_lite}, {"deepseek-v3", &deepseek_v3},
+    {"mixtral-8x7b", &mixtral_8x7b}, {"mixtral-8x22b", &mixtral_8x22b},
+    {"qwen3-30b-a3b", &qwen3_30b_a3b}, {"qwen3-235b-a22b", &qwen3_235b_a22b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -88,13 +106,14 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
 /// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
 /// `nic_gb_per_s`: one NIC per GPU.
-constexpr system_spec node(std::string_view name, std::string_view backend, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
                            double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
   system_spec s{};
   s.sys_name.assign(name);
   s.num_per_node = 8;
   s.accelerator.backend.assign(backend);
   s.accelerator.mem_gbs = mem_gb;
+  s.accelerator.compute_capability = compute_capability;
   auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
   op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
   op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
@@ -121,18 +140,18 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
 /// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
-inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 312, 0, 2039, 80, 300, false, 25);
+inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
 /// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
-inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 312, 0, 1935, 80, 32, true, 25);
+inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
-inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 989, 1979, 3350, 80, 450, false, 50);
+inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 = detail::node("h200", "cuda", 989, 1979, 4800, 141, 450, false, 50);
+inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 2250, 4500, 8000, 180, 900, false, 50);
+inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
-inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 1307, 2615, 5300, 192, 448, false, 50);
+inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
 
 struct named_system {
   std::string_view name;

@@ -13,6 +13,7 @@
 #include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/cost/network_cost.hpp>
 #include <llmsim/program/dense.hpp>
+#include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/spec/validate.hpp>
@@ -33,6 +34,12 @@ inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 /// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
 /// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
 inline constexpr double straggler_coefficient = 0.09;
+/// TransformerEngine's cuBLAS workspace per GEMM stream: 32 MiB + 1 KiB on compute capability >= 9
+/// (Hopper, Blackwell), 4 MiB before (`get_cublas_workspace_size_bytes`); one for regular GEMMs and
+/// one per compute stream (4) for grouped GEMMs, allocated on first use and kept.
+inline constexpr double te_workspace_bytes_sm90 = 32.0 * 1024 * 1024 + 1024;
+inline constexpr double te_workspace_bytes_older = 4.0 * 1024 * 1024;
+inline constexpr double te_grouped_gemm_streams = 4;
 }  // namespace parameters
 
 /// The kinds of pipeline stage whose programs differ.
@@ -48,7 +55,7 @@ struct stage_block {
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
 struct stage_program {
-  std::array<stage_block, 4> blocks{};
+  std::array<stage_block, 6> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
 
@@ -74,7 +81,8 @@ struct stage_result {
   std::int64_t dp_buckets = 0;
   // Memory.
   double params = 0;
-  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, model_mem{};
+  double expert_params = 0;  ///< of which routed-expert parameters
+  bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
   std::int64_t micro_batches_in_flight = 1;
@@ -143,27 +151,74 @@ struct estimate_result {
 
 // ---- model-level counts ------------------------------------------------------------------------
 
+namespace detail {
+/// GEMM parameters of one layer's attention (QKV + output projection, or MLA's five projections).
+constexpr double attention_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim), vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim), qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd : h * H * qd;
+    return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
+  }
+  const double d = static_cast<double>(head_dim(m));
+  return h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + H * d * h;
+}
+/// Norm parameters of one layer (input, pre-MLP, and MLA's two latent norms).
+constexpr double layer_norm_params(const model_spec& m) {
+  const double per = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0);
+  double n = 2 * per * static_cast<double>(m.hidden_size);
+  if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
+  return n;
+}
+constexpr double mlp_matrices(const model_spec& m) { return m.use_swiglu ? 3.0 : 2.0; }
+/// Dense MLP parameters of one layer.
+constexpr double dense_mlp_params(const model_spec& m) { return mlp_matrices(m) * static_cast<double>(m.hidden_size) * static_cast<double>(m.intermediate_size.value_or(0)); }
+/// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+constexpr double moe_mlp_params(const model_spec& m, double experts) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double shared = static_cast<double>(m.moe_shared_expert_intermediate_size.value_or(0));
+  return h * static_cast<double>(m.expert_num) + mlp_matrices(m) * h * shared + experts * mlp_matrices(m) * h * static_cast<double>(expert_ffn_size(m));
+}
+constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
+}  // namespace detail
+
 /// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
-  const double attn = h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + static_cast<double>(m.head_num) * d * h;
-  const double ffn = static_cast<double>(m.intermediate_size.value_or(0));
-  const double mlp = (m.use_swiglu ? 3.0 : 2.0) * h * ffn;
-  const double norms = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  const double layer = attn + mlp + 2 * norms;
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
   const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  return static_cast<double>(m.layer_num) * layer + embeddings + norms;
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.expert_num))) + embeddings + final_norm;
+}
+/// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
+constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))) + embeddings + final_norm;
 }
 
-/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter
-/// (Kaplan et al. 2020 "6N") plus attention scores over the full sequence (QKᵀ and PV: 4·s·H·d per
-/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); embedding lookups are free.
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a
+/// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
+/// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
-  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(head_dim(m));
-  const double H = static_cast<double>(m.head_num), kv = static_cast<double>(m.kv_head_num);
-  const double gemm_params = h * (H + 2 * kv) * d + H * d * h + (m.use_swiglu ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate_size.value_or(0));
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double attn = detail::attention_linear_params(m);
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim) : static_cast<double>(head_dim(m));
+  const double v = m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
-  return 6.0 * L * gemm_params + 6.0 * L * 2.0 * static_cast<double>(seq_len) * H * d + 6.0 * h * static_cast<double>(vocab);
+  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
 }
 
 // ---- stage programs ------------------------------------------------------------------------------
@@ -171,15 +226,23 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
 /// The distinct blocks of a job, built once and shared by all stages (identical layers are
 /// priced once, then counted).
 struct job_blocks {
-  leaf_block embedding{}, layer{}, recomputed_layer{}, head{};
+  leaf_block embedding{}, head{};
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
+  leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
 };
 
 constexpr job_blocks build_blocks(const build_context& c) {
   job_blocks j;
   j.embedding.push(embedding_leaf(c));
-  j.layer = dense_layer(c, false);
-  if (recompute_active(c.s())) j.recomputed_layer = dense_layer(c, true);
+  const bool rc = recompute_active(c.s());
+  if (detail::dense_layer_count(c.m()) > 0) {
+    j.dense_layer = decoder_layer(c, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer(c, false, true);
+  }
+  if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+    j.moe_layer = decoder_layer(c, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer(c, true, true);
+  }
   j.head.push(norm_leaf(c, "final_layernorm"));
   j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
@@ -188,15 +251,24 @@ constexpr job_blocks build_blocks(const build_context& c) {
   return j;
 }
 
-/// The leaves of a stage holding `layers` decoder layers; the first `recompute_layer_num` layers
-/// of each stage follow the recompute plan (Megatron `--recompute-method block`).
-constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, bool has_embedding, bool has_head) {
+/// The leaves of a stage holding decoder layers [first_layer, first_layer + layers) of the model:
+/// layers before `dense_layers` are dense (Megatron --first-k-dense-replace), the rest MoE; the
+/// first `recompute_layer_num` layers of each stage follow the recompute plan (--recompute-method block).
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t first_layer, std::int64_t layers, bool has_embedding, bool has_head) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  const std::int64_t dense_total = detail::dense_layer_count(c.m());
+  std::int64_t dense = dense_total - first_layer;
+  dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+  const std::int64_t moe = layers - dense;
   const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  if (recomputed > 0) p.add(j.recomputed_layer, recomputed, 0);
-  if (layers - recomputed > 0) p.add(j.layer, layers - recomputed, recomputed);
+  const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
+  const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
+  if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
+  if (dense - dense_rc > 0) p.add(j.dense_layer, dense - dense_rc, dense_rc);
+  if (moe_rc > 0) p.add(j.moe_layer_recomputed, moe_rc, dense);
+  if (moe - moe_rc > 0) p.add(j.moe_layer, moe - moe_rc, dense + moe_rc);
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
 }
@@ -208,11 +280,11 @@ namespace detail {
 /// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
 /// (the validation runs do not pass --overlap-grad-reduce).
 constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets) {
-  const std::int64_t group = dp_size(s) * s.cp_size;
+                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   buckets = 0;
   if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, comm_group::dp);
+  const network_tier& tier = resolve_tier(sys, s, which);
   const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
                                 ? parameters::ddp_bucket_min_elements
                                 : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
@@ -222,10 +294,10 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
   auto bucket_time = [&](double elements) {
     if (elements <= 0) return seconds{};
     if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, comm_group::dp}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, comm_group::dp});
+      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
+             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
     }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, comm_group::dp});
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
   };
   return bucket_time(per_bucket) * full + bucket_time(rest);
 }
@@ -235,11 +307,12 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
 /// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
 /// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param) {
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
   if (params <= 0) return {};
-  const double shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
   const double grads = params * grad_bytes_per_param;
-  const double local = params * shard;
+  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
   auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
@@ -257,14 +330,15 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   if (s.interleaving_size > 1) detail::report_error("llmsim::estimate", "strategy.interleaving_size", "strategy.interleaving_size={} (interleaved 1F1B) is not modelled yet", s.interleaving_size);
   if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
-  if (is_moe(m)) detail::report_error("llmsim::estimate", "model.model_type", "model {}: mixture-of-experts models are not modelled yet", m.model_name);
-  if (m.attention_type == attention_kind::mla) detail::report_error("llmsim::estimate", "model.attention_type", "model {}: multi-head latent attention is not modelled yet", m.model_name);
+  if (m.attention_type == attention_kind::mla && s.tp_size > 1) detail::report_error("llmsim::estimate", "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 
   estimate_result out;
   const std::int64_t p = s.pp_size;
   out.padded_vocab = padded_vocab(m, s.tp_size);
   out.param_count = parameter_count(m, out.padded_vocab);
-  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab};
+  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
+                  is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+                  is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
   const stage_layers split = split_layers(m, s);
 
   const double E = static_cast<double>(dtype_bytes(s.dtype));
@@ -282,6 +356,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   if (p > 1) kinds[nk++] = stage_kind::last;
 
   const bool te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  const bool te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   const job_blocks blocks = build_blocks(c);
   for (std::size_t ki = 0; ki < nk; ++ki) {
     stage_result& r = out.stages[ki];
@@ -290,14 +365,15 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     r.layers = r.kind == stage_kind::first ? split.first : r.kind == stage_kind::middle ? split.middle : split.last;
     const bool has_embedding = r.kind == stage_kind::first;
     const bool has_head = r.kind == stage_kind::last || p == 1;
-    const stage_program prog = build_stage(blocks, c, r.layers, has_embedding, has_head);
+    const std::int64_t first_layer = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? split.first : m.layer_num - split.last;
+    const stage_program prog = build_stage(blocks, c, first_layer, r.layers, has_embedding, has_head);
 
     // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
     std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
     std::size_t shape_count = 0;
     double held = 0, fwd_peak = 0, bwd_peak = 0;
     peak_site fwd_site, bwd_site;
-    std::array<block_memory, 4> walks{};
+    std::array<block_memory, 6> walks{};
     for (std::size_t bi = 0; bi < prog.count; ++bi) {
       const stage_block& sb = prog.blocks[bi];
       const leaf_block& b = *sb.block;
@@ -310,9 +386,10 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
         r.bwd_tp_comm_time += l.bwd_comm * n;
         r.recompute_tp_comm_time += l.replay_comm() * n;
         r.params += l.params * n;
+        if (l.expert_params) r.expert_params += l.params * n;
         r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
         r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
-        if (l.weight_rows > 0) {
+        if (l.weight_rows > 0 && (!l.grouped || te_grouped_dummy)) {
           bool seen = false;
           for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
           if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
@@ -344,19 +421,28 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     r.p2p_time = p2p * transfers;
     r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                    r.recompute_tp_comm_time + r.p2p_time;
-    r.dp_time = detail::data_parallel_time(sys, s, r.params, grad_bytes, r.dp_buckets);
-    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes);
+    std::int64_t expert_buckets = 0;
+    r.dp_time = detail::data_parallel_time(sys, s, r.params - r.expert_params, grad_bytes, r.dp_buckets) +
+                detail::data_parallel_time(sys, s, r.expert_params, grad_bytes, expert_buckets, comm_group::edp);
+    r.dp_buckets += expert_buckets;
+    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes, r.expert_params);
 
-    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded over dp·cp by ZeRO-1.
+    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1 over dp·cp
+    // (dense parameters) and over the expert-data-parallel group (expert parameters).
     const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+    const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
     r.weight_mem = bytes{static_cast<std::int64_t>(r.params * E)};
     r.grad_mem = bytes{static_cast<std::int64_t>(r.params * grad_bytes)};
-    r.optimizer_state_mem = bytes{static_cast<std::int64_t>(r.params * 12.0 / shard)};
+    r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
     double dummy = 0;
     if (te_dummy)  // TE >= 2.3 keeps one bf16 wgrad buffer per distinct weight shape (get_dummy_wgrad)
       for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * E;
     r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy)};
-    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem;
+    // cuBLAS workspaces TE allocates through PyTorch (unknown compute capability: a current GPU).
+    const double cc = sys.accelerator.compute_capability;
+    const double workspace = (cc == 0 || cc >= 9) ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
+    r.workspace_mem = bytes{static_cast<std::int64_t>(workspace * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
     r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
     // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
     r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;

@@ -32,6 +32,8 @@ struct build_context {
   const system_spec* system = nullptr;
   const network_tier* tp_tier = nullptr;
   std::int64_t vocab = 0;  ///< padded vocabulary
+  const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
+  const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -282,100 +284,6 @@ constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
   l.fwd_peak = X;
   l.bwd_peak = X;
   return l;
-}
-
-/// Which leaves of a decoder layer replay their forward in backward, per the strategy.
-/// `full_block`: all. `selective_recompute`: attn_recompute → QKV + core attention (mla_rms_recompute
-/// adds the input norm); mlp_recompute → fc1, activation, fc2 (mlp_rms_recompute adds the pre-MLP
-/// norm); `recompute_variance` keeps the replay of core attention / fc2 free (their outputs are
-/// re-derived from neighbours). Megatron `--recompute-modules`: layernorm → both norms, whose
-/// consumers (QKV, fc1) then keep no input; mlp → fc1, activation, fc2.
-constexpr void plan_recompute(leaf_block& layer, const strategy_spec& s) {
-  auto find = [&](std::string_view n) -> leaf* {
-    for (std::size_t i = 0; i < layer.count; ++i)
-      if (layer.leaves[i].name == n) return &layer.leaves[i];
-    return nullptr;
-  };
-  leaf* ln1 = find("input_layernorm");
-  leaf* qkv = find("linear_qkv");
-  leaf* core = find("core_attention");
-  leaf* ln2 = find("pre_mlp_layernorm");
-  leaf* fc1 = find("linear_fc1");
-  leaf* act = find("swiglu");
-  if (act == nullptr) act = find("gelu");
-  leaf* fc2 = find("linear_fc2");
-  switch (s.recompute_granularity) {
-    case recompute_kind::full_block:
-      for (std::size_t i = 0; i < layer.count; ++i) layer.leaves[i].recompute = true;
-      break;
-    case recompute_kind::attn_only:
-      qkv->recompute = core->recompute = true;
-      if (leaf* proj = find("linear_proj")) proj->recompute = true;
-      break;
-    case recompute_kind::sdp_only:
-      core->recompute = true;
-      break;
-    case recompute_kind::mlp_only:
-      ln2->recompute = fc1->recompute = act->recompute = fc2->recompute = true;
-      break;
-    case recompute_kind::selective_recompute:
-      if (s.megatron_recompute) {
-        const bool norms = s.megatron_recompute_modules.contains(recompute_module::layernorm);
-        const bool mlp = s.megatron_recompute_modules.contains(recompute_module::mlp);
-        if (norms) {
-          ln1->recompute = ln2->recompute = true;
-          qkv->recompute = fc1->recompute = true;
-          qkv->replay_free = fc1->replay_free = true;
-          qkv->cache = fc1->cache = 0;  // the consumer re-reads the replayed norm output
-        }
-        if (mlp) fc1->recompute = act->recompute = fc2->recompute = true;
-        if (norms && mlp) act->segment_start = true;  // fc1 ends the norm checkpoint; the MLP one starts after it
-      } else {
-        if (s.mla_rms_recompute) ln1->recompute = true;
-        if (s.attn_recompute) { qkv->recompute = core->recompute = true; core->replay_free = s.recompute_variance; }
-        if (s.mlp_rms_recompute) ln2->recompute = true;
-        if (s.mlp_recompute) { fc1->recompute = act->recompute = fc2->recompute = true; fc2->replay_free = s.recompute_variance; }
-      }
-      break;
-    default: break;
-  }
-  if (leaf* rope = find("rotary_pos_emb")) rope->recompute = rope->recompute || (qkv->recompute && core->recompute);  // between them
-  ln1->segment_start = true;  // checkpoints never span two layers
-  layer.assign_roles();
-}
-
-/// One dense decoder layer; `recomputed` applies the strategy's recompute plan.
-constexpr leaf_block dense_layer(const build_context& c, bool recomputed) {
-  const auto& m = c.m();
-  const std::int64_t t = c.s().tp_size;
-  const std::int64_t h = m.hidden_size, d = head_dim(m);
-  const std::int64_t ffn = *m.intermediate_size;
-  leaf_block b;
-  b.push(norm_leaf(c, "input_layernorm"));
-  b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
-  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-  b.push(attention_leaf(c));
-  b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
-  b.push(residual_leaf(c, "attention_residual_add"));
-  b.push(norm_leaf(c, "pre_mlp_layernorm"));
-  b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
-  b.push(activation_leaf(c));
-  b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
-  b.push(residual_leaf(c, "mlp_residual_add"));
-  if (m.add_linear_bias) {
-    // Biases: QKV and fc1 shards, proj and fc2 full (added after the reduction).
-    auto add_bias = [&](std::string_view name, std::int64_t n) {
-      for (std::size_t i = 0; i < b.count; ++i)
-        if (b.leaves[i].name == name) b.leaves[i].params += static_cast<double>(n);
-    };
-    add_bias("linear_qkv", (m.head_num + 2 * m.kv_head_num) * d / t);
-    add_bias("linear_proj", h);
-    add_bias("linear_fc1", (m.use_swiglu ? 2 * ffn : ffn) / t);
-    add_bias("linear_fc2", h);
-  }
-  if (recomputed) plan_recompute(b, c.s());
-  else b.assign_roles();
-  return b;
 }
 
 LLMSIM_END_NAMESPACE

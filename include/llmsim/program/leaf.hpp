@@ -38,6 +38,9 @@ struct leaf {
   bool recompute = false;     ///< forward replayed in backward
   bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
   bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  bool expert_params = false; ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
+  bool grouped = false;       ///< a grouped GEMM (TE GroupedLinear)
+  bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
@@ -50,13 +53,13 @@ struct leaf {
   /// Replay time added to backward.
   [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
   [[nodiscard]] constexpr seconds replay_comm() const {
-    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row) ? fwd_comm : seconds{};
+    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay) ? fwd_comm : seconds{};
   }
 };
 
 /// Leaves that run `repeat` times in a row (identical layers are built once and counted).
 struct leaf_block {
-  static constexpr std::size_t capacity = 16;
+  static constexpr std::size_t capacity = 32;  // an MLA + MoE layer has 23 leaves
   std::array<leaf, capacity> leaves{};
   std::size_t count = 0;
   std::int64_t repeat = 1;

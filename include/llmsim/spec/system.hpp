@@ -133,6 +133,9 @@ struct accelerator_spec {
   std::array<compute_op_spec, compute_kind_names.size()> op{};
   std::array<bandwidth_spec, memory_kind_names.size()> bandwidth{};
   accelerator_mode mode = accelerator_mode::roofline;
+  /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
+  /// extension: sizes TransformerEngine's cuBLAS workspaces).
+  double compute_capability = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -186,6 +189,7 @@ constexpr void validate(const system_spec& sys) {
   using detail::report_error;
   if (sys.num_per_node < 1 || sys.num_per_node > 1024) report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
   if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0) report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number", sys.accelerator.mem_gbs);
+  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 || sys.accelerator.compute_capability > 100) report_error(api, "system.accelerator.compute_capability", "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)", sys.accelerator.compute_capability);
   if (sys.accelerator.mode == accelerator_mode::invalid) report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
   if (!sys.op(compute_kind::default_kind).present) report_error(api, "system.accelerator.op.default", "system.accelerator.op.default is required (used for every op kind without its own entry)");
   if (!sys.memory(memory_kind::default_kind).present) report_error(api, "system.accelerator.bandwidth.default", "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");

@@ -1,0 +1,309 @@
+/// \file llmsim/program/moe.hpp
+/// Leaves of multi-head latent attention (DeepSeek-V2 §2.1) and of a mixture-of-experts MLP with
+/// Megatron-LM's all-to-all token dispatcher and grouped GEMMs (TransformerEngine GroupedLinear).
+///
+/// MLA (tp = 1): q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
+/// without q compression; kv_down (h→kv_lora_rank+rope) + RMSNorm + kv_up (→ heads·(qk+v)); the
+/// rotary part and the q/k concatenations run as copies (Megatron's unfused MLA path makes q, k, v
+/// contiguous for TE); flash attention with qk head dim qk+rope and v head dim v; output projection.
+///
+/// MoE: router GEMM (h→experts) with its softmax; permutation (two memory-bound kernels on the
+/// `permute_fwd` / `permute_bwd` bandwidth entries) and the all-to-all dispatch over ep (plus the
+/// routing probabilities with `dispatch_probs`); grouped GEMMs keyed by the system's `group_matmul`
+/// table; (prob-weighted) SwiGLU; unpermutation and the all-to-all combine; shared experts as an
+/// ordinary MLP; the shared + routed sum. Routing is balanced; with
+/// `moe_pad_expert_input_to_capacity` every expert receives exactly its capacity.
+#pragma once
+
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/network_cost.hpp>
+#include <llmsim/program/dense.hpp>
+#include <llmsim/program/leaf.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Token counts of one MoE layer on one rank.
+struct moe_tokens {
+  double local = 0;     ///< tokens of the micro-batch on this rank (T0)
+  double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
+  double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
+  std::int64_t local_experts = 1;
+};
+
+/// Megatron capacity with padding: ceil(topk·T0 / E) tokens per expert per source rank, × capacity.
+constexpr moe_tokens moe_token_counts(const build_context& c) {
+  const auto& m = c.m();
+  const auto& s = c.s();
+  moe_tokens t;
+  t.local = c.local_tokens();
+  t.local_experts = m.expert_num / s.ep_size;
+  const double topk = static_cast<double>(m.topk.value_or(1));
+  const double experts = static_cast<double>(m.expert_num);
+  auto padded = [&](double copies) {
+    if (!m.moe_pad_expert_input_to_capacity) return copies;
+    const double per_expert = static_cast<double>(static_cast<std::int64_t>((copies + experts - 1) / experts));  // ceil
+    return per_expert * experts * m.capacity;
+  };
+  t.dispatched = padded(topk * t.local);
+  t.expert = padded(topk * t.local * static_cast<double>(s.etp_size));
+  return t;
+}
+
+namespace detail {
+constexpr seconds ep_collective(const build_context& c, collective_kind kind, double size_bytes) {
+  if (c.s().ep_size <= 1) return {};
+  return collective_time(c.sys(), c.s(), *c.ep_tier, {kind, size_bytes, c.s().ep_size, comm_group::ep});
+}
+constexpr seconds etp_collective(const build_context& c, collective_kind kind, double size_bytes) {
+  if (c.s().etp_size <= 1) return {};
+  return collective_time(c.sys(), c.s(), *c.etp_tier, {kind, size_bytes, c.s().etp_size, comm_group::etp});
+}
+}  // namespace detail
+
+/// An RMSNorm over `width` features of the local tokens (MLA's q and kv latent norms).
+constexpr leaf latent_norm_leaf(const build_context& c, std::string_view name, std::int64_t width) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::norm;
+  const double E = c.element_bytes();
+  const double X = c.local_tokens() * static_cast<double>(width) * E;
+  const double w = static_cast<double>(width) * E;
+  const double stats = c.local_tokens() * E;
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  l.params = static_cast<double>(width);
+  l.input = X;
+  l.cache = X;
+  l.fwd_peak = 2 * X;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
+/// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
+/// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
+/// (the k_rope gradient summed over heads) and v's gradient copied. Each is one kernel.
+constexpr leaf mla_glue_leaf(const build_context& c) {
+  leaf l;
+  l.name = "mla_rope_and_concat";
+  l.kind = leaf_kind::activation;
+  const auto& m = c.m();
+  const double E = c.element_bytes();
+  const double T = c.local_tokens();
+  const double H = static_cast<double>(m.head_num);
+  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
+  const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
+  const double q_rope = T * H * rope * E, k_rope = T * rope * E;
+  auto kernel = [&](double b) { return memory_time(c.sys(), memory_kind::default_kind, b); };
+  const seconds pass = kernel(2 * q_rope) + kernel(2 * k_rope) + kernel(2 * q) + kernel(2 * k) + kernel(2 * vv);
+  l.fwd = pass;
+  l.bwd = pass;
+  l.input = q + vv;
+  l.fwd_peak = q + k + vv;
+  l.bwd_peak = q + k + vv;
+  return l;
+}
+
+/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank.
+constexpr leaf mla_attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t heads = m.head_num / t;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
+  const double E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
+  const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
+  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
+  const auto key = shape.key();
+  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * base, key.view(), memory_kind::default_kind, (2 * q + v + v + lse) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * base, key.view(), memory_kind::default_kind, (4 * q + 2 * v + v + lse) * E);
+  l.fwd = f.time;
+  l.bwd = g.time;
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (2 * q + v) * E;
+  l.cache = (2 * q + v + lse) * E;
+  l.fwd_peak = (2 * q + v + lse + v) * E;
+  l.bwd_peak = (4 * q + 2 * v + lse + v) * E;
+  return l;
+}
+
+/// The attention half of an MLA layer (input norm … output projection, residual add).
+constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const std::int64_t h = m.hidden_size, H = m.head_num;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
+  b.push(norm_leaf(c, "input_layernorm"));
+  if (m.q_lora_rank) {
+    b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
+    b.push(latent_norm_leaf(c, "q_layernorm", *m.q_lora_rank));
+    b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
+  } else {
+    b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
+  }
+  leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  kv_down.cache = 0;  // reads the same normed input the q projection keeps
+  b.push(kv_down);
+  b.push(latent_norm_leaf(c, "kv_layernorm", *m.kv_lora_rank));
+  b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
+  b.push(mla_glue_leaf(c));
+  b.push(mla_attention_leaf(c));
+  b.push(linear_leaf(c, "linear_proj", false, H * *m.v_head_dim, h));
+  b.push(residual_leaf(c, "attention_residual_add"));
+}
+
+/// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
+constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens, std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.name = name;
+  l.kind = leaf_kind::linear_column;
+  const double E = c.element_bytes();
+  const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
+  const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const std::string_view main_grad = c.main_grad_bytes() == 4.0 ? "fp32" : "bf16";
+  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
+  auto key = [&](std::string_view stage_flags) {
+    shape_key k;
+    k.append("ng=").append(experts).append(", M=").append(static_cast<std::int64_t>(tokens) / experts).append(", N=").append(out_features);
+    k.append(", K=").append(in_features).append(", dtype=").append(c.s().fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad);
+    k.append(stage_flags);
+    return k;
+  };
+  auto price = [&](std::string_view flags, double traffic, seconds& into) {
+    const auto k = key(flags);
+    const auto cost = kernel_time(c.sys(), kind, flop_count, k.view(), memory_kind::default_kind, traffic);
+    into += cost.time;
+    ++l.efficiency_lookups;
+    if (!cost.measured) ++l.efficiency_misses;
+  };
+  // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
+  price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
+  price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
+  price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  l.params = w;
+  l.expert_params = true;
+  l.input = x * E;
+  l.cache = x * E;
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E;
+  l.weight_rows = out_features;  // TE >= 2.10 keeps one dummy wgrad buffer per expert weight shape
+  l.weight_cols = in_features;
+  l.grouped = true;
+  return l;
+}
+
+/// The MLP half of a MoE layer (pre-MLP norm … shared + routed sum, residual add).
+constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const auto& s = c.s();
+  const std::int64_t h = m.hidden_size, X = m.expert_num, t = s.tp_size;
+  const double E = c.element_bytes();
+  const moe_tokens tok = moe_token_counts(c);
+  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+    const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
+    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, 2 * fs / t));
+    leaf act = activation_leaf(c);
+    const double in = c.tokens() * 2 * static_cast<double>(fs / t) * E, out = in / 2;
+    act.name = "shared_experts.swiglu";
+    act.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
+    act.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);
+    act.input = act.cache = in;
+    act.fwd_peak = act.bwd_peak = in + out;
+    b.push(act);
+    b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
+  }
+  {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
+    leaf r;
+    r.name = "router";
+    r.kind = leaf_kind::linear_column;
+    const double T0 = tok.local;
+    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
+    const double flop_count = 2.0 * T0 * static_cast<double>(h) * static_cast<double>(X);
+    const std::int64_t rows = static_cast<std::int64_t>(T0);
+    auto price = [&](const gemm_shape& g, double traffic, seconds& into) {
+      const auto k = g.key();
+      const auto cost = kernel_time(c.sys(), compute_kind::matmul, flop_count, k.view(), memory_kind::default_kind, traffic);
+      into += cost.time;
+      ++r.efficiency_lookups;
+      if (!cost.measured) ++r.efficiency_misses;
+    };
+    const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+    price({s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
+    price({s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
+    price({1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    r.params = static_cast<double>(h * X);
+    r.input = r.cache = in;
+    r.fwd_peak = r.bwd_peak = in + w + logits;
+    b.push(r);
+  }
+  const double probs = tok.local * static_cast<double>(X);  // routing probabilities of every token and expert
+  {  // Permutation + all-to-all dispatch (+ probabilities), ETP all-gather.
+    leaf p;
+    p.name = "permutation";
+    p.kind = leaf_kind::activation;
+    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
+    p.fwd = memory_time(c.sys(), memory_kind::permute_fwd, k1) + memory_time(c.sys(), memory_kind::permute_fwd, k2);
+    p.bwd = memory_time(c.sys(), memory_kind::permute_bwd, k1) + memory_time(c.sys(), memory_kind::permute_bwd, k2);
+    const double payload = tok.dispatched * static_cast<double>(h) * E;
+    p.fwd_comm = detail::ep_collective(c, collective_kind::all2all, payload);
+    p.bwd_comm = p.fwd_comm;
+    if (s.dispatch_probs) {
+      const seconds probs_a2a = detail::ep_collective(c, collective_kind::all2all, probs * E);
+      p.fwd_comm += probs_a2a;
+      p.bwd_comm += probs_a2a;
+    }
+    p.fwd_comm += detail::etp_collective(c, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
+    p.bwd_comm += detail::etp_collective(c, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    p.communicates_in_replay = true;
+    p.input = tok.local * static_cast<double>(h) * E + probs * 4;
+    p.cache = probs * 8;  // fp32 probabilities and the routing map
+    b.push(p);
+  }
+  const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
+  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, (m.use_swiglu ? 2 : 1) * fe));
+  {  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
+    leaf a;
+    a.name = "experts.swiglu";
+    a.kind = leaf_kind::activation;
+    const double in = tok.expert * static_cast<double>((m.use_swiglu ? 2 : 1) * fe) * E, out = tok.expert * static_cast<double>(fe) * E;
+    const double weights = s.dispatch_probs ? probs * E : 0;
+    a.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights);
+    a.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights);
+    a.input = in;
+    a.cache = in;
+    a.fwd_peak = a.bwd_peak = in + out + (s.dispatch_probs ? probs * 8 : 0);
+    b.push(a);
+  }
+  b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
+  {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
+    leaf u;
+    u.name = "unpermutation";
+    u.kind = leaf_kind::activation;
+    const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
+    u.fwd = memory_time(c.sys(), memory_kind::permute_fwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_fwd, A + out);
+    u.bwd = memory_time(c.sys(), memory_kind::permute_bwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_bwd, A + out);
+    u.fwd_comm = detail::etp_collective(c, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    u.bwd_comm = detail::etp_collective(c, collective_kind::all_gather, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    u.communicates_in_replay = true;
+    u.input = A;
+    if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+      u.fwd_peak = (A > out ? A : out);
+    } else {  // combine weights the expert outputs by the probabilities: keeps them
+      u.cache = A;
+      u.fwd_peak = u.bwd_peak = A + out;
+    }
+    b.push(u);
+  }
+  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+    b.push(residual_leaf(c, "shared_plus_routed"));
+  }
+  b.push(residual_leaf(c, "mlp_residual_add"));
+}
+
+LLMSIM_END_NAMESPACE
