@@ -1802,18 +1802,19 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   return l;
 }
 
-/// RMSNorm (LayerNorm adds a bias and the mean) over the local residual stream, TE fused kernels:
-/// forward reads x and writes y; backward computes the input gradient, then the weight gradient.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+/// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
+/// y; backward computes the input gradient, then the weight gradient. RMSNorm keeps rstd;
+/// LayerNorm adds a bias and the mean.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int64_t width, norm_kind kind) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::norm;
   const double E = c.element_bytes();
-  const double h = static_cast<double>(c.m().hidden_size);
-  const double parameters = c.m().norm_type == norm_kind::layernorm ? 2 * h : h;
-  const double X = c.local_tokens() * h * E;
+  const double n = static_cast<double>(width);
+  const double parameters = kind == norm_kind::layernorm ? 2 * n : n;
+  const double X = c.local_tokens() * n * E;
   const double w = parameters * E;
-  const double stats = c.local_tokens() * E * (c.m().norm_type == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
+  const double stats = c.local_tokens() * E * (kind == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
   l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
   l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
   l.params = parameters;
@@ -1823,6 +1824,8 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
   l.bwd_peak = 2 * X + stats;
   return l;
 }
+/// The model's norm over the hidden size.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type); }
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
@@ -2040,25 +2043,6 @@ constexpr seconds etp_collective(const build_context& c, collective_kind kind, d
 }
 }  // namespace detail
 
-/// An RMSNorm over `width` features of the local tokens (MLA's q and kv latent norms).
-constexpr leaf latent_norm_leaf(const build_context& c, std::string_view name, std::int64_t width) {
-  leaf l;
-  l.name = name;
-  l.kind = leaf_kind::norm;
-  const double E = c.element_bytes();
-  const double X = c.local_tokens() * static_cast<double>(width) * E;
-  const double w = static_cast<double>(width) * E;
-  const double stats = c.local_tokens() * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
-  l.params = static_cast<double>(width);
-  l.input = X;
-  l.cache = X;
-  l.fwd_peak = 2 * X;
-  l.bwd_peak = 2 * X + stats;
-  return l;
-}
-
 /// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
 /// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
 /// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
@@ -2120,7 +2104,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, "input_layernorm"));
   if (m.q_lora_rank) {
     b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
-    b.push(latent_norm_leaf(c, "q_layernorm", *m.q_lora_rank));
+    b.push(norm_leaf(c, "q_layernorm", *m.q_lora_rank, norm_kind::rmsnorm));
     b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
   } else {
     b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
@@ -2128,7 +2112,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
   b.push(kv_down);
-  b.push(latent_norm_leaf(c, "kv_layernorm", *m.kv_lora_rank));
+  b.push(norm_leaf(c, "kv_layernorm", *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
   b.push(mla_attention_leaf(c));
@@ -2853,26 +2837,27 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
 constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
 }  // namespace detail
 
+namespace detail {
+/// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
+constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = attention_linear_params(m) + layer_norm_params(m);
+  const auto dense = static_cast<double>(dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+}
+}  // namespace detail
+
 /// Parameters of the whole model (embedding and LM head counted separately unless tied).
 /// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
-  const auto dense = static_cast<double>(detail::dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.expert_num))) + embeddings + final_norm;
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
 }
 /// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
 constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
-  const auto dense = static_cast<double>(detail::dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))) + embeddings + final_norm;
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.topk.value_or(1)));
 }
 
 /// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a

@@ -42,7 +42,9 @@ figures run_cases(bool moe) {
       ++mem_n;
     }
     // Every GEMM and attention shape of the dense runs is in the system's table (the A100 table lacks the MoE router's).
-    if (!moe) EXPECT_EQ(perf.analysis_cost().efficiency_misses, 0) << name << ": every shape of these runs is in the system's table";
+    if (!moe) {
+      EXPECT_EQ(perf.analysis_cost().efficiency_misses, 0) << name << ": every shape of these runs is in the system's table";
+    }
   }
   return {n ? time_sum / n : 0, time_max, mem_n ? mem_sum / mem_n : 0, mem_max, n, mem_n};
 }
@@ -64,36 +66,12 @@ TEST(ValidationCases, MoeRunsWithinTheAgreedErrors) {
 TEST(ValidationCases, DenseRunsWithinTheAgreedErrors) {
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
-  const auto doc = lj::read_file(file);
-  const auto root = file.parent_path() / doc["config_root"].get<std::string>();
-  double time_sum = 0, time_max = 0, mem_sum = 0, mem_max = 0;
-  int n = 0, mem_n = 0;
-  for (const auto& c : doc["cases"]) {
-    const auto name = c["name"].get<std::string>();
-    if (name.find("deepseek") != std::string::npos) continue;  // MoE: its own issue
-    lj::perf_llm perf;
-    perf.configure(root / c["strategy"].get<std::string>(), root / c["model"].get<std::string>(), root / c["system"].get<std::string>(), {},
-                   c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()));
-    perf.run_estimate();
-    const double t = perf.analysis_cost().duration_time_per_iter.ms();
-    const double err = std::fabs(t - c["real"]["iter_time_ms"].get<double>()) / c["real"]["iter_time_ms"].get<double>();
-    time_sum += err;
-    time_max = std::max(time_max, err);
-    ++n;
-    if (c["real"].value("memory_verified", false)) {
-      const double m = perf.analysis_mem().peak_mem.gib();
-      const double merr = std::fabs(m - c["real"]["peak_alloc_gib"].get<double>()) / c["real"]["peak_alloc_gib"].get<double>();
-      mem_sum += merr;
-      mem_max = std::max(mem_max, merr);
-      ++mem_n;
-    }
-    EXPECT_EQ(perf.analysis_cost().efficiency_misses, 0) << name << ": every shape of these runs is in the system's table";
-  }
-  ASSERT_EQ(n, 36);
-  ASSERT_EQ(mem_n, 12);
-  EXPECT_LE(time_sum / n, 0.03) << "time mean |err|";
-  EXPECT_LE(time_max, 0.08) << "time max |err|";
-  EXPECT_LE(mem_sum / mem_n, 0.005) << "memory mean |err|";
-  EXPECT_LE(mem_max, 0.01) << "memory max |err|";
-  std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * time_sum / n, 100 * time_max, 100 * mem_sum / mem_n, 100 * mem_max);
+  const figures f = run_cases(false);
+  ASSERT_EQ(f.n, 36);
+  ASSERT_EQ(f.mem_n, 12);
+  EXPECT_LE(f.time_mean, 0.03) << "time mean |err|";
+  EXPECT_LE(f.time_max, 0.08) << "time max |err|";
+  EXPECT_LE(f.mem_mean, 0.005) << "memory mean |err|";
+  EXPECT_LE(f.mem_max, 0.01) << "memory max |err|";
+  std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean, 100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }

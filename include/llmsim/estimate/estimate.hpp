@@ -183,26 +183,27 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
 constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
 }  // namespace detail
 
+namespace detail {
+/// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
+constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = attention_linear_params(m) + layer_norm_params(m);
+  const auto dense = static_cast<double>(dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+}
+}  // namespace detail
+
 /// Parameters of the whole model (embedding and LM head counted separately unless tied).
 /// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
-  const auto dense = static_cast<double>(detail::dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.expert_num))) + embeddings + final_norm;
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
 }
 /// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
 constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double attn = detail::attention_linear_params(m) + detail::layer_norm_params(m);
-  const auto dense = static_cast<double>(detail::dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))) + embeddings + final_norm;
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.topk.value_or(1)));
 }
 
 /// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a

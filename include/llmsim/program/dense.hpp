@@ -108,18 +108,19 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   return l;
 }
 
-/// RMSNorm (LayerNorm adds a bias and the mean) over the local residual stream, TE fused kernels:
-/// forward reads x and writes y; backward computes the input gradient, then the weight gradient.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+/// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
+/// y; backward computes the input gradient, then the weight gradient. RMSNorm keeps rstd;
+/// LayerNorm adds a bias and the mean.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int64_t width, norm_kind kind) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::norm;
   const double E = c.element_bytes();
-  const double h = static_cast<double>(c.m().hidden_size);
-  const double parameters = c.m().norm_type == norm_kind::layernorm ? 2 * h : h;
-  const double X = c.local_tokens() * h * E;
+  const double n = static_cast<double>(width);
+  const double parameters = kind == norm_kind::layernorm ? 2 * n : n;
+  const double X = c.local_tokens() * n * E;
   const double w = parameters * E;
-  const double stats = c.local_tokens() * E * (c.m().norm_type == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
+  const double stats = c.local_tokens() * E * (kind == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
   l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
   l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
   l.params = parameters;
@@ -129,6 +130,8 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
   l.bwd_peak = 2 * X + stats;
   return l;
 }
+/// The model's norm over the hidden size.
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type); }
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,

@@ -60,25 +60,6 @@ constexpr seconds etp_collective(const build_context& c, collective_kind kind, d
 }
 }  // namespace detail
 
-/// An RMSNorm over `width` features of the local tokens (MLA's q and kv latent norms).
-constexpr leaf latent_norm_leaf(const build_context& c, std::string_view name, std::int64_t width) {
-  leaf l;
-  l.name = name;
-  l.kind = leaf_kind::norm;
-  const double E = c.element_bytes();
-  const double X = c.local_tokens() * static_cast<double>(width) * E;
-  const double w = static_cast<double>(width) * E;
-  const double stats = c.local_tokens() * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
-  l.params = static_cast<double>(width);
-  l.input = X;
-  l.cache = X;
-  l.fwd_peak = 2 * X;
-  l.bwd_peak = 2 * X + stats;
-  return l;
-}
-
 /// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
 /// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
 /// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
@@ -140,7 +121,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, "input_layernorm"));
   if (m.q_lora_rank) {
     b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
-    b.push(latent_norm_leaf(c, "q_layernorm", *m.q_lora_rank));
+    b.push(norm_leaf(c, "q_layernorm", *m.q_lora_rank, norm_kind::rmsnorm));
     b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
   } else {
     b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
@@ -148,7 +129,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
   b.push(kv_down);
-  b.push(latent_norm_leaf(c, "kv_layernorm", *m.kv_lora_rank));
+  b.push(norm_leaf(c, "kv_layernorm", *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
   b.push(mla_attention_leaf(c));
