@@ -25,3 +25,4 @@
 #include <llmsim/perf_llm.hpp>
 #include <llmsim/catalogue/catalogue.hpp>
 #include <llmsim/report.hpp>
+#include <llmsim/typed.hpp>

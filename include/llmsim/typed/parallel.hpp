@@ -1,0 +1,218 @@
+/// \file llmsim/typed/parallel.hpp
+/// A training strategy as a type: `llmsim::parallel<tp<8>, pp<4>, dp<64>, recompute::selective>`.
+/// Options come in any order; the rest keep the defaults of strategy names
+/// (`catalogue::parse_strategy_name`): sequence 4096, micro-batch 1, 8 micro-batches, ZeRO-1,
+/// sequence parallelism on, no recompute. `parallel<...>::spec` is the `strategy_spec`, with
+/// `world_size = tp * pp * cp * dp`, checked on its own by `validate(strategy_spec)`.
+///
+/// ```cpp
+/// using namespace llmsim;
+/// using layout = parallel<tp<8>, pp<4>, dp<64>, zero<1>, recompute::selective, seq<4096>, micro_batches<32>>;
+/// static_assert(layout::spec.world_size == 2048);
+/// ```
+#pragma once
+
+#include <llmsim/core/error.hpp>
+#include <llmsim/spec/model.hpp>
+#include <llmsim/spec/strategy.hpp>
+#include <llmsim/typed/concepts.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Tensor-parallel size.
+template <std::int64_t N>
+struct tp {
+  static constexpr option_key key = option_key::tp;
+  static constexpr void apply(strategy_draft& d) { d.spec.tp_size = N; }
+};
+/// Pipeline-parallel size (stages).
+template <std::int64_t N>
+struct pp {
+  static constexpr option_key key = option_key::pp;
+  static constexpr void apply(strategy_draft& d) { d.spec.pp_size = N; }
+};
+/// Data-parallel size.
+template <std::int64_t N>
+struct dp {
+  static constexpr option_key key = option_key::dp;
+  static constexpr void apply(strategy_draft& d) { d.dp = N; }
+};
+/// Context-parallel size.
+template <std::int64_t N>
+struct cp {
+  static constexpr option_key key = option_key::cp;
+  static constexpr void apply(strategy_draft& d) { d.spec.cp_size = N; }
+};
+/// Expert-parallel size.
+template <std::int64_t N>
+struct ep {
+  static constexpr option_key key = option_key::ep;
+  static constexpr void apply(strategy_draft& d) { d.spec.ep_size = N; }
+};
+/// Expert tensor-parallel size.
+template <std::int64_t N>
+struct etp {
+  static constexpr option_key key = option_key::etp;
+  static constexpr void apply(strategy_draft& d) { d.spec.etp_size = N; }
+};
+/// Virtual pipeline chunks per stage (interleaved 1F1B); 1 is plain 1F1B.
+template <std::int64_t N>
+struct vpp {
+  static constexpr option_key key = option_key::vpp;
+  static constexpr void apply(strategy_draft& d) { d.spec.interleaving_size = N; }
+};
+/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer.
+template <std::int64_t N>
+struct zero {
+  static constexpr option_key key = option_key::zero;
+  static constexpr void apply(strategy_draft& d) { d.spec.zero_state = N; }
+};
+/// Sequence length in tokens.
+template <std::int64_t N>
+struct seq {
+  static constexpr option_key key = option_key::seq;
+  static constexpr void apply(strategy_draft& d) { d.spec.seq_len = N; }
+};
+/// Sequences per micro-batch.
+template <std::int64_t N>
+struct micro_batch {
+  static constexpr option_key key = option_key::micro_batch;
+  static constexpr void apply(strategy_draft& d) { d.spec.micro_batch_size = N; }
+};
+/// Micro-batches per iteration (gradient-accumulation steps).
+template <std::int64_t N>
+struct micro_batches {
+  static constexpr option_key key = option_key::micro_batches;
+  static constexpr void apply(strategy_draft& d) { d.spec.micro_batch_num = N; }
+};
+/// Decoder layers of the first pipeline stage, when it differs from the others (Megatron
+/// `--decoder-first-pipeline-num-layers`; the other stages share the rest evenly).
+template <std::int64_t N>
+struct first_stage_layers {
+  static constexpr option_key key = option_key::first_stage_layers;
+  static constexpr void apply(strategy_draft& d) { d.spec.num_layers_in_first_pipeline_stage = N; }
+};
+/// Decoder layers of the last pipeline stage (Megatron `--decoder-last-pipeline-num-layers`).
+template <std::int64_t N>
+struct last_stage_layers {
+  static constexpr option_key key = option_key::last_stage_layers;
+  static constexpr void apply(strategy_draft& d) { d.spec.num_layers_in_last_pipeline_stage = N; }
+};
+/// Megatron sequence parallelism of the tensor-parallel group's norms and dropouts (on by default).
+template <bool On>
+struct sequence_parallel {
+  static constexpr option_key key = option_key::sequence_parallel;
+  static constexpr void apply(strategy_draft& d) { d.spec.enable_sequence_parallel = On; }
+};
+using no_sequence_parallel = sequence_parallel<false>;
+
+/// What backward recomputes (the strategy-name tokens `full` / `selective`).
+namespace recompute {
+/// Keep every activation (the default).
+struct none {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = false;
+    d.spec.recompute_granularity = recompute_kind::none;
+    d.spec.recompute_layer_num = 0;
+  }
+};
+/// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
+struct selective {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = true;
+    d.spec.recompute_granularity = recompute_kind::selective_recompute;
+    d.spec.attn_recompute = true;
+    d.spec.recompute_layer_num = max_dimension;
+  }
+};
+/// Recompute whole layers, keeping only their inputs; `full_layers<N>`: the first N layers of
+/// each stage (Megatron `--recompute-granularity full --recompute-method block --recompute-num-layers N`).
+template <std::int64_t Layers>
+struct full_layers {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = true;
+    d.spec.recompute_granularity = recompute_kind::full_block;
+    d.spec.recompute_layer_num = Layers;
+  }
+};
+/// Recompute every layer.
+using full = full_layers<max_dimension>;
+}  // namespace recompute
+
+/// The starting point of `parallel<...>`: the defaults of strategy names
+/// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
+inline constexpr strategy_spec parallel_defaults{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
+
+namespace detail {
+
+/// Option `Index` (0-based) of `llmsim::parallel<...>` has type `T`.
+template <std::size_t Index, class T>
+struct parallel_option {
+  static_assert(StrategyOption<T>, "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); parallel_option<index, type> in the notes names it");
+};
+/// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
+template <class... Options, std::size_t... I>
+constexpr void report_unknown_options(std::index_sequence<I...>) {
+  using checked [[maybe_unused]] = std::void_t<decltype(sizeof(parallel_option<I, Options>))...>;
+}
+
+template <class... Options>
+constexpr bool options_are_known() {
+  constexpr std::array<bool, sizeof...(Options) + 1> ok{StrategyOption<Options>..., true};
+  for (bool b : ok)
+    if (!b) return false;
+  return true;
+}
+
+template <std::size_t N>
+constexpr bool keys_distinct(const std::array<option_key, N>& keys) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (keys[i] == keys[j] && keys[i] != option_key::custom) return false;
+  return true;
+}
+
+template <class... Options>
+constexpr bool check_parallel() {
+  if constexpr (!options_are_known<Options...>()) {
+    report_unknown_options<Options...>(std::index_sequence_for<Options...>{});
+  } else {
+    static_assert(keys_distinct(std::array<option_key, sizeof...(Options)>{Options::key...}),
+                  "llmsim::parallel: a setting is given twice (two tp<N>, two recompute options, ...)");
+  }
+  return true;
+}
+
+template <class... Options>
+constexpr strategy_spec lower_parallel() {
+  strategy_draft d{parallel_defaults, 1};
+  if constexpr (options_are_known<Options...>()) {
+    [[maybe_unused]] const int applied[] = {0, (Options::apply(d), 0)...};
+  }
+  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) * static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
+  if (d.dp < 1) llmsim::detail::report_error("llmsim::parallel", "dp", "dp<{}> must be at least 1", d.dp);
+  if (world > static_cast<double>(max_dimension)) llmsim::detail::report_error("llmsim::parallel", "strategy.world_size", "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
+  d.spec.world_size = d.spec.tp_size * d.spec.pp_size * d.spec.cp_size * d.dp;
+  validate(d.spec);
+  return d.spec;
+}
+
+}  // namespace detail
+
+/// A strategy as a type; `spec` is its `strategy_spec`. Unknown or repeated options do not compile.
+template <class... Options>
+struct parallel {
+  static_assert(detail::check_parallel<Options...>());
+  static constexpr strategy_spec spec = detail::lower_parallel<Options...>();
+};
+
+LLMSIM_END_NAMESPACE
