@@ -2388,7 +2388,7 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
 }
 
 /// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
-constexpr leaf_block decoder_layer(const build_context& c, bool moe_mlp, bool recomputed) {
+constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, bool recomputed) {
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t h = m.hidden_size, d = head_dim(m);
@@ -2891,12 +2891,12 @@ constexpr job_blocks build_blocks(const build_context& c) {
   j.embedding.push(embedding_leaf(c));
   const bool rc = recompute_active(c.s());
   if (detail::dense_layer_count(c.m()) > 0) {
-    j.dense_layer = decoder_layer(c, false, false);
-    if (rc) j.dense_layer_recomputed = decoder_layer(c, false, true);
+    j.dense_layer = decoder_layer_leaves(c, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(c, false, true);
   }
   if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
-    j.moe_layer = decoder_layer(c, true, false);
-    if (rc) j.moe_layer_recomputed = decoder_layer(c, true, true);
+    j.moe_layer = decoder_layer_leaves(c, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
   }
   j.head.push(norm_leaf(c, "final_layernorm"));
   j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
@@ -3567,3 +3567,957 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/report.hpp -------------------------------------------------------------------------
+// ---- begin llmsim/typed.hpp ------------------------------------------------------------------------
+/// \file llmsim/typed.hpp
+/// The typed compile-time API: models as Boost.Hana sequences of layer kinds, strategies and
+/// accelerators as types, lowered into the specs of the core and estimated by the same
+/// `llmsim::estimate` that serves JSON configs at run time.
+///
+/// ```cpp
+/// using namespace llmsim::typed;
+/// constexpr auto llama3_70b = model("llama3_70b", embedding{.vocab = 128256, .hidden = 8192},
+///     repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 28672}}, 80},
+///     lm_head{});
+/// constexpr auto r = estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>, llmsim::dp<2>>{}, llmsim::hw::h100_sxm{});
+/// static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>);
+/// ```
+
+// ---- begin llmsim/typed/concepts.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/concepts.hpp
+/// The concepts of the typed compile-time API: what may stand in a model (`Layer`), inside a
+/// decoder layer (`AttentionKind`, `MlpKind`, `NormKind`), in `llmsim::parallel<...>`
+/// (`StrategyOption`), and what can be estimated (`ParallelStrategy`, `Accelerator`).
+///
+/// A kind says what it is with a `static constexpr kind_role role`; its sizes are data members.
+/// Strategies and accelerators are types with a `static constexpr` spec, so the same
+/// `strategy_spec` / `system_spec` the runtime path loads from JSON is what the types carry.
+///
+/// ```cpp
+/// static_assert(llmsim::ParallelStrategy<llmsim::parallel<llmsim::tp<8>, llmsim::dp<8>>>);
+/// static_assert(llmsim::Accelerator<llmsim::hw::h100_sxm>);
+/// static_assert(!llmsim::typed::Layer<int>);
+/// ```
+
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace typed {
+
+/// What a kind type describes.
+enum class kind_role : std::uint8_t { embedding, decoder, lm_head, attention, mlp, norm };
+
+namespace detail {
+template <class T, kind_role Role>
+concept has_role = requires {
+  { std::remove_cvref_t<T>::role } -> std::convertible_to<kind_role>;
+} && std::remove_cvref_t<T>::role == Role;
+}  // namespace detail
+
+/// Self-attention of a decoder layer: `gqa_attention`, `mha_attention`, `mla_attention`.
+template <class T>
+concept AttentionKind = detail::has_role<T, kind_role::attention>;
+/// Feed-forward block of a decoder layer: `swiglu_mlp`, `gelu_mlp`, `moe_mlp`.
+template <class T>
+concept MlpKind = detail::has_role<T, kind_role::mlp>;
+/// Normalisation of a decoder layer: `rms_norm`, `layer_norm`.
+template <class T>
+concept NormKind = detail::has_role<T, kind_role::norm>;
+/// One decoder layer, or a run of identical ones: `decoder_layer<...>`, `repeated<...>`.
+template <class T>
+concept DecoderLayer = detail::has_role<T, kind_role::decoder>;
+/// Anything that may stand in a model: `embedding`, `decoder_layer`, `repeated`, `lm_head`.
+template <class T>
+concept Layer = detail::has_role<T, kind_role::embedding> || DecoderLayer<T> || detail::has_role<T, kind_role::lm_head>;
+
+}  // namespace typed
+
+/// What the options of `llmsim::parallel<...>` write into: the strategy, and the data-parallel
+/// size from which `world_size = tp * pp * cp * dp` is formed at the end.
+struct strategy_draft {
+  strategy_spec spec{};
+  std::int64_t dp = 1;
+};
+
+/// Which setting an option of `llmsim::parallel<...>` makes; two options with the same key
+/// (other than `custom`) are refused.
+enum class option_key : std::uint8_t {
+  tp, pp, dp, cp, ep, etp, vpp, zero, seq, micro_batch, micro_batches, first_stage_layers, last_stage_layers, recompute, sequence_parallel, custom
+};
+
+/// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a
+/// type with `static constexpr option_key key = option_key::custom;` and
+/// `static constexpr void apply(strategy_draft&)`.
+template <class T>
+concept StrategyOption = requires(strategy_draft& d) {
+  { T::key } -> std::convertible_to<option_key>;
+  T::apply(d);
+};
+
+/// A strategy as a type: `T::spec` is a constant `strategy_spec` (e.g. `llmsim::parallel<...>`).
+template <class T>
+concept ParallelStrategy = requires {
+  { std::remove_cvref_t<T>::spec } -> std::convertible_to<const strategy_spec&>;
+  typename std::integral_constant<std::int64_t, std::remove_cvref_t<T>::spec.world_size>;  // a constant
+};
+
+/// An accelerator (and its cluster) as a type: `T::spec` is a constant `system_spec` (`llmsim::hw::h100_sxm`).
+template <class T>
+concept Accelerator = requires {
+  { std::remove_cvref_t<T>::spec } -> std::convertible_to<const system_spec&>;
+  typename std::integral_constant<std::int64_t, std::remove_cvref_t<T>::spec.num_per_node>;  // a constant
+};
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/concepts.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/layers.hpp -----------------------------------------------------------------
+/// \file llmsim/typed/layers.hpp
+/// Layer kinds of the typed API. Kinds are types, sizes are data: `gqa_attention{.heads = 64,
+/// .kv_heads = 8, .head_dim = 128}`, never `gqa_attention<64, 8, 128>`, so every size can as well
+/// come from a file. Each kind knows only which `model_spec` fields it sets (`lower_into`); the
+/// formulas live in the estimate and see nothing of the kinds.
+///
+/// ```cpp
+/// using namespace llmsim::typed;
+/// constexpr auto block = decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+///                                      swiglu_mlp{.ffn = 14336}, rms_norm{}};
+/// constexpr auto stack = repeated{block, 32};
+/// ```
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace typed {
+
+// ---- embedding and head ------------------------------------------------------------------------
+
+/// Token embedding of `vocab` rows of width `hidden` (the model's hidden size), with the position
+/// encoding the model uses (rotary by default; GPT-2/3 learn absolute positions).
+struct embedding {
+  static constexpr kind_role role = kind_role::embedding;
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+  position_kind position = position_kind::rope;
+};
+
+/// Final norm, output projection and loss. `tied`: reuses the embedding weight (GPT-3).
+struct lm_head {
+  static constexpr kind_role role = kind_role::lm_head;
+  bool tied = false;
+};
+
+// ---- attention ---------------------------------------------------------------------------------
+
+/// Grouped-query attention: `kv_heads` key/value heads shared by groups of the `heads` query heads.
+/// `head_dim` 0: hidden / heads. `bias`: the projections carry biases.
+struct gqa_attention {
+  static constexpr kind_role role = kind_role::attention;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  bool bias = false;
+};
+
+/// Multi-head attention: one key/value head per query head (grouped-query with kv_heads == heads).
+struct mha_attention {
+  static constexpr kind_role role = kind_role::attention;
+  std::int64_t heads = 0;
+  std::int64_t head_dim = 0;  ///< 0: hidden / heads
+  bool bias = false;
+};
+
+/// DeepSeek multi-head latent attention (DeepSeek-V2 §2.1): queries through a `q_lora_rank`
+/// bottleneck (0: none), keys and values through `kv_lora_rank`, a `qk_pos_emb_head_dim` rotary part.
+struct mla_attention {
+  static constexpr kind_role role = kind_role::attention;
+  std::int64_t heads = 0;
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_head_dim = 0;
+  std::int64_t qk_pos_emb_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  bool bias = false;
+};
+
+// ---- MLP ---------------------------------------------------------------------------------------
+
+/// Gated MLP with SiLU (Llama, Qwen): three GEMMs of width `ffn`.
+struct swiglu_mlp {
+  static constexpr kind_role role = kind_role::mlp;
+  static constexpr bool moe = false;
+  std::int64_t ffn = 0;
+  bool bias = false;
+};
+
+/// Two-GEMM MLP with GeLU (GPT-2/3) of width `ffn`.
+struct gelu_mlp {
+  static constexpr kind_role role = kind_role::mlp;
+  static constexpr bool moe = false;
+  std::int64_t ffn = 0;
+  bool bias = false;
+};
+
+/// Mixture of experts: `experts` SwiGLU experts of width `expert_ffn`, `topk` per token, and a
+/// shared expert of width `shared_ffn` (0: none).
+struct moe_mlp {
+  static constexpr kind_role role = kind_role::mlp;
+  static constexpr bool moe = true;
+  std::int64_t experts = 0;
+  std::int64_t topk = 0;
+  std::int64_t expert_ffn = 0;
+  std::int64_t shared_ffn = 0;
+  bool bias = false;
+};
+
+// ---- norms -------------------------------------------------------------------------------------
+
+/// RMSNorm (Zhang & Sennrich 2019): a scale per channel.
+struct rms_norm {
+  static constexpr kind_role role = kind_role::norm;
+};
+/// LayerNorm (Ba et al. 2016): a scale and a bias per channel.
+struct layer_norm {
+  static constexpr kind_role role = kind_role::norm;
+};
+
+// ---- decoder layers ----------------------------------------------------------------------------
+
+/// One pre-norm decoder layer: norm, attention, norm, MLP.
+/// `decoder_layer{gqa_attention{...}, swiglu_mlp{...}, rms_norm{}}` (the norm defaults to RMSNorm).
+template <AttentionKind Attention, MlpKind Mlp, NormKind Norm = rms_norm>
+struct decoder_layer {
+  static constexpr kind_role role = kind_role::decoder;
+  using attention_type = Attention;
+  using mlp_type = Mlp;
+  using norm_type = Norm;
+  Attention attention{};
+  Mlp mlp{};
+  Norm norm{};
+};
+template <AttentionKind Attention, MlpKind Mlp>
+decoder_layer(Attention, Mlp) -> decoder_layer<Attention, Mlp>;
+template <AttentionKind Attention, MlpKind Mlp, NormKind Norm>
+decoder_layer(Attention, Mlp, Norm) -> decoder_layer<Attention, Mlp, Norm>;
+
+namespace detail {
+template <class T>
+inline constexpr bool is_decoder_layer = false;
+template <class A, class M, class N>
+inline constexpr bool is_decoder_layer<decoder_layer<A, M, N>> = true;
+}  // namespace detail
+
+/// `count` identical decoder layers: `repeated{decoder_layer{...}, 80}`. The count is data.
+template <class Decoder>
+struct repeated {
+  static_assert(detail::is_decoder_layer<Decoder>, "llmsim::typed::repeated: only a decoder_layer can be repeated");
+  static constexpr kind_role role = kind_role::decoder;
+  using attention_type = typename Decoder::attention_type;
+  using mlp_type = typename Decoder::mlp_type;
+  using norm_type = typename Decoder::norm_type;
+  Decoder layer{};
+  std::int64_t count = 1;
+};
+template <class Decoder>
+repeated(Decoder, std::int64_t) -> repeated<Decoder>;
+
+// ---- lowering: which model_spec fields each kind sets ------------------------------------------
+
+constexpr void lower_into(model_spec& m, const embedding& e) {
+  m.vocab_size = e.vocab;
+  m.hidden_size = e.hidden;
+  m.position_embedding_type = e.position;
+}
+constexpr void lower_into(model_spec& m, const lm_head& h) { m.tie_word_embeddings = h.tied; }
+constexpr void lower_into(model_spec& m, const gqa_attention& a) {
+  m.attention_type = attention_kind::mha;
+  m.head_num = a.heads;
+  m.kv_head_num = a.kv_heads;
+  m.head_size = a.head_dim != 0 ? std::optional<std::int64_t>(a.head_dim) : std::nullopt;
+}
+constexpr void lower_into(model_spec& m, const mha_attention& a) {
+  lower_into(m, gqa_attention{.heads = a.heads, .kv_heads = a.heads, .head_dim = a.head_dim, .bias = a.bias});
+}
+/// MLA keeps one key/value head per query head after the up-projection (SimuMax's DeepSeek configs:
+/// kv_head_num = head_num, head_size = qk_head_dim).
+constexpr void lower_into(model_spec& m, const mla_attention& a) {
+  m.attention_type = attention_kind::mla;
+  m.head_num = a.heads;
+  m.kv_head_num = a.heads;
+  m.head_size = a.qk_head_dim;
+  m.q_lora_rank = a.q_lora_rank != 0 ? std::optional<std::int64_t>(a.q_lora_rank) : std::nullopt;
+  m.kv_lora_rank = a.kv_lora_rank;
+  m.qk_head_dim = a.qk_head_dim;
+  m.qk_pos_emb_head_dim = a.qk_pos_emb_head_dim;
+  m.v_head_dim = a.v_head_dim;
+}
+constexpr void lower_into(model_spec& m, const swiglu_mlp& p) {
+  m.use_swiglu = true;
+  m.intermediate_size = p.ffn;
+}
+constexpr void lower_into(model_spec& m, const gelu_mlp& p) {
+  m.use_swiglu = false;
+  m.intermediate_size = p.ffn;
+}
+constexpr void lower_into(model_spec& m, const moe_mlp& p) {
+  m.use_swiglu = true;
+  m.expert_num = p.experts;
+  m.topk = p.topk;
+  m.moe_ffn_hidden_size = p.expert_ffn;
+  m.moe_shared_expert_intermediate_size = p.shared_ffn != 0 ? std::optional<std::int64_t>(p.shared_ffn) : std::nullopt;
+}
+constexpr void lower_into(model_spec& m, const rms_norm&) { m.norm_type = norm_kind::rmsnorm; }
+constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm_kind::layernorm; }
+
+}  // namespace typed
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/layers.hpp -------------------------------------------------------------------
+// ---- begin llmsim/typed/model.hpp ------------------------------------------------------------------
+/// \file llmsim/typed/model.hpp
+/// A model as a Boost.Hana sequence of layer kinds, lowered into the `model_spec` every estimate
+/// reads. The kinds are checked as types (an embedding first, an lm_head last, decoder layers of
+/// one attention, MLP and norm kind in between; an MoE model may start with dense layers); the
+/// sizes are checked as data through the one error path, and then by `validate(model_spec)`.
+///
+/// ```cpp
+/// using namespace llmsim::typed;
+/// constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden = 4096},
+///     repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+///                            swiglu_mlp{.ffn = 14336}, rms_norm{}}, 32},
+///     lm_head{});
+/// static_assert(to_spec(llama3_8b) == llmsim::catalogue::llama3_8b);
+/// ```
+
+
+#include <boost/hana/fold_left.hpp>
+#include <boost/hana/tuple.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace typed {
+
+namespace detail {
+
+// ---- type-level rules ----------------------------------------------------------------------------
+
+template <std::size_t I, class T>
+struct indexed_type {
+  using type = T;
+};
+template <class Indices, class... T>
+struct indexed_types;
+template <std::size_t... I, class... T>
+struct indexed_types<std::index_sequence<I...>, T...> : indexed_type<I, T>... {};
+template <std::size_t I, class T>
+indexed_type<I, T> pick(const indexed_type<I, T>&);
+/// The `I`th type of `T...`.
+template <std::size_t I, class... T>
+using type_at = typename decltype(detail::pick<I>(indexed_types<std::index_sequence_for<T...>, T...>{}))::type;
+
+/// The sub-kinds of a decoder layer kind (void for other kinds).
+template <class T>
+struct parts_of {
+  using attention = void;
+  using mlp = void;
+  using norm = void;
+  static constexpr bool moe = false;
+};
+template <DecoderLayer T>
+struct parts_of<T> {
+  using attention = typename T::attention_type;
+  using mlp = typename T::mlp_type;
+  using norm = typename T::norm_type;
+  static constexpr bool moe = mlp::moe;
+};
+
+template <std::size_t N>
+constexpr bool all_of(const std::array<bool, N>& a, std::size_t from = 0, std::size_t to = N) {
+  for (std::size_t i = from; i < to; ++i)
+    if (!a[i]) return false;
+  return true;
+}
+
+/// Argument `Index` (0-based, after the name) of `llmsim::typed::model(...)` has type `T`.
+template <std::size_t Index, class T>
+struct model_argument {
+  static_assert(Layer<T>, "llmsim::typed::model: an argument is not a layer kind (embedding, decoder_layer, repeated, lm_head); model_argument<index, type> in the notes names it (index 0 is the first layer)");
+};
+/// Instantiates `model_argument<I, Kind>` for every argument: a static_assert per non-layer.
+template <class... Kinds, std::size_t... I>
+constexpr void report_non_layers(std::index_sequence<I...>) {
+  using checked [[maybe_unused]] = std::void_t<decltype(sizeof(model_argument<I, Kinds>))...>;
+}
+
+/// The rules a sequence of kinds must follow to be a model; each broken rule is a static_assert
+/// with its text. Returns true so that it can sit in a static_assert itself without a second error.
+template <class... Kinds>
+constexpr bool check_model() {
+  constexpr std::size_t n = sizeof...(Kinds);
+  if constexpr (!all_of(std::array<bool, n>{Layer<Kinds>...})) {
+    report_non_layers<Kinds...>(std::index_sequence_for<Kinds...>{});
+    return true;
+  } else {
+    static_assert(n >= 3, "llmsim::typed::model: a model is an embedding, at least one decoder layer (decoder_layer or repeated) and an lm_head");
+    if constexpr (n >= 3) {
+      using first = type_at<0, Kinds...>;
+      using last = type_at<n - 1, Kinds...>;
+      constexpr std::array<bool, n> decoder{DecoderLayer<Kinds>...};
+      static_assert(std::is_same_v<first, embedding>, "llmsim::typed::model: the first layer must be an embedding");
+      static_assert(std::is_same_v<last, lm_head>, "llmsim::typed::model: the last layer must be an lm_head");
+      static_assert(all_of(decoder, 1, n - 1), "llmsim::typed::model: only decoder layers (decoder_layer, repeated) may stand between the embedding and the lm_head");
+      if constexpr (all_of(decoder, 1, n - 1)) {
+        using head_parts = parts_of<type_at<1, Kinds...>>;  // the first decoder layer
+        using tail_parts = parts_of<type_at<n - 2, Kinds...>>;  // the last decoder layer
+        constexpr std::array<bool, n> same_attention{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::attention, typename head_parts::attention>)...};
+        constexpr std::array<bool, n> same_norm{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::norm, typename head_parts::norm>)...};
+        constexpr std::array<bool, n> moe{parts_of<Kinds>::moe...};
+        // Dense layers share the first layer's MLP kind, expert layers the last layer's.
+        constexpr std::array<bool, n> same_mlp{(!DecoderLayer<Kinds> ||
+                                                std::is_same_v<typename parts_of<Kinds>::mlp, typename std::conditional_t<parts_of<Kinds>::moe, tail_parts, head_parts>::mlp>)...};
+        constexpr bool dense_after_moe = [&] {
+          for (std::size_t i = 1; i + 1 < n; ++i)
+            if (moe[i - 1] && !moe[i]) return true;
+          return false;
+        }();
+        static_assert(all_of(same_attention), "llmsim::typed::model: all decoder layers must use the same attention kind");
+        static_assert(all_of(same_norm), "llmsim::typed::model: all decoder layers must use the same norm kind");
+        static_assert(!dense_after_moe, "llmsim::typed::model: an MoE model may start with dense layers, but no dense layer may follow an MoE layer (model_spec.dense_layers counts the leading ones)");
+        static_assert(dense_after_moe || all_of(same_mlp), "llmsim::typed::model: all dense decoder layers must use the same MLP kind");
+        static_assert(!tail_parts::moe || head_parts::moe || std::is_same_v<typename head_parts::mlp, swiglu_mlp>,
+                      "llmsim::typed::model: the dense layers of an MoE model must be swiglu_mlp (its experts are SwiGLU and model_spec.use_swiglu covers both)");
+      }
+    }
+    return true;
+  }
+}
+
+// ---- data-level rules and lowering ---------------------------------------------------------------
+
+/// The state of lowering a sequence of kinds: the spec so far and the first layer's parts, which
+/// every later layer must repeat (a model_spec has one size per field).
+struct lowering {
+  model_spec spec{};
+  std::int64_t layers = 0;        ///< decoder layers so far
+  std::int64_t dense_layers = 0;  ///< of which without experts
+  std::int64_t first_moe_layer = -1;
+  model_spec attention{}, dense_mlp{}, moe_mlp{};
+};
+
+constexpr void lower(lowering& st, const embedding& e) { lower_into(st.spec, e); }
+constexpr void lower(lowering& st, const lm_head& h) { lower_into(st.spec, h); }
+
+template <class Decoder>
+constexpr void lower_decoder(lowering& st, const Decoder& d, std::int64_t count) {
+  constexpr std::string_view api = "llmsim::typed::model";
+  using llmsim::detail::report_error;
+  if (count < 1) report_error(api, "repeated.count", "repeated.count={} must be at least 1 (at decoder layer {})", count, st.layers);
+  if (count > max_dimension) report_error(api, "repeated.count", "repeated.count={} exceeds the largest supported size {}", count, max_dimension);
+  if (d.attention.bias != d.mlp.bias) report_error(api, "model.add_linear_bias", "decoder layer {}: attention.bias={} and mlp.bias={} must agree (model_spec.add_linear_bias covers every linear layer)", st.layers, d.attention.bias, d.mlp.bias);
+  model_spec attention{};
+  lower_into(attention, d.attention);
+  attention.add_linear_bias = d.attention.bias;
+  model_spec mlp{};
+  lower_into(mlp, d.mlp);
+  if (st.layers == 0) st.attention = attention;
+  else if (attention != st.attention) report_error(api, "model.layers", "decoder layer {} has other attention sizes than decoder layer 0 (the decoder layers of a model share their sizes)", st.layers);
+  if constexpr (Decoder::mlp_type::moe) {
+    if (st.first_moe_layer < 0) {
+      st.first_moe_layer = st.layers;
+      st.moe_mlp = mlp;
+    } else if (mlp != st.moe_mlp) {
+      report_error(api, "model.layers", "decoder layer {} has other expert sizes than decoder layer {} (the MoE layers of a model share their sizes)", st.layers, st.first_moe_layer);
+    }
+  } else {
+    if (st.dense_layers == 0) st.dense_mlp = mlp;
+    else if (mlp != st.dense_mlp) report_error(api, "model.layers", "decoder layer {} has another MLP width than decoder layer 0 (the dense layers of a model share their sizes)", st.layers);
+    st.dense_layers += count;
+  }
+  lower_into(st.spec, d.attention);
+  lower_into(st.spec, d.mlp);
+  lower_into(st.spec, d.norm);
+  st.spec.add_linear_bias = d.attention.bias;
+  st.layers += count;
+}
+template <class A, class M, class N>
+constexpr void lower(lowering& st, const decoder_layer<A, M, N>& d) { lower_decoder(st, d, 1); }
+template <class Decoder>
+constexpr void lower(lowering& st, const repeated<Decoder>& r) { lower_decoder(st, r.layer, r.count); }
+
+}  // namespace detail
+
+/// A model: its name and its layer kinds in order, as a `boost::hana::tuple`. Made by `model(...)`.
+template <class... Kinds>
+struct layer_stack {
+  static_assert(detail::check_model<Kinds...>());
+  fixed_string<64> name{};
+  boost::hana::tuple<Kinds...> layers{};
+};
+
+/// `model("llama3_8b", embedding{...}, repeated{decoder_layer{...}, 32}, lm_head{})`.
+template <class... Kinds>
+constexpr layer_stack<Kinds...> model(std::string_view name, const Kinds&... kinds) {
+  return {fixed_string<64>(name), boost::hana::tuple<Kinds...>(kinds...)};
+}
+
+/// The `model_spec` of a typed model (checks the sizes the kinds share; `validate` does the rest).
+template <class... Kinds>
+constexpr model_spec to_spec(const layer_stack<Kinds...>& m) {
+  detail::lowering st = boost::hana::fold_left(m.layers, detail::lowering{}, [](detail::lowering s, const auto& kind) {
+    detail::lower(s, kind);
+    return s;
+  });
+  model_spec out = st.spec;
+  out.model_name = m.name;
+  out.layer_num = st.layers;
+  const bool moe = st.first_moe_layer >= 0;
+  out.model_type = moe ? model_kind::moe : model_kind::dense;
+  out.dense_layers = moe ? st.dense_layers : 0;
+  return out;
+}
+/// A `model_spec` is its own spec (so the typed entry points also take specs from files).
+constexpr const model_spec& to_spec(const model_spec& m) { return m; }
+
+}  // namespace typed
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/model.hpp --------------------------------------------------------------------
+// ---- begin llmsim/typed/parallel.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/parallel.hpp
+/// A training strategy as a type: `llmsim::parallel<tp<8>, pp<4>, dp<64>, recompute::selective>`.
+/// Options come in any order; the rest keep the defaults of strategy names
+/// (`catalogue::parse_strategy_name`): sequence 4096, micro-batch 1, 8 micro-batches, ZeRO-1,
+/// sequence parallelism on, no recompute. `parallel<...>::spec` is the `strategy_spec`, with
+/// `world_size = tp * pp * cp * dp`, checked on its own by `validate(strategy_spec)`.
+///
+/// ```cpp
+/// using namespace llmsim;
+/// using layout = parallel<tp<8>, pp<4>, dp<64>, zero<1>, recompute::selective, seq<4096>, micro_batches<32>>;
+/// static_assert(layout::spec.world_size == 2048);
+/// ```
+
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Tensor-parallel size.
+template <std::int64_t N>
+struct tp {
+  static constexpr option_key key = option_key::tp;
+  static constexpr void apply(strategy_draft& d) { d.spec.tp_size = N; }
+};
+/// Pipeline-parallel size (stages).
+template <std::int64_t N>
+struct pp {
+  static constexpr option_key key = option_key::pp;
+  static constexpr void apply(strategy_draft& d) { d.spec.pp_size = N; }
+};
+/// Data-parallel size.
+template <std::int64_t N>
+struct dp {
+  static constexpr option_key key = option_key::dp;
+  static constexpr void apply(strategy_draft& d) { d.dp = N; }
+};
+/// Context-parallel size.
+template <std::int64_t N>
+struct cp {
+  static constexpr option_key key = option_key::cp;
+  static constexpr void apply(strategy_draft& d) { d.spec.cp_size = N; }
+};
+/// Expert-parallel size.
+template <std::int64_t N>
+struct ep {
+  static constexpr option_key key = option_key::ep;
+  static constexpr void apply(strategy_draft& d) { d.spec.ep_size = N; }
+};
+/// Expert tensor-parallel size.
+template <std::int64_t N>
+struct etp {
+  static constexpr option_key key = option_key::etp;
+  static constexpr void apply(strategy_draft& d) { d.spec.etp_size = N; }
+};
+/// Virtual pipeline chunks per stage (interleaved 1F1B); 1 is plain 1F1B.
+template <std::int64_t N>
+struct vpp {
+  static constexpr option_key key = option_key::vpp;
+  static constexpr void apply(strategy_draft& d) { d.spec.interleaving_size = N; }
+};
+/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer.
+template <std::int64_t N>
+struct zero {
+  static constexpr option_key key = option_key::zero;
+  static constexpr void apply(strategy_draft& d) { d.spec.zero_state = N; }
+};
+/// Sequence length in tokens.
+template <std::int64_t N>
+struct seq {
+  static constexpr option_key key = option_key::seq;
+  static constexpr void apply(strategy_draft& d) { d.spec.seq_len = N; }
+};
+/// Sequences per micro-batch.
+template <std::int64_t N>
+struct micro_batch {
+  static constexpr option_key key = option_key::micro_batch;
+  static constexpr void apply(strategy_draft& d) { d.spec.micro_batch_size = N; }
+};
+/// Micro-batches per iteration (gradient-accumulation steps).
+template <std::int64_t N>
+struct micro_batches {
+  static constexpr option_key key = option_key::micro_batches;
+  static constexpr void apply(strategy_draft& d) { d.spec.micro_batch_num = N; }
+};
+/// Decoder layers of the first pipeline stage, when it differs from the others (Megatron
+/// `--decoder-first-pipeline-num-layers`; the other stages share the rest evenly).
+template <std::int64_t N>
+struct first_stage_layers {
+  static constexpr option_key key = option_key::first_stage_layers;
+  static constexpr void apply(strategy_draft& d) { d.spec.num_layers_in_first_pipeline_stage = N; }
+};
+/// Decoder layers of the last pipeline stage (Megatron `--decoder-last-pipeline-num-layers`).
+template <std::int64_t N>
+struct last_stage_layers {
+  static constexpr option_key key = option_key::last_stage_layers;
+  static constexpr void apply(strategy_draft& d) { d.spec.num_layers_in_last_pipeline_stage = N; }
+};
+/// Megatron sequence parallelism of the tensor-parallel group's norms and dropouts (on by default).
+template <bool On>
+struct sequence_parallel {
+  static constexpr option_key key = option_key::sequence_parallel;
+  static constexpr void apply(strategy_draft& d) { d.spec.enable_sequence_parallel = On; }
+};
+using no_sequence_parallel = sequence_parallel<false>;
+
+/// What backward recomputes (the strategy-name tokens `full` / `selective`).
+namespace recompute {
+/// Keep every activation (the default).
+struct none {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = false;
+    d.spec.recompute_granularity = recompute_kind::none;
+    d.spec.recompute_layer_num = 0;
+  }
+};
+/// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
+struct selective {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = true;
+    d.spec.recompute_granularity = recompute_kind::selective_recompute;
+    d.spec.attn_recompute = true;
+    d.spec.recompute_layer_num = max_dimension;
+  }
+};
+/// Recompute whole layers, keeping only their inputs; `full_layers<N>`: the first N layers of
+/// each stage (Megatron `--recompute-granularity full --recompute-method block --recompute-num-layers N`).
+template <std::int64_t Layers>
+struct full_layers {
+  static constexpr option_key key = option_key::recompute;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.enable_recompute = true;
+    d.spec.recompute_granularity = recompute_kind::full_block;
+    d.spec.recompute_layer_num = Layers;
+  }
+};
+/// Recompute every layer.
+using full = full_layers<max_dimension>;
+}  // namespace recompute
+
+/// The starting point of `parallel<...>`: the defaults of strategy names
+/// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
+inline constexpr strategy_spec parallel_defaults{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
+
+namespace detail {
+
+/// Option `Index` (0-based) of `llmsim::parallel<...>` has type `T`.
+template <std::size_t Index, class T>
+struct parallel_option {
+  static_assert(StrategyOption<T>, "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); parallel_option<index, type> in the notes names it");
+};
+/// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
+template <class... Options, std::size_t... I>
+constexpr void report_unknown_options(std::index_sequence<I...>) {
+  using checked [[maybe_unused]] = std::void_t<decltype(sizeof(parallel_option<I, Options>))...>;
+}
+
+template <class... Options>
+constexpr bool options_are_known() {
+  constexpr std::array<bool, sizeof...(Options) + 1> ok{StrategyOption<Options>..., true};
+  for (bool b : ok)
+    if (!b) return false;
+  return true;
+}
+
+template <std::size_t N>
+constexpr bool keys_distinct(const std::array<option_key, N>& keys) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (keys[i] == keys[j] && keys[i] != option_key::custom) return false;
+  return true;
+}
+
+template <class... Options>
+constexpr bool check_parallel() {
+  if constexpr (!options_are_known<Options...>()) {
+    report_unknown_options<Options...>(std::index_sequence_for<Options...>{});
+  } else {
+    static_assert(keys_distinct(std::array<option_key, sizeof...(Options)>{Options::key...}),
+                  "llmsim::parallel: a setting is given twice (two tp<N>, two recompute options, ...)");
+  }
+  return true;
+}
+
+template <class... Options>
+constexpr strategy_spec lower_parallel() {
+  strategy_draft d{parallel_defaults, 1};
+  if constexpr (options_are_known<Options...>()) {
+    [[maybe_unused]] const int applied[] = {0, (Options::apply(d), 0)...};
+  }
+  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) * static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
+  if (d.dp < 1) llmsim::detail::report_error("llmsim::parallel", "dp", "dp<{}> must be at least 1", d.dp);
+  if (world > static_cast<double>(max_dimension)) llmsim::detail::report_error("llmsim::parallel", "strategy.world_size", "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
+  d.spec.world_size = d.spec.tp_size * d.spec.pp_size * d.spec.cp_size * d.dp;
+  validate(d.spec);
+  return d.spec;
+}
+
+}  // namespace detail
+
+/// A strategy as a type; `spec` is its `strategy_spec`. Unknown or repeated options do not compile.
+template <class... Options>
+struct parallel {
+  static_assert(detail::check_parallel<Options...>());
+  static constexpr strategy_spec spec = detail::lower_parallel<Options...>();
+};
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/parallel.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/hardware.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/hardware.hpp
+/// Accelerators as types: `llmsim::hw::h100_sxm` carries `catalogue::h100_sxm` as its `spec`, so
+/// `Accelerator<hw::h100_sxm>` holds and the typed estimate reads the very same `system_spec`.
+/// Any other constant system becomes a type with `hw::system_of<my_cluster>`.
+///
+/// ```cpp
+/// static_assert(llmsim::hw::device_memory(llmsim::hw::h100_sxm::spec) == 80_GiB);
+/// ```
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace hw {
+
+/// A constant `system_spec` as a type: `using my_cluster_t = hw::system_of<my_cluster>;`.
+template <const system_spec& Spec>
+struct system_of {
+  static constexpr const system_spec& spec = Spec;
+};
+
+/// NVIDIA A100 SXM4 80 GB nodes (catalogue::a100_sxm).
+struct a100_sxm : system_of<catalogue::a100_sxm> {};
+/// NVIDIA A100 PCIe 80 GB nodes (catalogue::a100_pcie).
+struct a100_pcie : system_of<catalogue::a100_pcie> {};
+/// NVIDIA H100 SXM5 80 GB nodes (catalogue::h100_sxm).
+struct h100_sxm : system_of<catalogue::h100_sxm> {};
+/// NVIDIA H200 141 GB nodes (catalogue::h200).
+struct h200 : system_of<catalogue::h200> {};
+/// NVIDIA B200 180 GB nodes (catalogue::b200).
+struct b200 : system_of<catalogue::b200> {};
+/// AMD Instinct MI300X 192 GB nodes (catalogue::mi300x).
+struct mi300x : system_of<catalogue::mi300x> {};
+
+/// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
+/// 80 GiB = 85899345920 bytes; GPU memory sizes are binary).
+constexpr bytes device_memory(const system_spec& sys) {
+  return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
+}
+
+}  // namespace hw
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/hardware.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/estimate.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/estimate.hpp
+/// The typed entry points: lower a typed model, a `parallel<...>` and an `hw::` type into the three
+/// specs and call the one `llmsim::estimate` / `llmsim::validate` — no formula of its own. In a
+/// constant expression a broken rule is a compile error that shows the rule; `fits_in` and
+/// `fits_on` make a memory budget a compile error that shows the bytes needed and available.
+///
+/// ```cpp
+/// constexpr auto r = llmsim::typed::estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>>{}, llmsim::hw::h100_sxm{});
+/// static_assert(llmsim::fits_in<r.mem.peak_mem, 80_GiB>);        // note: (needed <= available)
+/// static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>);
+/// ```
+
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace typed {
+
+/// The spec a strategy type carries.
+template <ParallelStrategy P>
+constexpr const strategy_spec& to_spec(const P&) { return P::spec; }
+/// The spec an accelerator type carries.
+template <Accelerator H>
+constexpr const system_spec& to_spec(const H&) { return H::spec; }
+constexpr const strategy_spec& to_spec(const strategy_spec& s) { return s; }
+constexpr const system_spec& to_spec(const system_spec& s) { return s; }
+
+/// What the typed entry points take: a typed model or a `model_spec`; a strategy type or a
+/// `strategy_spec`; an accelerator type or a `system_spec`.
+template <class T>
+concept ModelDescription = requires(const T& t) {
+  { typed::to_spec(t) } -> std::convertible_to<model_spec>;
+};
+template <class T>
+concept StrategyDescription = ParallelStrategy<T> || std::same_as<T, strategy_spec>;
+template <class T>
+concept SystemDescription = Accelerator<T> || std::same_as<T, system_spec>;
+
+/// `llmsim::estimate` of the lowered specs: `constexpr auto r = typed::estimate(model, parallel<...>{}, hw::h100_sxm{});`
+template <ModelDescription M, StrategyDescription S, SystemDescription H>
+constexpr estimate_result estimate(const M& model, const S& strategy, const H& system) {
+  return llmsim::estimate(typed::to_spec(model), typed::to_spec(strategy), typed::to_spec(system));
+}
+
+/// The estimate of a constant model, strategy type and accelerator type as a constant of its own:
+/// each specialisation is a separate constant expression with the compilers' full evaluation
+/// budget. `Model` is a `constexpr` variable with static storage (a typed model or a `model_spec`).
+template <const auto& Model, ParallelStrategy P, Accelerator H>
+  requires ModelDescription<std::remove_cvref_t<decltype(Model)>>
+inline constexpr estimate_result estimate_of = llmsim::estimate(typed::to_spec(Model), P::spec, H::spec);
+
+/// `llmsim::validate` of the lowered specs: `static_assert((typed::validate(model, parallel<...>{}, hw::b200{}), true));`
+template <ModelDescription M, StrategyDescription S, SystemDescription H>
+constexpr void validate(const M& model, const S& strategy, const H& system) {
+  llmsim::validate(typed::to_spec(model), typed::to_spec(strategy), typed::to_spec(system));
+}
+
+}  // namespace typed
+
+namespace detail {
+/// A budget check whose failure prints both numbers: GCC "the comparison reduces to
+/// '(136902082560 <= 85899345920)'", Clang "requirement '136902082560L <= 85899345920L'".
+template <std::int64_t Needed, std::int64_t Available>
+struct memory_budget {
+  static_assert(Needed <= Available, "llmsim::fits_in: the bytes needed (left) exceed the bytes available (right)");
+  static constexpr bool value = Needed <= Available;
+};
+}  // namespace detail
+
+/// `static_assert(llmsim::fits_in<r.mem.peak_mem, 80_GiB>)`: a compile error naming both byte counts when it does not fit.
+template <bytes Needed, bytes Available>
+inline constexpr bool fits_in = detail::memory_budget<Needed.value, Available.value>::value;
+
+/// `static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>)`: fits the accelerator's
+/// memory (`hw::device_memory`: mem_gbs GiB).
+template <bytes Needed, Accelerator H>
+inline constexpr bool fits_on = detail::memory_budget<Needed.value, hw::device_memory(H::spec).value>::value;
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/estimate.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/choose.hpp -----------------------------------------------------------------
+/// \file llmsim/typed/choose.hpp
+/// Compile-time choice of a strategy: the fastest of a list of candidates whose peak memory fits
+/// the device, each candidate priced by the one `llmsim::estimate`.
+///
+/// ```cpp
+/// using namespace llmsim;
+/// constexpr auto best = fastest_fitting(boost::hana::make_tuple(parallel<tp<8>, dp<8>>{}, parallel<tp<4>, pp<2>, dp<8>>{}),
+///                                       llama3_8b, hw::h100_sxm{});
+/// static_assert(best.found && best.index == 1);
+/// ```
+/// Every candidate must be a valid strategy for the model: an invalid one is the same compile
+/// error (showing its rule) as estimating it alone. `fastest_fitting(...)` evaluates all
+/// candidates in one constant expression, which Clang's default step limit (2^20) allows for a
+/// handful of large jobs; `fastest_fitting_of<Model, Gpu, Candidates...>` gives each its own.
+
+
+#include <boost/hana/tuple.hpp>
+
+#include <array>
+#include <cstddef>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The result of `fastest_fitting`: whether any candidate fits, which one (index into the
+/// candidates), its strategy and its estimate.
+struct strategy_choice {
+  bool found = false;
+  std::size_t index = 0;
+  strategy_spec strategy{};
+  estimate_result result{};
+};
+
+namespace detail {
+/// The choice among estimated candidates: the fastest whose peak_mem is at most `budget`.
+template <std::size_t N>
+constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candidates, const std::array<const estimate_result*, N>& results, bytes budget) {
+  strategy_choice best;
+  for (std::size_t i = 0; i < N; ++i) {
+    const estimate_result& r = *results[i];
+    if (r.mem.peak_mem > budget) continue;
+    if (best.found && !(r.cost.duration_time_per_iter < best.result.cost.duration_time_per_iter)) continue;
+    best = {true, i, candidates[i], r};
+  }
+  return best;
+}
+}  // namespace detail
+
+/// The fastest candidate (lowest `duration_time_per_iter`; the earlier one on a tie) whose
+/// `peak_mem` is at most `budget`.
+template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system, bytes budget) {
+  const model_spec& m = typed::to_spec(model);
+  const system_spec& sys = typed::to_spec(system);
+  std::array<estimate_result, N> results{};
+  std::array<const estimate_result*, N> pointers{};
+  for (std::size_t i = 0; i < N; ++i) {
+    results[i] = llmsim::estimate(m, candidates[i], sys);
+    pointers[i] = &results[i];
+  }
+  return detail::fastest_of(candidates, pointers, budget);
+}
+
+/// The fastest candidate that fits the device's memory (`hw::device_memory`).
+template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system) {
+  return fastest_fitting(candidates, model, system, hw::device_memory(typed::to_spec(system)));
+}
+
+/// The same over strategy types: `fastest_fitting(boost::hana::make_tuple(parallel<...>{}, ...), model, hw::b200{})`.
+template <ParallelStrategy... P, typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system) {
+  return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system);
+}
+template <ParallelStrategy... P, typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system, bytes budget) {
+  return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system, budget);
+}
+
+/// The same choice with every candidate estimated in a constant expression of its own
+/// (`typed::estimate_of`), so that each gets the compilers' full evaluation budget — for large
+/// pipelines, where several estimates in one expression pass Clang's default step limit:
+/// `constexpr auto best = llmsim::fastest_fitting_of<deepseek_v3, hw::h100_sxm, layout_a, layout_b>;`
+template <const auto& Model, Accelerator H, ParallelStrategy... P>
+inline constexpr strategy_choice fastest_fitting_of = detail::fastest_of(
+    std::array<strategy_spec, sizeof...(P)>{P::spec...}, std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...},
+    hw::device_memory(H::spec));
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/choose.hpp -------------------------------------------------------------------
+// ---- end llmsim/typed.hpp --------------------------------------------------------------------------

@@ -61,7 +61,7 @@ TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   const auto& b = full.stages[0];
   // One layer's forward: (first stage forward - embedding - head) / 32 layers, compute and TP comm.
   build_context c{&catalogue::llama3_8b, &s, &catalogue::h100_sxm, &resolve_tier(catalogue::h100_sxm, s, comm_group::tp), padded_vocab(catalogue::llama3_8b, 2)};
-  const leaf_block layer = decoder_layer(c, false, false);
+  const leaf_block layer = decoder_layer_leaves(c, false, false);
   seconds layer_fwd{}, layer_fwd_comm{};
   for (const leaf& l : layer) {
     layer_fwd += l.fwd;

@@ -237,12 +237,12 @@ constexpr job_blocks build_blocks(const build_context& c) {
   j.embedding.push(embedding_leaf(c));
   const bool rc = recompute_active(c.s());
   if (detail::dense_layer_count(c.m()) > 0) {
-    j.dense_layer = decoder_layer(c, false, false);
-    if (rc) j.dense_layer_recomputed = decoder_layer(c, false, true);
+    j.dense_layer = decoder_layer_leaves(c, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(c, false, true);
   }
   if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
-    j.moe_layer = decoder_layer(c, true, false);
-    if (rc) j.moe_layer_recomputed = decoder_layer(c, true, true);
+    j.moe_layer = decoder_layer_leaves(c, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
   }
   j.head.push(norm_leaf(c, "final_layernorm"));
   j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));

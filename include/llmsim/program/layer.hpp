@@ -116,7 +116,7 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
 }
 
 /// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
-constexpr leaf_block decoder_layer(const build_context& c, bool moe_mlp, bool recomputed) {
+constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, bool recomputed) {
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t h = m.hidden_size, d = head_dim(m);
