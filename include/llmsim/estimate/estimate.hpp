@@ -325,10 +325,44 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
 
 }  // namespace detail
 
+/// Bytes one micro-batch holds over a stage, and the largest forward and backward footprints.
+struct stage_memory {
+  double held = 0, fwd_peak = 0, bwd_peak = 0;
+  peak_site fwd_site{}, bwd_site{};
+};
+
+/// Walks the stage's blocks: forward, the last repetition of a block sees the most held bytes;
+/// backward in reverse, the first repetition processed does.
+constexpr stage_memory walk_stage(const stage_program& prog) {
+  stage_memory out;
+  std::array<block_memory, 6> walks{};
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    const double n = static_cast<double>(sb.repeat);
+    walks[bi] = walk_memory(*sb.block);
+    const double f = out.held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
+    if (f >= out.fwd_peak) {
+      out.fwd_peak = f;
+      out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
+    }
+    out.held += n * walks[bi].held;
+  }
+  double g = out.held;
+  for (std::size_t bi = prog.count; bi > 0; --bi) {
+    const stage_block& sb = prog.blocks[bi - 1];
+    const double v = g + walks[bi - 1].bwd_peak;
+    if (v > out.bwd_peak) {
+      out.bwd_peak = v;
+      out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+    }
+    g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
+  }
+  return out;
+}
+
 /// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at configure).
 constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   if (s.zero_state >= 2) detail::report_error("llmsim::estimate", "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
-  if (s.interleaving_size > 1) detail::report_error("llmsim::estimate", "strategy.interleaving_size", "strategy.interleaving_size={} (interleaved 1F1B) is not modelled yet", s.interleaving_size);
   if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
   if (m.attention_type == attention_kind::mla && s.tp_size > 1) detail::report_error("llmsim::estimate", "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
@@ -372,9 +406,6 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
     std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
     std::size_t shape_count = 0;
-    double held = 0, fwd_peak = 0, bwd_peak = 0;
-    peak_site fwd_site, bwd_site;
-    std::array<block_memory, 6> walks{};
     for (std::size_t bi = 0; bi < prog.count; ++bi) {
       const stage_block& sb = prog.blocks[bi];
       const leaf_block& b = *sb.block;
@@ -396,29 +427,19 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
           if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
         }
       }
-      walks[bi] = walk_memory(b);
-      // Forward: the last repetition sees the most held bytes.
-      const double f = held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
-      if (f >= fwd_peak) {
-        fwd_peak = f;
-        fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, b.leaves[walks[bi].fwd_leaf].name, "forward"};
-      }
-      held += n * walks[bi].held;
     }
-    // Backward in reverse block order: the first repetition processed holds the most.
-    double g = held;
-    for (std::size_t bi = prog.count; bi > 0; --bi) {
-      const stage_block& sb = prog.blocks[bi - 1];
-      const double v = g + walks[bi - 1].bwd_peak;
-      if (v > bwd_peak) {
-        bwd_peak = v;
-        bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
-      }
-      g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
-    }
+    // Memory of one micro-batch over the stage (interleaved: over one model chunk, which holds
+    // layers / v of the stage plus the embedding or head when it has them).
+    const stage_memory whole = walk_stage(prog);
+    const std::int64_t v = s.interleaving_size;
+    const stage_memory chunk = v > 1 ? walk_stage(build_stage(blocks, c, first_layer, r.layers / v, has_embedding, has_head)) : whole;
+    const double held = whole.held;
+    const double fwd_peak = chunk.fwd_peak, bwd_peak = chunk.bwd_peak;
+    const peak_site fwd_site = chunk.fwd_site, bwd_site = chunk.bwd_site;
 
     const bool receives = r.kind != stage_kind::first, sends = r.kind != stage_kind::last;
-    const double transfers = (receives ? 2.0 : 0.0) + (sends && p > 1 ? 2.0 : 0.0);
+    // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
+    const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends && p > 1 ? 2.0 : 0.0);
     r.p2p_time = p2p * transfers;
     r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                    r.recompute_tp_comm_time + r.p2p_time;
@@ -446,8 +467,21 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
     r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
     // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
-    r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-    const double others = static_cast<double>(r.micro_batches_in_flight - 1) * held;
+    double others = 0;
+    if (v > 1) {
+      // Interleaved 1F1B (Megatron forward_backward_pipelining_with_interleaving): rank k runs
+      // (p - k - 1) * 2 + (v - 1) * p warm-up chunk forwards, so holds that many chunks (each
+      // layers / v of the stage) plus the one in flight.
+      const std::int64_t total_chunks = s.micro_batch_num * v;
+      std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * p;
+      warmup = warmup < total_chunks ? warmup : total_chunks;
+      const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
+      r.micro_batches_in_flight = (in_flight + v - 1) / v;
+      others = static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
+    } else {
+      r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
+      others = static_cast<double>(r.micro_batches_in_flight - 1) * held;
+    }
     r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd_peak > bwd_peak ? fwd_peak : bwd_peak)};
     r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + fwd_peak)};
     r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + bwd_peak)};
@@ -466,7 +500,26 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     timings.push_back({st->fwd_compute_time + st->fwd_tp_comm_time,
                        st->bwd_compute_time + st->recompute_time + st->bwd_tp_comm_time + st->recompute_tp_comm_time, p2p});
   }
-  const pipeline_result pipe = simulate_1f1b(timings, s.micro_batch_num);
+  pipeline_result pipe;
+  if (s.interleaving_size > 1) {
+    // Interleaved 1F1B: v model chunks per rank shrink the fill and drain to (p - 1)(t_f + t_b) / v
+    // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters",
+    // §2.2.2); every micro-batch crosses a stage boundary v times each way on every rank.
+    // With pp_comm_async (Megatron --overlap-p2p-communication) the steady-state transfers run
+    // behind compute; the fill and drain still wait for them.
+    const double v = static_cast<double>(s.interleaving_size);
+    double steady = 0, fill = 0;
+    for (const auto& t : timings) {
+      const double compute = t.forward.value + t.backward.value, transfers = 4.0 * v * t.p2p.value;
+      const double per_mb = s.pp_comm_async ? compute : compute + transfers;
+      steady = per_mb > steady ? per_mb : steady;
+      fill = compute + transfers > fill ? compute + transfers : fill;
+    }
+    pipe.total = seconds{steady * static_cast<double>(s.micro_batch_num) + fill * static_cast<double>(p - 1) / v};
+    pipe.finish.assign(timings.size(), pipe.total);
+  } else {
+    pipe = simulate_1f1b(timings, s.micro_batch_num);
+  }
   double straggler = 1.0;
   if (s.enable_straggler_model) {
     const std::int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
