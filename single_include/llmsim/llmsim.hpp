@@ -1932,6 +1932,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
     l.bwd = l.fwd;
     l.cache = logits * E;
+    // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
+    // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
     if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
   } else {
@@ -2979,6 +2981,28 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
 
 }  // namespace detail
 
+namespace detail {
+/// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
+/// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
+/// to double precision in 20 terms there.
+constexpr double log2_of(double x) {
+  double exponent = 0;
+  while (x >= 2.0) { x /= 2.0; exponent += 1.0; }
+  while (x < 1.0) { x *= 2.0; exponent -= 1.0; }
+  const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
+  double term = y, sum = 0;
+  for (int k = 0; k < 20; ++k) { sum += term / (2.0 * k + 1.0); term *= y2; }
+  return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
+}
+/// Square root of x >= 0 by Newton's iteration.
+constexpr double sqrt_of(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1.0;
+  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
+  return r;
+}
+}  // namespace detail
+
 /// Bytes one micro-batch holds over a stage, and the largest forward and backward footprints.
 struct stage_memory {
   double held = 0, fwd_peak = 0, bwd_peak = 0;
@@ -3180,14 +3204,8 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     std::int64_t n = nodes < dp_size(s) ? nodes : dp_size(s);
     n = n < edp_size(s) ? n : edp_size(s);
     if (n > 1) {
-      double l2 = 0;  // log2(n) without <cmath> constexpr: n is an integer
-      for (double v = static_cast<double>(n); v >= 2.0; v /= 2.0) l2 += 1.0;
-      double frac = static_cast<double>(n);
-      for (double i = 0; i < l2; ++i) frac /= 2.0;
-      l2 += frac - 1.0;  // linear interpolation between powers of two
-      double root = l2;  // sqrt by Newton iterations
-      for (int i = 0; i < 30 && root > 0; ++i) root = 0.5 * (root + l2 / root);
-      straggler = 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * root;
+      const double l2 = detail::log2_of(static_cast<double>(n));
+      straggler = 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * detail::sqrt_of(l2);
     }
   }
   const seconds pipeline = pipe.total * straggler;

@@ -305,3 +305,17 @@ TEST(Estimate, InterleavingShrinksTheBubbleByTheChunkCount) {
   EXPECT_EQ(vp2.stages[0].micro_batches_in_flight, 6);
   EXPECT_GT(vp2.stages[0].peak_mem, plain.stages[0].peak_mem);
 }
+
+TEST(Estimate, ConstexprMathHelpersMatchTheLibrary) {
+  for (double x : {1.0, 2.0, 3.0, 5.0, 7.0, 12.0, 100.0, 1e6}) {
+    EXPECT_NEAR(detail::log2_of(x), std::log2(x), 1e-12) << x;
+    EXPECT_NEAR(detail::sqrt_of(x), std::sqrt(x), 1e-12 * std::sqrt(x)) << x;
+  }
+  // SimuMax straggler model: 1 + log2(n)/(log2(n)+1) * 0.09 * sqrt(log2(n)) for n = min(nodes, dp, edp).
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 24, .tp_size = 8};
+  const auto with = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  s.enable_straggler_model = false;
+  const auto without = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const double l2 = std::log2(3.0);
+  EXPECT_NEAR(with.cost.pipeline_time.value / without.cost.pipeline_time.value, 1 + l2 / (l2 + 1) * 0.09 * std::sqrt(l2), 1e-12);
+}

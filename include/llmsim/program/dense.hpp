@@ -238,6 +238,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
     l.bwd = l.fwd;
     l.cache = logits * E;
+    // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
+    // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
     if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
   } else {
