@@ -65,7 +65,7 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "\nmemory per GPU (GiB = 2^30 bytes)\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) {
     const auto& st = r.stages[i];
-    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, %lld micro-batches in flight)\n",
+    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, micro-batches in flight: %lld)\n",
                   std::string(stage_kind_names[static_cast<std::size_t>(st.kind)]).c_str(), static_cast<long long>(st.layers),
                   to_string(st.chunk_time).c_str(), static_cast<long long>(st.micro_batches_in_flight));
     out += buf;

@@ -3233,6 +3233,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   br.intra_exposed_time = (first.fwd_tp_comm_time + first.bwd_tp_comm_time + first.recompute_tp_comm_time) * mb;
   br.inter_exposed_time = first.p2p_time * mb;
   br.bubble_time = pipe.total - first.chunk_time * mb;
+  if (br.bubble_time.value < 1e-9 * pipe.total.value) br.bubble_time = seconds{};  // rounding of m equal chunks
   br.dp_exposed_time = first.dp_time;
   br.optim_time = first.optim_time;
   br.straggler_time = pipeline - pipe.total;
@@ -3621,7 +3622,7 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "\nmemory per GPU (GiB = 2^30 bytes)\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) {
     const auto& st = r.stages[i];
-    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, %lld micro-batches in flight)\n",
+    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, micro-batches in flight: %lld)\n",
                   std::string(stage_kind_names[static_cast<std::size_t>(st.kind)]).c_str(), static_cast<long long>(st.layers),
                   to_string(st.chunk_time).c_str(), static_cast<long long>(st.micro_batches_in_flight));
     out += buf;

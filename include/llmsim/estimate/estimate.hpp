@@ -577,6 +577,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   br.intra_exposed_time = (first.fwd_tp_comm_time + first.bwd_tp_comm_time + first.recompute_tp_comm_time) * mb;
   br.inter_exposed_time = first.p2p_time * mb;
   br.bubble_time = pipe.total - first.chunk_time * mb;
+  if (br.bubble_time.value < 1e-9 * pipe.total.value) br.bubble_time = seconds{};  // rounding of m equal chunks
   br.dp_exposed_time = first.dp_time;
   br.optim_time = first.optim_time;
   br.straggler_time = pipeline - pipe.total;
