@@ -1859,32 +1859,33 @@ constexpr leaf attention_leaf(const build_context& c) {
   return l;
 }
 
-/// SwiGLU (TE fused: reads both halves, writes one) or GeLU on this rank's share of the MLP.
-constexpr leaf activation_leaf(const build_context& c) {
+/// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
+/// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
+/// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
+constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width, bool swiglu,
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
+  l.name = name;
   l.kind = leaf_kind::activation;
   const double E = c.element_bytes();
-  const double width = static_cast<double>(*c.m().intermediate_size / c.s().tp_size);
-  if (c.m().use_swiglu) {
-    l.name = "swiglu";
-    const double in = c.tokens() * 2 * width * E, out = c.tokens() * width * E;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);  // reads both halves and the output gradient, writes both input gradients
-    l.input = in;
-    l.cache = in;  // both halves of the fc1 output
-    l.fwd_peak = in + out;
-    l.bwd_peak = in + out;
+  const double out = tokens * static_cast<double>(width) * E;
+  const double in = swiglu ? 2 * out : out;
+  if (swiglu) {
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
-    l.name = "gelu";
-    const double in = c.tokens() * width * E;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in);  // reads input and output gradient, writes input gradient
-    l.input = in;
-    l.cache = in;  // GeLU keeps its input
-    l.fwd_peak = 2 * in;
-    l.bwd_peak = 2 * in;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + weights_read);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
+  l.input = in;
+  l.cache = in;  // SwiGLU keeps both halves of the fc1 output, GeLU its input
   return l;
+}
+/// The dense MLP's activation on this rank's share of the intermediate size.
+constexpr leaf activation_leaf(const build_context& c) {
+  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
@@ -2174,14 +2175,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, 2 * fs / t));
-    leaf act = activation_leaf(c);
-    const double in = c.tokens() * 2 * static_cast<double>(fs / t) * E, out = in / 2;
-    act.name = "shared_experts.swiglu";
-    act.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
-    act.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);
-    act.input = act.cache = in;
-    act.fwd_peak = act.bwd_peak = in + out;
-    b.push(act);
+    b.push(activation_leaf(c, "shared_experts.swiglu", c.tokens(), fs / t, true));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
   {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
@@ -2190,19 +2184,11 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     r.kind = leaf_kind::linear_column;
     const double T0 = tok.local;
     const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
-    const double flop_count = 2.0 * T0 * static_cast<double>(h) * static_cast<double>(X);
     const std::int64_t rows = static_cast<std::int64_t>(T0);
-    auto price = [&](const gemm_shape& g, double traffic, seconds& into) {
-      const auto k = g.key();
-      const auto cost = kernel_time(c.sys(), compute_kind::matmul, flop_count, k.view(), memory_kind::default_kind, traffic);
-      into += cost.time;
-      ++r.efficiency_lookups;
-      if (!cost.measured) ++r.efficiency_misses;
-    };
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    price({s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
-    price({s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
-    price({1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
+    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
+    detail::price_gemm(r, c, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -2233,19 +2219,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   }
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, (m.use_swiglu ? 2 : 1) * fe));
-  {  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
-    leaf a;
-    a.name = "experts.swiglu";
-    a.kind = leaf_kind::activation;
-    const double in = tok.expert * static_cast<double>((m.use_swiglu ? 2 : 1) * fe) * E, out = tok.expert * static_cast<double>(fe) * E;
-    const double weights = s.dispatch_probs ? probs * E : 0;
-    a.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights);
-    a.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights);
-    a.input = in;
-    a.cache = in;
-    a.fwd_peak = a.bwd_peak = in + out + (s.dispatch_probs ? probs * 8 : 0);
-    b.push(a);
-  }
+  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
+  b.push(activation_leaf(c, "experts.swiglu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
   {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
     leaf u;

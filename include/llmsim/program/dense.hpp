@@ -165,32 +165,33 @@ constexpr leaf attention_leaf(const build_context& c) {
   return l;
 }
 
-/// SwiGLU (TE fused: reads both halves, writes one) or GeLU on this rank's share of the MLP.
-constexpr leaf activation_leaf(const build_context& c) {
+/// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
+/// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
+/// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
+constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width, bool swiglu,
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
+  l.name = name;
   l.kind = leaf_kind::activation;
   const double E = c.element_bytes();
-  const double width = static_cast<double>(*c.m().intermediate_size / c.s().tp_size);
-  if (c.m().use_swiglu) {
-    l.name = "swiglu";
-    const double in = c.tokens() * 2 * width * E, out = c.tokens() * width * E;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);  // reads both halves and the output gradient, writes both input gradients
-    l.input = in;
-    l.cache = in;  // both halves of the fc1 output
-    l.fwd_peak = in + out;
-    l.bwd_peak = in + out;
+  const double out = tokens * static_cast<double>(width) * E;
+  const double in = swiglu ? 2 * out : out;
+  if (swiglu) {
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
-    l.name = "gelu";
-    const double in = c.tokens() * width * E;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in);  // reads input and output gradient, writes input gradient
-    l.input = in;
-    l.cache = in;  // GeLU keeps its input
-    l.fwd_peak = 2 * in;
-    l.bwd_peak = 2 * in;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + weights_read);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
+  l.input = in;
+  l.cache = in;  // SwiGLU keeps both halves of the fc1 output, GeLU its input
   return l;
+}
+/// The dense MLP's activation on this rank's share of the intermediate size.
+constexpr leaf activation_leaf(const build_context& c) {
+  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense

@@ -189,14 +189,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, 2 * fs / t));
-    leaf act = activation_leaf(c);
-    const double in = c.tokens() * 2 * static_cast<double>(fs / t) * E, out = in / 2;
-    act.name = "shared_experts.swiglu";
-    act.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out);
-    act.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out);
-    act.input = act.cache = in;
-    act.fwd_peak = act.bwd_peak = in + out;
-    b.push(act);
+    b.push(activation_leaf(c, "shared_experts.swiglu", c.tokens(), fs / t, true));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
   {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
@@ -205,19 +198,11 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     r.kind = leaf_kind::linear_column;
     const double T0 = tok.local;
     const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
-    const double flop_count = 2.0 * T0 * static_cast<double>(h) * static_cast<double>(X);
     const std::int64_t rows = static_cast<std::int64_t>(T0);
-    auto price = [&](const gemm_shape& g, double traffic, seconds& into) {
-      const auto k = g.key();
-      const auto cost = kernel_time(c.sys(), compute_kind::matmul, flop_count, k.view(), memory_kind::default_kind, traffic);
-      into += cost.time;
-      ++r.efficiency_lookups;
-      if (!cost.measured) ++r.efficiency_misses;
-    };
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    price({s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
-    price({s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
-    price({1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
+    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
+    detail::price_gemm(r, c, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -248,19 +233,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   }
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, (m.use_swiglu ? 2 : 1) * fe));
-  {  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
-    leaf a;
-    a.name = "experts.swiglu";
-    a.kind = leaf_kind::activation;
-    const double in = tok.expert * static_cast<double>((m.use_swiglu ? 2 : 1) * fe) * E, out = tok.expert * static_cast<double>(fe) * E;
-    const double weights = s.dispatch_probs ? probs * E : 0;
-    a.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights);
-    a.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights);
-    a.input = in;
-    a.cache = in;
-    a.fwd_peak = a.bwd_peak = in + out + (s.dispatch_probs ? probs * 8 : 0);
-    b.push(a);
-  }
+  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
+  b.push(activation_leaf(c, "experts.swiglu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
   {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
     leaf u;
