@@ -751,6 +751,10 @@ inline value to_json(const estimate_result& r) {
   mem["peak_mem_with_reserved"] = gib(r.mem.peak_mem_with_reserved);
   mem["memory_reserved_ratio"] = r.mem.memory_reserved_ratio;
   mem["peak_stage"] = std::string(stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)]);
+  mem["device_mem"] = gib(r.mem.device_mem);
+  mem["fits"] = r.mem.fits;
+  mem["over_by"] = gib(r.mem.over_by);
+  mem["verdict"] = memory_verdict(r);
   return {{"units", {{"time", "ms"}, {"memory", "GiB"}}}, {"param_count", r.param_count}, {"padded_vocab", r.padded_vocab},
           {"cost_result", cost}, {"mem_result", mem}};
 }

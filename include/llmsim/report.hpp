@@ -21,6 +21,16 @@ inline std::string format_peak_path(const stage_result& r) {
   return out;
 }
 
+/// One line on whether the job fits: `fits: peak 31.81 GiB (first_stage) of 80.00 GiB device memory`
+/// or `does not fit: peak 226.84 GiB on middle_stage exceeds 141.00 GiB device memory by 85.84 GiB`.
+inline std::string memory_verdict(const estimate_result& r) {
+  const std::string stage(stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)]);
+  if (r.mem.fits)
+    return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) + " device memory";
+  return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " + to_string(r.mem.device_mem) +
+         " device memory by " + to_string(r.mem.over_by);
+}
+
 namespace detail {
 inline void line(std::string& out, const char* fmt, double a) {
   char buf[160];
@@ -75,8 +85,8 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
     out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
     out += "    peak_path                  " + format_peak_path(st) + "\n";
   }
-  std::snprintf(buf, sizeof buf, "  peak over stages             %s of %.0f GB device memory\n", to_string(r.mem.peak_mem).c_str(), sys.accelerator.mem_gbs);
-  out += buf;
+  out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) + " device memory\n";
+  out += "  verdict                      " + memory_verdict(r) + "\n";
   return out;
 }
 

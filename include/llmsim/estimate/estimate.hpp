@@ -125,12 +125,15 @@ struct cost_result {
   std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
 };
 
-/// Memory of the stages; `peak_mem` is the largest.
+/// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
 struct mem_result {
   bytes peak_mem{};
   bytes peak_mem_with_reserved{};
   double memory_reserved_ratio = 0;  ///< mem_factor: allocated / reserved
   std::int64_t peak_stage = 0;        ///< index into `stages`
+  bytes device_mem{};                 ///< accelerator.mem_gbs GiB (`device_memory`)
+  bool fits = true;                   ///< peak_mem <= device_mem on every stage
+  bytes over_by{};                    ///< peak_mem - device_mem when it does not fit, else 0
 };
 
 /// A whole estimate.
@@ -601,6 +604,11 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
     }
   }
   mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
+  // The verdict compares allocated bytes with the device, as `fits_on` does; the reserved figure
+  // (allocator caching, mem_factor) is reported beside it.
+  mem.device_mem = device_memory(sys);
+  mem.fits = mem.peak_mem <= mem.device_mem;
+  mem.over_by = mem.fits ? bytes{} : mem.peak_mem - mem.device_mem;
   return out;
 }
 

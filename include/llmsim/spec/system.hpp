@@ -11,6 +11,7 @@
 
 #include <llmsim/core/error.hpp>
 #include <llmsim/core/fixed_string.hpp>
+#include <llmsim/core/units.hpp>
 #include <llmsim/spec/fields.hpp>
 #include <llmsim/spec/model.hpp>
 
@@ -226,6 +227,12 @@ constexpr void validate(const system_spec& sys) {
         if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0) report_error(api, "system.networks.op.dp_fixed_bw", "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name, collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
     }
   }
+}
+
+/// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
+/// 80 GiB = 85899345920 bytes; GPU memory sizes are binary).
+constexpr bytes device_memory(const system_spec& sys) {
+  return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
 }
 
 LLMSIM_END_NAMESPACE

@@ -37,11 +37,7 @@ struct b200 : system_of<catalogue::b200> {};
 /// AMD Instinct MI300X 192 GB nodes (catalogue::mi300x).
 struct mi300x : system_of<catalogue::mi300x> {};
 
-/// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
-/// 80 GiB = 85899345920 bytes; GPU memory sizes are binary).
-constexpr bytes device_memory(const system_spec& sys) {
-  return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
-}
+using llmsim::device_memory;  // accelerator.mem_gbs GiB (spec/system.hpp)
 
 }  // namespace hw
 LLMSIM_END_NAMESPACE
