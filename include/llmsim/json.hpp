@@ -706,7 +706,48 @@ inline void validate_files(const model_spec& m, const std::string& model_file, c
 
 // ---- results -------------------------------------------------------------------------------------
 
-/// An estimate as JSON with SimuMax's field names; times in milliseconds, memory in GiB (2^30 bytes).
+namespace detail {
+inline value to_json(const time_breakdown& b) {
+  auto ms = [](seconds t) { return t.ms(); };
+  return {{"fwd_compute_time", ms(b.fwd_compute_time)}, {"bwd_compute_time", ms(b.bwd_compute_time)}, {"recompute_time", ms(b.recompute_time)},
+          {"intra_exposed_time", ms(b.intra_exposed_time)}, {"inter_exposed_time", ms(b.inter_exposed_time)}, {"bubble_time", ms(b.bubble_time)},
+          {"dp_exposed_time", ms(b.dp_exposed_time)}, {"optim_time", ms(b.optim_time)}, {"straggler_time", ms(b.straggler_time)}};
+}
+/// Which ranks a stage stands for and what they hold.
+inline value stage_ranks(const stage_result& st) {
+  return {{"rank", st.rank}, {"last_rank", st.last_rank}, {"rank_count", st.rank_count}, {"layers", st.layers},
+          {"dense_layers", st.layout.dense_layers}, {"moe_layers", st.layers - st.layout.dense_layers},
+          {"embedding", st.layout.embedding}, {"head", st.layout.head}};
+}
+inline value stage_time_json(const stage_result& st) {
+  auto ms = [](seconds t) { return t.ms(); };
+  value v = stage_ranks(st);
+  v.update({{"fwd_compute_time", ms(st.fwd_compute_time)}, {"bwd_compute_time", ms(st.bwd_compute_time)},
+            {"recompute_time", ms(st.recompute_time)}, {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
+            {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)}, {"p2p_time", ms(st.p2p_time)}, {"chunk_time", ms(st.chunk_time)},
+            {"dp_time", ms(st.dp_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets},
+            {"breakdown_result", to_json(st.breakdown)}});
+  return v;
+}
+inline value stage_memory_json(const estimate_result& r, std::size_t i) {
+  auto gib = [](bytes b) { return b.gib(); };
+  const auto& st = r.stages[i];
+  value v = stage_ranks(st);
+  v.update({{"params", st.params}, {"model_mem", gib(st.model_mem)}, {"weight_mem", gib(st.weight_mem)},
+            {"grad_mem", gib(st.grad_mem)}, {"optimizer_state_mem", gib(st.optimizer_state_mem)},
+            {"te_dummy_wgrad_mem", gib(st.te_dummy_wgrad_mem)}, {"workspace_mem", gib(st.workspace_mem)},
+            {"fwd_activation_cache_per_micro_batch", gib(st.fwd_activation_cache_per_micro_batch)},
+            {"peak_activation_mem_in_1F1B", gib(st.peak_activation_mem_in_1F1B)}, {"micro_batches_in_flight", st.micro_batches_in_flight},
+            {"fwd_peak_allocated_mem", gib(st.fwd_peak_allocated_mem)}, {"bwd_peak_allocated_mem", gib(st.bwd_peak_allocated_mem)},
+            {"peak_mem", gib(st.peak_mem)}, {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
+            {"memory_reserved_ratio", r.mem.memory_reserved_ratio}, {"peak_path", format_peak_path(r, i)}});
+  return v;
+}
+}  // namespace detail
+
+/// An estimate as JSON with SimuMax's field names; times in milliseconds, memory in GiB (2^30
+/// bytes). Stages are keyed by `stage_name` (first_stage, middle_stage or middle_stage[a-b],
+/// last_stage); `breakdown_result` is the bounding stage's, and every stage has its own.
 inline value to_json(const estimate_result& r) {
   auto ms = [](seconds t) { return t.ms(); };
   auto gib = [](bytes b) { return b.gib(); };
@@ -719,43 +760,29 @@ inline value to_json(const estimate_result& r) {
   cost["throughput_per_accelerator"] = c.throughput_per_accelerator;
   cost["all_tokens_per_iter"] = c.all_tokens_per_iter;
   cost["model_flops_per_accelerator"] = c.model_flops_per_iter.value;
-  const auto& b = c.breakdown_result;
-  cost["breakdown_result"] = {{"fwd_compute_time", ms(b.fwd_compute_time)}, {"bwd_compute_time", ms(b.bwd_compute_time)},
-                              {"recompute_time", ms(b.recompute_time)}, {"intra_exposed_time", ms(b.intra_exposed_time)},
-                              {"inter_exposed_time", ms(b.inter_exposed_time)}, {"bubble_time", ms(b.bubble_time)},
-                              {"dp_exposed_time", ms(b.dp_exposed_time)}, {"optim_time", ms(b.optim_time)},
-                              {"straggler_time", ms(b.straggler_time)}};
+  cost["bounding_stage"] = stage_name(r, static_cast<std::size_t>(c.bounding_stage));
+  cost["breakdown_result"] = detail::to_json(c.breakdown_result);
   cost["comm_result"] = {{"tp_net", std::string(c.comm_result.tp_net)}, {"pp_net", std::string(c.comm_result.pp_net)},
-                         {"dp_net", std::string(c.comm_result.dp_net)}, {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
+                         {"dp_net", std::string(c.comm_result.dp_net)}, {"ep_net", std::string(c.comm_result.ep_net)}, {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
                          {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)}, {"dp_time", ms(c.comm_result.dp_time)}};
   cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {
-    const auto& st = r.stages[i];
-    const std::string name(stage_kind_names[static_cast<std::size_t>(st.kind)]);
-    chunks[name] = {{"layers", st.layers}, {"fwd_compute_time", ms(st.fwd_compute_time)}, {"bwd_compute_time", ms(st.bwd_compute_time)},
-                    {"recompute_time", ms(st.recompute_time)}, {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
-                    {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)}, {"p2p_time", ms(st.p2p_time)}, {"chunk_time", ms(st.chunk_time)},
-                    {"dp_time", ms(st.dp_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets}};
-    mem[name] = {{"layers", st.layers}, {"params", st.params}, {"model_mem", gib(st.model_mem)}, {"weight_mem", gib(st.weight_mem)},
-                 {"grad_mem", gib(st.grad_mem)}, {"optimizer_state_mem", gib(st.optimizer_state_mem)},
-                 {"te_dummy_wgrad_mem", gib(st.te_dummy_wgrad_mem)},
-                 {"fwd_activation_cache_per_micro_batch", gib(st.fwd_activation_cache_per_micro_batch)},
-                 {"peak_activation_mem_in_1F1B", gib(st.peak_activation_mem_in_1F1B)}, {"micro_batches_in_flight", st.micro_batches_in_flight},
-                 {"fwd_peak_allocated_mem", gib(st.fwd_peak_allocated_mem)}, {"bwd_peak_allocated_mem", gib(st.bwd_peak_allocated_mem)},
-                 {"peak_mem", gib(st.peak_mem)}, {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
-                 {"memory_reserved_ratio", r.mem.memory_reserved_ratio}, {"peak_path", format_peak_path(st)}};
+    const std::string name = stage_name(r, i);
+    chunks[name] = detail::stage_time_json(r.stages[i]);
+    mem[name] = detail::stage_memory_json(r, i);
   }
   cost["chunk_time"] = chunks;
   mem["peak_mem"] = gib(r.mem.peak_mem);
   mem["peak_mem_with_reserved"] = gib(r.mem.peak_mem_with_reserved);
   mem["memory_reserved_ratio"] = r.mem.memory_reserved_ratio;
-  mem["peak_stage"] = std::string(stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)]);
+  mem["peak_stage"] = stage_name(r, static_cast<std::size_t>(r.mem.peak_stage));
   mem["device_mem"] = gib(r.mem.device_mem);
   mem["fits"] = r.mem.fits;
   mem["over_by"] = gib(r.mem.over_by);
   mem["verdict"] = memory_verdict(r);
-  return {{"units", {{"time", "ms"}, {"memory", "GiB"}}}, {"param_count", r.param_count}, {"padded_vocab", r.padded_vocab},
+  return {{"units", {{"time", "ms"}, {"memory", "GiB"}}}, {"param_count", r.param_count}, {"active_param_count", r.active_param_count},
+          {"padded_vocab", r.padded_vocab}, {"compute_capability", r.compute_capability}, {"notes", notes_of(r)},
           {"cost_result", cost}, {"mem_result", mem}};
 }
 

@@ -7,31 +7,83 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
+/// A stage's name as SimuMax names stages: `first_stage`, `last_stage`, and `middle_stage` when
+/// all middle ranks run one program; otherwise each middle stage carries its ranks,
+/// `middle_stage[1]`, `middle_stage[2-14]`.
+inline std::string stage_name(const estimate_result& r, std::size_t i) {
+  const stage_result& st = r.stages[i];
+  std::string out(stage_kind_names[static_cast<std::size_t>(st.kind)]);
+  if (st.kind != stage_kind::middle) return out;
+  std::size_t middles = 0;
+  for (std::size_t k = 0; k < r.stage_count; ++k) middles += r.stages[k].kind == stage_kind::middle ? 1 : 0;
+  if (middles == 1) return out;
+  out.append(1, '[').append(std::to_string(st.rank));  // append: GCC 12 -Wrestrict misfires on "x" + string
+  if (st.last_rank != st.rank) out.append(1, '-').append(std::to_string(st.last_rank));
+  return out.append(1, ']');
+}
+
 /// Where a stage's memory peaks: `first_stage/decoder.layers.31.linear_fc1, stage=backward`.
-inline std::string format_peak_path(const stage_result& r) {
-  std::string out(stage_kind_names[static_cast<std::size_t>(r.kind)]);
-  out += '/';
-  if (r.peak_path.layer >= 0) out += "decoder.layers." + std::to_string(r.peak_path.layer) + '.';
-  out += r.peak_path.leaf;
+inline std::string format_peak_path(const estimate_result& r, std::size_t i) {
+  const stage_result& st = r.stages[i];
+  std::string out = stage_name(r, i) + '/';
+  if (st.peak_path.layer >= 0) out += "decoder.layers." + std::to_string(st.peak_path.layer) + '.';
+  out += st.peak_path.leaf;
   out += ", stage=";
-  out += r.peak_path.pass;
+  out += st.peak_path.pass;
   return out;
 }
 
 /// One line on whether the job fits: `fits: peak 31.81 GiB (first_stage) of 80.00 GiB device memory`
 /// or `does not fit: peak 226.84 GiB on middle_stage exceeds 141.00 GiB device memory by 85.84 GiB`.
 inline std::string memory_verdict(const estimate_result& r) {
-  const std::string stage(stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)]);
+  const std::string stage = stage_name(r, static_cast<std::size_t>(r.mem.peak_stage));
   if (r.mem.fits)
     return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) + " device memory";
   return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " + to_string(r.mem.device_mem) +
          " device memory by " + to_string(r.mem.over_by);
 }
 
+/// What an estimate note means, for the user (`estimate_result::notes`).
+inline std::string note_text(const estimate_result& r, estimate_note n) {
+  char cc[32];
+  std::snprintf(cc, sizeof cc, "%.1f", r.compute_capability);
+  switch (n) {
+    case estimate_note::compute_capability_from_name:
+      return std::string("system.accelerator.compute_capability is not given; ") + cc + " inferred from sys_name (sizes TransformerEngine's cuBLAS workspace)";
+    case estimate_note::compute_capability_assumed:
+      return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
+             " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
+    case estimate_note::overlap_grad_reduce_not_modelled:
+      return "strategy.overlap_grad_reduce=true is not modelled yet: gradient reduce-scatter is priced after the pipeline, not overlapped with backward";
+    case estimate_note::overlap_param_gather_not_modelled:
+      return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
+    case estimate_note::microbatch_group_size_not_modelled:
+      return "strategy.microbatch_group_size_per_vp_stage is not modelled yet: the interleaved schedule uses Megatron's default group of pp_size micro-batches";
+  }
+  return {};
+}
+
+/// Every note of an estimate, one string each.
+inline std::vector<std::string> notes_of(const estimate_result& r) {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < estimate_note_count; ++k)
+    if (r.has(static_cast<estimate_note>(k))) out.push_back(note_text(r, static_cast<estimate_note>(k)));
+  return out;
+}
+
 namespace detail {
+/// `last_stage (rank 15)`, `middle_stage[2-14] (ranks 2-14)`.
+inline std::string stage_name_with_ranks(const estimate_result& r, std::size_t i) {
+  const auto& st = r.stages[i];
+  std::string out = stage_name(r, i);
+  out.append(st.rank_count > 1 ? ", ranks " : ", rank ").append(std::to_string(st.rank));
+  if (st.rank_count > 1) out.append(1, '-').append(std::to_string(st.last_rank));
+  return out;
+}
 inline void line(std::string& out, const char* fmt, double a) {
   char buf[160];
   std::snprintf(buf, sizeof buf, fmt, a);
@@ -39,14 +91,65 @@ inline void line(std::string& out, const char* fmt, double a) {
 }
 }  // namespace detail
 
-/// A multi-line text report.
-inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s, const system_spec& sys) {
-  std::string out;
+namespace detail {
+/// "model llama3_8b (8.03B parameters, vocab padded to 128256) on h100_sxm"; MoE adds the active ones.
+inline std::string model_line(const estimate_result& r, const model_spec& m, const system_spec& sys) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "model %.*s (%.2fB parameters, vocab padded to %lld) on %.*s\n", static_cast<int>(m.model_name.view().size()),
-                m.model_name.view().data(), r.param_count / 1e9, static_cast<long long>(r.padded_vocab), static_cast<int>(sys.sys_name.view().size()),
-                sys.sys_name.view().data());
-  out += buf;
+  std::snprintf(buf, sizeof buf, "model %s (%.2fB parameters", std::string(m.model_name.view()).c_str(), r.param_count / 1e9);
+  std::string out = buf;
+  if (is_moe(m)) {
+    std::snprintf(buf, sizeof buf, ", %.2fB active per token", r.active_param_count / 1e9);
+    out += buf;
+  }
+  out.append(", vocab padded to ").append(std::to_string(r.padded_vocab)).append(") on ").append(sys.sys_name.view()).append(1, '\n');
+  return out;
+}
+
+/// The iteration as stage `i` sees it; the parts add up to the iteration time.
+inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
+  const auto& b = r.stages[i].breakdown;
+  const auto& comm = r.cost.comm_result;
+  std::string out;
+  out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
+  out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
+  out += "    recompute                  " + to_string(b.recompute_time) + "\n";
+  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) + ", ep " + std::string(comm.ep_net) + ")\n";
+  out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
+  out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
+  out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
+  out += "    optimizer step             " + to_string(b.optim_time) + "\n";
+  if (b.straggler_time.value > 0)
+    out += "    straggler                  " + to_string(b.straggler_time) +
+           " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, strategy.enable_straggler_model)\n";
+  return out;
+}
+
+/// Memory of stage `i` at its lowest rank, the one holding the most micro-batches in flight.
+inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
+  const auto& st = r.stages[i];
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight at rank %lld: %lld\n",
+                stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
+                st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
+                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers), static_cast<long long>(st.layers - st.layout.dense_layers),
+                st.layout.embedding ? " + embedding" : "", st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
+                static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
+  std::string out = buf;
+  out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) + ", grads " + to_string(st.grad_mem) +
+         ", optimizer " + to_string(st.optimizer_state_mem) + (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
+         ", cuBLAS workspaces " + to_string(st.workspace_mem) + ")\n";
+  out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
+  out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
+  out += "    peak_path                  " + format_peak_path(r, i) + "\n";
+  return out;
+}
+}  // namespace detail
+
+/// A multi-line text report: the iteration, the bounding stage's breakdown, memory per distinct
+/// stage, the verdict against device memory, and the estimate's notes.
+inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  std::string out = detail::model_line(r, m, sys);
+  char buf[256];
   std::snprintf(buf, sizeof buf, "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
                 static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
                 static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "",
@@ -59,34 +162,18 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   detail::line(out, "  mfu_6nd_with_attn            %.4f\n", c.mfu_6nd_with_attn);
   detail::line(out, "  throughput_per_accelerator   %.1f tokens/s\n", c.throughput_per_accelerator);
   detail::line(out, "  all_tokens_per_iter          %.0f\n", c.all_tokens_per_iter);
-  const auto& b = c.breakdown_result;
-  out += "  breakdown (first stage, whole iteration)\n";
-  out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
-  out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
-  out += "    recompute                  " + to_string(b.recompute_time) + "\n";
-  out += "    tensor-parallel comm       " + to_string(b.intra_exposed_time) + " (" + std::string(c.comm_result.tp_net) + ")\n";
-  out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(c.comm_result.pp_net) + ")\n";
-  out += "    pipeline bubble            " + to_string(b.bubble_time) + "\n";
-  out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(c.comm_result.dp_net) + ")\n";
-  out += "    optimizer step             " + to_string(b.optim_time) + "\n";
-  if (b.straggler_time.value > 0) out += "    straggler                  " + to_string(b.straggler_time) + "\n";
+  const auto bound = static_cast<std::size_t>(c.bounding_stage);
+  out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) + " (the busiest; the pipeline runs at its pace)\n";
+  out += detail::breakdown_lines(r, bound);
   std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n", c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
   out += buf;
-  out += "\nmemory per GPU (GiB = 2^30 bytes)\n";
-  for (std::size_t i = 0; i < r.stage_count; ++i) {
-    const auto& st = r.stages[i];
-    std::snprintf(buf, sizeof buf, "  %s (%lld layers, chunk_time %s, micro-batches in flight: %lld)\n",
-                  std::string(stage_kind_names[static_cast<std::size_t>(st.kind)]).c_str(), static_cast<long long>(st.layers),
-                  to_string(st.chunk_time).c_str(), static_cast<long long>(st.micro_batches_in_flight));
-    out += buf;
-    out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) + ", grads " + to_string(st.grad_mem) +
-           ", optimizer " + to_string(st.optimizer_state_mem) + (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) + ")\n";
-    out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
-    out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
-    out += "    peak_path                  " + format_peak_path(st) + "\n";
-  }
+  out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";
+  for (std::size_t i = 0; i < r.stage_count; ++i) out += detail::stage_memory_lines(r, i);
   out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) + " device memory\n";
   out += "  verdict                      " + memory_verdict(r) + "\n";
+  const auto notes = notes_of(r);
+  if (!notes.empty()) out += "\nnotes\n";
+  for (const auto& n : notes) out += "  - " + n + "\n";
   return out;
 }
 

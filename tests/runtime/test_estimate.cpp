@@ -157,7 +157,7 @@ TEST(Estimate, CollectivesFollowTheRingModel) {
 
 TEST(Estimate, PeakPathNamesTheLeafAndPass) {
   const auto r = estimate(catalogue::llama3_8b, tp2_dp4(), catalogue::h100_sxm);
-  const std::string path = format_peak_path(r.stages[0]);
+  const std::string path = format_peak_path(r, 0);
   EXPECT_EQ(path.rfind("first_stage/", 0), 0U) << path;
   EXPECT_NE(path.find(", stage="), std::string::npos) << path;
   EXPECT_EQ(r.mem.peak_mem, r.stages[0].peak_mem);

@@ -42,9 +42,21 @@ inline constexpr double te_workspace_bytes_older = 4.0 * 1024 * 1024;
 inline constexpr double te_grouped_gemm_streams = 4;
 }  // namespace parameters
 
-/// The kinds of pipeline stage whose programs differ.
+/// Where a pipeline stage sits: the first rank (embedding), a middle rank, the last (LM head and
+/// loss); with one stage, `first` holds both ends.
 enum class stage_kind : std::uint8_t { first, middle, last };
 inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage", "middle_stage", "last_stage"};
+
+/// What one pipeline rank runs. Ranks with equal layouts run the same program, so they are
+/// priced once; their memory differs only by the micro-batches they hold in flight.
+struct rank_layout {
+  std::int64_t layers = 0;        ///< decoder layers over all its model chunks
+  std::int64_t dense_layers = 0;  ///< of which dense (Megatron --first-k-dense-replace); the rest MoE
+  std::int64_t chunk_layers = 0;        ///< layers of one model chunk (interleaved: layers / v)
+  std::int64_t chunk_dense_layers = 0;  ///< dense layers of its first model chunk
+  bool embedding = false, head = false;
+  friend constexpr bool operator==(const rank_layout&, const rank_layout&) = default;
+};
 
 /// One block of a stage: a shared leaf list run `repeat` times.
 struct stage_block {
@@ -65,10 +77,28 @@ struct stage_program {
   }
 };
 
-/// Cost and memory of one stage kind.
+/// The time of one iteration by cause, as one stage sees it (SimuMax `breakdown_result`): its busy
+/// time per cause over all micro-batches, plus `bubble_time`, the rest of the iteration it waits.
+/// The parts add up to `duration_time_per_iter`.
+struct time_breakdown {
+  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds intra_exposed_time{};  ///< tensor-parallel and expert-parallel collectives
+  seconds inter_exposed_time{};  ///< pipeline sends and receives
+  seconds bubble_time{};         ///< waiting: pipeline fill and drain, and for faster stages their slack
+  seconds dp_exposed_time{};
+  seconds optim_time{};
+  seconds straggler_time{};      ///< the slowdown of synchronised multi-node steps (see parameters::straggler_coefficient)
+};
+
+/// Cost and memory of one distinct pipeline stage: the ranks `rank`..`last_rank` (`rank_count` of
+/// them) that run the same program. Time is per rank; memory is that of `rank`, the one holding
+/// the most micro-batches in flight.
 struct stage_result {
   stage_kind kind = stage_kind::first;
-  std::int64_t rank = 0;    ///< the pipeline rank it describes (middle: the one holding most micro-batches)
+  std::int64_t rank = 0;        ///< lowest rank of the stage: its memory is the one reported
+  std::int64_t last_rank = 0;   ///< highest rank with the same program
+  std::int64_t rank_count = 1;  ///< ranks with the same program
+  rank_layout layout{};
   std::int64_t layers = 0;
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
@@ -79,6 +109,7 @@ struct stage_result {
   seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather
   seconds optim_time{};    ///< optimizer step
   std::int64_t dp_buckets = 0;
+  time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
@@ -92,21 +123,10 @@ struct stage_result {
   std::int32_t efficiency_lookups = 0, efficiency_misses = 0;
 };
 
-/// The exposed time of one iteration by cause (first stage's view, SimuMax `breakdown_result`).
-struct time_breakdown {
-  seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
-  seconds intra_exposed_time{};  ///< tensor-parallel collectives
-  seconds inter_exposed_time{};  ///< pipeline sends and receives
-  seconds bubble_time{};
-  seconds dp_exposed_time{};
-  seconds optim_time{};
-  seconds straggler_time{};
-};
-
 /// Network tiers chosen for the groups.
 struct comm_summary {
-  std::string_view tp_net{}, pp_net{}, dp_net{};
-  seconds tp_time_per_iter{};  ///< all tensor-parallel collectives of the first stage over the iteration
+  std::string_view tp_net{}, pp_net{}, dp_net{}, ep_net{};
+  seconds tp_time_per_iter{};  ///< tensor- and expert-parallel collectives of the bounding stage over the iteration
   seconds p2p_time_per_transfer{};
   seconds dp_time{};
 };
@@ -120,7 +140,8 @@ struct cost_result {
   double throughput_per_accelerator = 0;  ///< tokens per second per GPU
   double all_tokens_per_iter = 0;
   flops model_flops_per_iter{};  ///< per GPU
-  time_breakdown breakdown_result{};
+  std::int64_t bounding_stage = 0;  ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
+  time_breakdown breakdown_result{};  ///< the bounding stage's breakdown
   comm_summary comm_result{};
   std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
 };
@@ -136,20 +157,39 @@ struct mem_result {
   bytes over_by{};                    ///< peak_mem - device_mem when it does not fit, else 0
 };
 
+/// Things the estimate assumed or could not model, for the user to see (bits of `estimate_result::notes`).
+enum class estimate_note : std::uint8_t {
+  compute_capability_from_name,  ///< system.accelerator.compute_capability missing: inferred from sys_name
+  compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
+  overlap_grad_reduce_not_modelled,
+  overlap_param_gather_not_modelled,
+  microbatch_group_size_not_modelled,
+};
+inline constexpr std::size_t estimate_note_count = 5;
+
+/// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
+/// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
+inline constexpr std::size_t max_distinct_stages = 8;
+
 /// A whole estimate.
 struct estimate_result {
   cost_result cost{};
   mem_result mem{};
-  std::array<stage_result, 3> stages{};
+  std::array<stage_result, max_distinct_stages> stages{};  ///< distinct programs, by lowest rank
   std::size_t stage_count = 0;
   std::int64_t padded_vocab = 0;
-  double param_count = 0;  ///< whole model
+  double param_count = 0;         ///< whole model
+  double active_param_count = 0;  ///< parameters one token passes through (MoE: top-k experts)
+  double compute_capability = 0;  ///< the one used (the system's, or inferred; see notes)
+  std::uint32_t notes = 0;        ///< bits of estimate_note
 
+  /// The first stage of kind `k` (the lowest-ranked middle stage for `middle`), or nullptr.
   [[nodiscard]] constexpr const stage_result* stage(stage_kind k) const {
     for (std::size_t i = 0; i < stage_count; ++i)
       if (stages[i].kind == k) return &stages[i];
     return nullptr;
   }
+  [[nodiscard]] constexpr bool has(estimate_note n) const { return (notes >> static_cast<unsigned>(n)) & 1U; }
 };
 
 // ---- model-level counts ------------------------------------------------------------------------
@@ -174,14 +214,12 @@ constexpr double layer_norm_params(const model_spec& m) {
   if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
   return n;
 }
-constexpr double mlp_matrices(const model_spec& m) { return m.use_swiglu ? 3.0 : 2.0; }
 /// Dense MLP parameters of one layer.
-constexpr double dense_mlp_params(const model_spec& m) { return mlp_matrices(m) * static_cast<double>(m.hidden_size) * static_cast<double>(m.intermediate_size.value_or(0)); }
+constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
 /// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double shared = static_cast<double>(m.moe_shared_expert_intermediate_size.value_or(0));
-  return h * static_cast<double>(m.expert_num) + mlp_matrices(m) * h * shared + experts * mlp_matrices(m) * h * static_cast<double>(expert_ffn_size(m));
+  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
+  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) + experts * mlp_weight_params(m, expert_ffn_size(m));
 }
 constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
 }  // namespace detail
@@ -255,16 +293,13 @@ constexpr job_blocks build_blocks(const build_context& c) {
   return j;
 }
 
-/// The leaves of a stage holding decoder layers [first_layer, first_layer + layers) of the model:
-/// layers before `dense_layers` are dense (Megatron --first-k-dense-replace), the rest MoE; the
-/// first `recompute_layer_num` layers of each stage follow the recompute plan (--recompute-method block).
-constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t first_layer, std::int64_t layers, bool has_embedding, bool has_head) {
+/// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
+/// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
+/// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block).
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, std::int64_t dense, bool has_embedding, bool has_head) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
-  const std::int64_t dense_total = detail::dense_layer_count(c.m());
-  std::int64_t dense = dense_total - first_layer;
-  dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
   const std::int64_t moe = layers - dense;
   const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
   const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
@@ -275,6 +310,34 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   if (moe - moe_rc > 0) p.add(j.moe_layer, moe - moe_rc, dense + moe_rc);
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
+}
+
+/// Decoder layers of pipeline rank `r` (Megatron: first/last stage overrides, the others even).
+constexpr std::int64_t stage_layer_count(const stage_layers& split, std::int64_t r, std::int64_t p) {
+  if (p == 1 || r == 0) return split.first;
+  return r == p - 1 ? split.last : split.middle;
+}
+
+/// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
+/// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
+/// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
+constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split, std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  rank_layout out;
+  out.layers = stage_layer_count(split, r, p);
+  out.chunk_layers = out.layers / v;
+  out.embedding = r == 0;
+  out.head = r == p - 1;
+  const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
+  const std::int64_t dense_total = detail::dense_layer_count(m);
+  for (std::int64_t chunk = 0; chunk < v; ++chunk) {
+    const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
+    std::int64_t dense = dense_total - offset;
+    dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
+    out.dense_layers += dense;
+    if (chunk == 0) out.chunk_dense_layers = dense;
+  }
+  return out;
 }
 
 namespace detail {
@@ -385,230 +448,319 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
   return out;
 }
 
-/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at configure).
-constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
-  if (s.zero_state >= 2) detail::report_error("llmsim::estimate", "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
-  if (s.cp_size > 1) detail::report_error("llmsim::estimate", "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
-  if (s.fp8) detail::report_error("llmsim::estimate", "strategy.fp8", "strategy.fp8=true is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1) detail::report_error("llmsim::estimate", "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
+namespace detail {
+/// Refuses what the estimate does not model yet, naming the field that asks for it.
+constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
+  if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
+}
 
-  estimate_result out;
-  const std::int64_t p = s.pp_size;
-  out.padded_vocab = padded_vocab(m, s.tp_size);
-  out.param_count = parameter_count(m, out.padded_vocab);
-  build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
-                  is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
-                  is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
-  const stage_layers split = split_layers(m, s);
+constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
 
-  const double E = static_cast<double>(dtype_bytes(s.dtype));
-  const double grad_bytes = c.main_grad_bytes();
-  const network_tier* pp_tier = p > 1 ? &resolve_tier(sys, s, comm_group::pp) : nullptr;
-  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
-  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * E;
-  const seconds p2p = p > 1 ? collective_time(sys, s, *pp_tier, {collective_kind::p2p, p2p_bytes, 2, comm_group::pp}) : seconds{};
+/// The compute capability used for TransformerEngine's workspace size: the system's, else the one
+/// its name implies, else a current GPU (>= 9.0) — the last two leave a note in the result.
+constexpr double effective_compute_capability(const system_spec& sys, std::uint32_t& notes) {
+  if (sys.accelerator.compute_capability > 0) return sys.accelerator.compute_capability;
+  if (const double cc = compute_capability_from_name(sys.sys_name.view()); cc > 0) {
+    add_note(notes, estimate_note::compute_capability_from_name);
+    return cc;
+  }
+  add_note(notes, estimate_note::compute_capability_assumed);
+  return 9.0;
+}
 
-  // Stage kinds present.
-  std::array<stage_kind, 3> kinds{};
-  std::size_t nk = 0;
-  kinds[nk++] = stage_kind::first;
-  if (p > 2) kinds[nk++] = stage_kind::middle;
-  if (p > 1) kinds[nk++] = stage_kind::last;
+/// Settings the strategy accepts but this estimate's schedule cannot express yet.
+constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& notes) {
+  if (s.overlap_grad_reduce) add_note(notes, estimate_note::overlap_grad_reduce_not_modelled);
+  if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
+  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage != s.pp_size)
+    add_note(notes, estimate_note::microbatch_group_size_not_modelled);
+}
 
-  const bool te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
-  const bool te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
-  const job_blocks blocks = build_blocks(c);
-  for (std::size_t ki = 0; ki < nk; ++ki) {
-    stage_result& r = out.stages[ki];
-    r.kind = kinds[ki];
-    r.rank = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? 1 : p - 1;
-    r.layers = r.kind == stage_kind::first ? split.first : r.kind == stage_kind::middle ? split.middle : split.last;
-    const bool has_embedding = r.kind == stage_kind::first;
-    const bool has_head = r.kind == stage_kind::last || p == 1;
-    const std::int64_t first_layer = r.kind == stage_kind::first ? 0 : r.kind == stage_kind::middle ? split.first : m.layer_num - split.last;
-    const stage_program prog = build_stage(blocks, c, first_layer, r.layers, has_embedding, has_head);
+/// What every stage of one job shares while it is priced.
+struct job_context {
+  const build_context* c = nullptr;
+  const job_blocks* blocks = nullptr;
+  seconds p2p{};             ///< one activation transfer between neighbouring stages
+  double grad_bytes = 0;     ///< bytes of one main-gradient element
+  double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
+  bool te_dummy = false, te_grouped_dummy = false;
+};
 
-    // Time of one micro-batch; memory walk over blocks (identical layers counted, not rebuilt).
-    std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
-    std::size_t shape_count = 0;
-    for (std::size_t bi = 0; bi < prog.count; ++bi) {
-      const stage_block& sb = prog.blocks[bi];
-      const leaf_block& b = *sb.block;
-      const double n = static_cast<double>(sb.repeat);
-      for (const leaf& l : b) {
-        r.fwd_compute_time += l.fwd * n;
-        r.bwd_compute_time += l.bwd * n;
-        r.recompute_time += l.replay() * n;
-        r.fwd_tp_comm_time += l.fwd_comm * n;
-        r.bwd_tp_comm_time += l.bwd_comm * n;
-        r.recompute_tp_comm_time += l.replay_comm() * n;
-        r.params += l.params * n;
-        if (l.expert_params) r.expert_params += l.params * n;
-        r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
-        r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
-        if (l.weight_rows > 0 && (!l.grouped || te_grouped_dummy)) {
-          bool seen = false;
-          for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
-          if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
-        }
+/// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
+/// weight shape, TE >= 2.3 `get_dummy_wgrad`) of one stage program.
+constexpr double price_program(stage_result& r, const stage_program& prog, const job_context& j) {
+  std::array<std::pair<std::int64_t, std::int64_t>, 64> shapes{};
+  std::size_t shape_count = 0;
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    const double n = static_cast<double>(sb.repeat);
+    for (const leaf& l : *sb.block) {
+      r.fwd_compute_time += l.fwd * n;
+      r.bwd_compute_time += l.bwd * n;
+      r.recompute_time += l.replay() * n;
+      r.fwd_tp_comm_time += l.fwd_comm * n;
+      r.bwd_tp_comm_time += l.bwd_comm * n;
+      r.recompute_tp_comm_time += l.replay_comm() * n;
+      r.params += l.params * n;
+      if (l.expert_params) r.expert_params += l.params * n;
+      r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
+      r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+      if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
+        bool seen = false;
+        for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
+        if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
       }
     }
-    // Memory of one micro-batch over the stage (interleaved: over one model chunk, which holds
-    // layers / v of the stage plus the embedding or head when it has them).
-    const stage_memory whole = walk_stage(prog);
-    const std::int64_t v = s.interleaving_size;
-    const stage_memory chunk = v > 1 ? walk_stage(build_stage(blocks, c, first_layer, r.layers / v, has_embedding, has_head)) : whole;
-    const double held = whole.held;
-    const double fwd_peak = chunk.fwd_peak, bwd_peak = chunk.bwd_peak;
-    const peak_site fwd_site = chunk.fwd_site, bwd_site = chunk.bwd_site;
-
-    const bool receives = r.kind != stage_kind::first, sends = r.kind != stage_kind::last;
-    // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
-    const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends && p > 1 ? 2.0 : 0.0);
-    r.p2p_time = p2p * transfers;
-    r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
-                   r.recompute_tp_comm_time + r.p2p_time;
-    std::int64_t expert_buckets = 0;
-    r.dp_time = detail::data_parallel_time(sys, s, r.params - r.expert_params, grad_bytes, r.dp_buckets) +
-                detail::data_parallel_time(sys, s, r.expert_params, grad_bytes, expert_buckets, comm_group::edp);
-    r.dp_buckets += expert_buckets;
-    r.optim_time = detail::optimizer_time(sys, s, r.params, grad_bytes, r.expert_params);
-
-    // Model memory: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1 over dp·cp
-    // (dense parameters) and over the expert-data-parallel group (expert parameters).
-    const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
-    const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
-    r.weight_mem = bytes{static_cast<std::int64_t>(r.params * E)};
-    r.grad_mem = bytes{static_cast<std::int64_t>(r.params * grad_bytes)};
-    r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
-    double dummy = 0;
-    if (te_dummy)  // TE >= 2.3 keeps one bf16 wgrad buffer per distinct weight shape (get_dummy_wgrad)
-      for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * E;
-    r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy)};
-    // cuBLAS workspaces TE allocates through PyTorch (unknown compute capability: a current GPU).
-    const double cc = sys.accelerator.compute_capability;
-    const double workspace = (cc == 0 || cc >= 9) ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
-    r.workspace_mem = bytes{static_cast<std::int64_t>(workspace * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
-    r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
-    r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(held)};
-    // 1F1B: rank k holds p - k micro-batches of activations at its peak (warm-up forwards + one).
-    double others = 0;
-    if (v > 1) {
-      // Interleaved 1F1B (Megatron forward_backward_pipelining_with_interleaving): rank k runs
-      // (p - k - 1) * 2 + (v - 1) * p warm-up chunk forwards, so holds that many chunks (each
-      // layers / v of the stage) plus the one in flight.
-      const std::int64_t total_chunks = s.micro_batch_num * v;
-      std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * p;
-      warmup = warmup < total_chunks ? warmup : total_chunks;
-      const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
-      r.micro_batches_in_flight = (in_flight + v - 1) / v;
-      others = static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
-    } else {
-      r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-      others = static_cast<double>(r.micro_batches_in_flight - 1) * held;
-    }
-    r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd_peak > bwd_peak ? fwd_peak : bwd_peak)};
-    r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + fwd_peak)};
-    r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + bwd_peak)};
-    r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
-    r.peak_path = fwd_peak > bwd_peak ? fwd_site : bwd_site;
-    r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
   }
-  out.stage_count = nk;
+  double dummy = 0;
+  if (j.te_dummy)
+    for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * j.c->element_bytes();
+  return dummy;
+}
 
-  // Pipeline: rank timings; middle ranks share the middle program.
+/// Model memory of a stage: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1
+/// over dp·cp (dense parameters) and over the expert-data-parallel group (expert parameters),
+/// TE's dummy wgrad buffers, and cuBLAS workspaces (one per GEMM stream; MoE adds the grouped
+/// GEMM streams).
+constexpr void size_model_memory(stage_result& r, const job_context& j, double dummy_wgrad_bytes) {
+  const strategy_spec& s = j.c->s();
+  const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
+  r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
+  r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
+  r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+  r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
+  r.workspace_mem = bytes{static_cast<std::int64_t>(j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+  r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
+}
+
+/// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
+/// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
+/// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·p warm-up chunk
+/// forwards plus the one in flight, each chunk holding layers / v of the stage.
+constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (v > 1) {
+    const std::int64_t total_chunks = s.micro_batch_num * v;
+    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * p;
+    warmup = warmup < total_chunks ? warmup : total_chunks;
+    const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
+    r.micro_batches_in_flight = (in_flight + v - 1) / v;
+    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
+  }
+  r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
+  return static_cast<double>(r.micro_batches_in_flight - 1) * held;
+}
+
+/// Activations and peaks of a stage at its lowest rank (the one holding the most in flight). The
+/// forward / backward peak is walked over one model chunk (the whole stage without interleaving).
+constexpr void size_activations(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const stage_memory whole = walk_stage(prog);
+  const rank_layout& lay = r.layout;
+  const stage_memory chunk =
+      s.interleaving_size > 1 ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head)) : whole;
+  const double others = held_by_others(r, s, whole.held);
+  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
+  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
+  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
+  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
+  r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_path = chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_site : chunk.bwd_site;
+  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+}
+
+/// Everything of one distinct stage but its share of the iteration (`breakdown`).
+constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
+  const strategy_spec& s = j.c->s();
+  const std::int64_t p = s.pp_size;
+  stage_result r;
+  r.kind = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
+  r.rank = r.last_rank = rank;
+  r.layout = lay;
+  r.layers = lay.layers;
+  const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head);
+  const double dummy = price_program(r, prog, j);
+  // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
+  const bool receives = rank != 0, sends = rank != p - 1;
+  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  r.p2p_time = j.p2p * transfers;
+  r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time + r.p2p_time;
+  std::int64_t expert_buckets = 0;
+  r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
+              data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
+  r.dp_buckets += expert_buckets;
+  r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
+  size_model_memory(r, j, dummy);
+  size_activations(r, j, prog);
+  return r;
+}
+
+/// Prices every distinct rank program once; `rank_stage[r]` is the index of rank r's stage.
+constexpr void price_stages(estimate_result& out, const job_context& j, std::vector<std::uint8_t>& rank_stage) {
+  const model_spec& m = j.c->m();
+  const strategy_spec& s = j.c->s();
+  const stage_layers split = split_layers(m, s);
+  rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
+    const rank_layout lay = layout_of_rank(m, s, split, rank);
+    const stage_kind kind = rank == 0 ? stage_kind::first : rank == s.pp_size - 1 ? stage_kind::last : stage_kind::middle;
+    std::size_t i = 0;
+    while (i < out.stage_count && !(out.stages[i].kind == kind && out.stages[i].layout == lay)) ++i;
+    if (i == out.stage_count) {
+      if (i == max_distinct_stages) report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs", max_distinct_stages);
+      out.stages[out.stage_count++] = price_stage(j, lay, rank);
+    } else {
+      out.stages[i].last_rank = rank;
+      ++out.stages[i].rank_count;
+    }
+    rank_stage[static_cast<std::size_t>(rank)] = static_cast<std::uint8_t>(i);
+  }
+}
+
+/// The pipeline schedule over every rank: plain 1F1B simulated; interleaved 1F1B from its bubble.
+constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
-  timings.reserve(static_cast<std::size_t>(p));
-  for (std::int64_t rank = 0; rank < p; ++rank) {
-    const stage_kind k = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
-    const stage_result* st = out.stage(k);
-    timings.push_back({st->fwd_compute_time + st->fwd_tp_comm_time,
-                       st->bwd_compute_time + st->recompute_time + st->bwd_tp_comm_time + st->recompute_tp_comm_time, p2p});
+  timings.reserve(rank_stage.size());
+  for (const std::uint8_t i : rank_stage) {
+    const stage_result& st = out.stages[i];
+    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
+  }
+  if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
+  // Interleaved 1F1B: v model chunks per rank shrink the fill and drain to (p - 1)(t_f + t_b) / v
+  // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters",
+  // §2.2.2); every micro-batch crosses a stage boundary v times each way on every rank.
+  // With pp_comm_async (Megatron --overlap-p2p-communication) the steady-state transfers run
+  // behind compute; the fill and drain still wait for them.
+  const double v = static_cast<double>(s.interleaving_size);
+  double steady = 0, fill = 0;
+  for (const auto& t : timings) {
+    const double compute = t.forward.value + t.backward.value, transfers = 4.0 * v * t.p2p.value;
+    const double per_mb = s.pp_comm_async ? compute : compute + transfers;
+    steady = per_mb > steady ? per_mb : steady;
+    fill = compute + transfers > fill ? compute + transfers : fill;
   }
   pipeline_result pipe;
-  if (s.interleaving_size > 1) {
-    // Interleaved 1F1B: v model chunks per rank shrink the fill and drain to (p - 1)(t_f + t_b) / v
-    // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters",
-    // §2.2.2); every micro-batch crosses a stage boundary v times each way on every rank.
-    // With pp_comm_async (Megatron --overlap-p2p-communication) the steady-state transfers run
-    // behind compute; the fill and drain still wait for them.
-    const double v = static_cast<double>(s.interleaving_size);
-    double steady = 0, fill = 0;
-    for (const auto& t : timings) {
-      const double compute = t.forward.value + t.backward.value, transfers = 4.0 * v * t.p2p.value;
-      const double per_mb = s.pp_comm_async ? compute : compute + transfers;
-      steady = per_mb > steady ? per_mb : steady;
-      fill = compute + transfers > fill ? compute + transfers : fill;
-    }
-    pipe.total = seconds{steady * static_cast<double>(s.micro_batch_num) + fill * static_cast<double>(p - 1) / v};
-    pipe.finish.assign(timings.size(), pipe.total);
-  } else {
-    pipe = simulate_1f1b(timings, s.micro_batch_num);
-  }
-  double straggler = 1.0;
-  if (s.enable_straggler_model) {
-    const std::int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
-    std::int64_t n = nodes < dp_size(s) ? nodes : dp_size(s);
-    n = n < edp_size(s) ? n : edp_size(s);
-    if (n > 1) {
-      const double l2 = detail::log2_of(static_cast<double>(n));
-      straggler = 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * detail::sqrt_of(l2);
-    }
-  }
-  const seconds pipeline = pipe.total * straggler;
-  seconds duration{};
-  for (std::size_t ki = 0; ki < nk; ++ki) {
-    const seconds t = pipeline + out.stages[ki].dp_time + out.stages[ki].optim_time;
-    if (t > duration) duration = t;
-  }
+  pipe.total = seconds{steady * static_cast<double>(s.micro_batch_num) + fill * static_cast<double>(s.pp_size - 1) / v};
+  pipe.finish.assign(timings.size(), pipe.total);
+  return pipe;
+}
 
+/// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
+constexpr double straggler_factor(const strategy_spec& s, const system_spec& sys) {
+  if (!s.enable_straggler_model) return 1.0;
+  const std::int64_t nodes = (s.world_size + sys.num_per_node - 1) / sys.num_per_node;
+  std::int64_t n = nodes < dp_size(s) ? nodes : dp_size(s);
+  n = n < edp_size(s) ? n : edp_size(s);
+  if (n <= 1) return 1.0;
+  const double l2 = log2_of(static_cast<double>(n));
+  return 1.0 + l2 / (l2 + 1.0) * parameters::straggler_coefficient * sqrt_of(l2);
+}
+
+/// One stage's view of the iteration: its busy time by cause, the straggler delay, and the rest
+/// of `duration` as waiting. Gradient sync and the optimizer follow the whole pipeline.
+constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_spec& s, seconds duration, seconds straggler) {
+  const double mb = static_cast<double>(s.micro_batch_num);
+  time_breakdown br;
+  br.fwd_compute_time = st.fwd_compute_time * mb;
+  br.bwd_compute_time = st.bwd_compute_time * mb;
+  br.recompute_time = st.recompute_time * mb;
+  br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb;
+  br.inter_exposed_time = st.p2p_time * mb;
+  br.dp_exposed_time = st.dp_time;
+  br.optim_time = st.optim_time;
+  br.straggler_time = straggler;
+  br.bubble_time = duration - st.chunk_time * mb - st.dp_time - st.optim_time - straggler;
+  if (br.bubble_time.value < 1e-9 * duration.value) br.bubble_time = seconds{};  // rounding of m equal chunks
+  return br;
+}
+
+/// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
+constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, seconds p2p) {
+  const model_spec& m = c.m();
+  const strategy_spec& s = c.s();
+  const system_spec& sys = c.sys();
+  const seconds pipeline = pipe.total * straggler_factor(s, sys);
   cost_result& cost = out.cost;
-  cost.duration_time_per_iter = duration;
+  for (std::size_t i = 0; i < out.stage_count; ++i) {
+    const seconds t = pipeline + out.stages[i].dp_time + out.stages[i].optim_time;
+    if (t > cost.duration_time_per_iter) cost.duration_time_per_iter = t;
+  }
+  const seconds duration = cost.duration_time_per_iter;
+  for (std::size_t i = 0; i < out.stage_count; ++i) {
+    stage_result& st = out.stages[i];
+    st.breakdown = stage_breakdown(st, s, duration, pipeline - pipe.total);
+    if (st.breakdown.bubble_time < out.stages[static_cast<std::size_t>(cost.bounding_stage)].breakdown.bubble_time) cost.bounding_stage = static_cast<std::int64_t>(i);
+    cost.efficiency_lookups += st.efficiency_lookups;
+    cost.efficiency_misses += st.efficiency_misses;
+  }
+  const stage_result& bound = out.stages[static_cast<std::size_t>(cost.bounding_stage)];
   cost.pipeline_time = pipeline;
+  cost.breakdown_result = bound.breakdown;
   cost.all_tokens_per_iter = static_cast<double>(s.seq_len * global_batch_size(s));
   cost.throughput_per_accelerator = cost.all_tokens_per_iter / duration.value / static_cast<double>(s.world_size);
   cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter / static_cast<double>(s.world_size)};
-  const double peak = compute_entry(sys, compute_kind::default_kind).tflops * 1e12;
-  cost.mfu = cost.model_flops_per_iter.value / duration.value / peak;
+  cost.mfu = cost.model_flops_per_iter.value / duration.value / (compute_entry(sys, compute_kind::default_kind).tflops * 1e12);
   cost.mfu_6nd_with_attn = cost.mfu;
-  const stage_result& first = out.stages[0];
-  const double mb = static_cast<double>(s.micro_batch_num);
-  auto& br = cost.breakdown_result;
-  br.fwd_compute_time = first.fwd_compute_time * mb;
-  br.bwd_compute_time = first.bwd_compute_time * mb;
-  br.recompute_time = first.recompute_time * mb;
-  br.intra_exposed_time = (first.fwd_tp_comm_time + first.bwd_tp_comm_time + first.recompute_tp_comm_time) * mb;
-  br.inter_exposed_time = first.p2p_time * mb;
-  br.bubble_time = pipe.total - first.chunk_time * mb;
-  if (br.bubble_time.value < 1e-9 * pipe.total.value) br.bubble_time = seconds{};  // rounding of m equal chunks
-  br.dp_exposed_time = first.dp_time;
-  br.optim_time = first.optim_time;
-  br.straggler_time = pipeline - pipe.total;
   cost.comm_result.tp_net = s.tp_size > 1 ? c.tp_tier->name.view() : std::string_view("none");
-  cost.comm_result.pp_net = p > 1 ? pp_tier->name.view() : std::string_view("none");
+  cost.comm_result.pp_net = s.pp_size > 1 ? resolve_tier(sys, s, comm_group::pp).name.view() : std::string_view("none");
+  cost.comm_result.ep_net = c.ep_tier != nullptr ? c.ep_tier->name.view() : std::string_view("none");
   cost.comm_result.dp_net = dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
-  cost.comm_result.tp_time_per_iter = br.intra_exposed_time;
+  cost.comm_result.tp_time_per_iter = bound.breakdown.intra_exposed_time;
   cost.comm_result.p2p_time_per_transfer = p2p;
-  cost.comm_result.dp_time = first.dp_time;
-  for (std::size_t ki = 0; ki < nk; ++ki) {
-    cost.efficiency_lookups += out.stages[ki].efficiency_lookups;
-    cost.efficiency_misses += out.stages[ki].efficiency_misses;
-  }
+  cost.comm_result.dp_time = bound.dp_time;
+}
 
+/// The largest stage peak and the verdict against the device. The verdict compares allocated
+/// bytes with the device, as `fits_on` does; the reserved figure (mem_factor) is reported beside it.
+constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const system_spec& sys) {
   mem_result& mem = out.mem;
   mem.memory_reserved_ratio = s.mem_factor;
-  for (std::size_t ki = 0; ki < nk; ++ki) {
-    if (out.stages[ki].peak_mem > mem.peak_mem) {
-      mem.peak_mem = out.stages[ki].peak_mem;
-      mem.peak_stage = static_cast<std::int64_t>(ki);
+  for (std::size_t i = 0; i < out.stage_count; ++i) {
+    if (out.stages[i].peak_mem > mem.peak_mem) {
+      mem.peak_mem = out.stages[i].peak_mem;
+      mem.peak_stage = static_cast<std::int64_t>(i);
     }
   }
   mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
-  // The verdict compares allocated bytes with the device, as `fits_on` does; the reserved figure
-  // (allocator caching, mem_factor) is reported beside it.
   mem.device_mem = device_memory(sys);
   mem.fits = mem.peak_mem <= mem.device_mem;
   mem.over_by = mem.fits ? bytes{} : mem.peak_mem - mem.device_mem;
+}
+}  // namespace detail
+
+/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at
+/// configure): every distinct pipeline-rank program priced once, the schedule over all ranks,
+/// then cost and memory over all stages.
+constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  detail::refuse_unmodelled(m, s);
+  estimate_result out;
+  out.padded_vocab = padded_vocab(m, s.tp_size);
+  out.param_count = parameter_count(m, out.padded_vocab);
+  out.active_param_count = active_parameter_count(m, out.padded_vocab);
+  out.compute_capability = detail::effective_compute_capability(sys, out.notes);
+  detail::note_unmodelled_overlap(s, out.notes);
+  const build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
+                        is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+                        is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
+  const job_blocks blocks = build_blocks(c);
+  detail::job_context j{&c, &blocks};
+  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
+  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
+  if (s.pp_size > 1) j.p2p = collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, p2p_bytes, 2, comm_group::pp});
+  j.grad_bytes = c.main_grad_bytes();
+  j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
+  j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  j.te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+
+  std::vector<std::uint8_t> rank_stage;
+  detail::price_stages(out, j, rank_stage);
+  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), j.p2p);
+  detail::fill_memory(out, s, sys);
   return out;
 }
 

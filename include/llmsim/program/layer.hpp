@@ -73,9 +73,9 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
           core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
         }
         if (moe && mods.contains(recompute_module::moe)) {
-          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.linear_fc2", "unpermutation"});
+          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2", "unpermutation"});
         } else if (moe && mods.contains(recompute_module::moe_act)) {
-          mark(b, {"experts.swiglu"});
+          mark(b, {"experts.swiglu", "experts.gelu"});
           leaf* fc2 = find_leaf(b, "experts.linear_fc2");
           fc2->recompute = true;
           fc2->replay_free = true;
@@ -83,7 +83,8 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
         }
         if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
         if (leaf* fc1 = find_leaf(b, "linear_fc1"); fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
-          if (leaf* act = find_leaf(b, "swiglu")) act->segment_start = true;  // fc1 ends the norm checkpoint
+          for (auto name : {"swiglu", "gelu"})
+            if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
       } else {
         if (s.attn_recompute) {
           mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
@@ -95,12 +96,12 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
           if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
         }
         if (s.mlp_recompute) {
-          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.linear_fc2"});
+          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2"});
           if (s.recompute_variance)
             for (auto n : {"linear_fc2", "experts.linear_fc2"})
               if (leaf* l = find_leaf(b, n)) l->replay_free = true;
         }
-        if (s.mlp_rms_recompute) mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.linear_fc2", "router"});
+        if (s.mlp_rms_recompute) mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router"});
       }
       break;
     default: break;
@@ -136,7 +137,7 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
   } else {
     const std::int64_t ffn = *m.intermediate_size;
     b.push(norm_leaf(c, "pre_mlp_layernorm"));
-    b.push(linear_leaf(c, "linear_fc1", true, h, (m.use_swiglu ? 2 * ffn : ffn) / t));
+    b.push(linear_leaf(c, "linear_fc1", true, h, mlp_fc1_width(m, ffn) / t));
     b.push(activation_leaf(c));
     b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
     b.push(residual_leaf(c, "mlp_residual_add"));

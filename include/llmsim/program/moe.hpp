@@ -188,8 +188,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, "pre_mlp_layernorm"));
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
-    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, 2 * fs / t));
-    b.push(activation_leaf(c, "shared_experts.swiglu", c.tokens(), fs / t, true));
+    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
+    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t, m.use_swiglu));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
   {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
@@ -232,9 +232,9 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     b.push(p);
   }
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, (m.use_swiglu ? 2 : 1) * fe));
+  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
   // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
-  b.push(activation_leaf(c, "experts.swiglu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
   {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
     leaf u;

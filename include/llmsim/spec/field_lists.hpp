@@ -103,6 +103,7 @@ struct field_list<strategy_spec> {
       field{"use_fused_grad_accumulation", &s::use_fused_grad_accumulation},
       field{"cross_entropy_loss_fusion", &s::cross_entropy_loss_fusion},
       field{"overlap_grad_reduce", &s::overlap_grad_reduce},
+      field{"overlap_param_gather", &s::overlap_param_gather},
       field{"te_version", &s::te_version},
       field{"te_dummy_wgrad_min_version", &s::te_dummy_wgrad_min_version},
       field{"te_cp_a2a_save_pre_posta2a_min_version", &s::te_cp_a2a_save_pre_posta2a_min_version},

@@ -117,6 +117,15 @@ constexpr std::int64_t head_dim(const model_spec& m) {
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
 }
+/// Output width of an MLP's first GEMM for intermediate size `ffn`: SwiGLU's gate and up
+/// projections are one fused fc1 of 2·ffn (Megatron `gated_linear_unit`), GeLU's fc1 is ffn wide.
+/// The one source of the MLP shape for dense, shared-expert and routed-expert MLPs and for the
+/// parameter count.
+constexpr std::int64_t mlp_fc1_width(const model_spec& m, std::int64_t ffn) { return m.use_swiglu ? 2 * ffn : ffn; }
+/// Weights of one MLP of intermediate size `ffn`: fc1 (hidden x fc1 width) and fc2 (ffn x hidden).
+constexpr double mlp_weight_params(const model_spec& m, std::int64_t ffn) {
+  return static_cast<double>(m.hidden_size) * static_cast<double>(mlp_fc1_width(m, ffn) + ffn);
+}
 /// Vocabulary rows of the embedding and LM head under tensor parallelism `tp`:
 /// Megatron pads to a multiple of make_vocab_size_divisible_by * tp (megatron/training/tokenizer).
 constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {

@@ -235,4 +235,34 @@ constexpr bytes device_memory(const system_spec& sys) {
   return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
 }
 
+namespace detail {
+/// Whether `name` contains `token`, ignoring ASCII case.
+constexpr bool contains_token(std::string_view name, std::string_view token) {
+  auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
+  for (std::size_t i = 0; i + token.size() <= name.size(); ++i) {
+    std::size_t k = 0;
+    while (k < token.size() && lower(name[i + k]) == token[k]) ++k;
+    if (k == token.size()) return true;
+  }
+  return false;
+}
+}  // namespace detail
+
+/// The CUDA compute capability named by a system's `sys_name` ("a100_pcie_bf16" -> 8.0), for
+/// system files that do not state it (SimuMax's have no such field); 0 when the name names no
+/// known NVIDIA data-centre GPU. Values from NVIDIA's CUDA GPU compute-capability table; longer
+/// names are tried first so that "a100" is not read as "a10".
+constexpr double compute_capability_from_name(std::string_view sys_name) {
+  struct entry {
+    std::string_view token;
+    double capability;
+  };
+  constexpr std::array<entry, 17> table{{{"gb300", 10.3}, {"gb200", 10.0}, {"b300", 10.3}, {"b200", 10.0}, {"b100", 10.0},
+                                         {"gh200", 9.0}, {"h100", 9.0}, {"h200", 9.0}, {"h800", 9.0}, {"h20", 9.0},
+                                         {"a100", 8.0}, {"a800", 8.0}, {"a30", 8.0}, {"l40", 8.9}, {"a40", 8.6}, {"a10", 8.6}, {"v100", 7.0}}};
+  for (const auto& e : table)
+    if (detail::contains_token(sys_name, e.token)) return e.capability;
+  return 0;
+}
+
 LLMSIM_END_NAMESPACE
