@@ -775,8 +775,14 @@ struct strategy_spec {
   dispatcher_kind moe_dispatcher_policy = dispatcher_kind::all2all;
   std::optional<std::int64_t> num_layers_in_first_pipeline_stage = {};
   std::optional<std::int64_t> num_layers_in_last_pipeline_stage = {};
+  /// Megatron's --account-for-embedding/loss-in-pipeline-split: the embedding (loss) counts as one
+  /// layer of the even split, so the first (last) stage builds one decoder layer fewer.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Megatron-LM's older --scatter-gather-tensors-in-pipeline (off in Megatron-Core): without
+  /// sequence parallelism, each stage sends 1/tp of the activation and the receiver all-gathers it
+  /// over tp. With sequence parallelism the activation is already split, so it changes nothing.
+  bool scatter_gather_tensors_in_pipeline = false;
   // Memory optimisations.
   bool grad_reduce_in_bf16 = false;
   bool cache_groupgemm_col_fp8_inputs = false;
@@ -945,10 +951,18 @@ struct stage_layers {
   std::int64_t last = 0;
 };
 
-/// How `model` splits over `strategy.pp_size` stages; validate(model, strategy, ...) checks it is even.
+/// How `model` splits over `strategy.pp_size` stages; validate(model, strategy, ...) checks it is
+/// even. With the embedding / loss accounted as layers (Megatron `get_num_layers_to_build`), every
+/// stage gets (L + slots) / pp and the first (last) stage one layer fewer.
 constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s) {
   const std::int64_t pp = s.pp_size;
   if (pp == 1) return {m.layer_num, 0, m.layer_num};
+  const std::int64_t embedding_slot = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss_slot = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  if (embedding_slot + loss_slot > 0) {
+    const std::int64_t each = (m.layer_num + embedding_slot + loss_slot) / pp;
+    return {each - embedding_slot, pp > 2 ? each : 0, each - loss_slot};
+  }
   std::int64_t rest = m.layer_num;
   std::int64_t even_stages = pp;
   if (s.num_layers_in_first_pipeline_stage) { rest -= *s.num_layers_in_first_pipeline_stage; --even_stages; }
@@ -1260,7 +1274,13 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   const auto first = s.num_layers_in_first_pipeline_stage;
   const auto last = s.num_layers_in_last_pipeline_stage;
   if (pp == 1 && (first || last)) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
-  if (pp > 1) {
+  const std::int64_t slots = (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (pp > 1 && slots > 0) {
+    // Megatron-LM TransformerConfig: the embedding / loss slots replace the uneven first/last split.
+    if (first || last) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
+    if (s.interleaving_size > 1) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not modelled yet", s.interleaving_size);
+    if ((m.layer_num + slots) % pp != 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of account_for_*_in_pipeline_split", pp, m.layer_num, slots);
+  } else if (pp > 1) {
     const std::int64_t fixed = first.value_or(0) + last.value_or(0);
     const std::int64_t even_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
     if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
@@ -1879,7 +1899,10 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
 /// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
+constexpr leaf math_attention_leaf(const build_context& c);
+
 constexpr leaf attention_leaf(const build_context& c) {
+  if (!c.s().use_flash_sdp) return math_attention_leaf(c);
   leaf l;
   l.name = "core_attention";
   l.kind = leaf_kind::attention;
@@ -1905,6 +1928,41 @@ constexpr leaf attention_leaf(const build_context& c) {
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
+  return l;
+}
+
+/// Attention without a fused kernel (`use_math_sdp`; Megatron's unfused `DotProductAttention`):
+/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full s x s score matrix,
+/// a fused scale-mask-softmax pass, and with dropout a dropout pass over the probabilities.
+/// Kept for backward (Korthikanti et al. 2022, §4.1): Q, K, V, the softmax output, and with
+/// dropout its keep-mask and output; the score matrices are the transient peak.
+constexpr leaf math_attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
+  const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * heads * d, k = b * s * kv_heads * d;
+  const double P = b * heads * s * s;  // elements of one score matrix over all heads
+  const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
+  const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
+  const auto f = kernel_time(c.sys(), compute_kind::matmul, gemm_flops, {}, memory_kind::default_kind, (q + 2 * k + 2 * P + q) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::matmul, 2 * gemm_flops, {}, memory_kind::default_kind, (2 * q + 4 * k + 4 * P + q) * E);
+  l.fwd = f.time + memory_time(c.sys(), memory_kind::default_kind, 2 * P * E);  // softmax: read scores, write probabilities
+  l.bwd = g.time + memory_time(c.sys(), memory_kind::default_kind, 3 * P * E);  // read probabilities and gradient, write gradient
+  if (c.s().enable_dropout) {
+    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+  }
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (q + 2 * k) * E;
+  l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
+  l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
+  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
   return l;
 }
 
@@ -1962,6 +2020,14 @@ constexpr leaf embedding_leaf(const build_context& c) {
   l.input = ids;
   l.fwd_peak = ids + out;
   l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  if (c.s().enable_dropout) {
+    // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
+    // output: one pass writing the result and a one-byte keep-mask that backward reads.
+    const double local = c.local_tokens() * h;
+    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    l.cache += local;
+  }
   return l;
 }
 
@@ -2021,16 +2087,21 @@ constexpr leaf rotary_leaf(const build_context& c) {
 
 /// A residual connection on the local residual stream: forward adds the branch output to the
 /// stream (reads two, writes one); backward sums the two gradients where the stream forked.
-/// Megatron runs it unfused with --no-bias-dropout-fusion (dropout p=0 launches no kernel).
+/// With `enable_dropout` it is Megatron's bias-dropout-add (`fused_bias_dropout.py`): dropout on
+/// the branch output writes a one-byte keep-mask per element that backward reads, so the mask is
+/// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
 constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
-  const double X = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X);
-  l.bwd = l.fwd;
+  const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
+  const double X = elements * c.element_bytes();
+  const double mask = c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.input = 2 * X;
-  l.fwd_peak = X;
+  l.cache = mask;
+  l.fwd_peak = X + mask;
   l.bwd_peak = X;
   return l;
 }
@@ -3136,6 +3207,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
   if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
   if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 }
 
@@ -3166,6 +3238,7 @@ struct job_context {
   const build_context* c = nullptr;
   const job_blocks* blocks = nullptr;
   seconds p2p{};             ///< one activation transfer between neighbouring stages
+  seconds p2p_gather{};      ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
   double grad_bytes = 0;     ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
@@ -3270,6 +3343,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const bool receives = rank != 0, sends = rank != p - 1;
   const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
   r.p2p_time = j.p2p * transfers;
+  if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
+  if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time + r.p2p_time;
   std::int64_t expert_buckets = 0;
   r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
@@ -3430,8 +3505,14 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
                         is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
-  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
-  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
+  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
+  // with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
+  // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
+  double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
+  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
+    j.p2p_gather = c.tp_collective(collective_kind::all_gather, p2p_bytes);
+    p2p_bytes /= static_cast<double>(s.tp_size);
+  }
   if (s.pp_size > 1) j.p2p = collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, p2p_bytes, 2, comm_group::pp});
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;

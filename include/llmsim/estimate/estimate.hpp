@@ -455,6 +455,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
   if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
   if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 }
 
@@ -485,6 +486,7 @@ struct job_context {
   const build_context* c = nullptr;
   const job_blocks* blocks = nullptr;
   seconds p2p{};             ///< one activation transfer between neighbouring stages
+  seconds p2p_gather{};      ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
   double grad_bytes = 0;     ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
@@ -589,6 +591,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const bool receives = rank != 0, sends = rank != p - 1;
   const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
   r.p2p_time = j.p2p * transfers;
+  if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
+  if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time + r.p2p_time;
   std::int64_t expert_buckets = 0;
   r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
@@ -749,8 +753,14 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
                         is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
-  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch.
-  const double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
+  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
+  // with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
+  // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
+  double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
+  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
+    j.p2p_gather = c.tp_collective(collective_kind::all_gather, p2p_bytes);
+    p2p_bytes /= static_cast<double>(s.tp_size);
+  }
   if (s.pp_size > 1) j.p2p = collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, p2p_bytes, 2, comm_group::pp});
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;

@@ -136,7 +136,10 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
 /// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
+constexpr leaf math_attention_leaf(const build_context& c);
+
 constexpr leaf attention_leaf(const build_context& c) {
+  if (!c.s().use_flash_sdp) return math_attention_leaf(c);
   leaf l;
   l.name = "core_attention";
   l.kind = leaf_kind::attention;
@@ -162,6 +165,41 @@ constexpr leaf attention_leaf(const build_context& c) {
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
+  return l;
+}
+
+/// Attention without a fused kernel (`use_math_sdp`; Megatron's unfused `DotProductAttention`):
+/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full s x s score matrix,
+/// a fused scale-mask-softmax pass, and with dropout a dropout pass over the probabilities.
+/// Kept for backward (Korthikanti et al. 2022, §4.1): Q, K, V, the softmax output, and with
+/// dropout its keep-mask and output; the score matrices are the transient peak.
+constexpr leaf math_attention_leaf(const build_context& c) {
+  leaf l;
+  l.name = "core_attention";
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
+  const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double q = b * s * heads * d, k = b * s * kv_heads * d;
+  const double P = b * heads * s * s;  // elements of one score matrix over all heads
+  const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
+  const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
+  const auto f = kernel_time(c.sys(), compute_kind::matmul, gemm_flops, {}, memory_kind::default_kind, (q + 2 * k + 2 * P + q) * E);
+  const auto g = kernel_time(c.sys(), compute_kind::matmul, 2 * gemm_flops, {}, memory_kind::default_kind, (2 * q + 4 * k + 4 * P + q) * E);
+  l.fwd = f.time + memory_time(c.sys(), memory_kind::default_kind, 2 * P * E);  // softmax: read scores, write probabilities
+  l.bwd = g.time + memory_time(c.sys(), memory_kind::default_kind, 3 * P * E);  // read probabilities and gradient, write gradient
+  if (c.s().enable_dropout) {
+    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+  }
+  l.efficiency_lookups = 2;
+  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  l.input = (q + 2 * k) * E;
+  l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
+  l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
+  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
   return l;
 }
 
@@ -219,6 +257,14 @@ constexpr leaf embedding_leaf(const build_context& c) {
   l.input = ids;
   l.fwd_peak = ids + out;
   l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  if (c.s().enable_dropout) {
+    // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
+    // output: one pass writing the result and a one-byte keep-mask that backward reads.
+    const double local = c.local_tokens() * h;
+    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    l.cache += local;
+  }
   return l;
 }
 
@@ -278,16 +324,21 @@ constexpr leaf rotary_leaf(const build_context& c) {
 
 /// A residual connection on the local residual stream: forward adds the branch output to the
 /// stream (reads two, writes one); backward sums the two gradients where the stream forked.
-/// Megatron runs it unfused with --no-bias-dropout-fusion (dropout p=0 launches no kernel).
+/// With `enable_dropout` it is Megatron's bias-dropout-add (`fused_bias_dropout.py`): dropout on
+/// the branch output writes a one-byte keep-mask per element that backward reads, so the mask is
+/// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
 constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
-  const double X = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X);
-  l.bwd = l.fwd;
+  const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
+  const double X = elements * c.element_bytes();
+  const double mask = c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
+  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
+  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.input = 2 * X;
-  l.fwd_peak = X;
+  l.cache = mask;
+  l.fwd_peak = X + mask;
   l.bwd_peak = X;
   return l;
 }

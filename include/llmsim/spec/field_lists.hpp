@@ -73,6 +73,7 @@ struct field_list<strategy_spec> {
       field{"num_layers_in_last_pipeline_stage", &s::num_layers_in_last_pipeline_stage},
       field{"account_for_embedding_in_pipeline_split", &s::account_for_embedding_in_pipeline_split},
       field{"account_for_loss_in_pipeline_split", &s::account_for_loss_in_pipeline_split},
+      field{"scatter_gather_tensors_in_pipeline", &s::scatter_gather_tensors_in_pipeline},
       field{"grad_reduce_in_bf16", &s::grad_reduce_in_bf16},
       field{"cache_groupgemm_col_fp8_inputs", &s::cache_groupgemm_col_fp8_inputs},
       field{"offload_groupgemm_col_inputs", &s::offload_groupgemm_col_inputs},

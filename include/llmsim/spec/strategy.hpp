@@ -116,8 +116,14 @@ struct strategy_spec {
   dispatcher_kind moe_dispatcher_policy = dispatcher_kind::all2all;
   std::optional<std::int64_t> num_layers_in_first_pipeline_stage = {};
   std::optional<std::int64_t> num_layers_in_last_pipeline_stage = {};
+  /// Megatron's --account-for-embedding/loss-in-pipeline-split: the embedding (loss) counts as one
+  /// layer of the even split, so the first (last) stage builds one decoder layer fewer.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  /// Megatron-LM's older --scatter-gather-tensors-in-pipeline (off in Megatron-Core): without
+  /// sequence parallelism, each stage sends 1/tp of the activation and the receiver all-gathers it
+  /// over tp. With sequence parallelism the activation is already split, so it changes nothing.
+  bool scatter_gather_tensors_in_pipeline = false;
   // Memory optimisations.
   bool grad_reduce_in_bf16 = false;
   bool cache_groupgemm_col_fp8_inputs = false;
@@ -286,10 +292,18 @@ struct stage_layers {
   std::int64_t last = 0;
 };
 
-/// How `model` splits over `strategy.pp_size` stages; validate(model, strategy, ...) checks it is even.
+/// How `model` splits over `strategy.pp_size` stages; validate(model, strategy, ...) checks it is
+/// even. With the embedding / loss accounted as layers (Megatron `get_num_layers_to_build`), every
+/// stage gets (L + slots) / pp and the first (last) stage one layer fewer.
 constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s) {
   const std::int64_t pp = s.pp_size;
   if (pp == 1) return {m.layer_num, 0, m.layer_num};
+  const std::int64_t embedding_slot = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss_slot = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  if (embedding_slot + loss_slot > 0) {
+    const std::int64_t each = (m.layer_num + embedding_slot + loss_slot) / pp;
+    return {each - embedding_slot, pp > 2 ? each : 0, each - loss_slot};
+  }
   std::int64_t rest = m.layer_num;
   std::int64_t even_stages = pp;
   if (s.num_layers_in_first_pipeline_stage) { rest -= *s.num_layers_in_first_pipeline_stage; --even_stages; }

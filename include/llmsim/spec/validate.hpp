@@ -38,7 +38,13 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   const auto first = s.num_layers_in_first_pipeline_stage;
   const auto last = s.num_layers_in_last_pipeline_stage;
   if (pp == 1 && (first || last)) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
-  if (pp > 1) {
+  const std::int64_t slots = (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (pp > 1 && slots > 0) {
+    // Megatron-LM TransformerConfig: the embedding / loss slots replace the uneven first/last split.
+    if (first || last) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
+    if (s.interleaving_size > 1) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not modelled yet", s.interleaving_size);
+    if ((m.layer_num + slots) % pp != 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of account_for_*_in_pipeline_split", pp, m.layer_num, slots);
+  } else if (pp > 1) {
     const std::int64_t fixed = first.value_or(0) + last.value_or(0);
     const std::int64_t even_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
     if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
