@@ -56,10 +56,12 @@ TEST(ValidationCases, MoeRunsWithinTheAgreedErrors) {
   const figures f = run_cases(true);
   ASSERT_EQ(f.n, 12);
   ASSERT_EQ(f.mem_n, 6);
-  EXPECT_LE(f.time_mean, 0.05) << "time mean |err|";
-  EXPECT_LE(f.time_max, 0.10) << "time max |err|";
-  EXPECT_LE(f.mem_mean, 0.006) << "memory mean |err|";
-  EXPECT_LE(f.mem_max, 0.01) << "memory max |err|";
+  // The goals were 5 % / 10 % time and 0.6 % / 1 % memory; the gates hold the figures
+  // reached (4.39 % / 9.42 %, 0.27 % / 0.38 %) so that no change makes them worse unnoticed.
+  EXPECT_LE(f.time_mean, 0.04395) << "time mean |err|";
+  EXPECT_LE(f.time_max, 0.09425) << "time max |err|";
+  EXPECT_LE(f.mem_mean, 0.00275) << "memory mean |err|";
+  EXPECT_LE(f.mem_max, 0.00385) << "memory max |err|";
   std::printf("MoE cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean, 100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }
 
@@ -69,9 +71,11 @@ TEST(ValidationCases, DenseRunsWithinTheAgreedErrors) {
   const figures f = run_cases(false);
   ASSERT_EQ(f.n, 36);
   ASSERT_EQ(f.mem_n, 12);
-  EXPECT_LE(f.time_mean, 0.03) << "time mean |err|";
-  EXPECT_LE(f.time_max, 0.08) << "time max |err|";
-  EXPECT_LE(f.mem_mean, 0.005) << "memory mean |err|";
-  EXPECT_LE(f.mem_max, 0.01) << "memory max |err|";
+  // Goals were 3 % / 8 % time and 0.5 % / 1 % memory; the gates hold the figures reached
+  // (2.37 % / 7.08 %, 0.23 % / 0.33 %) so that no change makes them worse unnoticed.
+  EXPECT_LE(f.time_mean, 0.02375) << "time mean |err|";
+  EXPECT_LE(f.time_max, 0.07085) << "time max |err|";
+  EXPECT_LE(f.mem_mean, 0.00235) << "memory mean |err|";
+  EXPECT_LE(f.mem_max, 0.00335) << "memory max |err|";
   std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean, 100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }
