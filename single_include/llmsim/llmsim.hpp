@@ -520,8 +520,9 @@ struct enum_names<position_kind> {
 enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
 struct enum_names<group_linear_kind> {
-  static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 3> value{
-      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"}}};
+  static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 4> value{
+      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"},
+       {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
 /// Largest size llmsim accepts for any one dimension or count: 2^31 - 1, the range of the int32
@@ -617,7 +618,7 @@ constexpr void validate(const model_spec& m) {
   if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
   if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
   if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
-  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\" or \"sequential\"");
+  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);
   require_size(api, "model.kv_head_num", m.kv_head_num, 1);
@@ -1183,6 +1184,7 @@ constexpr void validate(const system_spec& sys) {
   if (sys.network_count == 0) report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1) report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]", net.name, net.processor_usage);
     if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0) report_error(api, "system.networks.bandwidth.gbps", "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
     if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0) report_error(api, "system.networks.bandwidth.efficient_factor", "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name, net.bandwidth.efficient_factor);
     if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0) report_error(api, "system.networks.bandwidth.latency_us", "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name, net.bandwidth.latency_us);
@@ -1843,8 +1845,16 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
   detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
   detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
-  // Weight gradient: reads input and output gradient (column also reads the weight shard layout), accumulates into the main grad.
-  detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, (column ? (x + y + w) : (x + y)) * E + grad_w_bytes, l.bwd);
+  // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
+  // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
+  // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
+  const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
+  if (c.s().use_fused_grad_accumulation) {
+    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes, l.bwd);
+  } else {
+    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E, l.bwd);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * grad_w_bytes);
+  }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
   if (c.s().tp_size > 1) {
     if (c.sequence_parallel()) {
@@ -1865,7 +1875,7 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
   l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
   l.weight_rows = out_features;
   l.weight_cols = in_features;
   return l;
@@ -1945,7 +1955,10 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * heads * d, k = b * s * kv_heads * d;
+  // Grouped-query K and V are repeated to every query head before the batched GEMMs (Megatron
+  // `DotProductAttention`), so the saved K and V are as wide as Q.
+  const double q = b * s * heads * d, k = b * s * heads * d;
+  const double kv_in = b * s * kv_heads * d;  // what the layer hands in
   const double P = b * heads * s * s;  // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
@@ -1959,7 +1972,7 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   }
   l.efficiency_lookups = 2;
   l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
-  l.input = (q + 2 * k) * E;
+  l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
   l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
@@ -1977,6 +1990,17 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
   const double E = c.element_bytes();
   const double out = tokens * static_cast<double>(width) * E;
   const double in = swiglu ? 2 * out : out;
+  if (swiglu && !c.s().use_fused_swiglu) {
+    // Unfused (Megatron --no-bias-swiglu-fusion): SiLU of the gate half, then the product with the
+    // up half, two kernels each way; autograd keeps the gate half, the SiLU output and the up half.
+    const double half = out;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 5 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    l.fwd_peak = l.bwd_peak = in + 2 * half + weights_transient;
+    l.input = in;
+    l.cache = in + half;
+    return l;
+  }
   if (swiglu) {
     l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
     l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
@@ -2090,13 +2114,15 @@ constexpr leaf rotary_leaf(const build_context& c) {
 /// With `enable_dropout` it is Megatron's bias-dropout-add (`fused_bias_dropout.py`): dropout on
 /// the branch output writes a one-byte keep-mask per element that backward reads, so the mask is
 /// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
-constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
+/// `dropout = false` for a plain sum with no dropout before it (MoE's shared + routed outputs,
+/// Megatron `moe_layer.py`).
+constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool dropout = true) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
-  const double mask = c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
+  const double mask = dropout && c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
   l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.input = 2 * X;
@@ -2271,13 +2297,18 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
   price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
-  price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  if (c.s().use_fused_grad_accumulation) {
+    price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  } else {  // written in bf16, then added into the main grad by Megatron's grad hook
+    price(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * E, l.bwd);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * w * c.main_grad_bytes());
+  }
   l.params = w;
   l.expert_params = true;
   l.input = x * E;
   l.cache = x * E;
   l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
   l.weight_rows = out_features;  // TE >= 2.10 keeps one dummy wgrad buffer per expert weight shape
   l.weight_cols = in_features;
   l.grouped = true;
@@ -2362,7 +2393,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     b.push(u);
   }
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
-    b.push(residual_leaf(c, "shared_plus_routed"));
+    b.push(residual_leaf(c, "shared_plus_routed", false));
   }
   b.push(residual_leaf(c, "mlp_residual_add"));
 }
@@ -2916,8 +2947,9 @@ enum class estimate_note : std::uint8_t {
   overlap_grad_reduce_not_modelled,
   overlap_param_gather_not_modelled,
   microbatch_group_size_not_modelled,
+  processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 5;
+inline constexpr std::size_t estimate_note_count = 6;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -3207,6 +3239,11 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
   if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (s.dtype == dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state assumes mixed precision with an fp32 master copy)");
+  if (!s.use_fused_norm) report_error(api, "strategy.use_fused_norm", "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the fused norm (TENorm)");
+  if (!s.use_accm_weight) report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
+  if (s.offload_groupgemm_col_inputs) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential) report_error(api, "model.group_linear_mode", "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled yet; use \"parallel\" (grouped GEMM)");
   if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
   if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 }
@@ -3231,6 +3268,12 @@ constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& no
   if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
   if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage != s.pp_size)
     add_note(notes, estimate_note::microbatch_group_size_not_modelled);
+}
+
+/// System figures SimuMax's format reserves but no cost model uses yet.
+constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
+  for (std::size_t i = 0; i < sys.network_count; ++i)
+    if (sys.networks[i].processor_usage != 0) add_note(notes, estimate_note::processor_usage_not_modelled);
 }
 
 /// What every stage of one job shares while it is priced.
@@ -3294,13 +3337,15 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
-/// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·p warm-up chunk
-/// forwards plus the one in flight, each chunk holding layers / v of the stage.
+/// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
+/// forwards, g = microbatch_group_size_per_vp_stage (default p), plus the one in flight, each
+/// chunk holding layers / v of the stage.
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * p;
+    const std::int64_t group = s.microbatch_group_size_per_vp_stage.value_or(p);  // Megatron's default group is p
+    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * group;
     warmup = warmup < total_chunks ? warmup : total_chunks;
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
@@ -3500,6 +3545,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_overlap(s, out.notes);
+  detail::note_unmodelled_system(sys, out.notes);
   const build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
                         is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
                         is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
@@ -3885,7 +3931,9 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::overlap_param_gather_not_modelled:
       return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
     case estimate_note::microbatch_group_size_not_modelled:
-      return "strategy.microbatch_group_size_per_vp_stage is not modelled yet: the interleaved schedule uses Megatron's default group of pp_size micro-batches";
+      return "strategy.microbatch_group_size_per_vp_stage sets the micro-batches held in flight, but the interleaved time is the bubble formula, which does not depend on the group size";
+    case estimate_note::processor_usage_not_modelled:
+      return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }
   return {};
 }

@@ -39,14 +39,15 @@ TEST(ModelledInputs, DropoutKeepsOneByteMasks) {
 
 TEST(ModelledInputs, MathAttentionKeepsTheScoreMatrix) {
   // Unfused attention keeps the softmax output, b x heads x s x s = 1 x 16 x 4096^2 elements of 2
-  // bytes, instead of flash attention's log-sum-exp (b x s x heads = 65536 elements of 2 bytes).
+  // bytes, instead of flash attention's log-sum-exp (b x s x heads = 65536 elements of 2 bytes),
+  // and K and V repeated from 4 to 16 heads per rank: 2 x (16 - 4) x 128 x 4096 elements of 2 bytes.
   auto s = tp2();
   const auto flash = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   s.use_flash_sdp = false;
   s.use_math_sdp = true;
   const auto math = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   const double P = 16.0 * 4096 * 4096;
-  EXPECT_EQ(held(math) - held(flash), 32 * (2 * P - 2 * 65536.0));
+  EXPECT_EQ(held(math) - held(flash), 32 * (2 * P - 2 * 65536.0 + 2 * 2 * 12 * 128 * 4096.0));
   // The scores and the probabilities are alive together in forward: at least 2 x 2P bytes.
   EXPECT_GE(static_cast<double>(math.stages[0].peak_activation_mem_in_1F1B.value), 4 * P);
   // With dropout the probabilities' mask (1 byte) and dropped output (2 bytes) are kept too,
@@ -115,4 +116,86 @@ TEST(ModelledInputs, ScatterGatherSendsOneTpShareAndGathersIt) {
   const auto sp = estimate(catalogue::llama3_8b, s, sys);
   s.scatter_gather_tensors_in_pipeline = false;
   EXPECT_EQ(sp.cost.duration_time_per_iter, estimate(catalogue::llama3_8b, s, sys).cost.duration_time_per_iter);
+}
+
+TEST(ModelledInputs, UnfusedSwigluKeepsTheSiluOutput) {
+  // Unfused SwiGLU keeps the gate half, the up half and the SiLU output: one more tp-local
+  // intermediate, 4096 tokens x 14336 / 2 x 2 bytes, per layer.
+  auto s = tp2();
+  const auto fused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  s.use_fused_swiglu = false;
+  const auto unfused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  EXPECT_EQ(held(unfused) - held(fused), 32 * 4096.0 * 7168 * 2);
+  EXPECT_GT(unfused.stages[0].fwd_compute_time, fused.stages[0].fwd_compute_time);  // two kernels, more traffic
+}
+
+TEST(ModelledInputs, UnfusedGradientAccumulationAddsIntoTheMainGrad) {
+  // Without TE's fused accumulation each weight gradient is written in bf16 (2 B) and added into
+  // the fp32 main grad (read 2 + 4, write 4 bytes per element): 10 bytes per local weight element
+  // in one more memory pass (H100 catalogue: 3350e9 B/s x 0.8, 10 us per kernel). The wgrad GEMMs
+  // stay compute-bound, so their time does not change. Local weights on tp2, per layer:
+  // QKV 4096 x 3072, proj 2048 x 4096, fc1 4096 x 14336, fc2 7168 x 4096 = 109051904; LM head
+  // 4096 x 128256 / 2 = 262668288. 32 x 4 + 1 = 129 linears.
+  auto s = tp2();
+  const auto fused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  s.use_fused_grad_accumulation = false;
+  const auto unfused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const double w = 32 * 109051904.0 + 262668288.0;
+  const double expected = 10 * w / (3350e9 * 0.8) + 129 * 10e-6;
+  EXPECT_NEAR((unfused.stages[0].bwd_compute_time - fused.stages[0].bwd_compute_time).value, expected, 1e-9 * expected);
+}
+
+TEST(ModelledInputs, MicrobatchGroupSizeSetsTheChunksInFlight) {
+  // Interleaved 1F1B, p = 4, v = 2, 8 micro-batches (16 chunks): rank 0 runs (4 - 1) x 2 + (2 - 1) x g
+  // warm-up chunks and holds one more. g = 4 (Megatron's default, p): 11 chunks = 6 micro-batches;
+  // g = 8: 15 chunks = 8 micro-batches.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 4, .pp_size = 4, .interleaving_size = 2};
+  EXPECT_EQ(estimate(catalogue::llama3_8b, s, catalogue::h100_sxm).stages[0].micro_batches_in_flight, 6);
+  s.microbatch_group_size_per_vp_stage = 8;
+  const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  EXPECT_EQ(r.stages[0].micro_batches_in_flight, 8);
+  EXPECT_TRUE(r.has(estimate_note::microbatch_group_size_not_modelled));
+}
+
+TEST(ModelledInputs, SharedPlusRoutedSumHasNoDropout) {
+  // DeepSeek-V2-Lite, tp1 (no SP): hidden dropout after attention and after the MLP of each of the
+  // 27 layers and after the embedding, 4096 x 2048 one-byte masks; the shared + routed sum has none.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
+  const auto off = estimate(catalogue::deepseek_v2_lite, s, catalogue::h100_sxm);
+  s.enable_dropout = true;
+  const auto on = estimate(catalogue::deepseek_v2_lite, s, catalogue::h100_sxm);
+  EXPECT_EQ(held(on) - held(off), (27 * 2 + 1) * 4096.0 * 2048);
+}
+
+TEST(ModelledInputs, WhatIsNotModelledIsRefusedByName) {
+  auto s = tp2();
+  s.use_fused_norm = false;
+  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.use_fused_norm=false is not modelled"), std::string::npos);
+  s = tp2();
+  s.use_accm_weight = false;
+  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.use_accm_weight=false is not modelled"), std::string::npos);
+  s = tp2();
+  s.dtype = dtype_kind::fp32;
+  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.dtype=\"fp32\" is not modelled"), std::string::npos);
+  strategy_spec moe{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
+  moe.offload_groupgemm_col_inputs = true;
+  EXPECT_NE(error_of(catalogue::mixtral_8x7b, moe).find("strategy.offload_groupgemm_col_inputs=true"), std::string::npos);
+  moe.offload_groupgemm_col_inputs = false;
+  model_spec sequential = catalogue::mixtral_8x7b;
+  sequential.group_linear_mode = group_linear_kind::sequential;
+  EXPECT_NE(error_of(sequential, moe).find("model.group_linear_mode=\"sequential\""), std::string::npos);
+}
+
+TEST(ModelledInputs, ProcessorUsageIsRangeCheckedAndNoted) {
+  system_spec sys = catalogue::h100_sxm;
+  sys.networks[0].processor_usage = 0.3;
+  const auto r = estimate(catalogue::llama3_8b, tp2(), sys);
+  EXPECT_TRUE(r.has(estimate_note::processor_usage_not_modelled));
+  sys.networks[0].processor_usage = 1.5;
+  try {
+    validate(sys);
+    ADD_FAILURE() << "processor_usage=1.5 accepted";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("system.networks.high_intra_node.processor_usage=1.5 must be in [0, 1]"), std::string::npos) << e.what();
+  }
 }

@@ -164,8 +164,9 @@ enum class estimate_note : std::uint8_t {
   overlap_grad_reduce_not_modelled,
   overlap_param_gather_not_modelled,
   microbatch_group_size_not_modelled,
+  processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 5;
+inline constexpr std::size_t estimate_note_count = 6;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -455,6 +456,11 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
   if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (s.dtype == dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state assumes mixed precision with an fp32 master copy)");
+  if (!s.use_fused_norm) report_error(api, "strategy.use_fused_norm", "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the fused norm (TENorm)");
+  if (!s.use_accm_weight) report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
+  if (s.offload_groupgemm_col_inputs) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential) report_error(api, "model.group_linear_mode", "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled yet; use \"parallel\" (grouped GEMM)");
   if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
   if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
 }
@@ -479,6 +485,12 @@ constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& no
   if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
   if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage != s.pp_size)
     add_note(notes, estimate_note::microbatch_group_size_not_modelled);
+}
+
+/// System figures SimuMax's format reserves but no cost model uses yet.
+constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
+  for (std::size_t i = 0; i < sys.network_count; ++i)
+    if (sys.networks[i].processor_usage != 0) add_note(notes, estimate_note::processor_usage_not_modelled);
 }
 
 /// What every stage of one job shares while it is priced.
@@ -542,13 +554,15 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
-/// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·p warm-up chunk
-/// forwards plus the one in flight, each chunk holding layers / v of the stage.
+/// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
+/// forwards, g = microbatch_group_size_per_vp_stage (default p), plus the one in flight, each
+/// chunk holding layers / v of the stage.
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * p;
+    const std::int64_t group = s.microbatch_group_size_per_vp_stage.value_or(p);  // Megatron's default group is p
+    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * group;
     warmup = warmup < total_chunks ? warmup : total_chunks;
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
@@ -748,6 +762,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_overlap(s, out.notes);
+  detail::note_unmodelled_system(sys, out.notes);
   const build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
                         is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
                         is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};

@@ -80,8 +80,16 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
   detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
   detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
-  // Weight gradient: reads input and output gradient (column also reads the weight shard layout), accumulates into the main grad.
-  detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, (column ? (x + y + w) : (x + y)) * E + grad_w_bytes, l.bwd);
+  // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
+  // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
+  // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
+  const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
+  if (c.s().use_fused_grad_accumulation) {
+    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes, l.bwd);
+  } else {
+    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E, l.bwd);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * grad_w_bytes);
+  }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
   if (c.s().tp_size > 1) {
     if (c.sequence_parallel()) {
@@ -102,7 +110,7 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
   l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
   l.weight_rows = out_features;
   l.weight_cols = in_features;
   return l;
@@ -182,7 +190,10 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * heads * d, k = b * s * kv_heads * d;
+  // Grouped-query K and V are repeated to every query head before the batched GEMMs (Megatron
+  // `DotProductAttention`), so the saved K and V are as wide as Q.
+  const double q = b * s * heads * d, k = b * s * heads * d;
+  const double kv_in = b * s * kv_heads * d;  // what the layer hands in
   const double P = b * heads * s * s;  // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
@@ -196,7 +207,7 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   }
   l.efficiency_lookups = 2;
   l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
-  l.input = (q + 2 * k) * E;
+  l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
   l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
@@ -214,6 +225,17 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
   const double E = c.element_bytes();
   const double out = tokens * static_cast<double>(width) * E;
   const double in = swiglu ? 2 * out : out;
+  if (swiglu && !c.s().use_fused_swiglu) {
+    // Unfused (Megatron --no-bias-swiglu-fusion): SiLU of the gate half, then the product with the
+    // up half, two kernels each way; autograd keeps the gate half, the SiLU output and the up half.
+    const double half = out;
+    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 5 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    l.fwd_peak = l.bwd_peak = in + 2 * half + weights_transient;
+    l.input = in;
+    l.cache = in + half;
+    return l;
+  }
   if (swiglu) {
     l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
     l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
@@ -327,13 +349,15 @@ constexpr leaf rotary_leaf(const build_context& c) {
 /// With `enable_dropout` it is Megatron's bias-dropout-add (`fused_bias_dropout.py`): dropout on
 /// the branch output writes a one-byte keep-mask per element that backward reads, so the mask is
 /// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
-constexpr leaf residual_leaf(const build_context& c, std::string_view name) {
+/// `dropout = false` for a plain sum with no dropout before it (MoE's shared + routed outputs,
+/// Megatron `moe_layer.py`).
+constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool dropout = true) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
-  const double mask = c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
+  const double mask = dropout && c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
   l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
   l.input = 2 * X;

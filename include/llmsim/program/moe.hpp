@@ -165,13 +165,18 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
   price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
-  price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  if (c.s().use_fused_grad_accumulation) {
+    price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+  } else {  // written in bf16, then added into the main grad by Megatron's grad hook
+    price(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * E, l.bwd);
+    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * w * c.main_grad_bytes());
+  }
   l.params = w;
   l.expert_params = true;
   l.input = x * E;
   l.cache = x * E;
   l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
   l.weight_rows = out_features;  // TE >= 2.10 keeps one dummy wgrad buffer per expert weight shape
   l.weight_cols = in_features;
   l.grouped = true;
@@ -256,7 +261,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     b.push(u);
   }
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
-    b.push(residual_leaf(c, "shared_plus_routed"));
+    b.push(residual_leaf(c, "shared_plus_routed", false));
   }
   b.push(residual_leaf(c, "mlp_residual_add"));
 }

@@ -58,8 +58,9 @@ struct enum_names<position_kind> {
 enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
 struct enum_names<group_linear_kind> {
-  static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 3> value{
-      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"}}};
+  static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 4> value{
+      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"},
+       {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
 /// Largest size llmsim accepts for any one dimension or count: 2^31 - 1, the range of the int32
@@ -155,7 +156,7 @@ constexpr void validate(const model_spec& m) {
   if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
   if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
   if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
-  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\" or \"sequential\"");
+  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);
   require_size(api, "model.kv_head_num", m.kv_head_num, 1);

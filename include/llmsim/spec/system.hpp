@@ -213,6 +213,7 @@ constexpr void validate(const system_spec& sys) {
   if (sys.network_count == 0) report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1) report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]", net.name, net.processor_usage);
     if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0) report_error(api, "system.networks.bandwidth.gbps", "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
     if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0) report_error(api, "system.networks.bandwidth.efficient_factor", "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name, net.bandwidth.efficient_factor);
     if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0) report_error(api, "system.networks.bandwidth.latency_us", "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name, net.bandwidth.latency_us);
