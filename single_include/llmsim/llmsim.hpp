@@ -3747,7 +3747,10 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
 /// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
 /// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
-/// `nic_gb_per_s`: one NIC per GPU.
+/// `nic_gb_per_s`: one NIC per GPU. The `inter_node` tier carries the node's total over its
+/// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
+/// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
+/// all-to-all) and by the data-parallel groups sharing the node; so does `collective_time`.
 constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
                            double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
   system_spec s{};
