@@ -1311,8 +1311,8 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/validate.hpp ------------------------------------------------------------------
-// ---- begin llmsim/cost/shape_key.hpp ---------------------------------------------------------------
-/// \file llmsim/cost/shape_key.hpp
+// ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
+/// \file llmsim/program/shape_key.hpp
 /// The exact shape keys under which system files store measured efficiencies
 /// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
 /// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
@@ -1398,87 +1398,39 @@ struct attention_shape {
   }
 };
 
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/shape_key.hpp -----------------------------------------------------------------
-// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
-/// \file llmsim/cost/compute_cost.hpp
-/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
-/// moves, with the efficiency looked up by exact shape key in the system file
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+/// The stage of a TE GroupedLinear GEMM as the grouped-GEMM table keys it.
+enum class grouped_stage : std::uint8_t { forward, input_gradient, weight_gradient, weight_gradient_unaccumulated };
 
-
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
-constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
-
-/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
-constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
-  const auto& own = sys.op(kind);
-  return own.present ? own : sys.op(compute_kind::default_kind);
-}
-/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
-constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
-  const auto& own = sys.memory(kind);
-  return own.present ? own : sys.memory(memory_kind::default_kind);
-}
-
-/// The time of one kernel and how it was obtained.
-struct kernel_cost {
-  seconds time{};       ///< max(compute, memory): the roofline
-  seconds compute{};    ///< flops / (peak * efficiency)
-  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
-  double efficiency = 0;  ///< the compute efficiency used
-  bool measured = false;  ///< the efficiency came from the shape-keyed table
+/// One grouped GEMM over a rank's experts as the system file keys it (M, N, K of the forward GEMM).
+struct grouped_gemm_shape {
+  std::int64_t experts = 1, m = 0, n = 0, k = 0;
+  bool fp8 = false;
+  bool main_grad_fp32 = true;
+  grouped_stage stage = grouped_stage::forward;
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
+    s.append(", K=").append(k).append(", dtype=").append(fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad_fp32 ? "fp32" : "bf16");
+    switch (stage) {
+      case grouped_stage::forward: s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True"); break;
+      case grouped_stage::input_gradient: s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::weight_gradient: s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::weight_gradient_unaccumulated: s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+    }
+    return s;
+  }
 };
 
-/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
-  kernel_cost c;
-  if (flop_count <= 0) return c;
-  const auto& op = compute_entry(sys, kind);
-  const auto measured = op.accurate_efficient_factor.find(shape);
-  c.measured = measured.has_value();
-  c.efficiency = measured ? *measured : op.efficient_factor;
-  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
-  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
-  c.time = c.compute;
-  return c;
-}
-
-/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
-/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
-constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
-  if (byte_count <= 0) return {};
-  const auto& bw = memory_entry(sys, kind);
-  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
-}
-
-/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
-/// compute time unless there is none.
-constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
-  c.memory = memory_time(sys, traffic_kind, byte_count);
-  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
-  else c.time = c.compute > c.memory ? c.compute : c.memory;
-  return c;
-}
-
 LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
-// ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
-/// \file llmsim/cost/network_cost.hpp
-/// Which network tier a communication group uses and how long a collective takes on it, as the
-/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
-/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
-/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
-/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
+// ---- end llmsim/program/shape_key.hpp --------------------------------------------------------------
+// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
+/// \file llmsim/program/op.hpp
+/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
+/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
+/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
 
 
-#include <string_view>
+#include <cstdint>
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -1486,139 +1438,102 @@ LLMSIM_BEGIN_NAMESPACE
 enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
 inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
 
-/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
-struct group_layout {
-  std::int64_t size = 1;
-  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
-  std::int64_t stride = 1;  ///< distance between neighbouring members
+/// Which pass of training runs an op. Backward is split into the input gradient and the weight
+/// gradient (what zero-bubble schedules move apart); a recompute replays the forward ops.
+enum class pass_kind : std::uint8_t { forward, backward_input, backward_weight };
+
+enum class op_kind : std::uint8_t {
+  gemm,          ///< one GEMM keyed by `gemm` (or unkeyed batched GEMMs: `keyed = false`)
+  grouped_gemm,  ///< TE GroupedLinear keyed by `grouped`
+  attention,     ///< a fused attention kernel keyed by `attention`
+  memory,        ///< a memory-bound kernel: `bytes` moved on the `memory` bandwidth entry
+  collective,    ///< a collective of `bytes` (the full buffer) over `group`
 };
 
-/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
-constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
-  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
-  switch (g) {
-    case comm_group::tp: return {tp, tp, 1};
-    case comm_group::cp: return {cp, tp * cp, tp};
-    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
-    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
-    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
-    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
-    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
-  }
-  return {};
-}
-
-namespace detail {
-constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
-  switch (g) {
-    case comm_group::tp: return s.tp_net;
-    case comm_group::cp: return s.cp_net;
-    case comm_group::pp: return s.pp_net;
-    case comm_group::dp: return s.dp_net;
-    case comm_group::ep: return s.ep_net;
-    case comm_group::etp: return s.etp_net;
-    case comm_group::edp: return s.edp_net;
-  }
-  return s.tp_net;
-}
-constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
-constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
-  const network_tier* best = nullptr;
-  std::int64_t best_k = 0;
-  for (std::size_t i = 0; i < sys.network_count; ++i) {
-    const auto name = sys.networks[i].name.view();
-    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
-    std::int64_t k = 0;
-    for (char c : name.substr(16, name.size() - 17)) {
-      if (c < '0' || c > '9') { k = -1; break; }
-      k = k * 10 + (c - '0');
-    }
-    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
-  }
-  return best;
-}
-}  // namespace detail
-
-/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
-/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
-/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
-/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
-/// otherwise `inter_node`.
-constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
-  const auto& requested = detail::requested_net(s, g);
-  std::string_view name = requested.view();
-  if (name == "auto") {
-    const group_layout lay = layout_of(s, g);
-    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
-    if (sys.intra_with_pcie && same_node) {
-      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
-      name = "inter_node";
-    } else {
-      name = same_node ? "high_intra_node" : "inter_node";
-    }
-  }
-  const auto* tier = sys.network(name);
-  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
-  return *tier;
-}
-
-/// One collective call.
-struct collective_call {
-  collective_kind kind = collective_kind::all_reduce;
-  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
-  std::int64_t group_size = 1;
+struct op {
+  op_kind kind = op_kind::memory;
+  pass_kind pass = pass_kind::forward;
+  compute_kind compute = compute_kind::default_kind;  ///< the `accelerator.op` entry of compute work
+  memory_kind memory = memory_kind::default_kind;     ///< the `accelerator.bandwidth` entry of its traffic
+  collective_kind collective = collective_kind::all_reduce;
   comm_group group = comm_group::tp;
+  bool keyed = true;   ///< a compute op looked up by its shape key
+  double flops = 0;    ///< floating-point work (compute ops)
+  double bytes = 0;    ///< traffic (compute and memory ops) or buffer size (collectives)
+  gemm_shape gemm{};
+  attention_shape attention{};
+  grouped_gemm_shape grouped{};
+
+  [[nodiscard]] constexpr bool is_backward() const { return pass != pass_kind::forward; }
 };
 
-/// Time of one collective on `tier` (ring model of the system format, see the file comment).
-/// `s` supplies how many groups share a node's inter-node links.
-constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
-  const std::int64_t n = c.group_size;
-  if (n <= 1 || c.size_bytes <= 0) return {};
-  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
-  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
-  const bool data_parallel = c.group == comm_group::dp;
-  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
-  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
-  const std::string_view tier_name = tier.name.view();
-  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
-    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
-    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
-  }
-  double bandwidth = tier.bandwidth.gbps;
-  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
-    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
-  if (tier_name == "inter_node") {
-    const auto npn = static_cast<double>(sys.num_per_node);
-    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
-    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
-      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
-      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
-      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
-      bandwidth /= npn;
-    }
-    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
-      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
-      std::int64_t sharing = 1;
-      if (data_parallel) sharing = s.tp_size * s.cp_size;
-      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
-      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
-    }
-  }
-  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
-  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
-  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
-  double fixed_us = 0;
-  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
-  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
-  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
-  else fixed_us = tier.bandwidth.fixed_latency;
-  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
+/// A memory-bound kernel of `pass` moving `bytes` on bandwidth entry `kind`.
+constexpr op memory_op(pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) {
+  op o;
+  o.kind = op_kind::memory;
+  o.pass = pass;
+  o.memory = kind;
+  o.bytes = bytes;
+  return o;
+}
+/// A collective of `pass` over `group` on a buffer of `bytes`.
+constexpr op collective_op(pass_kind pass, collective_kind kind, comm_group group, double bytes) {
+  op o;
+  o.kind = op_kind::collective;
+  o.pass = pass;
+  o.collective = kind;
+  o.group = group;
+  o.bytes = bytes;
+  return o;
+}
+/// A GEMM of `pass` with its shape and traffic (`compute`: matmul, or fp8_matmul under FP8).
+constexpr op gemm_op(pass_kind pass, const gemm_shape& g, double traffic, compute_kind compute = compute_kind::matmul) {
+  op o;
+  o.kind = op_kind::gemm;
+  o.pass = pass;
+  o.compute = compute;
+  o.gemm = g;
+  o.flops = g.flop_count();
+  o.bytes = traffic;
+  return o;
+}
+/// Batched GEMMs no system table keys (unfused attention's Q·Kᵀ and P·V): priced by the
+/// kind's `efficient_factor`.
+constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
+  op o;
+  o.kind = op_kind::gemm;
+  o.pass = pass;
+  o.compute = compute_kind::matmul;
+  o.keyed = false;
+  o.flops = flops;
+  o.bytes = traffic;
+  return o;
+}
+/// A fused attention kernel (sdp_fwd or sdp_bwd).
+constexpr op attention_op(pass_kind pass, const attention_shape& a, double flops, double traffic) {
+  op o;
+  o.kind = op_kind::attention;
+  o.pass = pass;
+  o.compute = pass == pass_kind::forward ? compute_kind::sdp_fwd : compute_kind::sdp_bwd;
+  o.attention = a;
+  o.flops = flops;
+  o.bytes = traffic;
+  return o;
+}
+/// A grouped GEMM (group_matmul, or fp8_group_matmul under FP8).
+constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double flops, double traffic) {
+  op o;
+  o.kind = op_kind::grouped_gemm;
+  o.pass = pass;
+  o.compute = g.fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
+  o.grouped = g;
+  o.flops = flops;
+  o.bytes = traffic;
+  return o;
 }
 
 LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/network_cost.hpp --------------------------------------------------------------
+// ---- end llmsim/program/op.hpp ---------------------------------------------------------------------
 // ---- begin llmsim/program/leaf.hpp -----------------------------------------------------------------
 /// \file llmsim/program/leaf.hpp
 /// A leaf is one module of a pipeline stage as Megatron-LM with TransformerEngine runs it (a
@@ -1646,6 +1561,7 @@ struct leaf {
   leaf_kind kind = leaf_kind::norm;
   seconds fwd{};       ///< forward kernels
   seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
+  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
   seconds bwd_comm{};  ///< ... in backward
   double params = 0;   ///< parameters held by this rank
@@ -1790,7 +1706,12 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Everything a leaf builder needs: the three specs and the tiers the groups use.
+struct build_context;
+/// Prices one op into a leaf's pass times; cost/op_cost.hpp `price_op`, installed with the context
+/// by `make_build_context` (programs never price).
+using op_pricing = void (*)(const build_context&, leaf&, const op&);
+
+/// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
 struct build_context {
   const model_spec* model = nullptr;
   const strategy_spec* strategy = nullptr;
@@ -1799,6 +1720,7 @@ struct build_context {
   std::int64_t vocab = 0;  ///< padded vocabulary
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
+  op_pricing pricing = nullptr;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -1813,20 +1735,23 @@ struct build_context {
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
   [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
-  [[nodiscard]] constexpr seconds tp_collective(collective_kind kind, double size_bytes) const {
-    if (s().tp_size <= 1) return {};
-    return collective_time(sys(), s(), *tp_tier, {kind, size_bytes, s().tp_size, comm_group::tp});
+  /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
+  constexpr void emit(leaf& l, const op& o) const {
+    if (pricing == nullptr) detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
+    pricing(*this, l, o);
+  }
+  /// A memory-bound kernel of `pass` moving `bytes`.
+  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const { emit(l, memory_op(pass, bytes, kind)); }
+  /// A tensor-parallel collective of `pass` (nothing when tp = 1).
+  constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
+    if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
   }
 };
 
 namespace detail {
-constexpr void price_gemm(leaf& l, const build_context& c, const gemm_shape& g, double traffic, seconds& into) {
-  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul;
-  const auto key = g.key();
-  const auto cost = kernel_time(c.sys(), kind, g.flop_count(), key.view(), memory_kind::default_kind, traffic);
-  into += cost.time;
-  ++l.efficiency_lookups;
-  if (!cost.measured) ++l.efficiency_misses;
+/// A GEMM op of this job's precision (fp8_matmul under FP8).
+constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& g, double traffic) {
+  return gemm_op(pass, g, traffic, c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul);
 }
 }  // namespace detail
 
@@ -1843,33 +1768,32 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
-  detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
+  c.emit(l, detail::job_gemm(c, pass_kind::forward, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E));
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
   const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
   if (c.s().use_fused_grad_accumulation) {
-    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes, l.bwd);
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes));
   } else {
-    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E, l.bwd);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * grad_w_bytes);
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
   }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  if (c.s().tp_size > 1) {
-    if (c.sequence_parallel()) {
-      if (column) {
-        l.fwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
-        l.bwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation) + c.tp_collective(collective_kind::all_gather, full_activation);
-      } else {
-        l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation);
-        l.bwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
-      }
-    } else if (column) {
-      l.bwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+  if (c.sequence_parallel()) {
+    if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
+      c.tp_collective(l, pass_kind::forward, collective_kind::all_gather, full_activation);
+      c.tp_collective(l, pass_kind::backward_input, collective_kind::reduce_scatter, full_activation);
+      c.tp_collective(l, pass_kind::backward_weight, collective_kind::all_gather, full_activation);
     } else {
-      l.fwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+      c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, full_activation);
+      c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, full_activation);
     }
+  } else if (column) {
+    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_reduce, full_activation);
+  } else {
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, full_activation);
   }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
@@ -1894,8 +1818,9 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   const double X = c.local_tokens() * n * E;
   const double w = parameters * E;
   const double stats = c.local_tokens() * E * (kind == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  c.memory(l, pass_kind::forward, 2 * X + w);
+  c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_weight, X + 2 * w);
   l.params = parameters;
   l.input = X;
   l.cache = X;
@@ -1927,13 +1852,8 @@ constexpr leaf attention_leaf(const build_context& c) {
   const double lse = b * s * static_cast<double>(heads);
   const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
-  const auto key = shape.key();
-  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * scores, key.view(), memory_kind::default_kind, (q + 2 * k + q + lse) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * scores, key.view(), memory_kind::default_kind, (2 * q + 4 * k + q + lse) * E);
-  l.fwd = f.time;
-  l.bwd = g.time;
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  c.emit(l, attention_op(pass_kind::forward, shape, 2 * scores, (q + 2 * k + q + lse) * E));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * scores, (2 * q + 4 * k + q + lse) * E));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
@@ -1962,16 +1882,14 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   const double P = b * heads * s * s;  // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
-  const auto f = kernel_time(c.sys(), compute_kind::matmul, gemm_flops, {}, memory_kind::default_kind, (q + 2 * k + 2 * P + q) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::matmul, 2 * gemm_flops, {}, memory_kind::default_kind, (2 * q + 4 * k + 4 * P + q) * E);
-  l.fwd = f.time + memory_time(c.sys(), memory_kind::default_kind, 2 * P * E);  // softmax: read scores, write probabilities
-  l.bwd = g.time + memory_time(c.sys(), memory_kind::default_kind, 3 * P * E);  // read probabilities and gradient, write gradient
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
+  c.memory(l, pass_kind::forward, 2 * P * E);  // softmax: read scores, write probabilities
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * gemm_flops, (2 * q + 4 * k + 4 * P + q) * E));
+  c.memory(l, pass_kind::backward_input, 3 * P * E);  // read probabilities and gradient, write gradient
   if (c.s().enable_dropout) {
-    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::forward, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::backward_input, 2 * P * E + dropout_mask);
   }
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
   l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
@@ -1994,20 +1912,22 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
     // Unfused (Megatron --no-bias-swiglu-fusion): SiLU of the gate half, then the product with the
     // up half, two kernels each way; autograd keeps the gate half, the SiLU output and the up half.
     const double half = out;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 5 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    c.memory(l, pass_kind::forward, 2 * half + weights_read);
+    c.memory(l, pass_kind::forward, 3 * half);
+    c.memory(l, pass_kind::backward_input, 5 * half + weights_read);
+    c.memory(l, pass_kind::backward_input, 3 * half);
     l.fwd_peak = l.bwd_peak = in + 2 * half + weights_transient;
     l.input = in;
     l.cache = in + half;
     return l;
   }
   if (swiglu) {
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    c.memory(l, pass_kind::forward, in + out + weights_read);
+    c.memory(l, pass_kind::backward_input, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + weights_read);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    c.memory(l, pass_kind::forward, 2 * in + weights_read);
+    c.memory(l, pass_kind::backward_input, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
     l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
   l.input = in;
@@ -2032,13 +1952,13 @@ constexpr leaf embedding_leaf(const build_context& c) {
   const double ids = c.tokens() * 4;  // int32 token ids
   const double out = c.tokens() * h * E;
   const double table = rows * h * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, ids + 2 * out);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * rows * h * c.main_grad_bytes());
+  c.memory(l, pass_kind::forward, ids + 2 * out);
+  c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
   if (c.sequence_parallel()) {
-    l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, out);
-    l.bwd_comm = c.tp_collective(collective_kind::all_gather, out);
+    c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, out);
+    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, out);
   } else {
-    l.fwd_comm = c.tp_collective(collective_kind::all_reduce, out);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, out);
   }
   l.params = rows * h;
   l.input = ids;
@@ -2048,8 +1968,8 @@ constexpr leaf embedding_leaf(const build_context& c) {
     // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
     // output: one pass writing the result and a one-byte keep-mask that backward reads.
     const double local = c.local_tokens() * h;
-    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    c.memory(l, pass_kind::forward, 2 * local * E + local);
+    c.memory(l, pass_kind::backward_input, 2 * local * E + local);
     l.cache += local;
   }
   return l;
@@ -2069,21 +1989,22 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
   const std::int64_t t = c.s().tp_size;
   if (c.s().cross_entropy_loss_fusion) {
     // One pass over bf16 logits each way (SimuMax's measured `ce_fusion` bandwidth entry).
-    l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
-    l.bwd = l.fwd;
+    c.memory(l, pass_kind::forward, 2 * logits * E + bs * 4, memory_kind::ce_fusion);
+    c.memory(l, pass_kind::backward_input, 2 * logits * E + bs * 4, memory_kind::ce_fusion);
     l.cache = logits * E;
     // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
     // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
-    if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, 2 * bs * 4);
   } else {
     // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
     // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
-    l.fwd = memory_time(c.sys(), memory_kind::ce, 38 * logits + 8 * bs + 8 * b);
-    l.bwd = memory_time(c.sys(), memory_kind::ce, 14 * logits + 4 * b);
+    c.memory(l, pass_kind::forward, 38 * logits + 8 * bs + 8 * b, memory_kind::ce);
+    c.memory(l, pass_kind::backward_input, 14 * logits + 4 * b, memory_kind::ce);
     l.cache = logits * 4;
     l.fwd_peak = l.cache + logits * E;
-    if (t > 1) l.fwd_comm = 3 * c.tp_collective(collective_kind::all_reduce, bs * 4);
+    for (int i = 0; i < 3; ++i) c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
   }
   l.input = logits * E;
   return l;
@@ -2101,8 +2022,10 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * q) + memory_time(c.sys(), memory_kind::default_kind, 2 * k);
-  l.bwd = l.fwd;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+    c.memory(l, pass, 2 * q);
+    c.memory(l, pass, 2 * k);
+  }
   l.input = q + k;
   l.fwd_peak = q + k;
   l.bwd_peak = q + k;
@@ -2123,8 +2046,8 @@ constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
   const double mask = dropout && c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
+  c.memory(l, pass_kind::forward, 3 * X + mask);
+  c.memory(l, pass_kind::backward_input, 3 * X + mask);
   l.input = 2 * X;
   l.cache = mask;
   l.fwd_peak = X + mask;
@@ -2182,13 +2105,12 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
 }
 
 namespace detail {
-constexpr seconds ep_collective(const build_context& c, collective_kind kind, double size_bytes) {
-  if (c.s().ep_size <= 1) return {};
-  return collective_time(c.sys(), c.s(), *c.ep_tier, {kind, size_bytes, c.s().ep_size, comm_group::ep});
+/// An expert-parallel (or expert-tensor-parallel) collective of `pass` (nothing for a group of one).
+constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+  if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
 }
-constexpr seconds etp_collective(const build_context& c, collective_kind kind, double size_bytes) {
-  if (c.s().etp_size <= 1) return {};
-  return collective_time(c.sys(), c.s(), *c.etp_tier, {kind, size_bytes, c.s().etp_size, comm_group::etp});
+constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+  if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
 }
 }  // namespace detail
 
@@ -2207,10 +2129,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
   const double q_rope = T * H * rope * E, k_rope = T * rope * E;
-  auto kernel = [&](double b) { return memory_time(c.sys(), memory_kind::default_kind, b); };
-  const seconds pass = kernel(2 * q_rope) + kernel(2 * k_rope) + kernel(2 * q) + kernel(2 * k) + kernel(2 * vv);
-  l.fwd = pass;
-  l.bwd = pass;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
+    for (const double bytes : {2 * q_rope, 2 * k_rope, 2 * q, 2 * k, 2 * vv}) c.memory(l, pass, bytes);
   l.input = q + vv;
   l.fwd_peak = q + k + vv;
   l.bwd_peak = q + k + vv;
@@ -2231,13 +2151,8 @@ constexpr leaf mla_attention_leaf(const build_context& c) {
   const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
   const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
-  const auto key = shape.key();
-  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * base, key.view(), memory_kind::default_kind, (2 * q + v + v + lse) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * base, key.view(), memory_kind::default_kind, (4 * q + 2 * v + v + lse) * E);
-  l.fwd = f.time;
-  l.bwd = g.time;
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
   l.input = (2 * q + v) * E;
   l.cache = (2 * q + v + lse) * E;
   l.fwd_peak = (2 * q + v + lse + v) * E;
@@ -2278,30 +2193,18 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
   const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
-  const std::string_view main_grad = c.main_grad_bytes() == 4.0 ? "fp32" : "bf16";
-  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
-  auto key = [&](std::string_view stage_flags) {
-    shape_key k;
-    k.append("ng=").append(experts).append(", M=").append(static_cast<std::int64_t>(tokens) / experts).append(", N=").append(out_features);
-    k.append(", K=").append(in_features).append(", dtype=").append(c.s().fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad);
-    k.append(stage_flags);
-    return k;
-  };
-  auto price = [&](std::string_view flags, double traffic, seconds& into) {
-    const auto k = key(flags);
-    const auto cost = kernel_time(c.sys(), kind, flop_count, k.view(), memory_kind::default_kind, traffic);
-    into += cost.time;
-    ++l.efficiency_lookups;
-    if (!cost.measured) ++l.efficiency_misses;
+  const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
+  auto shape = [&](grouped_stage stage) {
+    return grouped_gemm_shape{experts, tokens_per_expert, out_features, in_features, c.s().fp8, c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
-  price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
-  price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
+  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
   if (c.s().use_fused_grad_accumulation) {
-    price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count, (x + y + w) * E + w * c.main_grad_bytes()));
   } else {  // written in bf16, then added into the main grad by Megatron's grad hook
-    price(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * E, l.bwd);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * w * c.main_grad_bytes());
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated), flop_count, (x + y + w) * E + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
   }
   l.params = w;
   l.expert_params = true;
@@ -2337,9 +2240,9 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
     const std::int64_t rows = static_cast<std::int64_t>(T0);
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
-    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
-    detail::price_gemm(r, c, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    c.emit(r, detail::job_gemm(c, pass_kind::forward, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_input, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -2351,18 +2254,17 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     p.name = "permutation";
     p.kind = leaf_kind::activation;
     const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
-    p.fwd = memory_time(c.sys(), memory_kind::permute_fwd, k1) + memory_time(c.sys(), memory_kind::permute_fwd, k2);
-    p.bwd = memory_time(c.sys(), memory_kind::permute_bwd, k1) + memory_time(c.sys(), memory_kind::permute_bwd, k2);
+    c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
+    c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+    c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+    c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
     const double payload = tok.dispatched * static_cast<double>(h) * E;
-    p.fwd_comm = detail::ep_collective(c, collective_kind::all2all, payload);
-    p.bwd_comm = p.fwd_comm;
-    if (s.dispatch_probs) {
-      const seconds probs_a2a = detail::ep_collective(c, collective_kind::all2all, probs * E);
-      p.fwd_comm += probs_a2a;
-      p.bwd_comm += probs_a2a;
+    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+      detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
+      if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
     }
-    p.fwd_comm += detail::etp_collective(c, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
-    p.bwd_comm += detail::etp_collective(c, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
     p.communicates_in_replay = true;
     p.input = tok.local * static_cast<double>(h) * E + probs * 4;
     p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -2378,10 +2280,14 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     u.name = "unpermutation";
     u.kind = leaf_kind::activation;
     const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
-    u.fwd = memory_time(c.sys(), memory_kind::permute_fwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_fwd, A + out);
-    u.bwd = memory_time(c.sys(), memory_kind::permute_bwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_bwd, A + out);
-    u.fwd_comm = detail::etp_collective(c, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
-    u.bwd_comm = detail::etp_collective(c, collective_kind::all_gather, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
+    c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
+    c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
+    c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
+    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size));
+    detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
+    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, A * static_cast<double>(s.etp_size));
+    detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
     u.communicates_in_replay = true;
     u.input = A;
     if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
@@ -2558,6 +2464,357 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
+// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/compute_cost.hpp
+/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
+/// moves, with the efficiency looked up by exact shape key in the system file
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
+constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
+
+/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
+constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
+  const auto& own = sys.op(kind);
+  return own.present ? own : sys.op(compute_kind::default_kind);
+}
+/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
+constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
+  const auto& own = sys.memory(kind);
+  return own.present ? own : sys.memory(memory_kind::default_kind);
+}
+
+/// The time of one kernel and how it was obtained.
+struct kernel_cost {
+  seconds time{};       ///< max(compute, memory): the roofline
+  seconds compute{};    ///< flops / (peak * efficiency)
+  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;  ///< the compute efficiency used
+  bool measured = false;  ///< the efficiency came from the shape-keyed table
+};
+
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
+  kernel_cost c;
+  if (flop_count <= 0) return c;
+  const auto& op = compute_entry(sys, kind);
+  const auto measured = op.accurate_efficient_factor.find(shape);
+  c.measured = measured.has_value();
+  c.efficiency = measured ? *measured : op.efficient_factor;
+  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
+  c.time = c.compute;
+  return c;
+}
+
+/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
+/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
+constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
+  if (byte_count <= 0) return {};
+  const auto& bw = memory_entry(sys, kind);
+  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
+}
+
+/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// compute time unless there is none.
+constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                  memory_kind traffic_kind, double byte_count) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+  c.memory = memory_time(sys, traffic_kind, byte_count);
+  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else c.time = c.compute > c.memory ? c.compute : c.memory;
+  return c;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/network_cost.hpp
+/// Which network tier a communication group uses and how long a collective takes on it, as the
+/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
+/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
+/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
+/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
+
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+
+/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
+struct group_layout {
+  std::int64_t size = 1;
+  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
+  std::int64_t stride = 1;  ///< distance between neighbouring members
+};
+
+/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
+constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
+  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
+  switch (g) {
+    case comm_group::tp: return {tp, tp, 1};
+    case comm_group::cp: return {cp, tp * cp, tp};
+    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
+    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
+    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
+    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
+    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+  }
+  return {};
+}
+
+namespace detail {
+constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
+  switch (g) {
+    case comm_group::tp: return s.tp_net;
+    case comm_group::cp: return s.cp_net;
+    case comm_group::pp: return s.pp_net;
+    case comm_group::dp: return s.dp_net;
+    case comm_group::ep: return s.ep_net;
+    case comm_group::etp: return s.etp_net;
+    case comm_group::edp: return s.edp_net;
+  }
+  return s.tp_net;
+}
+constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
+constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
+  const network_tier* best = nullptr;
+  std::int64_t best_k = 0;
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto name = sys.networks[i].name.view();
+    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
+    std::int64_t k = 0;
+    for (char c : name.substr(16, name.size() - 17)) {
+      if (c < '0' || c > '9') { k = -1; break; }
+      k = k * 10 + (c - '0');
+    }
+    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
+  }
+  return best;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const auto& requested = detail::requested_net(s, g);
+  std::string_view name = requested.view();
+  if (name == "auto") {
+    const group_layout lay = layout_of(s, g);
+    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+    if (sys.intra_with_pcie && same_node) {
+      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      name = "inter_node";
+    } else {
+      name = same_node ? "high_intra_node" : "inter_node";
+    }
+  }
+  const auto* tier = sys.network(name);
+  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+  return *tier;
+}
+
+/// One collective call.
+struct collective_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
+  std::int64_t group_size = 1;
+  comm_group group = comm_group::tp;
+};
+
+/// Time of one collective on `tier` (ring model of the system format, see the file comment).
+/// `s` supplies how many groups share a node's inter-node links.
+constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
+  const std::int64_t n = c.group_size;
+  if (n <= 1 || c.size_bytes <= 0) return {};
+  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
+  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
+  const bool data_parallel = c.group == comm_group::dp;
+  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
+  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
+  const std::string_view tier_name = tier.name.view();
+  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
+    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
+    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
+  }
+  double bandwidth = tier.bandwidth.gbps;
+  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
+    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
+  if (tier_name == "inter_node") {
+    const auto npn = static_cast<double>(sys.num_per_node);
+    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
+    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
+      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
+      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
+      bandwidth /= npn;
+    }
+    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
+      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      std::int64_t sharing = 1;
+      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
+      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
+    }
+  }
+  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
+  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
+  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
+  double fixed_us = 0;
+  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
+  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
+  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
+  else fixed_us = tier.bandwidth.fixed_latency;
+  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/network_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/cost/op_cost.hpp -----------------------------------------------------------------
+/// \file llmsim/cost/op_cost.hpp
+/// Prices the ops programs emit — the one place where a kernel or a collective gets a time:
+/// GEMMs, grouped GEMMs and fused attention by the roofline with the system's per-shape
+/// efficiency (compute_cost.hpp), memory-bound kernels by bytes over bandwidth, collectives by
+/// the network tier of their group (network_cost.hpp).
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
+constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
+  const std::int64_t size = group == comm_group::tp ? c.s().tp_size : group == comm_group::ep ? c.s().ep_size : group == comm_group::etp ? c.s().etp_size : 0;
+  const network_tier* tier = group == comm_group::tp ? c.tp_tier : group == comm_group::ep ? c.ep_tier : group == comm_group::etp ? c.etp_tier : nullptr;
+  if (size <= 1) return {};
+  if (tier == nullptr) detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group", comm_group_names[static_cast<std::size_t>(group)]);
+  return collective_time(c.sys(), c.s(), *tier, {kind, bytes, size, group});
+}
+
+/// The shape key a compute op is looked up by (empty for unkeyed ops: the kind's efficient_factor).
+constexpr shape_key key_of(const op& o) {
+  if (!o.keyed) return {};
+  switch (o.kind) {
+    case op_kind::gemm: return o.gemm.key();
+    case op_kind::grouped_gemm: return o.grouped.key();
+    case op_kind::attention: return o.attention.key();
+    default: return {};
+  }
+}
+
+/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
+/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
+/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
+constexpr void price_op(const build_context& c, leaf& l, const op& o) {
+  if (o.kind == op_kind::collective) {
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
+    return;
+  }
+  seconds t{};
+  if (o.kind == op_kind::memory) {
+    t = memory_time(c.sys(), o.memory, o.bytes);
+  } else {
+    const shape_key key = key_of(o);
+    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    t = cost.time;
+    ++l.efficiency_lookups;
+    if (!cost.measured) ++l.efficiency_misses;
+  }
+  (o.is_backward() ? l.bwd : l.fwd) += t;
+  if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+}
+
+/// A build context for a job whose specs passed validation: the tiers its groups use and the op
+/// pricing installed.
+constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys, std::int64_t vocab) {
+  return {&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, vocab,
+          is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr, &price_op};
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/op_cost.hpp -------------------------------------------------------------------
+// ---- begin llmsim/cost/step_cost.hpp ---------------------------------------------------------------
+/// \file llmsim/cost/step_cost.hpp
+/// The costs of a training step outside the micro-batches: the data-parallel gradient sync per
+/// DDP bucket, the optimizer step, and one pipeline transfer.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace parameters {
+/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
+inline constexpr double ddp_bucket_min_elements = 40000000.0;
+inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+}  // namespace parameters
+
+namespace detail {
+
+/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
+/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
+/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
+/// (the validation runs do not pass --overlap-grad-reduce).
+constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
+                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  buckets = 0;
+  if (group <= 1 || params <= 0) return {};
+  const network_tier& tier = resolve_tier(sys, s, which);
+  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
+                                ? parameters::ddp_bucket_min_elements
+                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
+  const double rest = params - full * per_bucket;
+  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
+  auto bucket_time = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    if (s.zero_state >= 1) {
+      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
+             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+    }
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
+  };
+  return bucket_time(per_bucket) * full + bucket_time(rest);
+}
+
+/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
+/// the accelerator's default bandwidth entry, each a kernel paying its latency:
+/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
+/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
+/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
+  if (params <= 0) return {};
+  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
+  const double grads = params * grad_bytes_per_param;
+  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
+  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+}  // namespace detail
+
+/// One activation (or gradient) transfer of `bytes` between neighbouring pipeline stages.
+constexpr seconds pipeline_transfer_time(const system_spec& sys, const strategy_spec& s, double bytes) {
+  if (s.pp_size <= 1) return {};
+  return collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, bytes, 2, comm_group::pp});
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/step_cost.hpp -----------------------------------------------------------------
 // ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
 /// \file llmsim/schedule/one_f_one_b.hpp
 /// The non-interleaved 1F1B pipeline schedule of Megatron-LM
@@ -2811,9 +3068,6 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Named model parameters of the estimate that are not in any config file.
 namespace parameters {
-/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
-inline constexpr double ddp_bucket_min_elements = 40000000.0;
-inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 /// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
 /// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
 inline constexpr double straggler_coefficient = 0.09;
@@ -3124,56 +3378,6 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   return out;
 }
 
-namespace detail {
-
-/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
-/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
-/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
-/// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  buckets = 0;
-  if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-                                ? parameters::ddp_bucket_min_elements
-                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
-  const double rest = params - full * per_bucket;
-  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
-  auto bucket_time = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-    }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
-  };
-  return bucket_time(per_bucket) * full + bucket_time(rest);
-}
-
-/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
-/// the accelerator's default bandwidth entry, each a kernel paying its latency:
-/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
-/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
-/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
-  if (params <= 0) return {};
-  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
-  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
-  const double grads = params * grad_bytes_per_param;
-  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
-  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
-  seconds t = pass(grads) + pass(grads);
-  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
-  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
-  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
-  return t;
-}
-
-}  // namespace detail
 
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
@@ -3546,9 +3750,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_overlap(s, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
-  const build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
-                        is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
-                        is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
+  const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
   // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
@@ -3556,10 +3758,10 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
   double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
   if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
-    j.p2p_gather = c.tp_collective(collective_kind::all_gather, p2p_bytes);
+    j.p2p_gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
     p2p_bytes /= static_cast<double>(s.tp_size);
   }
-  if (s.pp_size > 1) j.p2p = collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, p2p_bytes, 2, comm_group::pp});
+  j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;

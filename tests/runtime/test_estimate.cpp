@@ -60,7 +60,7 @@ TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   const auto& a = base.stages[0];
   const auto& b = full.stages[0];
   // One layer's forward: (first stage forward - embedding - head) / 32 layers, compute and TP comm.
-  build_context c{&catalogue::llama3_8b, &s, &catalogue::h100_sxm, &resolve_tier(catalogue::h100_sxm, s, comm_group::tp), padded_vocab(catalogue::llama3_8b, 2)};
+  const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, padded_vocab(catalogue::llama3_8b, 2));
   const leaf_block layer = decoder_layer_leaves(c, false, false);
   seconds layer_fwd{}, layer_fwd_comm{};
   for (const leaf& l : layer) {
@@ -230,7 +230,7 @@ TEST(EstimateMoe, AllToAllMovesTopKTokenCopiesPerRank) {
   m.moe_pad_expert_input_to_capacity = false;
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .ep_size = 8};
   const auto& sys = catalogue::h100_sxm;
-  build_context c{&m, &s, &sys, nullptr, 32000, &resolve_tier(sys, s, comm_group::ep), nullptr};
+  const build_context c = make_build_context(m, s, sys, 32000);
   const moe_tokens t = moe_token_counts(c);
   EXPECT_EQ(t.local, 4096.0);
   EXPECT_EQ(t.dispatched, 2 * 4096.0);  // top-2 copies of every token

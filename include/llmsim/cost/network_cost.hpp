@@ -8,6 +8,7 @@
 
 #include <llmsim/core/units.hpp>
 #include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/program/op.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
@@ -15,9 +16,6 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// The communication groups of a Megatron-LM job.
-enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
-inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
 
 /// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
 struct group_layout {

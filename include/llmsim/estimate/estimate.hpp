@@ -12,6 +12,8 @@
 #include <llmsim/core/units.hpp>
 #include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/cost/network_cost.hpp>
+#include <llmsim/cost/op_cost.hpp>
+#include <llmsim/cost/step_cost.hpp>
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
@@ -28,9 +30,6 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Named model parameters of the estimate that are not in any config file.
 namespace parameters {
-/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
-inline constexpr double ddp_bucket_min_elements = 40000000.0;
-inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 /// Straggler slowdown of synchronised multi-node steps, SimuMax v1.2 (`perf_llm.py`, straggler model):
 /// 1 + log2(n) / (log2(n) + 1) * 0.09 * sqrt(log2(n)) for n nodes in the slowest group.
 inline constexpr double straggler_coefficient = 0.09;
@@ -341,56 +340,6 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   return out;
 }
 
-namespace detail {
-
-/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
-/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
-/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
-/// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  buckets = 0;
-  if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-                                ? parameters::ddp_bucket_min_elements
-                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
-  const double rest = params - full * per_bucket;
-  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
-  auto bucket_time = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-    }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
-  };
-  return bucket_time(per_bucket) * full + bucket_time(rest);
-}
-
-/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
-/// the accelerator's default bandwidth entry, each a kernel paying its latency:
-/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
-/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
-/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
-  if (params <= 0) return {};
-  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
-  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
-  const double grads = params * grad_bytes_per_param;
-  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
-  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
-  seconds t = pass(grads) + pass(grads);
-  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
-  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
-  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
-  return t;
-}
-
-}  // namespace detail
 
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
@@ -763,9 +712,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_overlap(s, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
-  const build_context c{&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, out.padded_vocab,
-                        is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
-                        is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr};
+  const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
   // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
@@ -773,10 +720,10 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
   double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
   if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
-    j.p2p_gather = c.tp_collective(collective_kind::all_gather, p2p_bytes);
+    j.p2p_gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
     p2p_bytes /= static_cast<double>(s.tp_size);
   }
-  if (s.pp_size > 1) j.p2p = collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, p2p_bytes, 2, comm_group::pp});
+  j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;

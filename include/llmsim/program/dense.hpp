@@ -15,17 +15,21 @@
 ///   column-parallel input; flash attention: q, k, v and the log-sum-exp).
 #pragma once
 
-#include <llmsim/cost/compute_cost.hpp>
-#include <llmsim/cost/network_cost.hpp>
-#include <llmsim/cost/shape_key.hpp>
+#include <llmsim/program/shape_key.hpp>
 #include <llmsim/program/leaf.hpp>
+#include <llmsim/program/op.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Everything a leaf builder needs: the three specs and the tiers the groups use.
+struct build_context;
+/// Prices one op into a leaf's pass times; cost/op_cost.hpp `price_op`, installed with the context
+/// by `make_build_context` (programs never price).
+using op_pricing = void (*)(const build_context&, leaf&, const op&);
+
+/// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
 struct build_context {
   const model_spec* model = nullptr;
   const strategy_spec* strategy = nullptr;
@@ -34,6 +38,7 @@ struct build_context {
   std::int64_t vocab = 0;  ///< padded vocabulary
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
+  op_pricing pricing = nullptr;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -48,20 +53,23 @@ struct build_context {
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
   [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
-  [[nodiscard]] constexpr seconds tp_collective(collective_kind kind, double size_bytes) const {
-    if (s().tp_size <= 1) return {};
-    return collective_time(sys(), s(), *tp_tier, {kind, size_bytes, s().tp_size, comm_group::tp});
+  /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
+  constexpr void emit(leaf& l, const op& o) const {
+    if (pricing == nullptr) detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
+    pricing(*this, l, o);
+  }
+  /// A memory-bound kernel of `pass` moving `bytes`.
+  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const { emit(l, memory_op(pass, bytes, kind)); }
+  /// A tensor-parallel collective of `pass` (nothing when tp = 1).
+  constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
+    if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
   }
 };
 
 namespace detail {
-constexpr void price_gemm(leaf& l, const build_context& c, const gemm_shape& g, double traffic, seconds& into) {
-  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul;
-  const auto key = g.key();
-  const auto cost = kernel_time(c.sys(), kind, g.flop_count(), key.view(), memory_kind::default_kind, traffic);
-  into += cost.time;
-  ++l.efficiency_lookups;
-  if (!cost.measured) ++l.efficiency_misses;
+/// A GEMM op of this job's precision (fp8_matmul under FP8).
+constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& g, double traffic) {
+  return gemm_op(pass, g, traffic, c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul);
 }
 }  // namespace detail
 
@@ -78,33 +86,32 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  detail::price_gemm(l, c, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E, l.fwd);
-  detail::price_gemm(l, c, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E, l.bwd);
+  c.emit(l, detail::job_gemm(c, pass_kind::forward, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E));
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
   const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
   if (c.s().use_fused_grad_accumulation) {
-    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes, l.bwd);
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes));
   } else {
-    detail::price_gemm(l, c, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E, l.bwd);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * grad_w_bytes);
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
   }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  if (c.s().tp_size > 1) {
-    if (c.sequence_parallel()) {
-      if (column) {
-        l.fwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
-        l.bwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation) + c.tp_collective(collective_kind::all_gather, full_activation);
-      } else {
-        l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, full_activation);
-        l.bwd_comm = c.tp_collective(collective_kind::all_gather, full_activation);
-      }
-    } else if (column) {
-      l.bwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+  if (c.sequence_parallel()) {
+    if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
+      c.tp_collective(l, pass_kind::forward, collective_kind::all_gather, full_activation);
+      c.tp_collective(l, pass_kind::backward_input, collective_kind::reduce_scatter, full_activation);
+      c.tp_collective(l, pass_kind::backward_weight, collective_kind::all_gather, full_activation);
     } else {
-      l.fwd_comm = c.tp_collective(collective_kind::all_reduce, full_activation);
+      c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, full_activation);
+      c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, full_activation);
     }
+  } else if (column) {
+    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_reduce, full_activation);
+  } else {
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, full_activation);
   }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
@@ -129,8 +136,9 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   const double X = c.local_tokens() * n * E;
   const double w = parameters * E;
   const double stats = c.local_tokens() * E * (kind == norm_kind::layernorm ? 2 : 1);  // rstd (and mean)
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * X + w + stats) + memory_time(c.sys(), memory_kind::default_kind, X + 2 * w);
+  c.memory(l, pass_kind::forward, 2 * X + w);
+  c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_weight, X + 2 * w);
   l.params = parameters;
   l.input = X;
   l.cache = X;
@@ -162,13 +170,8 @@ constexpr leaf attention_leaf(const build_context& c) {
   const double lse = b * s * static_cast<double>(heads);
   const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
-  const auto key = shape.key();
-  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * scores, key.view(), memory_kind::default_kind, (q + 2 * k + q + lse) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * scores, key.view(), memory_kind::default_kind, (2 * q + 4 * k + q + lse) * E);
-  l.fwd = f.time;
-  l.bwd = g.time;
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  c.emit(l, attention_op(pass_kind::forward, shape, 2 * scores, (q + 2 * k + q + lse) * E));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * scores, (2 * q + 4 * k + q + lse) * E));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
@@ -197,16 +200,14 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   const double P = b * heads * s * s;  // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
-  const auto f = kernel_time(c.sys(), compute_kind::matmul, gemm_flops, {}, memory_kind::default_kind, (q + 2 * k + 2 * P + q) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::matmul, 2 * gemm_flops, {}, memory_kind::default_kind, (2 * q + 4 * k + 4 * P + q) * E);
-  l.fwd = f.time + memory_time(c.sys(), memory_kind::default_kind, 2 * P * E);  // softmax: read scores, write probabilities
-  l.bwd = g.time + memory_time(c.sys(), memory_kind::default_kind, 3 * P * E);  // read probabilities and gradient, write gradient
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
+  c.memory(l, pass_kind::forward, 2 * P * E);  // softmax: read scores, write probabilities
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * gemm_flops, (2 * q + 4 * k + 4 * P + q) * E));
+  c.memory(l, pass_kind::backward_input, 3 * P * E);  // read probabilities and gradient, write gradient
   if (c.s().enable_dropout) {
-    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::forward, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::backward_input, 2 * P * E + dropout_mask);
   }
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
   l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
@@ -229,20 +230,22 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
     // Unfused (Megatron --no-bias-swiglu-fusion): SiLU of the gate half, then the product with the
     // up half, two kernels each way; autograd keeps the gate half, the SiLU output and the up half.
     const double half = out;
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 5 * half + weights_read) + memory_time(c.sys(), memory_kind::default_kind, 3 * half);
+    c.memory(l, pass_kind::forward, 2 * half + weights_read);
+    c.memory(l, pass_kind::forward, 3 * half);
+    c.memory(l, pass_kind::backward_input, 5 * half + weights_read);
+    c.memory(l, pass_kind::backward_input, 3 * half);
     l.fwd_peak = l.bwd_peak = in + 2 * half + weights_transient;
     l.input = in;
     l.cache = in + half;
     return l;
   }
   if (swiglu) {
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, in + out + weights_read);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    c.memory(l, pass_kind::forward, in + out + weights_read);
+    c.memory(l, pass_kind::backward_input, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
-    l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * in + weights_read);
-    l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    c.memory(l, pass_kind::forward, 2 * in + weights_read);
+    c.memory(l, pass_kind::backward_input, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
     l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
   l.input = in;
@@ -267,13 +270,13 @@ constexpr leaf embedding_leaf(const build_context& c) {
   const double ids = c.tokens() * 4;  // int32 token ids
   const double out = c.tokens() * h * E;
   const double table = rows * h * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, ids + 2 * out);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 2 * rows * h * c.main_grad_bytes());
+  c.memory(l, pass_kind::forward, ids + 2 * out);
+  c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
   if (c.sequence_parallel()) {
-    l.fwd_comm = c.tp_collective(collective_kind::reduce_scatter, out);
-    l.bwd_comm = c.tp_collective(collective_kind::all_gather, out);
+    c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, out);
+    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, out);
   } else {
-    l.fwd_comm = c.tp_collective(collective_kind::all_reduce, out);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, out);
   }
   l.params = rows * h;
   l.input = ids;
@@ -283,8 +286,8 @@ constexpr leaf embedding_leaf(const build_context& c) {
     // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
     // output: one pass writing the result and a one-byte keep-mask that backward reads.
     const double local = c.local_tokens() * h;
-    l.fwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, 2 * local * E + local);
+    c.memory(l, pass_kind::forward, 2 * local * E + local);
+    c.memory(l, pass_kind::backward_input, 2 * local * E + local);
     l.cache += local;
   }
   return l;
@@ -304,21 +307,22 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
   const std::int64_t t = c.s().tp_size;
   if (c.s().cross_entropy_loss_fusion) {
     // One pass over bf16 logits each way (SimuMax's measured `ce_fusion` bandwidth entry).
-    l.fwd = memory_time(c.sys(), memory_kind::ce_fusion, 2 * logits * E + bs * 4);
-    l.bwd = l.fwd;
+    c.memory(l, pass_kind::forward, 2 * logits * E + bs * 4, memory_kind::ce_fusion);
+    c.memory(l, pass_kind::backward_input, 2 * logits * E + bs * 4, memory_kind::ce_fusion);
     l.cache = logits * E;
     // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
     // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
-    if (t > 1) l.fwd_comm = c.tp_collective(collective_kind::all_reduce, bs * 4) + c.tp_collective(collective_kind::all_reduce, 2 * bs * 4);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
+    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, 2 * bs * 4);
   } else {
     // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
     // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
-    l.fwd = memory_time(c.sys(), memory_kind::ce, 38 * logits + 8 * bs + 8 * b);
-    l.bwd = memory_time(c.sys(), memory_kind::ce, 14 * logits + 4 * b);
+    c.memory(l, pass_kind::forward, 38 * logits + 8 * bs + 8 * b, memory_kind::ce);
+    c.memory(l, pass_kind::backward_input, 14 * logits + 4 * b, memory_kind::ce);
     l.cache = logits * 4;
     l.fwd_peak = l.cache + logits * E;
-    if (t > 1) l.fwd_comm = 3 * c.tp_collective(collective_kind::all_reduce, bs * 4);
+    for (int i = 0; i < 3; ++i) c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
   }
   l.input = logits * E;
   return l;
@@ -336,8 +340,10 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 2 * q) + memory_time(c.sys(), memory_kind::default_kind, 2 * k);
-  l.bwd = l.fwd;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+    c.memory(l, pass, 2 * q);
+    c.memory(l, pass, 2 * k);
+  }
   l.input = q + k;
   l.fwd_peak = q + k;
   l.bwd_peak = q + k;
@@ -358,8 +364,8 @@ constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
   const double mask = dropout && c.s().enable_dropout ? elements : 0;  // torch.bool keep-mask
-  l.fwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
-  l.bwd = memory_time(c.sys(), memory_kind::default_kind, 3 * X + mask);
+  c.memory(l, pass_kind::forward, 3 * X + mask);
+  c.memory(l, pass_kind::backward_input, 3 * X + mask);
   l.input = 2 * X;
   l.cache = mask;
   l.fwd_peak = X + mask;

@@ -7,7 +7,7 @@
 #pragma once
 
 #include <llmsim/core/units.hpp>
-#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/core/error.hpp>
 
 #include <array>
 #include <cstddef>
@@ -27,6 +27,7 @@ struct leaf {
   leaf_kind kind = leaf_kind::norm;
   seconds fwd{};       ///< forward kernels
   seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
+  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
   seconds bwd_comm{};  ///< ... in backward
   double params = 0;   ///< parameters held by this rank

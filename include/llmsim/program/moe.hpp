@@ -15,8 +15,6 @@
 /// `moe_pad_expert_input_to_capacity` every expert receives exactly its capacity.
 #pragma once
 
-#include <llmsim/cost/compute_cost.hpp>
-#include <llmsim/cost/network_cost.hpp>
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/leaf.hpp>
 
@@ -50,13 +48,12 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
 }
 
 namespace detail {
-constexpr seconds ep_collective(const build_context& c, collective_kind kind, double size_bytes) {
-  if (c.s().ep_size <= 1) return {};
-  return collective_time(c.sys(), c.s(), *c.ep_tier, {kind, size_bytes, c.s().ep_size, comm_group::ep});
+/// An expert-parallel (or expert-tensor-parallel) collective of `pass` (nothing for a group of one).
+constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+  if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
 }
-constexpr seconds etp_collective(const build_context& c, collective_kind kind, double size_bytes) {
-  if (c.s().etp_size <= 1) return {};
-  return collective_time(c.sys(), c.s(), *c.etp_tier, {kind, size_bytes, c.s().etp_size, comm_group::etp});
+constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+  if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
 }
 }  // namespace detail
 
@@ -75,10 +72,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
   const double q_rope = T * H * rope * E, k_rope = T * rope * E;
-  auto kernel = [&](double b) { return memory_time(c.sys(), memory_kind::default_kind, b); };
-  const seconds pass = kernel(2 * q_rope) + kernel(2 * k_rope) + kernel(2 * q) + kernel(2 * k) + kernel(2 * vv);
-  l.fwd = pass;
-  l.bwd = pass;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
+    for (const double bytes : {2 * q_rope, 2 * k_rope, 2 * q, 2 * k, 2 * vv}) c.memory(l, pass, bytes);
   l.input = q + vv;
   l.fwd_peak = q + k + vv;
   l.bwd_peak = q + k + vv;
@@ -99,13 +94,8 @@ constexpr leaf mla_attention_leaf(const build_context& c) {
   const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
   const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
-  const auto key = shape.key();
-  const auto f = kernel_time(c.sys(), compute_kind::sdp_fwd, 2 * base, key.view(), memory_kind::default_kind, (2 * q + v + v + lse) * E);
-  const auto g = kernel_time(c.sys(), compute_kind::sdp_bwd, 5 * base, key.view(), memory_kind::default_kind, (4 * q + 2 * v + v + lse) * E);
-  l.fwd = f.time;
-  l.bwd = g.time;
-  l.efficiency_lookups = 2;
-  l.efficiency_misses = (f.measured ? 0 : 1) + (g.measured ? 0 : 1);
+  c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
   l.input = (2 * q + v) * E;
   l.cache = (2 * q + v + lse) * E;
   l.fwd_peak = (2 * q + v + lse + v) * E;
@@ -146,30 +136,18 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
   const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
-  const std::string_view main_grad = c.main_grad_bytes() == 4.0 ? "fp32" : "bf16";
-  const compute_kind kind = c.s().fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
-  auto key = [&](std::string_view stage_flags) {
-    shape_key k;
-    k.append("ng=").append(experts).append(", M=").append(static_cast<std::int64_t>(tokens) / experts).append(", N=").append(out_features);
-    k.append(", K=").append(in_features).append(", dtype=").append(c.s().fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad);
-    k.append(stage_flags);
-    return k;
-  };
-  auto price = [&](std::string_view flags, double traffic, seconds& into) {
-    const auto k = key(flags);
-    const auto cost = kernel_time(c.sys(), kind, flop_count, k.view(), memory_kind::default_kind, traffic);
-    into += cost.time;
-    ++l.efficiency_lookups;
-    if (!cost.measured) ++l.efficiency_misses;
+  const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
+  auto shape = [&](grouped_stage stage) {
+    return grouped_gemm_shape{experts, tokens_per_expert, out_features, in_features, c.s().fp8, c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
-  price(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True", (x + y + w) * E, l.fwd);
-  price(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E, l.bwd);
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
+  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
   if (c.s().use_fused_grad_accumulation) {
-    price(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * c.main_grad_bytes(), l.bwd);
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count, (x + y + w) * E + w * c.main_grad_bytes()));
   } else {  // written in bf16, then added into the main grad by Megatron's grad hook
-    price(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False", (x + y + w) * E + w * E, l.bwd);
-    l.bwd += memory_time(c.sys(), memory_kind::default_kind, w * E + 2 * w * c.main_grad_bytes());
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated), flop_count, (x + y + w) * E + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
   }
   l.params = w;
   l.expert_params = true;
@@ -205,9 +183,9 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
     const std::int64_t rows = static_cast<std::int64_t>(T0);
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits, r.fwd);
-    detail::price_gemm(r, c, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits, r.bwd);
-    detail::price_gemm(r, c, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits, r.bwd);
+    c.emit(r, detail::job_gemm(c, pass_kind::forward, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_input, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -219,18 +197,17 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     p.name = "permutation";
     p.kind = leaf_kind::activation;
     const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
-    p.fwd = memory_time(c.sys(), memory_kind::permute_fwd, k1) + memory_time(c.sys(), memory_kind::permute_fwd, k2);
-    p.bwd = memory_time(c.sys(), memory_kind::permute_bwd, k1) + memory_time(c.sys(), memory_kind::permute_bwd, k2);
+    c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
+    c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+    c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+    c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
     const double payload = tok.dispatched * static_cast<double>(h) * E;
-    p.fwd_comm = detail::ep_collective(c, collective_kind::all2all, payload);
-    p.bwd_comm = p.fwd_comm;
-    if (s.dispatch_probs) {
-      const seconds probs_a2a = detail::ep_collective(c, collective_kind::all2all, probs * E);
-      p.fwd_comm += probs_a2a;
-      p.bwd_comm += probs_a2a;
+    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+      detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
+      if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
     }
-    p.fwd_comm += detail::etp_collective(c, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
-    p.bwd_comm += detail::etp_collective(c, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
     p.communicates_in_replay = true;
     p.input = tok.local * static_cast<double>(h) * E + probs * 4;
     p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -246,10 +223,14 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     u.name = "unpermutation";
     u.kind = leaf_kind::activation;
     const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
-    u.fwd = memory_time(c.sys(), memory_kind::permute_fwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_fwd, A + out);
-    u.bwd = memory_time(c.sys(), memory_kind::permute_bwd, 2 * A) + memory_time(c.sys(), memory_kind::permute_bwd, A + out);
-    u.fwd_comm = detail::etp_collective(c, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
-    u.bwd_comm = detail::etp_collective(c, collective_kind::all_gather, A * static_cast<double>(s.etp_size)) + detail::ep_collective(c, collective_kind::all2all, A);
+    c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
+    c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
+    c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
+    c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
+    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size));
+    detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
+    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, A * static_cast<double>(s.etp_size));
+    detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
     u.communicates_in_replay = true;
     u.input = A;
     if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward

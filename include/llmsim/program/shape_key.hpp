@@ -1,4 +1,4 @@
-/// \file llmsim/cost/shape_key.hpp
+/// \file llmsim/program/shape_key.hpp
 /// The exact shape keys under which system files store measured efficiencies
 /// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
 /// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
@@ -82,6 +82,29 @@ struct attention_shape {
     s.append("batch=").append(batch).append(", seq_len=").append(seq_len).append(", head_num=").append(head_num);
     s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
     s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
+    return s;
+  }
+};
+
+/// The stage of a TE GroupedLinear GEMM as the grouped-GEMM table keys it.
+enum class grouped_stage : std::uint8_t { forward, input_gradient, weight_gradient, weight_gradient_unaccumulated };
+
+/// One grouped GEMM over a rank's experts as the system file keys it (M, N, K of the forward GEMM).
+struct grouped_gemm_shape {
+  std::int64_t experts = 1, m = 0, n = 0, k = 0;
+  bool fp8 = false;
+  bool main_grad_fp32 = true;
+  grouped_stage stage = grouped_stage::forward;
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
+    s.append(", K=").append(k).append(", dtype=").append(fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad_fp32 ? "fp32" : "bf16");
+    switch (stage) {
+      case grouped_stage::forward: s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True"); break;
+      case grouped_stage::input_gradient: s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::weight_gradient: s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::weight_gradient_unaccumulated: s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+    }
     return s;
   }
 };

@@ -1,0 +1,64 @@
+/// \file llmsim/cost/op_cost.hpp
+/// Prices the ops programs emit — the one place where a kernel or a collective gets a time:
+/// GEMMs, grouped GEMMs and fused attention by the roofline with the system's per-shape
+/// efficiency (compute_cost.hpp), memory-bound kernels by bytes over bandwidth, collectives by
+/// the network tier of their group (network_cost.hpp).
+#pragma once
+
+#include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/network_cost.hpp>
+#include <llmsim/program/dense.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
+constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
+  const std::int64_t size = group == comm_group::tp ? c.s().tp_size : group == comm_group::ep ? c.s().ep_size : group == comm_group::etp ? c.s().etp_size : 0;
+  const network_tier* tier = group == comm_group::tp ? c.tp_tier : group == comm_group::ep ? c.ep_tier : group == comm_group::etp ? c.etp_tier : nullptr;
+  if (size <= 1) return {};
+  if (tier == nullptr) detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group", comm_group_names[static_cast<std::size_t>(group)]);
+  return collective_time(c.sys(), c.s(), *tier, {kind, bytes, size, group});
+}
+
+/// The shape key a compute op is looked up by (empty for unkeyed ops: the kind's efficient_factor).
+constexpr shape_key key_of(const op& o) {
+  if (!o.keyed) return {};
+  switch (o.kind) {
+    case op_kind::gemm: return o.gemm.key();
+    case op_kind::grouped_gemm: return o.grouped.key();
+    case op_kind::attention: return o.attention.key();
+    default: return {};
+  }
+}
+
+/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
+/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
+/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
+constexpr void price_op(const build_context& c, leaf& l, const op& o) {
+  if (o.kind == op_kind::collective) {
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
+    return;
+  }
+  seconds t{};
+  if (o.kind == op_kind::memory) {
+    t = memory_time(c.sys(), o.memory, o.bytes);
+  } else {
+    const shape_key key = key_of(o);
+    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    t = cost.time;
+    ++l.efficiency_lookups;
+    if (!cost.measured) ++l.efficiency_misses;
+  }
+  (o.is_backward() ? l.bwd : l.fwd) += t;
+  if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+}
+
+/// A build context for a job whose specs passed validation: the tiers its groups use and the op
+/// pricing installed.
+constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys, std::int64_t vocab) {
+  return {&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, vocab,
+          is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr, &price_op};
+}
+
+LLMSIM_END_NAMESPACE
