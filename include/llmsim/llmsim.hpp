@@ -24,6 +24,7 @@
 #include <llmsim/cost/op_cost.hpp>
 #include <llmsim/cost/step_cost.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
+#include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/estimate/estimate.hpp>
 #include <llmsim/perf_llm.hpp>
 #include <llmsim/catalogue/catalogue.hpp>

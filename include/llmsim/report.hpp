@@ -61,8 +61,6 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
       return "strategy.overlap_grad_reduce=true is not modelled yet: gradient reduce-scatter is priced after the pipeline, not overlapped with backward";
     case estimate_note::overlap_param_gather_not_modelled:
       return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
-    case estimate_note::microbatch_group_size_not_modelled:
-      return "strategy.microbatch_group_size_per_vp_stage sets the micro-batches held in flight, but the interleaved time is the bubble formula, which does not depend on the group size";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

@@ -3046,6 +3046,129 @@ constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timin
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
+// ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
+/// \file llmsim/schedule/interleaved.hpp
+/// Megatron-LM's interleaved 1F1B schedule (`forward_backward_pipelining_with_interleaving`),
+/// simulated over every rank and every model chunk instead of a bubble formula:
+/// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
+/// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
+///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
+///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
+///   them when m = p), then one forward and one backward alternately, then the remaining
+///   backwards (backward chunks in reverse order).
+/// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
+///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
+///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
+///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
+///   its send.
+/// Each chunk takes 1/v of its rank's per-micro-batch time.
+
+
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One chunk-pass of the interleaved schedule.
+struct chunk_pass {
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;
+  bool forward = true;
+};
+
+/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
+constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+  const std::int64_t total = m * v;
+  if (m == p) return total;
+  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
+  return w < total ? w : total;
+}
+
+/// Entry `k` of Megatron's schedule table: micro-batch and chunk of the k-th chunk-forward. The
+/// last group holds the micro-batches left when fewer than g remain.
+constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::int64_t m, std::int64_t g) {
+  const std::int64_t group = k / (g * v);
+  const std::int64_t start = group * g;
+  const std::int64_t size = start + g >= m ? m - start : g;
+  const std::int64_t within = k - group * g * v;
+  return {start + within % size, within / size, true};
+}
+
+/// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
+constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
+  auto backward = [&](std::int64_t k) {
+    chunk_pass c = schedule_table_entry(k, v, m, g);
+    c.chunk = v - 1 - c.chunk;
+    c.forward = false;
+    return c;
+  };
+  if (i < warmup) return schedule_table_entry(i, v, m, g);
+  if (i < warmup + 2 * steady) {
+    const std::int64_t j = i - warmup;
+    return j % 2 == 0 ? schedule_table_entry(warmup + j / 2, v, m, g) : backward(j / 2);
+  }
+  return backward(steady + (i - warmup - 2 * steady));
+}
+
+/// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
+/// in groups of `g`. Returns every rank's finish and the slowest.
+constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m, std::int64_t g, bool async_p2p) {
+  const auto p = static_cast<std::int64_t>(timings.size());
+  const std::int64_t stages = p * v, passes = 2 * m * v;
+  pipeline_result out;
+  out.finish.assign(timings.size(), seconds{});
+  if (p == 0 || m <= 0) return out;
+  // Finish time of each (virtual stage, micro-batch) forward and backward; -1 until it has run.
+  std::vector<double> fwd(static_cast<std::size_t>(stages * m), -1.0), bwd(static_cast<std::size_t>(stages * m), -1.0);
+  std::vector<std::int64_t> next(timings.size(), 0);
+  std::vector<double> clock(timings.size(), 0.0);
+  auto at = [&](std::int64_t stage, std::int64_t mb) { return static_cast<std::size_t>(mb * stages + stage); };  // neighbouring passes, neighbouring entries
+  // Run a rank until its next pass waits on another rank, then go to that rank (follow the
+  // dependency instead of sweeping): every pass is visited once, plus at most p hops per stall.
+  std::int64_t r = 0, next_scan = 0, hops = 0;
+  while (true) {
+    const auto ri = static_cast<std::size_t>(r);
+    std::int64_t blocked_on = -1;
+    while (next[ri] < passes) {
+      const chunk_pass c = interleaved_pass(next[ri], p, v, m, g, r);
+      const std::int64_t stage = c.chunk * p + r;
+      // The stage this pass waits for (a backward of the last stage waits for its own forward).
+      const std::int64_t from = c.forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
+      double ready = 0;
+      if (from >= 0) {
+        const double dep = c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
+        if (dep < 0) { blocked_on = from % p; break; }
+        ready = dep + (from % p != r ? timings[static_cast<std::size_t>(from % p)].p2p.value : 0.0);
+      }
+      const double start = clock[ri] > ready ? clock[ri] : ready;
+      const double work = (c.forward ? timings[ri].forward.value : timings[ri].backward.value) / static_cast<double>(v);
+      (c.forward ? fwd : bwd)[at(stage, c.micro_batch)] = start + work;
+      const bool sends = c.forward ? stage < stages - 1 : stage > 0;
+      clock[ri] = start + work + (!async_p2p && sends && p > 1 ? timings[ri].p2p.value : 0.0);
+      ++next[ri];
+      hops = 0;
+    }
+    if (blocked_on < 0) {  // finished: continue with the first rank that is not
+      while (next_scan < p && next[static_cast<std::size_t>(next_scan)] == passes) ++next_scan;
+      if (next_scan == p) break;
+      r = next_scan;
+      continue;
+    }
+    if (++hops > p + 1) detail::report_error("llmsim::schedule", "", "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v, m);
+    r = blocked_on;
+  }
+  double total = 0;
+  for (std::size_t k = 0; k < timings.size(); ++k) {
+    out.finish[k] = seconds{clock[k]};
+    total = clock[k] > total ? clock[k] : total;
+  }
+  out.total = seconds{total};
+  return out;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
 // ---- begin llmsim/estimate/estimate.hpp ------------------------------------------------------------
 /// \file llmsim/estimate/estimate.hpp
 /// One training iteration of Megatron-LM predicted from a model, a strategy and a system:
@@ -3200,10 +3323,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   overlap_grad_reduce_not_modelled,
   overlap_param_gather_not_modelled,
-  microbatch_group_size_not_modelled,
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 6;
+inline constexpr std::size_t estimate_note_count = 5;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -3470,8 +3592,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
 constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& notes) {
   if (s.overlap_grad_reduce) add_note(notes, estimate_note::overlap_grad_reduce_not_modelled);
   if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
-  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage != s.pp_size)
-    add_note(notes, estimate_note::microbatch_group_size_not_modelled);
 }
 
 /// System figures SimuMax's format reserves but no cost model uses yet.
@@ -3542,15 +3662,13 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
-/// forwards, g = microbatch_group_size_per_vp_stage (default p), plus the one in flight, each
-/// chunk holding layers / v of the stage.
+/// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
+/// the one in flight, each chunk holding layers / v of the stage.
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t group = s.microbatch_group_size_per_vp_stage.value_or(p);  // Megatron's default group is p
-    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * group;
-    warmup = warmup < total_chunks ? warmup : total_chunks;
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -3627,7 +3745,8 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   }
 }
 
-/// The pipeline schedule over every rank: plain 1F1B simulated; interleaved 1F1B from its bubble.
+/// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
+/// Megatron's order (pp_comm_async: transfers beside compute).
 constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
@@ -3636,23 +3755,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
-  // Interleaved 1F1B: v model chunks per rank shrink the fill and drain to (p - 1)(t_f + t_b) / v
-  // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters",
-  // §2.2.2); every micro-batch crosses a stage boundary v times each way on every rank.
-  // With pp_comm_async (Megatron --overlap-p2p-communication) the steady-state transfers run
-  // behind compute; the fill and drain still wait for them.
-  const double v = static_cast<double>(s.interleaving_size);
-  double steady = 0, fill = 0;
-  for (const auto& t : timings) {
-    const double compute = t.forward.value + t.backward.value, transfers = 4.0 * v * t.p2p.value;
-    const double per_mb = s.pp_comm_async ? compute : compute + transfers;
-    steady = per_mb > steady ? per_mb : steady;
-    fill = compute + transfers > fill ? compute + transfers : fill;
-  }
-  pipeline_result pipe;
-  pipe.total = seconds{steady * static_cast<double>(s.micro_batch_num) + fill * static_cast<double>(s.pp_size - 1) / v};
-  pipe.finish.assign(timings.size(), pipe.total);
-  return pipe;
+  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
@@ -4135,8 +4238,6 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
       return "strategy.overlap_grad_reduce=true is not modelled yet: gradient reduce-scatter is priced after the pipeline, not overlapped with backward";
     case estimate_note::overlap_param_gather_not_modelled:
       return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
-    case estimate_note::microbatch_group_size_not_modelled:
-      return "strategy.microbatch_group_size_per_vp_stage sets the micro-batches held in flight, but the interleaved time is the bubble formula, which does not depend on the group size";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

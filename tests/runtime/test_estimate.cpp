@@ -291,15 +291,7 @@ TEST(Estimate, InterleavingShrinksTheBubbleByTheChunkCount) {
   const auto plain = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   s.interleaving_size = 2;
   const auto vp2 = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
-  // Overlapped p2p (pp_comm_async): steady state is m chunks of the slowest rank, the fill and
-  // drain (p - 1) of them over v (Narayanan et al. 2021, §2.2.2).
-  double slowest = 0;
-  for (std::size_t i = 0; i < vp2.stage_count; ++i) {
-    const auto& st = vp2.stages[i];
-    slowest = std::max(slowest, (st.fwd_compute_time + st.bwd_compute_time + st.fwd_tp_comm_time + st.bwd_tp_comm_time).value);
-  }
-  const double transfers = 4 * 2 * vp2.cost.comm_result.p2p_time_per_transfer.value;
-  EXPECT_NEAR(vp2.cost.pipeline_time.value, 16 * slowest + 3 * (slowest + transfers) / 2, 1e-9);
+  // The schedule itself is checked in test_schedules.cpp; here: fewer idle chunks than plain 1F1B.
   EXPECT_LT(vp2.cost.breakdown_result.bubble_time.value, plain.cost.breakdown_result.bubble_time.value);
   // The first stage holds (p - 1) * 2 + (v - 1) * p + 1 = 11 chunks of half a micro-batch.
   EXPECT_EQ(vp2.stages[0].micro_batches_in_flight, 6);

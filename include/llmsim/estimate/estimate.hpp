@@ -17,6 +17,7 @@
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
+#include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/spec/validate.hpp>
 
@@ -162,10 +163,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   overlap_grad_reduce_not_modelled,
   overlap_param_gather_not_modelled,
-  microbatch_group_size_not_modelled,
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 6;
+inline constexpr std::size_t estimate_note_count = 5;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -432,8 +432,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
 constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& notes) {
   if (s.overlap_grad_reduce) add_note(notes, estimate_note::overlap_grad_reduce_not_modelled);
   if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
-  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage != s.pp_size)
-    add_note(notes, estimate_note::microbatch_group_size_not_modelled);
 }
 
 /// System figures SimuMax's format reserves but no cost model uses yet.
@@ -504,15 +502,13 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
-/// forwards, g = microbatch_group_size_per_vp_stage (default p), plus the one in flight, each
-/// chunk holding layers / v of the stage.
+/// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
+/// the one in flight, each chunk holding layers / v of the stage.
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t group = s.microbatch_group_size_per_vp_stage.value_or(p);  // Megatron's default group is p
-    std::int64_t warmup = (p - r.rank - 1) * 2 + (v - 1) * group;
-    warmup = warmup < total_chunks ? warmup : total_chunks;
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -589,7 +585,8 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   }
 }
 
-/// The pipeline schedule over every rank: plain 1F1B simulated; interleaved 1F1B from its bubble.
+/// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
+/// Megatron's order (pp_comm_async: transfers beside compute).
 constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
@@ -598,23 +595,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
-  // Interleaved 1F1B: v model chunks per rank shrink the fill and drain to (p - 1)(t_f + t_b) / v
-  // (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters",
-  // §2.2.2); every micro-batch crosses a stage boundary v times each way on every rank.
-  // With pp_comm_async (Megatron --overlap-p2p-communication) the steady-state transfers run
-  // behind compute; the fill and drain still wait for them.
-  const double v = static_cast<double>(s.interleaving_size);
-  double steady = 0, fill = 0;
-  for (const auto& t : timings) {
-    const double compute = t.forward.value + t.backward.value, transfers = 4.0 * v * t.p2p.value;
-    const double per_mb = s.pp_comm_async ? compute : compute + transfers;
-    steady = per_mb > steady ? per_mb : steady;
-    fill = compute + transfers > fill ? compute + transfers : fill;
-  }
-  pipeline_result pipe;
-  pipe.total = seconds{steady * static_cast<double>(s.micro_batch_num) + fill * static_cast<double>(s.pp_size - 1) / v};
-  pipe.finish.assign(timings.size(), pipe.total);
-  return pipe;
+  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
