@@ -725,7 +725,7 @@ inline value stage_time_json(const stage_result& st) {
   v.update({{"fwd_compute_time", ms(st.fwd_compute_time)}, {"bwd_compute_time", ms(st.bwd_compute_time)},
             {"recompute_time", ms(st.recompute_time)}, {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
             {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)}, {"p2p_time", ms(st.p2p_time)}, {"chunk_time", ms(st.chunk_time)},
-            {"dp_time", ms(st.dp_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets},
+            {"dp_time", ms(st.dp_time)}, {"dp_exposed_time", ms(st.dp_exposed_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets},
             {"breakdown_result", to_json(st.breakdown)}});
   return v;
 }

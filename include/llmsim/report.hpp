@@ -57,10 +57,6 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::compute_capability_assumed:
       return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
              " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
-    case estimate_note::overlap_grad_reduce_not_modelled:
-      return "strategy.overlap_grad_reduce=true is not modelled yet: gradient reduce-scatter is priced after the pipeline, not overlapped with backward";
-    case estimate_note::overlap_param_gather_not_modelled:
-      return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

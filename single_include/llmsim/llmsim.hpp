@@ -817,8 +817,8 @@ struct strategy_spec {
   bool use_fused_grad_accumulation = true;
   bool cross_entropy_loss_fusion = false;
   /// Megatron's --overlap-grad-reduce / --overlap-param-gather, off by default as in Megatron-LM
-  /// (`arguments.py`: store_true) and in the runs this estimate is checked against. The estimate
-  /// prices gradient sync after the pipeline; `true` is accepted but noted as not modelled.
+  /// (`arguments.py`: store_true) and in the runs this estimate is checked against: bucket
+  /// reductions during the last backward, parameter gathers during the next forward.
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   version_text te_version = {};
@@ -942,6 +942,7 @@ constexpr void validate(const strategy_spec& s) {
     if (s.megatron_recompute_modules.contains(recompute_module::core_attn)) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already recomputes its scores)");
     if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
+  if (s.overlap_param_gather && s.zero_state < 1) report_error(api, "strategy.overlap_param_gather", "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in Megatron-LM");
   if (!s.use_flash_sdp && !s.use_math_sdp) report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
 }
 
@@ -2785,6 +2786,85 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
   return bucket_time(per_bucket) * full + bucket_time(rest);
 }
 
+/// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
+/// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
+/// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
+/// and parameter all-gather (distributed optimizer only).
+struct bucket_plan {
+  double per_bucket = 0, rest = 0;
+  std::int64_t full = 0;
+  seconds reduce_full{}, reduce_rest{}, gather_full{}, gather_rest{};
+  [[nodiscard]] constexpr std::int64_t count() const { return full + (rest > 0 ? 1 : 0); }
+  [[nodiscard]] constexpr double elements(std::int64_t i) const { return i < full ? per_bucket : rest; }
+  [[nodiscard]] constexpr seconds reduce(std::int64_t i) const { return i < full ? reduce_full : reduce_rest; }
+  [[nodiscard]] constexpr seconds gather(std::int64_t i) const { return i < full ? gather_full : gather_rest; }
+  [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
+};
+
+constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, comm_group which) {
+  bucket_plan b;
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  if (group <= 1 || params <= 0) return b;
+  const network_tier& tier = resolve_tier(sys, s, which);
+  const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
+  b.full = static_cast<std::int64_t>(params / b.per_bucket);
+  b.rest = params - static_cast<double>(b.full) * b.per_bucket;
+  auto reduce = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
+  };
+  auto gather = [&](double elements) {
+    if (elements <= 0 || s.zero_state < 1) return seconds{};
+    return collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+  };
+  b.reduce_full = reduce(b.per_bucket);
+  b.reduce_rest = reduce(b.rest);
+  b.gather_full = gather(b.per_bucket);
+  b.gather_rest = gather(b.rest);
+  return b;
+}
+
+/// --overlap-grad-reduce (Megatron `param_and_grad_buffer.py`): during the last micro-batch's
+/// backward (`backward` long) each bucket's reduction starts on the data-parallel stream as soon
+/// as the bucket's gradients are complete — buckets fill in backward order, here at an even rate
+/// over the backward — and the stream is free. Returns how long the stream runs past the end of
+/// that backward. The dense and expert buffers fill side by side and share the stream.
+constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& expert, seconds backward) {
+  const std::int64_t nd = dense.count(), ne = expert.count();
+  double stream = 0, done_d = 0, done_e = 0;
+  std::int64_t i = 0, k = 0;
+  while (i < nd || k < ne) {
+    // Next bucket to become ready: the one whose fill completes first.
+    const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
+    const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
+    const bool take_dense = ready_d <= ready_e;
+    const double ready = take_dense ? ready_d : ready_e;
+    stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
+    if (take_dense) done_d += dense.elements(i++);
+    else done_e += expert.elements(k++);
+  }
+  return seconds{stream > backward.value ? stream - backward.value : 0.0};
+}
+
+/// --overlap-param-gather (Megatron distributed optimizer): the parameter all-gathers run on the
+/// data-parallel stream from the start of the next forward, bucket by bucket in the order the
+/// forward needs them (the reverse of the backward's); the forward (`forward` long) reaches each
+/// bucket at an even rate. Returns the longest wait of the forward for a bucket — at least the
+/// first bucket's gather.
+constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
+  double stream = 0, reached = 0, wait = 0;
+  const double total = b.total_elements();
+  for (std::int64_t j = b.count() - 1; j >= 0; --j) {
+    stream += b.gather(j).value;
+    const double needed = total > 0 ? forward.value * reached / total : 0;
+    wait = stream - needed > wait ? stream - needed : wait;
+    reached += b.elements(j);
+  }
+  return seconds{wait};
+}
+
 /// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
 /// the accelerator's default bandwidth entry, each a kernel paying its latency:
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
@@ -3266,7 +3346,11 @@ struct stage_result {
   seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
   seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
   // Time of the iteration tail.
-  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather
+  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
+  seconds dp_exposed_time{};  ///< what of it the iteration waits for (all of it unless overlapped)
+  seconds grad_reduce_tail{};    ///< overlap_grad_reduce: the reductions running past the last backward
+  seconds param_gather_wait{};   ///< overlap_param_gather: the forward's wait for gathered parameters
+  seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
   seconds optim_time{};    ///< optimizer step
   std::int64_t dp_buckets = 0;
   time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
@@ -3321,11 +3405,9 @@ struct mem_result {
 enum class estimate_note : std::uint8_t {
   compute_capability_from_name,  ///< system.accelerator.compute_capability missing: inferred from sys_name
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
-  overlap_grad_reduce_not_modelled,
-  overlap_param_gather_not_modelled,
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 5;
+inline constexpr std::size_t estimate_note_count = 3;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -3588,11 +3670,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
   return 9.0;
 }
 
-/// Settings the strategy accepts but this estimate's schedule cannot express yet.
-constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& notes) {
-  if (s.overlap_grad_reduce) add_note(notes, estimate_note::overlap_grad_reduce_not_modelled);
-  if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
-}
 
 /// System figures SimuMax's format reserves but no cost model uses yet.
 constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
@@ -3695,6 +3772,38 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// The data-parallel parts the overlap settings can hide, from the stage's DDP buckets.
+constexpr void plan_overlap(stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
+  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
+  for (const bucket_plan* b : {&dense, &expert}) {
+    r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
+    r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
+  }
+  const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
+  r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
+  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) + param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+}
+
+/// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
+/// with overlap_grad_reduce only the reductions still running when the whole pipeline ends (its
+/// ranks finish at `finish`), with overlap_param_gather only the forward's wait for parameters.
+constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_spec& s, const pipeline_result& pipe,
+                                        const std::vector<std::uint8_t>& rank_stage, std::size_t index) {
+  if (!s.overlap_grad_reduce && !s.overlap_param_gather) return st.dp_time;
+  seconds grad = st.grad_reduce_time;
+  if (s.overlap_grad_reduce) {
+    grad = seconds{};
+    for (std::size_t r = 0; r < rank_stage.size(); ++r) {
+      if (rank_stage[r] != index) continue;
+      const seconds late = pipe.finish[r] + st.grad_reduce_tail - pipe.total;
+      grad = late > grad ? late : grad;
+    }
+  }
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -3718,6 +3827,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
               data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
   r.dp_buckets += expert_buckets;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
+  plan_overlap(r, j);
   size_model_memory(r, j, dummy);
   size_activations(r, j, prog);
   return r;
@@ -3779,23 +3889,24 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.recompute_time = st.recompute_time * mb;
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb;
   br.inter_exposed_time = st.p2p_time * mb;
-  br.dp_exposed_time = st.dp_time;
+  br.dp_exposed_time = st.dp_exposed_time;
   br.optim_time = st.optim_time;
   br.straggler_time = straggler;
-  br.bubble_time = duration - st.chunk_time * mb - st.dp_time - st.optim_time - straggler;
+  br.bubble_time = duration - st.chunk_time * mb - st.dp_exposed_time - st.optim_time - straggler;
   if (br.bubble_time.value < 1e-9 * duration.value) br.bubble_time = seconds{};  // rounding of m equal chunks
   return br;
 }
 
 /// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
-constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, seconds p2p) {
+constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
   const strategy_spec& s = c.s();
   const system_spec& sys = c.sys();
   const seconds pipeline = pipe.total * straggler_factor(s, sys);
   cost_result& cost = out.cost;
   for (std::size_t i = 0; i < out.stage_count; ++i) {
-    const seconds t = pipeline + out.stages[i].dp_time + out.stages[i].optim_time;
+    out.stages[i].dp_exposed_time = exposed_data_parallel(out.stages[i], s, pipe, rank_stage, i);
+    const seconds t = pipeline + out.stages[i].dp_exposed_time + out.stages[i].optim_time;
     if (t > cost.duration_time_per_iter) cost.duration_time_per_iter = t;
   }
   const seconds duration = cost.duration_time_per_iter;
@@ -3851,7 +3962,6 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.param_count = parameter_count(m, out.padded_vocab);
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
-  detail::note_unmodelled_overlap(s, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
@@ -3872,7 +3982,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
 
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);
-  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), j.p2p);
+  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), rank_stage, j.p2p);
   detail::fill_memory(out, s, sys);
   return out;
 }
@@ -4234,10 +4344,6 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::compute_capability_assumed:
       return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
              " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
-    case estimate_note::overlap_grad_reduce_not_modelled:
-      return "strategy.overlap_grad_reduce=true is not modelled yet: gradient reduce-scatter is priced after the pipeline, not overlapped with backward";
-    case estimate_note::overlap_param_gather_not_modelled:
-      return "strategy.overlap_param_gather=true is not modelled yet: the parameter all-gather is priced after the optimizer step, not overlapped with forward";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

@@ -167,13 +167,39 @@ TEST(PipelineStages, ComputeCapabilityFromTheNameSizesTheWorkspace) {
   EXPECT_EQ(notes_of(u).size(), 1U);
 }
 
-TEST(PipelineStages, OverlapSettingsAreNotedNotIgnored) {
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
-  EXPECT_FALSE(s.overlap_grad_reduce);  // Megatron-LM's default (--overlap-grad-reduce is opt-in)
-  EXPECT_EQ(estimate(catalogue::llama3_8b, s, catalogue::h100_sxm).notes, 0U);
+TEST(PipelineStages, OverlappedGradientSyncLeavesOnlyTheLastBucketExposed) {
+  // Llama 3 8B on dp2 (tp1, pp1) over a link of 1e12 B/s, efficiency 1, 5 us per ring step.
+  // DDP buckets of max(40M, 1M x 2) = 40M elements: 200 full and one of 8030261248 - 8e9 =
+  // 30261248. With the distributed optimizer a bucket is reduce-scattered (fp32 grads, half of
+  // them cross: 40e6 x 4 / 2 / 1e12 + 5 us = 85 us) and all-gathered (bf16: 45 us).
+  // --overlap-grad-reduce: buckets fill at an even rate over the last backward (~0.19 s, one
+  // bucket per ~0.95 ms > 85 us), so the stream keeps up and only the last bucket — the partial
+  // one, ready when backward ends — is exposed: 30261248 x 4 / 2 / 1e12 + 5 us.
+  // --overlap-param-gather: the forward (~63 ms, a bucket per ~0.3 ms > 45 us) waits only for the
+  // first bucket it needs, the partial one holding the first layers: 30261248 x 2 / 2 / 1e12 + 5 us.
+  system_spec sys = catalogue::h100_sxm;
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    sys.networks[i].bandwidth.gbps = 1e12 / 1073741824.0;
+    sys.networks[i].bandwidth.efficient_factor = 1.0;
+    sys.networks[i].bandwidth.latency_us = 5;
+  }
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2};
+  const auto plain = estimate(catalogue::llama3_8b, s, sys);
+  const auto& st = plain.stages[0];
+  ASSERT_EQ(st.dp_buckets, 201);
+  ASSERT_GT(st.bwd_compute_time.value / 201, 85e-6);  // the premise: the stream keeps up
+  ASSERT_GT(st.fwd_compute_time.value / 201, 45e-6);
+  EXPECT_EQ(st.dp_exposed_time, st.dp_time);  // without overlap everything is exposed
   s.overlap_grad_reduce = true;
   s.overlap_param_gather = true;
-  const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
-  EXPECT_TRUE(r.has(estimate_note::overlap_grad_reduce_not_modelled));
-  EXPECT_TRUE(r.has(estimate_note::overlap_param_gather_not_modelled));
+  const auto overlapped = estimate(catalogue::llama3_8b, s, sys);
+  const double reduce_last = 30261248.0 * 4 / 2 / 1e12 + 5e-6, gather_first = 30261248.0 * 2 / 2 / 1e12 + 5e-6;
+  EXPECT_NEAR(overlapped.stages[0].dp_exposed_time.value, reduce_last + gather_first, 1e-15);
+  EXPECT_NEAR(overlapped.cost.breakdown_result.dp_exposed_time.value, reduce_last + gather_first, 1e-15);
+  EXPECT_NEAR((plain.cost.duration_time_per_iter - overlapped.cost.duration_time_per_iter).value,
+              (st.dp_time - overlapped.stages[0].dp_exposed_time).value, 1e-12);
+  EXPECT_EQ(overlapped.notes, 0U);
+  // Megatron-LM gathers parameters only with the distributed optimizer.
+  s.zero_state = 0;
+  EXPECT_THROW(validate(s), config_error);
 }

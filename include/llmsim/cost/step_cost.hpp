@@ -43,6 +43,85 @@ constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec
   return bucket_time(per_bucket) * full + bucket_time(rest);
 }
 
+/// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
+/// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
+/// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
+/// and parameter all-gather (distributed optimizer only).
+struct bucket_plan {
+  double per_bucket = 0, rest = 0;
+  std::int64_t full = 0;
+  seconds reduce_full{}, reduce_rest{}, gather_full{}, gather_rest{};
+  [[nodiscard]] constexpr std::int64_t count() const { return full + (rest > 0 ? 1 : 0); }
+  [[nodiscard]] constexpr double elements(std::int64_t i) const { return i < full ? per_bucket : rest; }
+  [[nodiscard]] constexpr seconds reduce(std::int64_t i) const { return i < full ? reduce_full : reduce_rest; }
+  [[nodiscard]] constexpr seconds gather(std::int64_t i) const { return i < full ? gather_full : gather_rest; }
+  [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
+};
+
+constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, comm_group which) {
+  bucket_plan b;
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  if (group <= 1 || params <= 0) return b;
+  const network_tier& tier = resolve_tier(sys, s, which);
+  const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
+  b.full = static_cast<std::int64_t>(params / b.per_bucket);
+  b.rest = params - static_cast<double>(b.full) * b.per_bucket;
+  auto reduce = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
+  };
+  auto gather = [&](double elements) {
+    if (elements <= 0 || s.zero_state < 1) return seconds{};
+    return collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+  };
+  b.reduce_full = reduce(b.per_bucket);
+  b.reduce_rest = reduce(b.rest);
+  b.gather_full = gather(b.per_bucket);
+  b.gather_rest = gather(b.rest);
+  return b;
+}
+
+/// --overlap-grad-reduce (Megatron `param_and_grad_buffer.py`): during the last micro-batch's
+/// backward (`backward` long) each bucket's reduction starts on the data-parallel stream as soon
+/// as the bucket's gradients are complete — buckets fill in backward order, here at an even rate
+/// over the backward — and the stream is free. Returns how long the stream runs past the end of
+/// that backward. The dense and expert buffers fill side by side and share the stream.
+constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& expert, seconds backward) {
+  const std::int64_t nd = dense.count(), ne = expert.count();
+  double stream = 0, done_d = 0, done_e = 0;
+  std::int64_t i = 0, k = 0;
+  while (i < nd || k < ne) {
+    // Next bucket to become ready: the one whose fill completes first.
+    const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
+    const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
+    const bool take_dense = ready_d <= ready_e;
+    const double ready = take_dense ? ready_d : ready_e;
+    stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
+    if (take_dense) done_d += dense.elements(i++);
+    else done_e += expert.elements(k++);
+  }
+  return seconds{stream > backward.value ? stream - backward.value : 0.0};
+}
+
+/// --overlap-param-gather (Megatron distributed optimizer): the parameter all-gathers run on the
+/// data-parallel stream from the start of the next forward, bucket by bucket in the order the
+/// forward needs them (the reverse of the backward's); the forward (`forward` long) reaches each
+/// bucket at an even rate. Returns the longest wait of the forward for a bucket — at least the
+/// first bucket's gather.
+constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
+  double stream = 0, reached = 0, wait = 0;
+  const double total = b.total_elements();
+  for (std::int64_t j = b.count() - 1; j >= 0; --j) {
+    stream += b.gather(j).value;
+    const double needed = total > 0 ? forward.value * reached / total : 0;
+    wait = stream - needed > wait ? stream - needed : wait;
+    reached += b.elements(j);
+  }
+  return seconds{wait};
+}
+
 /// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
 /// the accelerator's default bandwidth entry, each a kernel paying its latency:
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the

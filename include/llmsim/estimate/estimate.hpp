@@ -106,7 +106,11 @@ struct stage_result {
   seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
   seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
   // Time of the iteration tail.
-  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather
+  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
+  seconds dp_exposed_time{};  ///< what of it the iteration waits for (all of it unless overlapped)
+  seconds grad_reduce_tail{};    ///< overlap_grad_reduce: the reductions running past the last backward
+  seconds param_gather_wait{};   ///< overlap_param_gather: the forward's wait for gathered parameters
+  seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
   seconds optim_time{};    ///< optimizer step
   std::int64_t dp_buckets = 0;
   time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
@@ -161,11 +165,9 @@ struct mem_result {
 enum class estimate_note : std::uint8_t {
   compute_capability_from_name,  ///< system.accelerator.compute_capability missing: inferred from sys_name
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
-  overlap_grad_reduce_not_modelled,
-  overlap_param_gather_not_modelled,
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
 };
-inline constexpr std::size_t estimate_note_count = 5;
+inline constexpr std::size_t estimate_note_count = 3;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -428,11 +430,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
   return 9.0;
 }
 
-/// Settings the strategy accepts but this estimate's schedule cannot express yet.
-constexpr void note_unmodelled_overlap(const strategy_spec& s, std::uint32_t& notes) {
-  if (s.overlap_grad_reduce) add_note(notes, estimate_note::overlap_grad_reduce_not_modelled);
-  if (s.overlap_param_gather) add_note(notes, estimate_note::overlap_param_gather_not_modelled);
-}
 
 /// System figures SimuMax's format reserves but no cost model uses yet.
 constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
@@ -535,6 +532,38 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// The data-parallel parts the overlap settings can hide, from the stage's DDP buckets.
+constexpr void plan_overlap(stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
+  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
+  for (const bucket_plan* b : {&dense, &expert}) {
+    r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
+    r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
+  }
+  const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
+  r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
+  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) + param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+}
+
+/// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
+/// with overlap_grad_reduce only the reductions still running when the whole pipeline ends (its
+/// ranks finish at `finish`), with overlap_param_gather only the forward's wait for parameters.
+constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_spec& s, const pipeline_result& pipe,
+                                        const std::vector<std::uint8_t>& rank_stage, std::size_t index) {
+  if (!s.overlap_grad_reduce && !s.overlap_param_gather) return st.dp_time;
+  seconds grad = st.grad_reduce_time;
+  if (s.overlap_grad_reduce) {
+    grad = seconds{};
+    for (std::size_t r = 0; r < rank_stage.size(); ++r) {
+      if (rank_stage[r] != index) continue;
+      const seconds late = pipe.finish[r] + st.grad_reduce_tail - pipe.total;
+      grad = late > grad ? late : grad;
+    }
+  }
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -558,6 +587,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
               data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
   r.dp_buckets += expert_buckets;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
+  plan_overlap(r, j);
   size_model_memory(r, j, dummy);
   size_activations(r, j, prog);
   return r;
@@ -619,23 +649,24 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.recompute_time = st.recompute_time * mb;
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb;
   br.inter_exposed_time = st.p2p_time * mb;
-  br.dp_exposed_time = st.dp_time;
+  br.dp_exposed_time = st.dp_exposed_time;
   br.optim_time = st.optim_time;
   br.straggler_time = straggler;
-  br.bubble_time = duration - st.chunk_time * mb - st.dp_time - st.optim_time - straggler;
+  br.bubble_time = duration - st.chunk_time * mb - st.dp_exposed_time - st.optim_time - straggler;
   if (br.bubble_time.value < 1e-9 * duration.value) br.bubble_time = seconds{};  // rounding of m equal chunks
   return br;
 }
 
 /// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
-constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, seconds p2p) {
+constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
   const strategy_spec& s = c.s();
   const system_spec& sys = c.sys();
   const seconds pipeline = pipe.total * straggler_factor(s, sys);
   cost_result& cost = out.cost;
   for (std::size_t i = 0; i < out.stage_count; ++i) {
-    const seconds t = pipeline + out.stages[i].dp_time + out.stages[i].optim_time;
+    out.stages[i].dp_exposed_time = exposed_data_parallel(out.stages[i], s, pipe, rank_stage, i);
+    const seconds t = pipeline + out.stages[i].dp_exposed_time + out.stages[i].optim_time;
     if (t > cost.duration_time_per_iter) cost.duration_time_per_iter = t;
   }
   const seconds duration = cost.duration_time_per_iter;
@@ -691,7 +722,6 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.param_count = parameter_count(m, out.padded_vocab);
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
-  detail::note_unmodelled_overlap(s, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
@@ -712,7 +742,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
 
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);
-  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), j.p2p);
+  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), rank_stage, j.p2p);
   detail::fill_memory(out, s, sys);
   return out;
 }

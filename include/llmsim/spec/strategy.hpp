@@ -157,8 +157,8 @@ struct strategy_spec {
   bool use_fused_grad_accumulation = true;
   bool cross_entropy_loss_fusion = false;
   /// Megatron's --overlap-grad-reduce / --overlap-param-gather, off by default as in Megatron-LM
-  /// (`arguments.py`: store_true) and in the runs this estimate is checked against. The estimate
-  /// prices gradient sync after the pipeline; `true` is accepted but noted as not modelled.
+  /// (`arguments.py`: store_true) and in the runs this estimate is checked against: bucket
+  /// reductions during the last backward, parameter gathers during the next forward.
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   version_text te_version = {};
@@ -282,6 +282,7 @@ constexpr void validate(const strategy_spec& s) {
     if (s.megatron_recompute_modules.contains(recompute_module::core_attn)) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already recomputes its scores)");
     if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
+  if (s.overlap_param_gather && s.zero_state < 1) report_error(api, "strategy.overlap_param_gather", "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in Megatron-LM");
   if (!s.use_flash_sdp && !s.use_math_sdp) report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
 }
 
