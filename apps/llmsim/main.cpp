@@ -44,7 +44,7 @@ overrides parse_sets(const std::vector<std::string>& sets) {
     const std::string rest = dot == std::string::npos ? std::string() : key.substr(dot + 1);
     lj::value* target = spec == "model" ? &out.model : spec == "strategy" ? &out.strategy : spec == "system" ? &out.system : nullptr;
     if (target == nullptr || rest.empty()) throw llmsim::config_error("llmsim", key, "--set key \"" + key + "\" must start with model., strategy. or system.", "--set");
-    lj::set_path(*target, rest, v, "--set " + key);
+    lj::merge_path(*target, rest, v, "--set " + key);
   }
   return out;
 }

@@ -342,26 +342,77 @@ inline value read_file(const std::filesystem::path& file) {
   return parse_text(buffer.str(), file.string());
 }
 
-/// Sets `path` (dotted, e.g. "accelerator.mem_gbs") in `target` to `v`, creating objects on the way.
-inline void set_path(value& target, std::string_view dotted, value v, const std::string& source) {
+namespace detail {
+/// The slot at `dotted` (e.g. "accelerator.mem_gbs") in `target`, creating objects on the way
+/// (a null on the way becomes an object) and the slot itself as null when absent.
+inline value& slot_at(value& target, std::string_view dotted, const std::string& source) {
   value* node = &target;
   std::size_t start = 0;
   while (true) {
     const auto dot = dotted.find('.', start);
     const std::string key(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (key.empty()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" has an empty component", source);
-    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
-    if (dot == std::string_view::npos) { (*node)[key] = std::move(v); return; }
-    node = &(*node)[key];
     if (node->is_null()) *node = value::object();
+    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
+    node = &(*node)[key];
+    if (dot == std::string_view::npos) return *node;
     start = dot + 1;
   }
 }
+}  // namespace detail
 
-/// Applies an object of overrides (keys may be dotted paths) on top of a parsed file.
+/// Sets `path` (dotted, e.g. "accelerator.mem_gbs") in `target` to `v`, creating objects on the way.
+inline void set_path(value& target, std::string_view dotted, value v, const std::string& source) {
+  detail::slot_at(target, dotted, source) = std::move(v);
+}
+
+/// Merges `patch` into `target` as a JSON merge patch (RFC 7396): an object merges key by key into
+/// the object at the same place (made an object when it is not one), anything else replaces the
+/// value. So `{"accelerator": {"mem_gbs": 141}}` changes the memory and keeps the accelerator's
+/// `op`, `bandwidth`, ... .
+///
+/// One difference from RFC 7396: null is written as null, as if the file said null, instead of
+/// deleting the key, so that an override means what the same text in the file means. Deleting a
+/// key (= the field's default) and null agree only for the optional numbers (model.topk,
+/// model.head_size, strategy.num_layers_in_first_pipeline_stage, ...), model.model_name,
+/// strategy.te_version, strategy.recompute_granularity, strategy.megatron_recompute_modules and
+/// the system's optional collective fields and shape tables. They differ for
+/// - numbers, booleans and enumerations without a null spelling (strategy.tp_size,
+///   model.use_swiglu, system.accelerator.mode, ...): null is an error, deleting restores the default;
+/// - strings with a non-empty default (strategy.order_of_paralielism, strategy.te_*_min_version,
+///   strategy.*_net, system.accelerator.backend): null reads as "", deleting restores
+///   "tp-cp-ep-dp-pp", "2.3.0", "auto", "cuda";
+/// - required fields: null is a type error, deleting is "required field is missing";
+/// - system entries (accelerator.op.<kind>, accelerator.bandwidth.<kind>, networks.<tier>): null
+///   is an error, deleting would remove the entry.
+/// Iterative, so a deeply nested patch cannot exhaust the stack.
+inline void merge_patch(value& target, const value& patch) {
+  std::vector<std::pair<value*, const value*>> todo{{&target, &patch}};
+  while (!todo.empty()) {
+    const auto [t, p] = todo.back();
+    todo.pop_back();
+    if (!p->is_object()) {
+      *t = *p;
+      continue;
+    }
+    if (!t->is_object()) *t = value::object();
+    // Insert every key before taking addresses: ordered_json keeps an object's members in a vector.
+    for (const auto& item : p->items()) (void)(*t)[item.key()];
+    for (const auto& item : p->items()) todo.emplace_back(&(*t)[item.key()], &item.value());
+  }
+}
+
+/// Merges `patch` (as `merge_patch` does) at the dotted `path` of `target`, creating objects on the way.
+inline void merge_path(value& target, std::string_view dotted, const value& patch, const std::string& source) {
+  merge_patch(detail::slot_at(target, dotted, source), patch);
+}
+
+/// Applies an object of overrides on top of a parsed file: each key (a name, or a dotted path such
+/// as "accelerator.mem_gbs") is merged with `merge_path`, so nested objects merge instead of
+/// replacing the whole object.
 inline void merge_overrides(value& target, const value& overrides, const std::string& source) {
   if (!overrides.is_object()) throw config_error("llmsim::json", "/", "/: overrides must be an object, got " + detail::show(overrides), source);
-  for (const auto& item : overrides.items()) set_path(target, item.key(), item.value(), source);
+  for (const auto& item : overrides.items()) merge_path(target, item.key(), item.value(), source);
 }
 
 /// Reads `text` of `--set key=text` as JSON when it parses (12, true, "x", null), else as a string.
@@ -763,12 +814,14 @@ inline value to_json(const estimate_result& r) {
 class perf_llm : public llmsim::perf_llm {
  public:
   using llmsim::perf_llm::configure;
-  /// Loads the three files (with optional overrides) and configures.
+  /// Loads the three files (with optional overrides, merged as `merge_overrides` does: keys may be
+  /// dotted, `{"accelerator.mem_gbs": 141}`) and configures.
   void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file, const std::filesystem::path& system_file,
-                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object()) {
+                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object(),
+                 const value& system_overrides = value::object()) {
     const auto strategy = load_strategy(strategy_file, opt, strategy_overrides);
     const auto model = load_model(model_file, opt, model_overrides);
-    system_ = load_system(system_file, opt);
+    system_ = load_system(system_file, opt, system_overrides);
     validate_files(model, model_file.string(), strategy, strategy_file.string(), system_.spec(), system_file.string());
     configure(strategy, model, system_.spec());
   }

@@ -201,3 +201,101 @@ TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
     EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_net=\"nvlink\" names no network tier of system null");
   }
 }
+
+// ---- overrides merge into nested objects (JSON merge patch, RFC 7396; null stays null) --------------
+
+namespace {
+const fs::path configs_dir = fs::path(LLMSIM_SOURCE_DIR) / "configs";
+}  // namespace
+
+// The README's own example: one field of the accelerator changes, the rest of the object stays.
+// Expected: the unmodified load with mem_gbs set to 141 by hand.
+TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
+  const auto file = configs_dir / "system" / "h100_sxm.json";
+  const auto base = lj::load_system(file);
+  ASSERT_EQ(base.spec().accelerator.mem_gbs, 80.0);
+  for (const auto& overrides : {lj::value{{"accelerator.mem_gbs", 141}}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")}) {
+    SCOPED_TRACE(overrides.dump());
+    lj::system_config sys;
+    ASSERT_NO_THROW(sys = lj::load_system(file, {.strict = true}, overrides));
+    llmsim::system_spec want = base.spec();
+    want.accelerator.mem_gbs = 141;
+    EXPECT_EQ(sys.spec(), want);
+  }
+  // Three levels down: the inter-node tier keeps its efficiency 0.8 and latency 20 us (the file's).
+  const auto sys = lj::load_system(file, {.strict = true}, {{"networks", {{"inter_node", {{"bandwidth", {{"gbps", 100}}}}}}}});
+  const auto* tier = sys.spec().network("inter_node");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->bandwidth.gbps, 100.0);
+  EXPECT_EQ(tier->bandwidth.efficient_factor, 0.8);
+  EXPECT_EQ(tier->bandwidth.latency_us, 20.0);
+  llmsim::system_spec want = base.spec();
+  for (std::size_t i = 0; i < want.network_count; ++i)
+    if (want.networks[i].name.view() == "inter_node") want.networks[i].bandwidth.gbps = 100;
+  EXPECT_EQ(sys.spec(), want);
+}
+
+// json::perf_llm::configure takes the same overrides for each of the three files, dotted keys included.
+TEST(JsonOverrides, PerfLlmConfigureMergesOverridesOfAllThree) {
+  lj::perf_llm perf;
+  perf.configure(configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json", configs_dir / "models" / "llama3-8b.json", configs_dir / "system" / "h100_sxm.json", {.strict = true},
+                 {{"micro_batch_num", 16}}, {{"layer_num", 16}}, {{"accelerator.mem_gbs", 141}});
+  EXPECT_EQ(perf.strategy().micro_batch_num, 16);
+  EXPECT_EQ(perf.strategy().tp_size, 2);  // the file's
+  EXPECT_EQ(perf.model().layer_num, 16);
+  EXPECT_EQ(perf.model().hidden_size, 4096);  // the file's
+  EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
+  EXPECT_EQ(perf.system().accelerator.op[static_cast<std::size_t>(llmsim::compute_kind::matmul)].tflops, 989.0);  // the file's
+}
+
+// merge_path composes: a later object merges into what an earlier dotted key set, in either order.
+TEST(JsonOverrides, MergePathComposesInEitherOrder) {
+  lj::value a = lj::value::object(), b = lj::value::object();
+  lj::merge_path(a, "accelerator.mode", "roofline", "--set");
+  lj::merge_path(a, "accelerator", {{"mem_gbs", 141}}, "--set");
+  lj::merge_path(b, "accelerator", {{"mem_gbs", 141}}, "--set");
+  lj::merge_path(b, "accelerator.mode", "roofline", "--set");
+  EXPECT_EQ(a["accelerator"]["mem_gbs"], 141);
+  EXPECT_EQ(a["accelerator"]["mode"], "roofline");
+  EXPECT_EQ(b["accelerator"]["mem_gbs"], 141);
+  EXPECT_EQ(b["accelerator"]["mode"], "roofline");
+  EXPECT_THROW(lj::merge_path(a, "accelerator.mem_gbs.x", 1, "--set"), llmsim::config_error);  // 141 is not an object
+}
+
+// Null is written as null (what the same text in the file means), not a deletion: for tp_size that is
+// an error where deleting would have restored the default 1; for an optional field it clears it.
+TEST(JsonOverrides, NullSetsNullRatherThanDeleting) {
+  const auto file = configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json";
+  try {
+    (void)lj::load_strategy(file, {}, {{"tp_size", nullptr}});
+    FAIL() << "tp_size=null must be refused as in a file";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": llmsim::json: /tp_size: expected an integer, got null");
+  }
+  const auto s = lj::load_strategy(file, {}, lj::value::parse(R"({"pp_size": 2, "world_size": 16, "num_layers_in_first_pipeline_stage": 3})"));
+  EXPECT_EQ(s.num_layers_in_first_pipeline_stage, 3);
+  const auto cleared = lj::load_strategy(file, {}, lj::value::parse(R"({"num_layers_in_first_pipeline_stage": null, "tp_net": null})"));
+  EXPECT_FALSE(cleared.num_layers_in_first_pipeline_stage.has_value());
+  EXPECT_EQ(cleared.tp_net.view(), "");  // null reads as "" (deleting would have kept "auto")
+  lj::value doc = {{"a", {{"b", 1}}}};
+  lj::merge_patch(doc, lj::value::parse(R"({"a": {"b": null, "c": 2}})"));
+  EXPECT_EQ(doc, lj::value::parse(R"({"a": {"b": null, "c": 2}})"));
+}
+
+// A patch nested far deeper than any config merges without recursion.
+TEST(JsonOverrides, DeepPatchMergesIteratively) {
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += "{\"a\":";
+  text += "1" + std::string(100000, '}');
+  const lj::value patch = lj::value::parse(text);  // nlohmann parses and destroys without recursion
+  lj::value doc = lj::value::object();
+  lj::merge_patch(doc, patch);
+  const lj::value* node = &doc;
+  int depth = 0;
+  while (node->is_object()) {
+    node = &(*node)["a"];
+    ++depth;
+  }
+  EXPECT_EQ(depth, 100000);
+  EXPECT_EQ(*node, 1);
+}

@@ -1,0 +1,136 @@
+// The llmsim command line tool as a user runs it: overrides, exit statuses, JSON on stdout.
+// Each test runs the built CLI (LLMSIM_CLI_PATH) through a POSIX shell and reads its exit status,
+// stdout and stderr. Expected values come from the configs and the documentation, never from a
+// previous run of the tool.
+
+#include <llmsim/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#ifndef _WIN32
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+const fs::path source_dir = fs::path(LLMSIM_SOURCE_DIR);
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+  /// stdout parsed as JSON (discarded when it is not JSON).
+  [[nodiscard]] json out_json() const { return json::parse(out, nullptr, false); }
+};
+
+#define LLMSIM_REQUIRE_CLI()                                                                          \
+  do {                                                                                                \
+    if (std::string(LLMSIM_CLI_PATH).empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
+  } while (false)
+
+#ifndef _WIN32
+/// Runs `llmsim <args>` from the source directory (so configs/... paths resolve); `args` is shell text.
+run_result run_cli(const std::string& args) {
+  static std::atomic<int> counter{0};
+  const fs::path err_file = fs::temp_directory_path() / ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
+  const std::string command = "cd '" + source_dir.string() + "' && '" + std::string(LLMSIM_CLI_PATH) + "' " + args + " 2>'" + err_file.string() + "'";
+  run_result r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  r.err = text.str();
+  std::error_code ignored;
+  fs::remove(err_file, ignored);
+  return r;
+}
+#else
+run_result run_cli(const std::string&) { return {}; }
+#endif
+
+/// `check --format json` of `args`: the resolved specs (fails the test when the command fails).
+json checked(const std::string& args) {
+  const auto r = run_cli("check --format json " + args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\nstderr: " << r.err;
+  const auto report = r.out_json();
+  EXPECT_FALSE(report.is_discarded()) << "stdout is not JSON: " << r.out;
+  return report;
+}
+
+// ---- item: --set merges into nested objects ---------------------------------------------------
+
+// The README's and --help's own example, on the catalogue system and on the shipped file: memory
+// becomes 141 (GiB, as given) and every other field of the system stays as loaded without it.
+TEST(CliOverrides, NestedSystemOverrideKeepsTheRestOfTheObject) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string system : {"h100-sxm", "configs/system/h100_sxm.json"}) {
+    SCOPED_TRACE(system);
+    const json base = checked("--system " + system);
+    const json patched = checked("--system " + system + " --set system.accelerator.mem_gbs=141");
+    ASSERT_TRUE(base.contains("system") && patched.contains("system"));
+    EXPECT_EQ(patched["system"]["accelerator"]["mem_gbs"], 141.0);
+    json want = base["system"];
+    want["accelerator"]["mem_gbs"] = 141.0;
+    EXPECT_EQ(patched["system"], want);
+  }
+}
+
+// Model and strategy overrides on catalogue entries and files: only the named fields change.
+// Llama 3 70B has 80 layers (Meta's config); 40 keeps pp2 even. The JSON value form merges too.
+TEST(CliOverrides, ModelAndStrategyOverridesChangeOnlyTheirFields) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string model : {"llama3-70b", "configs/models/llama3-70b.json"}) {
+    SCOPED_TRACE(model);
+    const std::string specs = "--model " + model + " --strategy tp8_pp2_dp1";
+    const json base = checked(specs);
+    const json patched = checked(specs + " --set model.layer_num=40 --set strategy.micro_batch_num=16");
+    json want_model = base["model"];
+    want_model["layer_num"] = 40;
+    EXPECT_EQ(patched["model"], want_model);
+    json want_strategy = base["strategy"];
+    want_strategy["micro_batch_num"] = 16;
+    want_strategy["global_batch_size"] = 16;  // mbs 1 * 16 micro-batches * dp 1
+    EXPECT_EQ(patched["strategy"], want_strategy);
+  }
+  const json file = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json");
+  const json patched = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set 'strategy.megatron_recompute_modules=[\"mlp\"]' "
+                               "--set strategy.megatron_recompute=true --set strategy.enable_recompute=true "
+                               "--set strategy.recompute_granularity=selective_recompute --set strategy.recompute_layer_num=2");
+  json want = file["strategy"];
+  want["megatron_recompute_modules"] = json::array({"mlp"});
+  want["megatron_recompute"] = true;
+  want["enable_recompute"] = true;
+  want["recompute_granularity"] = "selective_recompute";
+  want["recompute_layer_num"] = 2;
+  EXPECT_EQ(patched["strategy"], want);
+}
+
+// A JSON object given to --set merges like the dotted form, and later --set compose with earlier ones.
+TEST(CliOverrides, ObjectValuedSetMergesAndComposes) {
+  LLMSIM_REQUIRE_CLI();
+  const json base = checked("--system h100-sxm");
+  const json patched = checked("--system h100-sxm --set 'system.accelerator={\"mem_gbs\": 141}' --set system.networks.inter_node.bandwidth.gbps=100");
+  json want = base["system"];
+  want["accelerator"]["mem_gbs"] = 141.0;
+  want["networks"]["inter_node"]["bandwidth"]["gbps"] = 100.0;
+  EXPECT_EQ(patched["system"], want);
+}
+
+}  // namespace
