@@ -23,6 +23,13 @@
 namespace {
 
 namespace lj = llmsim::json;
+
+/// Shown by --version: a build without optimisation (CMake's empty build type) estimates far slower.
+#ifdef __OPTIMIZE__
+constexpr const char* build_kind = "optimised build";
+#else
+constexpr const char* build_kind = "unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed";
+#endif
 namespace fs = std::filesystem;
 
 /// `--set` overrides split by the spec they address: `model.layer_num=12` goes to the model.
@@ -321,7 +328,7 @@ int main(int argc, char** argv) {
                ": predicts iteration time, MFU and per-GPU memory of LLM training jobs on GPU clusters "
                "from SimuMax-format model, strategy and system configs.",
                "llmsim"};
-  app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING);
+  app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING + " (" + build_kind + ")");
   app.require_subcommand(1);
 
   spec_args check_args, perf_args, bench_args;

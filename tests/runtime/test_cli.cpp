@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,9 +35,16 @@ struct run_result {
   [[nodiscard]] json out_json() const { return json::parse(out, nullptr, false); }
 };
 
-#define LLMSIM_REQUIRE_CLI()                                                                          \
-  do {                                                                                                \
-    if (std::string(LLMSIM_CLI_PATH).empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
+/// The tool under test: the environment's LLMSIM_TEST_CLI when set (to run these tests against
+/// another build of the tool), else the one built with the tests.
+std::string cli_path() {
+  const char* env = std::getenv("LLMSIM_TEST_CLI");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(LLMSIM_CLI_PATH);
+}
+
+#define LLMSIM_REQUIRE_CLI()                                                                    \
+  do {                                                                                          \
+    if (cli_path().empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
   } while (false)
 
 #ifndef _WIN32
@@ -44,7 +52,7 @@ struct run_result {
 run_result run_cli(const std::string& args) {
   static std::atomic<int> counter{0};
   const fs::path err_file = fs::temp_directory_path() / ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
-  const std::string command = "cd '" + source_dir.string() + "' && '" + std::string(LLMSIM_CLI_PATH) + "' " + args + " 2>'" + err_file.string() + "'";
+  const std::string command = "cd '" + source_dir.string() + "' && '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
   run_result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -131,6 +139,21 @@ TEST(CliOverrides, ObjectValuedSetMergesAndComposes) {
   want["accelerator"]["mem_gbs"] = 141.0;
   want["networks"]["inter_node"]["bandwidth"]["gbps"] = 100.0;
   EXPECT_EQ(patched["system"], want);
+}
+
+
+// ---- item: the build says whether it is optimised -------------------------------------------------
+
+// This test is compiled with the CLI's flags, so its own __OPTIMIZE__ tells what --version must say.
+TEST(CliVersion, SaysWhetherTheBuildIsOptimised) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+#ifdef __OPTIMIZE__
+  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (optimised build)\n");
+#else
+  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed)\n");
+#endif
 }
 
 }  // namespace
