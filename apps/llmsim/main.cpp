@@ -164,6 +164,8 @@ int run_check(const spec_args& a) {
     if (!a.system && ov.system.size() != 0) throw llmsim::config_error("llmsim check", "system", "--set system.* given without --system", "--set");
     if (model && strategy && system) {
       try { lj::validate_files(*model, *a.model, *strategy, *a.strategy, system->spec(), *a.system); } catch (const llmsim::config_error& e) { fail(e); }
+    } else if (model && strategy) {  // the model-strategy rules need no system
+      try { lj::validate_files(*model, *a.model, *strategy, *a.strategy); } catch (const llmsim::config_error& e) { fail(e); }
     }
     if (model) report["model"] = lj::to_json(*model);
     if (strategy) {

@@ -742,6 +742,17 @@ inline system_config load_system(const std::filesystem::path& file, const load_o
   return parse_system(v, file.string(), opt);
 }
 
+/// Validates a model and a strategy together (the rules that need no system); an error about
+/// `model.*` names the model file, any other the strategy file.
+inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file) {
+  try {
+    validate(m, s);
+  } catch (const config_error& e) {
+    if (e.field().rfind("model.", 0) == 0) throw e.in_file(model_file);
+    throw e.in_file(strategy_file);
+  }
+}
+
 /// Validates the three together; an error about `model.*` or `strategy.*` names that file.
 inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file,
                            const system_spec& sys, const std::string& system_file) {

@@ -156,4 +156,19 @@ TEST(CliVersion, SaysWhetherTheBuildIsOptimised) {
 #endif
 }
 
+// ---- item: model-strategy rules run whenever both are given --------------------------------------
+
+// Llama 3 70B has 64 query and 8 key/value heads (Meta's config): tp16 divides 64 but not 8.
+TEST(CliCheck, ModelAndStrategyRulesRunWithoutASystem) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("check --model llama3-70b --strategy tp16");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("error: tp16: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << r.err;
+  // The strategy file is named when the strategy comes from a file.
+  const auto f = run_cli("check --model llama3-70b --strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set strategy.tp_size=16 --set strategy.world_size=16");
+  EXPECT_EQ(f.exit_code, 1) << f.out;
+  EXPECT_NE(f.err.find("error: configs/strategy/tp2_pp1_dp4_mbs1.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << f.err;
+  EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp8").exit_code, 0);
+}
+
 }  // namespace

@@ -299,3 +299,27 @@ TEST(JsonOverrides, DeepPatchMergesIteratively) {
   EXPECT_EQ(depth, 100000);
   EXPECT_EQ(*node, 1);
 }
+
+// validate(model, strategy) holds every rule between the two and needs no system; the three-argument
+// form runs it too. Llama 3 70B: 64 heads, 8 KV heads, 80 layers (Meta's config).
+TEST(Validate, ModelStrategyRulesNeedNoSystem) {
+  constexpr llmsim::strategy_spec tp8{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
+  static_assert((llmsim::validate(llmsim::catalogue::llama3_70b, tp8), true));
+  llmsim::strategy_spec tp16 = tp8;
+  tp16.tp_size = 16;
+  tp16.world_size = 16;
+  try {
+    llmsim::validate(llmsim::catalogue::llama3_70b, tp16);
+    FAIL() << "tp16 does not divide 8 KV heads";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
+    EXPECT_EQ(e.field(), "strategy.tp_size");
+  }
+  EXPECT_THROW(llmsim::validate(llmsim::catalogue::llama3_70b, tp16, llmsim::catalogue::h100_sxm), llmsim::config_error);
+  try {
+    lj::validate_files(llmsim::catalogue::llama3_70b, "m.json", tp16, "s.json");
+    FAIL() << "tp16 does not divide 8 KV heads";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
+  }
+}

@@ -16,12 +16,11 @@ constexpr void require_network(const system_spec& sys, std::string_view field, c
 }
 }  // namespace detail
 
-/// Checks each spec and then the rules between them. `validate(m, s, sys)` is the gate every
-/// estimate passes through.
-constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
-  validate(sys);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   const bool mla = m.attention_type == attention_kind::mla;
@@ -55,6 +54,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
       if (s.micro_batch_num % pp != 0) report_error(api, "strategy.micro_batch_num", "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}", s.micro_batch_num, pp);
     }
   }
+}
+
+/// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
+/// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
+/// passes through.
+constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s);
+  validate(sys);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
   detail::require_network(sys, "strategy.tp_net", s.tp_net);
   detail::require_network(sys, "strategy.cp_net", s.cp_net);
   detail::require_network(sys, "strategy.pp_net", s.pp_net);
