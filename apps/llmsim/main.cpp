@@ -61,7 +61,13 @@ std::string catalogue_listing() {
   for (const auto& m : llmsim::catalogue::models) out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
   out += "\nsystems:";
   for (const auto& s : llmsim::catalogue::systems) out.append(1, ' ').append(s.name);
-  out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full (tokens tp pp dp cp ep etp mbs mbc seq zero vp, full, selective, nosp)";
+  out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full, pp16_dp8_ep8_mbc32_first1;\n"
+         "  tokens separated by '_' or '-':";
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens) {
+    std::string token(t.token);
+    token.resize(std::max<std::size_t>(token.size() + 1, 11), ' ');
+    out.append("\n    ").append(token).append(t.meaning);
+  }
   return out;
 }
 

@@ -171,4 +171,44 @@ TEST(CliCheck, ModelAndStrategyRulesRunWithoutASystem) {
   EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp8").exit_code, 0);
 }
 
+// ---- item: pipeline-split errors say how to fix them; compact names take first<N> / last<N> ------
+
+// DeepSeek-V3 has 61 layers (its config.json): pp16 does not divide them, 1 + 15 * 4 does.
+TEST(CliCheck, PipelineSplitErrorNamesTheFixAndTheNameTakesIt) {
+  LLMSIM_REQUIRE_CLI();
+  const auto bad = run_cli("check --model deepseek-v3 --strategy pp16_dp8_ep8_mbc32");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("error: pp16_dp8_ep8_mbc32: llmsim::strategy: strategy.pp_size=16 must divide model.layer_num=61; set "
+                         "strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, "
+                         "e.g. num_layers_in_first_pipeline_stage=1 leaves 4 layers on each of the other 15 stages\n"),
+            std::string::npos)
+      << bad.err;
+  const json first = checked("--model deepseek-v3 --strategy pp16_dp8_ep8_mbc32_first1");
+  EXPECT_EQ(first["strategy"]["num_layers_in_first_pipeline_stage"], 1);
+  EXPECT_EQ(first["strategy"]["num_layers_in_last_pipeline_stage"], nullptr);
+  EXPECT_EQ(first["strategy"]["pp_size"], 16);
+  EXPECT_EQ(first["strategy"]["world_size"], 128);  // pp16 * dp8
+  const json last = checked("--model deepseek-v3 --strategy pp16_dp8_ep8_mbc32_last1");
+  EXPECT_EQ(last["strategy"]["num_layers_in_last_pipeline_stage"], 1);
+  EXPECT_EQ(last["strategy"]["num_layers_in_first_pipeline_stage"], nullptr);
+}
+
+constexpr bool compact_names_take_first_and_last() {
+  llmsim::strategy_spec s{};
+  if (!llmsim::catalogue::parse_strategy_name("pp4_dp2_first2_last3", s)) return false;
+  return s.pp_size == 4 && s.world_size == 8 && s.num_layers_in_first_pipeline_stage == 2 && s.num_layers_in_last_pipeline_stage == 3;
+}
+constexpr bool compact_names_refuse_a_token_without_its_number() {
+  llmsim::strategy_spec s{};
+  for (const char* name : {"first", "pp4_first", "pp4_last", "pp4_firstx", "pp4_first2x", "pp4_tp"})
+    if (llmsim::catalogue::parse_strategy_name(name, s)) return false;
+  return true;
+}
+static_assert(compact_names_take_first_and_last());
+static_assert(compact_names_refuse_a_token_without_its_number());
+TEST(CompactStrategyNames, FirstAndLastTokens) {
+  EXPECT_TRUE(compact_names_take_first_and_last());
+  EXPECT_TRUE(compact_names_refuse_a_token_without_its_number());
+}
+
 }  // namespace

@@ -191,7 +191,9 @@ TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
     lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json");
     FAIL() << "pp 3 does not divide 32 layers";
   } catch (const llmsim::config_error& e) {
-    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32");
+    // 32 = 2 + 15 + 15: the smallest first stage that leaves the other two stages equal.
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32; set strategy.num_layers_in_first_pipeline_stage and/or "
+                           "num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage=2 leaves 15 layers on each of the other 2 stages");
   }
   s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "tp_net": "nvlink"})"));
   try {
@@ -321,5 +323,19 @@ TEST(Validate, ModelStrategyRulesNeedNoSystem) {
     FAIL() << "tp16 does not divide 8 KV heads";
   } catch (const llmsim::config_error& e) {
     EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
+  }
+}
+
+// With fewer layers than stages no first-stage size helps: the hint names the fields, no example.
+TEST(Validate, PipelineSplitHintWithoutAnExample) {
+  llmsim::model_spec m = llmsim::catalogue::llama3_8b;
+  m.layer_num = 3;
+  const llmsim::strategy_spec pp5{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 5, .pp_size = 5};
+  try {
+    llmsim::validate(m, pp5);
+    FAIL() << "5 stages cannot hold 3 layers";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.pp_size=5 must divide model.layer_num=3; set strategy.num_layers_in_first_pipeline_stage and/or "
+                           "num_layers_in_last_pipeline_stage so the rest divides evenly");
   }
 }

@@ -43,8 +43,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
     if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
     if (even_stages == 0 && fixed != m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}", first.value_or(0), last.value_or(0), m.layer_num);
     if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
-      if (fixed == 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}", pp, m.layer_num);
-      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages", m.layer_num, fixed, even_stages);
+      if (fixed == 0) {
+        // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
+        // pp16 = 1 + 15 * 4). Suggest the smallest non-zero first stage that leaves every other
+        // stage at least one layer.
+        const std::int64_t others = pp - 1;
+        const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
+        if (m.layer_num - suggest >= others) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages", pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
+        report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", pp, m.layer_num);
+      }
+      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", m.layer_num, fixed, even_stages);
     }
     if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1) report_error(api, "strategy.pp_size", "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
     if (s.interleaving_size > 1) {
