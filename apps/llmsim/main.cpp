@@ -71,41 +71,6 @@ std::string catalogue_listing() {
   return out;
 }
 
-bool is_file(const std::string& arg) {
-  std::error_code ec;
-  return fs::is_regular_file(arg, ec);
-}
-
-/// A file path, else a catalogue entry; overrides apply to either (the catalogue spec goes through JSON).
-llmsim::model_spec resolve_model(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_model(arg, opt, ov);
-  if (const auto* m = llmsim::catalogue::find_model(arg)) {
-    lj::value v = lj::to_json(*m);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_model(v, "catalogue model " + arg, opt);
-  }
-  throw llmsim::config_error("llmsim", "--model", "\"" + arg + "\" is neither a file nor a catalogue model\n" + catalogue_listing(), "--model");
-}
-llmsim::strategy_spec resolve_strategy(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_strategy(arg, opt, ov);
-  llmsim::strategy_spec s{};
-  if (llmsim::catalogue::parse_strategy_name(arg, s)) {
-    lj::value v = lj::to_json(s);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_strategy(v, "strategy " + arg, opt);
-  }
-  throw llmsim::config_error("llmsim", "--strategy", "\"" + arg + "\" is neither a file nor a strategy name\n" + catalogue_listing(), "--strategy");
-}
-lj::system_config resolve_system(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_system(arg, opt, ov);
-  if (const auto* s = llmsim::catalogue::find_system(arg)) {
-    lj::value v = lj::to_json(*s);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_system(v, "catalogue system " + arg, opt);
-  }
-  throw llmsim::config_error("llmsim", "--system", "\"" + arg + "\" is neither a file nor a catalogue system\n" + catalogue_listing(), "--system");
-}
-
 void print_fields(const lj::value& obj, const std::string& prefix) {
   for (const auto& item : obj.items()) {
     if (item.value().is_object()) print_fields(item.value(), prefix + item.key() + ".");
@@ -162,9 +127,9 @@ int run_check(const spec_args& a) {
     std::optional<llmsim::model_spec> model;
     std::optional<llmsim::strategy_spec> strategy;
     std::optional<lj::system_config> system;
-    if (a.model) try { model = resolve_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
-    if (a.strategy) try { strategy = resolve_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
-    if (a.system) try { system = resolve_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
+    if (a.model) try { model = lj::load_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
+    if (a.strategy) try { strategy = lj::load_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
+    if (a.system) try { system = lj::load_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
     if (!a.model && ov.model.size() != 0) throw llmsim::config_error("llmsim check", "model", "--set model.* given without --model", "--set");
     if (!a.strategy && ov.strategy.size() != 0) throw llmsim::config_error("llmsim check", "strategy", "--set strategy.* given without --strategy", "--set");
     if (!a.system && ov.system.size() != 0) throw llmsim::config_error("llmsim check", "system", "--set system.* given without --system", "--set");
@@ -208,9 +173,9 @@ lj::perf_llm configured(const spec_args& a) {
   std::vector<std::string> warnings;
   const lj::load_options opt{a.strict, &warnings};
   const overrides ov = parse_sets(a.sets);
-  const auto model = resolve_model(*a.model, opt, ov.model);
-  const auto strategy = resolve_strategy(*a.strategy, opt, ov.strategy);
-  const auto system = resolve_system(*a.system, opt, ov.system);
+  const auto model = lj::load_model(*a.model, opt, ov.model);
+  const auto strategy = lj::load_strategy(*a.strategy, opt, ov.strategy);
+  const auto system = lj::load_system(*a.system, opt, ov.system);
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   lj::validate_files(model, *a.model, strategy, *a.strategy, system.spec(), *a.system);
   lj::perf_llm perf;

@@ -211,4 +211,18 @@ TEST(CompactStrategyNames, FirstAndLastTokens) {
   EXPECT_TRUE(compact_names_refuse_a_token_without_its_number());
 }
 
+// ---- item: the CLI loads through the library (files, catalogue names, directories) --------------
+
+TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
+  LLMSIM_REQUIRE_CLI();
+  const auto dir = run_cli("check --model configs/models");
+  EXPECT_EQ(dir.exit_code, 1);
+  EXPECT_NE(dir.err.find("error: configs/models: llmsim::json: is a directory, not a config file\n"), std::string::npos) << dir.err;
+  const auto unknown = run_cli("check --system h100");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
+            std::string::npos)
+      << unknown.err;
+}
+
 }  // namespace

@@ -339,3 +339,52 @@ TEST(Validate, PipelineSplitHintWithoutAnExample) {
                            "num_layers_in_last_pipeline_stage so the rest divides evenly");
   }
 }
+
+// ---- the loaders take catalogue names where no file of that name exists ------------------------------
+
+TEST(JsonCatalogueNames, LoadersAcceptCatalogueAndCompactNames) {
+  EXPECT_EQ(lj::load_model("llama3-70b"), llmsim::catalogue::llama3_70b);
+  EXPECT_EQ(lj::load_system("h100-sxm").spec(), llmsim::catalogue::h100_sxm);
+  const auto s = lj::load_strategy("tp8_pp2_dp4_mbc16");
+  EXPECT_EQ(s.tp_size, 8);
+  EXPECT_EQ(s.pp_size, 2);
+  EXPECT_EQ(s.world_size, 64);  // 8 * 2 * 4
+  EXPECT_EQ(s.micro_batch_num, 16);
+  EXPECT_EQ(s.seq_len, 4096);   // the documented default
+  // Overrides merge into catalogue entries as into files.
+  llmsim::system_spec want = llmsim::catalogue::h100_sxm;
+  want.accelerator.mem_gbs = 141;
+  EXPECT_EQ(lj::load_system("h100-sxm", {}, {{"accelerator.mem_gbs", 141}}).spec(), want);
+  EXPECT_EQ(lj::load_system("h100-sxm", {}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")).spec(), want);
+  EXPECT_EQ(lj::load_model("llama3-70b", {}, {{"layer_num", 40}}).layer_num, 40);
+  EXPECT_EQ(lj::load_strategy("tp8_dp1", {}, {{"micro_batch_num", 32}}).micro_batch_num, 32);
+  // And perf_llm::configure takes them too.
+  lj::perf_llm perf;
+  perf.configure("tp8_dp1", "llama3-70b", "h100-sxm", {}, {}, {}, {{"accelerator.mem_gbs", 141}});
+  EXPECT_EQ(perf.model(), llmsim::catalogue::llama3_70b);
+  EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
+}
+
+TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
+  const auto what = [](auto load, const char* arg) {
+    try {
+      (void)load(arg);
+    } catch (const llmsim::config_error& e) {
+      EXPECT_EQ(e.file(), arg);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, "llama3-7b"),
+            "llama3-7b: llmsim::json: is neither a file nor a catalogue model name; catalogue models: llama2-7b llama2-13b llama2-70b "
+            "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 mixtral-8x7b mixtral-8x22b "
+            "qwen3-30b-a3b qwen3-235b-a22b");
+  EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
+            "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x");
+  EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
+            "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, e.g. tp2_pp1_dp4 or "
+            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> zero<N> vp<N> first<N> "
+            "last<N> full selective nosp separated by '_' or '-'");
+  const std::string dir = (configs_dir / "models").string();
+  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()), dir + ": llmsim::json: is a directory, not a config file");
+}
