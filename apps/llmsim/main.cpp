@@ -3,7 +3,7 @@
 //   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
 //   llmsim validate CASES.json [--format text|json]
 //   llmsim bench    --system S --strategy T --model M [--iterations N] [--format text|json]
-//   llmsim list
+//   llmsim list     [--format text|json]
 // S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`).
 
 #include <llmsim/json.hpp>
@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -56,19 +57,64 @@ overrides parse_sets(const std::vector<std::string>& sets) {
   return out;
 }
 
+/// Strategy names shown by `llmsim list`.
+constexpr std::array<const char*, 4> strategy_examples{"tp2_pp1_dp4", "tp4_pp4_dp4_mbc32", "tp8_dp2_mbs2_seq8192_full", "pp16_dp8_ep8_mbc32_first1"};
+
 std::string catalogue_listing() {
   std::string out = "models:";
   for (const auto& m : llmsim::catalogue::models) out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
   out += "\nsystems:";
   for (const auto& s : llmsim::catalogue::systems) out.append(1, ' ').append(s.name);
-  out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full, pp16_dp8_ep8_mbc32_first1;\n"
-         "  tokens separated by '_' or '-':";
+  out += "\nstrategies: compact names such as";
+  for (const char* example : strategy_examples) out.append(1, ' ').append(example);
+  out += ";\n  tokens separated by '_' or '-', world_size = tp * pp * cp * dp:";
   for (const auto& t : llmsim::catalogue::strategy_name_tokens) {
     std::string token(t.token);
     token.resize(std::max<std::size_t>(token.size() + 1, 11), ' ');
     out.append("\n    ").append(token).append(t.meaning);
   }
   return out;
+}
+
+/// `llmsim list --format json`: the catalogue's models and systems with their key fields, and the
+/// strategy-name grammar.
+lj::value catalogue_json() {
+  lj::value models = lj::value::array();
+  for (const auto& [name, spec] : llmsim::catalogue::models) {
+    const lj::value all = lj::to_json(*spec);
+    lj::value m = {{"name", name}, {"model_name", all["model_name"]}, {"model_type", llmsim::is_moe(*spec) ? "moe" : "dense"}};
+    for (const char* key : {"attention_type", "hidden_size", "layer_num", "head_num", "kv_head_num", "head_size", "intermediate_size", "vocab_size",
+                            "expert_num", "topk", "moe_ffn_hidden_size", "dense_layers"})
+      m[key] = all[key];
+    models.push_back(m);
+  }
+  lj::value systems = lj::value::array();
+  for (const auto& [name, spec] : llmsim::catalogue::systems) {
+    const auto& fp8 = spec->op(llmsim::compute_kind::fp8_matmul);
+    lj::value networks = lj::value::array();
+    for (std::size_t i = 0; i < spec->network_count; ++i) networks.push_back(std::string(spec->networks[i].name.view()));
+    systems.push_back({{"name", name},
+                       {"sys_name", std::string(spec->sys_name.view())},
+                       {"backend", std::string(spec->accelerator.backend.view())},
+                       {"mem_gbs", spec->accelerator.mem_gbs},
+                       {"num_per_node", spec->num_per_node},
+                       {"matmul_tflops", spec->op(llmsim::compute_kind::matmul).tflops},
+                       {"fp8_matmul_tflops", fp8.present ? lj::value(fp8.tflops) : lj::value(nullptr)},
+                       {"hbm_gbps", spec->memory(llmsim::memory_kind::default_kind).gbps},
+                       {"networks", networks}});
+  }
+  lj::value tokens = lj::value::array();
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens) tokens.push_back({{"token", t.token}, {"meaning", t.meaning}});
+  llmsim::strategy_spec defaults{};
+  (void)llmsim::catalogue::parse_strategy_name("dp1", defaults);  // every field a name leaves out
+  lj::value strategy_names = {{"separators", {"_", "-"}},
+                              {"world_size", "tp * pp * cp * dp"},
+                              {"tokens", tokens},
+                              {"defaults", {{"seq_len", defaults.seq_len}, {"micro_batch_size", defaults.micro_batch_size},
+                                            {"micro_batch_num", defaults.micro_batch_num}, {"zero_state", defaults.zero_state},
+                                            {"enable_sequence_parallel", defaults.enable_sequence_parallel}}},
+                              {"examples", strategy_examples}};
+  return {{"models", models}, {"systems", systems}, {"strategy_names", strategy_names}};
 }
 
 void print_fields(const lj::value& obj, const std::string& prefix) {
@@ -320,7 +366,9 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
   validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")->required();
   validate->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  std::string list_format = "text";
   auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
+  list->add_option("--format", list_format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
 
   try {
     app.parse(argc, argv);
@@ -333,7 +381,8 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format);
     if (list->parsed()) {
-      std::printf("%s\n", catalogue_listing().c_str());
+      if (list_format == "json") std::printf("%s\n", catalogue_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      else std::printf("%s\n", catalogue_listing().c_str());
       return 0;
     }
   } catch (const std::exception& e) {

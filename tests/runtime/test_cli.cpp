@@ -225,4 +225,52 @@ TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
       << unknown.err;
 }
 
+// ---- item: list --format json ---------------------------------------------------------------------
+
+// Key fields by hand: Llama 3 70B (Meta's config.json), DeepSeek-V3 (its config.json), H100 SXM
+// (80 GB, 989 dense BF16 TFLOPS, 1979 FP8), and the documented strategy-name tokens and defaults.
+TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("list --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const auto find = [&](const char* list, const std::string& name) {
+    for (const auto& e : j[list])
+      if (e["name"] == name) return e;
+    return json();
+  };
+  ASSERT_EQ(j["models"].size(), 15U);
+  const json llama = find("models", "llama3-70b");
+  EXPECT_EQ(llama["model_type"], "dense");
+  EXPECT_EQ(llama["hidden_size"], 8192);
+  EXPECT_EQ(llama["layer_num"], 80);
+  EXPECT_EQ(llama["head_num"], 64);
+  EXPECT_EQ(llama["kv_head_num"], 8);
+  EXPECT_EQ(llama["intermediate_size"], 28672);
+  EXPECT_EQ(llama["vocab_size"], 128256);
+  const json v3 = find("models", "deepseek-v3");
+  EXPECT_EQ(v3["model_type"], "moe");
+  EXPECT_EQ(v3["attention_type"], "mla");
+  EXPECT_EQ(v3["layer_num"], 61);
+  EXPECT_EQ(v3["expert_num"], 256);
+  EXPECT_EQ(v3["topk"], 8);
+  ASSERT_EQ(j["systems"].size(), 6U);
+  const json h100 = find("systems", "h100-sxm");
+  EXPECT_EQ(h100["mem_gbs"], 80.0);
+  EXPECT_EQ(h100["matmul_tflops"], 989.0);
+  EXPECT_EQ(h100["fp8_matmul_tflops"], 1979.0);
+  EXPECT_EQ(h100["num_per_node"], 8);
+  EXPECT_EQ(find("systems", "a100-sxm")["fp8_matmul_tflops"], nullptr);  // Ampere has no FP8
+  const json& grammar = j["strategy_names"];
+  std::vector<std::string> tokens;
+  for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
+  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>", "seq<N>", "zero<N>", "vp<N>",
+                                              "first<N>", "last<N>", "full", "selective", "nosp"}));
+  EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
+  EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
+  EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);
+  EXPECT_EQ(grammar["separators"], json::array({"_", "-"}));
+}
+
 }  // namespace
