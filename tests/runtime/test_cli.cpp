@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #ifndef _WIN32
 #include <sys/wait.h>
@@ -42,17 +44,22 @@ std::string cli_path() {
   return env != nullptr && *env != '\0' ? std::string(env) : std::string(LLMSIM_CLI_PATH);
 }
 
+#ifdef _WIN32
+#define LLMSIM_REQUIRE_CLI() GTEST_SKIP() << "needs a POSIX shell"
+#else
 #define LLMSIM_REQUIRE_CLI()                                                                    \
   do {                                                                                          \
     if (cli_path().empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
   } while (false)
+#endif
 
 #ifndef _WIN32
-/// Runs `llmsim <args>` from the source directory (so configs/... paths resolve); `args` is shell text.
-run_result run_cli(const std::string& args) {
+/// Runs `env llmsim <args>` from the source directory (so configs/... paths resolve); `env`
+/// (VAR=value ...) and `args` are shell text.
+run_result run_cli_env(const std::string& env, const std::string& args) {
   static std::atomic<int> counter{0};
   const fs::path err_file = fs::temp_directory_path() / ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
-  const std::string command = "cd '" + source_dir.string() + "' && '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
+  const std::string command = "cd '" + source_dir.string() + "' && " + env + " '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
   run_result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -70,8 +77,9 @@ run_result run_cli(const std::string& args) {
   return r;
 }
 #else
-run_result run_cli(const std::string&) { return {}; }
+run_result run_cli_env(const std::string&, const std::string&) { return {}; }
 #endif
+run_result run_cli(const std::string& args) { return run_cli_env("", args); }
 
 /// `check --format json` of `args`: the resolved specs (fails the test when the command fails).
 json checked(const std::string& args) {
@@ -223,6 +231,160 @@ TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
   EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
             std::string::npos)
       << unknown.err;
+}
+
+// ---- item: exit statuses, one table ---------------------------------------------------------------
+//
+// Llama 3 70B (70.6e9 parameters) with tp1_dp8 on an 80 GiB H100 SXM: each GPU holds all the bf16
+// weights, 70.6e9 * 2 bytes = 131.4 GiB, already more than the device. tp8_pp4_dp4 holds 1/32 of
+// them: weights 4.1 GiB, fp32 grads 8.2 GiB, Adam states 12 bytes / dp4 = 6.2 GiB, and activations
+// of 4 micro-batches in flight on the first stage, 20 layers * 34 * s * h / tp = 2.9 GiB each
+// (Korthikanti et al. eq. 2 without the attention scores): about 30 GiB, well inside 80.
+const std::string oom_job = "--model llama3-70b --strategy tp1_dp8 --system h100-sxm";
+const std::string fitting_job = "--model llama3-70b --strategy tp8_pp4_dp4 --system h100-sxm";
+
+TEST(CliExitStatus, ZeroOnSuccessAndForHelpAndVersion) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"perf " + fitting_job, "check " + fitting_job, "check --model llama3-70b", "list", "list --format json", "--help",
+                                 "perf --help", "--version", "bench " + fitting_job + " --iterations 2"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+}
+
+TEST(CliExitStatus, OneForConfigAndInputErrors) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"perf --model llama3-70b --strategy tp3 --system h100-sxm", "check --model configs/models", "check --system h100",
+                                 "perf --model llama3-70b --strategy tp8_dp1 --system h100-sxm --set model.layer_num=0", "validate configs/models/llama3-70b.json"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0U) << r.err;
+  }
+}
+
+// Every CLI11 parse error is 2 (CLI11's own codes are 105-109), and so is a malformed --set.
+TEST(CliExitStatus, TwoForUsageErrors) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"", "perf --bogus", "perf --model llama3-70b", "list extra", "list --format json extra", "check", "perf --format xml " + fitting_job,
+                                 "bench --iterations 0 " + fitting_job, "check --model llama3-70b --set bad", "check --model llama3-70b --set foo.x=1",
+                                 "check --model llama3-70b --set strategy.tp_size=2", "check --model llama3-70b --set model.a=1 --set model.a.b=2", "nosuchcommand"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
+TEST(CliExitStatus, ThreeWhenTheJobDoesNotFitUnlessAllowOom) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string cmd : {"perf ", "check "}) {
+    SCOPED_TRACE(cmd);
+    const auto r = run_cli(cmd + oom_job);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("llmsim: does not fit: peak "), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("does not fit: peak "), std::string::npos) << "the verdict line is in the text output";
+    const auto allowed = run_cli(cmd + oom_job + " --allow-oom");
+    EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+    EXPECT_NE(allowed.out.find("does not fit: peak "), std::string::npos);
+    const auto fits = run_cli(cmd + fitting_job);
+    EXPECT_EQ(fits.exit_code, 0) << fits.err;
+    EXPECT_NE(fits.out.find("fits: peak "), std::string::npos);
+  }
+  // check judges memory only when it can estimate: without a system there is no device.
+  EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp1_dp8").exit_code, 0);
+}
+
+// JSON carries the same verdict: perf's mem_result and check's "memory", with the exit status.
+TEST(CliExitStatus, ThreeInJsonCarriesTheVerdict) {
+  LLMSIM_REQUIRE_CLI();
+  const auto perf = run_cli("perf --format json " + oom_job);
+  EXPECT_EQ(perf.exit_code, 3);
+  const json p = perf.out_json();
+  ASSERT_FALSE(p.is_discarded()) << perf.out;
+  EXPECT_EQ(p["exit_status"], 3);
+  EXPECT_EQ(p["mem_result"]["fits"], false);
+  EXPECT_EQ(p["mem_result"]["device_mem"], 80.0);
+  EXPECT_GT(p["mem_result"]["peak_mem"].get<double>(), 131.4);
+  const auto check = run_cli("check --format json " + oom_job);
+  EXPECT_EQ(check.exit_code, 3);
+  const json c = check.out_json();
+  ASSERT_FALSE(c.is_discarded()) << check.out;
+  EXPECT_EQ(c["exit_status"], 3);
+  ASSERT_TRUE(c.contains("memory")) << check.out;
+  EXPECT_EQ(c["memory"]["fits"], false);
+  EXPECT_EQ(c["memory"]["device_mem"], 80.0);
+  EXPECT_GT(c["memory"]["peak_mem"].get<double>(), 131.4);
+  EXPECT_DOUBLE_EQ(c["memory"]["over_by"].get<double>(), c["memory"]["peak_mem"].get<double>() - 80.0);
+  EXPECT_EQ(c["memory"]["verdict"].get<std::string>().rfind("does not fit: peak ", 0), 0U);
+  const auto fits = run_cli("check --format json " + fitting_job);
+  EXPECT_EQ(fits.exit_code, 0);
+  EXPECT_EQ(fits.out_json()["memory"]["fits"], true);
+  EXPECT_LT(fits.out_json()["memory"]["peak_mem"].get<double>(), 80.0);
+}
+
+// No input reaches status 4; the test hook throws a plain std::exception where a bug would.
+TEST(CliExitStatus, FourForAnInternalError) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli_env("LLMSIM_TEST_INTERNAL_ERROR=boom", "list --format json");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.err, "error: internal error: boom\n");
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 4);
+  EXPECT_EQ(j["error"]["message"], "internal error: boom");
+}
+
+// ---- item: --format json answers on stdout, errors included -----------------------------------------
+
+/// The error object of a failed `--format json` command, checked against what stderr says.
+void expect_json_error(const run_result& r, int status, const std::string& message, const std::string& field, const std::string& file) {
+  EXPECT_EQ(r.exit_code, status) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
+  EXPECT_EQ(j["exit_status"], status);
+  ASSERT_TRUE(j.contains("error") && j["error"].is_object()) << r.out;
+  EXPECT_EQ(j["error"]["message"], message);
+  EXPECT_EQ(j["error"]["field"], field);
+  EXPECT_EQ(j["error"]["file"], file);
+  EXPECT_NE(r.err.find(message), std::string::npos) << "the message goes to stderr too: " << r.err;
+}
+
+TEST(CliJsonErrors, EverySubcommandAnswersInJson) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string tp3 = "tp3: llmsim::strategy: strategy.tp_size=3 must divide model.head_num=64";
+  for (const std::string cmd : {"perf", "bench", "check"}) {
+    SCOPED_TRACE(cmd);
+    expect_json_error(run_cli(cmd + " --format json --model llama3-70b --strategy tp3 --system h100-sxm"), 1, tp3, "strategy.tp_size", "tp3");
+  }
+  expect_json_error(run_cli("validate --format json configs/models/llama3-70b.json"), 1,
+                    "configs/models/llama3-70b.json: llmsim validate: /cases: expected an object with a \"cases\" array", "/cases", "configs/models/llama3-70b.json");
+  // Usage errors answer in JSON when the command line asks for it, whether CLI11 or llmsim finds them.
+  expect_json_error(run_cli("perf --format json --model llama3-70b"), 2, "--system is required", "", "");
+  expect_json_error(run_cli("list --format=json extra"), 2, "The following argument was not expected: extra", "", "");
+  expect_json_error(run_cli("check --format json --model llama3-70b --set bad"), 2,
+                    "--set \"bad\" must have the form spec.key=value, e.g. model.layer_num=12", "--set", "");
+  // Text output prints nothing on stdout for an error.
+  const auto text = run_cli("perf --model llama3-70b --strategy tp3 --system h100-sxm");
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_EQ(text.out, "");
+  EXPECT_EQ(text.err, "error: " + tp3 + "\n");
+}
+
+// The check report keeps every error and adds the first as the error object.
+TEST(CliJsonErrors, CheckReportCarriesTheErrorObject) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("check --format json --model llama3-7b --strategy tp3");
+  EXPECT_EQ(r.exit_code, 1);
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 1);
+  EXPECT_EQ(j["error_count"], 1);
+  EXPECT_EQ(j["error"]["file"], "llama3-7b");
+  EXPECT_EQ(j["error"]["field"], "");
+  EXPECT_EQ(j["errors"][0], j["error"]["message"]);
+  EXPECT_EQ(j["strategy"]["tp_size"], 3);  // what did load is still reported
 }
 
 // ---- item: list --format json ---------------------------------------------------------------------
