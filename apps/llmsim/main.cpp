@@ -385,11 +385,35 @@ int run_bench(const spec_args& a, int iterations) {
   return exit_success;
 }
 
+/// The fields of one validation case the report reads, checked before any is estimated so that a
+/// malformed case is an input error (exit 1) naming its JSON path, not a failure of the tool.
+void check_case_shape(const lj::value& c, const std::string& at, const std::string& file) {
+  const auto refuse = [&](const std::string& key, const std::string& rule) {
+    throw llmsim::config_error("llmsim validate", at + key, at + key + ": " + rule, file);
+  };
+  using lj::detail::describe;  // short, and safe for any nesting depth
+  if (!c.is_object()) refuse("", "expected an object, got " + describe(c));
+  for (const char* key : {"name", "model", "strategy", "system"})
+    if (c.contains(key) && !c[key].is_string()) refuse(std::string("/") + key, "expected a string, got " + describe(c[key]));
+  for (const char* key : {"model", "strategy", "system"})
+    if (!c.contains(key)) refuse(std::string("/") + key, "required field is missing");
+  for (const char* key : {"model_overrides", "strategy_overrides", "system_overrides", "real"})
+    if (c.contains(key) && !c[key].is_object()) refuse(std::string("/") + key, "expected an object, got " + describe(c[key]));
+  if (!c.contains("real")) return;
+  const auto& real = c["real"];
+  for (const char* key : {"iter_time_ms", "peak_alloc_gib"})
+    if (real.contains(key) && !real[key].is_number()) refuse(std::string("/real/") + key, "expected a number, got " + describe(real[key]));
+  if (real.contains("memory_verified") && !real["memory_verified"].is_boolean()) refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
+}
+
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
 int run_validate(const std::string& file, const std::string& format) {
   const lj::value doc = lj::read_file(file);
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
+  if (doc.contains("config_root") && !doc["config_root"].is_string())
+    throw llmsim::config_error("llmsim validate", "/config_root", "/config_root: expected a string, got " + lj::detail::describe(doc["config_root"]), file);
+  for (std::size_t i = 0; i < doc["cases"].size(); ++i) check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
   lj::value cases = lj::value::array();
   std::size_t n_failed = 0, mem_n = 0, time_n = 0;
@@ -404,7 +428,8 @@ int run_validate(const std::string& file, const std::string& format) {
     try {
       lj::perf_llm perf;
       perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(), root / c.at("system").get<std::string>(), {},
-                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()));
+                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()),
+                     c.value("system_overrides", lj::value::object()));
       perf.run_estimate();
       const double t = perf.analysis_cost().duration_time_per_iter.ms();
       const double m = perf.analysis_mem().peak_mem.gib();

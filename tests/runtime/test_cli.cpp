@@ -81,6 +81,15 @@ run_result run_cli_env(const std::string&, const std::string&) { return {}; }
 #endif
 run_result run_cli(const std::string& args) { return run_cli_env("", args); }
 
+/// Distinguishes this process's scratch files from a parallel test's.
+std::string unique_suffix() {
+#ifdef _WIN32
+  return "0";
+#else
+  return std::to_string(::getpid());
+#endif
+}
+
 /// `check --format json` of `args`: the resolved specs (fails the test when the command fails).
 json checked(const std::string& args) {
   const auto r = run_cli("check --format json " + args);
@@ -334,6 +343,45 @@ TEST(CliExitStatus, FourForAnInternalError) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_EQ(j["exit_status"], 4);
   EXPECT_EQ(j["error"]["message"], "internal error: boom");
+}
+
+// A malformed validation-cases file is an input error, not a failure of the tool.
+TEST(CliExitStatus, MalformedValidationCasesAreInputErrors) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path dir = fs::temp_directory_path() / ("llmsim_cli_cases_" + unique_suffix());
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> files{
+      {R"({"config_root": 5, "cases": []})", "/config_root: expected a string, got an integer 5"},
+      {R"({"cases": [3]})", "/cases/0: expected an object, got an integer 3"},
+      {R"({"cases": [{"name": 1, "model": "m", "strategy": "s", "system": "y"}]})", "/cases/0/name: expected a string, got an integer 1"},
+      {R"({"cases": [{"model": "m", "strategy": "s"}]})", "/cases/0/system: required field is missing"},
+      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})", "/cases/0/real/iter_time_ms: expected a number, got a string \"fast\""},
+  };
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const fs::path file = dir / ("cases" + std::to_string(i) + ".json");
+    std::ofstream(file) << files[i].first;
+    const auto r = run_cli("validate '" + file.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << files[i].first << "\n" << r.err;
+    EXPECT_EQ(r.err, "error: " + file.string() + ": llmsim validate: " + files[i].second + "\n");
+  }
+  fs::remove_all(dir);
+}
+
+// A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.
+TEST(CliValidate, CaseSystemOverridesApply) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::temp_directory_path() / ("llmsim_cli_system_overrides_" + unique_suffix() + ".json");
+  std::ofstream(file) << R"({"config_root": ")" << (source_dir / "configs").string() << R"(", "cases": [
+      {"name": "negative memory", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json",
+       "system_overrides": {"accelerator.mem_gbs": -1}}]})";
+  const auto r = run_cli("validate --format json '" + file.string() + "'");
+  fs::remove(file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["cases"].size(), 1U);
+  EXPECT_EQ(j["cases"][0]["error"], (source_dir / "configs" / "system" / "h100_sxm.json").string() +
+                                        ": llmsim::system: system.accelerator.mem_gbs=-1 must be a positive number");
 }
 
 // ---- item: --format json answers on stdout, errors included -----------------------------------------
