@@ -483,4 +483,21 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   EXPECT_EQ(grammar["separators"], json::array({"_", "-"}));
 }
 
+// ---- item: bench prints text unless asked for JSON --------------------------------------------------
+
+TEST(CliBench, TextByDefaultJsonWhenAsked) {
+  LLMSIM_REQUIRE_CLI();
+  const auto text = run_cli("bench --iterations 3 " + fitting_job);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("median ", 0), 0U) << text.out;
+  EXPECT_NE(text.out.find(" over 3 iterations"), std::string::npos) << text.out;
+  const auto r = run_cli("bench --format json --iterations 3 " + fitting_job);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j.size(), 2U) << r.out;
+  EXPECT_EQ(j["iterations"], 3);
+  EXPECT_GT(j["estimate_ns_median"].get<double>(), 0.0);
+}
+
 }  // namespace
