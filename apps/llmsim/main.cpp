@@ -28,6 +28,7 @@
 namespace {
 
 namespace lj = llmsim::json;
+namespace fs = std::filesystem;
 
 /// Shown by --version: a build without optimisation (CMake's empty build type) estimates far slower.
 #ifdef __OPTIMIZE__
@@ -35,7 +36,6 @@ constexpr const char* build_kind = "optimised build";
 #else
 constexpr const char* build_kind = "unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed";
 #endif
-namespace fs = std::filesystem;
 
 /// Exit statuses; `exit_status_help` documents them (the --help footer, README.md's table).
 enum exit_status : int { exit_success = 0, exit_input_error = 1, exit_usage_error = 2, exit_does_not_fit = 3, exit_internal_error = 4 };
