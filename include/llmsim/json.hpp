@@ -377,10 +377,13 @@ inline void set_path(value& target, std::string_view dotted, value v, const std:
 /// deleting the key, so that an override means what the same text in the file means. Deleting a
 /// key (= the field's default) and null agree only for the optional numbers (model.topk,
 /// model.head_size, strategy.num_layers_in_first_pipeline_stage, ...), model.model_name,
-/// strategy.te_version, strategy.recompute_granularity, strategy.megatron_recompute_modules and
-/// the system's optional collective fields and shape tables. They differ for
+/// strategy.te_version, strategy.recompute_granularity, strategy.megatron_recompute_modules,
+/// the optional fields of a collective (efficient_factor, latency_us, fixed_latency_us) and
+/// accelerator.op.<kind>.accurate_efficient_factor. They differ for
 /// - numbers, booleans and enumerations without a null spelling (strategy.tp_size,
 ///   model.use_swiglu, system.accelerator.mode, ...): null is an error, deleting restores the default;
+/// - the group-size tables (fixed_latency_us_by_comm_num, dp_fixed_bw): null is an error,
+///   deleting leaves the table empty;
 /// - strings with a non-empty default (strategy.order_of_paralielism, strategy.te_*_min_version,
 ///   strategy.*_net, system.accelerator.backend): null reads as "", deleting restores
 ///   "tp-cp-ep-dp-pp", "2.3.0", "auto", "cuda";
