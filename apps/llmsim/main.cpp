@@ -1,29 +1,89 @@
 // The llmsim command line tool:
-//   llmsim check    --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
-//   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--format text|json]
+//   llmsim check    [--system S] [--strategy T] [--model M] [--set key=value]... [--strict] [--allow-oom] [--format text|json]
+//   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--allow-oom] [--format text|json]
 //   llmsim validate CASES.json [--format text|json]
-//   llmsim bench    --system S --strategy T --model M [--iterations N] [--format text|json]
-//   llmsim list
-// S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`).
+//   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
+//   llmsim list     [--format text|json]
+// S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`). Exit statuses:
+// `exit_status_help` below (also in --help and README.md).
 
 #include <llmsim/json.hpp>
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
 
 namespace lj = llmsim::json;
 namespace fs = std::filesystem;
+
+/// Shown by --version: a build without optimisation (CMake's empty build type) estimates far slower.
+#ifdef __OPTIMIZE__
+constexpr const char* build_kind = "optimised build";
+#else
+constexpr const char* build_kind = "unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed";
+#endif
+
+/// Exit statuses; `exit_status_help` documents them (the --help footer, README.md's table).
+enum exit_status : int { exit_success = 0, exit_input_error = 1, exit_usage_error = 2, exit_does_not_fit = 3, exit_internal_error = 4 };
+
+constexpr const char* exit_status_help =
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  config or input error (the message names the file, the field and the rule)\n"
+    "  2  command-line usage error (unknown option, missing argument, malformed --set)\n"
+    "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
+    "     --strategy and --model), unless --allow-oom\n"
+    "  4  unexpected internal error\n"
+    "With --format json an error also prints {\"error\": {\"message\", \"field\", \"file\", ...},\n"
+    "\"exit_status\": N} on stdout; the message always goes to stderr.";
+
+/// A command line CLI11 accepted but that cannot run (exit status 2): a malformed --set.
+class usage_error : public std::runtime_error {
+ public:
+  usage_error(std::string field, const std::string& message) : std::runtime_error(message), field_(std::move(field)) {}
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+/// JSON text that stays valid whatever bytes a message quotes.
+std::string dump(const lj::value& v, int indent = 2) { return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+/// `{"message", "field", "file", "api", "rule"}` of an error: all a config_error carries.
+lj::value error_object(const std::exception& e, const std::string& message) {
+  lj::value out = {{"message", message}, {"field", ""}, {"file", ""}};
+  if (const auto* c = dynamic_cast<const llmsim::config_error*>(&e)) {
+    out["field"] = c->field();
+    out["file"] = c->file();
+    out["api"] = c->api();
+    out["rule"] = c->rule();
+  } else if (const auto* u = dynamic_cast<const usage_error*>(&e)) {
+    out["field"] = u->field();
+  }
+  return out;
+}
+
+/// Reports a failed command: "error: ..." on stderr and, for --format json, the error object on stdout.
+int report_failure(bool json_out, int status, const std::exception& e, const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  if (json_out) std::printf("%s\n", dump(lj::value{{"error", error_object(e, message)}, {"exit_status", status}}).c_str());
+  return status;
+}
 
 /// `--set` overrides split by the spec they address: `model.layer_num=12` goes to the model.
 struct overrides {
@@ -36,61 +96,81 @@ overrides parse_sets(const std::vector<std::string>& sets) {
   overrides out;
   for (const auto& s : sets) {
     const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw llmsim::config_error("llmsim", s, "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12", "--set");
+    if (eq == std::string::npos || eq == 0) throw usage_error("--set", "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12");
     const std::string key = s.substr(0, eq);
     const auto v = lj::override_value(std::string_view(s).substr(eq + 1));
     const auto dot = key.find('.');
     const std::string spec = key.substr(0, dot);
     const std::string rest = dot == std::string::npos ? std::string() : key.substr(dot + 1);
     lj::value* target = spec == "model" ? &out.model : spec == "strategy" ? &out.strategy : spec == "system" ? &out.system : nullptr;
-    if (target == nullptr || rest.empty()) throw llmsim::config_error("llmsim", key, "--set key \"" + key + "\" must start with model., strategy. or system.", "--set");
-    lj::set_path(*target, rest, v, "--set " + key);
+    if (target == nullptr || rest.empty()) throw usage_error("--set", "--set key \"" + key + "\" must start with model., strategy. or system.");
+    try {
+      lj::merge_path(*target, rest, v, "--set " + key);
+    } catch (const llmsim::config_error& e) {  // an empty component, or a path through a value
+      throw usage_error("--set", "--set " + key + ": " + e.rule());
+    }
   }
   return out;
 }
+
+/// Strategy names shown by `llmsim list`.
+constexpr std::array<const char*, 4> strategy_examples{"tp2_pp1_dp4", "tp4_pp4_dp4_mbc32", "tp8_dp2_mbs2_seq8192_full", "pp16_dp8_ep8_mbc32_first1"};
 
 std::string catalogue_listing() {
   std::string out = "models:";
   for (const auto& m : llmsim::catalogue::models) out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
   out += "\nsystems:";
   for (const auto& s : llmsim::catalogue::systems) out.append(1, ' ').append(s.name);
-  out += "\nstrategies: compact names such as tp2_pp1_dp4, tp4_pp4_dp4_mbc32, tp8_dp2_mbs2_seq8192_full (tokens tp pp dp cp ep etp mbs mbc seq zero vp, full, selective, nosp)";
+  out += "\nstrategies: compact names such as";
+  for (const char* example : strategy_examples) out.append(1, ' ').append(example);
+  out += ";\n  tokens separated by '_' or '-', world_size = tp * pp * cp * dp:";
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens) {
+    std::string token(t.token);
+    token.resize(std::max<std::size_t>(token.size() + 1, 11), ' ');
+    out.append("\n    ").append(token).append(t.meaning);
+  }
   return out;
 }
 
-bool is_file(const std::string& arg) {
-  std::error_code ec;
-  return fs::is_regular_file(arg, ec);
-}
-
-/// A file path, else a catalogue entry; overrides apply to either (the catalogue spec goes through JSON).
-llmsim::model_spec resolve_model(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_model(arg, opt, ov);
-  if (const auto* m = llmsim::catalogue::find_model(arg)) {
-    lj::value v = lj::to_json(*m);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_model(v, "catalogue model " + arg, opt);
+/// `llmsim list --format json`: the catalogue's models and systems with their key fields, and the
+/// strategy-name grammar.
+lj::value catalogue_json() {
+  lj::value models = lj::value::array();
+  for (const auto& [name, spec] : llmsim::catalogue::models) {
+    const lj::value all = lj::to_json(*spec);
+    lj::value m = {{"name", name}, {"model_name", all["model_name"]}, {"model_type", llmsim::is_moe(*spec) ? "moe" : "dense"}};
+    for (const char* key : {"attention_type", "hidden_size", "layer_num", "head_num", "kv_head_num", "head_size", "intermediate_size", "vocab_size",
+                            "expert_num", "topk", "moe_ffn_hidden_size", "dense_layers"})
+      m[key] = all[key];
+    models.push_back(m);
   }
-  throw llmsim::config_error("llmsim", "--model", "\"" + arg + "\" is neither a file nor a catalogue model\n" + catalogue_listing(), "--model");
-}
-llmsim::strategy_spec resolve_strategy(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_strategy(arg, opt, ov);
-  llmsim::strategy_spec s{};
-  if (llmsim::catalogue::parse_strategy_name(arg, s)) {
-    lj::value v = lj::to_json(s);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_strategy(v, "strategy " + arg, opt);
+  lj::value systems = lj::value::array();
+  for (const auto& [name, spec] : llmsim::catalogue::systems) {
+    const auto& fp8 = spec->op(llmsim::compute_kind::fp8_matmul);
+    lj::value networks = lj::value::array();
+    for (std::size_t i = 0; i < spec->network_count; ++i) networks.push_back(std::string(spec->networks[i].name.view()));
+    systems.push_back({{"name", name},
+                       {"sys_name", std::string(spec->sys_name.view())},
+                       {"backend", std::string(spec->accelerator.backend.view())},
+                       {"mem_gbs", spec->accelerator.mem_gbs},
+                       {"num_per_node", spec->num_per_node},
+                       {"matmul_tflops", spec->op(llmsim::compute_kind::matmul).tflops},
+                       {"fp8_matmul_tflops", fp8.present ? lj::value(fp8.tflops) : lj::value(nullptr)},
+                       {"hbm_gbps", spec->memory(llmsim::memory_kind::default_kind).gbps},
+                       {"networks", networks}});
   }
-  throw llmsim::config_error("llmsim", "--strategy", "\"" + arg + "\" is neither a file nor a strategy name\n" + catalogue_listing(), "--strategy");
-}
-lj::system_config resolve_system(const std::string& arg, const lj::load_options& opt, const lj::value& ov) {
-  if (is_file(arg)) return lj::load_system(arg, opt, ov);
-  if (const auto* s = llmsim::catalogue::find_system(arg)) {
-    lj::value v = lj::to_json(*s);
-    lj::merge_overrides(v, ov, "--set");
-    return lj::parse_system(v, "catalogue system " + arg, opt);
-  }
-  throw llmsim::config_error("llmsim", "--system", "\"" + arg + "\" is neither a file nor a catalogue system\n" + catalogue_listing(), "--system");
+  lj::value tokens = lj::value::array();
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens) tokens.push_back({{"token", t.token}, {"meaning", t.meaning}});
+  llmsim::strategy_spec defaults{};
+  (void)llmsim::catalogue::parse_strategy_name("dp1", defaults);  // every field a name leaves out
+  lj::value strategy_names = {{"separators", {"_", "-"}},
+                              {"world_size", "tp * pp * cp * dp"},
+                              {"tokens", tokens},
+                              {"defaults", {{"seq_len", defaults.seq_len}, {"micro_batch_size", defaults.micro_batch_size},
+                                            {"micro_batch_num", defaults.micro_batch_num}, {"zero_state", defaults.zero_state},
+                                            {"enable_sequence_parallel", defaults.enable_sequence_parallel}}},
+                              {"examples", strategy_examples}};
+  return {{"models", models}, {"systems", systems}, {"strategy_names", strategy_names}};
 }
 
 void print_fields(const lj::value& obj, const std::string& prefix) {
@@ -116,6 +196,7 @@ struct spec_args {
   std::optional<std::string> system, strategy, model;
   std::vector<std::string> sets;
   bool strict = false;
+  bool allow_oom = false;
   std::string format = "text";
 };
 
@@ -130,72 +211,120 @@ void add_spec_options(CLI::App* cmd, spec_args& a, bool required) {
   }
   cmd->add_option("--set", a.sets, "Override a field: model.layer_num=12, strategy.tp_size=2, system.accelerator.mem_gbs=141")->type_name("KEY=VALUE");
   cmd->add_flag("--strict", a.strict, "Unknown keys are errors instead of warnings");
-  cmd->add_option("--format", a.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", a.format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
 }
 
+/// --allow-oom, for the subcommands that judge memory.
+void add_allow_oom(CLI::App* cmd, spec_args& a) {
+  cmd->add_flag("--allow-oom", a.allow_oom, "Exit 0 even when the estimated peak memory exceeds device memory (else exit status 3)");
+}
+
+/// The memory verdict of an estimate, in GiB like `mem_result`.
+lj::value memory_object(const llmsim::estimate_result& r) {
+  return {{"units", "GiB"},
+          {"peak_mem", r.mem.peak_mem.gib()},
+          {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)])},
+          {"device_mem", r.mem.device_mem.gib()},
+          {"fits", r.mem.fits},
+          {"over_by", r.mem.over_by.gib()},
+          {"verdict", llmsim::memory_verdict(r)}};
+}
+
+/// Exit status 3 for an estimate that does not fit (unless --allow-oom), with the verdict on stderr.
+int memory_status(const llmsim::estimate_result& r, bool allow_oom) {
+  if (r.mem.fits || allow_oom) return exit_success;
+  std::fprintf(stderr, "llmsim: %s (exit status 3; --allow-oom exits 0)\n", llmsim::memory_verdict(r).c_str());
+  return exit_does_not_fit;
+}
+
+/// Runs the estimate of validated specs; its refusals (features not modelled yet) are about the strategy.
+llmsim::estimate_result estimate_of(const llmsim::model_spec& m, const llmsim::strategy_spec& s, const llmsim::system_spec& sys, const std::string& strategy_arg) {
+  try {
+    return llmsim::estimate_validated(m, s, sys);
+  } catch (const llmsim::config_error& e) {
+    if (!e.file().empty()) throw;
+    throw e.in_file(strategy_arg);
+  }
+}
+
+/// `--set` entries for a spec that is not given are a usage error, not silently dropped.
+void require_specs_for_sets(const spec_args& a, const overrides& ov) {
+  if (!a.model && !ov.model.empty()) throw usage_error("--set", "--set model.* given without --model");
+  if (!a.strategy && !ov.strategy.empty()) throw usage_error("--set", "--set strategy.* given without --strategy");
+  if (!a.system && !ov.system.empty()) throw usage_error("--set", "--set system.* given without --system");
+}
+
+/// `llmsim check`: loads and validates what is given, every error reported (exit 1); given all
+/// three specs it also runs the estimate and judges memory (exit 3 when it does not fit).
 int run_check(const spec_args& a) {
+  const overrides ov = parse_sets(a.sets);  // a malformed --set is a usage error: nothing is loaded
+  require_specs_for_sets(a, ov);
   std::vector<std::string> warnings;
   const lj::load_options opt{a.strict, &warnings};
   const bool json_out = a.format == "json";
   lj::value report = lj::value::object();
+  lj::value first_error;
   int errors = 0;
-  auto fail = [&](const std::exception& e) {
+  auto fail = [&](const llmsim::config_error& e) {
     ++errors;
-    if (!json_out) std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", e.what());
     report["errors"].push_back(e.what());
+    if (first_error.is_null()) first_error = error_object(e, e.what());
   };
-  try {
-    const overrides ov = parse_sets(a.sets);
-    std::optional<llmsim::model_spec> model;
-    std::optional<llmsim::strategy_spec> strategy;
-    std::optional<lj::system_config> system;
-    if (a.model) try { model = resolve_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
-    if (a.strategy) try { strategy = resolve_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
-    if (a.system) try { system = resolve_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
-    if (!a.model && ov.model.size() != 0) throw llmsim::config_error("llmsim check", "model", "--set model.* given without --model", "--set");
-    if (!a.strategy && ov.strategy.size() != 0) throw llmsim::config_error("llmsim check", "strategy", "--set strategy.* given without --strategy", "--set");
-    if (!a.system && ov.system.size() != 0) throw llmsim::config_error("llmsim check", "system", "--set system.* given without --system", "--set");
-    if (model && strategy && system) {
-      try { lj::validate_files(*model, *a.model, *strategy, *a.strategy, system->spec(), *a.system); } catch (const llmsim::config_error& e) { fail(e); }
-    }
-    if (model) report["model"] = lj::to_json(*model);
-    if (strategy) {
-      report["strategy"] = lj::to_json(*strategy);
-      report["strategy"]["dp_size"] = llmsim::dp_size(*strategy);
-      report["strategy"]["edp_size"] = llmsim::edp_size(*strategy);
-      report["strategy"]["global_batch_size"] = llmsim::global_batch_size(*strategy);
-    }
-    if (system) report["system"] = system_summary(system->spec());
-  } catch (const llmsim::config_error& e) {
-    fail(e);
+  std::optional<llmsim::model_spec> model;
+  std::optional<llmsim::strategy_spec> strategy;
+  std::optional<lj::system_config> system;
+  std::optional<llmsim::estimate_result> estimate;
+  if (a.model) try { model = lj::load_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
+  if (a.strategy) try { strategy = lj::load_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
+  if (a.system) try { system = lj::load_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
+  if (model && strategy && system) {
+    try {
+      lj::validate_files(*model, *a.model, *strategy, *a.strategy, system->spec(), *a.system);
+      estimate = estimate_of(*model, *strategy, system->spec(), *a.strategy);
+    } catch (const llmsim::config_error& e) { fail(e); }
+  } else if (model && strategy) {  // the model-strategy rules need no system
+    try { lj::validate_files(*model, *a.model, *strategy, *a.strategy); } catch (const llmsim::config_error& e) { fail(e); }
   }
+  if (model) report["model"] = lj::to_json(*model);
+  if (strategy) {
+    report["strategy"] = lj::to_json(*strategy);
+    report["strategy"]["dp_size"] = llmsim::dp_size(*strategy);
+    report["strategy"]["edp_size"] = llmsim::edp_size(*strategy);
+    report["strategy"]["global_batch_size"] = llmsim::global_batch_size(*strategy);
+  }
+  if (system) report["system"] = system_summary(system->spec());
+  if (estimate) report["memory"] = memory_object(*estimate);
   for (const auto& w : warnings) {
-    if (!json_out) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    std::fprintf(stderr, "warning: %s\n", w.c_str());
     report["warnings"].push_back(w);
   }
+  const int status = errors > 0 ? exit_input_error : estimate ? memory_status(*estimate, a.allow_oom) : exit_success;
   report["error_count"] = errors;
   report["warning_count"] = warnings.size();
+  if (!first_error.is_null()) report["error"] = first_error;
+  report["exit_status"] = status;
   if (json_out) {
-    std::printf("%s\n", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", dump(report).c_str());
   } else {
     for (const char* spec : {"model", "strategy", "system"}) {
       if (!report.contains(spec)) continue;
       std::printf("%s:\n", spec);
       print_fields(report[spec], "");
     }
+    if (estimate) std::printf("memory: %s\n", llmsim::memory_verdict(*estimate).c_str());
     std::printf("%d error(s), %zu warning(s)\n", errors, warnings.size());
   }
-  return errors == 0 ? 0 : 1;
+  return status;
 }
 
-/// Loads the three specs into a perf_llm (warnings to stderr).
-lj::perf_llm configured(const spec_args& a) {
-  std::vector<std::string> warnings;
+/// Loads the three specs into a perf_llm; warnings go to stderr and into `warnings`.
+lj::perf_llm configured(const spec_args& a, std::vector<std::string>& warnings) {
   const lj::load_options opt{a.strict, &warnings};
   const overrides ov = parse_sets(a.sets);
-  const auto model = resolve_model(*a.model, opt, ov.model);
-  const auto strategy = resolve_strategy(*a.strategy, opt, ov.strategy);
-  const auto system = resolve_system(*a.system, opt, ov.system);
+  const auto model = lj::load_model(*a.model, opt, ov.model);
+  const auto strategy = lj::load_strategy(*a.strategy, opt, ov.strategy);
+  const auto system = lj::load_system(*a.system, opt, ov.system);
   for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   lj::validate_files(model, *a.model, strategy, *a.strategy, system.spec(), *a.system);
   lj::perf_llm perf;
@@ -203,23 +332,39 @@ lj::perf_llm configured(const spec_args& a) {
   return perf;
 }
 
+/// Runs the estimate of a configured perf_llm; refusals name the strategy as `estimate_of` does.
+void run_estimate(lj::perf_llm& perf, const std::string& strategy_arg) {
+  try {
+    perf.run_estimate();
+  } catch (const llmsim::config_error& e) {
+    if (!e.file().empty()) throw;
+    throw e.in_file(strategy_arg);
+  }
+}
+
 int run_perf(const spec_args& a) {
-  auto perf = configured(a);
-  perf.run_estimate();
+  std::vector<std::string> warnings;
+  auto perf = configured(a, warnings);
+  run_estimate(perf, *a.strategy);
+  const int status = memory_status(perf.result(), a.allow_oom);
   if (a.format == "json") {
     lj::value out = lj::to_json(perf.result());
     out["model"] = lj::to_json(perf.model());
     out["strategy"] = lj::to_json(perf.strategy());
     out["system"] = std::string(perf.system().sys_name.view());
-    std::printf("%s\n", out.dump(2).c_str());
+    out["warnings"] = warnings;
+    out["exit_status"] = status;
+    std::printf("%s\n", dump(out).c_str());
   } else {
     std::printf("%s", llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system()).c_str());
   }
-  return 0;
+  return status;
 }
 
 int run_bench(const spec_args& a, int iterations) {
-  auto perf = configured(a);
+  std::vector<std::string> warnings;
+  auto perf = configured(a, warnings);
+  run_estimate(perf, *a.strategy);  // refusals are reported once, as perf reports them
   std::vector<double> ns;
   ns.reserve(static_cast<std::size_t>(iterations));
   double sink = 0;
@@ -233,11 +378,32 @@ int run_bench(const spec_args& a, int iterations) {
   std::sort(ns.begin(), ns.end());
   const double median = ns[ns.size() / 2];
   if (a.format == "json") {
-    std::printf("%s\n", lj::value{{"estimate_ns_median", median}, {"iterations", iterations}}.dump().c_str());
+    std::printf("%s\n", dump(lj::value{{"estimate_ns_median", median}, {"iterations", iterations}}, -1).c_str());
   } else {
     std::printf("median %.2f us per estimate (run_estimate + analysis_cost + analysis_mem) over %d iterations (checksum %.6g)\n", median / 1e3, iterations, sink);
   }
-  return 0;
+  return exit_success;
+}
+
+/// The fields of one validation case the report reads, checked before any is estimated so that a
+/// malformed case is an input error (exit 1) naming its JSON path, not a failure of the tool.
+void check_case_shape(const lj::value& c, const std::string& at, const std::string& file) {
+  const auto refuse = [&](const std::string& key, const std::string& rule) {
+    throw llmsim::config_error("llmsim validate", at + key, at + key + ": " + rule, file);
+  };
+  using lj::detail::describe;  // short, and safe for any nesting depth
+  if (!c.is_object()) refuse("", "expected an object, got " + describe(c));
+  for (const char* key : {"name", "model", "strategy", "system"})
+    if (c.contains(key) && !c[key].is_string()) refuse(std::string("/") + key, "expected a string, got " + describe(c[key]));
+  for (const char* key : {"model", "strategy", "system"})
+    if (!c.contains(key)) refuse(std::string("/") + key, "required field is missing");
+  for (const char* key : {"model_overrides", "strategy_overrides", "system_overrides", "real"})
+    if (c.contains(key) && !c[key].is_object()) refuse(std::string("/") + key, "expected an object, got " + describe(c[key]));
+  if (!c.contains("real")) return;
+  const auto& real = c["real"];
+  for (const char* key : {"iter_time_ms", "peak_alloc_gib"})
+    if (real.contains(key) && !real[key].is_number()) refuse(std::string("/real/") + key, "expected a number, got " + describe(real[key]));
+  if (real.contains("memory_verified") && !real["memory_verified"].is_boolean()) refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
 }
 
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
@@ -245,6 +411,9 @@ int run_validate(const std::string& file, const std::string& format) {
   const lj::value doc = lj::read_file(file);
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
+  if (doc.contains("config_root") && !doc["config_root"].is_string())
+    throw llmsim::config_error("llmsim validate", "/config_root", "/config_root: expected a string, got " + lj::detail::describe(doc["config_root"]), file);
+  for (std::size_t i = 0; i < doc["cases"].size(); ++i) check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
   lj::value cases = lj::value::array();
   std::size_t n_failed = 0, mem_n = 0, time_n = 0;
@@ -259,7 +428,8 @@ int run_validate(const std::string& file, const std::string& format) {
     try {
       lj::perf_llm perf;
       perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(), root / c.at("system").get<std::string>(), {},
-                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()));
+                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()),
+                     c.value("system_overrides", lj::value::object()));
       perf.run_estimate();
       const double t = perf.analysis_cost().duration_time_per_iter.ms();
       const double m = perf.analysis_mem().peak_mem.gib();
@@ -295,8 +465,8 @@ int run_validate(const std::string& file, const std::string& format) {
                        {"mem_mean_abs_err", mem_n ? mem_sum / static_cast<double>(mem_n) : 0.0},
                        {"mem_max_abs_err", mem_max}};
   if (format == "json") {
-    std::printf("%s\n", lj::value{{"cases", cases}, {"summary", summary}}.dump(2).c_str());
-    return 0;
+    std::printf("%s\n", dump(lj::value{{"cases", cases}, {"summary", summary}, {"exit_status", exit_success}}).c_str());
+    return exit_success;
   }
   std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB", "err");
   for (const auto& r : cases) {
@@ -311,7 +481,18 @@ int run_validate(const std::string& file, const std::string& format) {
   }
   std::printf("\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max %.2f%%\n", cases.size(), n_failed,
               100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n, 100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
-  return 0;
+  return exit_success;
+}
+
+
+/// Whether the raw command line asks for JSON, known before CLI11 has parsed it so that a usage
+/// error can answer in JSON too.
+bool wants_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--format=json" || (arg == "--format" && i + 1 < argc && std::string_view(argv[i + 1]) == "json")) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -321,17 +502,19 @@ int main(int argc, char** argv) {
                ": predicts iteration time, MFU and per-GPU memory of LLM training jobs on GPU clusters "
                "from SimuMax-format model, strategy and system configs.",
                "llmsim"};
-  app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING);
+  app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING + " (" + build_kind + ")");
   app.require_subcommand(1);
 
   spec_args check_args, perf_args, bench_args;
-  auto* check = app.add_subcommand("check", "Load, validate and print the resolved configs (exit 1 on any error).");
+  auto* check = app.add_subcommand("check", "Load, validate and print the resolved configs; given all three, also judge memory.");
   add_spec_options(check, check_args, false);
+  add_allow_oom(check, check_args);
   check->callback([&] {
     if (!check_args.system && !check_args.strategy && !check_args.model) throw CLI::ValidationError("check", "give at least one of --system, --strategy, --model");
   });
   auto* perf = app.add_subcommand("perf", "Estimate one training iteration: time breakdown, MFU, memory per stage and its peak.");
   add_spec_options(perf, perf_args, true);
+  add_allow_oom(perf, perf_args);
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
   add_spec_options(bench, bench_args, true);
   int iterations = 1000;
@@ -339,26 +522,45 @@ int main(int argc, char** argv) {
   std::string cases_file, validate_format = "text";
   auto* validate = app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
   validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")->required();
-  validate->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  validate->add_option("--format", validate_format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
+  std::string list_format = "text";
   auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
+  list->add_option("--format", list_format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
+  app.footer(exit_status_help);
+  for (auto* sub : {check, perf, bench, validate, list}) sub->footer(exit_status_help);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    (void)app.exit(e);                               // the message and "Run with --help" on stderr
+    if (wants_json(argc, argv)) std::printf("%s\n", dump(lj::value{{"error", error_object(e, e.what())}, {"exit_status", exit_usage_error}}).c_str());
+    return exit_usage_error;
   }
+  const bool json_out = (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
+                        (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
+                        (list->parsed() && list_format == "json");
   try {
+    // Lets the test suite reach exit status 4, which no input should reach.
+    if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
     if (check->parsed()) return run_check(check_args);
     if (perf->parsed()) return run_perf(perf_args);
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format);
     if (list->parsed()) {
-      std::printf("%s\n", catalogue_listing().c_str());
-      return 0;
+      if (json_out) std::printf("%s\n", dump(catalogue_json()).c_str());
+      else std::printf("%s\n", catalogue_listing().c_str());
+      return exit_success;
     }
+  } catch (const usage_error& e) {
+    return report_failure(json_out, exit_usage_error, e, e.what());
+  } catch (const llmsim::config_error& e) {
+    return report_failure(json_out, exit_input_error, e, e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return report_failure(json_out, exit_internal_error, e, std::string("internal error: ") + e.what());
+  } catch (...) {
+    const std::runtime_error unknown("an exception that is not a std::exception");
+    return report_failure(json_out, exit_internal_error, unknown, "internal error: an exception that is not a std::exception");
   }
-  return 0;
+  return exit_success;
 }

@@ -191,7 +191,9 @@ TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
     lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json");
     FAIL() << "pp 3 does not divide 32 layers";
   } catch (const llmsim::config_error& e) {
-    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32");
+    // 32 = 2 + 15 + 15: the smallest first stage that leaves the other two stages equal.
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32; set strategy.num_layers_in_first_pipeline_stage and/or "
+                           "num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage=2 leaves 15 layers on each of the other 2 stages");
   }
   s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "tp_net": "nvlink"})"));
   try {
@@ -200,4 +202,189 @@ TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
   } catch (const llmsim::config_error& e) {
     EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_net=\"nvlink\" names no network tier of system null");
   }
+}
+
+// ---- overrides merge into nested objects (JSON merge patch, RFC 7396; null stays null) --------------
+
+namespace {
+const fs::path configs_dir = fs::path(LLMSIM_SOURCE_DIR) / "configs";
+}  // namespace
+
+// The README's own example: one field of the accelerator changes, the rest of the object stays.
+// Expected: the unmodified load with mem_gbs set to 141 by hand.
+TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
+  const auto file = configs_dir / "system" / "h100_sxm.json";
+  const auto base = lj::load_system(file);
+  ASSERT_EQ(base.spec().accelerator.mem_gbs, 80.0);
+  for (const auto& overrides : {lj::value{{"accelerator.mem_gbs", 141}}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")}) {
+    SCOPED_TRACE(overrides.dump());
+    lj::system_config sys;
+    ASSERT_NO_THROW(sys = lj::load_system(file, {.strict = true}, overrides));
+    llmsim::system_spec want = base.spec();
+    want.accelerator.mem_gbs = 141;
+    EXPECT_EQ(sys.spec(), want);
+  }
+  // Three levels down: the inter-node tier keeps its efficiency 0.8 and latency 20 us (the file's).
+  const auto sys = lj::load_system(file, {.strict = true}, {{"networks", {{"inter_node", {{"bandwidth", {{"gbps", 100}}}}}}}});
+  const auto* tier = sys.spec().network("inter_node");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->bandwidth.gbps, 100.0);
+  EXPECT_EQ(tier->bandwidth.efficient_factor, 0.8);
+  EXPECT_EQ(tier->bandwidth.latency_us, 20.0);
+  llmsim::system_spec want = base.spec();
+  for (std::size_t i = 0; i < want.network_count; ++i)
+    if (want.networks[i].name.view() == "inter_node") want.networks[i].bandwidth.gbps = 100;
+  EXPECT_EQ(sys.spec(), want);
+}
+
+// json::perf_llm::configure takes the same overrides for each of the three files, dotted keys included.
+TEST(JsonOverrides, PerfLlmConfigureMergesOverridesOfAllThree) {
+  lj::perf_llm perf;
+  perf.configure(configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json", configs_dir / "models" / "llama3-8b.json", configs_dir / "system" / "h100_sxm.json", {.strict = true},
+                 {{"micro_batch_num", 16}}, {{"layer_num", 16}}, {{"accelerator.mem_gbs", 141}});
+  EXPECT_EQ(perf.strategy().micro_batch_num, 16);
+  EXPECT_EQ(perf.strategy().tp_size, 2);  // the file's
+  EXPECT_EQ(perf.model().layer_num, 16);
+  EXPECT_EQ(perf.model().hidden_size, 4096);  // the file's
+  EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
+  EXPECT_EQ(perf.system().accelerator.op[static_cast<std::size_t>(llmsim::compute_kind::matmul)].tflops, 989.0);  // the file's
+}
+
+// merge_path composes: a later object merges into what an earlier dotted key set, in either order.
+TEST(JsonOverrides, MergePathComposesInEitherOrder) {
+  lj::value a = lj::value::object(), b = lj::value::object();
+  lj::merge_path(a, "accelerator.mode", "roofline", "--set");
+  lj::merge_path(a, "accelerator", {{"mem_gbs", 141}}, "--set");
+  lj::merge_path(b, "accelerator", {{"mem_gbs", 141}}, "--set");
+  lj::merge_path(b, "accelerator.mode", "roofline", "--set");
+  EXPECT_EQ(a["accelerator"]["mem_gbs"], 141);
+  EXPECT_EQ(a["accelerator"]["mode"], "roofline");
+  EXPECT_EQ(b["accelerator"]["mem_gbs"], 141);
+  EXPECT_EQ(b["accelerator"]["mode"], "roofline");
+  EXPECT_THROW(lj::merge_path(a, "accelerator.mem_gbs.x", 1, "--set"), llmsim::config_error);  // 141 is not an object
+}
+
+// Null is written as null (what the same text in the file means), not a deletion: for tp_size that is
+// an error where deleting would have restored the default 1; for an optional field it clears it.
+TEST(JsonOverrides, NullSetsNullRatherThanDeleting) {
+  const auto file = configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json";
+  try {
+    (void)lj::load_strategy(file, {}, {{"tp_size", nullptr}});
+    FAIL() << "tp_size=null must be refused as in a file";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": llmsim::json: /tp_size: expected an integer, got null");
+  }
+  const auto s = lj::load_strategy(file, {}, lj::value::parse(R"({"pp_size": 2, "world_size": 16, "num_layers_in_first_pipeline_stage": 3})"));
+  EXPECT_EQ(s.num_layers_in_first_pipeline_stage, 3);
+  const auto cleared = lj::load_strategy(file, {}, lj::value::parse(R"({"num_layers_in_first_pipeline_stage": null, "tp_net": null})"));
+  EXPECT_FALSE(cleared.num_layers_in_first_pipeline_stage.has_value());
+  EXPECT_EQ(cleared.tp_net.view(), "");  // null reads as "" (deleting would have kept "auto")
+  lj::value doc = {{"a", {{"b", 1}}}};
+  lj::merge_patch(doc, lj::value::parse(R"({"a": {"b": null, "c": 2}})"));
+  EXPECT_EQ(doc, lj::value::parse(R"({"a": {"b": null, "c": 2}})"));
+}
+
+// A patch nested far deeper than any config merges without recursion.
+TEST(JsonOverrides, DeepPatchMergesIteratively) {
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += "{\"a\":";
+  text += "1" + std::string(100000, '}');
+  const lj::value patch = lj::value::parse(text);  // nlohmann parses and destroys without recursion
+  lj::value doc = lj::value::object();
+  lj::merge_patch(doc, patch);
+  const lj::value* node = &doc;
+  int depth = 0;
+  while (node->is_object()) {
+    node = &(*node)["a"];
+    ++depth;
+  }
+  EXPECT_EQ(depth, 100000);
+  EXPECT_EQ(*node, 1);
+}
+
+// validate(model, strategy) holds every rule between the two and needs no system; the three-argument
+// form runs it too. Llama 3 70B: 64 heads, 8 KV heads, 80 layers (Meta's config).
+TEST(Validate, ModelStrategyRulesNeedNoSystem) {
+  constexpr llmsim::strategy_spec tp8{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
+  static_assert((llmsim::validate(llmsim::catalogue::llama3_70b, tp8), true));
+  llmsim::strategy_spec tp16 = tp8;
+  tp16.tp_size = 16;
+  tp16.world_size = 16;
+  try {
+    llmsim::validate(llmsim::catalogue::llama3_70b, tp16);
+    FAIL() << "tp16 does not divide 8 KV heads";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
+    EXPECT_EQ(e.field(), "strategy.tp_size");
+  }
+  EXPECT_THROW(llmsim::validate(llmsim::catalogue::llama3_70b, tp16, llmsim::catalogue::h100_sxm), llmsim::config_error);
+  try {
+    lj::validate_files(llmsim::catalogue::llama3_70b, "m.json", tp16, "s.json");
+    FAIL() << "tp16 does not divide 8 KV heads";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
+  }
+}
+
+// With fewer layers than stages no first-stage size helps: the hint names the fields, no example.
+TEST(Validate, PipelineSplitHintWithoutAnExample) {
+  llmsim::model_spec m = llmsim::catalogue::llama3_8b;
+  m.layer_num = 3;
+  const llmsim::strategy_spec pp5{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 5, .pp_size = 5};
+  try {
+    llmsim::validate(m, pp5);
+    FAIL() << "5 stages cannot hold 3 layers";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.pp_size=5 must divide model.layer_num=3; set strategy.num_layers_in_first_pipeline_stage and/or "
+                           "num_layers_in_last_pipeline_stage so the rest divides evenly");
+  }
+}
+
+// ---- the loaders take catalogue names where no file of that name exists ------------------------------
+
+TEST(JsonCatalogueNames, LoadersAcceptCatalogueAndCompactNames) {
+  EXPECT_EQ(lj::load_model("llama3-70b"), llmsim::catalogue::llama3_70b);
+  EXPECT_EQ(lj::load_system("h100-sxm").spec(), llmsim::catalogue::h100_sxm);
+  const auto s = lj::load_strategy("tp8_pp2_dp4_mbc16");
+  EXPECT_EQ(s.tp_size, 8);
+  EXPECT_EQ(s.pp_size, 2);
+  EXPECT_EQ(s.world_size, 64);  // 8 * 2 * 4
+  EXPECT_EQ(s.micro_batch_num, 16);
+  EXPECT_EQ(s.seq_len, 4096);   // the documented default
+  // Overrides merge into catalogue entries as into files.
+  llmsim::system_spec want = llmsim::catalogue::h100_sxm;
+  want.accelerator.mem_gbs = 141;
+  EXPECT_EQ(lj::load_system("h100-sxm", {}, {{"accelerator.mem_gbs", 141}}).spec(), want);
+  EXPECT_EQ(lj::load_system("h100-sxm", {}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")).spec(), want);
+  EXPECT_EQ(lj::load_model("llama3-70b", {}, {{"layer_num", 40}}).layer_num, 40);
+  EXPECT_EQ(lj::load_strategy("tp8_dp1", {}, {{"micro_batch_num", 32}}).micro_batch_num, 32);
+  // And perf_llm::configure takes them too.
+  lj::perf_llm perf;
+  perf.configure("tp8_dp1", "llama3-70b", "h100-sxm", {}, {}, {}, {{"accelerator.mem_gbs", 141}});
+  EXPECT_EQ(perf.model(), llmsim::catalogue::llama3_70b);
+  EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
+}
+
+TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
+  const auto what = [](auto load, const char* arg) {
+    try {
+      (void)load(arg);
+    } catch (const llmsim::config_error& e) {
+      EXPECT_EQ(e.file(), arg);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, "llama3-7b"),
+            "llama3-7b: llmsim::json: is neither a file nor a catalogue model name; catalogue models: llama2-7b llama2-13b llama2-70b "
+            "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 mixtral-8x7b mixtral-8x22b "
+            "qwen3-30b-a3b qwen3-235b-a22b");
+  EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
+            "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x");
+  EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
+            "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, e.g. tp2_pp1_dp4 or "
+            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> zero<N> vp<N> first<N> "
+            "last<N> full selective nosp separated by '_' or '-'");
+  const std::string dir = (configs_dir / "models").string();
+  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()), dir + ": llmsim::json: is a directory, not a config file");
 }

@@ -177,11 +177,39 @@ constexpr const system_spec* find_system(std::string_view name) {
   return nullptr;
 }
 
+/// One token of compact strategy names: its spelling (<N> a decimal number) and what it sets.
+struct strategy_name_token {
+  std::string_view token;
+  std::string_view meaning;
+};
+/// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
+inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
+    {"tp<N>", "tensor-parallel size (tp_size)"},
+    {"pp<N>", "pipeline stages (pp_size)"},
+    {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
+    {"cp<N>", "context-parallel size (cp_size)"},
+    {"ep<N>", "expert-parallel size (ep_size)"},
+    {"etp<N>", "expert tensor-parallel size (etp_size)"},
+    {"mbs<N>", "micro-batch size (micro_batch_size, default 1)"},
+    {"mbc<N>", "micro-batches per iteration (micro_batch_num, default 8)"},
+    {"seq<N>", "sequence length (seq_len, default 4096)"},
+    {"zero<N>", "optimizer state sharding (zero_state, default 1)"},
+    {"vp<N>", "virtual pipeline chunks per stage (interleaving_size)"},
+    {"first<N>", "layers of the first pipeline stage (num_layers_in_first_pipeline_stage)"},
+    {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
+    {"full", "full recompute of every layer"},
+    {"selective", "selective recompute (attention) of every layer"},
+    {"nosp", "no sequence parallelism (on by default)"},
+}};
+
 /// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
-/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, full / selective (recompute all layers),
+/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
+/// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
 /// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
-/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`.
-/// Returns false when a token is not understood.
+/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
+/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
+/// Returns false when a token is not understood (a number token without its number, `first`,
+/// is not understood).
 constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
   std::int64_t dp = 1;
@@ -217,6 +245,8 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     else if (key == "seq") s.seq_len = v;
     else if (key == "zero") s.zero_state = v;
     else if (key == "vp") s.interleaving_size = v;
+    else if (key == "first") s.num_layers_in_first_pipeline_stage = v;
+    else if (key == "last") s.num_layers_in_last_pipeline_stage = v;
     else return false;
   }
   if (!any) return false;

@@ -16,12 +16,11 @@ constexpr void require_network(const system_spec& sys, std::string_view field, c
 }
 }  // namespace detail
 
-/// Checks each spec and then the rules between them. `validate(m, s, sys)` is the gate every
-/// estimate passes through.
-constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
-  validate(sys);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   const bool mla = m.attention_type == attention_kind::mla;
@@ -50,8 +49,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
     if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
     if (even_stages == 0 && fixed != m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}", first.value_or(0), last.value_or(0), m.layer_num);
     if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
-      if (fixed == 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}", pp, m.layer_num);
-      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages", m.layer_num, fixed, even_stages);
+      if (fixed == 0) {
+        // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
+        // pp16 = 1 + 15 * 4). Suggest the smallest non-zero first stage that leaves every other
+        // stage at least one layer.
+        const std::int64_t others = pp - 1;
+        const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
+        if (m.layer_num - suggest >= others) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages", pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
+        report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", pp, m.layer_num);
+      }
+      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", m.layer_num, fixed, even_stages);
     }
     if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1) report_error(api, "strategy.pp_size", "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
     if (s.interleaving_size > 1) {
@@ -61,6 +68,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
       if (s.micro_batch_num % pp != 0) report_error(api, "strategy.micro_batch_num", "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}", s.micro_batch_num, pp);
     }
   }
+}
+
+/// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
+/// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
+/// passes through.
+constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s);
+  validate(sys);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
   detail::require_network(sys, "strategy.tp_net", s.tp_net);
   detail::require_network(sys, "strategy.cp_net", s.cp_net);
   detail::require_network(sys, "strategy.pp_net", s.pp_net);

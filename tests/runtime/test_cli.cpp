@@ -1,0 +1,503 @@
+// The llmsim command line tool as a user runs it: overrides, exit statuses, JSON on stdout.
+// Each test runs the built CLI (LLMSIM_CLI_PATH) through a POSIX shell and reads its exit status,
+// stdout and stderr. Expected values come from the configs and the documentation, never from a
+// previous run of the tool.
+
+#include <llmsim/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef _WIN32
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+const fs::path source_dir = fs::path(LLMSIM_SOURCE_DIR);
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+  /// stdout parsed as JSON (discarded when it is not JSON).
+  [[nodiscard]] json out_json() const { return json::parse(out, nullptr, false); }
+};
+
+/// The tool under test: the environment's LLMSIM_TEST_CLI when set (to run these tests against
+/// another build of the tool), else the one built with the tests.
+std::string cli_path() {
+  const char* env = std::getenv("LLMSIM_TEST_CLI");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(LLMSIM_CLI_PATH);
+}
+
+#ifdef _WIN32
+#define LLMSIM_REQUIRE_CLI() GTEST_SKIP() << "needs a POSIX shell"
+#else
+#define LLMSIM_REQUIRE_CLI()                                                                    \
+  do {                                                                                          \
+    if (cli_path().empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
+  } while (false)
+#endif
+
+#ifndef _WIN32
+/// Runs `env llmsim <args>` from the source directory (so configs/... paths resolve); `env`
+/// (VAR=value ...) and `args` are shell text.
+run_result run_cli_env(const std::string& env, const std::string& args) {
+  static std::atomic<int> counter{0};
+  const fs::path err_file = fs::temp_directory_path() / ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
+  const std::string command = "cd '" + source_dir.string() + "' && " + env + " '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
+  run_result r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  r.err = text.str();
+  std::error_code ignored;
+  fs::remove(err_file, ignored);
+  return r;
+}
+#else
+run_result run_cli_env(const std::string&, const std::string&) { return {}; }
+#endif
+run_result run_cli(const std::string& args) { return run_cli_env("", args); }
+
+/// Distinguishes this process's scratch files from a parallel test's.
+std::string unique_suffix() {
+#ifdef _WIN32
+  return "0";
+#else
+  return std::to_string(::getpid());
+#endif
+}
+
+/// `check --format json` of `args`: the resolved specs (fails the test when the command fails).
+json checked(const std::string& args) {
+  const auto r = run_cli("check --format json " + args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\nstderr: " << r.err;
+  const auto report = r.out_json();
+  EXPECT_FALSE(report.is_discarded()) << "stdout is not JSON: " << r.out;
+  return report;
+}
+
+// ---- item: --set merges into nested objects ---------------------------------------------------
+
+// The README's and --help's own example, on the catalogue system and on the shipped file: memory
+// becomes 141 (GiB, as given) and every other field of the system stays as loaded without it.
+TEST(CliOverrides, NestedSystemOverrideKeepsTheRestOfTheObject) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string system : {"h100-sxm", "configs/system/h100_sxm.json"}) {
+    SCOPED_TRACE(system);
+    const json base = checked("--system " + system);
+    const json patched = checked("--system " + system + " --set system.accelerator.mem_gbs=141");
+    ASSERT_TRUE(base.contains("system") && patched.contains("system"));
+    EXPECT_EQ(patched["system"]["accelerator"]["mem_gbs"], 141.0);
+    json want = base["system"];
+    want["accelerator"]["mem_gbs"] = 141.0;
+    EXPECT_EQ(patched["system"], want);
+  }
+}
+
+// Model and strategy overrides on catalogue entries and files: only the named fields change.
+// Llama 3 70B has 80 layers (Meta's config); 40 keeps pp2 even. The JSON value form merges too.
+TEST(CliOverrides, ModelAndStrategyOverridesChangeOnlyTheirFields) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string model : {"llama3-70b", "configs/models/llama3-70b.json"}) {
+    SCOPED_TRACE(model);
+    const std::string specs = "--model " + model + " --strategy tp8_pp2_dp1";
+    const json base = checked(specs);
+    const json patched = checked(specs + " --set model.layer_num=40 --set strategy.micro_batch_num=16");
+    json want_model = base["model"];
+    want_model["layer_num"] = 40;
+    EXPECT_EQ(patched["model"], want_model);
+    json want_strategy = base["strategy"];
+    want_strategy["micro_batch_num"] = 16;
+    want_strategy["global_batch_size"] = 16;  // mbs 1 * 16 micro-batches * dp 1
+    EXPECT_EQ(patched["strategy"], want_strategy);
+  }
+  const json file = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json");
+  const json patched = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set 'strategy.megatron_recompute_modules=[\"mlp\"]' "
+                               "--set strategy.megatron_recompute=true --set strategy.enable_recompute=true "
+                               "--set strategy.recompute_granularity=selective_recompute --set strategy.recompute_layer_num=2");
+  json want = file["strategy"];
+  want["megatron_recompute_modules"] = json::array({"mlp"});
+  want["megatron_recompute"] = true;
+  want["enable_recompute"] = true;
+  want["recompute_granularity"] = "selective_recompute";
+  want["recompute_layer_num"] = 2;
+  EXPECT_EQ(patched["strategy"], want);
+}
+
+// A JSON object given to --set merges like the dotted form, and later --set compose with earlier ones.
+TEST(CliOverrides, ObjectValuedSetMergesAndComposes) {
+  LLMSIM_REQUIRE_CLI();
+  const json base = checked("--system h100-sxm");
+  const json patched = checked("--system h100-sxm --set 'system.accelerator={\"mem_gbs\": 141}' --set system.networks.inter_node.bandwidth.gbps=100");
+  json want = base["system"];
+  want["accelerator"]["mem_gbs"] = 141.0;
+  want["networks"]["inter_node"]["bandwidth"]["gbps"] = 100.0;
+  EXPECT_EQ(patched["system"], want);
+}
+
+
+// ---- item: the build says whether it is optimised -------------------------------------------------
+
+// This test is compiled with the CLI's flags, so its own __OPTIMIZE__ tells what --version must say.
+TEST(CliVersion, SaysWhetherTheBuildIsOptimised) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+#ifdef __OPTIMIZE__
+  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (optimised build)\n");
+#else
+  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed)\n");
+#endif
+}
+
+// ---- item: model-strategy rules run whenever both are given --------------------------------------
+
+// Llama 3 70B has 64 query and 8 key/value heads (Meta's config): tp16 divides 64 but not 8.
+TEST(CliCheck, ModelAndStrategyRulesRunWithoutASystem) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("check --model llama3-70b --strategy tp16");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("error: tp16: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << r.err;
+  // The strategy file is named when the strategy comes from a file.
+  const auto f = run_cli("check --model llama3-70b --strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set strategy.tp_size=16 --set strategy.world_size=16");
+  EXPECT_EQ(f.exit_code, 1) << f.out;
+  EXPECT_NE(f.err.find("error: configs/strategy/tp2_pp1_dp4_mbs1.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << f.err;
+  EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp8").exit_code, 0);
+}
+
+// ---- item: pipeline-split errors say how to fix them; compact names take first<N> / last<N> ------
+
+// DeepSeek-V3 has 61 layers (its config.json): pp16 does not divide them, 1 + 15 * 4 does.
+TEST(CliCheck, PipelineSplitErrorNamesTheFixAndTheNameTakesIt) {
+  LLMSIM_REQUIRE_CLI();
+  const auto bad = run_cli("check --model deepseek-v3 --strategy pp16_dp8_ep8_mbc32");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("error: pp16_dp8_ep8_mbc32: llmsim::strategy: strategy.pp_size=16 must divide model.layer_num=61; set "
+                         "strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, "
+                         "e.g. num_layers_in_first_pipeline_stage=1 leaves 4 layers on each of the other 15 stages\n"),
+            std::string::npos)
+      << bad.err;
+  const json first = checked("--model deepseek-v3 --strategy pp16_dp8_ep8_mbc32_first1");
+  EXPECT_EQ(first["strategy"]["num_layers_in_first_pipeline_stage"], 1);
+  EXPECT_EQ(first["strategy"]["num_layers_in_last_pipeline_stage"], nullptr);
+  EXPECT_EQ(first["strategy"]["pp_size"], 16);
+  EXPECT_EQ(first["strategy"]["world_size"], 128);  // pp16 * dp8
+  const json last = checked("--model deepseek-v3 --strategy pp16_dp8_ep8_mbc32_last1");
+  EXPECT_EQ(last["strategy"]["num_layers_in_last_pipeline_stage"], 1);
+  EXPECT_EQ(last["strategy"]["num_layers_in_first_pipeline_stage"], nullptr);
+}
+
+constexpr bool compact_names_take_first_and_last() {
+  llmsim::strategy_spec s{};
+  if (!llmsim::catalogue::parse_strategy_name("pp4_dp2_first2_last3", s)) return false;
+  return s.pp_size == 4 && s.world_size == 8 && s.num_layers_in_first_pipeline_stage == 2 && s.num_layers_in_last_pipeline_stage == 3;
+}
+constexpr bool compact_names_refuse_a_token_without_its_number() {
+  llmsim::strategy_spec s{};
+  for (const char* name : {"first", "pp4_first", "pp4_last", "pp4_firstx", "pp4_first2x", "pp4_tp"})
+    if (llmsim::catalogue::parse_strategy_name(name, s)) return false;
+  return true;
+}
+static_assert(compact_names_take_first_and_last());
+static_assert(compact_names_refuse_a_token_without_its_number());
+TEST(CompactStrategyNames, FirstAndLastTokens) {
+  EXPECT_TRUE(compact_names_take_first_and_last());
+  EXPECT_TRUE(compact_names_refuse_a_token_without_its_number());
+}
+
+// ---- item: the CLI loads through the library (files, catalogue names, directories) --------------
+
+TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
+  LLMSIM_REQUIRE_CLI();
+  const auto dir = run_cli("check --model configs/models");
+  EXPECT_EQ(dir.exit_code, 1);
+  EXPECT_NE(dir.err.find("error: configs/models: llmsim::json: is a directory, not a config file\n"), std::string::npos) << dir.err;
+  const auto unknown = run_cli("check --system h100");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
+            std::string::npos)
+      << unknown.err;
+}
+
+// ---- item: exit statuses, one table ---------------------------------------------------------------
+//
+// Llama 3 70B (70.6e9 parameters) with tp1_dp8 on an 80 GiB H100 SXM: each GPU holds all the bf16
+// weights, 70.6e9 * 2 bytes = 131.4 GiB, already more than the device. tp8_pp4_dp4 holds 1/32 of
+// them: weights 4.1 GiB, fp32 grads 8.2 GiB, Adam states 12 bytes / dp4 = 6.2 GiB, and activations
+// of 4 micro-batches in flight on the first stage, 20 layers * 34 * s * h / tp = 2.9 GiB each
+// (Korthikanti et al. eq. 2 without the attention scores): about 30 GiB, well inside 80.
+const std::string oom_job = "--model llama3-70b --strategy tp1_dp8 --system h100-sxm";
+const std::string fitting_job = "--model llama3-70b --strategy tp8_pp4_dp4 --system h100-sxm";
+
+TEST(CliExitStatus, ZeroOnSuccessAndForHelpAndVersion) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"perf " + fitting_job, "check " + fitting_job, "check --model llama3-70b", "list", "list --format json", "--help",
+                                 "perf --help", "--version", "bench " + fitting_job + " --iterations 2"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+}
+
+TEST(CliExitStatus, OneForConfigAndInputErrors) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"perf --model llama3-70b --strategy tp3 --system h100-sxm", "check --model configs/models", "check --system h100",
+                                 "perf --model llama3-70b --strategy tp8_dp1 --system h100-sxm --set model.layer_num=0", "validate configs/models/llama3-70b.json"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0U) << r.err;
+  }
+}
+
+// Every CLI11 parse error is 2 (CLI11's own codes are 105-109), and so is a malformed --set.
+TEST(CliExitStatus, TwoForUsageErrors) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string& args : std::vector<std::string>{"", "perf --bogus", "perf --model llama3-70b", "list extra", "list --format json extra", "check", "perf --format xml " + fitting_job,
+                                 "bench --iterations 0 " + fitting_job, "check --model llama3-70b --set bad", "check --model llama3-70b --set foo.x=1",
+                                 "check --model llama3-70b --set strategy.tp_size=2", "check --model llama3-70b --set model.a=1 --set model.a.b=2", "nosuchcommand"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
+TEST(CliExitStatus, ThreeWhenTheJobDoesNotFitUnlessAllowOom) {
+  LLMSIM_REQUIRE_CLI();
+  for (const std::string cmd : {"perf ", "check "}) {
+    SCOPED_TRACE(cmd);
+    const auto r = run_cli(cmd + oom_job);
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("llmsim: does not fit: peak "), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("does not fit: peak "), std::string::npos) << "the verdict line is in the text output";
+    const auto allowed = run_cli(cmd + oom_job + " --allow-oom");
+    EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+    EXPECT_NE(allowed.out.find("does not fit: peak "), std::string::npos);
+    const auto fits = run_cli(cmd + fitting_job);
+    EXPECT_EQ(fits.exit_code, 0) << fits.err;
+    EXPECT_NE(fits.out.find("fits: peak "), std::string::npos);
+  }
+  // check judges memory only when it can estimate: without a system there is no device.
+  EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp1_dp8").exit_code, 0);
+}
+
+// JSON carries the same verdict: perf's mem_result and check's "memory", with the exit status.
+TEST(CliExitStatus, ThreeInJsonCarriesTheVerdict) {
+  LLMSIM_REQUIRE_CLI();
+  const auto perf = run_cli("perf --format json " + oom_job);
+  EXPECT_EQ(perf.exit_code, 3);
+  const json p = perf.out_json();
+  ASSERT_FALSE(p.is_discarded()) << perf.out;
+  EXPECT_EQ(p["exit_status"], 3);
+  EXPECT_EQ(p["mem_result"]["fits"], false);
+  EXPECT_EQ(p["mem_result"]["device_mem"], 80.0);
+  EXPECT_GT(p["mem_result"]["peak_mem"].get<double>(), 131.4);
+  const auto check = run_cli("check --format json " + oom_job);
+  EXPECT_EQ(check.exit_code, 3);
+  const json c = check.out_json();
+  ASSERT_FALSE(c.is_discarded()) << check.out;
+  EXPECT_EQ(c["exit_status"], 3);
+  ASSERT_TRUE(c.contains("memory")) << check.out;
+  EXPECT_EQ(c["memory"]["fits"], false);
+  EXPECT_EQ(c["memory"]["device_mem"], 80.0);
+  EXPECT_GT(c["memory"]["peak_mem"].get<double>(), 131.4);
+  EXPECT_DOUBLE_EQ(c["memory"]["over_by"].get<double>(), c["memory"]["peak_mem"].get<double>() - 80.0);
+  EXPECT_EQ(c["memory"]["verdict"].get<std::string>().rfind("does not fit: peak ", 0), 0U);
+  const auto fits = run_cli("check --format json " + fitting_job);
+  EXPECT_EQ(fits.exit_code, 0);
+  EXPECT_EQ(fits.out_json()["memory"]["fits"], true);
+  EXPECT_LT(fits.out_json()["memory"]["peak_mem"].get<double>(), 80.0);
+}
+
+// No input reaches status 4; the test hook throws a plain std::exception where a bug would.
+TEST(CliExitStatus, FourForAnInternalError) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli_env("LLMSIM_TEST_INTERNAL_ERROR=boom", "list --format json");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.err, "error: internal error: boom\n");
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 4);
+  EXPECT_EQ(j["error"]["message"], "internal error: boom");
+}
+
+// A malformed validation-cases file is an input error, not a failure of the tool.
+TEST(CliExitStatus, MalformedValidationCasesAreInputErrors) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path dir = fs::temp_directory_path() / ("llmsim_cli_cases_" + unique_suffix());
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> files{
+      {R"({"config_root": 5, "cases": []})", "/config_root: expected a string, got an integer 5"},
+      {R"({"cases": [3]})", "/cases/0: expected an object, got an integer 3"},
+      {R"({"cases": [{"name": 1, "model": "m", "strategy": "s", "system": "y"}]})", "/cases/0/name: expected a string, got an integer 1"},
+      {R"({"cases": [{"model": "m", "strategy": "s"}]})", "/cases/0/system: required field is missing"},
+      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})", "/cases/0/real/iter_time_ms: expected a number, got a string \"fast\""},
+  };
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const fs::path file = dir / ("cases" + std::to_string(i) + ".json");
+    std::ofstream(file) << files[i].first;
+    const auto r = run_cli("validate '" + file.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << files[i].first << "\n" << r.err;
+    EXPECT_EQ(r.err, "error: " + file.string() + ": llmsim validate: " + files[i].second + "\n");
+  }
+  fs::remove_all(dir);
+}
+
+// A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.
+TEST(CliValidate, CaseSystemOverridesApply) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::temp_directory_path() / ("llmsim_cli_system_overrides_" + unique_suffix() + ".json");
+  std::ofstream(file) << R"({"config_root": ")" << (source_dir / "configs").string() << R"(", "cases": [
+      {"name": "negative memory", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json",
+       "system_overrides": {"accelerator.mem_gbs": -1}}]})";
+  const auto r = run_cli("validate --format json '" + file.string() + "'");
+  fs::remove(file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["cases"].size(), 1U);
+  EXPECT_EQ(j["cases"][0]["error"], (source_dir / "configs" / "system" / "h100_sxm.json").string() +
+                                        ": llmsim::system: system.accelerator.mem_gbs=-1 must be a positive number");
+}
+
+// ---- item: --format json answers on stdout, errors included -----------------------------------------
+
+/// The error object of a failed `--format json` command, checked against what stderr says.
+void expect_json_error(const run_result& r, int status, const std::string& message, const std::string& field, const std::string& file) {
+  EXPECT_EQ(r.exit_code, status) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
+  EXPECT_EQ(j["exit_status"], status);
+  ASSERT_TRUE(j.contains("error") && j["error"].is_object()) << r.out;
+  EXPECT_EQ(j["error"]["message"], message);
+  EXPECT_EQ(j["error"]["field"], field);
+  EXPECT_EQ(j["error"]["file"], file);
+  EXPECT_NE(r.err.find(message), std::string::npos) << "the message goes to stderr too: " << r.err;
+}
+
+TEST(CliJsonErrors, EverySubcommandAnswersInJson) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string tp3 = "tp3: llmsim::strategy: strategy.tp_size=3 must divide model.head_num=64";
+  for (const std::string cmd : {"perf", "bench", "check"}) {
+    SCOPED_TRACE(cmd);
+    expect_json_error(run_cli(cmd + " --format json --model llama3-70b --strategy tp3 --system h100-sxm"), 1, tp3, "strategy.tp_size", "tp3");
+  }
+  expect_json_error(run_cli("validate --format json configs/models/llama3-70b.json"), 1,
+                    "configs/models/llama3-70b.json: llmsim validate: /cases: expected an object with a \"cases\" array", "/cases", "configs/models/llama3-70b.json");
+  // Usage errors answer in JSON when the command line asks for it, whether CLI11 or llmsim finds them.
+  expect_json_error(run_cli("perf --format json --model llama3-70b"), 2, "--system is required", "", "");
+  expect_json_error(run_cli("list --format=json extra"), 2, "The following argument was not expected: extra", "", "");
+  expect_json_error(run_cli("check --format json --model llama3-70b --set bad"), 2,
+                    "--set \"bad\" must have the form spec.key=value, e.g. model.layer_num=12", "--set", "");
+  // Text output prints nothing on stdout for an error.
+  const auto text = run_cli("perf --model llama3-70b --strategy tp3 --system h100-sxm");
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_EQ(text.out, "");
+  EXPECT_EQ(text.err, "error: " + tp3 + "\n");
+}
+
+// The check report keeps every error and adds the first as the error object.
+TEST(CliJsonErrors, CheckReportCarriesTheErrorObject) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("check --format json --model llama3-7b --strategy tp3");
+  EXPECT_EQ(r.exit_code, 1);
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 1);
+  EXPECT_EQ(j["error_count"], 1);
+  EXPECT_EQ(j["error"]["file"], "llama3-7b");
+  EXPECT_EQ(j["error"]["field"], "");
+  EXPECT_EQ(j["errors"][0], j["error"]["message"]);
+  EXPECT_EQ(j["strategy"]["tp_size"], 3);  // what did load is still reported
+}
+
+// ---- item: list --format json ---------------------------------------------------------------------
+
+// Key fields by hand: Llama 3 70B (Meta's config.json), DeepSeek-V3 (its config.json), H100 SXM
+// (80 GB, 989 dense BF16 TFLOPS, 1979 FP8), and the documented strategy-name tokens and defaults.
+TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli("list --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const auto find = [&](const char* list, const std::string& name) {
+    for (const auto& e : j[list])
+      if (e["name"] == name) return e;
+    return json();
+  };
+  ASSERT_EQ(j["models"].size(), 15U);
+  const json llama = find("models", "llama3-70b");
+  EXPECT_EQ(llama["model_type"], "dense");
+  EXPECT_EQ(llama["hidden_size"], 8192);
+  EXPECT_EQ(llama["layer_num"], 80);
+  EXPECT_EQ(llama["head_num"], 64);
+  EXPECT_EQ(llama["kv_head_num"], 8);
+  EXPECT_EQ(llama["intermediate_size"], 28672);
+  EXPECT_EQ(llama["vocab_size"], 128256);
+  const json v3 = find("models", "deepseek-v3");
+  EXPECT_EQ(v3["model_type"], "moe");
+  EXPECT_EQ(v3["attention_type"], "mla");
+  EXPECT_EQ(v3["layer_num"], 61);
+  EXPECT_EQ(v3["expert_num"], 256);
+  EXPECT_EQ(v3["topk"], 8);
+  ASSERT_EQ(j["systems"].size(), 6U);
+  const json h100 = find("systems", "h100-sxm");
+  EXPECT_EQ(h100["mem_gbs"], 80.0);
+  EXPECT_EQ(h100["matmul_tflops"], 989.0);
+  EXPECT_EQ(h100["fp8_matmul_tflops"], 1979.0);
+  EXPECT_EQ(h100["num_per_node"], 8);
+  EXPECT_EQ(find("systems", "a100-sxm")["fp8_matmul_tflops"], nullptr);  // Ampere has no FP8
+  const json& grammar = j["strategy_names"];
+  std::vector<std::string> tokens;
+  for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
+  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>", "seq<N>", "zero<N>", "vp<N>",
+                                              "first<N>", "last<N>", "full", "selective", "nosp"}));
+  EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
+  EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
+  EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);
+  EXPECT_EQ(grammar["separators"], json::array({"_", "-"}));
+}
+
+// ---- item: bench prints text unless asked for JSON --------------------------------------------------
+
+TEST(CliBench, TextByDefaultJsonWhenAsked) {
+  LLMSIM_REQUIRE_CLI();
+  const auto text = run_cli("bench --iterations 3 " + fitting_job);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("median ", 0), 0U) << text.out;
+  EXPECT_NE(text.out.find(" over 3 iterations"), std::string::npos) << text.out;
+  const auto r = run_cli("bench --format json --iterations 3 " + fitting_job);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j.size(), 2U) << r.out;
+  EXPECT_EQ(j["iterations"], 3);
+  EXPECT_GT(j["estimate_ns_median"].get<double>(), 0.0);
+}
+
+}  // namespace
