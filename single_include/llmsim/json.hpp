@@ -10,6 +10,7 @@
 /// auto model = llmsim::json::load_model("configs/models/llama3-8b.json", opt);
 /// auto system = llmsim::json::load_system("configs/system/b200_bf16_ceperm.json", opt);
 /// llmsim::validate(model, strategy, system.spec());    // the same constexpr checks
+/// auto h100 = llmsim::json::load_system("h100-sxm", opt, {{"accelerator.mem_gbs", 94}});  // catalogue names too
 /// ```
 /// Every error is an `llmsim::config_error` naming the file, the JSON path and the rule:
 /// `strategy.json: /tp_size: expected an integer, got "two"`.
@@ -458,34 +459,90 @@ inline value parse_text(std::string_view text, const std::string& source) {
 
 /// Reads and parses a JSON file.
 inline value read_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw config_error("llmsim::json", "", "cannot open the file", file.string());
-  if (std::filesystem::is_directory(file)) throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return parse_text(buffer.str(), file.string());
 }
 
-/// Sets `path` (dotted, e.g. "accelerator.mem_gbs") in `target` to `v`, creating objects on the way.
-inline void set_path(value& target, std::string_view dotted, value v, const std::string& source) {
+namespace detail {
+/// The slot at `dotted` (e.g. "accelerator.mem_gbs") in `target`, creating objects on the way
+/// (a null on the way becomes an object) and the slot itself as null when absent.
+inline value& slot_at(value& target, std::string_view dotted, const std::string& source) {
   value* node = &target;
   std::size_t start = 0;
   while (true) {
     const auto dot = dotted.find('.', start);
     const std::string key(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (key.empty()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" has an empty component", source);
-    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
-    if (dot == std::string_view::npos) { (*node)[key] = std::move(v); return; }
-    node = &(*node)[key];
     if (node->is_null()) *node = value::object();
+    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
+    node = &(*node)[key];
+    if (dot == std::string_view::npos) return *node;
     start = dot + 1;
   }
 }
+}  // namespace detail
 
-/// Applies an object of overrides (keys may be dotted paths) on top of a parsed file.
+/// Sets `path` (dotted, e.g. "accelerator.mem_gbs") in `target` to `v`, creating objects on the way.
+inline void set_path(value& target, std::string_view dotted, value v, const std::string& source) {
+  detail::slot_at(target, dotted, source) = std::move(v);
+}
+
+/// Merges `patch` into `target` as a JSON merge patch (RFC 7396): an object merges key by key into
+/// the object at the same place (made an object when it is not one), anything else replaces the
+/// value. So `{"accelerator": {"mem_gbs": 141}}` changes the memory and keeps the accelerator's
+/// `op`, `bandwidth`, ... .
+///
+/// One difference from RFC 7396: null is written as null, as if the file said null, instead of
+/// deleting the key, so that an override means what the same text in the file means. Deleting a
+/// key (= the field's default) and null agree only for the optional numbers (model.topk,
+/// model.head_size, strategy.num_layers_in_first_pipeline_stage, ...), model.model_name,
+/// strategy.te_version, strategy.recompute_granularity, strategy.megatron_recompute_modules,
+/// the optional fields of a collective (efficient_factor, latency_us, fixed_latency_us) and
+/// accelerator.op.<kind>.accurate_efficient_factor. They differ for
+/// - numbers, booleans and enumerations without a null spelling (strategy.tp_size,
+///   model.use_swiglu, system.accelerator.mode, ...): null is an error, deleting restores the default;
+/// - the group-size tables (fixed_latency_us_by_comm_num, dp_fixed_bw): null is an error,
+///   deleting leaves the table empty;
+/// - strings with a non-empty default (strategy.order_of_paralielism, strategy.te_*_min_version,
+///   strategy.*_net, system.accelerator.backend): null reads as "", deleting restores
+///   "tp-cp-ep-dp-pp", "2.3.0", "auto", "cuda";
+/// - required fields: null is a type error, deleting is "required field is missing";
+/// - system entries (accelerator.op.<kind>, accelerator.bandwidth.<kind>, networks.<tier>): null
+///   is an error, deleting would remove the entry.
+/// Iterative, so a deeply nested patch cannot exhaust the stack.
+inline void merge_patch(value& target, const value& patch) {
+  std::vector<std::pair<value*, const value*>> todo{{&target, &patch}};
+  while (!todo.empty()) {
+    const auto [t, p] = todo.back();
+    todo.pop_back();
+    if (!p->is_object()) {
+      *t = *p;
+      continue;
+    }
+    if (!t->is_object()) *t = value::object();
+    // Insert every key before taking addresses: ordered_json keeps an object's members in a vector.
+    for (const auto& item : p->items()) (void)(*t)[item.key()];
+    for (const auto& item : p->items()) todo.emplace_back(&(*t)[item.key()], &item.value());
+  }
+}
+
+/// Merges `patch` (as `merge_patch` does) at the dotted `path` of `target`, creating objects on the way.
+inline void merge_path(value& target, std::string_view dotted, const value& patch, const std::string& source) {
+  merge_patch(detail::slot_at(target, dotted, source), patch);
+}
+
+/// Applies an object of overrides on top of a parsed file: each key (a name, or a dotted path such
+/// as "accelerator.mem_gbs") is merged with `merge_path`, so nested objects merge instead of
+/// replacing the whole object. Null (`{}` passed for a `const value&`) means no overrides.
 inline void merge_overrides(value& target, const value& overrides, const std::string& source) {
+  if (overrides.is_null()) return;
   if (!overrides.is_object()) throw config_error("llmsim::json", "/", "/: overrides must be an object, got " + detail::show(overrides), source);
-  for (const auto& item : overrides.items()) set_path(target, item.key(), item.value(), source);
+  for (const auto& item : overrides.items()) merge_path(target, item.key(), item.value(), source);
 }
 
 /// Reads `text` of `--set key=text` as JSON when it parses (12, true, "x", null), else as a string.
@@ -793,26 +850,88 @@ inline value to_json(const system_spec& sys) {
   return {{"sys_name", std::string(sys.sys_name.view())}, {"num_per_node", sys.num_per_node}, {"FC8", sys.FC8}, {"accelerator", acc}, {"networks", nets}};
 }
 
-// ---- files with overrides ----------------------------------------------------------------------
+// ---- files or catalogue names, with overrides -----------------------------------------------------
 
-/// Loads a model file; `overrides` (an object, keys may be dotted) are applied before parsing.
+namespace detail {
+inline bool is_regular_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(file, ec);
+}
+
+/// The names of a catalogue list, space separated.
+template <class List>
+std::string names_of(const List& list) {
+  std::string out;
+  for (const auto& entry : list) {
+    if (!out.empty()) out.append(1, ' ');
+    out.append(entry.name);
+  }
+  return out;
+}
+
+/// What a path that is neither a file nor a name says about the names `kind` accepts.
+inline std::string catalogue_names(std::string_view kind) {
+  if (kind == "model") return "catalogue models: " + names_of(catalogue::models);
+  if (kind == "system") return "catalogue systems: " + names_of(catalogue::systems);
+  std::string tokens;
+  for (const auto& t : catalogue::strategy_name_tokens) tokens.append(tokens.empty() ? "" : " ").append(t.token);
+  return "strategy names are compact, e.g. tp2_pp1_dp4 or pp16_dp8_ep8_mbc32_first1, from the tokens " + tokens + " separated by '_' or '-'";
+}
+
+/// The JSON object of a config file. A path that does not exist is neither a file nor a catalogue
+/// name (the caller has looked the name up): the error lists the names of `kind`.
+inline value read_config(const std::filesystem::path& file, std::string_view kind) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw config_error("llmsim::json", "", "is neither a file nor a catalogue " + std::string(kind) + " name; " + catalogue_names(kind), file.string());
+  value v = read_file(file);
+  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + type_name(v), file.string());
+  return v;
+}
+}  // namespace detail
+
+/// Loads a model: a file, or, when `file` is not an existing regular file, a catalogue name
+/// (`load_model("llama3-70b")`, see `catalogue::models`). `overrides` (an object; keys may be
+/// dotted paths) merge in before parsing, as `merge_overrides` does.
 inline model_spec load_model(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
-  value v = read_file(file);
-  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
-  merge_overrides(v, overrides, file.string() + " (with overrides)");
-  return parse_model(v, file.string(), opt);
+  const std::string name = file.string();
+  const model_spec* entry = detail::is_regular_file(file) ? nullptr : catalogue::find_model(name);
+  const std::string source = entry ? "catalogue model " + name : name;
+  value v = entry ? to_json(*entry) : detail::read_config(file, "model");
+  merge_overrides(v, overrides, source + " (with overrides)");
+  return parse_model(v, source, opt);
 }
+/// Loads a strategy: a file, or, when `file` is not an existing regular file, a compact strategy
+/// name (`load_strategy("tp8_pp2_dp4_mbc16")`, see `catalogue::parse_strategy_name`); overrides as for `load_model`.
 inline strategy_spec load_strategy(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
-  value v = read_file(file);
-  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
-  merge_overrides(v, overrides, file.string() + " (with overrides)");
-  return parse_strategy(v, file.string(), opt);
+  const std::string name = file.string();
+  strategy_spec named{};
+  const bool is_name = !detail::is_regular_file(file) && catalogue::parse_strategy_name(name, named);
+  const std::string source = is_name ? "strategy " + name : name;
+  value v = is_name ? to_json(named) : detail::read_config(file, "strategy");
+  merge_overrides(v, overrides, source + " (with overrides)");
+  return parse_strategy(v, source, opt);
 }
+/// Loads a system: a file, or, when `file` is not an existing regular file, a catalogue name
+/// (`load_system("h100-sxm")`, see `catalogue::systems`); overrides as for `load_model`.
 inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
-  value v = read_file(file);
-  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + detail::type_name(v), file.string());
-  merge_overrides(v, overrides, file.string() + " (with overrides)");
-  return parse_system(v, file.string(), opt);
+  const std::string name = file.string();
+  const system_spec* entry = detail::is_regular_file(file) ? nullptr : catalogue::find_system(name);
+  const std::string source = entry ? "catalogue system " + name : name;
+  value v = entry ? to_json(*entry) : detail::read_config(file, "system");
+  merge_overrides(v, overrides, source + " (with overrides)");
+  return parse_system(v, source, opt);
+}
+
+/// Validates a model and a strategy together (the rules that need no system); an error about
+/// `model.*` names the model file, any other the strategy file.
+inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file) {
+  try {
+    validate(m, s);
+  } catch (const config_error& e) {
+    if (e.field().rfind("model.", 0) == 0) throw e.in_file(model_file);
+    throw e.in_file(strategy_file);
+  }
 }
 
 /// Validates the three together; an error about `model.*` or `strategy.*` names that file.
@@ -914,12 +1033,14 @@ inline value to_json(const estimate_result& r) {
 class perf_llm : public llmsim::perf_llm {
  public:
   using llmsim::perf_llm::configure;
-  /// Loads the three files (with optional overrides) and configures.
+  /// Loads the three files or catalogue names (with optional overrides, merged as
+  /// `merge_overrides` does: keys may be dotted, `{"accelerator.mem_gbs": 141}`) and configures.
   void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file, const std::filesystem::path& system_file,
-                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object()) {
+                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object(),
+                 const value& system_overrides = value::object()) {
     const auto strategy = load_strategy(strategy_file, opt, strategy_overrides);
     const auto model = load_model(model_file, opt, model_overrides);
-    system_ = load_system(system_file, opt);
+    system_ = load_system(system_file, opt, system_overrides);
     validate_files(model, model_file.string(), strategy, strategy_file.string(), system_.spec(), system_file.string());
     configure(strategy, model, system_.spec());
   }

@@ -1255,12 +1255,11 @@ constexpr void require_network(const system_spec& sys, std::string_view field, c
 }
 }  // namespace detail
 
-/// Checks each spec and then the rules between them. `validate(m, s, sys)` is the gate every
-/// estimate passes through.
-constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
-  validate(sys);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   const bool mla = m.attention_type == attention_kind::mla;
@@ -1289,8 +1288,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
     if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
     if (even_stages == 0 && fixed != m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}", first.value_or(0), last.value_or(0), m.layer_num);
     if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
-      if (fixed == 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}", pp, m.layer_num);
-      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages", m.layer_num, fixed, even_stages);
+      if (fixed == 0) {
+        // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
+        // pp16 = 1 + 15 * 4). Suggest the smallest non-zero first stage that leaves every other
+        // stage at least one layer.
+        const std::int64_t others = pp - 1;
+        const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
+        if (m.layer_num - suggest >= others) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages", pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
+        report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", pp, m.layer_num);
+      }
+      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", m.layer_num, fixed, even_stages);
     }
     if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1) report_error(api, "strategy.pp_size", "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
     if (s.interleaving_size > 1) {
@@ -1300,6 +1307,16 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
       if (s.micro_batch_num % pp != 0) report_error(api, "strategy.micro_batch_num", "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}", s.micro_batch_num, pp);
     }
   }
+}
+
+/// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
+/// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
+/// passes through.
+constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s);
+  validate(sys);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
   detail::require_network(sys, "strategy.tp_net", s.tp_net);
   detail::require_network(sys, "strategy.cp_net", s.cp_net);
   detail::require_network(sys, "strategy.pp_net", s.pp_net);
@@ -4234,11 +4251,39 @@ constexpr const system_spec* find_system(std::string_view name) {
   return nullptr;
 }
 
+/// One token of compact strategy names: its spelling (<N> a decimal number) and what it sets.
+struct strategy_name_token {
+  std::string_view token;
+  std::string_view meaning;
+};
+/// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
+inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
+    {"tp<N>", "tensor-parallel size (tp_size)"},
+    {"pp<N>", "pipeline stages (pp_size)"},
+    {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
+    {"cp<N>", "context-parallel size (cp_size)"},
+    {"ep<N>", "expert-parallel size (ep_size)"},
+    {"etp<N>", "expert tensor-parallel size (etp_size)"},
+    {"mbs<N>", "micro-batch size (micro_batch_size, default 1)"},
+    {"mbc<N>", "micro-batches per iteration (micro_batch_num, default 8)"},
+    {"seq<N>", "sequence length (seq_len, default 4096)"},
+    {"zero<N>", "optimizer state sharding (zero_state, default 1)"},
+    {"vp<N>", "virtual pipeline chunks per stage (interleaving_size)"},
+    {"first<N>", "layers of the first pipeline stage (num_layers_in_first_pipeline_stage)"},
+    {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
+    {"full", "full recompute of every layer"},
+    {"selective", "selective recompute (attention) of every layer"},
+    {"nosp", "no sequence parallelism (on by default)"},
+}};
+
 /// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
-/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, full / selective (recompute all layers),
+/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
+/// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
 /// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
-/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`.
-/// Returns false when a token is not understood.
+/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
+/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
+/// Returns false when a token is not understood (a number token without its number, `first`,
+/// is not understood).
 constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
   std::int64_t dp = 1;
@@ -4274,6 +4319,8 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     else if (key == "seq") s.seq_len = v;
     else if (key == "zero") s.zero_state = v;
     else if (key == "vp") s.interleaving_size = v;
+    else if (key == "first") s.num_layers_in_first_pipeline_stage = v;
+    else if (key == "last") s.num_layers_in_last_pipeline_stage = v;
     else return false;
   }
   if (!any) return false;
