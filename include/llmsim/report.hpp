@@ -57,6 +57,8 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::compute_capability_assumed:
       return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
              " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
+    case estimate_note::math_sdp_shadowed_by_flash:
+      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred (as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

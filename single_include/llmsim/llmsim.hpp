@@ -3423,8 +3423,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_from_name,  ///< system.accelerator.compute_capability missing: inferred from sys_name
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
+  math_sdp_shadowed_by_flash,    ///< use_math_sdp=true with use_flash_sdp=true: flash attention runs
 };
-inline constexpr std::size_t estimate_note_count = 3;
+inline constexpr std::size_t estimate_note_count = 4;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -3980,6 +3981,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
+  if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
@@ -4391,6 +4393,8 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::compute_capability_assumed:
       return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
              " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
+    case estimate_note::math_sdp_shadowed_by_flash:
+      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred (as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
   }

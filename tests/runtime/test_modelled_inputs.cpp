@@ -46,6 +46,13 @@ TEST(ModelledInputs, MathAttentionKeepsTheScoreMatrix) {
   s.use_flash_sdp = false;
   s.use_math_sdp = true;
   const auto math = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  EXPECT_EQ(math.notes, 0U);
+  // Both on: flash runs, as PyTorch's SDPA prefers it, and the estimate says so.
+  auto both_on = tp2();
+  both_on.use_math_sdp = true;
+  const auto shadowed = estimate(catalogue::llama3_8b, both_on, catalogue::h100_sxm);
+  EXPECT_TRUE(shadowed.has(estimate_note::math_sdp_shadowed_by_flash));
+  EXPECT_EQ(held(shadowed), held(flash));
   const double P = 16.0 * 4096 * 4096;
   EXPECT_EQ(held(math) - held(flash), 32 * (2 * P - 2 * 65536.0 + 2 * 2 * 12 * 128 * 4096.0));
   // The scores and the probabilities are alive together in forward: at least 2 x 2P bytes.

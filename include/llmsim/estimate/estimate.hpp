@@ -166,8 +166,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_from_name,  ///< system.accelerator.compute_capability missing: inferred from sys_name
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
+  math_sdp_shadowed_by_flash,    ///< use_math_sdp=true with use_flash_sdp=true: flash attention runs
 };
-inline constexpr std::size_t estimate_note_count = 3;
+inline constexpr std::size_t estimate_note_count = 4;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -723,6 +724,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.active_param_count = active_parameter_count(m, out.padded_vocab);
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
+  if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
