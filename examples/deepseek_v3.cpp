@@ -10,17 +10,26 @@
 namespace {
 using namespace llmsim::typed;
 using namespace llmsim::literals;
-using llmsim::parallel, llmsim::pp, llmsim::ep, llmsim::dp, llmsim::seq, llmsim::micro_batches, llmsim::first_stage_layers, llmsim::last_stage_layers;
+using llmsim::parallel, llmsim::pp, llmsim::ep, llmsim::dp, llmsim::seq, llmsim::micro_batches,
+    llmsim::first_stage_layers, llmsim::last_stage_layers;
 namespace recompute = llmsim::recompute;
 
-constexpr mla_attention mla{.heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .v_head_dim = 128};
-constexpr auto deepseek_v3 = model("deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
-                                   repeated{decoder_layer{mla, swiglu_mlp{.ffn = 18432}, rms_norm{}}, 3},
-                                   repeated{decoder_layer{mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}, rms_norm{}}, 58},
-                                   lm_head{});
+constexpr mla_attention mla{.heads = 128,
+                            .q_lora_rank = 1536,
+                            .kv_lora_rank = 512,
+                            .qk_head_dim = 128,
+                            .qk_pos_emb_head_dim = 64,
+                            .v_head_dim = 128};
+constexpr auto deepseek_v3 = model(
+    "deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
+    repeated{decoder_layer{mla, swiglu_mlp{.ffn = 18432}, rms_norm{}}, 3},
+    repeated{decoder_layer{mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}, rms_norm{}},
+             58},
+    lm_head{});
 static_assert(to_spec(deepseek_v3) == llmsim::catalogue::deepseek_v3);  // the same model as the catalogue's
 
-using strategy = parallel<pp<16>, first_stage_layers<4>, last_stage_layers<1>, ep<64>, dp<128>, seq<4096>, micro_batches<32>, recompute::full>;
+using strategy = parallel<pp<16>, first_stage_layers<4>, last_stage_layers<1>, ep<64>, dp<128>, seq<4096>,
+                          micro_batches<32>, recompute::full>;
 using gpu = llmsim::hw::h100_sxm;
 
 constexpr llmsim::estimate_result r = estimate(deepseek_v3, strategy{}, gpu{});

@@ -11,7 +11,9 @@ using llmsim::parallel, llmsim::tp, llmsim::pp, llmsim::dp, llmsim::seq, llmsim:
 namespace recompute = llmsim::recompute;
 
 constexpr auto llama3_70b = model("llama3_70b", embedding{.vocab = 128256, .hidden = 8192},
-                                  repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 28672}, rms_norm{}}, 80},
+                                  repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128},
+                                                         swiglu_mlp{.ffn = 28672}, rms_norm{}},
+                                           80},
                                   lm_head{});
 
 // Tensor parallel 8 inside a node, 4 pipeline stages of 20 layers, data parallel 2; attention recomputed.

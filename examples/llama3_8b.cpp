@@ -11,7 +11,9 @@ using namespace llmsim::literals;
 using llmsim::parallel, llmsim::tp, llmsim::dp, llmsim::seq, llmsim::micro_batches;
 
 constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden = 4096},
-                                 repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 14336}, rms_norm{}}, 32},
+                                 repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+                                                        swiglu_mlp{.ffn = 14336}, rms_norm{}},
+                                          32},
                                  lm_head{});
 
 // Eight H100s: tensor parallel 2 inside the pairs, data parallel 4 across them, 8K sequences.

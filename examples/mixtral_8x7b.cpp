@@ -10,10 +10,12 @@ using namespace llmsim::typed;
 using namespace llmsim::literals;
 using llmsim::parallel, llmsim::tp, llmsim::pp, llmsim::ep, llmsim::dp, llmsim::micro_batches;
 
-constexpr auto mixtral_8x7b = model("mixtral_8x7b", embedding{.vocab = 32000, .hidden = 4096},
-                                    repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
-                                                           moe_mlp{.experts = 8, .topk = 2, .expert_ffn = 14336}, rms_norm{}}, 32},
-                                    lm_head{});
+constexpr auto mixtral_8x7b =
+    model("mixtral_8x7b", embedding{.vocab = 32000, .hidden = 4096},
+          repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+                                 moe_mlp{.experts = 8, .topk = 2, .expert_ffn = 14336}, rms_norm{}},
+                   32},
+          lm_head{});
 
 using strategy = parallel<tp<2>, pp<2>, ep<4>, dp<8>, micro_batches<16>>;
 using gpu = llmsim::hw::h100_sxm;

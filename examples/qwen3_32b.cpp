@@ -11,7 +11,9 @@ using namespace llmsim::literals;
 using llmsim::parallel, llmsim::tp, llmsim::pp, llmsim::dp, llmsim::micro_batches;
 
 constexpr auto qwen3_32b = model("qwen3_32b", embedding{.vocab = 151936, .hidden = 5120},
-                                 repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 25600}, rms_norm{}}, 64},
+                                 repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128},
+                                                        swiglu_mlp{.ffn = 25600}, rms_norm{}},
+                                          64},
                                  lm_head{});
 
 using strategy = parallel<tp<4>, pp<2>, dp<4>, micro_batches<16>>;

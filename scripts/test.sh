@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds llmsim with GCC 12 and with Clang 14 (warnings as errors) and runs every test:
-# static, runtime, compile_fail, bad-input corpus, consumers, single-header staleness, examples,
+# the source format (clang-format), static, runtime, compile_fail, bad-input corpus, consumers,
+# single-header staleness, examples,
 # and (GCC build) the sanitizer build. Installs missing Debian packages first (needs root).
 # This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ clang python3 libboost-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+packages=(cmake make g++ clang clang-format-14 python3 libboost-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -14,6 +15,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+bash scripts/check_format.sh  # clang-format-14 with .clang-format (120 columns)
 
 jobs=$(nproc)
 for compiler in g++ clang++; do

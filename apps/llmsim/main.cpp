@@ -38,7 +38,13 @@ constexpr const char* build_kind = "unoptimised build: configure with -DCMAKE_BU
 #endif
 
 /// Exit statuses; `exit_status_help` documents them (the --help footer, README.md's table).
-enum exit_status : int { exit_success = 0, exit_input_error = 1, exit_usage_error = 2, exit_does_not_fit = 3, exit_internal_error = 4 };
+enum exit_status : int {
+  exit_success = 0,
+  exit_input_error = 1,
+  exit_usage_error = 2,
+  exit_does_not_fit = 3,
+  exit_internal_error = 4
+};
 
 constexpr const char* exit_status_help =
     "Exit status:\n"
@@ -62,7 +68,9 @@ class usage_error : public std::runtime_error {
 };
 
 /// JSON text that stays valid whatever bytes a message quotes.
-std::string dump(const lj::value& v, int indent = 2) { return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump(const lj::value& v, int indent = 2) {
+  return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 /// `{"message", "field", "file", "api", "rule"}` of an error: all a config_error carries.
 lj::value error_object(const std::exception& e, const std::string& message) {
@@ -81,7 +89,8 @@ lj::value error_object(const std::exception& e, const std::string& message) {
 /// Reports a failed command: "error: ..." on stderr and, for --format json, the error object on stdout.
 int report_failure(bool json_out, int status, const std::exception& e, const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
-  if (json_out) std::printf("%s\n", dump(lj::value{{"error", error_object(e, message)}, {"exit_status", status}}).c_str());
+  if (json_out)
+    std::printf("%s\n", dump(lj::value{{"error", error_object(e, message)}, {"exit_status", status}}).c_str());
   return status;
 }
 
@@ -96,14 +105,19 @@ overrides parse_sets(const std::vector<std::string>& sets) {
   overrides out;
   for (const auto& s : sets) {
     const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw usage_error("--set", "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12");
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error("--set", "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12");
     const std::string key = s.substr(0, eq);
     const auto v = lj::override_value(std::string_view(s).substr(eq + 1));
     const auto dot = key.find('.');
     const std::string spec = key.substr(0, dot);
     const std::string rest = dot == std::string::npos ? std::string() : key.substr(dot + 1);
-    lj::value* target = spec == "model" ? &out.model : spec == "strategy" ? &out.strategy : spec == "system" ? &out.system : nullptr;
-    if (target == nullptr || rest.empty()) throw usage_error("--set", "--set key \"" + key + "\" must start with model., strategy. or system.");
+    lj::value* target = spec == "model"      ? &out.model
+                        : spec == "strategy" ? &out.strategy
+                        : spec == "system"   ? &out.system
+                                             : nullptr;
+    if (target == nullptr || rest.empty())
+      throw usage_error("--set", "--set key \"" + key + "\" must start with model., strategy. or system.");
     try {
       lj::merge_path(*target, rest, v, "--set " + key);
     } catch (const llmsim::config_error& e) {  // an empty component, or a path through a value
@@ -114,11 +128,13 @@ overrides parse_sets(const std::vector<std::string>& sets) {
 }
 
 /// Strategy names shown by `llmsim list`.
-constexpr std::array<const char*, 4> strategy_examples{"tp2_pp1_dp4", "tp4_pp4_dp4_mbc32", "tp8_dp2_mbs2_seq8192_full", "pp16_dp8_ep8_mbc32_first1"};
+constexpr std::array<const char*, 4> strategy_examples{"tp2_pp1_dp4", "tp4_pp4_dp4_mbc32", "tp8_dp2_mbs2_seq8192_full",
+                                                       "pp16_dp8_ep8_mbc32_first1"};
 
 std::string catalogue_listing() {
   std::string out = "models:";
-  for (const auto& m : llmsim::catalogue::models) out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
+  for (const auto& m : llmsim::catalogue::models)
+    out.append(1, ' ').append(m.name);  // append: GCC 12 -Wrestrict misfires on " " + string
   out += "\nsystems:";
   for (const auto& s : llmsim::catalogue::systems) out.append(1, ' ').append(s.name);
   out += "\nstrategies: compact names such as";
@@ -138,9 +154,11 @@ lj::value catalogue_json() {
   lj::value models = lj::value::array();
   for (const auto& [name, spec] : llmsim::catalogue::models) {
     const lj::value all = lj::to_json(*spec);
-    lj::value m = {{"name", name}, {"model_name", all["model_name"]}, {"model_type", llmsim::is_moe(*spec) ? "moe" : "dense"}};
-    for (const char* key : {"attention_type", "hidden_size", "layer_num", "head_num", "kv_head_num", "head_size", "intermediate_size", "vocab_size",
-                            "expert_num", "topk", "moe_ffn_hidden_size", "dense_layers"})
+    lj::value m = {
+        {"name", name}, {"model_name", all["model_name"]}, {"model_type", llmsim::is_moe(*spec) ? "moe" : "dense"}};
+    for (const char* key :
+         {"attention_type", "hidden_size", "layer_num", "head_num", "kv_head_num", "head_size", "intermediate_size",
+          "vocab_size", "expert_num", "topk", "moe_ffn_hidden_size", "dense_layers"})
       m[key] = all[key];
     models.push_back(m);
   }
@@ -148,7 +166,8 @@ lj::value catalogue_json() {
   for (const auto& [name, spec] : llmsim::catalogue::systems) {
     const auto& fp8 = spec->op(llmsim::compute_kind::fp8_matmul);
     lj::value networks = lj::value::array();
-    for (std::size_t i = 0; i < spec->network_count; ++i) networks.push_back(std::string(spec->networks[i].name.view()));
+    for (std::size_t i = 0; i < spec->network_count; ++i)
+      networks.push_back(std::string(spec->networks[i].name.view()));
     systems.push_back({{"name", name},
                        {"sys_name", std::string(spec->sys_name.view())},
                        {"backend", std::string(spec->accelerator.backend.view())},
@@ -160,23 +179,29 @@ lj::value catalogue_json() {
                        {"networks", networks}});
   }
   lj::value tokens = lj::value::array();
-  for (const auto& t : llmsim::catalogue::strategy_name_tokens) tokens.push_back({{"token", t.token}, {"meaning", t.meaning}});
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens)
+    tokens.push_back({{"token", t.token}, {"meaning", t.meaning}});
   llmsim::strategy_spec defaults{};
   (void)llmsim::catalogue::parse_strategy_name("dp1", defaults);  // every field a name leaves out
   lj::value strategy_names = {{"separators", {"_", "-"}},
                               {"world_size", "tp * pp * cp * dp"},
                               {"tokens", tokens},
-                              {"defaults", {{"seq_len", defaults.seq_len}, {"micro_batch_size", defaults.micro_batch_size},
-                                            {"micro_batch_num", defaults.micro_batch_num}, {"zero_state", defaults.zero_state},
-                                            {"enable_sequence_parallel", defaults.enable_sequence_parallel}}},
+                              {"defaults",
+                               {{"seq_len", defaults.seq_len},
+                                {"micro_batch_size", defaults.micro_batch_size},
+                                {"micro_batch_num", defaults.micro_batch_num},
+                                {"zero_state", defaults.zero_state},
+                                {"enable_sequence_parallel", defaults.enable_sequence_parallel}}},
                               {"examples", strategy_examples}};
   return {{"models", models}, {"systems", systems}, {"strategy_names", strategy_names}};
 }
 
 void print_fields(const lj::value& obj, const std::string& prefix) {
   for (const auto& item : obj.items()) {
-    if (item.value().is_object()) print_fields(item.value(), prefix + item.key() + ".");
-    else std::printf("  %s%s = %s\n", prefix.c_str(), item.key().c_str(), item.value().dump().c_str());
+    if (item.value().is_object())
+      print_fields(item.value(), prefix + item.key() + ".");
+    else
+      std::printf("  %s%s = %s\n", prefix.c_str(), item.key().c_str(), item.value().dump().c_str());
   }
 }
 
@@ -209,21 +234,25 @@ void add_spec_options(CLI::App* cmd, spec_args& a, bool required) {
     t->required();
     m->required();
   }
-  cmd->add_option("--set", a.sets, "Override a field: model.layer_num=12, strategy.tp_size=2, system.accelerator.mem_gbs=141")->type_name("KEY=VALUE");
+  cmd->add_option("--set", a.sets,
+                  "Override a field: model.layer_num=12, strategy.tp_size=2, system.accelerator.mem_gbs=141")
+      ->type_name("KEY=VALUE");
   cmd->add_flag("--strict", a.strict, "Unknown keys are errors instead of warnings");
   cmd->add_option("--format", a.format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
 }
 
 /// --allow-oom, for the subcommands that judge memory.
 void add_allow_oom(CLI::App* cmd, spec_args& a) {
-  cmd->add_flag("--allow-oom", a.allow_oom, "Exit 0 even when the estimated peak memory exceeds device memory (else exit status 3)");
+  cmd->add_flag("--allow-oom", a.allow_oom,
+                "Exit 0 even when the estimated peak memory exceeds device memory (else exit status 3)");
 }
 
 /// The memory verdict of an estimate, in GiB like `mem_result`.
 lj::value memory_object(const llmsim::estimate_result& r) {
   return {{"units", "GiB"},
           {"peak_mem", r.mem.peak_mem.gib()},
-          {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)])},
+          {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(
+                             r.stages[static_cast<std::size_t>(r.mem.peak_stage)].kind)])},
           {"device_mem", r.mem.device_mem.gib()},
           {"fits", r.mem.fits},
           {"over_by", r.mem.over_by.gib()},
@@ -238,7 +267,8 @@ int memory_status(const llmsim::estimate_result& r, bool allow_oom) {
 }
 
 /// Runs the estimate of validated specs; its refusals (features not modelled yet) are about the strategy.
-llmsim::estimate_result estimate_of(const llmsim::model_spec& m, const llmsim::strategy_spec& s, const llmsim::system_spec& sys, const std::string& strategy_arg) {
+llmsim::estimate_result estimate_of(const llmsim::model_spec& m, const llmsim::strategy_spec& s,
+                                    const llmsim::system_spec& sys, const std::string& strategy_arg) {
   try {
     return llmsim::estimate_validated(m, s, sys);
   } catch (const llmsim::config_error& e) {
@@ -275,16 +305,24 @@ int run_check(const spec_args& a) {
   std::optional<llmsim::strategy_spec> strategy;
   std::optional<lj::system_config> system;
   std::optional<llmsim::estimate_result> estimate;
-  if (a.model) try { model = lj::load_model(*a.model, opt, ov.model); } catch (const llmsim::config_error& e) { fail(e); }
-  if (a.strategy) try { strategy = lj::load_strategy(*a.strategy, opt, ov.strategy); } catch (const llmsim::config_error& e) { fail(e); }
-  if (a.system) try { system = lj::load_system(*a.system, opt, ov.system); } catch (const llmsim::config_error& e) { fail(e); }
+  if (a.model) try {
+      model = lj::load_model(*a.model, opt, ov.model);
+    } catch (const llmsim::config_error& e) { fail(e); }
+  if (a.strategy) try {
+      strategy = lj::load_strategy(*a.strategy, opt, ov.strategy);
+    } catch (const llmsim::config_error& e) { fail(e); }
+  if (a.system) try {
+      system = lj::load_system(*a.system, opt, ov.system);
+    } catch (const llmsim::config_error& e) { fail(e); }
   if (model && strategy && system) {
     try {
       lj::validate_files(*model, *a.model, *strategy, *a.strategy, system->spec(), *a.system);
       estimate = estimate_of(*model, *strategy, system->spec(), *a.strategy);
     } catch (const llmsim::config_error& e) { fail(e); }
   } else if (model && strategy) {  // the model-strategy rules need no system
-    try { lj::validate_files(*model, *a.model, *strategy, *a.strategy); } catch (const llmsim::config_error& e) { fail(e); }
+    try {
+      lj::validate_files(*model, *a.model, *strategy, *a.strategy);
+    } catch (const llmsim::config_error& e) { fail(e); }
   }
   if (model) report["model"] = lj::to_json(*model);
   if (strategy) {
@@ -380,7 +418,10 @@ int run_bench(const spec_args& a, int iterations) {
   if (a.format == "json") {
     std::printf("%s\n", dump(lj::value{{"estimate_ns_median", median}, {"iterations", iterations}}, -1).c_str());
   } else {
-    std::printf("median %.2f us per estimate (run_estimate + analysis_cost + analysis_mem) over %d iterations (checksum %.6g)\n", median / 1e3, iterations, sink);
+    std::printf(
+        "median %.2f us per estimate (run_estimate + analysis_cost + analysis_mem) over %d iterations (checksum "
+        "%.6g)\n",
+        median / 1e3, iterations, sink);
   }
   return exit_success;
 }
@@ -394,16 +435,20 @@ void check_case_shape(const lj::value& c, const std::string& at, const std::stri
   using lj::detail::describe;  // short, and safe for any nesting depth
   if (!c.is_object()) refuse("", "expected an object, got " + describe(c));
   for (const char* key : {"name", "model", "strategy", "system"})
-    if (c.contains(key) && !c[key].is_string()) refuse(std::string("/") + key, "expected a string, got " + describe(c[key]));
+    if (c.contains(key) && !c[key].is_string())
+      refuse(std::string("/") + key, "expected a string, got " + describe(c[key]));
   for (const char* key : {"model", "strategy", "system"})
     if (!c.contains(key)) refuse(std::string("/") + key, "required field is missing");
   for (const char* key : {"model_overrides", "strategy_overrides", "system_overrides", "real"})
-    if (c.contains(key) && !c[key].is_object()) refuse(std::string("/") + key, "expected an object, got " + describe(c[key]));
+    if (c.contains(key) && !c[key].is_object())
+      refuse(std::string("/") + key, "expected an object, got " + describe(c[key]));
   if (!c.contains("real")) return;
   const auto& real = c["real"];
   for (const char* key : {"iter_time_ms", "peak_alloc_gib"})
-    if (real.contains(key) && !real[key].is_number()) refuse(std::string("/real/") + key, "expected a number, got " + describe(real[key]));
-  if (real.contains("memory_verified") && !real["memory_verified"].is_boolean()) refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
+    if (real.contains(key) && !real[key].is_number())
+      refuse(std::string("/real/") + key, "expected a number, got " + describe(real[key]));
+  if (real.contains("memory_verified") && !real["memory_verified"].is_boolean())
+    refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
 }
 
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
@@ -412,8 +457,11 @@ int run_validate(const std::string& file, const std::string& format) {
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
   if (doc.contains("config_root") && !doc["config_root"].is_string())
-    throw llmsim::config_error("llmsim validate", "/config_root", "/config_root: expected a string, got " + lj::detail::describe(doc["config_root"]), file);
-  for (std::size_t i = 0; i < doc["cases"].size(); ++i) check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
+    throw llmsim::config_error("llmsim validate", "/config_root",
+                               "/config_root: expected a string, got " + lj::detail::describe(doc["config_root"]),
+                               file);
+  for (std::size_t i = 0; i < doc["cases"].size(); ++i)
+    check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
   lj::value cases = lj::value::array();
   std::size_t n_failed = 0, mem_n = 0, time_n = 0;
@@ -427,9 +475,9 @@ int run_validate(const std::string& file, const std::string& format) {
     row["error"] = nullptr;
     try {
       lj::perf_llm perf;
-      perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(), root / c.at("system").get<std::string>(), {},
-                     c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()),
-                     c.value("system_overrides", lj::value::object()));
+      perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(),
+                     root / c.at("system").get<std::string>(), {}, c.value("strategy_overrides", lj::value::object()),
+                     c.value("model_overrides", lj::value::object()), c.value("system_overrides", lj::value::object()));
       perf.run_estimate();
       const double t = perf.analysis_cost().duration_time_per_iter.ms();
       const double m = perf.analysis_mem().peak_mem.gib();
@@ -468,29 +516,36 @@ int run_validate(const std::string& file, const std::string& format) {
     std::printf("%s\n", dump(lj::value{{"cases", cases}, {"summary", summary}, {"exit_status", exit_success}}).c_str());
     return exit_success;
   }
-  std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB", "err");
+  std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB",
+              "err");
   for (const auto& r : cases) {
     if (!r["error"].is_null()) {
-      std::printf("%-46s not estimated: %s\n", r["name"].get<std::string>().c_str(), r["error"].get<std::string>().c_str());
+      std::printf("%-46s not estimated: %s\n", r["name"].get<std::string>().c_str(),
+                  r["error"].get<std::string>().c_str());
       continue;
     }
     const bool verified = r["real"].value("memory_verified", false);
-    std::printf("%-46s %12.1f %12.1f %+7.2f%% %10.3f %10.2f %+7.2f%%%s\n", r["name"].get<std::string>().c_str(), r["predicted"]["iter_time_ms"].get<double>(),
-                r["real"].value("iter_time_ms", 0.0), 100 * r["time_err"].get<double>(), r["predicted"]["peak_alloc_gib"].get<double>(),
-                r["real"].value("peak_alloc_gib", 0.0), 100 * r.value("mem_err", 0.0), verified ? "" : " (memory unverified)");
+    std::printf("%-46s %12.1f %12.1f %+7.2f%% %10.3f %10.2f %+7.2f%%%s\n", r["name"].get<std::string>().c_str(),
+                r["predicted"]["iter_time_ms"].get<double>(), r["real"].value("iter_time_ms", 0.0),
+                100 * r["time_err"].get<double>(), r["predicted"]["peak_alloc_gib"].get<double>(),
+                r["real"].value("peak_alloc_gib", 0.0), 100 * r.value("mem_err", 0.0),
+                verified ? "" : " (memory unverified)");
   }
-  std::printf("\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max %.2f%%\n", cases.size(), n_failed,
-              100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n, 100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
+  std::printf(
+      "\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max "
+      "%.2f%%\n",
+      cases.size(), n_failed, 100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n,
+      100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
   return exit_success;
 }
-
 
 /// Whether the raw command line asks for JSON, known before CLI11 has parsed it so that a usage
 /// error can answer in JSON too.
 bool wants_json(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--format=json" || (arg == "--format" && i + 1 < argc && std::string_view(argv[i + 1]) == "json")) return true;
+    if (arg == "--format=json" || (arg == "--format" && i + 1 < argc && std::string_view(argv[i + 1]) == "json"))
+      return true;
   }
   return false;
 }
@@ -506,13 +561,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   spec_args check_args, perf_args, bench_args;
-  auto* check = app.add_subcommand("check", "Load, validate and print the resolved configs; given all three, also judge memory.");
+  auto* check =
+      app.add_subcommand("check", "Load, validate and print the resolved configs; given all three, also judge memory.");
   add_spec_options(check, check_args, false);
   add_allow_oom(check, check_args);
   check->callback([&] {
-    if (!check_args.system && !check_args.strategy && !check_args.model) throw CLI::ValidationError("check", "give at least one of --system, --strategy, --model");
+    if (!check_args.system && !check_args.strategy && !check_args.model)
+      throw CLI::ValidationError("check", "give at least one of --system, --strategy, --model");
   });
-  auto* perf = app.add_subcommand("perf", "Estimate one training iteration: time breakdown, MFU, memory per stage and its peak.");
+  auto* perf = app.add_subcommand(
+      "perf", "Estimate one training iteration: time breakdown, MFU, memory per stage and its peak.");
   add_spec_options(perf, perf_args, true);
   add_allow_oom(perf, perf_args);
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
@@ -520,12 +578,16 @@ int main(int argc, char** argv) {
   int iterations = 1000;
   bench->add_option("--iterations", iterations, "Estimates to time")->check(CLI::Range(1, 10000000));
   std::string cases_file, validate_format = "text";
-  auto* validate = app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
-  validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")->required();
-  validate->add_option("--format", validate_format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
+  auto* validate =
+      app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
+  validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")
+      ->required();
+  validate->add_option("--format", validate_format, "Output format (text is the default)")
+      ->check(CLI::IsMember({"text", "json"}));
   std::string list_format = "text";
   auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
-  list->add_option("--format", list_format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
+  list->add_option("--format", list_format, "Output format (text is the default)")
+      ->check(CLI::IsMember({"text", "json"}));
   app.footer(exit_status_help);
   for (auto* sub : {check, perf, bench, validate, list}) sub->footer(exit_status_help);
 
@@ -534,12 +596,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     (void)app.exit(e);                               // the message and "Run with --help" on stderr
-    if (wants_json(argc, argv)) std::printf("%s\n", dump(lj::value{{"error", error_object(e, e.what())}, {"exit_status", exit_usage_error}}).c_str());
+    if (wants_json(argc, argv))
+      std::printf("%s\n",
+                  dump(lj::value{{"error", error_object(e, e.what())}, {"exit_status", exit_usage_error}}).c_str());
     return exit_usage_error;
   }
-  const bool json_out = (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
-                        (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
-                        (list->parsed() && list_format == "json");
+  const bool json_out = (check->parsed() && check_args.format == "json") ||
+                        (perf->parsed() && perf_args.format == "json") ||
+                        (bench->parsed() && bench_args.format == "json") ||
+                        (validate->parsed() && validate_format == "json") || (list->parsed() && list_format == "json");
   try {
     // Lets the test suite reach exit status 4, which no input should reach.
     if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
@@ -548,8 +613,10 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format);
     if (list->parsed()) {
-      if (json_out) std::printf("%s\n", dump(catalogue_json()).c_str());
-      else std::printf("%s\n", catalogue_listing().c_str());
+      if (json_out)
+        std::printf("%s\n", dump(catalogue_json()).c_str());
+      else
+        std::printf("%s\n", catalogue_listing().c_str());
       return exit_success;
     }
   } catch (const usage_error& e) {
@@ -560,7 +627,8 @@ int main(int argc, char** argv) {
     return report_failure(json_out, exit_internal_error, e, std::string("internal error: ") + e.what());
   } catch (...) {
     const std::runtime_error unknown("an exception that is not a std::exception");
-    return report_failure(json_out, exit_internal_error, unknown, "internal error: an exception that is not a std::exception");
+    return report_failure(json_out, exit_internal_error, unknown,
+                          "internal error: an exception that is not a std::exception");
   }
   return exit_success;
 }

@@ -42,9 +42,10 @@ inline std::string format_peak_path(const estimate_result& r, std::size_t i) {
 inline std::string memory_verdict(const estimate_result& r) {
   const std::string stage = stage_name(r, static_cast<std::size_t>(r.mem.peak_stage));
   if (r.mem.fits)
-    return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) + " device memory";
-  return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " + to_string(r.mem.device_mem) +
-         " device memory by " + to_string(r.mem.over_by);
+    return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) +
+           " device memory";
+  return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " +
+         to_string(r.mem.device_mem) + " device memory by " + to_string(r.mem.over_by);
 }
 
 /// What an estimate note means, for the user (`estimate_result::notes`).
@@ -53,14 +54,18 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
   std::snprintf(cc, sizeof cc, "%.1f", r.compute_capability);
   switch (n) {
     case estimate_note::compute_capability_from_name:
-      return std::string("system.accelerator.compute_capability is not given; ") + cc + " inferred from sys_name (sizes TransformerEngine's cuBLAS workspace)";
+      return std::string("system.accelerator.compute_capability is not given; ") + cc +
+             " inferred from sys_name (sizes TransformerEngine's cuBLAS workspace)";
     case estimate_note::compute_capability_assumed:
-      return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
-             " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
+      return std::string(
+                 "system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") +
+             cc + " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
     case estimate_note::math_sdp_shadowed_by_flash:
-      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred (as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
+      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred "
+             "(as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
     case estimate_note::processor_usage_not_modelled:
-      return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
+      return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): "
+             "communication does not slow compute";
   }
   return {};
 }
@@ -93,13 +98,18 @@ namespace detail {
 /// "model llama3_8b (8.03B parameters, vocab padded to 128256) on h100_sxm"; MoE adds the active ones.
 inline std::string model_line(const estimate_result& r, const model_spec& m, const system_spec& sys) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "model %s (%.2fB parameters", std::string(m.model_name.view()).c_str(), r.param_count / 1e9);
+  std::snprintf(buf, sizeof buf, "model %s (%.2fB parameters", std::string(m.model_name.view()).c_str(),
+                r.param_count / 1e9);
   std::string out = buf;
   if (is_moe(m)) {
     std::snprintf(buf, sizeof buf, ", %.2fB active per token", r.active_param_count / 1e9);
     out += buf;
   }
-  out.append(", vocab padded to ").append(std::to_string(r.padded_vocab)).append(") on ").append(sys.sys_name.view()).append(1, '\n');
+  out.append(", vocab padded to ")
+      .append(std::to_string(r.padded_vocab))
+      .append(") on ")
+      .append(sys.sys_name.view())
+      .append(1, '\n');
   return out;
 }
 
@@ -111,14 +121,16 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
   out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
   out += "    recompute                  " + to_string(b.recompute_time) + "\n";
-  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) + ", ep " + std::string(comm.ep_net) + ")\n";
+  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+         ", ep " + std::string(comm.ep_net) + ")\n";
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
   out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
   out += "    optimizer step             " + to_string(b.optim_time) + "\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
-           " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, strategy.enable_straggler_model)\n";
+           " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "
+           "strategy.enable_straggler_model)\n";
   return out;
 }
 
@@ -126,18 +138,23 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
 inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
   const auto& st = r.stages[i];
   char buf[320];
-  std::snprintf(buf, sizeof buf, "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight at rank %lld: %lld\n",
+  std::snprintf(buf, sizeof buf,
+                "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight "
+                "at rank %lld: %lld\n",
                 stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
                 st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
-                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers), static_cast<long long>(st.layers - st.layout.dense_layers),
-                st.layout.embedding ? " + embedding" : "", st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
+                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
+                static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
+                st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
                 static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
   std::string out = buf;
-  out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) + ", grads " + to_string(st.grad_mem) +
-         ", optimizer " + to_string(st.optimizer_state_mem) + (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
+  out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) +
+         ", grads " + to_string(st.grad_mem) + ", optimizer " + to_string(st.optimizer_state_mem) +
+         (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
          ", cuBLAS workspaces " + to_string(st.workspace_mem) + ")\n";
   out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
-  out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
+  out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " +
+         to_string(st.peak_mem_with_reserved) + ")\n";
   out += "    peak_path                  " + format_peak_path(r, i) + "\n";
   return out;
 }
@@ -145,14 +162,18 @@ inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
 
 /// A multi-line text report: the iteration, the bounding stage's breakdown, memory per distinct
 /// stage, the verdict against device memory, and the estimate's notes.
-inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s,
+                           const system_spec& sys) {
   std::string out = detail::model_line(r, m, sys);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
-                static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-                static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "",
-                static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-                static_cast<long long>(s.zero_state));
+  std::snprintf(
+      buf, sizeof buf,
+      "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
+      static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
+      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)),
+      s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "", static_cast<long long>(s.seq_len),
+      static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
+      static_cast<long long>(s.zero_state));
   out += buf;
   const auto& c = r.cost;
   out += "\ncost\n";
@@ -161,13 +182,16 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   detail::line(out, "  throughput_per_accelerator   %.1f tokens/s\n", c.throughput_per_accelerator);
   detail::line(out, "  all_tokens_per_iter          %.0f\n", c.all_tokens_per_iter);
   const auto bound = static_cast<std::size_t>(c.bounding_stage);
-  out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) + " (the busiest; the pipeline runs at its pace)\n";
+  out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) +
+         " (the busiest; the pipeline runs at its pace)\n";
   out += detail::breakdown_lines(r, bound);
-  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n", c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
+  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n",
+                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) out += detail::stage_memory_lines(r, i);
-  out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) + " device memory\n";
+  out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) +
+         " device memory\n";
   out += "  verdict                      " + memory_verdict(r) + "\n";
   const auto notes = notes_of(r);
   if (!notes.empty()) out += "\nnotes\n";

@@ -13,10 +13,10 @@
 /// ```
 #pragma once
 
+#include <llmsim/typed/choose.hpp>
 #include <llmsim/typed/concepts.hpp>
+#include <llmsim/typed/estimate.hpp>
+#include <llmsim/typed/hardware.hpp>
 #include <llmsim/typed/layers.hpp>
 #include <llmsim/typed/model.hpp>
 #include <llmsim/typed/parallel.hpp>
-#include <llmsim/typed/hardware.hpp>
-#include <llmsim/typed/estimate.hpp>
-#include <llmsim/typed/choose.hpp>

@@ -11,9 +11,8 @@
 #define LLMSIM_VERSION_MINOR_THIS 1
 #define LLMSIM_VERSION_PATCH_THIS 0
 
-#if defined(LLMSIM_VERSION_MAJOR) &&                                                   \
-    (LLMSIM_VERSION_MAJOR != LLMSIM_VERSION_MAJOR_THIS ||                              \
-     LLMSIM_VERSION_MINOR != LLMSIM_VERSION_MINOR_THIS ||                              \
+#if defined(LLMSIM_VERSION_MAJOR) &&                                                                           \
+    (LLMSIM_VERSION_MAJOR != LLMSIM_VERSION_MAJOR_THIS || LLMSIM_VERSION_MINOR != LLMSIM_VERSION_MINOR_THIS || \
      LLMSIM_VERSION_PATCH != LLMSIM_VERSION_PATCH_THIS)
 #error "llmsim: two different versions of the llmsim headers are included in one translation unit"
 #endif
@@ -26,11 +25,11 @@
 #define LLMSIM_VERSION (LLMSIM_VERSION_MAJOR * 10000 + LLMSIM_VERSION_MINOR * 100 + LLMSIM_VERSION_PATCH)
 
 #define LLMSIM_ABI_NAMESPACE v0_1_0
-#define LLMSIM_BEGIN_NAMESPACE                                                          \
-  namespace llmsim {                                                                   \
+#define LLMSIM_BEGIN_NAMESPACE \
+  namespace llmsim {           \
   inline namespace LLMSIM_ABI_NAMESPACE {
-#define LLMSIM_END_NAMESPACE                                                            \
-  }                                                                                    \
+#define LLMSIM_END_NAMESPACE \
+  }                          \
   }
 
 LLMSIM_BEGIN_NAMESPACE
@@ -41,6 +40,6 @@ struct version_info {
   int patch;
   const char* string;
 };
-inline constexpr version_info version{LLMSIM_VERSION_MAJOR, LLMSIM_VERSION_MINOR,
-                                      LLMSIM_VERSION_PATCH, LLMSIM_VERSION_STRING};
+inline constexpr version_info version{LLMSIM_VERSION_MAJOR, LLMSIM_VERSION_MINOR, LLMSIM_VERSION_PATCH,
+                                      LLMSIM_VERSION_STRING};
 LLMSIM_END_NAMESPACE

@@ -215,13 +215,20 @@ inline std::string show(const value& v) {
 
 inline std::string type_name(const value& v) {
   switch (v.type()) {
-    case value::value_t::null: return "null";
-    case value::value_t::boolean: return "a boolean";
-    case value::value_t::string: return "a string";
-    case value::value_t::array: return "an array";
-    case value::value_t::object: return "an object";
-    case value::value_t::number_float: return "a number";
-    default: return "an integer";
+    case value::value_t::null:
+      return "null";
+    case value::value_t::boolean:
+      return "a boolean";
+    case value::value_t::string:
+      return "a string";
+    case value::value_t::array:
+      return "an array";
+    case value::value_t::object:
+      return "an object";
+    case value::value_t::number_float:
+      return "a number";
+    default:
+      return "an integer";
   }
 }
 
@@ -230,7 +237,9 @@ inline std::string describe(const value& v) { return v.is_null() ? std::string("
 
 inline void unknown_key(const location& at, const load_options& opt) {
   if (opt.strict) fail(at, "unknown key (refused by --strict)");
-  if (opt.warnings) opt.warnings->push_back((at.file.empty() ? std::string() : at.file + ": ") + at.where() + ": unknown key (ignored)");
+  if (opt.warnings)
+    opt.warnings->push_back((at.file.empty() ? std::string() : at.file + ": ") + at.where() +
+                            ": unknown key (ignored)");
 }
 
 template <class T>
@@ -242,22 +251,32 @@ struct is_fixed_string : std::false_type {};
 template <std::size_t N>
 struct is_fixed_string<fixed_string<N>> : std::true_type {};
 template <class T>
-concept named_enum = std::is_enum_v<T> && requires { enum_names<T>::value; };
+concept named_enum = std::is_enum_v<T> && requires {
+  enum_names<T>::value;
+};
 
 // ---- reading one scalar ------------------------------------------------------------------
 inline void read(const value& v, const location& at, std::int64_t& out) {
-  if (v.is_number_integer() && !v.is_number_unsigned()) { out = v.get<std::int64_t>(); return; }
+  if (v.is_number_integer() && !v.is_number_unsigned()) {
+    out = v.get<std::int64_t>();
+    return;
+  }
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) fail(at, "integer " + show(v) + " is out of range");
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      fail(at, "integer " + show(v) + " is out of range");
     out = static_cast<std::int64_t>(u);
     return;
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) { out = static_cast<std::int64_t>(d); return; }
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
+      out = static_cast<std::int64_t>(d);
+      return;
+    }
     // Integer literals beyond uint64 reach us as doubles: say so rather than "expected an integer".
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2233720368547758e18) fail(at, "integer " + show(v) + " is out of range");
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2233720368547758e18)
+      fail(at, "integer " + show(v) + " is out of range");
     fail(at, "expected an integer, got " + show(v));
   }
   fail(at, "expected an integer, got " + describe(v));
@@ -273,10 +292,14 @@ inline void read(const value& v, const location& at, bool& out) {
 }
 template <std::size_t N>
 void read(const value& v, const location& at, fixed_string<N>& out) {
-  if (v.is_null()) { out = {}; return; }
+  if (v.is_null()) {
+    out = {};
+    return;
+  }
   if (!v.is_string()) fail(at, "expected a string, got " + describe(v));
   const auto& s = v.get_ref<const std::string&>();
-  if (s.size() > N) fail(at, "string of " + std::to_string(s.size()) + " characters exceeds the limit of " + std::to_string(N));
+  if (s.size() > N)
+    fail(at, "string of " + std::to_string(s.size()) + " characters exceeds the limit of " + std::to_string(N));
   out.assign(s);
 }
 template <named_enum E>
@@ -285,16 +308,22 @@ void read(const value& v, const location& at, E& out) {
   for (const auto& [e, name] : enum_names<E>::value) {
     if (name.empty()) continue;
     if (!allowed.empty()) allowed.append(", ");
-    if (name == "null") allowed.append(name);
-    else allowed.append(1, '"').append(name).append(1, '"');
+    if (name == "null")
+      allowed.append(name);
+    else
+      allowed.append(1, '"').append(name).append(1, '"');
   }
   if (v.is_null()) {
     const E e = enum_from_name<E>("null");
-    if (e != enum_names<E>::value[0].first) { out = e; return; }
+    if (e != enum_names<E>::value[0].first) {
+      out = e;
+      return;
+    }
   }
   if (!v.is_string()) fail(at, "expected one of " + allowed + ", got " + describe(v));
   const E e = enum_from_name<E>(v.get_ref<const std::string&>());
-  if (e == enum_names<E>::value[0].first || v.get_ref<const std::string&>() == "null") fail(at, "expected one of " + allowed + ", got " + show(v));
+  if (e == enum_names<E>::value[0].first || v.get_ref<const std::string&>() == "null")
+    fail(at, "expected one of " + allowed + ", got " + show(v));
   out = e;
 }
 inline void read(const value& v, const location& at, recompute_module_set& out) {
@@ -309,7 +338,10 @@ inline void read(const value& v, const location& at, recompute_module_set& out) 
 }
 template <class T>
 void read(const value& v, const location& at, std::optional<T>& out) {
-  if (v.is_null()) { out.reset(); return; }
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
   T t{};
   read(v, at, t);
   out = t;
@@ -320,7 +352,9 @@ inline value write(std::int64_t v) { return v; }
 inline value write(double v) { return v; }
 inline value write(bool v) { return v; }
 template <std::size_t N>
-value write(const fixed_string<N>& v) { return std::string(v.view()); }
+value write(const fixed_string<N>& v) {
+  return std::string(v.view());
+}
 template <named_enum E>
 value write(E e) {
   const auto name = enum_name(e);
@@ -389,12 +423,22 @@ inline std::string printable(std::string_view text) {
     const unsigned char c = byte(i);
     std::size_t len = 0;
     unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte (RFC 3629)
-    if (c < 0x7F) len = 1;
-    else if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    if (c < 0x7F)
+      len = 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
     bool ok = len != 0 && i + len <= text.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = byte(i + k) >= (k == 1 ? lo : 0x80) && byte(i + k) <= (k == 1 ? hi : 0xBF);
+    for (std::size_t k = 1; ok && k < len; ++k)
+      ok = byte(i + k) >= (k == 1 ? lo : 0x80) && byte(i + k) <= (k == 1 ? hi : 0xBF);
     if (ok) {
       out.append(text.substr(i, len));
       i += len;
@@ -433,34 +477,42 @@ inline std::string line_column(std::string_view text, std::size_t offset) {
   const auto head = text.substr(0, std::min(offset, text.size()));
   const auto newline = head.rfind('\n');
   const auto column = newline == std::string_view::npos ? head.size() : head.size() - newline - 1;
-  return "line " + std::to_string(std::count(head.begin(), head.end(), '\n') + 1) + ", column " + std::to_string(column);
+  return "line " + std::to_string(std::count(head.begin(), head.end(), '\n') + 1) + ", column " +
+         std::to_string(column);
 }
 
 }  // namespace detail
 
 /// Parses JSON text; `source` names it in errors. Every failure is a `config_error`.
 inline value parse_text(std::string_view text, const std::string& source) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) throw config_error("llmsim::json", "/", "/: the file is empty", source);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw config_error("llmsim::json", "/", "/: the file is empty", source);
   try {
     return value::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
-    throw config_error("llmsim::json", "/", "/: not valid JSON: " + detail::printable(pos == std::string::npos ? what : what.substr(pos)), source);
+    throw config_error("llmsim::json", "/",
+                       "/: not valid JSON: " + detail::printable(pos == std::string::npos ? what : what.substr(pos)),
+                       source);
   } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double, e.g. 1e999
     std::string what = e.what();
     const auto bracket = what.find("] ");
     if (bracket != std::string::npos) what = what.substr(bracket + 2);
     detail::error_position where;
     value::sax_parse(text.begin(), text.end(), &where);
-    throw config_error("llmsim::json", "/", "/: not valid JSON: parse error at " + detail::line_column(text, where.offset) + ": " + detail::printable(what), source);
+    throw config_error(
+        "llmsim::json", "/",
+        "/: not valid JSON: parse error at " + detail::line_column(text, where.offset) + ": " + detail::printable(what),
+        source);
   }
 }
 
 /// Reads and parses a JSON file.
 inline value read_file(const std::filesystem::path& file) {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
+  if (std::filesystem::is_directory(file, ec))
+    throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw config_error("llmsim::json", "", "cannot open the file", file.string());
   std::ostringstream buffer;
@@ -477,9 +529,14 @@ inline value& slot_at(value& target, std::string_view dotted, const std::string&
   while (true) {
     const auto dot = dotted.find('.', start);
     const std::string key(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (key.empty()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" has an empty component", source);
+    if (key.empty())
+      throw config_error("llmsim::json", std::string(dotted),
+                         "override key \"" + std::string(dotted) + "\" has an empty component", source);
     if (node->is_null()) *node = value::object();
-    if (!node->is_object()) throw config_error("llmsim::json", std::string(dotted), "override key \"" + std::string(dotted) + "\" descends into a value that is not an object", source);
+    if (!node->is_object())
+      throw config_error("llmsim::json", std::string(dotted),
+                         "override key \"" + std::string(dotted) + "\" descends into a value that is not an object",
+                         source);
     node = &(*node)[key];
     if (dot == std::string_view::npos) return *node;
     start = dot + 1;
@@ -541,7 +598,8 @@ inline void merge_path(value& target, std::string_view dotted, const value& patc
 /// replacing the whole object. Null (`{}` passed for a `const value&`) means no overrides.
 inline void merge_overrides(value& target, const value& overrides, const std::string& source) {
   if (overrides.is_null()) return;
-  if (!overrides.is_object()) throw config_error("llmsim::json", "/", "/: overrides must be an object, got " + detail::show(overrides), source);
+  if (!overrides.is_object())
+    throw config_error("llmsim::json", "/", "/: overrides must be an object, got " + detail::show(overrides), source);
   for (const auto& item : overrides.items()) merge_path(target, item.key(), item.value(), source);
 }
 
@@ -559,13 +617,17 @@ inline value override_value(std::string_view text) {
 /// A model from parsed JSON; `source` names the file in errors. Runs `validate(model)`.
 inline model_spec parse_model(const value& v, const std::string& source = {}, const load_options& opt = {}) {
   auto m = detail::read_fields<model_spec>(v, {source, ""}, opt);
-  try { validate(m); } catch (const config_error& e) { throw e.in_file(source); }
+  try {
+    validate(m);
+  } catch (const config_error& e) { throw e.in_file(source); }
   return m;
 }
 /// A strategy from parsed JSON. Runs `validate(strategy)`.
 inline strategy_spec parse_strategy(const value& v, const std::string& source = {}, const load_options& opt = {}) {
   auto s = detail::read_fields<strategy_spec>(v, {source, ""}, opt);
-  try { validate(s); } catch (const config_error& e) { throw e.in_file(source); }
+  try {
+    validate(s);
+  } catch (const config_error& e) { throw e.in_file(source); }
   return s;
 }
 inline value to_json(const model_spec& m) { return detail::write_fields(m); }
@@ -597,10 +659,12 @@ inline void read_group_table(const value& v, const location& at, group_size_tabl
   for (const auto& e : v.items()) {
     const auto here = at.child(e.key());
     const value key = value::parse(e.key(), nullptr, false);
-    if (!key.is_number_integer() || key.get<std::int64_t>() < 1 || key.get<std::int64_t>() > max_dimension) fail(here, "group-size key must be a positive integer");
+    if (!key.is_number_integer() || key.get<std::int64_t>() < 1 || key.get<std::int64_t>() > max_dimension)
+      fail(here, "group-size key must be a positive integer");
     double x = 0;
     read(e.value(), here, x);
-    if (out.count == group_size_table::capacity && !out.find(key.get<std::int64_t>())) fail(here, "at most " + std::to_string(group_size_table::capacity) + " group sizes are supported");
+    if (out.count == group_size_table::capacity && !out.find(key.get<std::int64_t>()))
+      fail(here, "at most " + std::to_string(group_size_table::capacity) + " group sizes are supported");
     out.set(key.get<std::int64_t>(), x);
   }
 }
@@ -613,12 +677,21 @@ inline bandwidth_spec read_bandwidth(const value& v, const location& at, const l
   for (const auto& item : v.items()) {
     const auto& k = item.key();
     const auto here = at.child(k);
-    if (k == "gbps") { read(item.value(), here, bw.gbps); has_gbps = true; }
-    else if (k == "efficient_factor") { read(item.value(), here, bw.efficient_factor); has_eff = true; }
-    else if (k == "latency_us") { read(item.value(), here, bw.latency_us); has_latency = true; }
-    else if (k == "fixed_latency" && network_tier) read(item.value(), here, bw.fixed_latency);
-    else if (k == "fixed_latency_us_by_comm_num" && network_tier) read_group_table(item.value(), here, bw.fixed_latency_us_by_comm_num);
-    else unknown_key(here, opt);
+    if (k == "gbps") {
+      read(item.value(), here, bw.gbps);
+      has_gbps = true;
+    } else if (k == "efficient_factor") {
+      read(item.value(), here, bw.efficient_factor);
+      has_eff = true;
+    } else if (k == "latency_us") {
+      read(item.value(), here, bw.latency_us);
+      has_latency = true;
+    } else if (k == "fixed_latency" && network_tier)
+      read(item.value(), here, bw.fixed_latency);
+    else if (k == "fixed_latency_us_by_comm_num" && network_tier)
+      read_group_table(item.value(), here, bw.fixed_latency_us_by_comm_num);
+    else
+      unknown_key(here, opt);
   }
   if (!has_gbps) fail(at.child("gbps"), "required field is missing");
   if (!has_eff) fail(at.child("efficient_factor"), "required field is missing");
@@ -634,14 +707,24 @@ inline collective_spec read_collective(const value& v, const location& at, const
   for (const auto& item : v.items()) {
     const auto& k = item.key();
     const auto here = at.child(k);
-    if (k == "scale") { read(item.value(), here, c.scale); has_scale = true; }
-    else if (k == "offset") { read(item.value(), here, c.offset); has_offset = true; }
-    else if (k == "efficient_factor") read(item.value(), here, c.efficient_factor);
-    else if (k == "latency_us") read(item.value(), here, c.latency_us);
-    else if (k == "fixed_latency_us") read(item.value(), here, c.fixed_latency_us);
-    else if (k == "fixed_latency_us_by_comm_num") read_group_table(item.value(), here, c.fixed_latency_us_by_comm_num);
-    else if (k == "dp_fixed_bw") read_group_table(item.value(), here, c.dp_fixed_bw);
-    else unknown_key(here, opt);
+    if (k == "scale") {
+      read(item.value(), here, c.scale);
+      has_scale = true;
+    } else if (k == "offset") {
+      read(item.value(), here, c.offset);
+      has_offset = true;
+    } else if (k == "efficient_factor")
+      read(item.value(), here, c.efficient_factor);
+    else if (k == "latency_us")
+      read(item.value(), here, c.latency_us);
+    else if (k == "fixed_latency_us")
+      read(item.value(), here, c.fixed_latency_us);
+    else if (k == "fixed_latency_us_by_comm_num")
+      read_group_table(item.value(), here, c.fixed_latency_us_by_comm_num);
+    else if (k == "dp_fixed_bw")
+      read_group_table(item.value(), here, c.dp_fixed_bw);
+    else
+      unknown_key(here, opt);
   }
   if (!has_scale) fail(at.child("scale"), "required field is missing");
   if (!has_offset) fail(at.child("offset"), "required field is missing");
@@ -661,7 +744,8 @@ inline value write_bandwidth(const bandwidth_spec& bw, bool network_tier) {
   if (network_tier && !bw.fixed_latency_us_by_comm_num.empty()) {
     value t = value::object();
     for (std::size_t i = 0; i < bw.fixed_latency_us_by_comm_num.count; ++i)
-      t[std::to_string(bw.fixed_latency_us_by_comm_num.entries[i].first)] = bw.fixed_latency_us_by_comm_num.entries[i].second;
+      t[std::to_string(bw.fixed_latency_us_by_comm_num.entries[i].first)] =
+          bw.fixed_latency_us_by_comm_num.entries[i].second;
     out["fixed_latency_us_by_comm_num"] = t;
   }
   return out;
@@ -682,25 +766,36 @@ inline system_config parse_system(const value& v, const std::string& source = {}
   system_config out;
   system_spec& sys = out.spec_;
   auto store = std::make_shared<system_config::storage>();
-  struct pending { std::size_t kind; std::size_t first_key; std::size_t count; };
+  struct pending {
+    std::size_t kind;
+    std::size_t first_key;
+    std::size_t count;
+  };
   std::vector<pending> tables;
   std::vector<double> efficiencies;
   bool has_name = false, has_nodes = false, has_acc = false, has_net = false;
 
   // First pass: count table entries so key strings never move once views point at them.
   std::size_t total_keys = 0;
-  if (v.contains("accelerator") && v["accelerator"].is_object() && v["accelerator"].contains("op") && v["accelerator"]["op"].is_object())
+  if (v.contains("accelerator") && v["accelerator"].is_object() && v["accelerator"].contains("op") &&
+      v["accelerator"]["op"].is_object())
     for (const auto& op : v["accelerator"]["op"].items())
-      if (op.value().is_object() && op.value().contains("accurate_efficient_factor") && op.value()["accurate_efficient_factor"].is_object())
+      if (op.value().is_object() && op.value().contains("accurate_efficient_factor") &&
+          op.value()["accurate_efficient_factor"].is_object())
         total_keys += op.value()["accurate_efficient_factor"].size();
   store->keys.reserve(total_keys);
 
   for (const auto& item : v.items()) {
     const auto& k = item.key();
     const auto at = root.child(k);
-    if (k == "sys_name") { read(item.value(), at, sys.sys_name); has_name = true; }
-    else if (k == "num_per_node") { read(item.value(), at, sys.num_per_node); has_nodes = true; }
-    else if (k == "FC8") read(item.value(), at, sys.FC8);
+    if (k == "sys_name") {
+      read(item.value(), at, sys.sys_name);
+      has_name = true;
+    } else if (k == "num_per_node") {
+      read(item.value(), at, sys.num_per_node);
+      has_nodes = true;
+    } else if (k == "FC8")
+      read(item.value(), at, sys.FC8);
     else if (k == "accelerator") {
       has_acc = true;
       require_object(item.value(), at);
@@ -708,26 +803,38 @@ inline system_config parse_system(const value& v, const std::string& source = {}
       for (const auto& a : item.value().items()) {
         const auto& ak = a.key();
         const auto aat = at.child(ak);
-        if (ak == "backend") read(a.value(), aat, sys.accelerator.backend);
-        else if (ak == "mem_gbs") { read(a.value(), aat, sys.accelerator.mem_gbs); has_mem = true; }
-        else if (ak == "mode") read(a.value(), aat, sys.accelerator.mode);
-        else if (ak == "compute_capability") read(a.value(), aat, sys.accelerator.compute_capability);
+        if (ak == "backend")
+          read(a.value(), aat, sys.accelerator.backend);
+        else if (ak == "mem_gbs") {
+          read(a.value(), aat, sys.accelerator.mem_gbs);
+          has_mem = true;
+        } else if (ak == "mode")
+          read(a.value(), aat, sys.accelerator.mode);
+        else if (ak == "compute_capability")
+          read(a.value(), aat, sys.accelerator.compute_capability);
         else if (ak == "op") {
           has_op = true;
           require_object(a.value(), aat);
           for (const auto& op : a.value().items()) {
             const auto oat = aat.child(op.key());
             const auto kind = index_of(compute_kind_names, op.key());
-            if (!kind) { unknown_key(oat, opt); continue; }
+            if (!kind) {
+              unknown_key(oat, opt);
+              continue;
+            }
             require_object(op.value(), oat);
             compute_op_spec spec{};
             spec.present = true;
             bool has_tflops = false, has_eff = false;
             for (const auto& f : op.value().items()) {
               const auto fat = oat.child(f.key());
-              if (f.key() == "tflops") { read(f.value(), fat, spec.tflops); has_tflops = true; }
-              else if (f.key() == "efficient_factor") { read(f.value(), fat, spec.efficient_factor); has_eff = true; }
-              else if (f.key() == "accurate_efficient_factor") {
+              if (f.key() == "tflops") {
+                read(f.value(), fat, spec.tflops);
+                has_tflops = true;
+              } else if (f.key() == "efficient_factor") {
+                read(f.value(), fat, spec.efficient_factor);
+                has_eff = true;
+              } else if (f.key() == "accurate_efficient_factor") {
                 if (f.value().is_null()) continue;
                 require_object(f.value(), fat);
                 pending p{*kind, store->keys.size(), 0};
@@ -739,7 +846,8 @@ inline system_config parse_system(const value& v, const std::string& source = {}
                   ++p.count;
                 }
                 tables.push_back(p);
-              } else unknown_key(fat, opt);
+              } else
+                unknown_key(fat, opt);
             }
             if (!has_tflops) fail(oat.child("tflops"), "required field is missing");
             if (!has_eff) fail(oat.child("efficient_factor"), "required field is missing");
@@ -751,10 +859,14 @@ inline system_config parse_system(const value& v, const std::string& source = {}
           for (const auto& bw : a.value().items()) {
             const auto bat = aat.child(bw.key());
             const auto kind = index_of(memory_kind_names, bw.key());
-            if (!kind) { unknown_key(bat, opt); continue; }
+            if (!kind) {
+              unknown_key(bat, opt);
+              continue;
+            }
             sys.accelerator.bandwidth[*kind] = read_bandwidth(bw.value(), bat, opt, false);
           }
-        } else unknown_key(aat, opt);
+        } else
+          unknown_key(aat, opt);
       }
       if (!has_mem) fail(at.child("mem_gbs"), "required field is missing");
       if (!has_op) fail(at.child("op"), "required field is missing");
@@ -764,8 +876,12 @@ inline system_config parse_system(const value& v, const std::string& source = {}
       require_object(item.value(), at);
       for (const auto& n : item.value().items()) {
         const auto nat = at.child(n.key());
-        if (n.key() == "intra_with_pcie") { read(n.value(), nat, sys.intra_with_pcie); continue; }
-        if (sys.network_count == system_spec::max_networks) fail(nat, "at most " + std::to_string(system_spec::max_networks) + " network tiers are supported");
+        if (n.key() == "intra_with_pcie") {
+          read(n.value(), nat, sys.intra_with_pcie);
+          continue;
+        }
+        if (sys.network_count == system_spec::max_networks)
+          fail(nat, "at most " + std::to_string(system_spec::max_networks) + " network tiers are supported");
         if (n.key().size() > 32) fail(nat, "network tier name exceeds 32 characters");
         require_object(n.value(), nat);
         network_tier tier{};
@@ -773,24 +889,32 @@ inline system_config parse_system(const value& v, const std::string& source = {}
         bool has_bw = false, has_op = false;
         for (const auto& f : n.value().items()) {
           const auto fat = nat.child(f.key());
-          if (f.key() == "processor_usage") read(f.value(), fat, tier.processor_usage);
-          else if (f.key() == "bandwidth") { tier.bandwidth = read_bandwidth(f.value(), fat, opt, true); has_bw = true; }
-          else if (f.key() == "op") {
+          if (f.key() == "processor_usage")
+            read(f.value(), fat, tier.processor_usage);
+          else if (f.key() == "bandwidth") {
+            tier.bandwidth = read_bandwidth(f.value(), fat, opt, true);
+            has_bw = true;
+          } else if (f.key() == "op") {
             has_op = true;
             require_object(f.value(), fat);
             for (const auto& c : f.value().items()) {
               const auto cat = fat.child(c.key());
               const auto kind = index_of(collective_kind_names, c.key());
-              if (!kind) { unknown_key(cat, opt); continue; }
+              if (!kind) {
+                unknown_key(cat, opt);
+                continue;
+              }
               tier.op[*kind] = read_collective(c.value(), cat, opt);
             }
-          } else unknown_key(fat, opt);
+          } else
+            unknown_key(fat, opt);
         }
         if (!has_bw) fail(nat.child("bandwidth"), "required field is missing");
         if (!has_op) fail(nat.child("op"), "required field is missing");
         sys.networks[sys.network_count++] = tier;
       }
-    } else unknown_key(at, opt);
+    } else
+      unknown_key(at, opt);
   }
   if (!has_name) fail(root.child("sys_name"), "required field is missing");
   if (!has_nodes) fail(root.child("num_per_node"), "required field is missing");
@@ -802,17 +926,22 @@ inline system_config parse_system(const value& v, const std::string& source = {}
   for (std::size_t i = 0; i < store->keys.size(); ++i) store->entries.push_back({store->keys[i], efficiencies[i]});
   for (const auto& p : tables) {
     auto* first = store->entries.data() + p.first_key;
-    std::sort(first, first + p.count, [](const shape_efficiency& a, const shape_efficiency& b) { return a.shape < b.shape; });
+    std::sort(first, first + p.count,
+              [](const shape_efficiency& a, const shape_efficiency& b) { return a.shape < b.shape; });
     sys.accelerator.op[p.kind].accurate_efficient_factor = {first, p.count};
   }
   out.storage_ = std::move(store);
-  try { validate(sys); } catch (const config_error& e) { throw e.in_file(source); }
+  try {
+    validate(sys);
+  } catch (const config_error& e) { throw e.in_file(source); }
   return out;
 }
 
 inline value to_json(const system_spec& sys) {
   using namespace detail;
-  value acc = {{"backend", std::string(sys.accelerator.backend.view())}, {"mem_gbs", sys.accelerator.mem_gbs}, {"mode", write(sys.accelerator.mode)}};
+  value acc = {{"backend", std::string(sys.accelerator.backend.view())},
+               {"mem_gbs", sys.accelerator.mem_gbs},
+               {"mode", write(sys.accelerator.mode)}};
   if (sys.accelerator.compute_capability != 0) acc["compute_capability"] = sys.accelerator.compute_capability;
   acc["op"] = value::object();
   for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {
@@ -828,7 +957,8 @@ inline value to_json(const system_spec& sys) {
   }
   acc["bandwidth"] = value::object();
   for (std::size_t k = 0; k < memory_kind_names.size(); ++k)
-    if (sys.accelerator.bandwidth[k].present) acc["bandwidth"][std::string(memory_kind_names[k])] = write_bandwidth(sys.accelerator.bandwidth[k], false);
+    if (sys.accelerator.bandwidth[k].present)
+      acc["bandwidth"][std::string(memory_kind_names[k])] = write_bandwidth(sys.accelerator.bandwidth[k], false);
   value nets = {{"intra_with_pcie", sys.intra_with_pcie}};
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& tier = sys.networks[i];
@@ -841,13 +971,18 @@ inline value to_json(const system_spec& sys) {
       if (op.efficient_factor) o["efficient_factor"] = *op.efficient_factor;
       if (op.latency_us) o["latency_us"] = *op.latency_us;
       if (op.fixed_latency_us) o["fixed_latency_us"] = *op.fixed_latency_us;
-      if (!op.fixed_latency_us_by_comm_num.empty()) o["fixed_latency_us_by_comm_num"] = write_group_table(op.fixed_latency_us_by_comm_num);
+      if (!op.fixed_latency_us_by_comm_num.empty())
+        o["fixed_latency_us_by_comm_num"] = write_group_table(op.fixed_latency_us_by_comm_num);
       if (!op.dp_fixed_bw.empty()) o["dp_fixed_bw"] = write_group_table(op.dp_fixed_bw);
       t["op"][std::string(collective_kind_names[c])] = o;
     }
     nets[std::string(tier.name.view())] = t;
   }
-  return {{"sys_name", std::string(sys.sys_name.view())}, {"num_per_node", sys.num_per_node}, {"FC8", sys.FC8}, {"accelerator", acc}, {"networks", nets}};
+  return {{"sys_name", std::string(sys.sys_name.view())},
+          {"num_per_node", sys.num_per_node},
+          {"FC8", sys.FC8},
+          {"accelerator", acc},
+          {"networks", nets}};
 }
 
 // ---- files or catalogue names, with overrides -----------------------------------------------------
@@ -875,7 +1010,8 @@ inline std::string catalogue_names(std::string_view kind) {
   if (kind == "system") return "catalogue systems: " + names_of(catalogue::systems);
   std::string tokens;
   for (const auto& t : catalogue::strategy_name_tokens) tokens.append(tokens.empty() ? "" : " ").append(t.token);
-  return "strategy names are compact, e.g. tp2_pp1_dp4 or pp16_dp8_ep8_mbc32_first1, from the tokens " + tokens + " separated by '_' or '-'";
+  return "strategy names are compact, e.g. tp2_pp1_dp4 or pp16_dp8_ep8_mbc32_first1, from the tokens " + tokens +
+         " separated by '_' or '-'";
 }
 
 /// The JSON object of a config file. A path that does not exist is neither a file nor a catalogue
@@ -883,9 +1019,12 @@ inline std::string catalogue_names(std::string_view kind) {
 inline value read_config(const std::filesystem::path& file, std::string_view kind) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
-    throw config_error("llmsim::json", "", "is neither a file nor a catalogue " + std::string(kind) + " name; " + catalogue_names(kind), file.string());
+    throw config_error("llmsim::json", "",
+                       "is neither a file nor a catalogue " + std::string(kind) + " name; " + catalogue_names(kind),
+                       file.string());
   value v = read_file(file);
-  if (!v.is_object()) throw config_error("llmsim::json", "/", "/: expected an object, got " + type_name(v), file.string());
+  if (!v.is_object())
+    throw config_error("llmsim::json", "/", "/: expected an object, got " + type_name(v), file.string());
   return v;
 }
 }  // namespace detail
@@ -893,7 +1032,8 @@ inline value read_config(const std::filesystem::path& file, std::string_view kin
 /// Loads a model: a file, or, when `file` is not an existing regular file, a catalogue name
 /// (`load_model("llama3-70b")`, see `catalogue::models`). `overrides` (an object; keys may be
 /// dotted paths) merge in before parsing, as `merge_overrides` does.
-inline model_spec load_model(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+inline model_spec load_model(const std::filesystem::path& file, const load_options& opt = {},
+                             const value& overrides = value::object()) {
   const std::string name = file.string();
   const model_spec* entry = detail::is_regular_file(file) ? nullptr : catalogue::find_model(name);
   const std::string source = entry ? "catalogue model " + name : name;
@@ -903,7 +1043,8 @@ inline model_spec load_model(const std::filesystem::path& file, const load_optio
 }
 /// Loads a strategy: a file, or, when `file` is not an existing regular file, a compact strategy
 /// name (`load_strategy("tp8_pp2_dp4_mbc16")`, see `catalogue::parse_strategy_name`); overrides as for `load_model`.
-inline strategy_spec load_strategy(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+inline strategy_spec load_strategy(const std::filesystem::path& file, const load_options& opt = {},
+                                   const value& overrides = value::object()) {
   const std::string name = file.string();
   strategy_spec named{};
   const bool is_name = !detail::is_regular_file(file) && catalogue::parse_strategy_name(name, named);
@@ -914,7 +1055,8 @@ inline strategy_spec load_strategy(const std::filesystem::path& file, const load
 }
 /// Loads a system: a file, or, when `file` is not an existing regular file, a catalogue name
 /// (`load_system("h100-sxm")`, see `catalogue::systems`); overrides as for `load_model`.
-inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {}, const value& overrides = value::object()) {
+inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {},
+                                 const value& overrides = value::object()) {
   const std::string name = file.string();
   const system_spec* entry = detail::is_regular_file(file) ? nullptr : catalogue::find_system(name);
   const std::string source = entry ? "catalogue system " + name : name;
@@ -925,7 +1067,8 @@ inline system_config load_system(const std::filesystem::path& file, const load_o
 
 /// Validates a model and a strategy together (the rules that need no system); an error about
 /// `model.*` names the model file, any other the strategy file.
-inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file) {
+inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s,
+                           const std::string& strategy_file) {
   try {
     validate(m, s);
   } catch (const config_error& e) {
@@ -935,8 +1078,8 @@ inline void validate_files(const model_spec& m, const std::string& model_file, c
 }
 
 /// Validates the three together; an error about `model.*` or `strategy.*` names that file.
-inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s, const std::string& strategy_file,
-                           const system_spec& sys, const std::string& system_file) {
+inline void validate_files(const model_spec& m, const std::string& model_file, const strategy_spec& s,
+                           const std::string& strategy_file, const system_spec& sys, const std::string& system_file) {
   try {
     validate(m, s, sys);
   } catch (const config_error& e) {
@@ -952,23 +1095,37 @@ inline void validate_files(const model_spec& m, const std::string& model_file, c
 namespace detail {
 inline value to_json(const time_breakdown& b) {
   auto ms = [](seconds t) { return t.ms(); };
-  return {{"fwd_compute_time", ms(b.fwd_compute_time)}, {"bwd_compute_time", ms(b.bwd_compute_time)}, {"recompute_time", ms(b.recompute_time)},
-          {"intra_exposed_time", ms(b.intra_exposed_time)}, {"inter_exposed_time", ms(b.inter_exposed_time)}, {"bubble_time", ms(b.bubble_time)},
-          {"dp_exposed_time", ms(b.dp_exposed_time)}, {"optim_time", ms(b.optim_time)}, {"straggler_time", ms(b.straggler_time)}};
+  return {{"fwd_compute_time", ms(b.fwd_compute_time)},     {"bwd_compute_time", ms(b.bwd_compute_time)},
+          {"recompute_time", ms(b.recompute_time)},         {"intra_exposed_time", ms(b.intra_exposed_time)},
+          {"inter_exposed_time", ms(b.inter_exposed_time)}, {"bubble_time", ms(b.bubble_time)},
+          {"dp_exposed_time", ms(b.dp_exposed_time)},       {"optim_time", ms(b.optim_time)},
+          {"straggler_time", ms(b.straggler_time)}};
 }
 /// Which ranks a stage stands for and what they hold.
 inline value stage_ranks(const stage_result& st) {
-  return {{"rank", st.rank}, {"last_rank", st.last_rank}, {"rank_count", st.rank_count}, {"layers", st.layers},
-          {"dense_layers", st.layout.dense_layers}, {"moe_layers", st.layers - st.layout.dense_layers},
-          {"embedding", st.layout.embedding}, {"head", st.layout.head}};
+  return {{"rank", st.rank},
+          {"last_rank", st.last_rank},
+          {"rank_count", st.rank_count},
+          {"layers", st.layers},
+          {"dense_layers", st.layout.dense_layers},
+          {"moe_layers", st.layers - st.layout.dense_layers},
+          {"embedding", st.layout.embedding},
+          {"head", st.layout.head}};
 }
 inline value stage_time_json(const stage_result& st) {
   auto ms = [](seconds t) { return t.ms(); };
   value v = stage_ranks(st);
-  v.update({{"fwd_compute_time", ms(st.fwd_compute_time)}, {"bwd_compute_time", ms(st.bwd_compute_time)},
-            {"recompute_time", ms(st.recompute_time)}, {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
-            {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)}, {"p2p_time", ms(st.p2p_time)}, {"chunk_time", ms(st.chunk_time)},
-            {"dp_time", ms(st.dp_time)}, {"dp_exposed_time", ms(st.dp_exposed_time)}, {"optim_time", ms(st.optim_time)}, {"dp_buckets", st.dp_buckets},
+  v.update({{"fwd_compute_time", ms(st.fwd_compute_time)},
+            {"bwd_compute_time", ms(st.bwd_compute_time)},
+            {"recompute_time", ms(st.recompute_time)},
+            {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
+            {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)},
+            {"p2p_time", ms(st.p2p_time)},
+            {"chunk_time", ms(st.chunk_time)},
+            {"dp_time", ms(st.dp_time)},
+            {"dp_exposed_time", ms(st.dp_exposed_time)},
+            {"optim_time", ms(st.optim_time)},
+            {"dp_buckets", st.dp_buckets},
             {"breakdown_result", to_json(st.breakdown)}});
   return v;
 }
@@ -976,14 +1133,22 @@ inline value stage_memory_json(const estimate_result& r, std::size_t i) {
   auto gib = [](bytes b) { return b.gib(); };
   const auto& st = r.stages[i];
   value v = stage_ranks(st);
-  v.update({{"params", st.params}, {"model_mem", gib(st.model_mem)}, {"weight_mem", gib(st.weight_mem)},
-            {"grad_mem", gib(st.grad_mem)}, {"optimizer_state_mem", gib(st.optimizer_state_mem)},
-            {"te_dummy_wgrad_mem", gib(st.te_dummy_wgrad_mem)}, {"workspace_mem", gib(st.workspace_mem)},
+  v.update({{"params", st.params},
+            {"model_mem", gib(st.model_mem)},
+            {"weight_mem", gib(st.weight_mem)},
+            {"grad_mem", gib(st.grad_mem)},
+            {"optimizer_state_mem", gib(st.optimizer_state_mem)},
+            {"te_dummy_wgrad_mem", gib(st.te_dummy_wgrad_mem)},
+            {"workspace_mem", gib(st.workspace_mem)},
             {"fwd_activation_cache_per_micro_batch", gib(st.fwd_activation_cache_per_micro_batch)},
-            {"peak_activation_mem_in_1F1B", gib(st.peak_activation_mem_in_1F1B)}, {"micro_batches_in_flight", st.micro_batches_in_flight},
-            {"fwd_peak_allocated_mem", gib(st.fwd_peak_allocated_mem)}, {"bwd_peak_allocated_mem", gib(st.bwd_peak_allocated_mem)},
-            {"peak_mem", gib(st.peak_mem)}, {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
-            {"memory_reserved_ratio", r.mem.memory_reserved_ratio}, {"peak_path", format_peak_path(r, i)}});
+            {"peak_activation_mem_in_1F1B", gib(st.peak_activation_mem_in_1F1B)},
+            {"micro_batches_in_flight", st.micro_batches_in_flight},
+            {"fwd_peak_allocated_mem", gib(st.fwd_peak_allocated_mem)},
+            {"bwd_peak_allocated_mem", gib(st.bwd_peak_allocated_mem)},
+            {"peak_mem", gib(st.peak_mem)},
+            {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
+            {"memory_reserved_ratio", r.mem.memory_reserved_ratio},
+            {"peak_path", format_peak_path(r, i)}});
   return v;
 }
 }  // namespace detail
@@ -1005,9 +1170,13 @@ inline value to_json(const estimate_result& r) {
   cost["model_flops_per_accelerator"] = c.model_flops_per_iter.value;
   cost["bounding_stage"] = stage_name(r, static_cast<std::size_t>(c.bounding_stage));
   cost["breakdown_result"] = detail::to_json(c.breakdown_result);
-  cost["comm_result"] = {{"tp_net", std::string(c.comm_result.tp_net)}, {"pp_net", std::string(c.comm_result.pp_net)},
-                         {"dp_net", std::string(c.comm_result.dp_net)}, {"ep_net", std::string(c.comm_result.ep_net)}, {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
-                         {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)}, {"dp_time", ms(c.comm_result.dp_time)}};
+  cost["comm_result"] = {{"tp_net", std::string(c.comm_result.tp_net)},
+                         {"pp_net", std::string(c.comm_result.pp_net)},
+                         {"dp_net", std::string(c.comm_result.dp_net)},
+                         {"ep_net", std::string(c.comm_result.ep_net)},
+                         {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
+                         {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)},
+                         {"dp_time", ms(c.comm_result.dp_time)}};
   cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {
@@ -1024,9 +1193,14 @@ inline value to_json(const estimate_result& r) {
   mem["fits"] = r.mem.fits;
   mem["over_by"] = gib(r.mem.over_by);
   mem["verdict"] = memory_verdict(r);
-  return {{"units", {{"time", "ms"}, {"memory", "GiB"}}}, {"param_count", r.param_count}, {"active_param_count", r.active_param_count},
-          {"padded_vocab", r.padded_vocab}, {"compute_capability", r.compute_capability}, {"notes", notes_of(r)},
-          {"cost_result", cost}, {"mem_result", mem}};
+  return {{"units", {{"time", "ms"}, {"memory", "GiB"}}},
+          {"param_count", r.param_count},
+          {"active_param_count", r.active_param_count},
+          {"padded_vocab", r.padded_vocab},
+          {"compute_capability", r.compute_capability},
+          {"notes", notes_of(r)},
+          {"cost_result", cost},
+          {"mem_result", mem}};
 }
 
 /// `llmsim::perf_llm` that also takes file paths and owns what it loaded.
@@ -1035,8 +1209,9 @@ class perf_llm : public llmsim::perf_llm {
   using llmsim::perf_llm::configure;
   /// Loads the three files or catalogue names (with optional overrides, merged as
   /// `merge_overrides` does: keys may be dotted, `{"accelerator.mem_gbs": 141}`) and configures.
-  void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file, const std::filesystem::path& system_file,
-                 const load_options& opt = {}, const value& strategy_overrides = value::object(), const value& model_overrides = value::object(),
+  void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file,
+                 const std::filesystem::path& system_file, const load_options& opt = {},
+                 const value& strategy_overrides = value::object(), const value& model_overrides = value::object(),
                  const value& system_overrides = value::object()) {
     const auto strategy = load_strategy(strategy_file, opt, strategy_overrides);
     const auto model = load_model(model_file, opt, model_overrides);

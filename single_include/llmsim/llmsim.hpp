@@ -7,6 +7,39 @@
 /// <llmsim/json.hpp>.
 #pragma once
 
+// ---- begin llmsim/catalogue/catalogue.hpp ----------------------------------------------------------
+/// \file llmsim/catalogue/catalogue.hpp
+/// Built-in models and systems written from public facts (model cards and configs, GPU data
+/// sheets), usable in constant expressions and by name from the command line:
+/// `llmsim perf --model llama3-8b --system h100-sxm --strategy tp2_dp4`.
+///
+/// Systems carry data-sheet peaks and *default* efficiencies — stated assumptions, not
+/// measurements (see `catalogue::assumptions`). For timing-quality work use a system file with
+/// measured shape tables (SimuMax's `accurate_efficient_factor`).
+
+// ---- begin llmsim/spec/model.hpp -------------------------------------------------------------------
+/// \file llmsim/spec/model.hpp
+/// `model_spec`: the architecture of a decoder-only transformer, field for field the SimuMax
+/// model format (docs/model.md of MooreThreads/SimuMax), with SimuMax's defaults, plus three
+/// llmsim fields for GPT-style models (`norm_type`, `tie_word_embeddings`, `add_linear_bias`).
+///
+/// ```cpp
+/// constexpr llmsim::model_spec llama3_8b{.model_name = "llama3_8b", .hidden_size = 4096,
+///     .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336,
+///     .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
+/// static_assert((llmsim::validate(llama3_8b), true));
+/// ```
+
+// ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
+/// \file llmsim/core/error.hpp
+/// The one error path of llmsim.
+///
+/// Every check calls `detail::report_error`, which is deliberately not `constexpr`:
+/// - in a constant expression (a `static_assert`, a `constexpr` variable) reaching it is a hard
+///   compile error, and the compiler prints the call line, which carries the rule as a literal;
+/// - at run time it throws `llmsim::config_error` whose message restates the rule with the values:
+///   `llmsim::strategy: strategy.tp_size=3 must divide model.head_num=32`.
+
 // ---- begin llmsim/version.hpp ----------------------------------------------------------------------
 /// \file llmsim/version.hpp
 /// Version of the llmsim headers, and a guard against two versions in one program.
@@ -20,9 +53,8 @@
 #define LLMSIM_VERSION_MINOR_THIS 1
 #define LLMSIM_VERSION_PATCH_THIS 0
 
-#if defined(LLMSIM_VERSION_MAJOR) &&                                                   \
-    (LLMSIM_VERSION_MAJOR != LLMSIM_VERSION_MAJOR_THIS ||                              \
-     LLMSIM_VERSION_MINOR != LLMSIM_VERSION_MINOR_THIS ||                              \
+#if defined(LLMSIM_VERSION_MAJOR) &&                                                                           \
+    (LLMSIM_VERSION_MAJOR != LLMSIM_VERSION_MAJOR_THIS || LLMSIM_VERSION_MINOR != LLMSIM_VERSION_MINOR_THIS || \
      LLMSIM_VERSION_PATCH != LLMSIM_VERSION_PATCH_THIS)
 #error "llmsim: two different versions of the llmsim headers are included in one translation unit"
 #endif
@@ -35,11 +67,11 @@
 #define LLMSIM_VERSION (LLMSIM_VERSION_MAJOR * 10000 + LLMSIM_VERSION_MINOR * 100 + LLMSIM_VERSION_PATCH)
 
 #define LLMSIM_ABI_NAMESPACE v0_1_0
-#define LLMSIM_BEGIN_NAMESPACE                                                          \
-  namespace llmsim {                                                                   \
+#define LLMSIM_BEGIN_NAMESPACE \
+  namespace llmsim {           \
   inline namespace LLMSIM_ABI_NAMESPACE {
-#define LLMSIM_END_NAMESPACE                                                            \
-  }                                                                                    \
+#define LLMSIM_END_NAMESPACE \
+  }                          \
   }
 
 LLMSIM_BEGIN_NAMESPACE
@@ -50,29 +82,19 @@ struct version_info {
   int patch;
   const char* string;
 };
-inline constexpr version_info version{LLMSIM_VERSION_MAJOR, LLMSIM_VERSION_MINOR,
-                                      LLMSIM_VERSION_PATCH, LLMSIM_VERSION_STRING};
+inline constexpr version_info version{LLMSIM_VERSION_MAJOR, LLMSIM_VERSION_MINOR, LLMSIM_VERSION_PATCH,
+                                      LLMSIM_VERSION_STRING};
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/version.hpp ------------------------------------------------------------------------
-// ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
-/// \file llmsim/core/error.hpp
-/// The one error path of llmsim.
-///
-/// Every check calls `detail::report_error`, which is deliberately not `constexpr`:
-/// - in a constant expression (a `static_assert`, a `constexpr` variable) reaching it is a hard
-///   compile error, and the compiler prints the call line, which carries the rule as a literal;
-/// - at run time it throws `llmsim::config_error` whose message restates the rule with the values:
-///   `llmsim::strategy: strategy.tp_size=3 must divide model.head_num=32`.
-
 
 #include <charconv>
-#include <initializer_list>
-#include <type_traits>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -115,23 +137,31 @@ namespace detail {
 class rule_value {
  public:
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  constexpr rule_value(T v) : kind_(kind::integer), integer_(static_cast<std::int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
-  constexpr rule_value(double v) : kind_(kind::number), number_(v) {}                           // NOLINT(google-explicit-constructor)
-  constexpr rule_value(bool v) : kind_(kind::flag), integer_(v ? 1 : 0) {}                      // NOLINT(google-explicit-constructor)
-  constexpr rule_value(std::string_view v) : kind_(kind::text), text_(v) {}                     // NOLINT(google-explicit-constructor)
-  constexpr rule_value(const char* v) : kind_(kind::text), text_(v) {}                          // NOLINT(google-explicit-constructor)
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) constexpr rule_value(T v)
+      : kind_(kind::integer), integer_(static_cast<std::int64_t>(v)) {}      // NOLINT(google-explicit-constructor)
+  constexpr rule_value(double v) : kind_(kind::number), number_(v) {}        // NOLINT(google-explicit-constructor)
+  constexpr rule_value(bool v) : kind_(kind::flag), integer_(v ? 1 : 0) {}   // NOLINT(google-explicit-constructor)
+  constexpr rule_value(std::string_view v) : kind_(kind::text), text_(v) {}  // NOLINT(google-explicit-constructor)
+  constexpr rule_value(const char* v) : kind_(kind::text), text_(v) {}       // NOLINT(google-explicit-constructor)
   template <class T>
-    requires requires(const T& t) { std::string_view(t.view()); }
+  requires requires(const T& t) { std::string_view(t.view()); }
   constexpr rule_value(const T& v) : kind_(kind::text), text_(v.view()) {}  // NOLINT(google-explicit-constructor)
 
   void append_to(std::string& out) const {
     char buf[64];
     switch (kind_) {
-      case kind::integer: out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr); break;
-      case kind::number: out.append(buf, std::to_chars(buf, buf + sizeof buf, number_).ptr); break;
-      case kind::flag: out += integer_ != 0 ? "true" : "false"; break;
-      case kind::text: out += text_; break;
+      case kind::integer:
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr);
+        break;
+      case kind::number:
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, number_).ptr);
+        break;
+      case kind::flag:
+        out += integer_ != 0 ? "true" : "false";
+        break;
+      case kind::text:
+        out += text_;
+        break;
     }
   }
 
@@ -159,14 +189,16 @@ inline std::string format_rule(std::string_view rule, std::initializer_list<rule
   return out;
 }
 
-[[noreturn]] inline void throw_config_error(std::string_view api, std::string_view field, std::string_view rule, std::initializer_list<rule_value> values) {
+[[noreturn]] inline void throw_config_error(std::string_view api, std::string_view field, std::string_view rule,
+                                            std::initializer_list<rule_value> values) {
   throw config_error(std::string(api), std::string(field), format_rule(rule, values));
 }
 
 /// Refuses a configuration. Not constexpr on purpose: see the file comment.
 /// Keep each call on one line so the compiler's note shows the whole rule.
 template <class... Values>
-[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule, const Values&... values) {
+[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule,
+                               const Values&... values) {
   throw_config_error(api, field, rule, {rule_value(values)...});
 }
 
@@ -192,15 +224,17 @@ struct fixed_string {
 
   constexpr fixed_string() = default;
   template <std::size_t N>
-    requires(N - 1 <= Capacity)
-  constexpr fixed_string(const char (&literal)[N]) {  // NOLINT(google-explicit-constructor): literals read as names
+  requires(N - 1 <= Capacity) constexpr fixed_string(
+      const char (&literal)[N]) {  // NOLINT(google-explicit-constructor): literals read as names
     assign(std::string_view(literal, N - 1));
   }
   /// From any text; refuses text longer than the capacity.
   constexpr explicit fixed_string(std::string_view text) { assign(text); }
 
   constexpr void assign(std::string_view text) {
-    if (text.size() > Capacity) detail::report_error("llmsim::fixed_string", "", "text of {} characters exceeds the capacity of {}", text.size(), Capacity);
+    if (text.size() > Capacity)
+      detail::report_error("llmsim::fixed_string", "", "text of {} characters exceeds the capacity of {}", text.size(),
+                           Capacity);
     length = text.size();
     for (std::size_t i = 0; i < Capacity + 1; ++i) chars[i] = i < length ? text[i] : '\0';
   }
@@ -214,190 +248,6 @@ struct fixed_string {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/core/fixed_string.hpp --------------------------------------------------------------
-// ---- begin llmsim/core/units.hpp -------------------------------------------------------------------
-/// \file llmsim/core/units.hpp
-/// Strong quantity types with literals: `80_GiB`, `312_TFLOPS`, `900_GBps`, `10_us`.
-///
-/// Each quantity is an aggregate with one public `value` (so it is structural and usable as a
-/// template argument) in SI base units: bytes, floating-point operations, seconds. Only arithmetic
-/// that keeps dimensions straight compiles: `bytes / bytes_per_second` is `seconds`,
-/// `flops / flops_per_second` is `seconds`, `bytes + seconds` does not exist.
-/// `bytes` is an int64 count (exact); flops are double because training totals pass 2^63.
-
-
-#include <compare>
-#include <cstdint>
-#include <cstdio>
-#include <string>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// A number of bytes (exact, signed so differences are representable).
-struct bytes {
-  std::int64_t value = 0;
-  friend constexpr auto operator<=>(bytes, bytes) = default;
-  friend constexpr bytes operator+(bytes a, bytes b) { return {a.value + b.value}; }
-  friend constexpr bytes operator-(bytes a, bytes b) { return {a.value - b.value}; }
-  friend constexpr bytes operator*(bytes a, std::int64_t n) { return {a.value * n}; }
-  friend constexpr bytes operator*(std::int64_t n, bytes a) { return {a.value * n}; }
-  /// Integer division (a share of a buffer split n ways, rounded down).
-  friend constexpr bytes operator/(bytes a, std::int64_t n) { return {a.value / n}; }
-  /// Dimensionless ratio.
-  friend constexpr double operator/(bytes a, bytes b) { return static_cast<double>(a.value) / static_cast<double>(b.value); }
-  constexpr bytes& operator+=(bytes b) { value += b.value; return *this; }
-  constexpr bytes& operator-=(bytes b) { value -= b.value; return *this; }
-  [[nodiscard]] constexpr double gib() const { return static_cast<double>(value) / (1024.0 * 1024.0 * 1024.0); }
-  [[nodiscard]] constexpr double mib() const { return static_cast<double>(value) / (1024.0 * 1024.0); }
-};
-
-/// A number of floating-point operations (multiply-add = 2).
-struct flops {
-  double value = 0;
-  friend constexpr auto operator<=>(flops, flops) = default;
-  friend constexpr flops operator+(flops a, flops b) { return {a.value + b.value}; }
-  friend constexpr flops operator-(flops a, flops b) { return {a.value - b.value}; }
-  friend constexpr flops operator*(flops a, double k) { return {a.value * k}; }
-  friend constexpr flops operator*(double k, flops a) { return {a.value * k}; }
-  friend constexpr flops operator/(flops a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(flops a, flops b) { return a.value / b.value; }
-  constexpr flops& operator+=(flops b) { value += b.value; return *this; }
-};
-
-/// A duration in seconds.
-struct seconds {
-  double value = 0;
-  friend constexpr auto operator<=>(seconds, seconds) = default;
-  friend constexpr seconds operator+(seconds a, seconds b) { return {a.value + b.value}; }
-  friend constexpr seconds operator-(seconds a, seconds b) { return {a.value - b.value}; }
-  friend constexpr seconds operator*(seconds a, double k) { return {a.value * k}; }
-  friend constexpr seconds operator*(double k, seconds a) { return {a.value * k}; }
-  friend constexpr seconds operator/(seconds a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(seconds a, seconds b) { return a.value / b.value; }
-  constexpr seconds& operator+=(seconds b) { value += b.value; return *this; }
-  constexpr seconds& operator-=(seconds b) { value -= b.value; return *this; }
-  [[nodiscard]] constexpr double ms() const { return value * 1e3; }
-  [[nodiscard]] constexpr double us() const { return value * 1e6; }
-};
-
-/// A transfer rate in bytes per second.
-struct bytes_per_second {
-  double value = 0;
-  friend constexpr auto operator<=>(bytes_per_second, bytes_per_second) = default;
-  friend constexpr bytes_per_second operator*(bytes_per_second a, double k) { return {a.value * k}; }
-  friend constexpr bytes_per_second operator*(double k, bytes_per_second a) { return {a.value * k}; }
-  friend constexpr bytes_per_second operator/(bytes_per_second a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(bytes_per_second a, bytes_per_second b) { return a.value / b.value; }
-};
-
-/// A compute rate in floating-point operations per second.
-struct flops_per_second {
-  double value = 0;
-  friend constexpr auto operator<=>(flops_per_second, flops_per_second) = default;
-  friend constexpr flops_per_second operator*(flops_per_second a, double k) { return {a.value * k}; }
-  friend constexpr flops_per_second operator*(double k, flops_per_second a) { return {a.value * k}; }
-  friend constexpr flops_per_second operator/(flops_per_second a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(flops_per_second a, flops_per_second b) { return a.value / b.value; }
-};
-
-// Cross-dimension arithmetic: the only ways to change dimension.
-constexpr seconds operator/(bytes b, bytes_per_second r) { return {static_cast<double>(b.value) / r.value}; }
-constexpr seconds operator/(flops f, flops_per_second r) { return {f.value / r.value}; }
-constexpr bytes_per_second operator/(bytes b, seconds t) { return {static_cast<double>(b.value) / t.value}; }
-constexpr flops_per_second operator/(flops f, seconds t) { return {f.value / t.value}; }
-constexpr flops operator*(flops_per_second r, seconds t) { return {r.value * t.value}; }
-constexpr flops operator*(seconds t, flops_per_second r) { return {r.value * t.value}; }
-
-namespace literals {
-// clang-format off
-constexpr bytes operator""_B(unsigned long long n) { return {static_cast<std::int64_t>(n)}; }
-constexpr bytes operator""_KiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 10}; }
-constexpr bytes operator""_MiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 20}; }
-constexpr bytes operator""_GiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 30}; }
-constexpr bytes operator""_TiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 40}; }
-constexpr bytes operator""_KB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000}; }
-constexpr bytes operator""_MB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000}; }
-constexpr bytes operator""_GB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000000}; }
-constexpr bytes operator""_GiB(long double n) { return {static_cast<std::int64_t>(n * 1073741824.0L)}; }
-constexpr bytes operator""_MiB(long double n) { return {static_cast<std::int64_t>(n * 1048576.0L)}; }
-
-constexpr flops operator""_GFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr flops operator""_TFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr flops operator""_PFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
-
-constexpr flops_per_second operator""_GFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr flops_per_second operator""_TFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr flops_per_second operator""_TFLOPS(long double n) { return {static_cast<double>(n * 1e12L)}; }
-constexpr flops_per_second operator""_PFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
-
-constexpr bytes_per_second operator""_MBps(unsigned long long n) { return {static_cast<double>(n) * 1e6}; }
-constexpr bytes_per_second operator""_GBps(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr bytes_per_second operator""_GBps(long double n) { return {static_cast<double>(n * 1e9L)}; }
-constexpr bytes_per_second operator""_TBps(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr bytes_per_second operator""_GiBps(unsigned long long n) { return {static_cast<double>(n) * 1073741824.0}; }
-
-constexpr seconds operator""_s(unsigned long long n) { return {static_cast<double>(n)}; }
-constexpr seconds operator""_s(long double n) { return {static_cast<double>(n)}; }
-constexpr seconds operator""_ms(unsigned long long n) { return {static_cast<double>(n) / 1e3}; }
-constexpr seconds operator""_ms(long double n) { return {static_cast<double>(n / 1e3L)}; }
-constexpr seconds operator""_us(unsigned long long n) { return {static_cast<double>(n) / 1e6}; }
-constexpr seconds operator""_us(long double n) { return {static_cast<double>(n / 1e6L)}; }
-constexpr seconds operator""_ns(unsigned long long n) { return {static_cast<double>(n) / 1e9}; }
-// clang-format on
-}  // namespace literals
-using namespace literals;  // NOLINT(google-build-using-namespace): literals are part of the vocabulary
-
-namespace detail {
-inline std::string format_scaled(double v, const char* const* units, int unit_count, double step, int decimals) {
-  int i = 0;
-  const double sign = v < 0 ? -1.0 : 1.0;
-  v *= sign;
-  while (i + 1 < unit_count && v >= step) {
-    v /= step;
-    ++i;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, sign * v, units[i]);
-  return buf;
-}
-}  // namespace detail
-
-/// `to_string(1.5_GiB) == "1.50 GiB"` (binary prefixes, two decimals).
-inline std::string to_string(bytes b) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0, b.value < 1024 && b.value > -1024 ? 0 : 2);
-}
-/// `to_string(0.4567_s) == "456.7 ms"` (four significant digits).
-inline std::string to_string(seconds t) {
-  const double a = t.value < 0 ? -t.value : t.value;
-  double v = t.value;
-  const char* unit = "s";
-  if (a != 0 && a < 1e-6) { v *= 1e9; unit = "ns"; }
-  else if (a != 0 && a < 1e-3) { v *= 1e6; unit = "us"; }
-  else if (a != 0 && a < 1.0) { v *= 1e3; unit = "ms"; }
-  const double av = v < 0 ? -v : v;
-  const int decimals = av >= 1000 ? 0 : av >= 100 ? 1 : av >= 10 ? 2 : 3;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
-  return buf;
-}
-/// `to_string(312_TFLOPS) == "312.0 TFLOP/s"`.
-inline std::string to_string(flops_per_second r) {
-  static const char* const units[] = {"FLOP/s", "KFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
-  return detail::format_scaled(r.value, units, 7, 1000.0, 1);
-}
-/// `to_string(6_PFLOP) == "6.00 PFLOP"`.
-inline std::string to_string(flops f) {
-  static const char* const units[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP"};
-  return detail::format_scaled(f.value, units, 9, 1000.0, 2);
-}
-/// `to_string(900_GBps) == "900.0 GB/s"` (decimal prefixes, as data sheets quote links).
-inline std::string to_string(bytes_per_second r) {
-  static const char* const units[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
-  return detail::format_scaled(r.value, units, 6, 1000.0, 1);
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/core/units.hpp ---------------------------------------------------------------------
 // ---- begin llmsim/spec/fields.hpp ------------------------------------------------------------------
 /// \file llmsim/spec/fields.hpp
 /// Field lists: each spec names its fields once (`field_list<T>::value`), and everything that needs
@@ -463,19 +313,6 @@ constexpr Enum enum_from_name(std::string_view name) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/fields.hpp --------------------------------------------------------------------
-// ---- begin llmsim/spec/model.hpp -------------------------------------------------------------------
-/// \file llmsim/spec/model.hpp
-/// `model_spec`: the architecture of a decoder-only transformer, field for field the SimuMax
-/// model format (docs/model.md of MooreThreads/SimuMax), with SimuMax's defaults, plus three
-/// llmsim fields for GPT-style models (`norm_type`, `tie_word_embeddings`, `add_linear_bias`).
-///
-/// ```cpp
-/// constexpr llmsim::model_spec llama3_8b{.model_name = "llama3_8b", .hidden_size = 4096,
-///     .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336,
-///     .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
-/// static_assert((llmsim::validate(llama3_8b), true));
-/// ```
-
 
 #include <array>
 #include <cstdint>
@@ -513,7 +350,10 @@ enum class position_kind : std::uint8_t { invalid, rope, learned_absolute, none 
 template <>
 struct enum_names<position_kind> {
   static constexpr std::array<std::pair<position_kind, std::string_view>, 4> value{
-      {{position_kind::invalid, ""}, {position_kind::rope, "rope"}, {position_kind::learned_absolute, "learned_absolute"}, {position_kind::none, "none"}}};
+      {{position_kind::invalid, ""},
+       {position_kind::rope, "rope"},
+       {position_kind::learned_absolute, "learned_absolute"},
+       {position_kind::none, "none"}}};
 };
 
 /// How the experts' GEMMs are issued (SimuMax `group_linear_mode`).
@@ -521,7 +361,9 @@ enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
 struct enum_names<group_linear_kind> {
   static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 4> value{
-      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"},
+      {{group_linear_kind::invalid, ""},
+       {group_linear_kind::parallel, "parallel"},
+       {group_linear_kind::sequential, "sequential"},
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
@@ -535,13 +377,13 @@ struct model_spec {
   fixed_string<64> model_name = {};
   std::int64_t hidden_size = 0;
   std::int64_t head_num = 0;
-  std::int64_t kv_head_num = 0;               ///< smaller than head_num: grouped-query attention
-  std::optional<std::int64_t> head_size = {};  ///< absent: hidden_size / head_num
+  std::int64_t kv_head_num = 0;                        ///< smaller than head_num: grouped-query attention
+  std::optional<std::int64_t> head_size = {};          ///< absent: hidden_size / head_num
   std::optional<std::int64_t> intermediate_size = {};  ///< dense MLP width
   std::int64_t layer_num = 0;
   std::int64_t vocab_size = 0;
   std::optional<std::int64_t> orig_vocab_size = {};  ///< vocabulary before padding (SimuMax bookkeeping)
-  bool use_swiglu = false;                            ///< false: GeLU MLP with two GEMMs
+  bool use_swiglu = false;                           ///< false: GeLU MLP with two GEMMs
   std::int64_t expert_num = 1;
   std::optional<std::int64_t> topk = {};
   attention_kind attention_type = attention_kind::mha;
@@ -560,22 +402,19 @@ struct model_spec {
   bool padded_vocab_size = true;  ///< pad vocab to a multiple of make_vocab_size_divisible_by * tp, as Megatron does
   // llmsim extensions for GPT-style models.
   norm_kind norm_type = norm_kind::rmsnorm;
-  bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
-  bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
+  bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
-
 
 /// Whether the model has routed experts.
 constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
-constexpr std::int64_t head_dim(const model_spec& m) {
-  return m.head_size ? *m.head_size : m.hidden_size / m.head_num;
-}
+constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
@@ -603,7 +442,8 @@ constexpr void require_size(std::string_view api, std::string_view name, std::in
   if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
   if (v > max_dimension) report_error(api, name, "{}={} exceeds the largest supported size {}", name, v, max_dimension);
 }
-constexpr void require_size(std::string_view api, std::string_view name, const std::optional<std::int64_t>& v, std::int64_t minimum) {
+constexpr void require_size(std::string_view api, std::string_view name, const std::optional<std::int64_t>& v,
+                            std::int64_t minimum) {
   if (v) require_size(api, name, *v, minimum);
 }
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
@@ -614,11 +454,18 @@ constexpr void validate(const model_spec& m) {
   constexpr std::string_view api = "llmsim::model";
   using detail::report_error;
   using detail::require_size;
-  if (m.model_type && *m.model_type == model_kind::invalid) report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
-  if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
-  if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
-  if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
-  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
+  if (m.model_type && *m.model_type == model_kind::invalid)
+    report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
+  if (m.attention_type == attention_kind::invalid)
+    report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
+  if (m.norm_type == norm_kind::invalid)
+    report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
+  if (m.position_embedding_type == position_kind::invalid)
+    report_error(api, "model.position_embedding_type",
+                 "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
+  if (m.group_linear_mode == group_linear_kind::invalid)
+    report_error(api, "model.group_linear_mode",
+                 "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);
   require_size(api, "model.kv_head_num", m.kv_head_num, 1);
@@ -638,25 +485,48 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
-  if (!detail::is_finite(m.capacity) || m.capacity <= 0) report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
-  if (m.head_num % m.kv_head_num != 0) report_error(api, "model.kv_head_num", "model.kv_head_num={} must divide model.head_num={} (each key/value head serves a whole group of query heads)", m.kv_head_num, m.head_num);
-  if (m.attention_type == attention_kind::mha && !m.head_size && m.hidden_size % m.head_num != 0) report_error(api, "model.head_size", "model.head_size is absent and model.head_num={} does not divide model.hidden_size={}", m.head_num, m.hidden_size);
+  if (!detail::is_finite(m.capacity) || m.capacity <= 0)
+    report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
+  if (m.head_num % m.kv_head_num != 0)
+    report_error(
+        api, "model.kv_head_num",
+        "model.kv_head_num={} must divide model.head_num={} (each key/value head serves a whole group of query heads)",
+        m.kv_head_num, m.head_num);
+  if (m.attention_type == attention_kind::mha && !m.head_size && m.hidden_size % m.head_num != 0)
+    report_error(api, "model.head_size",
+                 "model.head_size is absent and model.head_num={} does not divide model.hidden_size={}", m.head_num,
+                 m.hidden_size);
   if (m.attention_type == attention_kind::mla) {
-    if (!m.kv_lora_rank) report_error(api, "model.kv_lora_rank", "model.kv_lora_rank is required when model.attention_type is \"mla\"");
-    if (!m.qk_head_dim) report_error(api, "model.qk_head_dim", "model.qk_head_dim is required when model.attention_type is \"mla\"");
-    if (!m.qk_pos_emb_head_dim) report_error(api, "model.qk_pos_emb_head_dim", "model.qk_pos_emb_head_dim is required when model.attention_type is \"mla\"");
-    if (!m.v_head_dim) report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.kv_lora_rank)
+      report_error(api, "model.kv_lora_rank", "model.kv_lora_rank is required when model.attention_type is \"mla\"");
+    if (!m.qk_head_dim)
+      report_error(api, "model.qk_head_dim", "model.qk_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.qk_pos_emb_head_dim)
+      report_error(api, "model.qk_pos_emb_head_dim",
+                   "model.qk_pos_emb_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.v_head_dim)
+      report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
   if (is_moe(m)) {
-    if (m.expert_num < 2) report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
+    if (m.expert_num < 2)
+      report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
     if (!m.topk) report_error(api, "model.topk", "model.topk is required for a \"moe\" model");
-    if (*m.topk > m.expert_num) report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
-    if (expert_ffn_size(m) < 1) report_error(api, "model.moe_ffn_hidden_size", "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
-    if (m.dense_layers > m.layer_num) report_error(api, "model.dense_layers", "model.dense_layers={} must not exceed model.layer_num={}", m.dense_layers, m.layer_num);
-    if (m.dense_layers > 0 && !m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for the model.dense_layers={} dense layers", m.dense_layers);
+    if (*m.topk > m.expert_num)
+      report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
+    if (expert_ffn_size(m) < 1)
+      report_error(api, "model.moe_ffn_hidden_size",
+                   "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
+    if (m.dense_layers > m.layer_num)
+      report_error(api, "model.dense_layers", "model.dense_layers={} must not exceed model.layer_num={}",
+                   m.dense_layers, m.layer_num);
+    if (m.dense_layers > 0 && !m.intermediate_size)
+      report_error(api, "model.intermediate_size",
+                   "model.intermediate_size is required for the model.dense_layers={} dense layers", m.dense_layers);
   } else {
-    if (m.expert_num != 1) report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
-    if (!m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
+    if (m.expert_num != 1)
+      report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
+    if (!m.intermediate_size)
+      report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
   }
 }
 
@@ -686,27 +556,46 @@ LLMSIM_BEGIN_NAMESPACE
 enum class dtype_kind : std::uint8_t { invalid, fp32, bf16, fp16, fp8 };
 template <>
 struct enum_names<dtype_kind> {
-  static constexpr std::array<std::pair<dtype_kind, std::string_view>, 5> value{
-      {{dtype_kind::invalid, ""}, {dtype_kind::fp32, "fp32"}, {dtype_kind::bf16, "bf16"}, {dtype_kind::fp16, "fp16"}, {dtype_kind::fp8, "fp8"}}};
+  static constexpr std::array<std::pair<dtype_kind, std::string_view>, 5> value{{{dtype_kind::invalid, ""},
+                                                                                 {dtype_kind::fp32, "fp32"},
+                                                                                 {dtype_kind::bf16, "bf16"},
+                                                                                 {dtype_kind::fp16, "fp16"},
+                                                                                 {dtype_kind::fp8, "fp8"}}};
 };
 /// Bytes of one element.
 constexpr std::int64_t dtype_bytes(dtype_kind d) {
   switch (d) {
-    case dtype_kind::fp32: return 4;
+    case dtype_kind::fp32:
+      return 4;
     case dtype_kind::bf16:
-    case dtype_kind::fp16: return 2;
-    case dtype_kind::fp8: return 1;
-    default: return 0;
+    case dtype_kind::fp16:
+      return 2;
+    case dtype_kind::fp8:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 /// What recompute re-runs in backward (Megatron `--recompute-granularity` and SimuMax's finer modes).
-enum class recompute_kind : std::uint8_t { invalid, none, full_block, attn_only, mlp_only, sdp_only, selective_recompute };
+enum class recompute_kind : std::uint8_t {
+  invalid,
+  none,
+  full_block,
+  attn_only,
+  mlp_only,
+  sdp_only,
+  selective_recompute
+};
 template <>
 struct enum_names<recompute_kind> {
   static constexpr std::array<std::pair<recompute_kind, std::string_view>, 7> value{
-      {{recompute_kind::invalid, ""}, {recompute_kind::none, "null"}, {recompute_kind::full_block, "full_block"},
-       {recompute_kind::attn_only, "attn_only"}, {recompute_kind::mlp_only, "mlp_only"}, {recompute_kind::sdp_only, "sdp_only"},
+      {{recompute_kind::invalid, ""},
+       {recompute_kind::none, "null"},
+       {recompute_kind::full_block, "full_block"},
+       {recompute_kind::attn_only, "attn_only"},
+       {recompute_kind::mlp_only, "mlp_only"},
+       {recompute_kind::sdp_only, "sdp_only"},
        {recompute_kind::selective_recompute, "selective_recompute"}}};
 };
 
@@ -715,8 +604,12 @@ enum class recompute_module : std::uint8_t { invalid, core_attn, layernorm, mla_
 template <>
 struct enum_names<recompute_module> {
   static constexpr std::array<std::pair<recompute_module, std::string_view>, 7> value{
-      {{recompute_module::invalid, ""}, {recompute_module::core_attn, "core_attn"}, {recompute_module::layernorm, "layernorm"},
-       {recompute_module::mla_up_proj, "mla_up_proj"}, {recompute_module::moe_act, "moe_act"}, {recompute_module::mlp, "mlp"},
+      {{recompute_module::invalid, ""},
+       {recompute_module::core_attn, "core_attn"},
+       {recompute_module::layernorm, "layernorm"},
+       {recompute_module::mla_up_proj, "mla_up_proj"},
+       {recompute_module::moe_act, "moe_act"},
+       {recompute_module::mlp, "mlp"},
        {recompute_module::moe, "moe"}}};
 };
 /// A set of `recompute_module`s (JSON: an array of names, or null for the empty set).
@@ -733,7 +626,9 @@ enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq };
 template <>
 struct enum_names<dispatcher_kind> {
   static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 3> value{
-      {{dispatcher_kind::invalid, ""}, {dispatcher_kind::all2all, "all2all"}, {dispatcher_kind::all2all_seq, "all2all-seq"}}};
+      {{dispatcher_kind::invalid, ""},
+       {dispatcher_kind::all2all, "all2all"},
+       {dispatcher_kind::all2all_seq, "all2all-seq"}}};
 };
 
 /// Context-parallel communication (TransformerEngine `cp_comm_type`).
@@ -741,7 +636,11 @@ enum class cp_comm_kind : std::uint8_t { invalid, a2a, p2p, all_gather, a2a_p2p 
 template <>
 struct enum_names<cp_comm_kind> {
   static constexpr std::array<std::pair<cp_comm_kind, std::string_view>, 5> value{
-      {{cp_comm_kind::invalid, ""}, {cp_comm_kind::a2a, "a2a"}, {cp_comm_kind::p2p, "p2p"}, {cp_comm_kind::all_gather, "all_gather"}, {cp_comm_kind::a2a_p2p, "a2a+p2p"}}};
+      {{cp_comm_kind::invalid, ""},
+       {cp_comm_kind::a2a, "a2a"},
+       {cp_comm_kind::p2p, "p2p"},
+       {cp_comm_kind::all_gather, "all_gather"},
+       {cp_comm_kind::a2a_p2p, "a2a+p2p"}}};
 };
 enum class cp_a2a_kind : std::uint8_t { invalid, async_cp, sync_cp };
 template <>
@@ -839,7 +738,6 @@ struct strategy_spec {
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
 
-
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
 /// Data-parallel size of the dense parts: world_size / (tp * pp * cp).
@@ -847,7 +745,9 @@ constexpr std::int64_t dp_size(const strategy_spec& s) { return s.world_size / s
 /// Expert-data-parallel size: world_size / (ep * etp * pp) (Megatron's expert DP group).
 constexpr std::int64_t edp_size(const strategy_spec& s) { return s.world_size / (s.ep_size * s.etp_size * s.pp_size); }
 /// Sequences per iteration over all data-parallel ranks.
-constexpr std::int64_t global_batch_size(const strategy_spec& s) { return s.micro_batch_size * s.micro_batch_num * dp_size(s); }
+constexpr std::int64_t global_batch_size(const strategy_spec& s) {
+  return s.micro_batch_size * s.micro_batch_num * dp_size(s);
+}
 
 /// Whether any recompute is active (SimuMax `is_recompute`).
 constexpr bool recompute_active(const strategy_spec& s) {
@@ -856,11 +756,13 @@ constexpr bool recompute_active(const strategy_spec& s) {
     case recompute_kind::full_block:
     case recompute_kind::attn_only:
     case recompute_kind::mlp_only:
-    case recompute_kind::sdp_only: return true;
+    case recompute_kind::sdp_only:
+      return true;
     case recompute_kind::selective_recompute:
       return s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute ||
              (s.megatron_recompute && !s.megatron_recompute_modules.empty());
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -910,40 +812,107 @@ constexpr void validate(const strategy_spec& s) {
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
   // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
   // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension)) report_error(api, "strategy.micro_batch_size", "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) > 9007199254740992.0) report_error(api, "strategy.micro_batch_num", "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
-  if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
-  if (s.cp_comm_type == cp_comm_kind::invalid) report_error(api, "strategy.cp_comm_type", "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
-  if (s.cp_a2a_mode == cp_a2a_kind::invalid) report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
-  if (s.moe_dispatcher_policy == dispatcher_kind::invalid) report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
-  if (s.recompute_granularity == recompute_kind::invalid) report_error(api, "strategy.recompute_granularity", "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", \"sdp_only\" or \"selective_recompute\"");
-  if (s.order_of_paralielism.view() != "tp-cp-ep-dp-pp") report_error(api, "strategy.order_of_paralielism", "strategy.order_of_paralielism=\"{}\" must be \"tp-cp-ep-dp-pp\" (the only rank order modelled)", s.order_of_paralielism);
-  if (s.seq_len % s.cp_size != 0) report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
-  if (s.world_size % shard_size(s) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}", s.world_size, shard_size(s));
-  if (s.world_size % (s.ep_size * s.etp_size * s.pp_size) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by ep_size*etp_size*pp_size={}", s.world_size, s.ep_size * s.etp_size * s.pp_size);
-  if (s.zero_state < 0 || s.zero_state > 3) report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
-  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1) report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
-  if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1) report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)", s.attention_sparse_ratio);
-  if (s.interleaving_size > 1 && s.pp_size < 2) report_error(api, "strategy.interleaving_size", "strategy.interleaving_size={} requires strategy.pp_size > 1, got {}", s.interleaving_size, s.pp_size);
-  if (s.interleaving_size > 1 && !s.pp_comm_async && s.pp_size <= 2) report_error(api, "strategy.pp_size", "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no two p2p pairs between the same ranks), got {}", s.interleaving_size, s.pp_size);
-  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size) report_error(api, "strategy.microbatch_group_size_per_vp_stage", "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}", *s.microbatch_group_size_per_vp_stage, s.pp_size);
-  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8) report_error(api, "strategy.cache_groupgemm_col_fp8_inputs", "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
-  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension))
+    report_error(api, "strategy.micro_batch_size",
+                 "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}",
+                 static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
+          static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) >
+      9007199254740992.0)
+    report_error(api, "strategy.micro_batch_num",
+                 "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53",
+                 static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
+                     static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
+  if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32)
+    report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
+  if (s.cp_comm_type == cp_comm_kind::invalid)
+    report_error(api, "strategy.cp_comm_type",
+                 "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
+  if (s.cp_a2a_mode == cp_a2a_kind::invalid)
+    report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
+  if (s.moe_dispatcher_policy == dispatcher_kind::invalid)
+    report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
+  if (s.recompute_granularity == recompute_kind::invalid)
+    report_error(api, "strategy.recompute_granularity",
+                 "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", "
+                 "\"sdp_only\" or \"selective_recompute\"");
+  if (s.order_of_paralielism.view() != "tp-cp-ep-dp-pp")
+    report_error(api, "strategy.order_of_paralielism",
+                 "strategy.order_of_paralielism=\"{}\" must be \"tp-cp-ep-dp-pp\" (the only rank order modelled)",
+                 s.order_of_paralielism);
+  if (s.seq_len % s.cp_size != 0)
+    report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
+  if (s.world_size % shard_size(s) != 0)
+    report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}",
+                 s.world_size, shard_size(s));
+  if (s.world_size % (s.ep_size * s.etp_size * s.pp_size) != 0)
+    report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by ep_size*etp_size*pp_size={}",
+                 s.world_size, s.ep_size * s.etp_size * s.pp_size);
+  if (s.zero_state < 0 || s.zero_state > 3)
+    report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
+  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
+    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
+  if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
+    report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)",
+                 s.attention_sparse_ratio);
+  if (s.interleaving_size > 1 && s.pp_size < 2)
+    report_error(api, "strategy.interleaving_size",
+                 "strategy.interleaving_size={} requires strategy.pp_size > 1, got {}", s.interleaving_size, s.pp_size);
+  if (s.interleaving_size > 1 && !s.pp_comm_async && s.pp_size <= 2)
+    report_error(api, "strategy.pp_size",
+                 "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no "
+                 "two p2p pairs between the same ranks), got {}",
+                 s.interleaving_size, s.pp_size);
+  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size)
+    report_error(api, "strategy.microbatch_group_size_per_vp_stage",
+                 "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
+                 *s.microbatch_group_size_per_vp_stage, s.pp_size);
+  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
+    report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
+                 "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
+  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block)
+    report_error(api, "strategy.offload_groupgemm_col_inputs",
+                 "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
   if (s.recompute_granularity == recompute_kind::selective_recompute && !s.megatron_recompute) {
-    if (s.mla_rms_recompute && !s.attn_recompute) report_error(api, "strategy.mla_rms_recompute", "strategy.mla_rms_recompute=true requires strategy.attn_recompute=true");
-    if (s.mlp_rms_recompute && !s.mlp_recompute) report_error(api, "strategy.mlp_rms_recompute", "strategy.mlp_rms_recompute=true requires strategy.mlp_recompute=true");
+    if (s.mla_rms_recompute && !s.attn_recompute)
+      report_error(api, "strategy.mla_rms_recompute",
+                   "strategy.mla_rms_recompute=true requires strategy.attn_recompute=true");
+    if (s.mlp_rms_recompute && !s.mlp_recompute)
+      report_error(api, "strategy.mlp_rms_recompute",
+                   "strategy.mlp_rms_recompute=true requires strategy.mlp_recompute=true");
   }
-  if (!s.megatron_recompute && !s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules requires strategy.megatron_recompute=true");
+  if (!s.megatron_recompute && !s.megatron_recompute_modules.empty())
+    report_error(api, "strategy.megatron_recompute_modules",
+                 "strategy.megatron_recompute_modules requires strategy.megatron_recompute=true");
   if (s.megatron_recompute) {
-    if (!s.enable_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.enable_recompute=true");
-    if (s.recompute_granularity != recompute_kind::selective_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.recompute_granularity \"selective_recompute\"");
-    if (s.recompute_layer_num <= 0) report_error(api, "strategy.recompute_layer_num", "strategy.megatron_recompute=true requires strategy.recompute_layer_num > 0, got {}", s.recompute_layer_num);
-    if (s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
-    if (s.megatron_recompute_modules.contains(recompute_module::core_attn)) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already recomputes its scores)");
-    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
+    if (!s.enable_recompute)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true requires strategy.enable_recompute=true");
+    if (s.recompute_granularity != recompute_kind::selective_recompute)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true requires strategy.recompute_granularity \"selective_recompute\"");
+    if (s.recompute_layer_num <= 0)
+      report_error(api, "strategy.recompute_layer_num",
+                   "strategy.megatron_recompute=true requires strategy.recompute_layer_num > 0, got {}",
+                   s.recompute_layer_num);
+    if (s.megatron_recompute_modules.empty())
+      report_error(api, "strategy.megatron_recompute_modules",
+                   "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
+    if (s.megatron_recompute_modules.contains(recompute_module::core_attn))
+      report_error(api, "strategy.megatron_recompute_modules",
+                   "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already "
+                   "recomputes its scores)");
+    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
+                   "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
-  if (s.overlap_param_gather && s.zero_state < 1) report_error(api, "strategy.overlap_param_gather", "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in Megatron-LM");
-  if (!s.use_flash_sdp && !s.use_math_sdp) report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
+  if (s.overlap_param_gather && s.zero_state < 1)
+    report_error(api, "strategy.overlap_param_gather",
+                 "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in "
+                 "Megatron-LM");
+  if (!s.use_flash_sdp && !s.use_math_sdp)
+    report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
@@ -967,10 +936,17 @@ constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s)
   }
   std::int64_t rest = m.layer_num;
   std::int64_t even_stages = pp;
-  if (s.num_layers_in_first_pipeline_stage) { rest -= *s.num_layers_in_first_pipeline_stage; --even_stages; }
-  if (s.num_layers_in_last_pipeline_stage) { rest -= *s.num_layers_in_last_pipeline_stage; --even_stages; }
+  if (s.num_layers_in_first_pipeline_stage) {
+    rest -= *s.num_layers_in_first_pipeline_stage;
+    --even_stages;
+  }
+  if (s.num_layers_in_last_pipeline_stage) {
+    rest -= *s.num_layers_in_last_pipeline_stage;
+    --even_stages;
+  }
   const std::int64_t each = even_stages > 0 ? rest / even_stages : 0;
-  return {s.num_layers_in_first_pipeline_stage.value_or(each), pp > 2 ? each : 0, s.num_layers_in_last_pipeline_stage.value_or(each)};
+  return {s.num_layers_in_first_pipeline_stage.value_or(each), pp > 2 ? each : 0,
+          s.num_layers_in_last_pipeline_stage.value_or(each)};
 }
 
 LLMSIM_END_NAMESPACE
@@ -986,6 +962,215 @@ LLMSIM_END_NAMESPACE
 /// catalogue (views of static arrays) and a file loaded at run time (views of storage the loader
 /// owns, see `llmsim::json::system_config`).
 
+// ---- begin llmsim/core/units.hpp -------------------------------------------------------------------
+/// \file llmsim/core/units.hpp
+/// Strong quantity types with literals: `80_GiB`, `312_TFLOPS`, `900_GBps`, `10_us`.
+///
+/// Each quantity is an aggregate with one public `value` (so it is structural and usable as a
+/// template argument) in SI base units: bytes, floating-point operations, seconds. Only arithmetic
+/// that keeps dimensions straight compiles: `bytes / bytes_per_second` is `seconds`,
+/// `flops / flops_per_second` is `seconds`, `bytes + seconds` does not exist.
+/// `bytes` is an int64 count (exact); flops are double because training totals pass 2^63.
+
+
+#include <compare>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// A number of bytes (exact, signed so differences are representable).
+struct bytes {
+  std::int64_t value = 0;
+  friend constexpr auto operator<=>(bytes, bytes) = default;
+  friend constexpr bytes operator+(bytes a, bytes b) { return {a.value + b.value}; }
+  friend constexpr bytes operator-(bytes a, bytes b) { return {a.value - b.value}; }
+  friend constexpr bytes operator*(bytes a, std::int64_t n) { return {a.value * n}; }
+  friend constexpr bytes operator*(std::int64_t n, bytes a) { return {a.value * n}; }
+  /// Integer division (a share of a buffer split n ways, rounded down).
+  friend constexpr bytes operator/(bytes a, std::int64_t n) { return {a.value / n}; }
+  /// Dimensionless ratio.
+  friend constexpr double operator/(bytes a, bytes b) {
+    return static_cast<double>(a.value) / static_cast<double>(b.value);
+  }
+  constexpr bytes& operator+=(bytes b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr bytes& operator-=(bytes b) {
+    value -= b.value;
+    return *this;
+  }
+  [[nodiscard]] constexpr double gib() const { return static_cast<double>(value) / (1024.0 * 1024.0 * 1024.0); }
+  [[nodiscard]] constexpr double mib() const { return static_cast<double>(value) / (1024.0 * 1024.0); }
+};
+
+/// A number of floating-point operations (multiply-add = 2).
+struct flops {
+  double value = 0;
+  friend constexpr auto operator<=>(flops, flops) = default;
+  friend constexpr flops operator+(flops a, flops b) { return {a.value + b.value}; }
+  friend constexpr flops operator-(flops a, flops b) { return {a.value - b.value}; }
+  friend constexpr flops operator*(flops a, double k) { return {a.value * k}; }
+  friend constexpr flops operator*(double k, flops a) { return {a.value * k}; }
+  friend constexpr flops operator/(flops a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(flops a, flops b) { return a.value / b.value; }
+  constexpr flops& operator+=(flops b) {
+    value += b.value;
+    return *this;
+  }
+};
+
+/// A duration in seconds.
+struct seconds {
+  double value = 0;
+  friend constexpr auto operator<=>(seconds, seconds) = default;
+  friend constexpr seconds operator+(seconds a, seconds b) { return {a.value + b.value}; }
+  friend constexpr seconds operator-(seconds a, seconds b) { return {a.value - b.value}; }
+  friend constexpr seconds operator*(seconds a, double k) { return {a.value * k}; }
+  friend constexpr seconds operator*(double k, seconds a) { return {a.value * k}; }
+  friend constexpr seconds operator/(seconds a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(seconds a, seconds b) { return a.value / b.value; }
+  constexpr seconds& operator+=(seconds b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr seconds& operator-=(seconds b) {
+    value -= b.value;
+    return *this;
+  }
+  [[nodiscard]] constexpr double ms() const { return value * 1e3; }
+  [[nodiscard]] constexpr double us() const { return value * 1e6; }
+};
+
+/// A transfer rate in bytes per second.
+struct bytes_per_second {
+  double value = 0;
+  friend constexpr auto operator<=>(bytes_per_second, bytes_per_second) = default;
+  friend constexpr bytes_per_second operator*(bytes_per_second a, double k) { return {a.value * k}; }
+  friend constexpr bytes_per_second operator*(double k, bytes_per_second a) { return {a.value * k}; }
+  friend constexpr bytes_per_second operator/(bytes_per_second a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(bytes_per_second a, bytes_per_second b) { return a.value / b.value; }
+};
+
+/// A compute rate in floating-point operations per second.
+struct flops_per_second {
+  double value = 0;
+  friend constexpr auto operator<=>(flops_per_second, flops_per_second) = default;
+  friend constexpr flops_per_second operator*(flops_per_second a, double k) { return {a.value * k}; }
+  friend constexpr flops_per_second operator*(double k, flops_per_second a) { return {a.value * k}; }
+  friend constexpr flops_per_second operator/(flops_per_second a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(flops_per_second a, flops_per_second b) { return a.value / b.value; }
+};
+
+// Cross-dimension arithmetic: the only ways to change dimension.
+constexpr seconds operator/(bytes b, bytes_per_second r) { return {static_cast<double>(b.value) / r.value}; }
+constexpr seconds operator/(flops f, flops_per_second r) { return {f.value / r.value}; }
+constexpr bytes_per_second operator/(bytes b, seconds t) { return {static_cast<double>(b.value) / t.value}; }
+constexpr flops_per_second operator/(flops f, seconds t) { return {f.value / t.value}; }
+constexpr flops operator*(flops_per_second r, seconds t) { return {r.value * t.value}; }
+constexpr flops operator*(seconds t, flops_per_second r) { return {r.value * t.value}; }
+
+namespace literals {
+// clang-format off
+constexpr bytes operator""_B(unsigned long long n) { return {static_cast<std::int64_t>(n)}; }
+constexpr bytes operator""_KiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 10}; }
+constexpr bytes operator""_MiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 20}; }
+constexpr bytes operator""_GiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 30}; }
+constexpr bytes operator""_TiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 40}; }
+constexpr bytes operator""_KB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000}; }
+constexpr bytes operator""_MB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000}; }
+constexpr bytes operator""_GB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000000}; }
+constexpr bytes operator""_GiB(long double n) { return {static_cast<std::int64_t>(n * 1073741824.0L)}; }
+constexpr bytes operator""_MiB(long double n) { return {static_cast<std::int64_t>(n * 1048576.0L)}; }
+
+constexpr flops operator""_GFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr flops operator""_TFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr flops operator""_PFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
+
+constexpr flops_per_second operator""_GFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr flops_per_second operator""_TFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr flops_per_second operator""_TFLOPS(long double n) { return {static_cast<double>(n * 1e12L)}; }
+constexpr flops_per_second operator""_PFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
+
+constexpr bytes_per_second operator""_MBps(unsigned long long n) { return {static_cast<double>(n) * 1e6}; }
+constexpr bytes_per_second operator""_GBps(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr bytes_per_second operator""_GBps(long double n) { return {static_cast<double>(n * 1e9L)}; }
+constexpr bytes_per_second operator""_TBps(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr bytes_per_second operator""_GiBps(unsigned long long n) { return {static_cast<double>(n) * 1073741824.0}; }
+
+constexpr seconds operator""_s(unsigned long long n) { return {static_cast<double>(n)}; }
+constexpr seconds operator""_s(long double n) { return {static_cast<double>(n)}; }
+constexpr seconds operator""_ms(unsigned long long n) { return {static_cast<double>(n) / 1e3}; }
+constexpr seconds operator""_ms(long double n) { return {static_cast<double>(n / 1e3L)}; }
+constexpr seconds operator""_us(unsigned long long n) { return {static_cast<double>(n) / 1e6}; }
+constexpr seconds operator""_us(long double n) { return {static_cast<double>(n / 1e6L)}; }
+constexpr seconds operator""_ns(unsigned long long n) { return {static_cast<double>(n) / 1e9}; }
+// clang-format on
+}  // namespace literals
+using namespace literals;  // NOLINT(google-build-using-namespace): literals are part of the vocabulary
+
+namespace detail {
+inline std::string format_scaled(double v, const char* const* units, int unit_count, double step, int decimals) {
+  int i = 0;
+  const double sign = v < 0 ? -1.0 : 1.0;
+  v *= sign;
+  while (i + 1 < unit_count && v >= step) {
+    v /= step;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, sign * v, units[i]);
+  return buf;
+}
+}  // namespace detail
+
+/// `to_string(1.5_GiB) == "1.50 GiB"` (binary prefixes, two decimals).
+inline std::string to_string(bytes b) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0,
+                               b.value < 1024 && b.value > -1024 ? 0 : 2);
+}
+/// `to_string(0.4567_s) == "456.7 ms"` (four significant digits).
+inline std::string to_string(seconds t) {
+  const double a = t.value < 0 ? -t.value : t.value;
+  double v = t.value;
+  const char* unit = "s";
+  if (a != 0 && a < 1e-6) {
+    v *= 1e9;
+    unit = "ns";
+  } else if (a != 0 && a < 1e-3) {
+    v *= 1e6;
+    unit = "us";
+  } else if (a != 0 && a < 1.0) {
+    v *= 1e3;
+    unit = "ms";
+  }
+  const double av = v < 0 ? -v : v;
+  const int decimals = av >= 1000 ? 0 : av >= 100 ? 1 : av >= 10 ? 2 : 3;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
+  return buf;
+}
+/// `to_string(312_TFLOPS) == "312.0 TFLOP/s"`.
+inline std::string to_string(flops_per_second r) {
+  static const char* const units[] = {"FLOP/s", "KFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
+  return detail::format_scaled(r.value, units, 7, 1000.0, 1);
+}
+/// `to_string(6_PFLOP) == "6.00 PFLOP"`.
+inline std::string to_string(flops f) {
+  static const char* const units[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP"};
+  return detail::format_scaled(f.value, units, 9, 1000.0, 2);
+}
+/// `to_string(900_GBps) == "900.0 GB/s"` (decimal prefixes, as data sheets quote links).
+inline std::string to_string(bytes_per_second r) {
+  static const char* const units[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
+  return detail::format_scaled(r.value, units, 6, 1000.0, 1);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/core/units.hpp ---------------------------------------------------------------------
 
 #include <array>
 #include <cstddef>
@@ -1016,8 +1201,10 @@ struct efficiency_table {
     std::size_t lo = 0, hi = count;
     while (lo < hi) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      if (entries[mid].shape < shape) lo = mid + 1;
-      else hi = mid;
+      if (entries[mid].shape < shape)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
     return std::nullopt;
@@ -1048,8 +1235,12 @@ struct group_size_table {
   }
   constexpr void set(std::int64_t group_size, double v) {
     for (std::size_t i = 0; i < count; ++i)
-      if (entries[i].first == group_size) { entries[i].second = v; return; }
-    if (count == capacity) detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
+      if (entries[i].first == group_size) {
+        entries[i].second = v;
+        return;
+      }
+    if (count == capacity)
+      detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
     entries[count++] = {group_size, v};
   }
   [[nodiscard]] constexpr bool empty() const { return count == 0; }
@@ -1062,16 +1253,27 @@ struct group_size_table {
 };
 
 /// Compute op kinds of `accelerator.op`.
-enum class compute_kind : std::uint8_t { default_kind, matmul, fp8_matmul, group_matmul, fp8_group_matmul, sdp_fwd, sdp_bwd };
-inline constexpr std::array<std::string_view, 7> compute_kind_names{"default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+enum class compute_kind : std::uint8_t {
+  default_kind,
+  matmul,
+  fp8_matmul,
+  group_matmul,
+  fp8_group_matmul,
+  sdp_fwd,
+  sdp_bwd
+};
+inline constexpr std::array<std::string_view, 7> compute_kind_names{
+    "default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
 
 /// Memory-bound op kinds of `accelerator.bandwidth`.
 enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
-inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"};
+inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce",
+                                                                   "ce_fusion"};
 
 /// Collectives of `networks.<tier>.op`.
 enum class collective_kind : std::uint8_t { all_reduce, all_gather, reduce_scatter, p2p, all2all };
-inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
+inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter",
+                                                                       "p2p", "all2all"};
 
 /// `accelerator.op.<kind>`: peak rate, efficiency when no shape matches, measured efficiency per shape.
 struct compute_op_spec {
@@ -1085,10 +1287,10 @@ struct compute_op_spec {
 /// `accelerator.bandwidth.<kind>` and `networks.<tier>.bandwidth`.
 struct bandwidth_spec {
   bool present = false;
-  double gbps = 0;              ///< GB/s as SimuMax uses it: times 2^30 bytes per second
+  double gbps = 0;  ///< GB/s as SimuMax uses it: times 2^30 bytes per second
   double efficient_factor = 0;
   double latency_us = 0;
-  double fixed_latency = 0;     ///< added once per operation (network tiers)
+  double fixed_latency = 0;  ///< added once per operation (network tiers)
   group_size_table fixed_latency_us_by_comm_num = {};
   friend constexpr bool operator==(const bandwidth_spec&, const bandwidth_spec&) = default;
 };
@@ -1097,7 +1299,9 @@ enum class accelerator_mode : std::uint8_t { invalid, roofline, only_compute };
 template <>
 struct enum_names<accelerator_mode> {
   static constexpr std::array<std::pair<accelerator_mode, std::string_view>, 3> value{
-      {{accelerator_mode::invalid, ""}, {accelerator_mode::roofline, "roofline"}, {accelerator_mode::only_compute, "only_compute"}}};
+      {{accelerator_mode::invalid, ""},
+       {accelerator_mode::roofline, "roofline"},
+       {accelerator_mode::only_compute, "only_compute"}}};
 };
 
 struct accelerator_spec {
@@ -1141,7 +1345,7 @@ struct system_spec {
   std::int64_t num_per_node = 8;
   accelerator_spec accelerator = {};
   bool intra_with_pcie = false;  ///< (`networks.intra_with_pcie`) GPUs talk over PCIe inside a node
-  bool FC8 = false;              ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
+  bool FC8 = false;  ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
   std::array<network_tier, max_networks> networks{};
   std::size_t network_count = 0;
 
@@ -1151,8 +1355,12 @@ struct system_spec {
       if (networks[i].name.view() == name) return &networks[i];
     return nullptr;
   }
-  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const { return accelerator.op[static_cast<std::size_t>(k)]; }
-  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const { return accelerator.bandwidth[static_cast<std::size_t>(k)]; }
+  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const {
+    return accelerator.op[static_cast<std::size_t>(k)];
+  }
+  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const {
+    return accelerator.bandwidth[static_cast<std::size_t>(k)];
+  }
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
@@ -1160,44 +1368,100 @@ struct system_spec {
 constexpr void validate(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
   using detail::report_error;
-  if (sys.num_per_node < 1 || sys.num_per_node > 1024) report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
-  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0) report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number", sys.accelerator.mem_gbs);
-  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 || sys.accelerator.compute_capability > 100) report_error(api, "system.accelerator.compute_capability", "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)", sys.accelerator.compute_capability);
-  if (sys.accelerator.mode == accelerator_mode::invalid) report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
-  if (!sys.op(compute_kind::default_kind).present) report_error(api, "system.accelerator.op.default", "system.accelerator.op.default is required (used for every op kind without its own entry)");
-  if (!sys.memory(memory_kind::default_kind).present) report_error(api, "system.accelerator.bandwidth.default", "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
+  if (sys.num_per_node < 1 || sys.num_per_node > 1024)
+    report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
+  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0)
+    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number",
+                 sys.accelerator.mem_gbs);
+  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 ||
+      sys.accelerator.compute_capability > 100)
+    report_error(api, "system.accelerator.compute_capability",
+                 "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
+                 sys.accelerator.compute_capability);
+  if (sys.accelerator.mode == accelerator_mode::invalid)
+    report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
+  if (!sys.op(compute_kind::default_kind).present)
+    report_error(api, "system.accelerator.op.default",
+                 "system.accelerator.op.default is required (used for every op kind without its own entry)");
+  if (!sys.memory(memory_kind::default_kind).present)
+    report_error(
+        api, "system.accelerator.bandwidth.default",
+        "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
   for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k) {
     const auto& op = sys.accelerator.op[k];
     if (!op.present) continue;
-    if (!detail::is_finite(op.tflops) || op.tflops <= 0) report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number", compute_kind_names[k], op.tflops);
-    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0) report_error(api, "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k], op.efficient_factor);
+    if (!detail::is_finite(op.tflops) || op.tflops <= 0)
+      report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number",
+                   compute_kind_names[k], op.tflops);
+    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0)
+      report_error(api, "system.accelerator.op.efficient_factor",
+                   "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k],
+                   op.efficient_factor);
     for (const auto& e : op.accurate_efficient_factor)
-      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number", compute_kind_names[k], e.shape, e.efficiency);
-    if (!op.accurate_efficient_factor.is_sorted()) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates", compute_kind_names[k]);
+      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0)
+        report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                     "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number",
+                     compute_kind_names[k], e.shape, e.efficiency);
+    if (!op.accurate_efficient_factor.is_sorted())
+      report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                   "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
+                   compute_kind_names[k]);
   }
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
     const auto& bw = sys.accelerator.bandwidth[k];
     if (!bw.present) continue;
-    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0) report_error(api, "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
-    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0) report_error(api, "system.accelerator.bandwidth.efficient_factor", "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number", memory_kind_names[k], bw.efficient_factor);
-    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0) report_error(api, "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k], bw.latency_us);
+    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0)
+      report_error(api, "system.accelerator.bandwidth.gbps",
+                   "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
+    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0)
+      report_error(api, "system.accelerator.bandwidth.efficient_factor",
+                   "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number",
+                   memory_kind_names[k], bw.efficient_factor);
+    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0)
+      report_error(api, "system.accelerator.bandwidth.latency_us",
+                   "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
+                   bw.latency_us);
   }
-  if (sys.network_count == 0) report_error(api, "system.networks", "system.networks must define at least one network tier");
+  if (sys.network_count == 0)
+    report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1) report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]", net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0) report_error(api, "system.networks.bandwidth.gbps", "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0) report_error(api, "system.networks.bandwidth.efficient_factor", "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name, net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0) report_error(api, "system.networks.bandwidth.latency_us", "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name, net.bandwidth.latency_us);
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
+                   net.name, net.processor_usage);
+    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
+      report_error(api, "system.networks.bandwidth.gbps",
+                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
+    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
+      report_error(api, "system.networks.bandwidth.efficient_factor",
+                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
+                   net.bandwidth.efficient_factor);
+    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
+      report_error(api, "system.networks.bandwidth.latency_us",
+                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
+                   net.bandwidth.latency_us);
     for (std::size_t c = 0; c < net.op.size(); ++c) {
       const auto& op = net.op[c];
       if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0) report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number", net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1) report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0)) report_error(api, "system.networks.op.efficient_factor", "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name, collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0)) report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name, collective_kind_names[c], *op.latency_us);
+      if (!detail::is_finite(op.scale) || op.scale <= 0)
+        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
+                     net.name, collective_kind_names[c], op.scale);
+      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
+        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
+                     net.name, collective_kind_names[c], op.offset);
+      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
+        report_error(api, "system.networks.op.efficient_factor",
+                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
+                     collective_kind_names[c], *op.efficient_factor);
+      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
+        report_error(api, "system.networks.op.latency_us",
+                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
+                     collective_kind_names[c], *op.latency_us);
       for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0) report_error(api, "system.networks.op.dp_fixed_bw", "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name, collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
+        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
+          report_error(api, "system.networks.op.dp_fixed_bw",
+                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
+                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
     }
   }
 }
@@ -1230,9 +1494,23 @@ constexpr double compute_capability_from_name(std::string_view sys_name) {
     std::string_view token;
     double capability;
   };
-  constexpr std::array<entry, 17> table{{{"gb300", 10.3}, {"gb200", 10.0}, {"b300", 10.3}, {"b200", 10.0}, {"b100", 10.0},
-                                         {"gh200", 9.0}, {"h100", 9.0}, {"h200", 9.0}, {"h800", 9.0}, {"h20", 9.0},
-                                         {"a100", 8.0}, {"a800", 8.0}, {"a30", 8.0}, {"l40", 8.9}, {"a40", 8.6}, {"a10", 8.6}, {"v100", 7.0}}};
+  constexpr std::array<entry, 17> table{{{"gb300", 10.3},
+                                         {"gb200", 10.0},
+                                         {"b300", 10.3},
+                                         {"b200", 10.0},
+                                         {"b100", 10.0},
+                                         {"gh200", 9.0},
+                                         {"h100", 9.0},
+                                         {"h200", 9.0},
+                                         {"h800", 9.0},
+                                         {"h20", 9.0},
+                                         {"a100", 8.0},
+                                         {"a800", 8.0},
+                                         {"a30", 8.0},
+                                         {"l40", 8.9},
+                                         {"a40", 8.6},
+                                         {"a10", 8.6},
+                                         {"v100", 7.0}}};
   for (const auto& e : table)
     if (detail::contains_token(sys_name, e.token)) return e.capability;
   return 0;
@@ -1240,95 +1518,609 @@ constexpr double compute_capability_from_name(std::string_view sys_name) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/system.hpp --------------------------------------------------------------------
-// ---- begin llmsim/spec/validate.hpp ----------------------------------------------------------------
-/// \file llmsim/spec/validate.hpp
-/// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
-/// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 
+#include <array>
+#include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
+namespace catalogue {
+
+// ---- models ----------------------------------------------------------------------------------
+
+/// Llama 2 (Touvron et al. 2023, Table 1 and the released config.json files).
+inline constexpr model_spec llama2_7b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_7b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 32,
+    .head_size = 128,
+    .intermediate_size = 11008,
+    .layer_num = 32,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama2_13b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_13b",
+    .hidden_size = 5120,
+    .head_num = 40,
+    .kv_head_num = 40,
+    .head_size = 128,
+    .intermediate_size = 13824,
+    .layer_num = 40,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama2_70b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_70b",
+    .hidden_size = 8192,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 28672,
+    .layer_num = 80,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
+/// Llama 3 / 3.1 (Meta model cards; "The Llama 3 Herd of Models" 2024, Table 3).
+inline constexpr model_spec llama3_8b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_8b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 14336,
+    .layer_num = 32,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama3_70b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_70b",
+    .hidden_size = 8192,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 28672,
+    .layer_num = 80,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama3_405b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_405b",
+    .hidden_size = 16384,
+    .head_num = 128,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 53248,
+    .layer_num = 126,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
+/// GPT-3 175B (Brown et al. 2020, Table 2.1): GeLU MLP of 4h, LayerNorm, learned positions,
+/// biases, input and output embeddings tied; GPT-2 BPE vocabulary of 50257.
+inline constexpr model_spec gpt3_175b{
+    .model_type = model_kind::dense,
+    .model_name = "gpt3_175b",
+    .hidden_size = 12288,
+    .head_num = 96,
+    .kv_head_num = 96,
+    .head_size = 128,
+    .intermediate_size = 49152,
+    .layer_num = 96,
+    .vocab_size = 50257,
+    .use_swiglu = false,
+    .norm_type = norm_kind::layernorm,
+    .tie_word_embeddings = true,
+    .add_linear_bias = true,
+    .position_embedding_type = position_kind::learned_absolute,
+};
+/// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
+inline constexpr model_spec qwen3_32b{
+    .model_type = model_kind::dense,
+    .model_name = "qwen3_32b",
+    .hidden_size = 5120,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 25600,
+    .layer_num = 64,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+};
+
+/// DeepSeek-V2 (DeepSeek-AI 2024, config.json): MLA with q/kv compression 1536/512, 2 shared + 160
+/// routed experts of 1536, top-6, first layer dense (12288).
+inline constexpr model_spec deepseek_v2{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v2",
+    .hidden_size = 5120,
+    .head_num = 128,
+    .kv_head_num = 128,
+    .head_size = 128,
+    .intermediate_size = 12288,
+    .layer_num = 60,
+    .vocab_size = 102400,
+    .use_swiglu = true,
+    .expert_num = 160,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 1536,
+    .moe_shared_expert_intermediate_size = 3072,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
+/// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
+inline constexpr model_spec deepseek_v2_lite{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v2_lite",
+    .hidden_size = 2048,
+    .head_num = 16,
+    .kv_head_num = 16,
+    .head_size = 128,
+    .intermediate_size = 10944,
+    .layer_num = 27,
+    .vocab_size = 102400,
+    .use_swiglu = true,
+    .expert_num = 64,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 1408,
+    .moe_shared_expert_intermediate_size = 2816,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
+/// DeepSeek-V3 (DeepSeek-AI 2024, Table/config): 61 layers, first 3 dense (18432), 1 shared + 256
+/// routed experts of 2048, top-8; 671B parameters, 37B active.
+inline constexpr model_spec deepseek_v3{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v3",
+    .hidden_size = 7168,
+    .head_num = 128,
+    .kv_head_num = 128,
+    .head_size = 128,
+    .intermediate_size = 18432,
+    .layer_num = 61,
+    .vocab_size = 129280,
+    .use_swiglu = true,
+    .expert_num = 256,
+    .topk = 8,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 3,
+};
+/// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
+inline constexpr model_spec mixtral_8x7b{
+    .model_type = model_kind::moe,
+    .model_name = "mixtral_8x7b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 14336,
+    .layer_num = 32,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+    .expert_num = 8,
+    .topk = 2,
+    .moe_ffn_hidden_size = 14336,
+};
+inline constexpr model_spec mixtral_8x22b{
+    .model_type = model_kind::moe,
+    .model_name = "mixtral_8x22b",
+    .hidden_size = 6144,
+    .head_num = 48,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 16384,
+    .layer_num = 56,
+    .vocab_size = 32768,
+    .use_swiglu = true,
+    .expert_num = 8,
+    .topk = 2,
+    .moe_ffn_hidden_size = 16384,
+};
+/// Qwen3 MoE (Qwen team config.json): 128 experts, top-8, no shared experts, every layer MoE.
+inline constexpr model_spec qwen3_30b_a3b{
+    .model_type = model_kind::moe,
+    .model_name = "qwen3_30b_a3b",
+    .hidden_size = 2048,
+    .head_num = 32,
+    .kv_head_num = 4,
+    .head_size = 128,
+    .intermediate_size = 6144,
+    .layer_num = 48,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 8,
+    .moe_ffn_hidden_size = 768,
+};
+inline constexpr model_spec qwen3_235b_a22b{
+    .model_type = model_kind::moe,
+    .model_name = "qwen3_235b_a22b",
+    .hidden_size = 4096,
+    .head_num = 64,
+    .kv_head_num = 4,
+    .head_size = 128,
+    .intermediate_size = 12288,
+    .layer_num = 94,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 8,
+    .moe_ffn_hidden_size = 1536,
+};
+
+struct named_model {
+  std::string_view name;
+  const model_spec* spec;
+};
+inline constexpr std::array<named_model, 15> models{{
+    {"llama2-7b", &llama2_7b},
+    {"llama2-13b", &llama2_13b},
+    {"llama2-70b", &llama2_70b},
+    {"llama3-8b", &llama3_8b},
+    {"llama3-70b", &llama3_70b},
+    {"llama3-405b", &llama3_405b},
+    {"gpt3-175b", &gpt3_175b},
+    {"qwen3-32b", &qwen3_32b},
+    {"deepseek-v2", &deepseek_v2},
+    {"deepseek-v2-lite", &deepseek_v2_lite},
+    {"deepseek-v3", &deepseek_v3},
+    {"mixtral-8x7b", &mixtral_8x7b},
+    {"mixtral-8x22b", &mixtral_8x22b},
+    {"qwen3-30b-a3b", &qwen3_30b_a3b},
+    {"qwen3-235b-a22b", &qwen3_235b_a22b},
+}};
+
+// ---- systems -----------------------------------------------------------------------------------
+
+/// Default efficiencies of catalogue systems: assumptions until measured, each with its reason.
+namespace assumptions {
+/// Large BF16 GEMMs reach about 70 % of the dense peak (NVIDIA's published cuBLAS results on A100/H100).
+inline constexpr double gemm_efficiency = 0.70;
+/// Grouped GEMMs of MoE experts run smaller tiles: about 55 % of peak.
+inline constexpr double grouped_gemm_efficiency = 0.55;
+/// FlashAttention-2 reaches 50-73 % of peak forward and somewhat less backward (Dao 2023, Fig. 5-7).
+inline constexpr double attention_fwd_efficiency = 0.60;
+inline constexpr double attention_bwd_efficiency = 0.50;
+/// Everything else (norms, activations) is memory-bound; this only prices stray FLOPs.
+inline constexpr double other_compute_efficiency = 0.50;
+/// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
+inline constexpr double hbm_efficiency = 0.80;
+/// Launch and tail overhead of one small kernel, microseconds.
+inline constexpr double kernel_latency_us = 10.0;
+/// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
+inline constexpr double link_efficiency = 0.80;
+/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
+inline constexpr double intra_node_step_latency_us = 5.0;
+inline constexpr double inter_node_step_latency_us = 10.0;
+}  // namespace assumptions
 
 namespace detail {
-constexpr void require_network(const system_spec& sys, std::string_view field, const net_name& name) {
-  if (name.view() == "auto" || sys.network(name.view()) != nullptr) return;
-  report_error("llmsim::strategy", field, "{}=\"{}\" names no network tier of system {}", field, name, sys.sys_name);
+/// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
+constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
+
+constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
+  network_tier t{};
+  t.name.assign(name);
+  t.bandwidth = {.present = true,
+                 .gbps = sheet_gbps(gb_per_s_one_direction),
+                 .efficient_factor = assumptions::link_efficiency,
+                 .latency_us = step_latency_us};
+  t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
+  t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
+  t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
+  t.op[3] = {.present = true, .scale = 1, .offset = 0};   // p2p
+  t.op[4] = {.present = true, .scale = 1, .offset = -1};  // all2all
+  return t;
+}
+
+/// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
+/// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
+/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
+/// `nic_gb_per_s`: one NIC per GPU. The `inter_node` tier carries the node's total over its
+/// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
+/// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
+/// all-to-all) and by the data-parallel groups sharing the node; so does `collective_time`.
+constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability,
+                           double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+                           double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
+  system_spec s{};
+  s.sys_name.assign(name);
+  s.num_per_node = 8;
+  s.accelerator.backend.assign(backend);
+  s.accelerator.mem_gbs = mem_gb;
+  s.accelerator.compute_capability = compute_capability;
+  auto op = [&](compute_kind k, double tflops, double eff) {
+    s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff};
+  };
+  op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
+  op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
+  op(compute_kind::group_matmul, dense_tflops, assumptions::grouped_gemm_efficiency);
+  op(compute_kind::sdp_fwd, dense_tflops, assumptions::attention_fwd_efficiency);
+  op(compute_kind::sdp_bwd, dense_tflops, assumptions::attention_bwd_efficiency);
+  if (fp8_tflops > 0) {
+    op(compute_kind::fp8_matmul, fp8_tflops, assumptions::gemm_efficiency);
+    op(compute_kind::fp8_group_matmul, fp8_tflops, assumptions::grouped_gemm_efficiency);
+  }
+  s.accelerator.bandwidth[0] = {.present = true,
+                                .gbps = sheet_gbps(hbm_gb_per_s),
+                                .efficient_factor = assumptions::hbm_efficiency,
+                                .latency_us = assumptions::kernel_latency_us};
+  s.intra_with_pcie = pcie;
+  if (pcie) {
+    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  } else {
+    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+  }
+  s.networks[s.network_count++] =
+      tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  return s;
 }
 }  // namespace detail
 
-/// Checks the model and the strategy each on its own and then every rule between the two (they
-/// need no system). `llmsim check --model M --strategy T` runs these.
-constexpr void validate(const model_spec& m, const strategy_spec& s) {
-  validate(m);
-  validate(s);
-  constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
-  const bool mla = m.attention_type == attention_kind::mla;
-  if (m.head_num % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
-  if (!mla && m.kv_head_num % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size, m.kv_head_num);
-  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size, *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0) report_error(api, "strategy.tp_size", "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, seq_len/cp_size={}", s.tp_size, s.seq_len / s.cp_size);
-  if (is_moe(m)) {
-    if (m.expert_num % s.ep_size != 0) report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size, m.expert_num);
-    if (expert_ffn_size(m) % s.etp_size != 0) report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}", s.etp_size, expert_ffn_size(m));
-  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  // Pipeline split (Megatron --decoder-first/last-pipeline-num-layers: the other stages share the rest evenly).
-  const std::int64_t pp = s.pp_size;
-  const auto first = s.num_layers_in_first_pipeline_stage;
-  const auto last = s.num_layers_in_last_pipeline_stage;
-  if (pp == 1 && (first || last)) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
-  const std::int64_t slots = (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
-  if (pp > 1 && slots > 0) {
-    // Megatron-LM TransformerConfig: the embedding / loss slots replace the uneven first/last split.
-    if (first || last) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
-    if (s.interleaving_size > 1) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not modelled yet", s.interleaving_size);
-    if ((m.layer_num + slots) % pp != 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of account_for_*_in_pipeline_split", pp, m.layer_num, slots);
-  } else if (pp > 1) {
-    const std::int64_t fixed = first.value_or(0) + last.value_or(0);
-    const std::int64_t even_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
-    if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
-    if (even_stages == 0 && fixed != m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}", first.value_or(0), last.value_or(0), m.layer_num);
-    if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
-      if (fixed == 0) {
-        // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
-        // pp16 = 1 + 15 * 4). Suggest the smallest non-zero first stage that leaves every other
-        // stage at least one layer.
-        const std::int64_t others = pp - 1;
-        const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
-        if (m.layer_num - suggest >= others) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages", pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
-        report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", pp, m.layer_num);
-      }
-      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", m.layer_num, fixed, even_stages);
-    }
-    if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1) report_error(api, "strategy.pp_size", "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
-    if (s.interleaving_size > 1) {
-      const stage_layers split = split_layers(m, s);
-      const std::int64_t v = s.interleaving_size;
-      if (split.first % v != 0 || split.last % v != 0 || split.middle % v != 0) report_error(api, "strategy.interleaving_size", "strategy.interleaving_size={} must divide the layers of every pipeline stage (first {}, middle {}, last {})", v, split.first, split.middle, split.last);
-      if (s.micro_batch_num % pp != 0) report_error(api, "strategy.micro_batch_num", "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}", s.micro_batch_num, pp);
-    }
-  }
+/// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
+/// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
+inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
+/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
+inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
+/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
+inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
+/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
+inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
+/// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
+/// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
+inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
+
+struct named_system {
+  std::string_view name;
+  const system_spec* spec;
+};
+inline constexpr std::array<named_system, 6> systems{{
+    {"a100-sxm", &a100_sxm},
+    {"a100-pcie", &a100_pcie},
+    {"h100-sxm", &h100_sxm},
+    {"h200", &h200},
+    {"b200", &b200},
+    {"mi300x", &mi300x},
+}};
+
+/// The catalogue model called `name`, or nullptr.
+constexpr const model_spec* find_model(std::string_view name) {
+  for (const auto& m : models)
+    if (m.name == name) return m.spec;
+  return nullptr;
+}
+/// The catalogue system called `name`, or nullptr.
+constexpr const system_spec* find_system(std::string_view name) {
+  for (const auto& s : systems)
+    if (s.name == name) return s.spec;
+  return nullptr;
 }
 
-/// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
-/// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
-/// passes through.
-constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
-  validate(m, s);
-  validate(sys);
-  constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
-  detail::require_network(sys, "strategy.tp_net", s.tp_net);
-  detail::require_network(sys, "strategy.cp_net", s.cp_net);
-  detail::require_network(sys, "strategy.pp_net", s.pp_net);
-  detail::require_network(sys, "strategy.dp_net", s.dp_net);
-  detail::require_network(sys, "strategy.ep_net", s.ep_net);
-  detail::require_network(sys, "strategy.etp_net", s.etp_net);
-  detail::require_network(sys, "strategy.edp_net", s.edp_net);
-  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present) report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}", sys.sys_name);
+/// One token of compact strategy names: its spelling (<N> a decimal number) and what it sets.
+struct strategy_name_token {
+  std::string_view token;
+  std::string_view meaning;
+};
+/// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
+inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
+    {"tp<N>", "tensor-parallel size (tp_size)"},
+    {"pp<N>", "pipeline stages (pp_size)"},
+    {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
+    {"cp<N>", "context-parallel size (cp_size)"},
+    {"ep<N>", "expert-parallel size (ep_size)"},
+    {"etp<N>", "expert tensor-parallel size (etp_size)"},
+    {"mbs<N>", "micro-batch size (micro_batch_size, default 1)"},
+    {"mbc<N>", "micro-batches per iteration (micro_batch_num, default 8)"},
+    {"seq<N>", "sequence length (seq_len, default 4096)"},
+    {"zero<N>", "optimizer state sharding (zero_state, default 1)"},
+    {"vp<N>", "virtual pipeline chunks per stage (interleaving_size)"},
+    {"first<N>", "layers of the first pipeline stage (num_layers_in_first_pipeline_stage)"},
+    {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
+    {"full", "full recompute of every layer"},
+    {"selective", "selective recompute (attention) of every layer"},
+    {"nosp", "no sequence parallelism (on by default)"},
+}};
+
+/// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
+/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
+/// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
+/// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
+/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
+/// Returns false when a token is not understood (a number token without its number, `first`,
+/// is not understood).
+constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
+  std::int64_t dp = 1;
+  std::size_t i = 0;
+  bool any = false;
+  while (i < name.size()) {
+    std::size_t j = i;
+    while (j < name.size() && name[j] != '_' && name[j] != '-') ++j;
+    const std::string_view tok = name.substr(i, j - i);
+    i = j + 1;
+    if (tok.empty()) continue;
+    any = true;
+    if (tok == "full") {
+      s.enable_recompute = true;
+      s.recompute_granularity = recompute_kind::full_block;
+      s.recompute_layer_num = max_dimension;
+      continue;
+    }
+    if (tok == "selective") {
+      s.enable_recompute = true;
+      s.recompute_granularity = recompute_kind::selective_recompute;
+      s.attn_recompute = true;
+      s.recompute_layer_num = max_dimension;
+      continue;
+    }
+    if (tok == "nosp") {
+      s.enable_sequence_parallel = false;
+      continue;
+    }
+    std::size_t k = 0;
+    while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
+    const std::string_view key = tok.substr(0, k);
+    if (k == tok.size() || k == 0) return false;
+    std::int64_t v = 0;
+    for (std::size_t d = k; d < tok.size(); ++d) {
+      if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
+      v = v * 10 + (tok[d] - '0');
+    }
+    if (key == "tp")
+      s.tp_size = v;
+    else if (key == "pp")
+      s.pp_size = v;
+    else if (key == "dp")
+      dp = v;
+    else if (key == "cp")
+      s.cp_size = v;
+    else if (key == "ep")
+      s.ep_size = v;
+    else if (key == "etp")
+      s.etp_size = v;
+    else if (key == "mbs")
+      s.micro_batch_size = v;
+    else if (key == "mbc")
+      s.micro_batch_num = v;
+    else if (key == "seq")
+      s.seq_len = v;
+    else if (key == "zero")
+      s.zero_state = v;
+    else if (key == "vp")
+      s.interleaving_size = v;
+    else if (key == "first")
+      s.num_layers_in_first_pipeline_stage = v;
+    else if (key == "last")
+      s.num_layers_in_last_pipeline_stage = v;
+    else
+      return false;
+  }
+  if (!any) return false;
+  s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
+  if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
+  out = s;
+  return true;
+}
+
+}  // namespace catalogue
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/catalogue/catalogue.hpp ------------------------------------------------------------
+// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/compute_cost.hpp
+/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
+/// moves, with the efficiency looked up by exact shape key in the system file
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
+constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
+
+/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
+constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
+  const auto& own = sys.op(kind);
+  return own.present ? own : sys.op(compute_kind::default_kind);
+}
+/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
+constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
+  const auto& own = sys.memory(kind);
+  return own.present ? own : sys.memory(memory_kind::default_kind);
+}
+
+/// The time of one kernel and how it was obtained.
+struct kernel_cost {
+  seconds time{};         ///< max(compute, memory): the roofline
+  seconds compute{};      ///< flops / (peak * efficiency)
+  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;  ///< the compute efficiency used
+  bool measured = false;  ///< the efficiency came from the shape-keyed table
+};
+
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count,
+                                   std::string_view shape) {
+  kernel_cost c;
+  if (flop_count <= 0) return c;
+  const auto& op = compute_entry(sys, kind);
+  const auto measured = op.accurate_efficient_factor.find(shape);
+  c.measured = measured.has_value();
+  c.efficiency = measured ? *measured : op.efficient_factor;
+  if (c.efficiency <= 0)
+    detail::report_error(
+        "llmsim::estimate", "system.accelerator.op.efficient_factor",
+        "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"",
+        compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
+  c.time = c.compute;
+  return c;
+}
+
+/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
+/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
+constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
+  if (byte_count <= 0) return {};
+  const auto& bw = memory_entry(sys, kind);
+  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
+}
+
+/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// compute time unless there is none.
+constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                  memory_kind traffic_kind, double byte_count) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+  c.memory = memory_time(sys, traffic_kind, byte_count);
+  if (sys.accelerator.mode == accelerator_mode::only_compute)
+    c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else
+    c.time = c.compute > c.memory ? c.compute : c.memory;
+  return c;
 }
 
 LLMSIM_END_NAMESPACE
-// ---- end llmsim/spec/validate.hpp ------------------------------------------------------------------
+// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/network_cost.hpp
+/// Which network tier a communication group uses and how long a collective takes on it, as the
+/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
+/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
+/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
+/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
+
+// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
+/// \file llmsim/program/op.hpp
+/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
+/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
+/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
+
 // ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
 /// \file llmsim/program/shape_key.hpp
 /// The exact shape keys under which system files store measured efficiencies
@@ -1368,7 +2160,10 @@ struct shape_key {
     std::size_t n = 0;
     const bool negative = v < 0;
     std::uint64_t u = negative ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
-    do { digits[n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u != 0);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
     if (negative) digits[n++] = '-';
     for (; n > 0 && length < sizeof chars; ++length) chars[length] = digits[--n];
     return *this;
@@ -1393,7 +2188,9 @@ struct gemm_shape {
   dtype_kind out_dtype = dtype_kind::bf16;
 
   /// Floating-point operations: one multiply-add per (b, m, n, k) point.
-  [[nodiscard]] constexpr double flop_count() const { return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
+  [[nodiscard]] constexpr double flop_count() const {
+    return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  }
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("b=").append(b).append(", m=").append(m).append(", k=").append(k).append(", n=").append(n);
@@ -1428,12 +2225,25 @@ struct grouped_gemm_shape {
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
-    s.append(", K=").append(k).append(", dtype=").append(fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad_fp32 ? "fp32" : "bf16");
+    s.append(", K=")
+        .append(k)
+        .append(", dtype=")
+        .append(fp8 ? "fp8" : "bf16")
+        .append(", out_dtype=bf16, main_grad_dtype=")
+        .append(main_grad_fp32 ? "fp32" : "bf16");
     switch (stage) {
-      case grouped_stage::forward: s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True"); break;
-      case grouped_stage::input_gradient: s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
-      case grouped_stage::weight_gradient: s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False"); break;
-      case grouped_stage::weight_gradient_unaccumulated: s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::forward:
+        s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
+        break;
+      case grouped_stage::input_gradient:
+        s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient_unaccumulated:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
     }
     return s;
   }
@@ -1441,12 +2251,6 @@ struct grouped_gemm_shape {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/shape_key.hpp --------------------------------------------------------------
-// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
-/// \file llmsim/program/op.hpp
-/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
-/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
-/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
-
 
 #include <cstdint>
 
@@ -1475,9 +2279,9 @@ struct op {
   memory_kind memory = memory_kind::default_kind;     ///< the `accelerator.bandwidth` entry of its traffic
   collective_kind collective = collective_kind::all_reduce;
   comm_group group = comm_group::tp;
-  bool keyed = true;   ///< a compute op looked up by its shape key
-  double flops = 0;    ///< floating-point work (compute ops)
-  double bytes = 0;    ///< traffic (compute and memory ops) or buffer size (collectives)
+  bool keyed = true;  ///< a compute op looked up by its shape key
+  double flops = 0;   ///< floating-point work (compute ops)
+  double bytes = 0;   ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
   attention_shape attention{};
   grouped_gemm_shape grouped{};
@@ -1552,158 +2356,185 @@ constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/op.hpp ---------------------------------------------------------------------
-// ---- begin llmsim/program/leaf.hpp -----------------------------------------------------------------
-/// \file llmsim/program/leaf.hpp
-/// A leaf is one module of a pipeline stage as Megatron-LM with TransformerEngine runs it (a
-/// norm, a linear, core attention, an activation, the embedding, the loss), with everything the
-/// estimate needs from it: the time of its kernels per pass, the tensor-parallel collectives it
-/// issues, the bytes it keeps for backward, its transient peaks, its parameters.
-/// Identical layers share one list of leaves and a repeat count (`leaf_block`).
 
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
 
-enum class leaf_kind : std::uint8_t { embedding, norm, linear_column, linear_row, attention, activation, cross_entropy };
-
-/// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
-/// replay; later leaves keep nothing until the replay re-creates their tensors.
-enum class recompute_role : std::uint8_t { none, first, inner };
-
-struct leaf {
-  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
-  leaf_kind kind = leaf_kind::norm;
-  seconds fwd{};       ///< forward kernels
-  seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
-  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
-  seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
-  seconds bwd_comm{};  ///< ... in backward
-  double params = 0;   ///< parameters held by this rank
-  double cache = 0;    ///< bytes saved for backward when not recomputed
-  double input = 0;    ///< bytes of its input (what a recompute segment starting here keeps)
-  double fwd_peak = 0; ///< transient bytes while its forward runs, on top of what is held
-  double bwd_peak = 0; ///< transient bytes while its backward runs
-  std::int64_t weight_rows = 0, weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
-  bool recompute = false;     ///< forward replayed in backward
-  bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
-  bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
-  bool expert_params = false; ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
-  bool grouped = false;       ///< a grouped GEMM (TE GroupedLinear)
-  bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
-  recompute_role role = recompute_role::none;
-  std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
-  std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
-
-  /// Bytes this leaf holds between its forward and its backward under the recompute plan.
-  [[nodiscard]] constexpr double held() const {
-    if (!recompute) return cache;
-    return role == recompute_role::first ? input : 0;
-  }
-  /// Replay time added to backward.
-  [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
-  [[nodiscard]] constexpr seconds replay_comm() const {
-    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay) ? fwd_comm : seconds{};
-  }
+/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
+struct group_layout {
+  std::int64_t size = 1;
+  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
+  std::int64_t stride = 1;  ///< distance between neighbouring members
 };
 
-/// Leaves that run `repeat` times in a row (identical layers are built once and counted).
-struct leaf_block {
-  static constexpr std::size_t capacity = 32;  // an MLA + MoE layer has 23 leaves
-  std::array<leaf, capacity> leaves{};
-  std::size_t count = 0;
-  std::int64_t repeat = 1;
-  std::int64_t first_layer = -1;  ///< index of the first decoder layer of the block in its stage (-1: not layers)
-
-  constexpr void push(const leaf& l) {
-    if (count == capacity) detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
-    leaves[count++] = l;
+/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
+constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
+  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
+  switch (g) {
+    case comm_group::tp:
+      return {tp, tp, 1};
+    case comm_group::cp:
+      return {cp, tp * cp, tp};
+    case comm_group::dp:
+      return {dp, tp * cp * dp, tp * cp};
+    case comm_group::pp:
+      return {pp, s.world_size, s.world_size / pp};
+    case comm_group::ep:
+      return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
+    case comm_group::etp:
+      return {s.etp_size, s.etp_size, 1};
+    case comm_group::edp:
+      return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
   }
-  [[nodiscard]] constexpr const leaf* begin() const { return leaves.data(); }
-  [[nodiscard]] constexpr const leaf* end() const { return leaves.data() + count; }
+  return {};
+}
 
-  /// Marks recompute roles: a recomputed leaf after a kept one (or a forced start) opens a segment.
-  constexpr void assign_roles() {
-    bool previous_recomputed = false;
-    for (std::size_t i = 0; i < count; ++i) {
-      auto& l = leaves[i];
-      if (!l.recompute) { l.role = recompute_role::none; previous_recomputed = false; continue; }
-      l.role = (!previous_recomputed || l.segment_start) ? recompute_role::first : recompute_role::inner;
-      previous_recomputed = true;
+namespace detail {
+constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
+  switch (g) {
+    case comm_group::tp:
+      return s.tp_net;
+    case comm_group::cp:
+      return s.cp_net;
+    case comm_group::pp:
+      return s.pp_net;
+    case comm_group::dp:
+      return s.dp_net;
+    case comm_group::ep:
+      return s.ep_net;
+    case comm_group::etp:
+      return s.etp_net;
+    case comm_group::edp:
+      return s.edp_net;
+  }
+  return s.tp_net;
+}
+constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
+constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
+  const network_tier* best = nullptr;
+  std::int64_t best_k = 0;
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto name = sys.networks[i].name.view();
+    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
+    std::int64_t k = 0;
+    for (char c : name.substr(16, name.size() - 17)) {
+      if (c < '0' || c > '9') {
+        k = -1;
+        break;
+      }
+      k = k * 10 + (c - '0');
+    }
+    if (k >= span && (best == nullptr || k < best_k)) {
+      best = &sys.networks[i];
+      best_k = k;
     }
   }
+  return best;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const auto& requested = detail::requested_net(s, g);
+  std::string_view name = requested.view();
+  if (name == "auto") {
+    const group_layout lay = layout_of(s, g);
+    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+    if (sys.intra_with_pcie && same_node) {
+      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      name = "inter_node";
+    } else {
+      name = same_node ? "high_intra_node" : "inter_node";
+    }
+  }
+  const auto* tier = sys.network(name);
+  if (tier == nullptr)
+    detail::report_error("llmsim::estimate", "system.networks",
+                         "the {} group needs network tier \"{}\", which system {} does not define",
+                         comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+  return *tier;
+}
+
+/// One collective call.
+struct collective_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
+  std::int64_t group_size = 1;
+  comm_group group = comm_group::tp;
 };
 
-/// Where in the program a memory peak happens.
-struct peak_site {
-  std::int64_t block = -1;
-  std::int64_t layer = -1;  ///< decoder layer index in the stage, -1 for embedding / head
-  std::string_view leaf = {};
-  std::string_view pass = {};  ///< forward, backward, recompute_forward, recompute_backward
-};
-
-/// Result of walking one block's leaves for memory.
-struct block_memory {
-  double held = 0;          ///< bytes held after the forward of one repetition
-  double fwd_peak = 0;      ///< max over its forward of (held so far + transient), one repetition, from 0
-  double bwd_peak = 0;      ///< max over its backward, one repetition, relative to the bytes held at its end
-  std::size_t fwd_leaf = 0, bwd_leaf = 0;
-  std::string_view bwd_pass = "backward";
-};
-
-/// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
-/// recompute segment first replays its forward (re-creating the tensors it dropped) and then runs
-/// its backward, freeing as it goes.
-constexpr block_memory walk_memory(const leaf_block& b) {
-  block_memory m;
-  double held = 0;
-  m.fwd_peak = -1;
-  for (std::size_t i = 0; i < b.count; ++i) {
-    const auto& l = b.leaves[i];
-    if (held + l.fwd_peak >= m.fwd_peak) { m.fwd_peak = held + l.fwd_peak; m.fwd_leaf = i; }
-    held += l.held();
+/// Time of one collective on `tier` (ring model of the system format, see the file comment).
+/// `s` supplies how many groups share a node's inter-node links.
+constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier,
+                                  const collective_call& c) {
+  const std::int64_t n = c.group_size;
+  if (n <= 1 || c.size_bytes <= 0) return {};
+  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
+  if (!op.present)
+    detail::report_error("llmsim::estimate", "system.networks.op",
+                         "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name,
+                         collective_kind_names[static_cast<std::size_t>(c.kind)]);
+  const bool data_parallel = c.group == comm_group::dp;
+  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
+  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
+  const std::string_view tier_name = tier.name.view();
+  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
+    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
+    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
   }
-  m.held = held;
-  // Backward, relative to `held` at the end of the block's forward.
-  double g = held;
-  double peak = -1;
-  auto note = [&](double v, std::size_t leaf_index, std::string_view pass) {
-    if (v > peak) { peak = v; m.bwd_leaf = leaf_index; m.bwd_pass = pass; }
-  };
-  std::size_t i = b.count;
-  while (i > 0) {
-    const auto& l = b.leaves[i - 1];
-    if (!l.recompute) {
-      note(g + l.bwd_peak, i - 1, "backward");
-      g -= l.held();
-      --i;
-      continue;
+  double bandwidth = tier.bandwidth.gbps;
+  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
+    bandwidth *=
+        static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
+  if (tier_name == "inter_node") {
+    const auto npn = static_cast<double>(sys.num_per_node);
+    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
+    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
+      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
+      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
+      bandwidth /= npn;
     }
-    // Segment: leaves [start, i) — back to the nearest leaf with role first.
-    std::size_t start = i - 1;
-    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
-    double replay_held[leaf_block::capacity]{};
-    for (std::size_t j = start; j < i; ++j) {
-      const auto& r = b.leaves[j];
-      note(g + r.fwd_peak, j, "recompute_forward");
-      if (r.role != recompute_role::first) { replay_held[j] = r.cache; g += r.cache; }
-      else replay_held[j] = r.input;
+    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather ||
+        c.kind == collective_kind::reduce_scatter) {
+      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      std::int64_t sharing = 1;
+      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
+      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }
-    for (std::size_t j = i; j > start; --j) {
-      note(g + b.leaves[j - 1].bwd_peak, j - 1, "recompute_backward");
-      g -= replay_held[j - 1];
-    }
-    i = start;
   }
-  m.bwd_peak = peak - held;
-  return m;
+  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
+  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
+  if (c.kind != collective_kind::p2p)
+    latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
+  double fixed_us = 0;
+  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n))
+    fixed_us = *by_n;
+  else if (op.fixed_latency_us)
+    fixed_us = *op.fixed_latency_us;
+  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n))
+    fixed_us = *tier_by_n;
+  else
+    fixed_us = tier.bandwidth.fixed_latency;
+  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
 }
 
 LLMSIM_END_NAMESPACE
-// ---- end llmsim/program/leaf.hpp -------------------------------------------------------------------
+// ---- end llmsim/cost/network_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/cost/op_cost.hpp -----------------------------------------------------------------
+/// \file llmsim/cost/op_cost.hpp
+/// Prices the ops programs emit — the one place where a kernel or a collective gets a time:
+/// GEMMs, grouped GEMMs and fused attention by the roofline with the system's per-shape
+/// efficiency (compute_cost.hpp), memory-bound kernels by bytes over bandwidth, collectives by
+/// the network tier of their group (network_cost.hpp).
+
 // ---- begin llmsim/program/dense.hpp ----------------------------------------------------------------
 /// \file llmsim/program/dense.hpp
 /// The leaves of a dense Megatron-LM + TransformerEngine training step, per pipeline stage:
@@ -1721,6 +2552,187 @@ LLMSIM_END_NAMESPACE
 /// - Saved tensors follow what the modules keep for backward (SP: the local s/t shard of a
 ///   column-parallel input; flash attention: q, k, v and the log-sum-exp).
 
+// ---- begin llmsim/program/leaf.hpp -----------------------------------------------------------------
+/// \file llmsim/program/leaf.hpp
+/// A leaf is one module of a pipeline stage as Megatron-LM with TransformerEngine runs it (a
+/// norm, a linear, core attention, an activation, the embedding, the loss), with everything the
+/// estimate needs from it: the time of its kernels per pass, the tensor-parallel collectives it
+/// issues, the bytes it keeps for backward, its transient peaks, its parameters.
+/// Identical layers share one list of leaves and a repeat count (`leaf_block`).
+
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+enum class leaf_kind : std::uint8_t {
+  embedding,
+  norm,
+  linear_column,
+  linear_row,
+  attention,
+  activation,
+  cross_entropy
+};
+
+/// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
+/// replay; later leaves keep nothing until the replay re-creates their tensors.
+enum class recompute_role : std::uint8_t { none, first, inner };
+
+struct leaf {
+  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  leaf_kind kind = leaf_kind::norm;
+  seconds fwd{};         ///< forward kernels
+  seconds bwd{};         ///< backward kernels (input gradient + weight gradient)
+  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
+  seconds
+      fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
+  seconds bwd_comm{};   ///< ... in backward
+  double params = 0;    ///< parameters held by this rank
+  double cache = 0;     ///< bytes saved for backward when not recomputed
+  double input = 0;     ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0;  ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0;  ///< transient bytes while its backward runs
+  std::int64_t weight_rows = 0,
+               weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
+  bool recompute = false;        ///< forward replayed in backward
+  bool replay_free = false;  ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
+  bool segment_start =
+      false;  ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  bool expert_params = false;  ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
+  bool grouped = false;        ///< a grouped GEMM (TE GroupedLinear)
+  bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
+  recompute_role role = recompute_role::none;
+  std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
+  std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+
+  /// Bytes this leaf holds between its forward and its backward under the recompute plan.
+  [[nodiscard]] constexpr double held() const {
+    if (!recompute) return cache;
+    return role == recompute_role::first ? input : 0;
+  }
+  /// Replay time added to backward.
+  [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
+  [[nodiscard]] constexpr seconds replay_comm() const {
+    return recompute && !replay_free &&
+                   (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay)
+               ? fwd_comm
+               : seconds{};
+  }
+};
+
+/// Leaves that run `repeat` times in a row (identical layers are built once and counted).
+struct leaf_block {
+  static constexpr std::size_t capacity = 32;  // an MLA + MoE layer has 23 leaves
+  std::array<leaf, capacity> leaves{};
+  std::size_t count = 0;
+  std::int64_t repeat = 1;
+  std::int64_t first_layer = -1;  ///< index of the first decoder layer of the block in its stage (-1: not layers)
+
+  constexpr void push(const leaf& l) {
+    if (count == capacity)
+      detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
+    leaves[count++] = l;
+  }
+  [[nodiscard]] constexpr const leaf* begin() const { return leaves.data(); }
+  [[nodiscard]] constexpr const leaf* end() const { return leaves.data() + count; }
+
+  /// Marks recompute roles: a recomputed leaf after a kept one (or a forced start) opens a segment.
+  constexpr void assign_roles() {
+    bool previous_recomputed = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& l = leaves[i];
+      if (!l.recompute) {
+        l.role = recompute_role::none;
+        previous_recomputed = false;
+        continue;
+      }
+      l.role = (!previous_recomputed || l.segment_start) ? recompute_role::first : recompute_role::inner;
+      previous_recomputed = true;
+    }
+  }
+};
+
+/// Where in the program a memory peak happens.
+struct peak_site {
+  std::int64_t block = -1;
+  std::int64_t layer = -1;  ///< decoder layer index in the stage, -1 for embedding / head
+  std::string_view leaf = {};
+  std::string_view pass = {};  ///< forward, backward, recompute_forward, recompute_backward
+};
+
+/// Result of walking one block's leaves for memory.
+struct block_memory {
+  double held = 0;      ///< bytes held after the forward of one repetition
+  double fwd_peak = 0;  ///< max over its forward of (held so far + transient), one repetition, from 0
+  double bwd_peak = 0;  ///< max over its backward, one repetition, relative to the bytes held at its end
+  std::size_t fwd_leaf = 0, bwd_leaf = 0;
+  std::string_view bwd_pass = "backward";
+};
+
+/// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
+/// recompute segment first replays its forward (re-creating the tensors it dropped) and then runs
+/// its backward, freeing as it goes.
+constexpr block_memory walk_memory(const leaf_block& b) {
+  block_memory m;
+  double held = 0;
+  m.fwd_peak = -1;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const auto& l = b.leaves[i];
+    if (held + l.fwd_peak >= m.fwd_peak) {
+      m.fwd_peak = held + l.fwd_peak;
+      m.fwd_leaf = i;
+    }
+    held += l.held();
+  }
+  m.held = held;
+  // Backward, relative to `held` at the end of the block's forward.
+  double g = held;
+  double peak = -1;
+  auto note = [&](double v, std::size_t leaf_index, std::string_view pass) {
+    if (v > peak) {
+      peak = v;
+      m.bwd_leaf = leaf_index;
+      m.bwd_pass = pass;
+    }
+  };
+  std::size_t i = b.count;
+  while (i > 0) {
+    const auto& l = b.leaves[i - 1];
+    if (!l.recompute) {
+      note(g + l.bwd_peak, i - 1, "backward");
+      g -= l.held();
+      --i;
+      continue;
+    }
+    // Segment: leaves [start, i) — back to the nearest leaf with role first.
+    std::size_t start = i - 1;
+    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
+    double replay_held[leaf_block::capacity]{};
+    for (std::size_t j = start; j < i; ++j) {
+      const auto& r = b.leaves[j];
+      note(g + r.fwd_peak, j, "recompute_forward");
+      if (r.role != recompute_role::first) {
+        replay_held[j] = r.cache;
+        g += r.cache;
+      } else
+        replay_held[j] = r.input;
+    }
+    for (std::size_t j = i; j > start; --j) {
+      note(g + b.leaves[j - 1].bwd_peak, j - 1, "recompute_backward");
+      g -= replay_held[j - 1];
+    }
+    i = start;
+  }
+  m.bwd_peak = peak - held;
+  return m;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/leaf.hpp -------------------------------------------------------------------
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -1735,7 +2747,7 @@ struct build_context {
   const strategy_spec* strategy = nullptr;
   const system_spec* system = nullptr;
   const network_tier* tp_tier = nullptr;
-  std::int64_t vocab = 0;  ///< padded vocabulary
+  std::int64_t vocab = 0;                  ///< padded vocabulary
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
@@ -1752,14 +2764,19 @@ struct build_context {
   [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
-  [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double main_grad_bytes() const {
+    return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0;
+  }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
   constexpr void emit(leaf& l, const op& o) const {
-    if (pricing == nullptr) detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
+    if (pricing == nullptr)
+      detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
     pricing(*this, l, o);
   }
   /// A memory-bound kernel of `pass` moving `bytes`.
-  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const { emit(l, memory_op(pass, bytes, kind)); }
+  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
+    emit(l, memory_op(pass, bytes, kind));
+  }
   /// A tensor-parallel collective of `pass` (nothing when tp = 1).
   constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
     if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
@@ -1775,27 +2792,36 @@ constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& 
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features, std::int64_t out_features) {
+constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features,
+                           std::int64_t out_features) {
   leaf l;
   l.name = name;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
   const double E = c.element_bytes();
-  const double x = c.tokens() * static_cast<double>(in_features);    // input elements (full sequence)
-  const double y = c.tokens() * static_cast<double>(out_features);   // output elements
+  const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
+  const double y = c.tokens() * static_cast<double>(out_features);  // output elements
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  c.emit(l, detail::job_gemm(c, pass_kind::forward, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E));
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
   const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
   if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes));
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               wgrad_inputs + grad_w_bytes));
   } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E));
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               wgrad_inputs + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
   }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
@@ -1847,7 +2873,9 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   return l;
 }
 /// The model's norm over the hidden size.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type); }
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+  return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type);
+}
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
@@ -1897,7 +2925,7 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   // `DotProductAttention`), so the saved K and V are as wide as Q.
   const double q = b * s * heads * d, k = b * s * heads * d;
   const double kv_in = b * s * kv_heads * d;  // what the layer hands in
-  const double P = b * heads * s * s;  // elements of one score matrix over all heads
+  const double P = b * heads * s * s;         // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
@@ -1911,15 +2939,15 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
-  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
+  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                     // gradients of probabilities and scores, of Q, K, V
   return l;
 }
 
 /// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
-constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width, bool swiglu,
-                               double weights_read = 0, double weights_transient = 0) {
+constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width,
+                               bool swiglu, double weights_read = 0, double weights_transient = 0) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
@@ -1941,11 +2969,13 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
   }
   if (swiglu) {
     c.memory(l, pass_kind::forward, in + out + weights_read);
-    c.memory(l, pass_kind::backward_input, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    c.memory(l, pass_kind::backward_input,
+             2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
     c.memory(l, pass_kind::forward, 2 * in + weights_read);
-    c.memory(l, pass_kind::backward_input, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    c.memory(l, pass_kind::backward_input,
+             3 * in + weights_read);  // reads input and output gradient, writes input gradient
     l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
   l.input = in;
@@ -1954,7 +2984,8 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
 }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
-  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
+  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size,
+                         c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
@@ -2075,6 +3106,259 @@ constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/dense.hpp ------------------------------------------------------------------
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
+constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
+  const std::int64_t size = group == comm_group::tp    ? c.s().tp_size
+                            : group == comm_group::ep  ? c.s().ep_size
+                            : group == comm_group::etp ? c.s().etp_size
+                                                       : 0;
+  const network_tier* tier = group == comm_group::tp    ? c.tp_tier
+                             : group == comm_group::ep  ? c.ep_tier
+                             : group == comm_group::etp ? c.etp_tier
+                                                        : nullptr;
+  if (size <= 1) return {};
+  if (tier == nullptr)
+    detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group",
+                         comm_group_names[static_cast<std::size_t>(group)]);
+  return collective_time(c.sys(), c.s(), *tier, {kind, bytes, size, group});
+}
+
+/// The shape key a compute op is looked up by (empty for unkeyed ops: the kind's efficient_factor).
+constexpr shape_key key_of(const op& o) {
+  if (!o.keyed) return {};
+  switch (o.kind) {
+    case op_kind::gemm:
+      return o.gemm.key();
+    case op_kind::grouped_gemm:
+      return o.grouped.key();
+    case op_kind::attention:
+      return o.attention.key();
+    default:
+      return {};
+  }
+}
+
+/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
+/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
+/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
+constexpr void price_op(const build_context& c, leaf& l, const op& o) {
+  if (o.kind == op_kind::collective) {
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
+    return;
+  }
+  seconds t{};
+  if (o.kind == op_kind::memory) {
+    t = memory_time(c.sys(), o.memory, o.bytes);
+  } else {
+    const shape_key key = key_of(o);
+    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    t = cost.time;
+    ++l.efficiency_lookups;
+    if (!cost.measured) ++l.efficiency_misses;
+  }
+  (o.is_backward() ? l.bwd : l.fwd) += t;
+  if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+}
+
+/// A build context for a job whose specs passed validation: the tiers its groups use and the op
+/// pricing installed.
+constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                                           std::int64_t vocab) {
+  return {&m,
+          &s,
+          &sys,
+          s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr,
+          vocab,
+          is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
+          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr,
+          &price_op};
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/op_cost.hpp -------------------------------------------------------------------
+// ---- begin llmsim/cost/step_cost.hpp ---------------------------------------------------------------
+/// \file llmsim/cost/step_cost.hpp
+/// The costs of a training step outside the micro-batches: the data-parallel gradient sync per
+/// DDP bucket, the optimizer step, and one pipeline transfer.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace parameters {
+/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
+inline constexpr double ddp_bucket_min_elements = 40000000.0;
+inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+}  // namespace parameters
+
+namespace detail {
+
+/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
+/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
+/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
+/// (the validation runs do not pass --overlap-grad-reduce).
+constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params,
+                                     double grad_bytes_per_param, std::int64_t& buckets,
+                                     comm_group which = comm_group::dp) {
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  buckets = 0;
+  if (group <= 1 || params <= 0) return {};
+  const network_tier& tier = resolve_tier(sys, s, which);
+  const double per_bucket =
+      parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
+          ? parameters::ddp_bucket_min_elements
+          : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
+  const double rest = params - full * per_bucket;
+  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
+  auto bucket_time = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    if (s.zero_state >= 1) {
+      return collective_time(sys, s, tier,
+                             {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
+             collective_time(
+                 sys, s, tier,
+                 {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+    }
+    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
+  };
+  return bucket_time(per_bucket) * full + bucket_time(rest);
+}
+
+/// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
+/// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
+/// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
+/// and parameter all-gather (distributed optimizer only).
+struct bucket_plan {
+  double per_bucket = 0, rest = 0;
+  std::int64_t full = 0;
+  seconds reduce_full{}, reduce_rest{}, gather_full{}, gather_rest{};
+  [[nodiscard]] constexpr std::int64_t count() const { return full + (rest > 0 ? 1 : 0); }
+  [[nodiscard]] constexpr double elements(std::int64_t i) const { return i < full ? per_bucket : rest; }
+  [[nodiscard]] constexpr seconds reduce(std::int64_t i) const { return i < full ? reduce_full : reduce_rest; }
+  [[nodiscard]] constexpr seconds gather(std::int64_t i) const { return i < full ? gather_full : gather_rest; }
+  [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
+};
+
+constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params,
+                                   double grad_bytes_per_param, comm_group which) {
+  bucket_plan b;
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  if (group <= 1 || params <= 0) return b;
+  const network_tier& tier = resolve_tier(sys, s, which);
+  const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
+  b.full = static_cast<std::int64_t>(params / b.per_bucket);
+  b.rest = params - static_cast<double>(b.full) * b.per_bucket;
+  auto reduce = [&](double elements) {
+    if (elements <= 0) return seconds{};
+    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
+  };
+  auto gather = [&](double elements) {
+    if (elements <= 0 || s.zero_state < 1) return seconds{};
+    return collective_time(
+        sys, s, tier,
+        {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+  };
+  b.reduce_full = reduce(b.per_bucket);
+  b.reduce_rest = reduce(b.rest);
+  b.gather_full = gather(b.per_bucket);
+  b.gather_rest = gather(b.rest);
+  return b;
+}
+
+/// --overlap-grad-reduce (Megatron `param_and_grad_buffer.py`): during the last micro-batch's
+/// backward (`backward` long) each bucket's reduction starts on the data-parallel stream as soon
+/// as the bucket's gradients are complete — buckets fill in backward order, here at an even rate
+/// over the backward — and the stream is free. Returns how long the stream runs past the end of
+/// that backward. The dense and expert buffers fill side by side and share the stream.
+constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& expert, seconds backward) {
+  const std::int64_t nd = dense.count(), ne = expert.count();
+  double stream = 0, done_d = 0, done_e = 0;
+  std::int64_t i = 0, k = 0;
+  while (i < nd || k < ne) {
+    // Next bucket to become ready: the one whose fill completes first.
+    const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
+    const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
+    const bool take_dense = ready_d <= ready_e;
+    const double ready = take_dense ? ready_d : ready_e;
+    stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
+    if (take_dense)
+      done_d += dense.elements(i++);
+    else
+      done_e += expert.elements(k++);
+  }
+  return seconds{stream > backward.value ? stream - backward.value : 0.0};
+}
+
+/// --overlap-param-gather (Megatron distributed optimizer): the parameter all-gathers run on the
+/// data-parallel stream from the start of the next forward, bucket by bucket in the order the
+/// forward needs them (the reverse of the backward's); the forward (`forward` long) reaches each
+/// bucket at an even rate. Returns the longest wait of the forward for a bucket — at least the
+/// first bucket's gather.
+constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
+  double stream = 0, reached = 0, wait = 0;
+  const double total = b.total_elements();
+  for (std::int64_t j = b.count() - 1; j >= 0; --j) {
+    stream += b.gather(j).value;
+    const double needed = total > 0 ? forward.value * reached / total : 0;
+    wait = stream - needed > wait ? stream - needed : wait;
+    reached += b.elements(j);
+  }
+  return seconds{wait};
+}
+
+/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
+/// the accelerator's default bandwidth entry, each a kernel paying its latency:
+/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
+/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
+/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params,
+                                 double grad_bytes_per_param, double expert_params = 0) {
+  if (params <= 0) return {};
+  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
+  const double grads = params * grad_bytes_per_param;
+  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
+  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+}  // namespace detail
+
+/// One activation (or gradient) transfer of `bytes` between neighbouring pipeline stages.
+constexpr seconds pipeline_transfer_time(const system_spec& sys, const strategy_spec& s, double bytes) {
+  if (s.pp_size <= 1) return {};
+  return collective_time(sys, s, resolve_tier(sys, s, comm_group::pp),
+                         {collective_kind::p2p, bytes, 2, comm_group::pp});
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/step_cost.hpp -----------------------------------------------------------------
+// ---- begin llmsim/estimate/estimate.hpp ------------------------------------------------------------
+/// \file llmsim/estimate/estimate.hpp
+/// One training iteration of Megatron-LM predicted from a model, a strategy and a system:
+/// stage programs → kernel and collective costs → 1F1B schedule → data-parallel gradient sync and
+/// optimizer step; memory from the same leaves. Result names follow SimuMax's docs/tutorial.md.
+///
+/// ```cpp
+/// constexpr auto r = llmsim::estimate(llama3_8b, tp2_dp4, h100);
+/// static_assert(r.mem.peak_mem < 80_GiB);
+/// ```
+
+// ---- begin llmsim/program/layer.hpp ----------------------------------------------------------------
+/// \file llmsim/program/layer.hpp
+/// A whole decoder layer — MHA/GQA or MLA attention, dense or MoE MLP — and which of its leaves
+/// replay their forward in backward under the strategy's recompute plan.
+
 // ---- begin llmsim/program/moe.hpp ------------------------------------------------------------------
 /// \file llmsim/program/moe.hpp
 /// Leaves of multi-head latent attention (DeepSeek-V2 §2.1) and of a mixture-of-experts MLP with
@@ -2097,7 +3381,7 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Token counts of one MoE layer on one rank.
 struct moe_tokens {
-  double local = 0;     ///< tokens of the micro-batch on this rank (T0)
+  double local = 0;       ///< tokens of the micro-batch on this rank (T0)
   double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
   double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
   std::int64_t local_experts = 1;
@@ -2127,7 +3411,8 @@ namespace detail {
 constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
   if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
 }
-constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind,
+                              double size_bytes) {
   if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
 }
 }  // namespace detail
@@ -2144,7 +3429,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double T = c.local_tokens();
   const double H = static_cast<double>(m.head_num);
-  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
+  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim),
+               v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
   const double q_rope = T * H * rope * E, k_rope = T * rope * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
@@ -2166,8 +3452,10 @@ constexpr leaf mla_attention_leaf(const build_context& c) {
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
   const double E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
-  const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
+  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd),
+               lse = b * s * static_cast<double>(heads);
+  const double base =
+      b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
   c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
   c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
@@ -2203,7 +3491,8 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
 }
 
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
-constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens, std::int64_t in_features, std::int64_t out_features) {
+constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens,
+                                   std::int64_t in_features, std::int64_t out_features) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::linear_column;
@@ -2213,15 +3502,19 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts, tokens_per_expert, out_features, in_features, c.s().fp8, c.main_grad_bytes() == 4.0, stage};
+    return grouped_gemm_shape{experts,   tokens_per_expert,          out_features, in_features,
+                              c.s().fp8, c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
-  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
+  c.emit(l,
+         grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
   if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count, (x + y + w) * E + w * c.main_grad_bytes()));
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count,
+                              (x + y + w) * E + w * c.main_grad_bytes()));
   } else {  // written in bf16, then added into the main grad by Megatron's grad hook
-    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated), flop_count, (x + y + w) * E + w * E));
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated),
+                              flop_count, (x + y + w) * E + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
   }
   l.params = w;
@@ -2247,7 +3540,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
-    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t, m.use_swiglu));
+    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
+                           m.use_swiglu));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
   {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
@@ -2255,12 +3549,20 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     r.name = "router";
     r.kind = leaf_kind::linear_column;
     const double T0 = tok.local;
-    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
+    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E,
+                 w = static_cast<double>(h * X) * E;
     const std::int64_t rows = static_cast<std::int64_t>(T0);
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    c.emit(r, detail::job_gemm(c, pass_kind::forward, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_input, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
+    c.emit(r, detail::job_gemm(
+                  c, pass_kind::forward,
+                  {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                  in + w + 3 * logits));
+    c.emit(r, detail::job_gemm(
+                  c, pass_kind::backward_input,
+                  {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16},
+                  in + w + 4 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
+                               in + w + logits));
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -2271,7 +3573,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     leaf p;
     p.name = "permutation";
     p.kind = leaf_kind::activation;
-    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
+    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E,
+                 k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
     c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
     c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
     c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
@@ -2281,8 +3584,10 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
       detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
       if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
     }
-    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
-    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather,
+                           payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter,
+                           payload * static_cast<double>(s.etp_size));
     p.communicates_in_replay = true;
     p.input = tok.local * static_cast<double>(h) * E + probs * 4;
     p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -2291,7 +3596,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
   // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
-  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
+                         s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
   {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
     leaf u;
@@ -2302,9 +3608,11 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
     c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
     c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size));
+    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter,
+                           A * static_cast<double>(s.etp_size));
     detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, A * static_cast<double>(s.etp_size));
+    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather,
+                           A * static_cast<double>(s.etp_size));
     detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
     u.communicates_in_replay = true;
     u.input = A;
@@ -2324,11 +3632,6 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/moe.hpp --------------------------------------------------------------------
-// ---- begin llmsim/program/layer.hpp ----------------------------------------------------------------
-/// \file llmsim/program/layer.hpp
-/// A whole decoder layer — MHA/GQA or MLA attention, dense or MoE MLP — and which of its leaves
-/// replay their forward in backward under the strategy's recompute plan.
-
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -2386,18 +3689,26 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
         const auto& mods = s.megatron_recompute_modules;
         if (mods.contains(recompute_module::layernorm)) {
           mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-          for (auto consumer : {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
-            if (leaf* l = find_leaf(b, consumer)) { l->recompute = true; l->replay_free = true; l->cache = 0; }
+          for (auto consumer :
+               {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+            if (leaf* l = find_leaf(b, consumer)) {
+              l->recompute = true;
+              l->replay_free = true;
+              l->cache = 0;
+            }
           }
         }
         if (mods.contains(recompute_module::mla_up_proj) && mla) {
-          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat", "core_attention"});
+          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
+                   "core_attention"});
           leaf* core = find_leaf(b, "core_attention");
           core->replay_free = true;
           core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
         }
         if (moe && mods.contains(recompute_module::moe)) {
-          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2", "unpermutation"});
+          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+                   "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu",
+                   "experts.gelu", "experts.linear_fc2", "unpermutation"});
         } else if (moe && mods.contains(recompute_module::moe_act)) {
           mark(b, {"experts.swiglu", "experts.gelu"});
           leaf* fc2 = find_leaf(b, "experts.linear_fc2");
@@ -2406,29 +3717,36 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
           fc2->cache = 0;  // its input is the replayed activation
         }
         if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-        if (leaf* fc1 = find_leaf(b, "linear_fc1"); fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
+        if (leaf* fc1 = find_leaf(b, "linear_fc1");
+            fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
           for (auto name : {"swiglu", "gelu"})
             if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
       } else {
         if (s.attn_recompute) {
-          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
+          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
+                   "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
           if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
         }
         if (s.mla_rms_recompute) {
           mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-          if (leaf* q = find_leaf(b, "q_layernorm")) q->segment_start = true;  // Megatron checkpoints the down projections separately
+          if (leaf* q = find_leaf(b, "q_layernorm"))
+            q->segment_start = true;  // Megatron checkpoints the down projections separately
           if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
         }
         if (s.mlp_recompute) {
-          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2"});
+          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
+                   "experts.linear_fc2"});
           if (s.recompute_variance)
             for (auto n : {"linear_fc2", "experts.linear_fc2"})
               if (leaf* l = find_leaf(b, n)) l->replay_free = true;
         }
-        if (s.mlp_rms_recompute) mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router"});
+        if (s.mlp_rms_recompute)
+          mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+                   "shared_experts.linear_fc2", "router"});
       }
       break;
-    default: break;
+    default:
+      break;
   }
   // RoPE sits between QKV and attention: it replays whenever both do.
   if (leaf* rope = find_leaf(b, "rotary_pos_emb")) {
@@ -2475,443 +3793,32 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   }
-  if (recomputed) plan_recompute(b, c.s());
-  else b.assign_roles();
+  if (recomputed)
+    plan_recompute(b, c.s());
+  else
+    b.assign_roles();
   return b;
 }
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
-// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
-/// \file llmsim/cost/compute_cost.hpp
-/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
-/// moves, with the efficiency looked up by exact shape key in the system file
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+// ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
+/// \file llmsim/schedule/interleaved.hpp
+/// Megatron-LM's interleaved 1F1B schedule (`forward_backward_pipelining_with_interleaving`),
+/// simulated over every rank and every model chunk instead of a bubble formula:
+/// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
+/// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
+///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
+///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
+///   them when m = p), then one forward and one backward alternately, then the remaining
+///   backwards (backward chunks in reverse order).
+/// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
+///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
+///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
+///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
+///   its send.
+/// Each chunk takes 1/v of its rank's per-micro-batch time.
 
-
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
-constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
-
-/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
-constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
-  const auto& own = sys.op(kind);
-  return own.present ? own : sys.op(compute_kind::default_kind);
-}
-/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
-constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
-  const auto& own = sys.memory(kind);
-  return own.present ? own : sys.memory(memory_kind::default_kind);
-}
-
-/// The time of one kernel and how it was obtained.
-struct kernel_cost {
-  seconds time{};       ///< max(compute, memory): the roofline
-  seconds compute{};    ///< flops / (peak * efficiency)
-  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
-  double efficiency = 0;  ///< the compute efficiency used
-  bool measured = false;  ///< the efficiency came from the shape-keyed table
-};
-
-/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
-  kernel_cost c;
-  if (flop_count <= 0) return c;
-  const auto& op = compute_entry(sys, kind);
-  const auto measured = op.accurate_efficient_factor.find(shape);
-  c.measured = measured.has_value();
-  c.efficiency = measured ? *measured : op.efficient_factor;
-  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
-  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
-  c.time = c.compute;
-  return c;
-}
-
-/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
-/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
-constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
-  if (byte_count <= 0) return {};
-  const auto& bw = memory_entry(sys, kind);
-  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
-}
-
-/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
-/// compute time unless there is none.
-constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
-  c.memory = memory_time(sys, traffic_kind, byte_count);
-  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
-  else c.time = c.compute > c.memory ? c.compute : c.memory;
-  return c;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
-// ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
-/// \file llmsim/cost/network_cost.hpp
-/// Which network tier a communication group uses and how long a collective takes on it, as the
-/// SimuMax system format defines its fitted network figures (FORMAT.md; SimuMax docs/system.md):
-/// ring algorithms move size * scale * (n + offset) / n bytes and take (n + offset) * scale latency
-/// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
-/// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
-
-
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-
-
-/// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
-struct group_layout {
-  std::int64_t size = 1;
-  std::int64_t span = 1;    ///< ranks from the group's first to last member (rank order tp-cp-ep-dp-pp)
-  std::int64_t stride = 1;  ///< distance between neighbouring members
-};
-
-/// Size, span and stride of `g` under Megatron's rank order (tp fastest, then cp, dp, pp).
-constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
-  const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
-  switch (g) {
-    case comm_group::tp: return {tp, tp, 1};
-    case comm_group::cp: return {cp, tp * cp, tp};
-    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
-    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
-    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
-    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
-    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
-  }
-  return {};
-}
-
-namespace detail {
-constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
-  switch (g) {
-    case comm_group::tp: return s.tp_net;
-    case comm_group::cp: return s.cp_net;
-    case comm_group::pp: return s.pp_net;
-    case comm_group::dp: return s.dp_net;
-    case comm_group::ep: return s.ep_net;
-    case comm_group::etp: return s.etp_net;
-    case comm_group::edp: return s.edp_net;
-  }
-  return s.tp_net;
-}
-constexpr bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-/// The PCIe tier `intra_node_pcie_<k>x` with the smallest k that covers `span` ranks, if any.
-constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::int64_t span) {
-  const network_tier* best = nullptr;
-  std::int64_t best_k = 0;
-  for (std::size_t i = 0; i < sys.network_count; ++i) {
-    const auto name = sys.networks[i].name.view();
-    if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
-    std::int64_t k = 0;
-    for (char c : name.substr(16, name.size() - 17)) {
-      if (c < '0' || c > '9') { k = -1; break; }
-      k = k * 10 + (c - '0');
-    }
-    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
-  }
-  return best;
-}
-}  // namespace detail
-
-/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
-/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
-/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
-/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
-/// otherwise `inter_node`.
-constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
-  const auto& requested = detail::requested_net(s, g);
-  std::string_view name = requested.view();
-  if (name == "auto") {
-    const group_layout lay = layout_of(s, g);
-    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
-    if (sys.intra_with_pcie && same_node) {
-      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
-      name = "inter_node";
-    } else {
-      name = same_node ? "high_intra_node" : "inter_node";
-    }
-  }
-  const auto* tier = sys.network(name);
-  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
-  return *tier;
-}
-
-/// One collective call.
-struct collective_call {
-  collective_kind kind = collective_kind::all_reduce;
-  double size_bytes = 0;  ///< the full buffer (for all-gather: the gathered result)
-  std::int64_t group_size = 1;
-  comm_group group = comm_group::tp;
-};
-
-/// Time of one collective on `tier` (ring model of the system format, see the file comment).
-/// `s` supplies how many groups share a node's inter-node links.
-constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
-  const std::int64_t n = c.group_size;
-  if (n <= 1 || c.size_bytes <= 0) return {};
-  const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
-  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
-  const bool data_parallel = c.group == comm_group::dp;
-  // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
-  double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
-  const std::string_view tier_name = tier.name.view();
-  if (detail::starts_with(tier_name, "intra_node_pcie") && data_parallel) {
-    // A measured bus bandwidth for data-parallel groups of this size replaces the ring model.
-    if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
-  }
-  double bandwidth = tier.bandwidth.gbps;
-  if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
-    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
-  if (tier_name == "inter_node") {
-    const auto npn = static_cast<double>(sys.num_per_node);
-    if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
-    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
-      const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
-      const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
-      traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
-      bandwidth /= npn;
-    }
-    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
-      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
-      std::int64_t sharing = 1;
-      if (data_parallel) sharing = s.tp_size * s.cp_size;
-      if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
-      bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
-    }
-  }
-  const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
-  double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
-  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
-  double fixed_us = 0;
-  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
-  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
-  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
-  else fixed_us = tier.bandwidth.fixed_latency;
-  return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/network_cost.hpp --------------------------------------------------------------
-// ---- begin llmsim/cost/op_cost.hpp -----------------------------------------------------------------
-/// \file llmsim/cost/op_cost.hpp
-/// Prices the ops programs emit — the one place where a kernel or a collective gets a time:
-/// GEMMs, grouped GEMMs and fused attention by the roofline with the system's per-shape
-/// efficiency (compute_cost.hpp), memory-bound kernels by bytes over bandwidth, collectives by
-/// the network tier of their group (network_cost.hpp).
-
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
-constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
-  const std::int64_t size = group == comm_group::tp ? c.s().tp_size : group == comm_group::ep ? c.s().ep_size : group == comm_group::etp ? c.s().etp_size : 0;
-  const network_tier* tier = group == comm_group::tp ? c.tp_tier : group == comm_group::ep ? c.ep_tier : group == comm_group::etp ? c.etp_tier : nullptr;
-  if (size <= 1) return {};
-  if (tier == nullptr) detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group", comm_group_names[static_cast<std::size_t>(group)]);
-  return collective_time(c.sys(), c.s(), *tier, {kind, bytes, size, group});
-}
-
-/// The shape key a compute op is looked up by (empty for unkeyed ops: the kind's efficient_factor).
-constexpr shape_key key_of(const op& o) {
-  if (!o.keyed) return {};
-  switch (o.kind) {
-    case op_kind::gemm: return o.gemm.key();
-    case op_kind::grouped_gemm: return o.grouped.key();
-    case op_kind::attention: return o.attention.key();
-    default: return {};
-  }
-}
-
-/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
-/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
-/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
-constexpr void price_op(const build_context& c, leaf& l, const op& o) {
-  if (o.kind == op_kind::collective) {
-    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
-    return;
-  }
-  seconds t{};
-  if (o.kind == op_kind::memory) {
-    t = memory_time(c.sys(), o.memory, o.bytes);
-  } else {
-    const shape_key key = key_of(o);
-    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
-    t = cost.time;
-    ++l.efficiency_lookups;
-    if (!cost.measured) ++l.efficiency_misses;
-  }
-  (o.is_backward() ? l.bwd : l.fwd) += t;
-  if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
-}
-
-/// A build context for a job whose specs passed validation: the tiers its groups use and the op
-/// pricing installed.
-constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys, std::int64_t vocab) {
-  return {&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, vocab,
-          is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
-          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr, &price_op};
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/op_cost.hpp -------------------------------------------------------------------
-// ---- begin llmsim/cost/step_cost.hpp ---------------------------------------------------------------
-/// \file llmsim/cost/step_cost.hpp
-/// The costs of a training step outside the micro-batches: the data-parallel gradient sync per
-/// DDP bucket, the optimizer step, and one pipeline transfer.
-
-
-LLMSIM_BEGIN_NAMESPACE
-
-namespace parameters {
-/// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
-inline constexpr double ddp_bucket_min_elements = 40000000.0;
-inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
-}  // namespace parameters
-
-namespace detail {
-
-/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
-/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
-/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
-/// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  buckets = 0;
-  if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-                                ? parameters::ddp_bucket_min_elements
-                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
-  const double rest = params - full * per_bucket;
-  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
-  auto bucket_time = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-    }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
-  };
-  return bucket_time(per_bucket) * full + bucket_time(rest);
-}
-
-/// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
-/// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
-/// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
-/// and parameter all-gather (distributed optimizer only).
-struct bucket_plan {
-  double per_bucket = 0, rest = 0;
-  std::int64_t full = 0;
-  seconds reduce_full{}, reduce_rest{}, gather_full{}, gather_rest{};
-  [[nodiscard]] constexpr std::int64_t count() const { return full + (rest > 0 ? 1 : 0); }
-  [[nodiscard]] constexpr double elements(std::int64_t i) const { return i < full ? per_bucket : rest; }
-  [[nodiscard]] constexpr seconds reduce(std::int64_t i) const { return i < full ? reduce_full : reduce_rest; }
-  [[nodiscard]] constexpr seconds gather(std::int64_t i) const { return i < full ? gather_full : gather_rest; }
-  [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
-};
-
-constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, comm_group which) {
-  bucket_plan b;
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  if (group <= 1 || params <= 0) return b;
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
-  b.full = static_cast<std::int64_t>(params / b.per_bucket);
-  b.rest = params - static_cast<double>(b.full) * b.per_bucket;
-  auto reduce = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
-    return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
-  };
-  auto gather = [&](double elements) {
-    if (elements <= 0 || s.zero_state < 1) return seconds{};
-    return collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-  };
-  b.reduce_full = reduce(b.per_bucket);
-  b.reduce_rest = reduce(b.rest);
-  b.gather_full = gather(b.per_bucket);
-  b.gather_rest = gather(b.rest);
-  return b;
-}
-
-/// --overlap-grad-reduce (Megatron `param_and_grad_buffer.py`): during the last micro-batch's
-/// backward (`backward` long) each bucket's reduction starts on the data-parallel stream as soon
-/// as the bucket's gradients are complete — buckets fill in backward order, here at an even rate
-/// over the backward — and the stream is free. Returns how long the stream runs past the end of
-/// that backward. The dense and expert buffers fill side by side and share the stream.
-constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& expert, seconds backward) {
-  const std::int64_t nd = dense.count(), ne = expert.count();
-  double stream = 0, done_d = 0, done_e = 0;
-  std::int64_t i = 0, k = 0;
-  while (i < nd || k < ne) {
-    // Next bucket to become ready: the one whose fill completes first.
-    const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
-    const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
-    const bool take_dense = ready_d <= ready_e;
-    const double ready = take_dense ? ready_d : ready_e;
-    stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
-    if (take_dense) done_d += dense.elements(i++);
-    else done_e += expert.elements(k++);
-  }
-  return seconds{stream > backward.value ? stream - backward.value : 0.0};
-}
-
-/// --overlap-param-gather (Megatron distributed optimizer): the parameter all-gathers run on the
-/// data-parallel stream from the start of the next forward, bucket by bucket in the order the
-/// forward needs them (the reverse of the backward's); the forward (`forward` long) reaches each
-/// bucket at an even rate. Returns the longest wait of the forward for a bucket — at least the
-/// first bucket's gather.
-constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
-  double stream = 0, reached = 0, wait = 0;
-  const double total = b.total_elements();
-  for (std::int64_t j = b.count() - 1; j >= 0; --j) {
-    stream += b.gather(j).value;
-    const double needed = total > 0 ? forward.value * reached / total : 0;
-    wait = stream - needed > wait ? stream - needed : wait;
-    reached += b.elements(j);
-  }
-  return seconds{wait};
-}
-
-/// Optimizer step of one stage (Megatron distributed optimizer with Adam), memory-bound passes on
-/// the accelerator's default bandwidth entry, each a kernel paying its latency:
-/// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
-/// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
-/// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
-  if (params <= 0) return {};
-  const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
-  const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
-  const double grads = params * grad_bytes_per_param;
-  const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
-  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
-  seconds t = pass(grads) + pass(grads);
-  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
-  t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
-  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
-  return t;
-}
-
-}  // namespace detail
-
-/// One activation (or gradient) transfer of `bytes` between neighbouring pipeline stages.
-constexpr seconds pipeline_transfer_time(const system_spec& sys, const strategy_spec& s, double bytes) {
-  if (s.pp_size <= 1) return {};
-  return collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, bytes, 2, comm_group::pp});
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/step_cost.hpp -----------------------------------------------------------------
 // ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
 /// \file llmsim/schedule/one_f_one_b.hpp
 /// The non-interleaved 1F1B pipeline schedule of Megatron-LM
@@ -2940,18 +3847,20 @@ namespace detail {
 enum class step_kind : std::uint8_t { forward, backward, send, recv };
 struct pipeline_step {
   step_kind kind = step_kind::forward;
-  std::int64_t tag = 0;   ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
+  std::int64_t tag = 0;    ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
   std::int32_t peer = -1;  ///< neighbour rank for send/recv
   double duration = 0;
 };
 
-constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from, std::int64_t to) {
+constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from,
+                                   std::int64_t to) {
   return ((micro_batch * 2 + (backward_direction ? 1 : 0)) * 65536 + from) * 65536 + to;
 }
 
 /// Writes the queue of steps rank `r` executes into `q` from `at`; returns the new end.
 /// (A plain cursor, not push_back: this loop is most of an estimate's time.)
-constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_t at, std::int64_t r, std::int64_t p, std::int64_t m, const stage_timing& t) {
+constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_t at, std::int64_t r, std::int64_t p,
+                                   std::int64_t m, const stage_timing& t) {
   struct cursor {
     std::vector<pipeline_step>& v;
     std::size_t i;
@@ -2962,10 +3871,18 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   const std::int64_t warmup = (p - r - 1) < m ? (p - r - 1) : m;
   const std::int64_t steady = m - warmup;
   std::int64_t fwd_mb = 0, bwd_mb = 0;
-  auto recv_prev_fwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x}); };
-  auto send_next_fwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x}); };
-  auto recv_next_bwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x}); };
-  auto send_prev_bwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x}); };
+  auto recv_prev_fwd = [&](std::int64_t mb) {
+    if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x});
+  };
+  auto send_next_fwd = [&](std::int64_t mb) {
+    if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x});
+  };
+  auto recv_next_bwd = [&](std::int64_t mb) {
+    if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x});
+  };
+  auto send_prev_bwd = [&](std::int64_t mb) {
+    if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x});
+  };
   const bool odd = (r % 2) == 1;
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_prev_fwd(fwd_mb);
@@ -2978,16 +3895,26 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
     const bool last = i == steady - 1;
     q.push_back({step_kind::forward, i + 1, -1, f});  // tag: steady iteration i (for the steady-state check)
     // send_forward_recv_backward: odd ranks send first, even ranks receive first.
-    if (odd) { send_next_fwd(fwd_mb); recv_next_bwd(bwd_mb); }
-    else { recv_next_bwd(bwd_mb); send_next_fwd(fwd_mb); }
+    if (odd) {
+      send_next_fwd(fwd_mb);
+      recv_next_bwd(bwd_mb);
+    } else {
+      recv_next_bwd(bwd_mb);
+      send_next_fwd(fwd_mb);
+    }
     ++fwd_mb;
     q.push_back({step_kind::backward, 0, -1, b});
     if (last) {
       send_prev_bwd(bwd_mb);
     } else {
       // send_backward_recv_forward, same parity rule.
-      if (odd) { send_prev_bwd(bwd_mb); recv_prev_fwd(fwd_mb); }
-      else { recv_prev_fwd(fwd_mb); send_prev_bwd(bwd_mb); }
+      if (odd) {
+        send_prev_bwd(bwd_mb);
+        recv_prev_fwd(fwd_mb);
+      } else {
+        recv_prev_fwd(fwd_mb);
+        send_prev_bwd(bwd_mb);
+      }
     }
     ++bwd_mb;
   }
@@ -3003,14 +3930,15 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
 
 /// Result of the pipeline simulation.
 struct pipeline_result {
-  seconds total{};                      ///< until the slowest rank finishes its last backward
-  std::vector<seconds> finish = {};     ///< per rank
+  seconds total{};                   ///< until the slowest rank finishes its last backward
+  std::vector<seconds> finish = {};  ///< per rank
 };
 
 namespace detail {
 /// The event simulation itself. When `steady_starts` is given, it receives for every rank the
 /// clock at the start of each steady-phase iteration (rank r's k-th at [r * micro_batches + k]).
-constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches, std::vector<double>* steady_starts) {
+constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
+                                          std::vector<double>* steady_starts) {
   const auto p = static_cast<std::int64_t>(timings.size());
   pipeline_result out;
   out.finish.resize(timings.size());
@@ -3066,7 +3994,9 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
         continue;
       }
     }
-    if (++hops_without_progress > 2 * p + 2) report_error("llmsim::schedule", "", "the 1F1B simulation deadlocked with {} stages and {} micro-batches", p, micro_batches);
+    if (++hops_without_progress > 2 * p + 2)
+      report_error("llmsim::schedule", "", "the 1F1B simulation deadlocked with {} stages and {} micro-batches", p,
+                   micro_batches);
     r = q;
   }
   double total = 0;
@@ -3082,7 +4012,8 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
 /// p + 2 steady iterations before the final two advance every rank's clock by the same amount.
 /// Once all ranks shift uniformly, the max-plus dynamics of the schedule repeat that shift for
 /// every further micro-batch (Baccelli et al., "Synchronization and Linearity", ch. 3).
-constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, std::int64_t micro_batches, double& period) {
+constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, std::int64_t micro_batches,
+                             double& period) {
   const std::int64_t window = p + 2;
   bool have = false;
   for (std::int64_t r = 0; r < p; ++r) {
@@ -3093,7 +4024,11 @@ constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, 
     for (std::int64_t k = last - window; k <= last; ++k) {
       const auto base = static_cast<std::size_t>(r * micro_batches);
       const double d = starts[base + static_cast<std::size_t>(k + 1)] - starts[base + static_cast<std::size_t>(k)];
-      if (!have) { period = d; have = true; continue; }
+      if (!have) {
+        period = d;
+        have = true;
+        continue;
+      }
       const double scale = starts[base + static_cast<std::size_t>(k + 1)];
       const double diff = d > period ? d - period : period - d;
       if (diff > 1e-12 * (scale > 1.0 ? scale : 1.0)) return false;
@@ -3132,7 +4067,8 @@ constexpr pipeline_result simulate_1f1b(const std::vector<stage_timing>& timings
 }
 
 /// The full event simulation of every micro-batch (reference for `simulate_1f1b`'s shortcut).
-constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings, std::int64_t micro_batches) {
+constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings,
+                                                   std::int64_t micro_batches) {
   if (timings.empty() || micro_batches <= 0) {
     pipeline_result none;
     none.finish.resize(timings.size());
@@ -3143,23 +4079,6 @@ constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timin
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
-// ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
-/// \file llmsim/schedule/interleaved.hpp
-/// Megatron-LM's interleaved 1F1B schedule (`forward_backward_pipelining_with_interleaving`),
-/// simulated over every rank and every model chunk instead of a bubble formula:
-/// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
-/// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
-///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
-///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
-///   them when m = p), then one forward and one backward alternately, then the remaining
-///   backwards (backward chunks in reverse order).
-/// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
-///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
-///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
-///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
-///   its send.
-/// Each chunk takes 1/v of its rank's per-micro-batch time.
-
 
 #include <cstdint>
 #include <vector>
@@ -3174,7 +4093,8 @@ struct chunk_pass {
 };
 
 /// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
-constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                          std::int64_t rank) {
   const std::int64_t total = m * v;
   if (m == p) return total;
   const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
@@ -3192,7 +4112,8 @@ constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::i
 }
 
 /// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
-constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                      std::int64_t rank) {
   const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
   auto backward = [&](std::int64_t k) {
     chunk_pass c = schedule_table_entry(k, v, m, g);
@@ -3210,7 +4131,8 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
 
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g`. Returns every rank's finish and the slowest.
-constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m, std::int64_t g, bool async_p2p) {
+constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
+                                               std::int64_t g, bool async_p2p) {
   const auto p = static_cast<std::int64_t>(timings.size());
   const std::int64_t stages = p * v, passes = 2 * m * v;
   pipeline_result out;
@@ -3220,7 +4142,9 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
   std::vector<double> fwd(static_cast<std::size_t>(stages * m), -1.0), bwd(static_cast<std::size_t>(stages * m), -1.0);
   std::vector<std::int64_t> next(timings.size(), 0);
   std::vector<double> clock(timings.size(), 0.0);
-  auto at = [&](std::int64_t stage, std::int64_t mb) { return static_cast<std::size_t>(mb * stages + stage); };  // neighbouring passes, neighbouring entries
+  auto at = [&](std::int64_t stage, std::int64_t mb) {
+    return static_cast<std::size_t>(mb * stages + stage);
+  };  // neighbouring passes, neighbouring entries
   // Run a rank until its next pass waits on another rank, then go to that rank (follow the
   // dependency instead of sweeping): every pass is visited once, plus at most p hops per stall.
   std::int64_t r = 0, next_scan = 0, hops = 0;
@@ -3234,8 +4158,12 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       const std::int64_t from = c.forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
       double ready = 0;
       if (from >= 0) {
-        const double dep = c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
-        if (dep < 0) { blocked_on = from % p; break; }
+        const double dep =
+            c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
+        if (dep < 0) {
+          blocked_on = from % p;
+          break;
+        }
         ready = dep + (from % p != r ? timings[static_cast<std::size_t>(from % p)].p2p.value : 0.0);
       }
       const double start = clock[ri] > ready ? clock[ri] : ready;
@@ -3252,7 +4180,10 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       r = next_scan;
       continue;
     }
-    if (++hops > p + 1) detail::report_error("llmsim::schedule", "", "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v, m);
+    if (++hops > p + 1)
+      detail::report_error("llmsim::schedule", "",
+                           "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v,
+                           m);
     r = blocked_on;
   }
   double total = 0;
@@ -3266,17 +4197,156 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
-// ---- begin llmsim/estimate/estimate.hpp ------------------------------------------------------------
-/// \file llmsim/estimate/estimate.hpp
-/// One training iteration of Megatron-LM predicted from a model, a strategy and a system:
-/// stage programs → kernel and collective costs → 1F1B schedule → data-parallel gradient sync and
-/// optimizer step; memory from the same leaves. Result names follow SimuMax's docs/tutorial.md.
-///
-/// ```cpp
-/// constexpr auto r = llmsim::estimate(llama3_8b, tp2_dp4, h100);
-/// static_assert(r.mem.peak_mem < 80_GiB);
-/// ```
+// ---- begin llmsim/spec/validate.hpp ----------------------------------------------------------------
+/// \file llmsim/spec/validate.hpp
+/// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
+/// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+constexpr void require_network(const system_spec& sys, std::string_view field, const net_name& name) {
+  if (name.view() == "auto" || sys.network(name.view()) != nullptr) return;
+  report_error("llmsim::strategy", field, "{}=\"{}\" names no network tier of system {}", field, name, sys.sys_name);
+}
+}  // namespace detail
+
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
+  validate(m);
+  validate(s);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  const bool mla = m.attention_type == attention_kind::mla;
+  if (m.head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
+  if (!mla && m.kv_head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
+                 m.kv_head_num);
+  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
+                 *m.intermediate_size);
+  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+    report_error(api, "strategy.tp_size",
+                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
+                 "seq_len/cp_size={}",
+                 s.tp_size, s.seq_len / s.cp_size);
+  if (is_moe(m)) {
+    if (m.expert_num % s.ep_size != 0)
+      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
+                   m.expert_num);
+    if (expert_ffn_size(m) % s.etp_size != 0)
+      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
+                   s.etp_size, expert_ffn_size(m));
+  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
+  // Pipeline split (Megatron --decoder-first/last-pipeline-num-layers: the other stages share the rest evenly).
+  const std::int64_t pp = s.pp_size;
+  const auto first = s.num_layers_in_first_pipeline_stage;
+  const auto last = s.num_layers_in_last_pipeline_stage;
+  if (pp == 1 && (first || last))
+    report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                 "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
+  const std::int64_t slots =
+      (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (pp > 1 && slots > 0) {
+    // Megatron-LM TransformerConfig: the embedding / loss slots replace the uneven first/last split.
+    if (first || last)
+      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                   "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with "
+                   "strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
+    if (s.interleaving_size > 1)
+      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                   "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not "
+                   "modelled yet",
+                   s.interleaving_size);
+    if ((m.layer_num + slots) % pp != 0)
+      report_error(api, "strategy.pp_size",
+                   "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of "
+                   "account_for_*_in_pipeline_split",
+                   pp, m.layer_num, slots);
+  } else if (pp > 1) {
+    const std::int64_t fixed = first.value_or(0) + last.value_or(0);
+    const std::int64_t even_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    if (fixed > m.layer_num)
+      report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                   "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds "
+                   "model.layer_num={}",
+                   fixed, m.layer_num);
+    if (even_stages == 0 && fixed != m.layer_num)
+      report_error(
+          api, "strategy.num_layers_in_first_pipeline_stage",
+          "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}",
+          first.value_or(0), last.value_or(0), m.layer_num);
+    if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
+      if (fixed == 0) {
+        // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
+        // pp16 = 1 + 15 * 4). Suggest the smallest non-zero first stage that leaves every other
+        // stage at least one layer.
+        const std::int64_t others = pp - 1;
+        const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
+        if (m.layer_num - suggest >= others)
+          report_error(
+              api, "strategy.pp_size",
+              "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage "
+              "and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. "
+              "num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages",
+              pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
+        report_error(
+            api, "strategy.pp_size",
+            "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage "
+            "and/or num_layers_in_last_pipeline_stage so the rest divides evenly",
+            pp, m.layer_num);
+      }
+      report_error(api, "strategy.pp_size",
+                   "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} "
+                   "stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage "
+                   "so the rest divides evenly",
+                   m.layer_num, fixed, even_stages);
+    }
+    if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1)
+      report_error(api, "strategy.pp_size",
+                   "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
+    if (s.interleaving_size > 1) {
+      const stage_layers split = split_layers(m, s);
+      const std::int64_t v = s.interleaving_size;
+      if (split.first % v != 0 || split.last % v != 0 || split.middle % v != 0)
+        report_error(api, "strategy.interleaving_size",
+                     "strategy.interleaving_size={} must divide the layers of every pipeline stage (first {}, middle "
+                     "{}, last {})",
+                     v, split.first, split.middle, split.last);
+      if (s.micro_batch_num % pp != 0)
+        report_error(
+            api, "strategy.micro_batch_num",
+            "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}",
+            s.micro_batch_num, pp);
+    }
+  }
+}
+
+/// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
+/// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
+/// passes through.
+constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  validate(m, s);
+  validate(sys);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  detail::require_network(sys, "strategy.tp_net", s.tp_net);
+  detail::require_network(sys, "strategy.cp_net", s.cp_net);
+  detail::require_network(sys, "strategy.pp_net", s.pp_net);
+  detail::require_network(sys, "strategy.dp_net", s.dp_net);
+  detail::require_network(sys, "strategy.ep_net", s.ep_net);
+  detail::require_network(sys, "strategy.etp_net", s.etp_net);
+  detail::require_network(sys, "strategy.edp_net", s.edp_net);
+  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present)
+    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}",
+                 sys.sys_name);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/spec/validate.hpp ------------------------------------------------------------------
 
 #include <array>
 #include <cmath>
@@ -3307,8 +4377,8 @@ inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage",
 /// What one pipeline rank runs. Ranks with equal layouts run the same program, so they are
 /// priced once; their memory differs only by the micro-batches they hold in flight.
 struct rank_layout {
-  std::int64_t layers = 0;        ///< decoder layers over all its model chunks
-  std::int64_t dense_layers = 0;  ///< of which dense (Megatron --first-k-dense-replace); the rest MoE
+  std::int64_t layers = 0;              ///< decoder layers over all its model chunks
+  std::int64_t dense_layers = 0;        ///< of which dense (Megatron --first-k-dense-replace); the rest MoE
   std::int64_t chunk_layers = 0;        ///< layers of one model chunk (interleaved: layers / v)
   std::int64_t chunk_dense_layers = 0;  ///< dense layers of its first model chunk
   bool embedding = false, head = false;
@@ -3344,7 +4414,7 @@ struct time_breakdown {
   seconds bubble_time{};         ///< waiting: pipeline fill and drain, and for faster stages their slack
   seconds dp_exposed_time{};
   seconds optim_time{};
-  seconds straggler_time{};      ///< the slowdown of synchronised multi-node steps (see parameters::straggler_coefficient)
+  seconds straggler_time{};  ///< the slowdown of synchronised multi-node steps (see parameters::straggler_coefficient)
 };
 
 /// Cost and memory of one distinct pipeline stage: the ranks `rank`..`last_rank` (`rank_count` of
@@ -3360,15 +4430,15 @@ struct stage_result {
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
-  seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
-  seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
+  seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
+  seconds chunk_time{};  ///< forward + backward + p2p of one micro-batch
   // Time of the iteration tail.
-  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
-  seconds dp_exposed_time{};  ///< what of it the iteration waits for (all of it unless overlapped)
-  seconds grad_reduce_tail{};    ///< overlap_grad_reduce: the reductions running past the last backward
-  seconds param_gather_wait{};   ///< overlap_param_gather: the forward's wait for gathered parameters
+  seconds dp_time{};            ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
+  seconds dp_exposed_time{};    ///< what of it the iteration waits for (all of it unless overlapped)
+  seconds grad_reduce_tail{};   ///< overlap_grad_reduce: the reductions running past the last backward
+  seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
-  seconds optim_time{};    ///< optimizer step
+  seconds optim_time{};                             ///< optimizer step
   std::int64_t dp_buckets = 0;
   time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
@@ -3395,16 +4465,17 @@ struct comm_summary {
 /// Time, throughput and MFU of one iteration.
 struct cost_result {
   seconds duration_time_per_iter{};
-  seconds pipeline_time{};  ///< the 1F1B part, before gradient sync and optimizer
-  double mfu = 0;                 ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
-  double mfu_6nd_with_attn = 0;   ///< the same quantity under SimuMax's explicit name
+  seconds pipeline_time{};                ///< the 1F1B part, before gradient sync and optimizer
+  double mfu = 0;                         ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
+  double mfu_6nd_with_attn = 0;           ///< the same quantity under SimuMax's explicit name
   double throughput_per_accelerator = 0;  ///< tokens per second per GPU
   double all_tokens_per_iter = 0;
-  flops model_flops_per_iter{};  ///< per GPU
-  std::int64_t bounding_stage = 0;  ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
+  flops model_flops_per_iter{};       ///< per GPU
+  std::int64_t bounding_stage = 0;    ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
   time_breakdown breakdown_result{};  ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+  std::int32_t efficiency_lookups = 0,
+               efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -3412,10 +4483,10 @@ struct mem_result {
   bytes peak_mem{};
   bytes peak_mem_with_reserved{};
   double memory_reserved_ratio = 0;  ///< mem_factor: allocated / reserved
-  std::int64_t peak_stage = 0;        ///< index into `stages`
-  bytes device_mem{};                 ///< accelerator.mem_gbs GiB (`device_memory`)
-  bool fits = true;                   ///< peak_mem <= device_mem on every stage
-  bytes over_by{};                    ///< peak_mem - device_mem when it does not fit, else 0
+  std::int64_t peak_stage = 0;       ///< index into `stages`
+  bytes device_mem{};                ///< accelerator.mem_gbs GiB (`device_memory`)
+  bool fits = true;                  ///< peak_mem <= device_mem on every stage
+  bytes over_by{};                   ///< peak_mem - device_mem when it does not fit, else 0
 };
 
 /// Things the estimate assumed or could not model, for the user to see (bits of `estimate_result::notes`).
@@ -3459,9 +4530,13 @@ namespace detail {
 constexpr double attention_linear_params(const model_spec& m) {
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   if (m.attention_type == attention_kind::mla) {
-    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim), vd = static_cast<double>(*m.v_head_dim);
-    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim), qk = static_cast<double>(*m.qk_head_dim);
-    const double q = m.q_lora_rank ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd : h * H * qd;
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim),
+                 vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim),
+                 qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank
+                         ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd
+                         : h * H * qd;
     return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
   }
   const double d = static_cast<double>(head_dim(m));
@@ -3479,9 +4554,12 @@ constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_param
 /// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
   const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
-  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) + experts * mlp_weight_params(m, expert_ffn_size(m));
+  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
+         experts * mlp_weight_params(m, expert_ffn_size(m));
 }
-constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
+constexpr std::int64_t dense_layer_count(const model_spec& m) {
+  return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
+}
 }  // namespace detail
 
 namespace detail {
@@ -3516,9 +4594,13 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
   const double attn = detail::attention_linear_params(m);
-  const double gemm = dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
-  const double qk = m.attention_type == attention_kind::mla ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim) : static_cast<double>(head_dim(m));
-  const double v = m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) +
+                      moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla
+                        ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim)
+                        : static_cast<double>(head_dim(m));
+  const double v =
+      m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
   return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
 }
@@ -3556,12 +4638,14 @@ constexpr job_blocks build_blocks(const build_context& c) {
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
 /// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block).
-constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, std::int64_t dense, bool has_embedding, bool has_head) {
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers,
+                                    std::int64_t dense, bool has_embedding, bool has_head) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
   const std::int64_t moe = layers - dense;
-  const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
+  const std::int64_t recomputed =
+      recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
   const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
   const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
   if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
@@ -3581,7 +4665,8 @@ constexpr std::int64_t stage_layer_count(const stage_layers& split, std::int64_t
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
-constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split, std::int64_t r) {
+constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
+                                     std::int64_t r) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   rank_layout out;
   out.layers = stage_layer_count(split, r, p);
@@ -3600,18 +4685,26 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   return out;
 }
 
-
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
 /// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
 /// to double precision in 20 terms there.
 constexpr double log2_of(double x) {
   double exponent = 0;
-  while (x >= 2.0) { x /= 2.0; exponent += 1.0; }
-  while (x < 1.0) { x *= 2.0; exponent -= 1.0; }
+  while (x >= 2.0) {
+    x /= 2.0;
+    exponent += 1.0;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    exponent -= 1.0;
+  }
   const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
   double term = y, sum = 0;
-  for (int k = 0; k < 20; ++k) { sum += term / (2.0 * k + 1.0); term *= y2; }
+  for (int k = 0; k < 20; ++k) {
+    sum += term / (2.0 * k + 1.0);
+    term *= y2;
+  }
   return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
 }
 /// Square root of x >= 0 by Newton's iteration.
@@ -3641,7 +4734,8 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const double f = out.held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
-      out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
+      out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
+                      sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
     }
     out.held += n * walks[bi].held;
   }
@@ -3651,7 +4745,8 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const double v = g + walks[bi - 1].bwd_peak;
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
-      out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+      out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
+                      sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
     }
     g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
   }
@@ -3662,16 +4757,39 @@ namespace detail {
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
-  if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.zero_state >= 2)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
+                 s.zero_state);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
-  if (s.dtype == dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state assumes mixed precision with an fp32 master copy)");
-  if (!s.use_fused_norm) report_error(api, "strategy.use_fused_norm", "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the fused norm (TENorm)");
-  if (!s.use_accm_weight) report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
-  if (s.offload_groupgemm_col_inputs) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
-  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential) report_error(api, "model.group_linear_mode", "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled yet; use \"parallel\" (grouped GEMM)");
-  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
+  if (s.dtype == dtype_kind::fp32)
+    report_error(api, "strategy.dtype",
+                 "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state "
+                 "assumes mixed precision with an fp32 master copy)");
+  if (!s.use_fused_norm)
+    report_error(api, "strategy.use_fused_norm",
+                 "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the "
+                 "fused norm (TENorm)");
+  if (!s.use_accm_weight)
+    report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
+  if (s.offload_groupgemm_col_inputs)
+    report_error(api, "strategy.offload_groupgemm_col_inputs",
+                 "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential)
+    report_error(api, "model.group_linear_mode",
+                 "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
+                 "yet; use \"parallel\" (grouped GEMM)");
+  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
+    report_error(
+        api, "strategy.use_flash_sdp",
+        "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
+  if (m.attention_type == attention_kind::mla && s.tp_size > 1)
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, "
+                 "experts split by ep)",
+                 s.tp_size);
 }
 
 constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
@@ -3688,7 +4806,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
   return 9.0;
 }
 
-
 /// System figures SimuMax's format reserves but no cost model uses yet.
 constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
   for (std::size_t i = 0; i < sys.network_count; ++i)
@@ -3699,9 +4816,9 @@ constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& not
 struct job_context {
   const build_context* c = nullptr;
   const job_blocks* blocks = nullptr;
-  seconds p2p{};             ///< one activation transfer between neighbouring stages
-  seconds p2p_gather{};      ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
-  double grad_bytes = 0;     ///< bytes of one main-gradient element
+  seconds p2p{};               ///< one activation transfer between neighbouring stages
+  seconds p2p_gather{};        ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
+  double grad_bytes = 0;       ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
 };
@@ -3727,14 +4844,16 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
-        for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
+        for (std::size_t i = 0; i < shape_count; ++i)
+          seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
         if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
       }
     }
   }
   double dummy = 0;
   if (j.te_dummy)
-    for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * j.c->element_bytes();
+    for (std::size_t i = 0; i < shape_count; ++i)
+      dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * j.c->element_bytes();
   return dummy;
 }
 
@@ -3748,9 +4867,11 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
   r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
   r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
-  r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+  r.optimizer_state_mem = bytes{
+      static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
-  r.workspace_mem = bytes{static_cast<std::int64_t>(j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+  r.workspace_mem = bytes{static_cast<std::int64_t>(
+      j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
 }
 
@@ -3763,7 +4884,8 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+    const std::int64_t warmup =
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -3779,13 +4901,17 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   const stage_memory whole = walk_stage(prog);
   const rank_layout& lay = r.layout;
   const stage_memory chunk =
-      s.interleaving_size > 1 ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head)) : whole;
+      s.interleaving_size > 1
+          ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head))
+          : whole;
   const double others = held_by_others(r, s, whole.held);
   r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
+  r.peak_activation_mem_in_1F1B =
+      bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
   r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
   r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
-  r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_mem =
+      r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_site : chunk.bwd_site;
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
@@ -3801,7 +4927,8 @@ constexpr void plan_overlap(stage_result& r, const job_context& j) {
   }
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
-  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) + param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
+                        param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
 }
 
 /// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
@@ -3835,11 +4962,13 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const double dummy = price_program(r, prog, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
-  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
+                                                   : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
   r.p2p_time = j.p2p * transfers;
   if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
   if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
-  r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time + r.p2p_time;
+  r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
+                 r.recompute_tp_comm_time + r.p2p_time;
   std::int64_t expert_buckets = 0;
   r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
               data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
@@ -3859,11 +4988,15 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0 ? stage_kind::first : rank == s.pp_size - 1 ? stage_kind::last : stage_kind::middle;
+    const stage_kind kind = rank == 0               ? stage_kind::first
+                            : rank == s.pp_size - 1 ? stage_kind::last
+                                                    : stage_kind::middle;
     std::size_t i = 0;
     while (i < out.stage_count && !(out.stages[i].kind == kind && out.stages[i].layout == lay)) ++i;
     if (i == out.stage_count) {
-      if (i == max_distinct_stages) report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs", max_distinct_stages);
+      if (i == max_distinct_stages)
+        report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs",
+                     max_distinct_stages);
       out.stages[out.stage_count++] = price_stage(j, lay, rank);
     } else {
       out.stages[i].last_rank = rank;
@@ -3875,15 +5008,18 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute).
-constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
+                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
     const stage_result& st = out.stages[i];
-    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
+    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
+                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
-  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
+  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
+                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
@@ -3899,7 +5035,8 @@ constexpr double straggler_factor(const strategy_spec& s, const system_spec& sys
 
 /// One stage's view of the iteration: its busy time by cause, the straggler delay, and the rest
 /// of `duration` as waiting. Gradient sync and the optimizer follow the whole pipeline.
-constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_spec& s, seconds duration, seconds straggler) {
+constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_spec& s, seconds duration,
+                                         seconds straggler) {
   const double mb = static_cast<double>(s.micro_batch_num);
   time_breakdown br;
   br.fwd_compute_time = st.fwd_compute_time * mb;
@@ -3916,7 +5053,8 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
 }
 
 /// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
-constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe,
+                         const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
   const strategy_spec& s = c.s();
   const system_spec& sys = c.sys();
@@ -3931,7 +5069,8 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   for (std::size_t i = 0; i < out.stage_count; ++i) {
     stage_result& st = out.stages[i];
     st.breakdown = stage_breakdown(st, s, duration, pipeline - pipe.total);
-    if (st.breakdown.bubble_time < out.stages[static_cast<std::size_t>(cost.bounding_stage)].breakdown.bubble_time) cost.bounding_stage = static_cast<std::int64_t>(i);
+    if (st.breakdown.bubble_time < out.stages[static_cast<std::size_t>(cost.bounding_stage)].breakdown.bubble_time)
+      cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
   }
@@ -3940,13 +5079,16 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   cost.breakdown_result = bound.breakdown;
   cost.all_tokens_per_iter = static_cast<double>(s.seq_len * global_batch_size(s));
   cost.throughput_per_accelerator = cost.all_tokens_per_iter / duration.value / static_cast<double>(s.world_size);
-  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter / static_cast<double>(s.world_size)};
-  cost.mfu = cost.model_flops_per_iter.value / duration.value / (compute_entry(sys, compute_kind::default_kind).tflops * 1e12);
+  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter /
+                                    static_cast<double>(s.world_size)};
+  cost.mfu =
+      cost.model_flops_per_iter.value / duration.value / (compute_entry(sys, compute_kind::default_kind).tflops * 1e12);
   cost.mfu_6nd_with_attn = cost.mfu;
   cost.comm_result.tp_net = s.tp_size > 1 ? c.tp_tier->name.view() : std::string_view("none");
   cost.comm_result.pp_net = s.pp_size > 1 ? resolve_tier(sys, s, comm_group::pp).name.view() : std::string_view("none");
   cost.comm_result.ep_net = c.ep_tier != nullptr ? c.ep_tier->name.view() : std::string_view("none");
-  cost.comm_result.dp_net = dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  cost.comm_result.dp_net =
+      dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
   cost.comm_result.tp_time_per_iter = bound.breakdown.intra_exposed_time;
   cost.comm_result.p2p_time_per_transfer = p2p;
   cost.comm_result.dp_time = bound.dp_time;
@@ -3995,7 +5137,8 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   }
   j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
   j.grad_bytes = c.main_grad_bytes();
-  j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
+  j.workspace_bytes =
+      out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   j.te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
 
@@ -4077,264 +5220,6 @@ class perf_llm {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/perf_llm.hpp -----------------------------------------------------------------------
-// ---- begin llmsim/catalogue/catalogue.hpp ----------------------------------------------------------
-/// \file llmsim/catalogue/catalogue.hpp
-/// Built-in models and systems written from public facts (model cards and configs, GPU data
-/// sheets), usable in constant expressions and by name from the command line:
-/// `llmsim perf --model llama3-8b --system h100-sxm --strategy tp2_dp4`.
-///
-/// Systems carry data-sheet peaks and *default* efficiencies — stated assumptions, not
-/// measurements (see `catalogue::assumptions`). For timing-quality work use a system file with
-/// measured shape tables (SimuMax's `accurate_efficient_factor`).
-
-
-#include <array>
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-namespace catalogue {
-
-// ---- models ----------------------------------------------------------------------------------
-
-/// Llama 2 (Touvron et al. 2023, Table 1 and the released config.json files).
-inline constexpr model_spec llama2_7b{.model_type = model_kind::dense, .model_name = "llama2_7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 32, .head_size = 128, .intermediate_size = 11008, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true};
-inline constexpr model_spec llama2_13b{.model_type = model_kind::dense, .model_name = "llama2_13b", .hidden_size = 5120, .head_num = 40, .kv_head_num = 40, .head_size = 128, .intermediate_size = 13824, .layer_num = 40, .vocab_size = 32000, .use_swiglu = true};
-inline constexpr model_spec llama2_70b{.model_type = model_kind::dense, .model_name = "llama2_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 32000, .use_swiglu = true};
-/// Llama 3 / 3.1 (Meta model cards; "The Llama 3 Herd of Models" 2024, Table 3).
-inline constexpr model_spec llama3_8b{.model_type = model_kind::dense, .model_name = "llama3_8b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
-inline constexpr model_spec llama3_70b{.model_type = model_kind::dense, .model_name = "llama3_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 128256, .use_swiglu = true};
-inline constexpr model_spec llama3_405b{.model_type = model_kind::dense, .model_name = "llama3_405b", .hidden_size = 16384, .head_num = 128, .kv_head_num = 8, .head_size = 128, .intermediate_size = 53248, .layer_num = 126, .vocab_size = 128256, .use_swiglu = true};
-/// GPT-3 175B (Brown et al. 2020, Table 2.1): GeLU MLP of 4h, LayerNorm, learned positions,
-/// biases, input and output embeddings tied; GPT-2 BPE vocabulary of 50257.
-inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_name = "gpt3_175b", .hidden_size = 12288, .head_num = 96, .kv_head_num = 96, .head_size = 128, .intermediate_size = 49152, .layer_num = 96, .vocab_size = 50257, .use_swiglu = false, .norm_type = norm_kind::layernorm, .tie_word_embeddings = true, .add_linear_bias = true, .position_embedding_type = position_kind::learned_absolute};
-/// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
-inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
-
-/// DeepSeek-V2 (DeepSeek-AI 2024, config.json): MLA with q/kv compression 1536/512, 2 shared + 160
-/// routed experts of 1536, top-6, first layer dense (12288).
-inline constexpr model_spec deepseek_v2{.model_type = model_kind::moe, .model_name = "deepseek_v2", .hidden_size = 5120, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 12288, .layer_num = 60, .vocab_size = 102400, .use_swiglu = true, .expert_num = 160, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1536, .moe_shared_expert_intermediate_size = 3072, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 1};
-/// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
-inline constexpr model_spec deepseek_v2_lite{.model_type = model_kind::moe, .model_name = "deepseek_v2_lite", .hidden_size = 2048, .head_num = 16, .kv_head_num = 16, .head_size = 128, .intermediate_size = 10944, .layer_num = 27, .vocab_size = 102400, .use_swiglu = true, .expert_num = 64, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1408, .moe_shared_expert_intermediate_size = 2816, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .kv_lora_rank = 512, .dense_layers = 1};
-/// DeepSeek-V3 (DeepSeek-AI 2024, Table/config): 61 layers, first 3 dense (18432), 1 shared + 256
-/// routed experts of 2048, top-8; 671B parameters, 37B active.
-inline constexpr model_spec deepseek_v3{.model_type = model_kind::moe, .model_name = "deepseek_v3", .hidden_size = 7168, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 18432, .layer_num = 61, .vocab_size = 129280, .use_swiglu = true, .expert_num = 256, .topk = 8, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 2048, .moe_shared_expert_intermediate_size = 2048, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 3};
-/// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
-inline constexpr model_spec mixtral_8x7b{.model_type = model_kind::moe, .model_name = "mixtral_8x7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 14336};
-inline constexpr model_spec mixtral_8x22b{.model_type = model_kind::moe, .model_name = "mixtral_8x22b", .hidden_size = 6144, .head_num = 48, .kv_head_num = 8, .head_size = 128, .intermediate_size = 16384, .layer_num = 56, .vocab_size = 32768, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 16384};
-/// Qwen3 MoE (Qwen team config.json): 128 experts, top-8, no shared experts, every layer MoE.
-inline constexpr model_spec qwen3_30b_a3b{.model_type = model_kind::moe, .model_name = "qwen3_30b_a3b", .hidden_size = 2048, .head_num = 32, .kv_head_num = 4, .head_size = 128, .intermediate_size = 6144, .layer_num = 48, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 768};
-inline constexpr model_spec qwen3_235b_a22b{.model_type = model_kind::moe, .model_name = "qwen3_235b_a22b", .hidden_size = 4096, .head_num = 64, .kv_head_num = 4, .head_size = 128, .intermediate_size = 12288, .layer_num = 94, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 1536};
-
-struct named_model {
-  std::string_view name;
-  const model_spec* spec;
-};
-inline constexpr std::array<named_model, 15> models{{
-    {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
-    {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
-    {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
-    {"deepseek-v2", &deepseek_v2}, {"deepseek-v2-lite", &deepseek_v2_lite}, {"deepseek-v3", &deepseek_v3},
-    {"mixtral-8x7b", &mixtral_8x7b}, {"mixtral-8x22b", &mixtral_8x22b},
-    {"qwen3-30b-a3b", &qwen3_30b_a3b}, {"qwen3-235b-a22b", &qwen3_235b_a22b},
-}};
-
-// ---- systems -----------------------------------------------------------------------------------
-
-/// Default efficiencies of catalogue systems: assumptions until measured, each with its reason.
-namespace assumptions {
-/// Large BF16 GEMMs reach about 70 % of the dense peak (NVIDIA's published cuBLAS results on A100/H100).
-inline constexpr double gemm_efficiency = 0.70;
-/// Grouped GEMMs of MoE experts run smaller tiles: about 55 % of peak.
-inline constexpr double grouped_gemm_efficiency = 0.55;
-/// FlashAttention-2 reaches 50-73 % of peak forward and somewhat less backward (Dao 2023, Fig. 5-7).
-inline constexpr double attention_fwd_efficiency = 0.60;
-inline constexpr double attention_bwd_efficiency = 0.50;
-/// Everything else (norms, activations) is memory-bound; this only prices stray FLOPs.
-inline constexpr double other_compute_efficiency = 0.50;
-/// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
-inline constexpr double hbm_efficiency = 0.80;
-/// Launch and tail overhead of one small kernel, microseconds.
-inline constexpr double kernel_latency_us = 10.0;
-/// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
-inline constexpr double link_efficiency = 0.80;
-/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
-inline constexpr double intra_node_step_latency_us = 5.0;
-inline constexpr double inter_node_step_latency_us = 10.0;
-}  // namespace assumptions
-
-namespace detail {
-/// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
-constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
-
-constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
-  network_tier t{};
-  t.name.assign(name);
-  t.bandwidth = {.present = true, .gbps = sheet_gbps(gb_per_s_one_direction), .efficient_factor = assumptions::link_efficiency, .latency_us = step_latency_us};
-  t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
-  t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
-  t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
-  t.op[3] = {.present = true, .scale = 1, .offset = 0};   // p2p
-  t.op[4] = {.present = true, .scale = 1, .offset = -1};  // all2all
-  return t;
-}
-
-/// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
-/// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
-/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
-/// `nic_gb_per_s`: one NIC per GPU. The `inter_node` tier carries the node's total over its
-/// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
-/// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
-/// all-to-all) and by the data-parallel groups sharing the node; so does `collective_time`.
-constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
-                           double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
-  system_spec s{};
-  s.sys_name.assign(name);
-  s.num_per_node = 8;
-  s.accelerator.backend.assign(backend);
-  s.accelerator.mem_gbs = mem_gb;
-  s.accelerator.compute_capability = compute_capability;
-  auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
-  op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
-  op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
-  op(compute_kind::group_matmul, dense_tflops, assumptions::grouped_gemm_efficiency);
-  op(compute_kind::sdp_fwd, dense_tflops, assumptions::attention_fwd_efficiency);
-  op(compute_kind::sdp_bwd, dense_tflops, assumptions::attention_bwd_efficiency);
-  if (fp8_tflops > 0) {
-    op(compute_kind::fp8_matmul, fp8_tflops, assumptions::gemm_efficiency);
-    op(compute_kind::fp8_group_matmul, fp8_tflops, assumptions::grouped_gemm_efficiency);
-  }
-  s.accelerator.bandwidth[0] = {.present = true, .gbps = sheet_gbps(hbm_gb_per_s), .efficient_factor = assumptions::hbm_efficiency, .latency_us = assumptions::kernel_latency_us};
-  s.intra_with_pcie = pcie;
-  if (pcie) {
-    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-  } else {
-    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-  }
-  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
-  return s;
-}
-}  // namespace detail
-
-/// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
-/// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
-inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
-/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
-inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
-/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
-inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
-/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
-/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
-/// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
-/// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
-inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
-
-struct named_system {
-  std::string_view name;
-  const system_spec* spec;
-};
-inline constexpr std::array<named_system, 6> systems{{
-    {"a100-sxm", &a100_sxm}, {"a100-pcie", &a100_pcie}, {"h100-sxm", &h100_sxm}, {"h200", &h200}, {"b200", &b200}, {"mi300x", &mi300x},
-}};
-
-/// The catalogue model called `name`, or nullptr.
-constexpr const model_spec* find_model(std::string_view name) {
-  for (const auto& m : models)
-    if (m.name == name) return m.spec;
-  return nullptr;
-}
-/// The catalogue system called `name`, or nullptr.
-constexpr const system_spec* find_system(std::string_view name) {
-  for (const auto& s : systems)
-    if (s.name == name) return s.spec;
-  return nullptr;
-}
-
-/// One token of compact strategy names: its spelling (<N> a decimal number) and what it sets.
-struct strategy_name_token {
-  std::string_view token;
-  std::string_view meaning;
-};
-/// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
-inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
-    {"tp<N>", "tensor-parallel size (tp_size)"},
-    {"pp<N>", "pipeline stages (pp_size)"},
-    {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
-    {"cp<N>", "context-parallel size (cp_size)"},
-    {"ep<N>", "expert-parallel size (ep_size)"},
-    {"etp<N>", "expert tensor-parallel size (etp_size)"},
-    {"mbs<N>", "micro-batch size (micro_batch_size, default 1)"},
-    {"mbc<N>", "micro-batches per iteration (micro_batch_num, default 8)"},
-    {"seq<N>", "sequence length (seq_len, default 4096)"},
-    {"zero<N>", "optimizer state sharding (zero_state, default 1)"},
-    {"vp<N>", "virtual pipeline chunks per stage (interleaving_size)"},
-    {"first<N>", "layers of the first pipeline stage (num_layers_in_first_pipeline_stage)"},
-    {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
-    {"full", "full recompute of every layer"},
-    {"selective", "selective recompute (attention) of every layer"},
-    {"nosp", "no sequence parallelism (on by default)"},
-}};
-
-/// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
-/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
-/// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
-/// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
-/// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
-/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
-/// Returns false when a token is not understood (a number token without its number, `first`,
-/// is not understood).
-constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
-  std::int64_t dp = 1;
-  std::size_t i = 0;
-  bool any = false;
-  while (i < name.size()) {
-    std::size_t j = i;
-    while (j < name.size() && name[j] != '_' && name[j] != '-') ++j;
-    const std::string_view tok = name.substr(i, j - i);
-    i = j + 1;
-    if (tok.empty()) continue;
-    any = true;
-    if (tok == "full") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::full_block; s.recompute_layer_num = max_dimension; continue; }
-    if (tok == "selective") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::selective_recompute; s.attn_recompute = true; s.recompute_layer_num = max_dimension; continue; }
-    if (tok == "nosp") { s.enable_sequence_parallel = false; continue; }
-    std::size_t k = 0;
-    while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
-    const std::string_view key = tok.substr(0, k);
-    if (k == tok.size() || k == 0) return false;
-    std::int64_t v = 0;
-    for (std::size_t d = k; d < tok.size(); ++d) {
-      if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
-      v = v * 10 + (tok[d] - '0');
-    }
-    if (key == "tp") s.tp_size = v;
-    else if (key == "pp") s.pp_size = v;
-    else if (key == "dp") dp = v;
-    else if (key == "cp") s.cp_size = v;
-    else if (key == "ep") s.ep_size = v;
-    else if (key == "etp") s.etp_size = v;
-    else if (key == "mbs") s.micro_batch_size = v;
-    else if (key == "mbc") s.micro_batch_num = v;
-    else if (key == "seq") s.seq_len = v;
-    else if (key == "zero") s.zero_state = v;
-    else if (key == "vp") s.interleaving_size = v;
-    else if (key == "first") s.num_layers_in_first_pipeline_stage = v;
-    else if (key == "last") s.num_layers_in_last_pipeline_stage = v;
-    else return false;
-  }
-  if (!any) return false;
-  s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
-  if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
-  out = s;
-  return true;
-}
-
-}  // namespace catalogue
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/catalogue/catalogue.hpp ------------------------------------------------------------
 // ---- begin llmsim/report.hpp -----------------------------------------------------------------------
 /// \file llmsim/report.hpp
 /// Human-readable reports of an estimate (run time only): the time breakdown, MFU, throughput,
@@ -4378,9 +5263,10 @@ inline std::string format_peak_path(const estimate_result& r, std::size_t i) {
 inline std::string memory_verdict(const estimate_result& r) {
   const std::string stage = stage_name(r, static_cast<std::size_t>(r.mem.peak_stage));
   if (r.mem.fits)
-    return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) + " device memory";
-  return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " + to_string(r.mem.device_mem) +
-         " device memory by " + to_string(r.mem.over_by);
+    return "fits: peak " + to_string(r.mem.peak_mem) + " (" + stage + ") of " + to_string(r.mem.device_mem) +
+           " device memory";
+  return "does not fit: peak " + to_string(r.mem.peak_mem) + " on " + stage + " exceeds " +
+         to_string(r.mem.device_mem) + " device memory by " + to_string(r.mem.over_by);
 }
 
 /// What an estimate note means, for the user (`estimate_result::notes`).
@@ -4389,14 +5275,18 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
   std::snprintf(cc, sizeof cc, "%.1f", r.compute_capability);
   switch (n) {
     case estimate_note::compute_capability_from_name:
-      return std::string("system.accelerator.compute_capability is not given; ") + cc + " inferred from sys_name (sizes TransformerEngine's cuBLAS workspace)";
+      return std::string("system.accelerator.compute_capability is not given; ") + cc +
+             " inferred from sys_name (sizes TransformerEngine's cuBLAS workspace)";
     case estimate_note::compute_capability_assumed:
-      return std::string("system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") + cc +
-             " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
+      return std::string(
+                 "system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed ") +
+             cc + " (TransformerEngine's 32 MiB cuBLAS workspace); set it to be exact";
     case estimate_note::math_sdp_shadowed_by_flash:
-      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred (as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
+      return "strategy.use_math_sdp=true has no effect while strategy.use_flash_sdp=true: flash attention is preferred "
+             "(as PyTorch's SDPA and SimuMax choose); set use_flash_sdp=false for unfused attention";
     case estimate_note::processor_usage_not_modelled:
-      return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): communication does not slow compute";
+      return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): "
+             "communication does not slow compute";
   }
   return {};
 }
@@ -4429,13 +5319,18 @@ namespace detail {
 /// "model llama3_8b (8.03B parameters, vocab padded to 128256) on h100_sxm"; MoE adds the active ones.
 inline std::string model_line(const estimate_result& r, const model_spec& m, const system_spec& sys) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "model %s (%.2fB parameters", std::string(m.model_name.view()).c_str(), r.param_count / 1e9);
+  std::snprintf(buf, sizeof buf, "model %s (%.2fB parameters", std::string(m.model_name.view()).c_str(),
+                r.param_count / 1e9);
   std::string out = buf;
   if (is_moe(m)) {
     std::snprintf(buf, sizeof buf, ", %.2fB active per token", r.active_param_count / 1e9);
     out += buf;
   }
-  out.append(", vocab padded to ").append(std::to_string(r.padded_vocab)).append(") on ").append(sys.sys_name.view()).append(1, '\n');
+  out.append(", vocab padded to ")
+      .append(std::to_string(r.padded_vocab))
+      .append(") on ")
+      .append(sys.sys_name.view())
+      .append(1, '\n');
   return out;
 }
 
@@ -4447,14 +5342,16 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
   out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
   out += "    recompute                  " + to_string(b.recompute_time) + "\n";
-  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) + ", ep " + std::string(comm.ep_net) + ")\n";
+  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+         ", ep " + std::string(comm.ep_net) + ")\n";
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
   out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
   out += "    optimizer step             " + to_string(b.optim_time) + "\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
-           " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, strategy.enable_straggler_model)\n";
+           " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "
+           "strategy.enable_straggler_model)\n";
   return out;
 }
 
@@ -4462,18 +5359,23 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
 inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
   const auto& st = r.stages[i];
   char buf[320];
-  std::snprintf(buf, sizeof buf, "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight at rank %lld: %lld\n",
+  std::snprintf(buf, sizeof buf,
+                "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight "
+                "at rank %lld: %lld\n",
                 stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
                 st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
-                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers), static_cast<long long>(st.layers - st.layout.dense_layers),
-                st.layout.embedding ? " + embedding" : "", st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
+                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
+                static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
+                st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
                 static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
   std::string out = buf;
-  out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) + ", grads " + to_string(st.grad_mem) +
-         ", optimizer " + to_string(st.optimizer_state_mem) + (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
+  out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) +
+         ", grads " + to_string(st.grad_mem) + ", optimizer " + to_string(st.optimizer_state_mem) +
+         (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
          ", cuBLAS workspaces " + to_string(st.workspace_mem) + ")\n";
   out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
-  out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " + to_string(st.peak_mem_with_reserved) + ")\n";
+  out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " +
+         to_string(st.peak_mem_with_reserved) + ")\n";
   out += "    peak_path                  " + format_peak_path(r, i) + "\n";
   return out;
 }
@@ -4481,14 +5383,18 @@ inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
 
 /// A multi-line text report: the iteration, the bounding stage's breakdown, memory per distinct
 /// stage, the verdict against device memory, and the estimate's notes.
-inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+inline std::string to_text(const estimate_result& r, const model_spec& m, const strategy_spec& s,
+                           const system_spec& sys) {
   std::string out = detail::model_line(r, m, sys);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
-                static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-                static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "",
-                static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-                static_cast<long long>(s.zero_state));
+  std::snprintf(
+      buf, sizeof buf,
+      "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
+      static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
+      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)),
+      s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "", static_cast<long long>(s.seq_len),
+      static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
+      static_cast<long long>(s.zero_state));
   out += buf;
   const auto& c = r.cost;
   out += "\ncost\n";
@@ -4497,13 +5403,16 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   detail::line(out, "  throughput_per_accelerator   %.1f tokens/s\n", c.throughput_per_accelerator);
   detail::line(out, "  all_tokens_per_iter          %.0f\n", c.all_tokens_per_iter);
   const auto bound = static_cast<std::size_t>(c.bounding_stage);
-  out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) + " (the busiest; the pipeline runs at its pace)\n";
+  out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) +
+         " (the busiest; the pipeline runs at its pace)\n";
   out += detail::breakdown_lines(r, bound);
-  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n", c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
+  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n",
+                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) out += detail::stage_memory_lines(r, i);
-  out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) + " device memory\n";
+  out += "  peak over stages             " + to_string(r.mem.peak_mem) + " of " + to_string(r.mem.device_mem) +
+         " device memory\n";
   out += "  verdict                      " + memory_verdict(r) + "\n";
   const auto notes = notes_of(r);
   if (!notes.empty()) out += "\nnotes\n";
@@ -4527,6 +5436,22 @@ LLMSIM_END_NAMESPACE
 /// constexpr auto r = estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>, llmsim::dp<2>>{}, llmsim::hw::h100_sxm{});
 /// static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>);
 /// ```
+
+// ---- begin llmsim/typed/choose.hpp -----------------------------------------------------------------
+/// \file llmsim/typed/choose.hpp
+/// Compile-time choice of a strategy: the fastest of a list of candidates whose peak memory fits
+/// the device, each candidate priced by the one `llmsim::estimate`.
+///
+/// ```cpp
+/// using namespace llmsim;
+/// constexpr auto best = fastest_fitting(boost::hana::make_tuple(parallel<tp<8>, dp<8>>{}, parallel<tp<4>, pp<2>, dp<8>>{}),
+///                                       llama3_8b, hw::h100_sxm{});
+/// static_assert(best.found && best.index == 1);
+/// ```
+/// Every candidate must be a valid strategy for the model: an invalid one is the same compile
+/// error (showing its rule) as estimating it alone. `fastest_fitting(...)` evaluates all
+/// candidates in one constant expression, which Clang's default step limit (2^20) allows for a
+/// handful of large jobs; `fastest_fitting_of<Model, Gpu, Candidates...>` gives each its own.
 
 // ---- begin llmsim/typed/concepts.hpp ---------------------------------------------------------------
 /// \file llmsim/typed/concepts.hpp
@@ -4559,7 +5484,8 @@ namespace detail {
 template <class T, kind_role Role>
 concept has_role = requires {
   { std::remove_cvref_t<T>::role } -> std::convertible_to<kind_role>;
-} && std::remove_cvref_t<T>::role == Role;
+}
+&&std::remove_cvref_t<T>::role == Role;
 }  // namespace detail
 
 /// Self-attention of a decoder layer: `gqa_attention`, `mha_attention`, `mla_attention`.
@@ -4590,7 +5516,22 @@ struct strategy_draft {
 /// Which setting an option of `llmsim::parallel<...>` makes; two options with the same key
 /// (other than `custom`) are refused.
 enum class option_key : std::uint8_t {
-  tp, pp, dp, cp, ep, etp, vpp, zero, seq, micro_batch, micro_batches, first_stage_layers, last_stage_layers, recompute, sequence_parallel, custom
+  tp,
+  pp,
+  dp,
+  cp,
+  ep,
+  etp,
+  vpp,
+  zero,
+  seq,
+  micro_batch,
+  micro_batches,
+  first_stage_layers,
+  last_stage_layers,
+  recompute,
+  sequence_parallel,
+  custom
 };
 
 /// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a
@@ -4618,6 +5559,75 @@ concept Accelerator = requires {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/concepts.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/estimate.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/estimate.hpp
+/// The typed entry points: lower a typed model, a `parallel<...>` and an `hw::` type into the three
+/// specs and call the one `llmsim::estimate` / `llmsim::validate` — no formula of its own. In a
+/// constant expression a broken rule is a compile error that shows the rule; `fits_in` and
+/// `fits_on` make a memory budget a compile error that shows the bytes needed and available.
+///
+/// ```cpp
+/// constexpr auto r = llmsim::typed::estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>>{}, llmsim::hw::h100_sxm{});
+/// static_assert(llmsim::fits_in<r.mem.peak_mem, 80_GiB>);        // note: (needed <= available)
+/// static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>);
+/// ```
+
+// ---- begin llmsim/typed/hardware.hpp ---------------------------------------------------------------
+/// \file llmsim/typed/hardware.hpp
+/// Accelerators as types: `llmsim::hw::h100_sxm` carries `catalogue::h100_sxm` as its `spec`, so
+/// `Accelerator<hw::h100_sxm>` holds and the typed estimate reads the very same `system_spec`.
+/// Any other constant system becomes a type with `hw::system_of<my_cluster>`.
+///
+/// ```cpp
+/// static_assert(llmsim::hw::device_memory(llmsim::hw::h100_sxm::spec) == 80_GiB);
+/// ```
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace hw {
+
+/// A constant `system_spec` as a type: `using my_cluster_t = hw::system_of<my_cluster>;`.
+template <const system_spec& Spec>
+struct system_of {
+  static constexpr const system_spec& spec = Spec;
+};
+
+/// NVIDIA A100 SXM4 80 GB nodes (catalogue::a100_sxm).
+struct a100_sxm : system_of<catalogue::a100_sxm> {};
+/// NVIDIA A100 PCIe 80 GB nodes (catalogue::a100_pcie).
+struct a100_pcie : system_of<catalogue::a100_pcie> {};
+/// NVIDIA H100 SXM5 80 GB nodes (catalogue::h100_sxm).
+struct h100_sxm : system_of<catalogue::h100_sxm> {};
+/// NVIDIA H200 141 GB nodes (catalogue::h200).
+struct h200 : system_of<catalogue::h200> {};
+/// NVIDIA B200 180 GB nodes (catalogue::b200).
+struct b200 : system_of<catalogue::b200> {};
+/// AMD Instinct MI300X 192 GB nodes (catalogue::mi300x).
+struct mi300x : system_of<catalogue::mi300x> {};
+
+using llmsim::device_memory;  // accelerator.mem_gbs GiB (spec/system.hpp)
+
+}  // namespace hw
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/typed/hardware.hpp -----------------------------------------------------------------
+// ---- begin llmsim/typed/model.hpp ------------------------------------------------------------------
+/// \file llmsim/typed/model.hpp
+/// A model as a Boost.Hana sequence of layer kinds, lowered into the `model_spec` every estimate
+/// reads. The kinds are checked as types (an embedding first, an lm_head last, decoder layers of
+/// one attention, MLP and norm kind in between; an MoE model may start with dense layers); the
+/// sizes are checked as data through the one error path, and then by `validate(model_spec)`.
+///
+/// ```cpp
+/// using namespace llmsim::typed;
+/// constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden = 4096},
+///     repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+///                            swiglu_mlp{.ffn = 14336}, rms_norm{}}, 32},
+///     lm_head{});
+/// static_assert(to_spec(llama3_8b) == llmsim::catalogue::llama3_8b);
+/// ```
+
 // ---- begin llmsim/typed/layers.hpp -----------------------------------------------------------------
 /// \file llmsim/typed/layers.hpp
 /// Layer kinds of the typed API. Kinds are types, sizes are data: `gqa_attention{.heads = 64,
@@ -4820,22 +5830,6 @@ constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm
 }  // namespace typed
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/layers.hpp -------------------------------------------------------------------
-// ---- begin llmsim/typed/model.hpp ------------------------------------------------------------------
-/// \file llmsim/typed/model.hpp
-/// A model as a Boost.Hana sequence of layer kinds, lowered into the `model_spec` every estimate
-/// reads. The kinds are checked as types (an embedding first, an lm_head last, decoder layers of
-/// one attention, MLP and norm kind in between; an MoE model may start with dense layers); the
-/// sizes are checked as data through the one error path, and then by `validate(model_spec)`.
-///
-/// ```cpp
-/// using namespace llmsim::typed;
-/// constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden = 4096},
-///     repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
-///                            swiglu_mlp{.ffn = 14336}, rms_norm{}}, 32},
-///     lm_head{});
-/// static_assert(to_spec(llama3_8b) == llmsim::catalogue::llama3_8b);
-/// ```
-
 
 #include <boost/hana/fold_left.hpp>
 #include <boost/hana/tuple.hpp>
@@ -4894,7 +5888,9 @@ constexpr bool all_of(const std::array<bool, N>& a, std::size_t from = 0, std::s
 /// Argument `Index` (0-based, after the name) of `llmsim::typed::model(...)` has type `T`.
 template <std::size_t Index, class T>
 struct model_argument {
-  static_assert(Layer<T>, "llmsim::typed::model: an argument is not a layer kind (embedding, decoder_layer, repeated, lm_head); model_argument<index, type> in the notes names it (index 0 is the first layer)");
+  static_assert(Layer<T>,
+                "llmsim::typed::model: an argument is not a layer kind (embedding, decoder_layer, repeated, lm_head); "
+                "model_argument<index, type> in the notes names it (index 0 is the first layer)");
 };
 /// Instantiates `model_argument<I, Kind>` for every argument: a static_assert per non-layer.
 template <class... Kinds, std::size_t... I>
@@ -4911,34 +5907,48 @@ constexpr bool check_model() {
     report_non_layers<Kinds...>(std::index_sequence_for<Kinds...>{});
     return true;
   } else {
-    static_assert(n >= 3, "llmsim::typed::model: a model is an embedding, at least one decoder layer (decoder_layer or repeated) and an lm_head");
+    static_assert(n >= 3,
+                  "llmsim::typed::model: a model is an embedding, at least one decoder layer (decoder_layer or "
+                  "repeated) and an lm_head");
     if constexpr (n >= 3) {
       using first = type_at<0, Kinds...>;
       using last = type_at<n - 1, Kinds...>;
       constexpr std::array<bool, n> decoder{DecoderLayer<Kinds>...};
       static_assert(std::is_same_v<first, embedding>, "llmsim::typed::model: the first layer must be an embedding");
       static_assert(std::is_same_v<last, lm_head>, "llmsim::typed::model: the last layer must be an lm_head");
-      static_assert(all_of(decoder, 1, n - 1), "llmsim::typed::model: only decoder layers (decoder_layer, repeated) may stand between the embedding and the lm_head");
+      static_assert(all_of(decoder, 1, n - 1),
+                    "llmsim::typed::model: only decoder layers (decoder_layer, repeated) may stand between the "
+                    "embedding and the lm_head");
       if constexpr (all_of(decoder, 1, n - 1)) {
-        using head_parts = parts_of<type_at<1, Kinds...>>;  // the first decoder layer
+        using head_parts = parts_of<type_at<1, Kinds...>>;      // the first decoder layer
         using tail_parts = parts_of<type_at<n - 2, Kinds...>>;  // the last decoder layer
-        constexpr std::array<bool, n> same_attention{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::attention, typename head_parts::attention>)...};
-        constexpr std::array<bool, n> same_norm{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::norm, typename head_parts::norm>)...};
+        constexpr std::array<bool, n> same_attention{
+            (!DecoderLayer<Kinds> ||
+             std::is_same_v<typename parts_of<Kinds>::attention, typename head_parts::attention>)...};
+        constexpr std::array<bool, n> same_norm{
+            (!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::norm, typename head_parts::norm>)...};
         constexpr std::array<bool, n> moe{parts_of<Kinds>::moe...};
         // Dense layers share the first layer's MLP kind, expert layers the last layer's.
-        constexpr std::array<bool, n> same_mlp{(!DecoderLayer<Kinds> ||
-                                                std::is_same_v<typename parts_of<Kinds>::mlp, typename std::conditional_t<parts_of<Kinds>::moe, tail_parts, head_parts>::mlp>)...};
+        constexpr std::array<bool, n> same_mlp{
+            (!DecoderLayer<Kinds> ||
+             std::is_same_v<typename parts_of<Kinds>::mlp,
+                            typename std::conditional_t<parts_of<Kinds>::moe, tail_parts, head_parts>::mlp>)...};
         constexpr bool dense_after_moe = [&] {
           for (std::size_t i = 1; i + 1 < n; ++i)
             if (moe[i - 1] && !moe[i]) return true;
           return false;
         }();
-        static_assert(all_of(same_attention), "llmsim::typed::model: all decoder layers must use the same attention kind");
+        static_assert(all_of(same_attention),
+                      "llmsim::typed::model: all decoder layers must use the same attention kind");
         static_assert(all_of(same_norm), "llmsim::typed::model: all decoder layers must use the same norm kind");
-        static_assert(!dense_after_moe, "llmsim::typed::model: an MoE model may start with dense layers, but no dense layer may follow an MoE layer (model_spec.dense_layers counts the leading ones)");
-        static_assert(dense_after_moe || all_of(same_mlp), "llmsim::typed::model: all dense decoder layers must use the same MLP kind");
+        static_assert(!dense_after_moe,
+                      "llmsim::typed::model: an MoE model may start with dense layers, but no dense layer may follow "
+                      "an MoE layer (model_spec.dense_layers counts the leading ones)");
+        static_assert(dense_after_moe || all_of(same_mlp),
+                      "llmsim::typed::model: all dense decoder layers must use the same MLP kind");
         static_assert(!tail_parts::moe || head_parts::moe || std::is_same_v<typename head_parts::mlp, swiglu_mlp>,
-                      "llmsim::typed::model: the dense layers of an MoE model must be swiglu_mlp (its experts are SwiGLU and model_spec.use_swiglu covers both)");
+                      "llmsim::typed::model: the dense layers of an MoE model must be swiglu_mlp (its experts are "
+                      "SwiGLU and model_spec.use_swiglu covers both)");
       }
     }
     return true;
@@ -4964,26 +5974,46 @@ template <class Decoder>
 constexpr void lower_decoder(lowering& st, const Decoder& d, std::int64_t count) {
   constexpr std::string_view api = "llmsim::typed::model";
   using llmsim::detail::report_error;
-  if (count < 1) report_error(api, "repeated.count", "repeated.count={} must be at least 1 (at decoder layer {})", count, st.layers);
-  if (count > max_dimension) report_error(api, "repeated.count", "repeated.count={} exceeds the largest supported size {}", count, max_dimension);
-  if (d.attention.bias != d.mlp.bias) report_error(api, "model.add_linear_bias", "decoder layer {}: attention.bias={} and mlp.bias={} must agree (model_spec.add_linear_bias covers every linear layer)", st.layers, d.attention.bias, d.mlp.bias);
+  if (count < 1)
+    report_error(api, "repeated.count", "repeated.count={} must be at least 1 (at decoder layer {})", count, st.layers);
+  if (count > max_dimension)
+    report_error(api, "repeated.count", "repeated.count={} exceeds the largest supported size {}", count,
+                 max_dimension);
+  if (d.attention.bias != d.mlp.bias)
+    report_error(api, "model.add_linear_bias",
+                 "decoder layer {}: attention.bias={} and mlp.bias={} must agree (model_spec.add_linear_bias covers "
+                 "every linear layer)",
+                 st.layers, d.attention.bias, d.mlp.bias);
   model_spec attention{};
   lower_into(attention, d.attention);
   attention.add_linear_bias = d.attention.bias;
   model_spec mlp{};
   lower_into(mlp, d.mlp);
-  if (st.layers == 0) st.attention = attention;
-  else if (attention != st.attention) report_error(api, "model.layers", "decoder layer {} has other attention sizes than decoder layer 0 (the decoder layers of a model share their sizes)", st.layers);
+  if (st.layers == 0)
+    st.attention = attention;
+  else if (attention != st.attention)
+    report_error(api, "model.layers",
+                 "decoder layer {} has other attention sizes than decoder layer 0 (the decoder layers of a model share "
+                 "their sizes)",
+                 st.layers);
   if constexpr (Decoder::mlp_type::moe) {
     if (st.first_moe_layer < 0) {
       st.first_moe_layer = st.layers;
       st.moe_mlp = mlp;
     } else if (mlp != st.moe_mlp) {
-      report_error(api, "model.layers", "decoder layer {} has other expert sizes than decoder layer {} (the MoE layers of a model share their sizes)", st.layers, st.first_moe_layer);
+      report_error(
+          api, "model.layers",
+          "decoder layer {} has other expert sizes than decoder layer {} (the MoE layers of a model share their sizes)",
+          st.layers, st.first_moe_layer);
     }
   } else {
-    if (st.dense_layers == 0) st.dense_mlp = mlp;
-    else if (mlp != st.dense_mlp) report_error(api, "model.layers", "decoder layer {} has another MLP width than decoder layer 0 (the dense layers of a model share their sizes)", st.layers);
+    if (st.dense_layers == 0)
+      st.dense_mlp = mlp;
+    else if (mlp != st.dense_mlp)
+      report_error(
+          api, "model.layers",
+          "decoder layer {} has another MLP width than decoder layer 0 (the dense layers of a model share their sizes)",
+          st.layers);
     st.dense_layers += count;
   }
   lower_into(st.spec, d.attention);
@@ -4993,9 +6023,13 @@ constexpr void lower_decoder(lowering& st, const Decoder& d, std::int64_t count)
   st.layers += count;
 }
 template <class A, class M, class N>
-constexpr void lower(lowering& st, const decoder_layer<A, M, N>& d) { lower_decoder(st, d, 1); }
+constexpr void lower(lowering& st, const decoder_layer<A, M, N>& d) {
+  lower_decoder(st, d, 1);
+}
 template <class Decoder>
-constexpr void lower(lowering& st, const repeated<Decoder>& r) { lower_decoder(st, r.layer, r.count); }
+constexpr void lower(lowering& st, const repeated<Decoder>& r) {
+  lower_decoder(st, r.layer, r.count);
+}
 
 }  // namespace detail
 
@@ -5182,14 +6216,19 @@ using full = full_layers<max_dimension>;
 
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
-inline constexpr strategy_spec parallel_defaults{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
+inline constexpr strategy_spec parallel_defaults{
+    .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
 
 namespace detail {
 
 /// Option `Index` (0-based) of `llmsim::parallel<...>` has type `T`.
 template <std::size_t Index, class T>
 struct parallel_option {
-  static_assert(StrategyOption<T>, "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); parallel_option<index, type> in the notes names it");
+  static_assert(StrategyOption<T>,
+                "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
+                "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
+                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); "
+                "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
 template <class... Options, std::size_t... I>
@@ -5230,9 +6269,12 @@ constexpr strategy_spec lower_parallel() {
   if constexpr (options_are_known<Options...>()) {
     [[maybe_unused]] const int applied[] = {0, (Options::apply(d), 0)...};
   }
-  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) * static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
+  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) *
+                       static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
   if (d.dp < 1) llmsim::detail::report_error("llmsim::parallel", "dp", "dp<{}> must be at least 1", d.dp);
-  if (world > static_cast<double>(max_dimension)) llmsim::detail::report_error("llmsim::parallel", "strategy.world_size", "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
+  if (world > static_cast<double>(max_dimension))
+    llmsim::detail::report_error("llmsim::parallel", "strategy.world_size",
+                                 "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
   d.spec.world_size = d.spec.tp_size * d.spec.pp_size * d.spec.cp_size * d.dp;
   validate(d.spec);
   return d.spec;
@@ -5249,59 +6291,6 @@ struct parallel {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/parallel.hpp -----------------------------------------------------------------
-// ---- begin llmsim/typed/hardware.hpp ---------------------------------------------------------------
-/// \file llmsim/typed/hardware.hpp
-/// Accelerators as types: `llmsim::hw::h100_sxm` carries `catalogue::h100_sxm` as its `spec`, so
-/// `Accelerator<hw::h100_sxm>` holds and the typed estimate reads the very same `system_spec`.
-/// Any other constant system becomes a type with `hw::system_of<my_cluster>`.
-///
-/// ```cpp
-/// static_assert(llmsim::hw::device_memory(llmsim::hw::h100_sxm::spec) == 80_GiB);
-/// ```
-
-
-#include <cstdint>
-
-LLMSIM_BEGIN_NAMESPACE
-namespace hw {
-
-/// A constant `system_spec` as a type: `using my_cluster_t = hw::system_of<my_cluster>;`.
-template <const system_spec& Spec>
-struct system_of {
-  static constexpr const system_spec& spec = Spec;
-};
-
-/// NVIDIA A100 SXM4 80 GB nodes (catalogue::a100_sxm).
-struct a100_sxm : system_of<catalogue::a100_sxm> {};
-/// NVIDIA A100 PCIe 80 GB nodes (catalogue::a100_pcie).
-struct a100_pcie : system_of<catalogue::a100_pcie> {};
-/// NVIDIA H100 SXM5 80 GB nodes (catalogue::h100_sxm).
-struct h100_sxm : system_of<catalogue::h100_sxm> {};
-/// NVIDIA H200 141 GB nodes (catalogue::h200).
-struct h200 : system_of<catalogue::h200> {};
-/// NVIDIA B200 180 GB nodes (catalogue::b200).
-struct b200 : system_of<catalogue::b200> {};
-/// AMD Instinct MI300X 192 GB nodes (catalogue::mi300x).
-struct mi300x : system_of<catalogue::mi300x> {};
-
-using llmsim::device_memory;  // accelerator.mem_gbs GiB (spec/system.hpp)
-
-}  // namespace hw
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/typed/hardware.hpp -----------------------------------------------------------------
-// ---- begin llmsim/typed/estimate.hpp ---------------------------------------------------------------
-/// \file llmsim/typed/estimate.hpp
-/// The typed entry points: lower a typed model, a `parallel<...>` and an `hw::` type into the three
-/// specs and call the one `llmsim::estimate` / `llmsim::validate` — no formula of its own. In a
-/// constant expression a broken rule is a compile error that shows the rule; `fits_in` and
-/// `fits_on` make a memory budget a compile error that shows the bytes needed and available.
-///
-/// ```cpp
-/// constexpr auto r = llmsim::typed::estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>>{}, llmsim::hw::h100_sxm{});
-/// static_assert(llmsim::fits_in<r.mem.peak_mem, 80_GiB>);        // note: (needed <= available)
-/// static_assert(llmsim::fits_on<r.mem.peak_mem, llmsim::hw::h100_sxm>);
-/// ```
-
 
 #include <concepts>
 #include <cstdint>
@@ -5312,10 +6301,14 @@ namespace typed {
 
 /// The spec a strategy type carries.
 template <ParallelStrategy P>
-constexpr const strategy_spec& to_spec(const P&) { return P::spec; }
+constexpr const strategy_spec& to_spec(const P&) {
+  return P::spec;
+}
 /// The spec an accelerator type carries.
 template <Accelerator H>
-constexpr const system_spec& to_spec(const H&) { return H::spec; }
+constexpr const system_spec& to_spec(const H&) {
+  return H::spec;
+}
 constexpr const strategy_spec& to_spec(const strategy_spec& s) { return s; }
 constexpr const system_spec& to_spec(const system_spec& s) { return s; }
 
@@ -5340,7 +6333,7 @@ constexpr estimate_result estimate(const M& model, const S& strategy, const H& s
 /// each specialisation is a separate constant expression with the compilers' full evaluation
 /// budget. `Model` is a `constexpr` variable with static storage (a typed model or a `model_spec`).
 template <const auto& Model, ParallelStrategy P, Accelerator H>
-  requires ModelDescription<std::remove_cvref_t<decltype(Model)>>
+requires ModelDescription<std::remove_cvref_t<decltype(Model)>>
 inline constexpr estimate_result estimate_of = llmsim::estimate(typed::to_spec(Model), P::spec, H::spec);
 
 /// `llmsim::validate` of the lowered specs: `static_assert((typed::validate(model, parallel<...>{}, hw::b200{}), true));`
@@ -5372,22 +6365,6 @@ inline constexpr bool fits_on = detail::memory_budget<Needed.value, hw::device_m
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/estimate.hpp -----------------------------------------------------------------
-// ---- begin llmsim/typed/choose.hpp -----------------------------------------------------------------
-/// \file llmsim/typed/choose.hpp
-/// Compile-time choice of a strategy: the fastest of a list of candidates whose peak memory fits
-/// the device, each candidate priced by the one `llmsim::estimate`.
-///
-/// ```cpp
-/// using namespace llmsim;
-/// constexpr auto best = fastest_fitting(boost::hana::make_tuple(parallel<tp<8>, dp<8>>{}, parallel<tp<4>, pp<2>, dp<8>>{}),
-///                                       llama3_8b, hw::h100_sxm{});
-/// static_assert(best.found && best.index == 1);
-/// ```
-/// Every candidate must be a valid strategy for the model: an invalid one is the same compile
-/// error (showing its rule) as estimating it alone. `fastest_fitting(...)` evaluates all
-/// candidates in one constant expression, which Clang's default step limit (2^20) allows for a
-/// handful of large jobs; `fastest_fitting_of<Model, Gpu, Candidates...>` gives each its own.
-
 
 #include <boost/hana/tuple.hpp>
 
@@ -5408,7 +6385,8 @@ struct strategy_choice {
 namespace detail {
 /// The choice among estimated candidates: the fastest whose peak_mem is at most `budget`.
 template <std::size_t N>
-constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candidates, const std::array<const estimate_result*, N>& results, bytes budget) {
+constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candidates,
+                                     const std::array<const estimate_result*, N>& results, bytes budget) {
   strategy_choice best;
   for (std::size_t i = 0; i < N; ++i) {
     const estimate_result& r = *results[i];
@@ -5423,7 +6401,8 @@ constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candida
 /// The fastest candidate (lowest `duration_time_per_iter`; the earlier one on a tie) whose
 /// `peak_mem` is at most `budget`.
 template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system, bytes budget) {
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model,
+                                          const H& system, bytes budget) {
   const model_spec& m = typed::to_spec(model);
   const system_spec& sys = typed::to_spec(system);
   std::array<estimate_result, N> results{};
@@ -5437,7 +6416,8 @@ constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& ca
 
 /// The fastest candidate that fits the device's memory (`hw::device_memory`).
 template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system) {
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model,
+                                          const H& system) {
   return fastest_fitting(candidates, model, system, hw::device_memory(typed::to_spec(system)));
 }
 
@@ -5447,7 +6427,8 @@ constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const
   return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system);
 }
 template <ParallelStrategy... P, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system, bytes budget) {
+constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system,
+                                          bytes budget) {
   return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system, budget);
 }
 
@@ -5457,8 +6438,8 @@ constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const
 /// `constexpr auto best = llmsim::fastest_fitting_of<deepseek_v3, hw::h100_sxm, layout_a, layout_b>;`
 template <const auto& Model, Accelerator H, ParallelStrategy... P>
 inline constexpr strategy_choice fastest_fitting_of = detail::fastest_of(
-    std::array<strategy_spec, sizeof...(P)>{P::spec...}, std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...},
-    hw::device_memory(H::spec));
+    std::array<strategy_spec, sizeof...(P)>{P::spec...},
+    std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...}, hw::device_memory(H::spec));
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/choose.hpp -------------------------------------------------------------------

@@ -8,8 +8,9 @@
 using namespace llmsim::typed;
 using namespace llmsim::literals;
 
-constexpr auto llama3_70b = model("llama3_70b", embedding{.vocab = 128256, .hidden = 8192},
-                                  repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 28672}}, 80},
-                                  lm_head{});
+constexpr auto llama3_70b = model(
+    "llama3_70b", embedding{.vocab = 128256, .hidden = 8192},
+    repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 28672}}, 80},
+    lm_head{});
 constexpr auto r = estimate(llama3_70b, llmsim::parallel<llmsim::tp<8>>{}, llmsim::hw::h100_sxm{});
 static_assert(llmsim::fits_in<r.mem.peak_mem, 80_GiB>);

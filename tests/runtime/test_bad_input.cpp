@@ -93,7 +93,8 @@ const manifest& load_manifest() {
 }
 
 void replace_all(std::string& text, const std::string& token, const std::string& with) {
-  for (auto pos = text.find(token); pos != std::string::npos; pos = text.find(token, pos + with.size())) text.replace(pos, token.size(), with);
+  for (auto pos = text.find(token); pos != std::string::npos; pos = text.find(token, pos + with.size()))
+    text.replace(pos, token.size(), with);
 }
 
 /// The expected what() of `c`, with the tokens replaced by real paths.
@@ -152,10 +153,13 @@ TEST(BadInputManifest, EntriesAreWellFormed) {
     EXPECT_FALSE(c.error.empty());
     EXPECT_TRUE(fs::is_regular_file(corpus_dir / c.file));
     if (c.kind == "combo") {
-      for (const auto* part : {&c.model, &c.strategy, &c.system}) EXPECT_TRUE(fs::is_regular_file(corpus_dir / *part)) << *part;
-      EXPECT_TRUE(c.file == c.model || c.file == c.strategy || c.file == c.system) << "a combo case must use its own file";
+      for (const auto* part : {&c.model, &c.strategy, &c.system})
+        EXPECT_TRUE(fs::is_regular_file(corpus_dir / *part)) << *part;
+      EXPECT_TRUE(c.file == c.model || c.file == c.strategy || c.file == c.system)
+          << "a combo case must use its own file";
     } else {
-      EXPECT_TRUE(c.model.empty() && c.strategy.empty() && c.system.empty()) << "only combo cases name model/strategy/system";
+      EXPECT_TRUE(c.model.empty() && c.strategy.empty() && c.system.empty())
+          << "only combo cases name model/strategy/system";
       EXPECT_EQ(c.error.rfind("{file}: ", 0), 0U) << "a single-file error starts with its file";
     }
   }
@@ -172,7 +176,8 @@ TEST(BadInputManifest, ListsEveryCorpusFileExactlyOnce) {
     on_disk.insert(name);
     EXPECT_EQ(listed[name], 1) << name << " must be listed exactly once in cases.json";
   }
-  for (const auto& [name, count] : listed) EXPECT_TRUE(on_disk.contains(name)) << name << " is listed but not in tests/bad_input";
+  for (const auto& [name, count] : listed)
+    EXPECT_TRUE(on_disk.contains(name)) << name << " is listed but not in tests/bad_input";
 }
 
 // The inputs combo cases pair with a bad file are themselves valid, so each combo error is the
@@ -187,10 +192,9 @@ TEST(BadInputManifest, ValidInputsLoadAndValidateTogether) {
     const auto strategy = lj::load_strategy(path_of("valid/strategy.json"), strict);
     const auto system = lj::load_system(path_of("valid/system.json"), strict);
     for (const auto* model : {&dense, &moe, &mla})
-      lj::validate_files(*model, "model", strategy, path_of("valid/strategy.json"), system.spec(), path_of("valid/system.json"));
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
+      lj::validate_files(*model, "model", strategy, path_of("valid/strategy.json"), system.spec(),
+                         path_of("valid/system.json"));
+  } catch (const std::exception& e) { FAIL() << e.what(); }
 }
 
 // ---- one test per corpus file ----------------------------------------------------------------------
@@ -209,9 +213,7 @@ TEST_P(BadInputCorpus, IsRefusedWithItsExactError) {
     EXPECT_EQ(std::string(e.what()).rfind(e.file() + ": ", 0), 0U) << "what() must start with file(): " << e.file();
   } catch (const std::exception& e) {
     ADD_FAILURE() << c.file << " threw a std::exception that is not llmsim::config_error: " << e.what();
-  } catch (...) {
-    ADD_FAILURE() << c.file << " threw something that is not a std::exception";
-  }
+  } catch (...) { ADD_FAILURE() << c.file << " threw something that is not a std::exception"; }
 }
 
 INSTANTIATE_TEST_SUITE_P(BadInput, BadInputCorpus, testing::ValuesIn(load_manifest().cases), test_name);
@@ -257,7 +259,8 @@ TEST(BadInputCli, CheckRefusesCorpusModels) {
 #ifdef _WIN32
   GTEST_SKIP() << "needs a POSIX shell";
 #else
-  for (const char* file : {"model_missing_hidden_size.json", "model_invalid_utf8_in_string.json", "model_deeply_nested_value.json"}) {
+  for (const char* file :
+       {"model_missing_hidden_size.json", "model_invalid_utf8_in_string.json", "model_deeply_nested_value.json"}) {
     SCOPED_TRACE(file);
     const bad_case* c = find_case(file);
     ASSERT_NE(c, nullptr) << "not in cases.json";

@@ -47,8 +47,8 @@ std::string cli_path() {
 #ifdef _WIN32
 #define LLMSIM_REQUIRE_CLI() GTEST_SKIP() << "needs a POSIX shell"
 #else
-#define LLMSIM_REQUIRE_CLI()                                                                    \
-  do {                                                                                          \
+#define LLMSIM_REQUIRE_CLI()                                                             \
+  do {                                                                                   \
     if (cli_path().empty()) GTEST_SKIP() << "the llmsim command line tool is not built"; \
   } while (false)
 #endif
@@ -58,8 +58,10 @@ std::string cli_path() {
 /// (VAR=value ...) and `args` are shell text.
 run_result run_cli_env(const std::string& env, const std::string& args) {
   static std::atomic<int> counter{0};
-  const fs::path err_file = fs::temp_directory_path() / ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
-  const std::string command = "cd '" + source_dir.string() + "' && " + env + " '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
+  const fs::path err_file = fs::temp_directory_path() /
+                            ("llmsim_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".err");
+  const std::string command =
+      "cd '" + source_dir.string() + "' && " + env + " '" + cli_path() + "' " + args + " 2>'" + err_file.string() + "'";
   run_result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -135,9 +137,10 @@ TEST(CliOverrides, ModelAndStrategyOverridesChangeOnlyTheirFields) {
     EXPECT_EQ(patched["strategy"], want_strategy);
   }
   const json file = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json");
-  const json patched = checked("--strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set 'strategy.megatron_recompute_modules=[\"mlp\"]' "
-                               "--set strategy.megatron_recompute=true --set strategy.enable_recompute=true "
-                               "--set strategy.recompute_granularity=selective_recompute --set strategy.recompute_layer_num=2");
+  const json patched = checked(
+      "--strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set 'strategy.megatron_recompute_modules=[\"mlp\"]' "
+      "--set strategy.megatron_recompute=true --set strategy.enable_recompute=true "
+      "--set strategy.recompute_granularity=selective_recompute --set strategy.recompute_layer_num=2");
   json want = file["strategy"];
   want["megatron_recompute_modules"] = json::array({"mlp"});
   want["megatron_recompute"] = true;
@@ -151,13 +154,14 @@ TEST(CliOverrides, ModelAndStrategyOverridesChangeOnlyTheirFields) {
 TEST(CliOverrides, ObjectValuedSetMergesAndComposes) {
   LLMSIM_REQUIRE_CLI();
   const json base = checked("--system h100-sxm");
-  const json patched = checked("--system h100-sxm --set 'system.accelerator={\"mem_gbs\": 141}' --set system.networks.inter_node.bandwidth.gbps=100");
+  const json patched = checked(
+      "--system h100-sxm --set 'system.accelerator={\"mem_gbs\": 141}' --set "
+      "system.networks.inter_node.bandwidth.gbps=100");
   json want = base["system"];
   want["accelerator"]["mem_gbs"] = 141.0;
   want["networks"]["inter_node"]["bandwidth"]["gbps"] = 100.0;
   EXPECT_EQ(patched["system"], want);
 }
-
 
 // ---- item: the build says whether it is optimised -------------------------------------------------
 
@@ -169,7 +173,8 @@ TEST(CliVersion, SaysWhetherTheBuildIsOptimised) {
 #ifdef __OPTIMIZE__
   EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (optimised build)\n");
 #else
-  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING + " (unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed)\n");
+  EXPECT_EQ(r.out, std::string("llmsim ") + LLMSIM_VERSION_STRING +
+                       " (unoptimised build: configure with -DCMAKE_BUILD_TYPE=Release for speed)\n");
 #endif
 }
 
@@ -180,11 +185,18 @@ TEST(CliCheck, ModelAndStrategyRulesRunWithoutASystem) {
   LLMSIM_REQUIRE_CLI();
   const auto r = run_cli("check --model llama3-70b --strategy tp16");
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.err.find("error: tp16: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: tp16: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"),
+            std::string::npos)
+      << r.err;
   // The strategy file is named when the strategy comes from a file.
-  const auto f = run_cli("check --model llama3-70b --strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set strategy.tp_size=16 --set strategy.world_size=16");
+  const auto f = run_cli(
+      "check --model llama3-70b --strategy configs/strategy/tp2_pp1_dp4_mbs1.json --set strategy.tp_size=16 --set "
+      "strategy.world_size=16");
   EXPECT_EQ(f.exit_code, 1) << f.out;
-  EXPECT_NE(f.err.find("error: configs/strategy/tp2_pp1_dp4_mbs1.json: llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8\n"), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find("error: configs/strategy/tp2_pp1_dp4_mbs1.json: llmsim::strategy: strategy.tp_size=16 must "
+                       "divide model.kv_head_num=8\n"),
+            std::string::npos)
+      << f.err;
   EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp8").exit_code, 0);
 }
 
@@ -195,9 +207,11 @@ TEST(CliCheck, PipelineSplitErrorNamesTheFixAndTheNameTakesIt) {
   LLMSIM_REQUIRE_CLI();
   const auto bad = run_cli("check --model deepseek-v3 --strategy pp16_dp8_ep8_mbc32");
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find("error: pp16_dp8_ep8_mbc32: llmsim::strategy: strategy.pp_size=16 must divide model.layer_num=61; set "
-                         "strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, "
-                         "e.g. num_layers_in_first_pipeline_stage=1 leaves 4 layers on each of the other 15 stages\n"),
+  EXPECT_NE(bad.err.find(
+                "error: pp16_dp8_ep8_mbc32: llmsim::strategy: strategy.pp_size=16 must divide model.layer_num=61; set "
+                "strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest "
+                "divides evenly, "
+                "e.g. num_layers_in_first_pipeline_stage=1 leaves 4 layers on each of the other 15 stages\n"),
             std::string::npos)
       << bad.err;
   const json first = checked("--model deepseek-v3 --strategy pp16_dp8_ep8_mbc32_first1");
@@ -213,7 +227,8 @@ TEST(CliCheck, PipelineSplitErrorNamesTheFixAndTheNameTakesIt) {
 constexpr bool compact_names_take_first_and_last() {
   llmsim::strategy_spec s{};
   if (!llmsim::catalogue::parse_strategy_name("pp4_dp2_first2_last3", s)) return false;
-  return s.pp_size == 4 && s.world_size == 8 && s.num_layers_in_first_pipeline_stage == 2 && s.num_layers_in_last_pipeline_stage == 3;
+  return s.pp_size == 4 && s.world_size == 8 && s.num_layers_in_first_pipeline_stage == 2 &&
+         s.num_layers_in_last_pipeline_stage == 3;
 }
 constexpr bool compact_names_refuse_a_token_without_its_number() {
   llmsim::strategy_spec s{};
@@ -234,10 +249,12 @@ TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
   LLMSIM_REQUIRE_CLI();
   const auto dir = run_cli("check --model configs/models");
   EXPECT_EQ(dir.exit_code, 1);
-  EXPECT_NE(dir.err.find("error: configs/models: llmsim::json: is a directory, not a config file\n"), std::string::npos) << dir.err;
+  EXPECT_NE(dir.err.find("error: configs/models: llmsim::json: is a directory, not a config file\n"), std::string::npos)
+      << dir.err;
   const auto unknown = run_cli("check --system h100");
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
+  EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue "
+                             "systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
             std::string::npos)
       << unknown.err;
 }
@@ -254,8 +271,9 @@ const std::string fitting_job = "--model llama3-70b --strategy tp8_pp4_dp4 --sys
 
 TEST(CliExitStatus, ZeroOnSuccessAndForHelpAndVersion) {
   LLMSIM_REQUIRE_CLI();
-  for (const std::string& args : std::vector<std::string>{"perf " + fitting_job, "check " + fitting_job, "check --model llama3-70b", "list", "list --format json", "--help",
-                                 "perf --help", "--version", "bench " + fitting_job + " --iterations 2"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "perf " + fitting_job, "check " + fitting_job, "check --model llama3-70b", "list", "list --format json",
+           "--help", "perf --help", "--version", "bench " + fitting_job + " --iterations 2"}) {
     SCOPED_TRACE(args);
     const auto r = run_cli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -264,8 +282,11 @@ TEST(CliExitStatus, ZeroOnSuccessAndForHelpAndVersion) {
 
 TEST(CliExitStatus, OneForConfigAndInputErrors) {
   LLMSIM_REQUIRE_CLI();
-  for (const std::string& args : std::vector<std::string>{"perf --model llama3-70b --strategy tp3 --system h100-sxm", "check --model configs/models", "check --system h100",
-                                 "perf --model llama3-70b --strategy tp8_dp1 --system h100-sxm --set model.layer_num=0", "validate configs/models/llama3-70b.json"}) {
+  for (const std::string& args :
+       std::vector<std::string>{"perf --model llama3-70b --strategy tp3 --system h100-sxm",
+                                "check --model configs/models", "check --system h100",
+                                "perf --model llama3-70b --strategy tp8_dp1 --system h100-sxm --set model.layer_num=0",
+                                "validate configs/models/llama3-70b.json"}) {
     SCOPED_TRACE(args);
     const auto r = run_cli(args);
     EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -276,9 +297,12 @@ TEST(CliExitStatus, OneForConfigAndInputErrors) {
 // Every CLI11 parse error is 2 (CLI11's own codes are 105-109), and so is a malformed --set.
 TEST(CliExitStatus, TwoForUsageErrors) {
   LLMSIM_REQUIRE_CLI();
-  for (const std::string& args : std::vector<std::string>{"", "perf --bogus", "perf --model llama3-70b", "list extra", "list --format json extra", "check", "perf --format xml " + fitting_job,
-                                 "bench --iterations 0 " + fitting_job, "check --model llama3-70b --set bad", "check --model llama3-70b --set foo.x=1",
-                                 "check --model llama3-70b --set strategy.tp_size=2", "check --model llama3-70b --set model.a=1 --set model.a.b=2", "nosuchcommand"}) {
+  for (const std::string& args :
+       std::vector<std::string>{"", "perf --bogus", "perf --model llama3-70b", "list extra", "list --format json extra",
+                                "check", "perf --format xml " + fitting_job, "bench --iterations 0 " + fitting_job,
+                                "check --model llama3-70b --set bad", "check --model llama3-70b --set foo.x=1",
+                                "check --model llama3-70b --set strategy.tp_size=2",
+                                "check --model llama3-70b --set model.a=1 --set model.a.b=2", "nosuchcommand"}) {
     SCOPED_TRACE(args);
     const auto r = run_cli(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -353,9 +377,11 @@ TEST(CliExitStatus, MalformedValidationCasesAreInputErrors) {
   const std::vector<std::pair<std::string, std::string>> files{
       {R"({"config_root": 5, "cases": []})", "/config_root: expected a string, got an integer 5"},
       {R"({"cases": [3]})", "/cases/0: expected an object, got an integer 3"},
-      {R"({"cases": [{"name": 1, "model": "m", "strategy": "s", "system": "y"}]})", "/cases/0/name: expected a string, got an integer 1"},
+      {R"({"cases": [{"name": 1, "model": "m", "strategy": "s", "system": "y"}]})",
+       "/cases/0/name: expected a string, got an integer 1"},
       {R"({"cases": [{"model": "m", "strategy": "s"}]})", "/cases/0/system: required field is missing"},
-      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})", "/cases/0/real/iter_time_ms: expected a number, got a string \"fast\""},
+      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})",
+       "/cases/0/real/iter_time_ms: expected a number, got a string \"fast\""},
   };
   for (std::size_t i = 0; i < files.size(); ++i) {
     const fs::path file = dir / ("cases" + std::to_string(i) + ".json");
@@ -387,7 +413,8 @@ TEST(CliValidate, CaseSystemOverridesApply) {
 // ---- item: --format json answers on stdout, errors included -----------------------------------------
 
 /// The error object of a failed `--format json` command, checked against what stderr says.
-void expect_json_error(const run_result& r, int status, const std::string& message, const std::string& field, const std::string& file) {
+void expect_json_error(const run_result& r, int status, const std::string& message, const std::string& field,
+                       const std::string& file) {
   EXPECT_EQ(r.exit_code, status) << r.err;
   const json j = r.out_json();
   ASSERT_FALSE(j.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
@@ -404,10 +431,13 @@ TEST(CliJsonErrors, EverySubcommandAnswersInJson) {
   const std::string tp3 = "tp3: llmsim::strategy: strategy.tp_size=3 must divide model.head_num=64";
   for (const std::string cmd : {"perf", "bench", "check"}) {
     SCOPED_TRACE(cmd);
-    expect_json_error(run_cli(cmd + " --format json --model llama3-70b --strategy tp3 --system h100-sxm"), 1, tp3, "strategy.tp_size", "tp3");
+    expect_json_error(run_cli(cmd + " --format json --model llama3-70b --strategy tp3 --system h100-sxm"), 1, tp3,
+                      "strategy.tp_size", "tp3");
   }
-  expect_json_error(run_cli("validate --format json configs/models/llama3-70b.json"), 1,
-                    "configs/models/llama3-70b.json: llmsim validate: /cases: expected an object with a \"cases\" array", "/cases", "configs/models/llama3-70b.json");
+  expect_json_error(
+      run_cli("validate --format json configs/models/llama3-70b.json"), 1,
+      "configs/models/llama3-70b.json: llmsim validate: /cases: expected an object with a \"cases\" array", "/cases",
+      "configs/models/llama3-70b.json");
   // Usage errors answer in JSON when the command line asks for it, whether CLI11 or llmsim finds them.
   expect_json_error(run_cli("perf --format json --model llama3-70b"), 2, "--system is required", "", "");
   expect_json_error(run_cli("list --format=json extra"), 2, "The following argument was not expected: extra", "", "");
@@ -475,8 +505,9 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   const json& grammar = j["strategy_names"];
   std::vector<std::string> tokens;
   for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
-  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>", "seq<N>", "zero<N>", "vp<N>",
-                                              "first<N>", "last<N>", "full", "selective", "nosp"}));
+  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>",
+                                              "seq<N>", "zero<N>", "vp<N>", "first<N>", "last<N>", "full", "selective",
+                                              "nosp"}));
   EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
   EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
   EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);

@@ -60,7 +60,8 @@ TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   const auto& a = base.stages[0];
   const auto& b = full.stages[0];
   // One layer's forward: (first stage forward - embedding - head) / 32 layers, compute and TP comm.
-  const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, padded_vocab(catalogue::llama3_8b, 2));
+  const build_context c =
+      make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, padded_vocab(catalogue::llama3_8b, 2));
   const leaf_block layer = decoder_layer_leaves(c, false, false);
   seconds layer_fwd{}, layer_fwd_comm{};
   for (const leaf& l : layer) {
@@ -77,20 +78,25 @@ TEST(Estimate, FullRecomputeAddsOneForwardPerRecomputedLayer) {
   const double layer_input = 4096.0 / 2 * 4096 * 2;  // b * s/t * h * 2 bytes (sequence parallel)
   double layer_cache = 0;
   for (const leaf& l : layer) layer_cache += l.held();
-  EXPECT_NEAR(static_cast<double>((a.fwd_activation_cache_per_micro_batch - b.fwd_activation_cache_per_micro_batch).value), 10 * (layer_cache - layer_input), 1);
+  EXPECT_NEAR(
+      static_cast<double>((a.fwd_activation_cache_per_micro_batch - b.fwd_activation_cache_per_micro_batch).value),
+      10 * (layer_cache - layer_input), 1);
 }
 
 TEST(Estimate, DoublingMicroBatchesDoublesComputeButNotDataParallelSync) {
   const auto r8 = estimate(catalogue::llama3_8b, tp2_dp4(8), catalogue::h100_sxm);
   const auto r16 = estimate(catalogue::llama3_8b, tp2_dp4(16), catalogue::h100_sxm);
-  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.fwd_compute_time.value, 2 * r8.cost.breakdown_result.fwd_compute_time.value);
-  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.bwd_compute_time.value, 2 * r8.cost.breakdown_result.bwd_compute_time.value);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.fwd_compute_time.value,
+                   2 * r8.cost.breakdown_result.fwd_compute_time.value);
+  EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.bwd_compute_time.value,
+                   2 * r8.cost.breakdown_result.bwd_compute_time.value);
   EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.dp_exposed_time.value, r8.cost.breakdown_result.dp_exposed_time.value);
   EXPECT_DOUBLE_EQ(r16.cost.breakdown_result.optim_time.value, r8.cost.breakdown_result.optim_time.value);
   EXPECT_GT(r8.cost.breakdown_result.dp_exposed_time.value, 0);
   // Without pipeline parallelism the iteration is m chunks + sync + optimizer.
   const auto& st = r16.stages[0];
-  EXPECT_NEAR(r16.cost.duration_time_per_iter.value, 16 * st.chunk_time.value + st.dp_time.value + st.optim_time.value, 1e-9);
+  EXPECT_NEAR(r16.cost.duration_time_per_iter.value, 16 * st.chunk_time.value + st.dp_time.value + st.optim_time.value,
+              1e-9);
 }
 
 TEST(Estimate, OneFOneBBubbleIsPMinusOneChunks) {
@@ -161,7 +167,8 @@ TEST(Estimate, PeakPathNamesTheLeafAndPass) {
   EXPECT_EQ(path.rfind("first_stage/", 0), 0U) << path;
   EXPECT_NE(path.find(", stage="), std::string::npos) << path;
   EXPECT_EQ(r.mem.peak_mem, r.stages[0].peak_mem);
-  EXPECT_NEAR(static_cast<double>(r.mem.peak_mem_with_reserved.value), static_cast<double>(r.mem.peak_mem.value) / 0.94, 1);
+  EXPECT_NEAR(static_cast<double>(r.mem.peak_mem_with_reserved.value), static_cast<double>(r.mem.peak_mem.value) / 0.94,
+              1);
 }
 
 TEST(Estimate, UnsupportedFeaturesAreRefusedClearly) {
@@ -207,8 +214,10 @@ TEST(EstimateMoe, DeepSeekV3ParameterCounts) {
   const double dense_mlp = 3 * 7168.0 * 18432;
   const double router = 7168.0 * 256, expert = 3 * 7168.0 * 2048, shared = expert;
   const double embeddings = 2 * 129280.0 * 7168;
-  const double total = 3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 256 * expert) + embeddings + 7168;
-  const double active = 3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 8 * expert) + embeddings + 7168;
+  const double total =
+      3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 256 * expert) + embeddings + 7168;
+  const double active =
+      3 * (attn + norms + dense_mlp) + 58 * (attn + norms + router + shared + 8 * expert) + embeddings + 7168;
   EXPECT_EQ(parameter_count(m, 129280), total);
   EXPECT_EQ(active_parameter_count(m, 129280), active);
   EXPECT_EQ(total, 671026404352.0);  // the published 671B
@@ -259,7 +268,13 @@ TEST(EstimateMoe, AllToAllMovesTopKTokenCopiesPerRank) {
 TEST(EstimateMoe, ExpertMemoryShardsOverEpEtpAndExpertDataParallel) {
   const auto& m = catalogue::mixtral_8x7b;
   // 16 GPUs: tp 2, ep 4, etp 2 -> edp = 16 / (4 * 2) = 2; dense dp = 16 / 2 = 8.
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .tp_size = 2, .ep_size = 4, .etp_size = 2};
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 8,
+                  .world_size = 16,
+                  .tp_size = 2,
+                  .ep_size = 4,
+                  .etp_size = 2};
   ASSERT_EQ(edp_size(s), 2);
   ASSERT_EQ(dp_size(s), 8);
   const auto r = estimate(m, s, catalogue::h100_sxm);
@@ -287,7 +302,8 @@ TEST(EstimateMoe, DeepSeekLayersFollowMlaAndMoe) {
 }
 
 TEST(Estimate, InterleavingShrinksTheBubbleByTheChunkCount) {
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 16, .tp_size = 4, .pp_size = 4};
+  strategy_spec s{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 16, .tp_size = 4, .pp_size = 4};
   const auto plain = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   s.interleaving_size = 2;
   const auto vp2 = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
@@ -309,5 +325,6 @@ TEST(Estimate, ConstexprMathHelpersMatchTheLibrary) {
   s.enable_straggler_model = false;
   const auto without = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   const double l2 = std::log2(3.0);
-  EXPECT_NEAR(with.cost.pipeline_time.value / without.cost.pipeline_time.value, 1 + l2 / (l2 + 1) * 0.09 * std::sqrt(l2), 1e-12);
+  EXPECT_NEAR(with.cost.pipeline_time.value / without.cost.pipeline_time.value,
+              1 + l2 / (l2 + 1) * 0.09 * std::sqrt(l2), 1e-12);
 }

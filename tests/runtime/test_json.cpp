@@ -65,9 +65,10 @@ TEST(JsonShared, SystemTablesKeepEveryMeasuredShape) {
   EXPECT_EQ(sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.size(), 514U);
   EXPECT_EQ(sys.op(llmsim::compute_kind::group_matmul).accurate_efficient_factor.size(), 108U);
   EXPECT_EQ(sys.op(llmsim::compute_kind::sdp_fwd).accurate_efficient_factor.size(), 32U);
-  EXPECT_DOUBLE_EQ(*sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.find(
-                       "b=1, m=4096, k=8192, n=10240, layout=TN, accumulate=False, out_dtype=bf16"),
-                   0.6451614102335537);
+  EXPECT_DOUBLE_EQ(
+      *sys.op(llmsim::compute_kind::matmul)
+           .accurate_efficient_factor.find("b=1, m=4096, k=8192, n=10240, layout=TN, accumulate=False, out_dtype=bf16"),
+      0.6451614102335537);
   EXPECT_FALSE(sys.op(llmsim::compute_kind::matmul).accurate_efficient_factor.find("b=1, m=1, k=1, n=1").has_value());
   EXPECT_TRUE(sys.op(llmsim::compute_kind::fp8_matmul).present);
   EXPECT_FALSE(sys.intra_with_pcie);
@@ -93,8 +94,10 @@ TEST(JsonShared, CopiesShareTheTableStorage) {
     copy = loaded;
   }
   EXPECT_EQ(copy.spec().op(llmsim::compute_kind::matmul).accurate_efficient_factor.size(), 183U);
-  EXPECT_TRUE(copy.spec().op(llmsim::compute_kind::matmul).accurate_efficient_factor.find(
-      "b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16"));
+  EXPECT_TRUE(
+      copy.spec()
+          .op(llmsim::compute_kind::matmul)
+          .accurate_efficient_factor.find("b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16"));
 }
 
 TEST(JsonShared, ValidationCaseOverridesApply) {
@@ -104,8 +107,10 @@ TEST(JsonShared, ValidationCaseOverridesApply) {
   ASSERT_EQ(cases["cases"].size(), 48U);
   for (const auto& c : cases["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    const auto model = lj::load_model(root / c["model"].get<std::string>(), {.strict = true}, c.value("model_overrides", lj::value::object()));
-    const auto strategy = lj::load_strategy(root / c["strategy"].get<std::string>(), {.strict = true}, c.value("strategy_overrides", lj::value::object()));
+    const auto model = lj::load_model(root / c["model"].get<std::string>(), {.strict = true},
+                                      c.value("model_overrides", lj::value::object()));
+    const auto strategy = lj::load_strategy(root / c["strategy"].get<std::string>(), {.strict = true},
+                                            c.value("strategy_overrides", lj::value::object()));
     const auto system = lj::load_system(root / c["system"].get<std::string>(), {.strict = true});
     EXPECT_NO_THROW(llmsim::validate(model, strategy, system.spec()));
     if (c.contains("model_overrides") && c["model_overrides"].contains("layer_num")) {
@@ -117,8 +122,9 @@ TEST(JsonShared, ValidationCaseOverridesApply) {
 
 TEST(Json, MissingKeysKeepDefaultsAndUnknownKeysWarn) {
   std::vector<std::string> warnings;
-  const auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"),
-                                    "s.json", {.strict = false, .warnings = &warnings});
+  const auto s = lj::parse_strategy(
+      lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"), "s.json",
+      {.strict = false, .warnings = &warnings});
   EXPECT_EQ(s.tp_size, 1);
   EXPECT_EQ(s.world_size, 8);
   EXPECT_DOUBLE_EQ(s.mem_factor, 0.94);
@@ -126,7 +132,9 @@ TEST(Json, MissingKeysKeepDefaultsAndUnknownKeysWarn) {
   ASSERT_EQ(warnings.size(), 1U);
   EXPECT_EQ(warnings[0], "s.json: /tp_sise: unknown key (ignored)");
   try {
-    (void)lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"), "s.json", {.strict = true});
+    (void)lj::parse_strategy(
+        lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 2, "micro_batch_num": 4, "tp_sise": 2})"), "s.json",
+        {.strict = true});
     FAIL() << "strict mode must refuse an unknown key";
   } catch (const llmsim::config_error& e) {
     EXPECT_STREQ(e.what(), "s.json: llmsim::json: /tp_sise: unknown key (refused by --strict)");
@@ -136,7 +144,8 @@ TEST(Json, MissingKeysKeepDefaultsAndUnknownKeysWarn) {
 }
 
 TEST(Json, NullableFieldsReadNull) {
-  const auto m = lj::parse_model(lj::value::parse(R"({"hidden_size": 5120, "head_num": 128, "kv_head_num": 128, "layer_num": 4,
+  const auto m =
+      lj::parse_model(lj::value::parse(R"({"hidden_size": 5120, "head_num": 128, "kv_head_num": 128, "layer_num": 4,
       "vocab_size": 102400, "attention_type": "mla", "q_lora_rank": null, "kv_lora_rank": 512, "qk_head_dim": 128,
       "qk_pos_emb_head_dim": 64, "v_head_dim": 128, "intermediate_size": 12288})"));
   EXPECT_FALSE(m.q_lora_rank.has_value());
@@ -173,9 +182,11 @@ TEST(Json, DottedOverridesReachNestedFields) {
 }
 
 TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
-  const auto m = lj::parse_model(lj::value::parse(R"({"hidden_size": 4096, "head_num": 32, "kv_head_num": 8, "layer_num": 32,
+  const auto m =
+      lj::parse_model(lj::value::parse(R"({"hidden_size": 4096, "head_num": 32, "kv_head_num": 8, "layer_num": 32,
       "vocab_size": 128256, "intermediate_size": 14336, "use_swiglu": true})"));
-  auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "world_size": 8, "tp_size": 8, "pp_size": 1})"));
+  auto s = lj::parse_strategy(lj::value::parse(
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "world_size": 8, "tp_size": 8, "pp_size": 1})"));
   llmsim::system_spec sys{};
   sys.accelerator.mem_gbs = 80;
   sys.accelerator.op[0] = {.present = true, .tflops = 312, .efficient_factor = 0.75};
@@ -192,10 +203,14 @@ TEST(Json, CrossFileErrorsNameTheFileOfTheField) {
     FAIL() << "pp 3 does not divide 32 layers";
   } catch (const llmsim::config_error& e) {
     // 32 = 2 + 15 + 15: the smallest first stage that leaves the other two stages equal.
-    EXPECT_STREQ(e.what(), "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32; set strategy.num_layers_in_first_pipeline_stage and/or "
-                           "num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage=2 leaves 15 layers on each of the other 2 stages");
+    EXPECT_STREQ(e.what(),
+                 "s.json: llmsim::strategy: strategy.pp_size=3 must divide model.layer_num=32; set "
+                 "strategy.num_layers_in_first_pipeline_stage and/or "
+                 "num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. "
+                 "num_layers_in_first_pipeline_stage=2 leaves 15 layers on each of the other 2 stages");
   }
-  s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "tp_net": "nvlink"})"));
+  s = lj::parse_strategy(
+      lj::value::parse(R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "tp_net": "nvlink"})"));
   try {
     lj::validate_files(m, "m.json", s, "s.json", sys, "sys.json");
     FAIL() << "tp_net names no tier";
@@ -216,7 +231,8 @@ TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
   const auto file = configs_dir / "system" / "h100_sxm.json";
   const auto base = lj::load_system(file);
   ASSERT_EQ(base.spec().accelerator.mem_gbs, 80.0);
-  for (const auto& overrides : {lj::value{{"accelerator.mem_gbs", 141}}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")}) {
+  for (const auto& overrides :
+       {lj::value{{"accelerator.mem_gbs", 141}}, lj::value::parse(R"({"accelerator": {"mem_gbs": 141}})")}) {
     SCOPED_TRACE(overrides.dump());
     lj::system_config sys;
     ASSERT_NO_THROW(sys = lj::load_system(file, {.strict = true}, overrides));
@@ -225,7 +241,8 @@ TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
     EXPECT_EQ(sys.spec(), want);
   }
   // Three levels down: the inter-node tier keeps its efficiency 0.8 and latency 10 us (the file's).
-  const auto sys = lj::load_system(file, {.strict = true}, {{"networks", {{"inter_node", {{"bandwidth", {{"gbps", 100}}}}}}}});
+  const auto sys =
+      lj::load_system(file, {.strict = true}, {{"networks", {{"inter_node", {{"bandwidth", {{"gbps", 100}}}}}}}});
   const auto* tier = sys.spec().network("inter_node");
   ASSERT_NE(tier, nullptr);
   EXPECT_EQ(tier->bandwidth.gbps, 100.0);
@@ -240,14 +257,16 @@ TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
 // json::perf_llm::configure takes the same overrides for each of the three files, dotted keys included.
 TEST(JsonOverrides, PerfLlmConfigureMergesOverridesOfAllThree) {
   lj::perf_llm perf;
-  perf.configure(configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json", configs_dir / "models" / "llama3-8b.json", configs_dir / "system" / "h100_sxm.json", {.strict = true},
-                 {{"micro_batch_num", 16}}, {{"layer_num", 16}}, {{"accelerator.mem_gbs", 141}});
+  perf.configure(configs_dir / "strategy" / "tp2_pp1_dp4_mbs1.json", configs_dir / "models" / "llama3-8b.json",
+                 configs_dir / "system" / "h100_sxm.json", {.strict = true}, {{"micro_batch_num", 16}},
+                 {{"layer_num", 16}}, {{"accelerator.mem_gbs", 141}});
   EXPECT_EQ(perf.strategy().micro_batch_num, 16);
   EXPECT_EQ(perf.strategy().tp_size, 2);  // the file's
   EXPECT_EQ(perf.model().layer_num, 16);
   EXPECT_EQ(perf.model().hidden_size, 4096);  // the file's
   EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
-  EXPECT_EQ(perf.system().accelerator.op[static_cast<std::size_t>(llmsim::compute_kind::matmul)].tflops, 989.0);  // the file's
+  EXPECT_EQ(perf.system().accelerator.op[static_cast<std::size_t>(llmsim::compute_kind::matmul)].tflops,
+            989.0);  // the file's
 }
 
 // merge_path composes: a later object merges into what an earlier dotted key set, in either order.
@@ -274,9 +293,11 @@ TEST(JsonOverrides, NullSetsNullRatherThanDeleting) {
   } catch (const llmsim::config_error& e) {
     EXPECT_EQ(std::string(e.what()), file.string() + ": llmsim::json: /tp_size: expected an integer, got null");
   }
-  const auto s = lj::load_strategy(file, {}, lj::value::parse(R"({"pp_size": 2, "world_size": 16, "num_layers_in_first_pipeline_stage": 3})"));
+  const auto s = lj::load_strategy(
+      file, {}, lj::value::parse(R"({"pp_size": 2, "world_size": 16, "num_layers_in_first_pipeline_stage": 3})"));
   EXPECT_EQ(s.num_layers_in_first_pipeline_stage, 3);
-  const auto cleared = lj::load_strategy(file, {}, lj::value::parse(R"({"num_layers_in_first_pipeline_stage": null, "tp_net": null})"));
+  const auto cleared =
+      lj::load_strategy(file, {}, lj::value::parse(R"({"num_layers_in_first_pipeline_stage": null, "tp_net": null})"));
   EXPECT_FALSE(cleared.num_layers_in_first_pipeline_stage.has_value());
   EXPECT_EQ(cleared.tp_net.view(), "");  // null reads as "" (deleting would have kept "auto")
   lj::value doc = {{"a", {{"b", 1}}}};
@@ -305,7 +326,8 @@ TEST(JsonOverrides, DeepPatchMergesIteratively) {
 // validate(model, strategy) holds every rule between the two and needs no system; the three-argument
 // form runs it too. Llama 3 70B: 64 heads, 8 KV heads, 80 layers (Meta's config).
 TEST(Validate, ModelStrategyRulesNeedNoSystem) {
-  constexpr llmsim::strategy_spec tp8{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
+  constexpr llmsim::strategy_spec tp8{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
   static_assert((llmsim::validate(llmsim::catalogue::llama3_70b, tp8), true));
   llmsim::strategy_spec tp16 = tp8;
   tp16.tp_size = 16;
@@ -317,7 +339,8 @@ TEST(Validate, ModelStrategyRulesNeedNoSystem) {
     EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.tp_size=16 must divide model.kv_head_num=8");
     EXPECT_EQ(e.field(), "strategy.tp_size");
   }
-  EXPECT_THROW(llmsim::validate(llmsim::catalogue::llama3_70b, tp16, llmsim::catalogue::h100_sxm), llmsim::config_error);
+  EXPECT_THROW(llmsim::validate(llmsim::catalogue::llama3_70b, tp16, llmsim::catalogue::h100_sxm),
+               llmsim::config_error);
   try {
     lj::validate_files(llmsim::catalogue::llama3_70b, "m.json", tp16, "s.json");
     FAIL() << "tp16 does not divide 8 KV heads";
@@ -330,13 +353,16 @@ TEST(Validate, ModelStrategyRulesNeedNoSystem) {
 TEST(Validate, PipelineSplitHintWithoutAnExample) {
   llmsim::model_spec m = llmsim::catalogue::llama3_8b;
   m.layer_num = 3;
-  const llmsim::strategy_spec pp5{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 5, .pp_size = 5};
+  const llmsim::strategy_spec pp5{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 5, .pp_size = 5};
   try {
     llmsim::validate(m, pp5);
     FAIL() << "5 stages cannot hold 3 layers";
   } catch (const llmsim::config_error& e) {
-    EXPECT_STREQ(e.what(), "llmsim::strategy: strategy.pp_size=5 must divide model.layer_num=3; set strategy.num_layers_in_first_pipeline_stage and/or "
-                           "num_layers_in_last_pipeline_stage so the rest divides evenly");
+    EXPECT_STREQ(e.what(),
+                 "llmsim::strategy: strategy.pp_size=5 must divide model.layer_num=3; set "
+                 "strategy.num_layers_in_first_pipeline_stage and/or "
+                 "num_layers_in_last_pipeline_stage so the rest divides evenly");
   }
 }
 
@@ -350,7 +376,7 @@ TEST(JsonCatalogueNames, LoadersAcceptCatalogueAndCompactNames) {
   EXPECT_EQ(s.pp_size, 2);
   EXPECT_EQ(s.world_size, 64);  // 8 * 2 * 4
   EXPECT_EQ(s.micro_batch_num, 16);
-  EXPECT_EQ(s.seq_len, 4096);   // the documented default
+  EXPECT_EQ(s.seq_len, 4096);  // the documented default
   // Overrides merge into catalogue entries as into files.
   llmsim::system_spec want = llmsim::catalogue::h100_sxm;
   want.accelerator.mem_gbs = 141;
@@ -376,15 +402,21 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
     return std::string("accepted");
   };
   EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, "llama3-7b"),
-            "llama3-7b: llmsim::json: is neither a file nor a catalogue model name; catalogue models: llama2-7b llama2-13b llama2-70b "
-            "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 mixtral-8x7b mixtral-8x22b "
+            "llama3-7b: llmsim::json: is neither a file nor a catalogue model name; catalogue models: llama2-7b "
+            "llama2-13b llama2-70b "
+            "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 "
+            "mixtral-8x7b mixtral-8x22b "
             "qwen3-30b-a3b qwen3-235b-a22b");
   EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
-            "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x");
+            "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
+            "h100-sxm h200 b200 mi300x");
   EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
-            "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, e.g. tp2_pp1_dp4 or "
-            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> zero<N> vp<N> first<N> "
+            "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, "
+            "e.g. tp2_pp1_dp4 or "
+            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> "
+            "zero<N> vp<N> first<N> "
             "last<N> full selective nosp separated by '_' or '-'");
   const std::string dir = (configs_dir / "models").string();
-  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()), dir + ": llmsim::json: is a directory, not a config file");
+  EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()),
+            dir + ": llmsim::json: is a directory, not a config file");
 }

@@ -12,15 +12,20 @@ using namespace llmsim::literals;
 namespace {
 /// Llama 3 8B on tp2 (sequence parallel), one micro-batch of 4096 tokens, one pipeline stage.
 strategy_spec tp2(bool sequence_parallel = true) {
-  return {.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2, .enable_sequence_parallel = sequence_parallel};
+  return {.seq_len = 4096,
+          .micro_batch_size = 1,
+          .micro_batch_num = 4,
+          .world_size = 2,
+          .tp_size = 2,
+          .enable_sequence_parallel = sequence_parallel};
 }
-double held(const estimate_result& r) { return static_cast<double>(r.stages[0].fwd_activation_cache_per_micro_batch.value); }
+double held(const estimate_result& r) {
+  return static_cast<double>(r.stages[0].fwd_activation_cache_per_micro_batch.value);
+}
 std::string error_of(const model_spec& m, const strategy_spec& s) {
   try {
     (void)estimate(m, s, catalogue::h100_sxm);
-  } catch (const config_error& e) {
-    return e.what();
-  }
+  } catch (const config_error& e) { return e.what(); }
   return "";
 }
 }  // namespace
@@ -73,7 +78,11 @@ TEST(ModelledInputs, MathAttentionWithMlaIsRefused) {
 
 TEST(ModelledInputs, EmbeddingAndLossCountAsLayersOfTheSplit) {
   // Megatron get_num_layers_to_build: (32 + 1) / 3 = 11 per stage, the first builds one fewer.
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 3, .pp_size = 3,
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 8,
+                  .world_size = 3,
+                  .pp_size = 3,
                   .account_for_embedding_in_pipeline_split = true};
   auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   ASSERT_EQ(r.stage_count, 3U);
@@ -88,7 +97,9 @@ TEST(ModelledInputs, EmbeddingAndLossCountAsLayersOfTheSplit) {
   EXPECT_EQ(r.stages[1].layers, 16);
   // 32 + 2 = 34 does not split over 3 stages; and Megatron refuses the slots with uneven stages.
   s.pp_size = s.world_size = 3;
-  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.pp_size=3 must divide model.layer_num=32 plus the 2 embedding/loss slot(s)"), std::string::npos);
+  EXPECT_NE(error_of(catalogue::llama3_8b, s)
+                .find("strategy.pp_size=3 must divide model.layer_num=32 plus the 2 embedding/loss slot(s)"),
+            std::string::npos);
   s.pp_size = s.world_size = 2;
   s.num_layers_in_first_pipeline_stage = 15;
   s.num_layers_in_last_pipeline_stage = 17;
@@ -105,7 +116,12 @@ TEST(ModelledInputs, ScatterGatherSendsOneTpShareAndGathersIt) {
     sys.networks[i].bandwidth.fixed_latency = 0;
   }
   // tp2 x pp2 without sequence parallelism: the activation between stages is 4096 x 4096 x 2 B.
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 4, .tp_size = 2, .pp_size = 2,
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 8,
+                  .world_size = 4,
+                  .tp_size = 2,
+                  .pp_size = 2,
                   .enable_sequence_parallel = false};
   const auto plain = estimate(catalogue::llama3_8b, s, sys);
   s.scatter_gather_tensors_in_pipeline = true;
@@ -156,7 +172,12 @@ TEST(ModelledInputs, MicrobatchGroupSizeSetsTheChunksInFlight) {
   // Interleaved 1F1B, p = 4, v = 2, 8 micro-batches (16 chunks): rank 0 runs (4 - 1) x 2 + (2 - 1) x g
   // warm-up chunks and holds one more. g = 4 (Megatron's default, p): 11 chunks = 6 micro-batches;
   // g = 8: 15 chunks = 8 micro-batches.
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 4, .pp_size = 4, .interleaving_size = 2};
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 8,
+                  .world_size = 4,
+                  .pp_size = 4,
+                  .interleaving_size = 2};
   EXPECT_EQ(estimate(catalogue::llama3_8b, s, catalogue::h100_sxm).stages[0].micro_batches_in_flight, 6);
   s.microbatch_group_size_per_vp_stage = 8;
   const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
@@ -180,13 +201,15 @@ TEST(ModelledInputs, WhatIsNotModelledIsRefusedByName) {
   EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.use_fused_norm=false is not modelled"), std::string::npos);
   s = tp2();
   s.use_accm_weight = false;
-  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.use_accm_weight=false is not modelled"), std::string::npos);
+  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.use_accm_weight=false is not modelled"),
+            std::string::npos);
   s = tp2();
   s.dtype = dtype_kind::fp32;
   EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.dtype=\"fp32\" is not modelled"), std::string::npos);
   strategy_spec moe{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
   moe.offload_groupgemm_col_inputs = true;
-  EXPECT_NE(error_of(catalogue::mixtral_8x7b, moe).find("strategy.offload_groupgemm_col_inputs=true"), std::string::npos);
+  EXPECT_NE(error_of(catalogue::mixtral_8x7b, moe).find("strategy.offload_groupgemm_col_inputs=true"),
+            std::string::npos);
   moe.offload_groupgemm_col_inputs = false;
   model_spec sequential = catalogue::mixtral_8x7b;
   sequential.group_linear_mode = group_linear_kind::sequential;
@@ -203,6 +226,8 @@ TEST(ModelledInputs, ProcessorUsageIsRangeCheckedAndNoted) {
     validate(sys);
     ADD_FAILURE() << "processor_usage=1.5 accepted";
   } catch (const config_error& e) {
-    EXPECT_NE(std::string(e.what()).find("system.networks.high_intra_node.processor_usage=1.5 must be in [0, 1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("system.networks.high_intra_node.processor_usage=1.5 must be in [0, 1]"),
+              std::string::npos)
+        << e.what();
   }
 }

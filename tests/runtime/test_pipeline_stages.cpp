@@ -15,7 +15,12 @@ namespace {
 /// other 60 layers split 4 per stage. Rank 1 holds layers 1-4 (1, 2 dense; 3, 4 MoE), ranks 2-14
 /// four MoE layers each, rank 15 four MoE layers and the LM head.
 strategy_spec deepseek_pp16(std::int64_t pp = 16, std::optional<std::int64_t> first = 1) {
-  return {.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 32, .world_size = pp * 8, .pp_size = pp, .ep_size = 8,
+  return {.seq_len = 4096,
+          .micro_batch_size = 1,
+          .micro_batch_num = 32,
+          .world_size = pp * 8,
+          .pp_size = pp,
+          .ep_size = 8,
           .num_layers_in_first_pipeline_stage = first};
 }
 }  // namespace
@@ -70,17 +75,24 @@ TEST(PipelineStages, ParametersOfAllRanksAddUpToTheModel) {
       if (m.tie_word_embeddings) continue;  // pp > 1 keeps a second copy of a tied table on the last stage
       for (const std::int64_t pp : {1, 2, 4}) {
         if (m.layer_num % pp != 0) continue;
-        strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = pp * 8, .pp_size = pp,
+        strategy_spec s{.seq_len = 4096,
+                        .micro_batch_size = 1,
+                        .micro_batch_num = 8,
+                        .world_size = pp * 8,
+                        .pp_size = pp,
                         .ep_size = is_moe(m) ? 8 : 1};
         if (m.attention_type != attention_kind::mla) s.tp_size = 1;
         const auto r = estimate(m, s, catalogue::h100_sxm);
         double total = 0;
-        for (std::size_t i = 0; i < r.stage_count; ++i) total += r.stages[i].params * static_cast<double>(r.stages[i].rank_count);
+        for (std::size_t i = 0; i < r.stage_count; ++i)
+          total += r.stages[i].params * static_cast<double>(r.stages[i].rank_count);
         // Experts are sharded over ep = 8 on each rank: a rank holds 1/8 of each layer's experts.
         double experts_per_rank = 0;
-        for (std::size_t i = 0; i < r.stage_count; ++i) experts_per_rank += r.stages[i].expert_params * static_cast<double>(r.stages[i].rank_count);
+        for (std::size_t i = 0; i < r.stage_count; ++i)
+          experts_per_rank += r.stages[i].expert_params * static_cast<double>(r.stages[i].rank_count);
         const double all_experts = experts_per_rank * static_cast<double>(s.ep_size);
-        EXPECT_DOUBLE_EQ(total - experts_per_rank + all_experts, r.param_count) << named.name << " swiglu=" << swiglu << " pp=" << pp;
+        EXPECT_DOUBLE_EQ(total - experts_per_rank + all_experts, r.param_count)
+            << named.name << " swiglu=" << swiglu << " pp=" << pp;
       }
     }
   }
@@ -107,19 +119,25 @@ TEST(PipelineStages, SharedExpertsFollowTheModelsActivation) {
 TEST(PipelineStages, BreakdownOfEveryStageAddsUpAndTheBusiestBounds) {
   // Llama 3 8B over pp4 with 14 layers on the last stage and 6 on each other: the last stage has
   // more than twice the layers of any other, so it is the busiest and bounds the iteration.
-  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 8, .pp_size = 4,
+  const strategy_spec s{.seq_len = 4096,
+                        .micro_batch_size = 1,
+                        .micro_batch_num = 16,
+                        .world_size = 8,
+                        .pp_size = 4,
                         .num_layers_in_last_pipeline_stage = 14};
   const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   ASSERT_EQ(r.stage_count, 3U);
   EXPECT_EQ(r.stages[static_cast<std::size_t>(r.cost.bounding_stage)].kind, stage_kind::last);
   for (std::size_t i = 0; i < r.stage_count; ++i) {
     const auto& b = r.stages[i].breakdown;
-    const seconds sum = b.fwd_compute_time + b.bwd_compute_time + b.recompute_time + b.intra_exposed_time + b.inter_exposed_time +
-                        b.bubble_time + b.dp_exposed_time + b.optim_time + b.straggler_time;
-    EXPECT_NEAR(sum.value, r.cost.duration_time_per_iter.value, 1e-9 * r.cost.duration_time_per_iter.value) << stage_name(r, i);
+    const seconds sum = b.fwd_compute_time + b.bwd_compute_time + b.recompute_time + b.intra_exposed_time +
+                        b.inter_exposed_time + b.bubble_time + b.dp_exposed_time + b.optim_time + b.straggler_time;
+    EXPECT_NEAR(sum.value, r.cost.duration_time_per_iter.value, 1e-9 * r.cost.duration_time_per_iter.value)
+        << stage_name(r, i);
     EXPECT_GE(b.bubble_time.value, 0.0);
     // Busy time: 16 micro-batches of the stage's own chunk.
-    EXPECT_NEAR((b.fwd_compute_time + b.bwd_compute_time).value, 16 * (r.stages[i].fwd_compute_time + r.stages[i].bwd_compute_time).value, 1e-12);
+    EXPECT_NEAR((b.fwd_compute_time + b.bwd_compute_time).value,
+                16 * (r.stages[i].fwd_compute_time + r.stages[i].bwd_compute_time).value, 1e-12);
   }
   const auto& bound = r.stages[static_cast<std::size_t>(r.cost.bounding_stage)].breakdown;
   EXPECT_EQ(r.cost.breakdown_result.bubble_time, bound.bubble_time);

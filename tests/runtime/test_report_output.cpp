@@ -11,7 +11,12 @@ using namespace llmsim;
 namespace {
 /// DeepSeek-V3 over pp16 with one layer on the first stage (see test_pipeline_stages.cpp).
 strategy_spec deepseek_pp16() {
-  return {.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 32, .world_size = 128, .pp_size = 16, .ep_size = 8,
+  return {.seq_len = 4096,
+          .micro_batch_size = 1,
+          .micro_batch_num = 32,
+          .world_size = 128,
+          .pp_size = 16,
+          .ep_size = 8,
           .num_layers_in_first_pipeline_stage = 1};
 }
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -21,7 +26,8 @@ TEST(ReportOutput, JsonNamesEveryStageAndTheBoundingOne) {
   const auto r = estimate(catalogue::deepseek_v3, deepseek_pp16(), catalogue::h200);
   const auto j = json::to_json(r);
   const auto& mem = j.at("mem_result");
-  for (const char* name : {"first_stage", "middle_stage[1]", "middle_stage[2-14]", "last_stage"}) ASSERT_TRUE(mem.contains(name)) << name;
+  for (const char* name : {"first_stage", "middle_stage[1]", "middle_stage[2-14]", "last_stage"})
+    ASSERT_TRUE(mem.contains(name)) << name;
   EXPECT_EQ(mem.at("middle_stage[2-14]").at("rank_count"), 13);
   EXPECT_EQ(mem.at("middle_stage[2-14]").at("micro_batches_in_flight"), 14);
   EXPECT_EQ(mem.at("middle_stage[1]").at("dense_layers"), 2);
@@ -40,7 +46,8 @@ TEST(ReportOutput, JsonNamesEveryStageAndTheBoundingOne) {
     for (const auto& part : item.value().at("breakdown_result").items()) sum += part.value().get<double>();
     EXPECT_NEAR(sum, cost.at("duration_time_per_iter").get<double>(), 1e-6) << item.key();
   }
-  EXPECT_DOUBLE_EQ(j.at("active_param_count").get<double>(), active_parameter_count(catalogue::deepseek_v3, r.padded_vocab));
+  EXPECT_DOUBLE_EQ(j.at("active_param_count").get<double>(),
+                   active_parameter_count(catalogue::deepseek_v3, r.padded_vocab));
   EXPECT_TRUE(j.at("notes").empty());  // the catalogue H200 states its compute capability
 }
 
@@ -57,7 +64,8 @@ TEST(ReportOutput, TextShowsStagesVerdictActiveParametersAndNotes) {
   EXPECT_FALSE(contains(text, "straggler")) << text;  // edp = 128 / (8 x 16) = 1: no synchronised group spans nodes
   // tp8 x dp4 over 4 nodes: the data-parallel group spans 4 nodes, so the slowdown is shown and explained.
   const strategy_spec dp4{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 32, .tp_size = 8};
-  const std::string spread = to_text(estimate(catalogue::llama3_8b, dp4, catalogue::h100_sxm), catalogue::llama3_8b, dp4, catalogue::h100_sxm);
+  const std::string spread =
+      to_text(estimate(catalogue::llama3_8b, dp4, catalogue::h100_sxm), catalogue::llama3_8b, dp4, catalogue::h100_sxm);
   EXPECT_TRUE(contains(spread, "straggler")) << spread;
   EXPECT_TRUE(contains(spread, "SimuMax v1.2's straggler model")) << spread;
   // A system whose name implies no GPU: the assumed compute capability is a note.
@@ -67,7 +75,10 @@ TEST(ReportOutput, TextShowsStagesVerdictActiveParametersAndNotes) {
   const strategy_spec tp8{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
   const auto u = estimate(catalogue::llama3_8b, tp8, sys);
   const std::string note_text = to_text(u, catalogue::llama3_8b, tp8, sys);
-  EXPECT_TRUE(contains(note_text, "notes\n  - system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed 9.0")) << note_text;
+  EXPECT_TRUE(contains(
+      note_text,
+      "notes\n  - system.accelerator.compute_capability is not given and sys_name names no known GPU; assumed 9.0"))
+      << note_text;
   EXPECT_TRUE(contains(note_text, "fits: peak")) << note_text;
   EXPECT_EQ(json::to_json(u).at("notes").size(), 1U);
 }

@@ -14,9 +14,11 @@ TEST(Schedules, InterleavedMatchesNarayananBubbleOnUniformStages) {
   for (std::int64_t p : {2, 4, 8}) {
     for (std::int64_t v : {2, 3, 4}) {
       for (std::int64_t m : {p, 2 * p, 4 * p}) {
-        const std::vector<stage_timing> t(static_cast<std::size_t>(p), stage_timing{seconds{1.0}, seconds{2.0}, seconds{}});
+        const std::vector<stage_timing> t(static_cast<std::size_t>(p),
+                                          stage_timing{seconds{1.0}, seconds{2.0}, seconds{}});
         const auto r = simulate_interleaved(t, v, m, p, true);
-        EXPECT_NEAR(r.total.value, static_cast<double>(m) * 3.0 + static_cast<double>(p - 1) * 3.0 / static_cast<double>(v), 1e-12)
+        EXPECT_NEAR(r.total.value,
+                    static_cast<double>(m) * 3.0 + static_cast<double>(p - 1) * 3.0 / static_cast<double>(v), 1e-12)
             << "p=" << p << " v=" << v << " m=" << m;
       }
     }
@@ -62,12 +64,19 @@ TEST(Schedules, InterleavedTransfersCostLessWhenOverlapped) {
 TEST(Schedules, EstimateUsesTheSimulatedInterleavedSchedule) {
   // Llama 3 8B, tp4 pp4 v2, 16 micro-batches: the pipeline time is the simulation's over the
   // stages' own timings (first stage with the embedding, last with the LM head).
-  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 16, .tp_size = 4, .pp_size = 4, .interleaving_size = 2};
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 16,
+                  .world_size = 16,
+                  .tp_size = 4,
+                  .pp_size = 4,
+                  .interleaving_size = 2};
   const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
   std::vector<stage_timing> t;
   for (std::int64_t rank = 0; rank < 4; ++rank) {
     const auto& st = rank == 0 ? r.stages[0] : rank == 3 ? r.stages[2] : r.stages[1];
-    t.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.bwd_tp_comm_time, r.cost.comm_result.p2p_time_per_transfer});
+    t.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.bwd_tp_comm_time,
+                 r.cost.comm_result.p2p_time_per_transfer});
   }
   const auto sim = simulate_interleaved(t, 2, 16, 4, true);
   EXPECT_EQ(r.cost.pipeline_time.value / sim.total.value > 1.0, r.cost.breakdown_result.straggler_time.value > 0);

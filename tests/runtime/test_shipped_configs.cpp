@@ -112,9 +112,7 @@ TEST(ShippedConfigs, ModelsEqualTheCatalogue) {
     const auto* entry = llmsim::catalogue::find_model(m.catalogue);
     ASSERT_NE(entry, nullptr) << m.catalogue;
     EXPECT_EQ(differences(lj::to_json(loaded), lj::to_json(*entry)), m.deliberate);
-    if (m.deliberate.empty()) {
-      EXPECT_TRUE(loaded == *entry) << "the specs differ in a field to_json does not write";
-    }
+    if (m.deliberate.empty()) { EXPECT_TRUE(loaded == *entry) << "the specs differ in a field to_json does not write"; }
   }
 }
 
@@ -125,9 +123,7 @@ TEST(ShippedConfigs, StrategiesEqualTheirCompactNames) {
     llmsim::strategy_spec named{};
     ASSERT_TRUE(llmsim::catalogue::parse_strategy_name(t.catalogue, named)) << t.catalogue;
     EXPECT_EQ(differences(lj::to_json(loaded), lj::to_json(named)), t.deliberate);
-    if (t.deliberate.empty()) {
-      EXPECT_TRUE(loaded == named) << "the specs differ in a field to_json does not write";
-    }
+    if (t.deliberate.empty()) { EXPECT_TRUE(loaded == named) << "the specs differ in a field to_json does not write"; }
   }
 }
 

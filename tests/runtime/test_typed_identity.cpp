@@ -25,22 +25,38 @@ namespace recompute = llmsim::recompute;
 // ---- the typed descriptions -------------------------------------------------------------------------
 
 constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden = 4096},
-                                 repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 14336}, rms_norm{}}, 32},
+                                 repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+                                                        swiglu_mlp{.ffn = 14336}, rms_norm{}},
+                                          32},
                                  lm_head{});
-constexpr auto gpt3_175b = model("gpt3_175b", embedding{.vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute},
-                                 repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true}, gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}}, 96},
-                                 lm_head{.tied = true});
+constexpr auto gpt3_175b =
+    model("gpt3_175b", embedding{.vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute},
+          repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
+                                 gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
+                   96},
+          lm_head{.tied = true});
 constexpr auto qwen3_32b = model("qwen3_32b", embedding{.vocab = 151936, .hidden = 5120},
-                                 repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 25600}, rms_norm{}}, 64},
+                                 repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128},
+                                                        swiglu_mlp{.ffn = 25600}, rms_norm{}},
+                                          64},
                                  lm_head{});
 constexpr auto mixtral_8x7b = model("mixtral_8x7b", embedding{.vocab = 32000, .hidden = 4096},
-                                    repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128}, moe_mlp{.experts = 8, .topk = 2, .expert_ffn = 14336}}, 32},
+                                    repeated{decoder_layer{gqa_attention{.heads = 32, .kv_heads = 8, .head_dim = 128},
+                                                           moe_mlp{.experts = 8, .topk = 2, .expert_ffn = 14336}},
+                                             32},
                                     lm_head{});
-constexpr mla_attention deepseek_mla{.heads = 128, .q_lora_rank = 1536, .kv_lora_rank = 512, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .v_head_dim = 128};
-constexpr auto deepseek_v3 = model("deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
-                                   repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
-                                   repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}}, 58},
-                                   lm_head{});
+constexpr mla_attention deepseek_mla{.heads = 128,
+                                     .q_lora_rank = 1536,
+                                     .kv_lora_rank = 512,
+                                     .qk_head_dim = 128,
+                                     .qk_pos_emb_head_dim = 64,
+                                     .v_head_dim = 128};
+constexpr auto deepseek_v3 = model(
+    "deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
+    repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
+    repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}},
+             58},
+    lm_head{});
 
 using tp2_dp4 = parallel<tp<2>, dp<4>>;
 using tp8_pp4_dp2 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, recompute::selective>;
@@ -130,7 +146,9 @@ class result_fields {
   std::vector<std::string> lines;
 
  private:
-  void add(const char* name, double v) { line(name, std::to_string(std::bit_cast<std::uint64_t>(v)) + " (" + std::to_string(v) + ")"); }
+  void add(const char* name, double v) {
+    line(name, std::to_string(std::bit_cast<std::uint64_t>(v)) + " (" + std::to_string(v) + ")");
+  }
   void add(const char* name, llmsim::seconds v) { add(name, v.value); }
   void add(const char* name, llmsim::bytes v) { line(name, std::to_string(v.value)); }
   void add(const char* name, std::int64_t v) { line(name, std::to_string(v)); }
@@ -177,9 +195,7 @@ struct outcome {
 outcome run(const llmsim::model_spec& m, const llmsim::strategy_spec& s, const llmsim::system_spec& sys) {
   try {
     return {true, llmsim::estimate(m, s, sys), {}};
-  } catch (const llmsim::config_error& e) {
-    return {false, {}, e.what()};
-  }
+  } catch (const llmsim::config_error& e) { return {false, {}, e.what()}; }
 }
 
 // ---- compile-time cases ------------------------------------------------------------------------------
@@ -188,7 +204,9 @@ outcome run(const llmsim::model_spec& m, const llmsim::strategy_spec& s, const l
 /// it (a refusal calls the non-constexpr error path): MoE cases become compile-time cases by
 /// themselves once MoE is modelled.
 template <const auto& Model, class P, class H>
-concept estimable_at_compile_time = requires { typename std::integral_constant<bool, (llmsim::typed::estimate(Model, P{}, H{}), true)>; };
+concept estimable_at_compile_time = requires {
+  typename std::integral_constant<bool, (llmsim::typed::estimate(Model, P{}, H{}), true)>;
+};
 
 struct compiled_case {
   std::string name;
@@ -246,7 +264,8 @@ TEST(TypedIdentity, TypedModelsLowerToTheCatalogue) {
 
 TEST(TypedIdentity, CompileTimeEqualsRunTimeThroughJson) {
 #ifdef LLMSIM_SANITIZED_BUILD
-  GTEST_SKIP() << "sanitizer instrumentation keeps GCC from evaluating the estimate as a constant; the plain GCC and Clang builds run this test";
+  GTEST_SKIP() << "sanitizer instrumentation keeps GCC from evaluating the estimate as a constant; the plain GCC and "
+                  "Clang builds run this test";
 #endif
   int compared = 0;
   for (const auto& c : compiled_cases()) {
@@ -268,7 +287,8 @@ TEST(TypedIdentity, CompileTimeEqualsRunTimeThroughJson) {
 }
 
 TEST(TypedIdentity, EveryCatalogueModelSurvivesJson) {
-  const std::string_view strategies[] = {"tp1_dp8", "tp2_dp4", "tp8_pp4_dp2_mbc16_selective", "tp2_pp2_dp2_ep2_mbc8_full"};
+  const std::string_view strategies[] = {"tp1_dp8", "tp2_dp4", "tp8_pp4_dp2_mbc16_selective",
+                                         "tp2_pp2_dp2_ep2_mbc8_full"};
   int compared = 0, not_modelled = 0, refused = 0;
   for (const auto& m : llmsim::catalogue::models) {
     for (const std::string_view name : strategies) {

@@ -26,8 +26,9 @@ figures run_cases(bool moe) {
     const auto name = c["name"].get<std::string>();
     if ((name.find("deepseek") != std::string::npos) != moe) continue;
     lj::perf_llm perf;
-    perf.configure(root / c["strategy"].get<std::string>(), root / c["model"].get<std::string>(), root / c["system"].get<std::string>(), {},
-                   c.value("strategy_overrides", lj::value::object()), c.value("model_overrides", lj::value::object()));
+    perf.configure(root / c["strategy"].get<std::string>(), root / c["model"].get<std::string>(),
+                   root / c["system"].get<std::string>(), {}, c.value("strategy_overrides", lj::value::object()),
+                   c.value("model_overrides", lj::value::object()));
     perf.run_estimate();
     const double t = perf.analysis_cost().duration_time_per_iter.ms();
     const double err = std::fabs(t - c["real"]["iter_time_ms"].get<double>()) / c["real"]["iter_time_ms"].get<double>();
@@ -36,14 +37,16 @@ figures run_cases(bool moe) {
     ++n;
     if (c["real"].value("memory_verified", false)) {
       const double m = perf.analysis_mem().peak_mem.gib();
-      const double merr = std::fabs(m - c["real"]["peak_alloc_gib"].get<double>()) / c["real"]["peak_alloc_gib"].get<double>();
+      const double merr =
+          std::fabs(m - c["real"]["peak_alloc_gib"].get<double>()) / c["real"]["peak_alloc_gib"].get<double>();
       mem_sum += merr;
       mem_max = std::max(mem_max, merr);
       ++mem_n;
     }
     // Every GEMM and attention shape of the dense runs is in the system's table (the A100 table lacks the MoE router's).
     if (!moe) {
-      EXPECT_EQ(perf.analysis_cost().efficiency_misses, 0) << name << ": every shape of these runs is in the system's table";
+      EXPECT_EQ(perf.analysis_cost().efficiency_misses, 0)
+          << name << ": every shape of these runs is in the system's table";
     }
   }
   return {n ? time_sum / n : 0, time_max, mem_n ? mem_sum / mem_n : 0, mem_max, n, mem_n};
@@ -52,7 +55,8 @@ figures run_cases(bool moe) {
 
 TEST(ValidationCases, MoeRunsWithinTheAgreedErrors) {
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
-  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
+  if (!std::filesystem::exists(file))
+    GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
   const figures f = run_cases(true);
   ASSERT_EQ(f.n, 12);
   ASSERT_EQ(f.mem_n, 6);
@@ -62,12 +66,14 @@ TEST(ValidationCases, MoeRunsWithinTheAgreedErrors) {
   EXPECT_LE(f.time_max, 0.09425) << "time max |err|";
   EXPECT_LE(f.mem_mean, 0.00275) << "memory mean |err|";
   EXPECT_LE(f.mem_max, 0.00385) << "memory max |err|";
-  std::printf("MoE cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean, 100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
+  std::printf("MoE cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean,
+              100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }
 
 TEST(ValidationCases, DenseRunsWithinTheAgreedErrors) {
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
-  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
+  if (!std::filesystem::exists(file))
+    GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
   const figures f = run_cases(false);
   ASSERT_EQ(f.n, 36);
   ASSERT_EQ(f.mem_n, 12);
@@ -77,5 +83,6 @@ TEST(ValidationCases, DenseRunsWithinTheAgreedErrors) {
   EXPECT_LE(f.time_max, 0.07085) << "time max |err|";
   EXPECT_LE(f.mem_mean, 0.00235) << "memory mean |err|";
   EXPECT_LE(f.mem_max, 0.00335) << "memory max |err|";
-  std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean, 100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
+  std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean,
+              100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }

@@ -8,8 +8,10 @@ using namespace llmsim::typed;
 using namespace llmsim::literals;
 
 constexpr auto llama3_70b = model("llama3_70b", embedding{.vocab = 128256, .hidden = 8192},
-    repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128}, swiglu_mlp{.ffn = 28672}, rms_norm{}}, 80},
-    lm_head{});
+                                  repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128},
+                                                         swiglu_mlp{.ffn = 28672}, rms_norm{}},
+                                           80},
+                                  lm_head{});
 using layout = llmsim::parallel<llmsim::tp<8>, llmsim::pp<4>, llmsim::dp<2>, llmsim::micro_batches<32>>;
 
 constexpr auto r = estimate(llama3_70b, layout{}, llmsim::hw::h100_sxm{});

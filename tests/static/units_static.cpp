@@ -23,13 +23,17 @@ static_assert((312_TFLOP / 312_TFLOPS) == 1_s);
 static_assert(std::is_same_v<decltype(312_TFLOPS * 1_s), flops>);
 static_assert(1_GB / 1_GBps == 1_s);
 template <class A, class B>
-concept addable = requires(A a, B b) { a + b; };
+concept addable = requires(A a, B b) {
+  a + b;
+};
 static_assert(!addable<bytes, seconds>);
 static_assert(!addable<flops, bytes>);
 static_assert(addable<bytes, bytes>);
 // Quantities are structural: usable as template arguments.
 template <bytes Budget>
-struct budget { static constexpr bytes value = Budget; };
+struct budget {
+  static constexpr bytes value = Budget;
+};
 static_assert(budget<80_GiB>::value == 80_GiB);
 // Totals beyond 2^63 stay representable as flops.
 static_assert(flops{1e24} > flops{9.3e18});

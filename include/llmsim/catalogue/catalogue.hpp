@@ -21,45 +21,267 @@ namespace catalogue {
 // ---- models ----------------------------------------------------------------------------------
 
 /// Llama 2 (Touvron et al. 2023, Table 1 and the released config.json files).
-inline constexpr model_spec llama2_7b{.model_type = model_kind::dense, .model_name = "llama2_7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 32, .head_size = 128, .intermediate_size = 11008, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true};
-inline constexpr model_spec llama2_13b{.model_type = model_kind::dense, .model_name = "llama2_13b", .hidden_size = 5120, .head_num = 40, .kv_head_num = 40, .head_size = 128, .intermediate_size = 13824, .layer_num = 40, .vocab_size = 32000, .use_swiglu = true};
-inline constexpr model_spec llama2_70b{.model_type = model_kind::dense, .model_name = "llama2_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 32000, .use_swiglu = true};
+inline constexpr model_spec llama2_7b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_7b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 32,
+    .head_size = 128,
+    .intermediate_size = 11008,
+    .layer_num = 32,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama2_13b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_13b",
+    .hidden_size = 5120,
+    .head_num = 40,
+    .kv_head_num = 40,
+    .head_size = 128,
+    .intermediate_size = 13824,
+    .layer_num = 40,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama2_70b{
+    .model_type = model_kind::dense,
+    .model_name = "llama2_70b",
+    .hidden_size = 8192,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 28672,
+    .layer_num = 80,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+};
 /// Llama 3 / 3.1 (Meta model cards; "The Llama 3 Herd of Models" 2024, Table 3).
-inline constexpr model_spec llama3_8b{.model_type = model_kind::dense, .model_name = "llama3_8b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
-inline constexpr model_spec llama3_70b{.model_type = model_kind::dense, .model_name = "llama3_70b", .hidden_size = 8192, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 28672, .layer_num = 80, .vocab_size = 128256, .use_swiglu = true};
-inline constexpr model_spec llama3_405b{.model_type = model_kind::dense, .model_name = "llama3_405b", .hidden_size = 16384, .head_num = 128, .kv_head_num = 8, .head_size = 128, .intermediate_size = 53248, .layer_num = 126, .vocab_size = 128256, .use_swiglu = true};
+inline constexpr model_spec llama3_8b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_8b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 14336,
+    .layer_num = 32,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama3_70b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_70b",
+    .hidden_size = 8192,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 28672,
+    .layer_num = 80,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
+inline constexpr model_spec llama3_405b{
+    .model_type = model_kind::dense,
+    .model_name = "llama3_405b",
+    .hidden_size = 16384,
+    .head_num = 128,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 53248,
+    .layer_num = 126,
+    .vocab_size = 128256,
+    .use_swiglu = true,
+};
 /// GPT-3 175B (Brown et al. 2020, Table 2.1): GeLU MLP of 4h, LayerNorm, learned positions,
 /// biases, input and output embeddings tied; GPT-2 BPE vocabulary of 50257.
-inline constexpr model_spec gpt3_175b{.model_type = model_kind::dense, .model_name = "gpt3_175b", .hidden_size = 12288, .head_num = 96, .kv_head_num = 96, .head_size = 128, .intermediate_size = 49152, .layer_num = 96, .vocab_size = 50257, .use_swiglu = false, .norm_type = norm_kind::layernorm, .tie_word_embeddings = true, .add_linear_bias = true, .position_embedding_type = position_kind::learned_absolute};
+inline constexpr model_spec gpt3_175b{
+    .model_type = model_kind::dense,
+    .model_name = "gpt3_175b",
+    .hidden_size = 12288,
+    .head_num = 96,
+    .kv_head_num = 96,
+    .head_size = 128,
+    .intermediate_size = 49152,
+    .layer_num = 96,
+    .vocab_size = 50257,
+    .use_swiglu = false,
+    .norm_type = norm_kind::layernorm,
+    .tie_word_embeddings = true,
+    .add_linear_bias = true,
+    .position_embedding_type = position_kind::learned_absolute,
+};
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
-inline constexpr model_spec qwen3_32b{.model_type = model_kind::dense, .model_name = "qwen3_32b", .hidden_size = 5120, .head_num = 64, .kv_head_num = 8, .head_size = 128, .intermediate_size = 25600, .layer_num = 64, .vocab_size = 151936, .use_swiglu = true};
+inline constexpr model_spec qwen3_32b{
+    .model_type = model_kind::dense,
+    .model_name = "qwen3_32b",
+    .hidden_size = 5120,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 25600,
+    .layer_num = 64,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+};
 
 /// DeepSeek-V2 (DeepSeek-AI 2024, config.json): MLA with q/kv compression 1536/512, 2 shared + 160
 /// routed experts of 1536, top-6, first layer dense (12288).
-inline constexpr model_spec deepseek_v2{.model_type = model_kind::moe, .model_name = "deepseek_v2", .hidden_size = 5120, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 12288, .layer_num = 60, .vocab_size = 102400, .use_swiglu = true, .expert_num = 160, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1536, .moe_shared_expert_intermediate_size = 3072, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 1};
+inline constexpr model_spec deepseek_v2{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v2",
+    .hidden_size = 5120,
+    .head_num = 128,
+    .kv_head_num = 128,
+    .head_size = 128,
+    .intermediate_size = 12288,
+    .layer_num = 60,
+    .vocab_size = 102400,
+    .use_swiglu = true,
+    .expert_num = 160,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 1536,
+    .moe_shared_expert_intermediate_size = 3072,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
 /// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
-inline constexpr model_spec deepseek_v2_lite{.model_type = model_kind::moe, .model_name = "deepseek_v2_lite", .hidden_size = 2048, .head_num = 16, .kv_head_num = 16, .head_size = 128, .intermediate_size = 10944, .layer_num = 27, .vocab_size = 102400, .use_swiglu = true, .expert_num = 64, .topk = 6, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 1408, .moe_shared_expert_intermediate_size = 2816, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .kv_lora_rank = 512, .dense_layers = 1};
+inline constexpr model_spec deepseek_v2_lite{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v2_lite",
+    .hidden_size = 2048,
+    .head_num = 16,
+    .kv_head_num = 16,
+    .head_size = 128,
+    .intermediate_size = 10944,
+    .layer_num = 27,
+    .vocab_size = 102400,
+    .use_swiglu = true,
+    .expert_num = 64,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 1408,
+    .moe_shared_expert_intermediate_size = 2816,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
 /// DeepSeek-V3 (DeepSeek-AI 2024, Table/config): 61 layers, first 3 dense (18432), 1 shared + 256
 /// routed experts of 2048, top-8; 671B parameters, 37B active.
-inline constexpr model_spec deepseek_v3{.model_type = model_kind::moe, .model_name = "deepseek_v3", .hidden_size = 7168, .head_num = 128, .kv_head_num = 128, .head_size = 128, .intermediate_size = 18432, .layer_num = 61, .vocab_size = 129280, .use_swiglu = true, .expert_num = 256, .topk = 8, .attention_type = attention_kind::mla, .moe_ffn_hidden_size = 2048, .moe_shared_expert_intermediate_size = 2048, .v_head_dim = 128, .qk_head_dim = 128, .qk_pos_emb_head_dim = 64, .q_lora_rank = 1536, .kv_lora_rank = 512, .dense_layers = 3};
+inline constexpr model_spec deepseek_v3{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v3",
+    .hidden_size = 7168,
+    .head_num = 128,
+    .kv_head_num = 128,
+    .head_size = 128,
+    .intermediate_size = 18432,
+    .layer_num = 61,
+    .vocab_size = 129280,
+    .use_swiglu = true,
+    .expert_num = 256,
+    .topk = 8,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 3,
+};
 /// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
-inline constexpr model_spec mixtral_8x7b{.model_type = model_kind::moe, .model_name = "mixtral_8x7b", .hidden_size = 4096, .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336, .layer_num = 32, .vocab_size = 32000, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 14336};
-inline constexpr model_spec mixtral_8x22b{.model_type = model_kind::moe, .model_name = "mixtral_8x22b", .hidden_size = 6144, .head_num = 48, .kv_head_num = 8, .head_size = 128, .intermediate_size = 16384, .layer_num = 56, .vocab_size = 32768, .use_swiglu = true, .expert_num = 8, .topk = 2, .moe_ffn_hidden_size = 16384};
+inline constexpr model_spec mixtral_8x7b{
+    .model_type = model_kind::moe,
+    .model_name = "mixtral_8x7b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 14336,
+    .layer_num = 32,
+    .vocab_size = 32000,
+    .use_swiglu = true,
+    .expert_num = 8,
+    .topk = 2,
+    .moe_ffn_hidden_size = 14336,
+};
+inline constexpr model_spec mixtral_8x22b{
+    .model_type = model_kind::moe,
+    .model_name = "mixtral_8x22b",
+    .hidden_size = 6144,
+    .head_num = 48,
+    .kv_head_num = 8,
+    .head_size = 128,
+    .intermediate_size = 16384,
+    .layer_num = 56,
+    .vocab_size = 32768,
+    .use_swiglu = true,
+    .expert_num = 8,
+    .topk = 2,
+    .moe_ffn_hidden_size = 16384,
+};
 /// Qwen3 MoE (Qwen team config.json): 128 experts, top-8, no shared experts, every layer MoE.
-inline constexpr model_spec qwen3_30b_a3b{.model_type = model_kind::moe, .model_name = "qwen3_30b_a3b", .hidden_size = 2048, .head_num = 32, .kv_head_num = 4, .head_size = 128, .intermediate_size = 6144, .layer_num = 48, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 768};
-inline constexpr model_spec qwen3_235b_a22b{.model_type = model_kind::moe, .model_name = "qwen3_235b_a22b", .hidden_size = 4096, .head_num = 64, .kv_head_num = 4, .head_size = 128, .intermediate_size = 12288, .layer_num = 94, .vocab_size = 151936, .use_swiglu = true, .expert_num = 128, .topk = 8, .moe_ffn_hidden_size = 1536};
+inline constexpr model_spec qwen3_30b_a3b{
+    .model_type = model_kind::moe,
+    .model_name = "qwen3_30b_a3b",
+    .hidden_size = 2048,
+    .head_num = 32,
+    .kv_head_num = 4,
+    .head_size = 128,
+    .intermediate_size = 6144,
+    .layer_num = 48,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 8,
+    .moe_ffn_hidden_size = 768,
+};
+inline constexpr model_spec qwen3_235b_a22b{
+    .model_type = model_kind::moe,
+    .model_name = "qwen3_235b_a22b",
+    .hidden_size = 4096,
+    .head_num = 64,
+    .kv_head_num = 4,
+    .head_size = 128,
+    .intermediate_size = 12288,
+    .layer_num = 94,
+    .vocab_size = 151936,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 8,
+    .moe_ffn_hidden_size = 1536,
+};
 
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
 inline constexpr std::array<named_model, 15> models{{
-    {"llama2-7b", &llama2_7b}, {"llama2-13b", &llama2_13b}, {"llama2-70b", &llama2_70b},
-    {"llama3-8b", &llama3_8b}, {"llama3-70b", &llama3_70b}, {"llama3-405b", &llama3_405b},
-    {"gpt3-175b", &gpt3_175b}, {"qwen3-32b", &qwen3_32b},
-    {"deepseek-v2", &deepseek_v2}, {"deepseek-v2-lite", &deepseek_v2_lite}, {"deepseek-v3", &deepseek_v3},
-    {"mixtral-8x7b", &mixtral_8x7b}, {"mixtral-8x22b", &mixtral_8x22b},
-    {"qwen3-30b-a3b", &qwen3_30b_a3b}, {"qwen3-235b-a22b", &qwen3_235b_a22b},
+    {"llama2-7b", &llama2_7b},
+    {"llama2-13b", &llama2_13b},
+    {"llama2-70b", &llama2_70b},
+    {"llama3-8b", &llama3_8b},
+    {"llama3-70b", &llama3_70b},
+    {"llama3-405b", &llama3_405b},
+    {"gpt3-175b", &gpt3_175b},
+    {"qwen3-32b", &qwen3_32b},
+    {"deepseek-v2", &deepseek_v2},
+    {"deepseek-v2-lite", &deepseek_v2_lite},
+    {"deepseek-v3", &deepseek_v3},
+    {"mixtral-8x7b", &mixtral_8x7b},
+    {"mixtral-8x22b", &mixtral_8x22b},
+    {"qwen3-30b-a3b", &qwen3_30b_a3b},
+    {"qwen3-235b-a22b", &qwen3_235b_a22b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -93,7 +315,10 @@ constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 107374182
 constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
   network_tier t{};
   t.name.assign(name);
-  t.bandwidth = {.present = true, .gbps = sheet_gbps(gb_per_s_one_direction), .efficient_factor = assumptions::link_efficiency, .latency_us = step_latency_us};
+  t.bandwidth = {.present = true,
+                 .gbps = sheet_gbps(gb_per_s_one_direction),
+                 .efficient_factor = assumptions::link_efficiency,
+                 .latency_us = step_latency_us};
   t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
   t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
   t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
@@ -109,7 +334,8 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
 /// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
 /// all-to-all) and by the data-parallel groups sharing the node; so does `collective_time`.
-constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability, double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
+constexpr system_spec node(std::string_view name, std::string_view backend, double compute_capability,
+                           double dense_tflops, double fp8_tflops, double hbm_gb_per_s, double mem_gb,
                            double intra_gb_per_s, bool pcie, double nic_gb_per_s) {
   system_spec s{};
   s.sys_name.assign(name);
@@ -117,7 +343,9 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
   s.accelerator.backend.assign(backend);
   s.accelerator.mem_gbs = mem_gb;
   s.accelerator.compute_capability = compute_capability;
-  auto op = [&](compute_kind k, double tflops, double eff) { s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff}; };
+  auto op = [&](compute_kind k, double tflops, double eff) {
+    s.accelerator.op[static_cast<std::size_t>(k)] = {.present = true, .tflops = tflops, .efficient_factor = eff};
+  };
   op(compute_kind::default_kind, dense_tflops, assumptions::other_compute_efficiency);
   op(compute_kind::matmul, dense_tflops, assumptions::gemm_efficiency);
   op(compute_kind::group_matmul, dense_tflops, assumptions::grouped_gemm_efficiency);
@@ -127,7 +355,10 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
     op(compute_kind::fp8_matmul, fp8_tflops, assumptions::gemm_efficiency);
     op(compute_kind::fp8_group_matmul, fp8_tflops, assumptions::grouped_gemm_efficiency);
   }
-  s.accelerator.bandwidth[0] = {.present = true, .gbps = sheet_gbps(hbm_gb_per_s), .efficient_factor = assumptions::hbm_efficiency, .latency_us = assumptions::kernel_latency_us};
+  s.accelerator.bandwidth[0] = {.present = true,
+                                .gbps = sheet_gbps(hbm_gb_per_s),
+                                .efficient_factor = assumptions::hbm_efficiency,
+                                .latency_us = assumptions::kernel_latency_us};
   s.intra_with_pcie = pcie;
   if (pcie) {
     s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
@@ -136,7 +367,8 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
   } else {
     s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
   }
-  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  s.networks[s.network_count++] =
+      tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
   return s;
 }
 }  // namespace detail
@@ -161,7 +393,12 @@ struct named_system {
   const system_spec* spec;
 };
 inline constexpr std::array<named_system, 6> systems{{
-    {"a100-sxm", &a100_sxm}, {"a100-pcie", &a100_pcie}, {"h100-sxm", &h100_sxm}, {"h200", &h200}, {"b200", &b200}, {"mi300x", &mi300x},
+    {"a100-sxm", &a100_sxm},
+    {"a100-pcie", &a100_pcie},
+    {"h100-sxm", &h100_sxm},
+    {"h200", &h200},
+    {"b200", &b200},
+    {"mi300x", &mi300x},
 }};
 
 /// The catalogue model called `name`, or nullptr.
@@ -222,9 +459,23 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     i = j + 1;
     if (tok.empty()) continue;
     any = true;
-    if (tok == "full") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::full_block; s.recompute_layer_num = max_dimension; continue; }
-    if (tok == "selective") { s.enable_recompute = true; s.recompute_granularity = recompute_kind::selective_recompute; s.attn_recompute = true; s.recompute_layer_num = max_dimension; continue; }
-    if (tok == "nosp") { s.enable_sequence_parallel = false; continue; }
+    if (tok == "full") {
+      s.enable_recompute = true;
+      s.recompute_granularity = recompute_kind::full_block;
+      s.recompute_layer_num = max_dimension;
+      continue;
+    }
+    if (tok == "selective") {
+      s.enable_recompute = true;
+      s.recompute_granularity = recompute_kind::selective_recompute;
+      s.attn_recompute = true;
+      s.recompute_layer_num = max_dimension;
+      continue;
+    }
+    if (tok == "nosp") {
+      s.enable_sequence_parallel = false;
+      continue;
+    }
     std::size_t k = 0;
     while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
     const std::string_view key = tok.substr(0, k);
@@ -234,20 +485,34 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
       if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
       v = v * 10 + (tok[d] - '0');
     }
-    if (key == "tp") s.tp_size = v;
-    else if (key == "pp") s.pp_size = v;
-    else if (key == "dp") dp = v;
-    else if (key == "cp") s.cp_size = v;
-    else if (key == "ep") s.ep_size = v;
-    else if (key == "etp") s.etp_size = v;
-    else if (key == "mbs") s.micro_batch_size = v;
-    else if (key == "mbc") s.micro_batch_num = v;
-    else if (key == "seq") s.seq_len = v;
-    else if (key == "zero") s.zero_state = v;
-    else if (key == "vp") s.interleaving_size = v;
-    else if (key == "first") s.num_layers_in_first_pipeline_stage = v;
-    else if (key == "last") s.num_layers_in_last_pipeline_stage = v;
-    else return false;
+    if (key == "tp")
+      s.tp_size = v;
+    else if (key == "pp")
+      s.pp_size = v;
+    else if (key == "dp")
+      dp = v;
+    else if (key == "cp")
+      s.cp_size = v;
+    else if (key == "ep")
+      s.ep_size = v;
+    else if (key == "etp")
+      s.etp_size = v;
+    else if (key == "mbs")
+      s.micro_batch_size = v;
+    else if (key == "mbc")
+      s.micro_batch_num = v;
+    else if (key == "seq")
+      s.seq_len = v;
+    else if (key == "zero")
+      s.zero_state = v;
+    else if (key == "vp")
+      s.interleaving_size = v;
+    else if (key == "first")
+      s.num_layers_in_first_pipeline_stage = v;
+    else if (key == "last")
+      s.num_layers_in_last_pipeline_stage = v;
+    else
+      return false;
   }
   if (!any) return false;
   s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;

@@ -11,13 +11,13 @@
 #include <llmsim/version.hpp>
 
 #include <charconv>
-#include <initializer_list>
-#include <type_traits>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -60,23 +60,31 @@ namespace detail {
 class rule_value {
  public:
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  constexpr rule_value(T v) : kind_(kind::integer), integer_(static_cast<std::int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
-  constexpr rule_value(double v) : kind_(kind::number), number_(v) {}                           // NOLINT(google-explicit-constructor)
-  constexpr rule_value(bool v) : kind_(kind::flag), integer_(v ? 1 : 0) {}                      // NOLINT(google-explicit-constructor)
-  constexpr rule_value(std::string_view v) : kind_(kind::text), text_(v) {}                     // NOLINT(google-explicit-constructor)
-  constexpr rule_value(const char* v) : kind_(kind::text), text_(v) {}                          // NOLINT(google-explicit-constructor)
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) constexpr rule_value(T v)
+      : kind_(kind::integer), integer_(static_cast<std::int64_t>(v)) {}      // NOLINT(google-explicit-constructor)
+  constexpr rule_value(double v) : kind_(kind::number), number_(v) {}        // NOLINT(google-explicit-constructor)
+  constexpr rule_value(bool v) : kind_(kind::flag), integer_(v ? 1 : 0) {}   // NOLINT(google-explicit-constructor)
+  constexpr rule_value(std::string_view v) : kind_(kind::text), text_(v) {}  // NOLINT(google-explicit-constructor)
+  constexpr rule_value(const char* v) : kind_(kind::text), text_(v) {}       // NOLINT(google-explicit-constructor)
   template <class T>
-    requires requires(const T& t) { std::string_view(t.view()); }
+  requires requires(const T& t) { std::string_view(t.view()); }
   constexpr rule_value(const T& v) : kind_(kind::text), text_(v.view()) {}  // NOLINT(google-explicit-constructor)
 
   void append_to(std::string& out) const {
     char buf[64];
     switch (kind_) {
-      case kind::integer: out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr); break;
-      case kind::number: out.append(buf, std::to_chars(buf, buf + sizeof buf, number_).ptr); break;
-      case kind::flag: out += integer_ != 0 ? "true" : "false"; break;
-      case kind::text: out += text_; break;
+      case kind::integer:
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, integer_).ptr);
+        break;
+      case kind::number:
+        out.append(buf, std::to_chars(buf, buf + sizeof buf, number_).ptr);
+        break;
+      case kind::flag:
+        out += integer_ != 0 ? "true" : "false";
+        break;
+      case kind::text:
+        out += text_;
+        break;
     }
   }
 
@@ -104,14 +112,16 @@ inline std::string format_rule(std::string_view rule, std::initializer_list<rule
   return out;
 }
 
-[[noreturn]] inline void throw_config_error(std::string_view api, std::string_view field, std::string_view rule, std::initializer_list<rule_value> values) {
+[[noreturn]] inline void throw_config_error(std::string_view api, std::string_view field, std::string_view rule,
+                                            std::initializer_list<rule_value> values) {
   throw config_error(std::string(api), std::string(field), format_rule(rule, values));
 }
 
 /// Refuses a configuration. Not constexpr on purpose: see the file comment.
 /// Keep each call on one line so the compiler's note shows the whole rule.
 template <class... Values>
-[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule, const Values&... values) {
+[[noreturn]] void report_error(std::string_view api, std::string_view field, std::string_view rule,
+                               const Values&... values) {
   throw_config_error(api, field, rule, {rule_value(values)...});
 }
 

@@ -18,15 +18,17 @@ struct fixed_string {
 
   constexpr fixed_string() = default;
   template <std::size_t N>
-    requires(N - 1 <= Capacity)
-  constexpr fixed_string(const char (&literal)[N]) {  // NOLINT(google-explicit-constructor): literals read as names
+  requires(N - 1 <= Capacity) constexpr fixed_string(
+      const char (&literal)[N]) {  // NOLINT(google-explicit-constructor): literals read as names
     assign(std::string_view(literal, N - 1));
   }
   /// From any text; refuses text longer than the capacity.
   constexpr explicit fixed_string(std::string_view text) { assign(text); }
 
   constexpr void assign(std::string_view text) {
-    if (text.size() > Capacity) detail::report_error("llmsim::fixed_string", "", "text of {} characters exceeds the capacity of {}", text.size(), Capacity);
+    if (text.size() > Capacity)
+      detail::report_error("llmsim::fixed_string", "", "text of {} characters exceeds the capacity of {}", text.size(),
+                           Capacity);
     length = text.size();
     for (std::size_t i = 0; i < Capacity + 1; ++i) chars[i] = i < length ? text[i] : '\0';
   }

@@ -28,9 +28,17 @@ struct bytes {
   /// Integer division (a share of a buffer split n ways, rounded down).
   friend constexpr bytes operator/(bytes a, std::int64_t n) { return {a.value / n}; }
   /// Dimensionless ratio.
-  friend constexpr double operator/(bytes a, bytes b) { return static_cast<double>(a.value) / static_cast<double>(b.value); }
-  constexpr bytes& operator+=(bytes b) { value += b.value; return *this; }
-  constexpr bytes& operator-=(bytes b) { value -= b.value; return *this; }
+  friend constexpr double operator/(bytes a, bytes b) {
+    return static_cast<double>(a.value) / static_cast<double>(b.value);
+  }
+  constexpr bytes& operator+=(bytes b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr bytes& operator-=(bytes b) {
+    value -= b.value;
+    return *this;
+  }
   [[nodiscard]] constexpr double gib() const { return static_cast<double>(value) / (1024.0 * 1024.0 * 1024.0); }
   [[nodiscard]] constexpr double mib() const { return static_cast<double>(value) / (1024.0 * 1024.0); }
 };
@@ -45,7 +53,10 @@ struct flops {
   friend constexpr flops operator*(double k, flops a) { return {a.value * k}; }
   friend constexpr flops operator/(flops a, double k) { return {a.value / k}; }
   friend constexpr double operator/(flops a, flops b) { return a.value / b.value; }
-  constexpr flops& operator+=(flops b) { value += b.value; return *this; }
+  constexpr flops& operator+=(flops b) {
+    value += b.value;
+    return *this;
+  }
 };
 
 /// A duration in seconds.
@@ -58,8 +69,14 @@ struct seconds {
   friend constexpr seconds operator*(double k, seconds a) { return {a.value * k}; }
   friend constexpr seconds operator/(seconds a, double k) { return {a.value / k}; }
   friend constexpr double operator/(seconds a, seconds b) { return a.value / b.value; }
-  constexpr seconds& operator+=(seconds b) { value += b.value; return *this; }
-  constexpr seconds& operator-=(seconds b) { value -= b.value; return *this; }
+  constexpr seconds& operator+=(seconds b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr seconds& operator-=(seconds b) {
+    value -= b.value;
+    return *this;
+  }
   [[nodiscard]] constexpr double ms() const { return value * 1e3; }
   [[nodiscard]] constexpr double us() const { return value * 1e6; }
 };
@@ -149,16 +166,24 @@ inline std::string format_scaled(double v, const char* const* units, int unit_co
 /// `to_string(1.5_GiB) == "1.50 GiB"` (binary prefixes, two decimals).
 inline std::string to_string(bytes b) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0, b.value < 1024 && b.value > -1024 ? 0 : 2);
+  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0,
+                               b.value < 1024 && b.value > -1024 ? 0 : 2);
 }
 /// `to_string(0.4567_s) == "456.7 ms"` (four significant digits).
 inline std::string to_string(seconds t) {
   const double a = t.value < 0 ? -t.value : t.value;
   double v = t.value;
   const char* unit = "s";
-  if (a != 0 && a < 1e-6) { v *= 1e9; unit = "ns"; }
-  else if (a != 0 && a < 1e-3) { v *= 1e6; unit = "us"; }
-  else if (a != 0 && a < 1.0) { v *= 1e3; unit = "ms"; }
+  if (a != 0 && a < 1e-6) {
+    v *= 1e9;
+    unit = "ns";
+  } else if (a != 0 && a < 1e-3) {
+    v *= 1e6;
+    unit = "us";
+  } else if (a != 0 && a < 1.0) {
+    v *= 1e3;
+    unit = "ms";
+  }
   const double av = v < 0 ? -v : v;
   const int decimals = av >= 1000 ? 0 : av >= 100 ? 1 : av >= 10 ? 2 : 3;
   char buf[64];

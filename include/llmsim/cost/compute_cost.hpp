@@ -27,22 +27,27 @@ constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind
 
 /// The time of one kernel and how it was obtained.
 struct kernel_cost {
-  seconds time{};       ///< max(compute, memory): the roofline
-  seconds compute{};    ///< flops / (peak * efficiency)
-  seconds memory{};     ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  seconds time{};         ///< max(compute, memory): the roofline
+  seconds compute{};      ///< flops / (peak * efficiency)
+  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
   double efficiency = 0;  ///< the compute efficiency used
   bool measured = false;  ///< the efficiency came from the shape-keyed table
 };
 
 /// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape) {
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count,
+                                   std::string_view shape) {
   kernel_cost c;
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
   const auto measured = op.accurate_efficient_factor.find(shape);
   c.measured = measured.has_value();
   c.efficiency = measured ? *measured : op.efficient_factor;
-  if (c.efficiency <= 0) detail::report_error("llmsim::estimate", "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"", compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  if (c.efficiency <= 0)
+    detail::report_error(
+        "llmsim::estimate", "system.accelerator.op.efficient_factor",
+        "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"",
+        compute_kind_names[static_cast<std::size_t>(kind)], shape);
   c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
   c.time = c.compute;
   return c;
@@ -62,8 +67,10 @@ constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, dou
                                   memory_kind traffic_kind, double byte_count) {
   kernel_cost c = compute_cost(sys, kind, flop_count, shape);
   c.memory = memory_time(sys, traffic_kind, byte_count);
-  if (sys.accelerator.mode == accelerator_mode::only_compute) c.time = c.compute.value > 0 ? c.compute : c.memory;
-  else c.time = c.compute > c.memory ? c.compute : c.memory;
+  if (sys.accelerator.mode == accelerator_mode::only_compute)
+    c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else
+    c.time = c.compute > c.memory ? c.compute : c.memory;
   return c;
 }
 

@@ -16,7 +16,6 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-
 /// How the ranks of one group sit: its size and the span of consecutive ranks it covers.
 struct group_layout {
   std::int64_t size = 1;
@@ -28,13 +27,20 @@ struct group_layout {
 constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
   const std::int64_t tp = s.tp_size, cp = s.cp_size, dp = dp_size(s), pp = s.pp_size;
   switch (g) {
-    case comm_group::tp: return {tp, tp, 1};
-    case comm_group::cp: return {cp, tp * cp, tp};
-    case comm_group::dp: return {dp, tp * cp * dp, tp * cp};
-    case comm_group::pp: return {pp, s.world_size, s.world_size / pp};
-    case comm_group::ep: return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
-    case comm_group::etp: return {s.etp_size, s.etp_size, 1};
-    case comm_group::edp: return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+    case comm_group::tp:
+      return {tp, tp, 1};
+    case comm_group::cp:
+      return {cp, tp * cp, tp};
+    case comm_group::dp:
+      return {dp, tp * cp * dp, tp * cp};
+    case comm_group::pp:
+      return {pp, s.world_size, s.world_size / pp};
+    case comm_group::ep:
+      return {s.ep_size, s.ep_size * s.etp_size, s.etp_size};
+    case comm_group::etp:
+      return {s.etp_size, s.etp_size, 1};
+    case comm_group::edp:
+      return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
   }
   return {};
 }
@@ -42,13 +48,20 @@ constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
 namespace detail {
 constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
   switch (g) {
-    case comm_group::tp: return s.tp_net;
-    case comm_group::cp: return s.cp_net;
-    case comm_group::pp: return s.pp_net;
-    case comm_group::dp: return s.dp_net;
-    case comm_group::ep: return s.ep_net;
-    case comm_group::etp: return s.etp_net;
-    case comm_group::edp: return s.edp_net;
+    case comm_group::tp:
+      return s.tp_net;
+    case comm_group::cp:
+      return s.cp_net;
+    case comm_group::pp:
+      return s.pp_net;
+    case comm_group::dp:
+      return s.dp_net;
+    case comm_group::ep:
+      return s.ep_net;
+    case comm_group::etp:
+      return s.etp_net;
+    case comm_group::edp:
+      return s.edp_net;
   }
   return s.tp_net;
 }
@@ -62,10 +75,16 @@ constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::in
     if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
     std::int64_t k = 0;
     for (char c : name.substr(16, name.size() - 17)) {
-      if (c < '0' || c > '9') { k = -1; break; }
+      if (c < '0' || c > '9') {
+        k = -1;
+        break;
+      }
       k = k * 10 + (c - '0');
     }
-    if (k >= span && (best == nullptr || k < best_k)) { best = &sys.networks[i]; best_k = k; }
+    if (k >= span && (best == nullptr || k < best_k)) {
+      best = &sys.networks[i];
+      best_k = k;
+    }
   }
   return best;
 }
@@ -90,7 +109,10 @@ constexpr const network_tier& resolve_tier(const system_spec& sys, const strateg
     }
   }
   const auto* tier = sys.network(name);
-  if (tier == nullptr) detail::report_error("llmsim::estimate", "system.networks", "the {} group needs network tier \"{}\", which system {} does not define", comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+  if (tier == nullptr)
+    detail::report_error("llmsim::estimate", "system.networks",
+                         "the {} group needs network tier \"{}\", which system {} does not define",
+                         comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
   return *tier;
 }
 
@@ -104,11 +126,15 @@ struct collective_call {
 
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
 /// `s` supplies how many groups share a node's inter-node links.
-constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier, const collective_call& c) {
+constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier,
+                                  const collective_call& c) {
   const std::int64_t n = c.group_size;
   if (n <= 1 || c.size_bytes <= 0) return {};
   const auto& op = tier.op[static_cast<std::size_t>(c.kind)];
-  if (!op.present) detail::report_error("llmsim::estimate", "system.networks.op", "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name, collective_kind_names[static_cast<std::size_t>(c.kind)]);
+  if (!op.present)
+    detail::report_error("llmsim::estimate", "system.networks.op",
+                         "network tier \"{}\" of system {} does not define op.{}", tier.name, sys.sys_name,
+                         collective_kind_names[static_cast<std::size_t>(c.kind)]);
   const bool data_parallel = c.group == comm_group::dp;
   // Ring traffic per rank: all-reduce 2(n-1)/n of the buffer, all-gather / reduce-scatter (n-1)/n, p2p all of it.
   double traffic = c.size_bytes * op.scale * (static_cast<double>(n) + op.offset) / static_cast<double>(n);
@@ -119,7 +145,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   }
   double bandwidth = tier.bandwidth.gbps;
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
-    bandwidth *= static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
+    bandwidth *=
+        static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
   if (tier_name == "inter_node") {
     const auto npn = static_cast<double>(sys.num_per_node);
     if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
@@ -129,7 +156,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
       traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
       bandwidth /= npn;
     }
-    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather || c.kind == collective_kind::reduce_scatter) {
+    if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather ||
+        c.kind == collective_kind::reduce_scatter) {
       // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
       std::int64_t sharing = 1;
       if (data_parallel) sharing = s.tp_size * s.cp_size;
@@ -139,12 +167,17 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   }
   const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
   double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
-  if (c.kind != collective_kind::p2p) latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
+  if (c.kind != collective_kind::p2p)
+    latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step
   double fixed_us = 0;
-  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n)) fixed_us = *by_n;
-  else if (op.fixed_latency_us) fixed_us = *op.fixed_latency_us;
-  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n)) fixed_us = *tier_by_n;
-  else fixed_us = tier.bandwidth.fixed_latency;
+  if (const auto by_n = op.fixed_latency_us_by_comm_num.find(n))
+    fixed_us = *by_n;
+  else if (op.fixed_latency_us)
+    fixed_us = *op.fixed_latency_us;
+  else if (const auto tier_by_n = tier.bandwidth.fixed_latency_us_by_comm_num.find(n))
+    fixed_us = *tier_by_n;
+  else
+    fixed_us = tier.bandwidth.fixed_latency;
   return seconds{traffic / (format_gbps_to_bytes_per_second(bandwidth) * efficiency) + (latency_us + fixed_us) * 1e-6};
 }
 

@@ -13,10 +13,18 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
 constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
-  const std::int64_t size = group == comm_group::tp ? c.s().tp_size : group == comm_group::ep ? c.s().ep_size : group == comm_group::etp ? c.s().etp_size : 0;
-  const network_tier* tier = group == comm_group::tp ? c.tp_tier : group == comm_group::ep ? c.ep_tier : group == comm_group::etp ? c.etp_tier : nullptr;
+  const std::int64_t size = group == comm_group::tp    ? c.s().tp_size
+                            : group == comm_group::ep  ? c.s().ep_size
+                            : group == comm_group::etp ? c.s().etp_size
+                                                       : 0;
+  const network_tier* tier = group == comm_group::tp    ? c.tp_tier
+                             : group == comm_group::ep  ? c.ep_tier
+                             : group == comm_group::etp ? c.etp_tier
+                                                        : nullptr;
   if (size <= 1) return {};
-  if (tier == nullptr) detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group", comm_group_names[static_cast<std::size_t>(group)]);
+  if (tier == nullptr)
+    detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group",
+                         comm_group_names[static_cast<std::size_t>(group)]);
   return collective_time(c.sys(), c.s(), *tier, {kind, bytes, size, group});
 }
 
@@ -24,10 +32,14 @@ constexpr seconds group_collective_time(const build_context& c, comm_group group
 constexpr shape_key key_of(const op& o) {
   if (!o.keyed) return {};
   switch (o.kind) {
-    case op_kind::gemm: return o.gemm.key();
-    case op_kind::grouped_gemm: return o.grouped.key();
-    case op_kind::attention: return o.attention.key();
-    default: return {};
+    case op_kind::gemm:
+      return o.gemm.key();
+    case op_kind::grouped_gemm:
+      return o.grouped.key();
+    case op_kind::attention:
+      return o.attention.key();
+    default:
+      return {};
   }
 }
 
@@ -55,10 +67,16 @@ constexpr void price_op(const build_context& c, leaf& l, const op& o) {
 
 /// A build context for a job whose specs passed validation: the tiers its groups use and the op
 /// pricing installed.
-constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys, std::int64_t vocab) {
-  return {&m, &s, &sys, s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr, vocab,
+constexpr build_context make_build_context(const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                                           std::int64_t vocab) {
+  return {&m,
+          &s,
+          &sys,
+          s.tp_size > 1 ? &resolve_tier(sys, s, comm_group::tp) : nullptr,
+          vocab,
           is_moe(m) && s.ep_size > 1 ? &resolve_tier(sys, s, comm_group::ep) : nullptr,
-          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr, &price_op};
+          is_moe(m) && s.etp_size > 1 ? &resolve_tier(sys, s, comm_group::etp) : nullptr,
+          &price_op};
 }
 
 LLMSIM_END_NAMESPACE

@@ -20,23 +20,28 @@ namespace detail {
 /// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
 /// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
 /// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param,
-                                     std::int64_t& buckets, comm_group which = comm_group::dp) {
+constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params,
+                                     double grad_bytes_per_param, std::int64_t& buckets,
+                                     comm_group which = comm_group::dp) {
   const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   buckets = 0;
   if (group <= 1 || params <= 0) return {};
   const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket = parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-                                ? parameters::ddp_bucket_min_elements
-                                : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
+  const double per_bucket =
+      parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
+          ? parameters::ddp_bucket_min_elements
+          : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
   const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
   const double rest = params - full * per_bucket;
   buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
   auto bucket_time = [&](double elements) {
     if (elements <= 0) return seconds{};
     if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier, {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+      return collective_time(sys, s, tier,
+                             {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
+             collective_time(
+                 sys, s, tier,
+                 {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
     }
     return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
   };
@@ -58,7 +63,8 @@ struct bucket_plan {
   [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
 };
 
-constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, comm_group which) {
+constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params,
+                                   double grad_bytes_per_param, comm_group which) {
   bucket_plan b;
   const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   if (group <= 1 || params <= 0) return b;
@@ -74,7 +80,9 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
   };
   auto gather = [&](double elements) {
     if (elements <= 0 || s.zero_state < 1) return seconds{};
-    return collective_time(sys, s, tier, {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+    return collective_time(
+        sys, s, tier,
+        {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
   };
   b.reduce_full = reduce(b.per_bucket);
   b.reduce_rest = reduce(b.rest);
@@ -99,8 +107,10 @@ constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& 
     const bool take_dense = ready_d <= ready_e;
     const double ready = take_dense ? ready_d : ready_e;
     stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
-    if (take_dense) done_d += dense.elements(i++);
-    else done_e += expert.elements(k++);
+    if (take_dense)
+      done_d += dense.elements(i++);
+    else
+      done_e += expert.elements(k++);
   }
   return seconds{stream > backward.value ? stream - backward.value : 0.0};
 }
@@ -127,7 +137,8 @@ constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
 /// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
 /// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
-constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params, double grad_bytes_per_param, double expert_params = 0) {
+constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params,
+                                 double grad_bytes_per_param, double expert_params = 0) {
   if (params <= 0) return {};
   const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
@@ -147,7 +158,8 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
 /// One activation (or gradient) transfer of `bytes` between neighbouring pipeline stages.
 constexpr seconds pipeline_transfer_time(const system_spec& sys, const strategy_spec& s, double bytes) {
   if (s.pp_size <= 1) return {};
-  return collective_time(sys, s, resolve_tier(sys, s, comm_group::pp), {collective_kind::p2p, bytes, 2, comm_group::pp});
+  return collective_time(sys, s, resolve_tier(sys, s, comm_group::pp),
+                         {collective_kind::p2p, bytes, 2, comm_group::pp});
 }
 
 LLMSIM_END_NAMESPACE

@@ -50,8 +50,8 @@ inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage",
 /// What one pipeline rank runs. Ranks with equal layouts run the same program, so they are
 /// priced once; their memory differs only by the micro-batches they hold in flight.
 struct rank_layout {
-  std::int64_t layers = 0;        ///< decoder layers over all its model chunks
-  std::int64_t dense_layers = 0;  ///< of which dense (Megatron --first-k-dense-replace); the rest MoE
+  std::int64_t layers = 0;              ///< decoder layers over all its model chunks
+  std::int64_t dense_layers = 0;        ///< of which dense (Megatron --first-k-dense-replace); the rest MoE
   std::int64_t chunk_layers = 0;        ///< layers of one model chunk (interleaved: layers / v)
   std::int64_t chunk_dense_layers = 0;  ///< dense layers of its first model chunk
   bool embedding = false, head = false;
@@ -87,7 +87,7 @@ struct time_breakdown {
   seconds bubble_time{};         ///< waiting: pipeline fill and drain, and for faster stages their slack
   seconds dp_exposed_time{};
   seconds optim_time{};
-  seconds straggler_time{};      ///< the slowdown of synchronised multi-node steps (see parameters::straggler_coefficient)
+  seconds straggler_time{};  ///< the slowdown of synchronised multi-node steps (see parameters::straggler_coefficient)
 };
 
 /// Cost and memory of one distinct pipeline stage: the ranks `rank`..`last_rank` (`rank_count` of
@@ -103,15 +103,15 @@ struct stage_result {
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
-  seconds p2p_time{};      ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
-  seconds chunk_time{};    ///< forward + backward + p2p of one micro-batch
+  seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
+  seconds chunk_time{};  ///< forward + backward + p2p of one micro-batch
   // Time of the iteration tail.
-  seconds dp_time{};       ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
-  seconds dp_exposed_time{};  ///< what of it the iteration waits for (all of it unless overlapped)
-  seconds grad_reduce_tail{};    ///< overlap_grad_reduce: the reductions running past the last backward
-  seconds param_gather_wait{};   ///< overlap_param_gather: the forward's wait for gathered parameters
+  seconds dp_time{};            ///< gradient reduce-scatter (all-reduce) and parameter all-gather, unoverlapped
+  seconds dp_exposed_time{};    ///< what of it the iteration waits for (all of it unless overlapped)
+  seconds grad_reduce_tail{};   ///< overlap_grad_reduce: the reductions running past the last backward
+  seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
-  seconds optim_time{};    ///< optimizer step
+  seconds optim_time{};                             ///< optimizer step
   std::int64_t dp_buckets = 0;
   time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
@@ -138,16 +138,17 @@ struct comm_summary {
 /// Time, throughput and MFU of one iteration.
 struct cost_result {
   seconds duration_time_per_iter{};
-  seconds pipeline_time{};  ///< the 1F1B part, before gradient sync and optimizer
-  double mfu = 0;                 ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
-  double mfu_6nd_with_attn = 0;   ///< the same quantity under SimuMax's explicit name
+  seconds pipeline_time{};                ///< the 1F1B part, before gradient sync and optimizer
+  double mfu = 0;                         ///< model FLOPs (6ND + attention) / (time * peak), as SimuMax reports it
+  double mfu_6nd_with_attn = 0;           ///< the same quantity under SimuMax's explicit name
   double throughput_per_accelerator = 0;  ///< tokens per second per GPU
   double all_tokens_per_iter = 0;
-  flops model_flops_per_iter{};  ///< per GPU
-  std::int64_t bounding_stage = 0;  ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
+  flops model_flops_per_iter{};       ///< per GPU
+  std::int64_t bounding_stage = 0;    ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
   time_breakdown breakdown_result{};  ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+  std::int32_t efficiency_lookups = 0,
+               efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -155,10 +156,10 @@ struct mem_result {
   bytes peak_mem{};
   bytes peak_mem_with_reserved{};
   double memory_reserved_ratio = 0;  ///< mem_factor: allocated / reserved
-  std::int64_t peak_stage = 0;        ///< index into `stages`
-  bytes device_mem{};                 ///< accelerator.mem_gbs GiB (`device_memory`)
-  bool fits = true;                   ///< peak_mem <= device_mem on every stage
-  bytes over_by{};                    ///< peak_mem - device_mem when it does not fit, else 0
+  std::int64_t peak_stage = 0;       ///< index into `stages`
+  bytes device_mem{};                ///< accelerator.mem_gbs GiB (`device_memory`)
+  bool fits = true;                  ///< peak_mem <= device_mem on every stage
+  bytes over_by{};                   ///< peak_mem - device_mem when it does not fit, else 0
 };
 
 /// Things the estimate assumed or could not model, for the user to see (bits of `estimate_result::notes`).
@@ -202,9 +203,13 @@ namespace detail {
 constexpr double attention_linear_params(const model_spec& m) {
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   if (m.attention_type == attention_kind::mla) {
-    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim), vd = static_cast<double>(*m.v_head_dim);
-    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim), qk = static_cast<double>(*m.qk_head_dim);
-    const double q = m.q_lora_rank ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd : h * H * qd;
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim),
+                 vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim),
+                 qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank
+                         ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd
+                         : h * H * qd;
     return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
   }
   const double d = static_cast<double>(head_dim(m));
@@ -222,9 +227,12 @@ constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_param
 /// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
   const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
-  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) + experts * mlp_weight_params(m, expert_ffn_size(m));
+  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
+         experts * mlp_weight_params(m, expert_ffn_size(m));
 }
-constexpr std::int64_t dense_layer_count(const model_spec& m) { return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num; }
+constexpr std::int64_t dense_layer_count(const model_spec& m) {
+  return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
+}
 }  // namespace detail
 
 namespace detail {
@@ -259,9 +267,13 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
   const double attn = detail::attention_linear_params(m);
-  const double gemm = dense * (attn + detail::dense_mlp_params(m)) + moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
-  const double qk = m.attention_type == attention_kind::mla ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim) : static_cast<double>(head_dim(m));
-  const double v = m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) +
+                      moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla
+                        ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim)
+                        : static_cast<double>(head_dim(m));
+  const double v =
+      m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
   return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
 }
@@ -299,12 +311,14 @@ constexpr job_blocks build_blocks(const build_context& c) {
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
 /// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block).
-constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers, std::int64_t dense, bool has_embedding, bool has_head) {
+constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers,
+                                    std::int64_t dense, bool has_embedding, bool has_head) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
   const std::int64_t moe = layers - dense;
-  const std::int64_t recomputed = recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
+  const std::int64_t recomputed =
+      recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
   const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
   const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
   if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
@@ -324,7 +338,8 @@ constexpr std::int64_t stage_layer_count(const stage_layers& split, std::int64_t
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
-constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split, std::int64_t r) {
+constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
+                                     std::int64_t r) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   rank_layout out;
   out.layers = stage_layer_count(split, r, p);
@@ -343,18 +358,26 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   return out;
 }
 
-
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
 /// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
 /// to double precision in 20 terms there.
 constexpr double log2_of(double x) {
   double exponent = 0;
-  while (x >= 2.0) { x /= 2.0; exponent += 1.0; }
-  while (x < 1.0) { x *= 2.0; exponent -= 1.0; }
+  while (x >= 2.0) {
+    x /= 2.0;
+    exponent += 1.0;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    exponent -= 1.0;
+  }
   const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
   double term = y, sum = 0;
-  for (int k = 0; k < 20; ++k) { sum += term / (2.0 * k + 1.0); term *= y2; }
+  for (int k = 0; k < 20; ++k) {
+    sum += term / (2.0 * k + 1.0);
+    term *= y2;
+  }
   return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
 }
 /// Square root of x >= 0 by Newton's iteration.
@@ -384,7 +407,8 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const double f = out.held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
-      out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
+      out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
+                      sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
     }
     out.held += n * walks[bi].held;
   }
@@ -394,7 +418,8 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const double v = g + walks[bi - 1].bwd_peak;
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
-      out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1, sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+      out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
+                      sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
     }
     g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
   }
@@ -405,16 +430,39 @@ namespace detail {
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.zero_state >= 2) report_error(api, "strategy.zero_state", "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)", s.zero_state);
-  if (s.cp_size > 1) report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.zero_state >= 2)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
+                 s.zero_state);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
-  if (s.dtype == dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state assumes mixed precision with an fp32 master copy)");
-  if (!s.use_fused_norm) report_error(api, "strategy.use_fused_norm", "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the fused norm (TENorm)");
-  if (!s.use_accm_weight) report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
-  if (s.offload_groupgemm_col_inputs) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
-  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential) report_error(api, "model.group_linear_mode", "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled yet; use \"parallel\" (grouped GEMM)");
-  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp) report_error(api, "strategy.use_flash_sdp", "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1) report_error(api, "strategy.tp_size", "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, experts split by ep)", s.tp_size);
+  if (s.dtype == dtype_kind::fp32)
+    report_error(api, "strategy.dtype",
+                 "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state "
+                 "assumes mixed precision with an fp32 master copy)");
+  if (!s.use_fused_norm)
+    report_error(api, "strategy.use_fused_norm",
+                 "strategy.use_fused_norm=false is not modelled: Megatron-LM with TransformerEngine always runs the "
+                 "fused norm (TENorm)");
+  if (!s.use_accm_weight)
+    report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
+  if (s.offload_groupgemm_col_inputs)
+    report_error(api, "strategy.offload_groupgemm_col_inputs",
+                 "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential)
+    report_error(api, "model.group_linear_mode",
+                 "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
+                 "yet; use \"parallel\" (grouped GEMM)");
+  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
+    report_error(
+        api, "strategy.use_flash_sdp",
+        "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
+  if (m.attention_type == attention_kind::mla && s.tp_size > 1)
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, "
+                 "experts split by ep)",
+                 s.tp_size);
 }
 
 constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
@@ -431,7 +479,6 @@ constexpr double effective_compute_capability(const system_spec& sys, std::uint3
   return 9.0;
 }
 
-
 /// System figures SimuMax's format reserves but no cost model uses yet.
 constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& notes) {
   for (std::size_t i = 0; i < sys.network_count; ++i)
@@ -442,9 +489,9 @@ constexpr void note_unmodelled_system(const system_spec& sys, std::uint32_t& not
 struct job_context {
   const build_context* c = nullptr;
   const job_blocks* blocks = nullptr;
-  seconds p2p{};             ///< one activation transfer between neighbouring stages
-  seconds p2p_gather{};      ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
-  double grad_bytes = 0;     ///< bytes of one main-gradient element
+  seconds p2p{};               ///< one activation transfer between neighbouring stages
+  seconds p2p_gather{};        ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
+  double grad_bytes = 0;       ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
 };
@@ -470,14 +517,16 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
-        for (std::size_t i = 0; i < shape_count; ++i) seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
+        for (std::size_t i = 0; i < shape_count; ++i)
+          seen = seen || (shapes[i].first == l.weight_rows && shapes[i].second == l.weight_cols);
         if (!seen && shape_count < shapes.size()) shapes[shape_count++] = {l.weight_rows, l.weight_cols};
       }
     }
   }
   double dummy = 0;
   if (j.te_dummy)
-    for (std::size_t i = 0; i < shape_count; ++i) dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * j.c->element_bytes();
+    for (std::size_t i = 0; i < shape_count; ++i)
+      dummy += static_cast<double>(shapes[i].first) * static_cast<double>(shapes[i].second) * j.c->element_bytes();
   return dummy;
 }
 
@@ -491,9 +540,11 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
   r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
   r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
-  r.optimizer_state_mem = bytes{static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+  r.optimizer_state_mem = bytes{
+      static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
-  r.workspace_mem = bytes{static_cast<std::int64_t>(j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+  r.workspace_mem = bytes{static_cast<std::int64_t>(
+      j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
 }
 
@@ -506,7 +557,8 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+    const std::int64_t warmup =
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -522,13 +574,17 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   const stage_memory whole = walk_stage(prog);
   const rank_layout& lay = r.layout;
   const stage_memory chunk =
-      s.interleaving_size > 1 ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head)) : whole;
+      s.interleaving_size > 1
+          ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head))
+          : whole;
   const double others = held_by_others(r, s, whole.held);
   r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
+  r.peak_activation_mem_in_1F1B =
+      bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
   r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
   r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
-  r.peak_mem = r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_mem =
+      r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_site : chunk.bwd_site;
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
@@ -544,7 +600,8 @@ constexpr void plan_overlap(stage_result& r, const job_context& j) {
   }
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
-  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) + param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+  r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
+                        param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
 }
 
 /// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
@@ -578,11 +635,13 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const double dummy = price_program(r, prog, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
-  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size) : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
+                                                   : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
   r.p2p_time = j.p2p * transfers;
   if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
   if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
-  r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time + r.p2p_time;
+  r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
+                 r.recompute_tp_comm_time + r.p2p_time;
   std::int64_t expert_buckets = 0;
   r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
               data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
@@ -602,11 +661,15 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0 ? stage_kind::first : rank == s.pp_size - 1 ? stage_kind::last : stage_kind::middle;
+    const stage_kind kind = rank == 0               ? stage_kind::first
+                            : rank == s.pp_size - 1 ? stage_kind::last
+                                                    : stage_kind::middle;
     std::size_t i = 0;
     while (i < out.stage_count && !(out.stages[i].kind == kind && out.stages[i].layout == lay)) ++i;
     if (i == out.stage_count) {
-      if (i == max_distinct_stages) report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs", max_distinct_stages);
+      if (i == max_distinct_stages)
+        report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs",
+                     max_distinct_stages);
       out.stages[out.stage_count++] = price_stage(j, lay, rank);
     } else {
       out.stages[i].last_rank = rank;
@@ -618,15 +681,18 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute).
-constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
+                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
     const stage_result& st = out.stages[i];
-    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time, st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
+    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
+                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
-  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
+  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
+                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
@@ -642,7 +708,8 @@ constexpr double straggler_factor(const strategy_spec& s, const system_spec& sys
 
 /// One stage's view of the iteration: its busy time by cause, the straggler delay, and the rest
 /// of `duration` as waiting. Gradient sync and the optimizer follow the whole pipeline.
-constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_spec& s, seconds duration, seconds straggler) {
+constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_spec& s, seconds duration,
+                                         seconds straggler) {
   const double mb = static_cast<double>(s.micro_batch_num);
   time_breakdown br;
   br.fwd_compute_time = st.fwd_compute_time * mb;
@@ -659,7 +726,8 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
 }
 
 /// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
-constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe, const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe,
+                         const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
   const strategy_spec& s = c.s();
   const system_spec& sys = c.sys();
@@ -674,7 +742,8 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   for (std::size_t i = 0; i < out.stage_count; ++i) {
     stage_result& st = out.stages[i];
     st.breakdown = stage_breakdown(st, s, duration, pipeline - pipe.total);
-    if (st.breakdown.bubble_time < out.stages[static_cast<std::size_t>(cost.bounding_stage)].breakdown.bubble_time) cost.bounding_stage = static_cast<std::int64_t>(i);
+    if (st.breakdown.bubble_time < out.stages[static_cast<std::size_t>(cost.bounding_stage)].breakdown.bubble_time)
+      cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
   }
@@ -683,13 +752,16 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   cost.breakdown_result = bound.breakdown;
   cost.all_tokens_per_iter = static_cast<double>(s.seq_len * global_batch_size(s));
   cost.throughput_per_accelerator = cost.all_tokens_per_iter / duration.value / static_cast<double>(s.world_size);
-  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter / static_cast<double>(s.world_size)};
-  cost.mfu = cost.model_flops_per_iter.value / duration.value / (compute_entry(sys, compute_kind::default_kind).tflops * 1e12);
+  cost.model_flops_per_iter = flops{flops_per_token(m, out.padded_vocab, s.seq_len) * cost.all_tokens_per_iter /
+                                    static_cast<double>(s.world_size)};
+  cost.mfu =
+      cost.model_flops_per_iter.value / duration.value / (compute_entry(sys, compute_kind::default_kind).tflops * 1e12);
   cost.mfu_6nd_with_attn = cost.mfu;
   cost.comm_result.tp_net = s.tp_size > 1 ? c.tp_tier->name.view() : std::string_view("none");
   cost.comm_result.pp_net = s.pp_size > 1 ? resolve_tier(sys, s, comm_group::pp).name.view() : std::string_view("none");
   cost.comm_result.ep_net = c.ep_tier != nullptr ? c.ep_tier->name.view() : std::string_view("none");
-  cost.comm_result.dp_net = dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  cost.comm_result.dp_net =
+      dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
   cost.comm_result.tp_time_per_iter = bound.breakdown.intra_exposed_time;
   cost.comm_result.p2p_time_per_transfer = p2p;
   cost.comm_result.dp_time = bound.dp_time;
@@ -738,7 +810,8 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   }
   j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
   j.grad_bytes = c.main_grad_bytes();
-  j.workspace_bytes = out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
+  j.workspace_bytes =
+      out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   j.te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
 

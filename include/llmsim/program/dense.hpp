@@ -15,9 +15,9 @@
 ///   column-parallel input; flash attention: q, k, v and the log-sum-exp).
 #pragma once
 
-#include <llmsim/program/shape_key.hpp>
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/program/op.hpp>
+#include <llmsim/program/shape_key.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
@@ -35,7 +35,7 @@ struct build_context {
   const strategy_spec* strategy = nullptr;
   const system_spec* system = nullptr;
   const network_tier* tp_tier = nullptr;
-  std::int64_t vocab = 0;  ///< padded vocabulary
+  std::int64_t vocab = 0;                  ///< padded vocabulary
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
@@ -52,14 +52,19 @@ struct build_context {
   [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
-  [[nodiscard]] constexpr double main_grad_bytes() const { return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double main_grad_bytes() const {
+    return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0;
+  }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
   constexpr void emit(leaf& l, const op& o) const {
-    if (pricing == nullptr) detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
+    if (pricing == nullptr)
+      detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
     pricing(*this, l, o);
   }
   /// A memory-bound kernel of `pass` moving `bytes`.
-  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const { emit(l, memory_op(pass, bytes, kind)); }
+  constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
+    emit(l, memory_op(pass, bytes, kind));
+  }
   /// A tensor-parallel collective of `pass` (nothing when tp = 1).
   constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
     if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
@@ -75,27 +80,36 @@ constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& 
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features, std::int64_t out_features) {
+constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features,
+                           std::int64_t out_features) {
   leaf l;
   l.name = name;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
   const double E = c.element_bytes();
-  const double x = c.tokens() * static_cast<double>(in_features);    // input elements (full sequence)
-  const double y = c.tokens() * static_cast<double>(out_features);   // output elements
+  const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
+  const double y = c.tokens() * static_cast<double>(out_features);  // output elements
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  c.emit(l, detail::job_gemm(c, pass_kind::forward, {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16}, (x + y + w) * E));
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input, {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16}, (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
   const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
   if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out}, wgrad_inputs + grad_w_bytes));
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               wgrad_inputs + grad_w_bytes));
   } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight, {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16}, wgrad_inputs + w * E));
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               wgrad_inputs + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
   }
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
@@ -147,7 +161,9 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   return l;
 }
 /// The model's norm over the hidden size.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) { return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type); }
+constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
+  return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type);
+}
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
 /// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
@@ -197,7 +213,7 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   // `DotProductAttention`), so the saved K and V are as wide as Q.
   const double q = b * s * heads * d, k = b * s * heads * d;
   const double kv_in = b * s * kv_heads * d;  // what the layer hands in
-  const double P = b * heads * s * s;  // elements of one score matrix over all heads
+  const double P = b * heads * s * s;         // elements of one score matrix over all heads
   const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
@@ -211,15 +227,15 @@ constexpr leaf math_attention_leaf(const build_context& c) {
   l.input = (q + 2 * kv_in) * E;
   l.cache = (q + 2 * k) * E + P * E + dropout_mask + dropout_out;
   l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + q * E;  // scores and probabilities (and dropout) live together
-  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                      // gradients of probabilities and scores, of Q, K, V
+  l.bwd_peak = 2 * P * E + (q + 2 * k) * E;                     // gradients of probabilities and scores, of Q, K, V
   return l;
 }
 
 /// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
-constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width, bool swiglu,
-                               double weights_read = 0, double weights_transient = 0) {
+constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width,
+                               bool swiglu, double weights_read = 0, double weights_transient = 0) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::activation;
@@ -241,11 +257,13 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
   }
   if (swiglu) {
     c.memory(l, pass_kind::forward, in + out + weights_read);
-    c.memory(l, pass_kind::backward_input, 2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
+    c.memory(l, pass_kind::backward_input,
+             2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
   } else {
     c.memory(l, pass_kind::forward, 2 * in + weights_read);
-    c.memory(l, pass_kind::backward_input, 3 * in + weights_read);  // reads input and output gradient, writes input gradient
+    c.memory(l, pass_kind::backward_input,
+             3 * in + weights_read);  // reads input and output gradient, writes input gradient
     l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   }
   l.input = in;
@@ -254,7 +272,8 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
 }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
-  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
+  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size,
+                         c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense

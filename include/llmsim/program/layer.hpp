@@ -62,18 +62,26 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
         const auto& mods = s.megatron_recompute_modules;
         if (mods.contains(recompute_module::layernorm)) {
           mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-          for (auto consumer : {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
-            if (leaf* l = find_leaf(b, consumer)) { l->recompute = true; l->replay_free = true; l->cache = 0; }
+          for (auto consumer :
+               {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+            if (leaf* l = find_leaf(b, consumer)) {
+              l->recompute = true;
+              l->replay_free = true;
+              l->cache = 0;
+            }
           }
         }
         if (mods.contains(recompute_module::mla_up_proj) && mla) {
-          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat", "core_attention"});
+          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
+                   "core_attention"});
           leaf* core = find_leaf(b, "core_attention");
           core->replay_free = true;
           core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
         }
         if (moe && mods.contains(recompute_module::moe)) {
-          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2", "unpermutation"});
+          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+                   "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu",
+                   "experts.gelu", "experts.linear_fc2", "unpermutation"});
         } else if (moe && mods.contains(recompute_module::moe_act)) {
           mark(b, {"experts.swiglu", "experts.gelu"});
           leaf* fc2 = find_leaf(b, "experts.linear_fc2");
@@ -82,29 +90,36 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
           fc2->cache = 0;  // its input is the replayed activation
         }
         if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-        if (leaf* fc1 = find_leaf(b, "linear_fc1"); fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
+        if (leaf* fc1 = find_leaf(b, "linear_fc1");
+            fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
           for (auto name : {"swiglu", "gelu"})
             if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
       } else {
         if (s.attn_recompute) {
-          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
+          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
+                   "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
           if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
         }
         if (s.mla_rms_recompute) {
           mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-          if (leaf* q = find_leaf(b, "q_layernorm")) q->segment_start = true;  // Megatron checkpoints the down projections separately
+          if (leaf* q = find_leaf(b, "q_layernorm"))
+            q->segment_start = true;  // Megatron checkpoints the down projections separately
           if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
         }
         if (s.mlp_recompute) {
-          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2"});
+          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
+                   "experts.linear_fc2"});
           if (s.recompute_variance)
             for (auto n : {"linear_fc2", "experts.linear_fc2"})
               if (leaf* l = find_leaf(b, n)) l->replay_free = true;
         }
-        if (s.mlp_rms_recompute) mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2", "router"});
+        if (s.mlp_rms_recompute)
+          mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+                   "shared_experts.linear_fc2", "router"});
       }
       break;
-    default: break;
+    default:
+      break;
   }
   // RoPE sits between QKV and attention: it replays whenever both do.
   if (leaf* rope = find_leaf(b, "rotary_pos_emb")) {
@@ -151,8 +166,10 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   }
-  if (recomputed) plan_recompute(b, c.s());
-  else b.assign_roles();
+  if (recomputed)
+    plan_recompute(b, c.s());
+  else
+    b.assign_roles();
   return b;
 }
 

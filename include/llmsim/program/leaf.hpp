@@ -6,8 +6,8 @@
 /// Identical layers share one list of leaves and a repeat count (`leaf_block`).
 #pragma once
 
-#include <llmsim/core/units.hpp>
 #include <llmsim/core/error.hpp>
+#include <llmsim/core/units.hpp>
 
 #include <array>
 #include <cstddef>
@@ -16,7 +16,15 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-enum class leaf_kind : std::uint8_t { embedding, norm, linear_column, linear_row, attention, activation, cross_entropy };
+enum class leaf_kind : std::uint8_t {
+  embedding,
+  norm,
+  linear_column,
+  linear_row,
+  attention,
+  activation,
+  cross_entropy
+};
 
 /// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
 /// replay; later leaves keep nothing until the replay re-creates their tensors.
@@ -25,22 +33,25 @@ enum class recompute_role : std::uint8_t { none, first, inner };
 struct leaf {
   std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
   leaf_kind kind = leaf_kind::norm;
-  seconds fwd{};       ///< forward kernels
-  seconds bwd{};       ///< backward kernels (input gradient + weight gradient)
+  seconds fwd{};         ///< forward kernels
+  seconds bwd{};         ///< backward kernels (input gradient + weight gradient)
   seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
-  seconds fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
-  seconds bwd_comm{};  ///< ... in backward
-  double params = 0;   ///< parameters held by this rank
-  double cache = 0;    ///< bytes saved for backward when not recomputed
-  double input = 0;    ///< bytes of its input (what a recompute segment starting here keeps)
-  double fwd_peak = 0; ///< transient bytes while its forward runs, on top of what is held
-  double bwd_peak = 0; ///< transient bytes while its backward runs
-  std::int64_t weight_rows = 0, weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
-  bool recompute = false;     ///< forward replayed in backward
-  bool replay_free = false;   ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
-  bool segment_start = false; ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
-  bool expert_params = false; ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
-  bool grouped = false;       ///< a grouped GEMM (TE GroupedLinear)
+  seconds
+      fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
+  seconds bwd_comm{};   ///< ... in backward
+  double params = 0;    ///< parameters held by this rank
+  double cache = 0;     ///< bytes saved for backward when not recomputed
+  double input = 0;     ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0;  ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0;  ///< transient bytes while its backward runs
+  std::int64_t weight_rows = 0,
+               weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
+  bool recompute = false;        ///< forward replayed in backward
+  bool replay_free = false;  ///< recomputed but costs no replay time (its output is re-derived by a neighbour's replay)
+  bool segment_start =
+      false;  ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
+  bool expert_params = false;  ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
+  bool grouped = false;        ///< a grouped GEMM (TE GroupedLinear)
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
@@ -54,7 +65,10 @@ struct leaf {
   /// Replay time added to backward.
   [[nodiscard]] constexpr seconds replay() const { return recompute && !replay_free ? fwd : seconds{}; }
   [[nodiscard]] constexpr seconds replay_comm() const {
-    return recompute && !replay_free && (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay) ? fwd_comm : seconds{};
+    return recompute && !replay_free &&
+                   (kind == leaf_kind::linear_column || kind == leaf_kind::linear_row || communicates_in_replay)
+               ? fwd_comm
+               : seconds{};
   }
 };
 
@@ -67,7 +81,8 @@ struct leaf_block {
   std::int64_t first_layer = -1;  ///< index of the first decoder layer of the block in its stage (-1: not layers)
 
   constexpr void push(const leaf& l) {
-    if (count == capacity) detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
+    if (count == capacity)
+      detail::report_error("llmsim::estimate", "", "a leaf block holds at most {} leaves", capacity);
     leaves[count++] = l;
   }
   [[nodiscard]] constexpr const leaf* begin() const { return leaves.data(); }
@@ -78,7 +93,11 @@ struct leaf_block {
     bool previous_recomputed = false;
     for (std::size_t i = 0; i < count; ++i) {
       auto& l = leaves[i];
-      if (!l.recompute) { l.role = recompute_role::none; previous_recomputed = false; continue; }
+      if (!l.recompute) {
+        l.role = recompute_role::none;
+        previous_recomputed = false;
+        continue;
+      }
       l.role = (!previous_recomputed || l.segment_start) ? recompute_role::first : recompute_role::inner;
       previous_recomputed = true;
     }
@@ -95,9 +114,9 @@ struct peak_site {
 
 /// Result of walking one block's leaves for memory.
 struct block_memory {
-  double held = 0;          ///< bytes held after the forward of one repetition
-  double fwd_peak = 0;      ///< max over its forward of (held so far + transient), one repetition, from 0
-  double bwd_peak = 0;      ///< max over its backward, one repetition, relative to the bytes held at its end
+  double held = 0;      ///< bytes held after the forward of one repetition
+  double fwd_peak = 0;  ///< max over its forward of (held so far + transient), one repetition, from 0
+  double bwd_peak = 0;  ///< max over its backward, one repetition, relative to the bytes held at its end
   std::size_t fwd_leaf = 0, bwd_leaf = 0;
   std::string_view bwd_pass = "backward";
 };
@@ -111,7 +130,10 @@ constexpr block_memory walk_memory(const leaf_block& b) {
   m.fwd_peak = -1;
   for (std::size_t i = 0; i < b.count; ++i) {
     const auto& l = b.leaves[i];
-    if (held + l.fwd_peak >= m.fwd_peak) { m.fwd_peak = held + l.fwd_peak; m.fwd_leaf = i; }
+    if (held + l.fwd_peak >= m.fwd_peak) {
+      m.fwd_peak = held + l.fwd_peak;
+      m.fwd_leaf = i;
+    }
     held += l.held();
   }
   m.held = held;
@@ -119,7 +141,11 @@ constexpr block_memory walk_memory(const leaf_block& b) {
   double g = held;
   double peak = -1;
   auto note = [&](double v, std::size_t leaf_index, std::string_view pass) {
-    if (v > peak) { peak = v; m.bwd_leaf = leaf_index; m.bwd_pass = pass; }
+    if (v > peak) {
+      peak = v;
+      m.bwd_leaf = leaf_index;
+      m.bwd_pass = pass;
+    }
   };
   std::size_t i = b.count;
   while (i > 0) {
@@ -137,8 +163,11 @@ constexpr block_memory walk_memory(const leaf_block& b) {
     for (std::size_t j = start; j < i; ++j) {
       const auto& r = b.leaves[j];
       note(g + r.fwd_peak, j, "recompute_forward");
-      if (r.role != recompute_role::first) { replay_held[j] = r.cache; g += r.cache; }
-      else replay_held[j] = r.input;
+      if (r.role != recompute_role::first) {
+        replay_held[j] = r.cache;
+        g += r.cache;
+      } else
+        replay_held[j] = r.input;
     }
     for (std::size_t j = i; j > start; --j) {
       note(g + b.leaves[j - 1].bwd_peak, j - 1, "recompute_backward");

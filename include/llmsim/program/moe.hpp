@@ -22,7 +22,7 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Token counts of one MoE layer on one rank.
 struct moe_tokens {
-  double local = 0;     ///< tokens of the micro-batch on this rank (T0)
+  double local = 0;       ///< tokens of the micro-batch on this rank (T0)
   double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
   double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
   std::int64_t local_experts = 1;
@@ -52,7 +52,8 @@ namespace detail {
 constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
   if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
 }
-constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
+constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind,
+                              double size_bytes) {
   if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
 }
 }  // namespace detail
@@ -69,7 +70,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double T = c.local_tokens();
   const double H = static_cast<double>(m.head_num);
-  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim), v = static_cast<double>(*m.v_head_dim);
+  const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim),
+               v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
   const double q_rope = T * H * rope * E, k_rope = T * rope * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
@@ -91,8 +93,10 @@ constexpr leaf mla_attention_leaf(const build_context& c) {
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
   const double E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd), lse = b * s * static_cast<double>(heads);
-  const double base = b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
+  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd),
+               lse = b * s * static_cast<double>(heads);
+  const double base =
+      b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
   const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
   c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
   c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
@@ -128,7 +132,8 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
 }
 
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
-constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens, std::int64_t in_features, std::int64_t out_features) {
+constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens,
+                                   std::int64_t in_features, std::int64_t out_features) {
   leaf l;
   l.name = name;
   l.kind = leaf_kind::linear_column;
@@ -138,15 +143,19 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts, tokens_per_expert, out_features, in_features, c.s().fp8, c.main_grad_bytes() == 4.0, stage};
+    return grouped_gemm_shape{experts,   tokens_per_expert,          out_features, in_features,
+                              c.s().fp8, c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
-  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
+  c.emit(l,
+         grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
   if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count, (x + y + w) * E + w * c.main_grad_bytes()));
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count,
+                              (x + y + w) * E + w * c.main_grad_bytes()));
   } else {  // written in bf16, then added into the main grad by Megatron's grad hook
-    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated), flop_count, (x + y + w) * E + w * E));
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated),
+                              flop_count, (x + y + w) * E + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
   }
   l.params = w;
@@ -172,7 +181,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
-    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t, m.use_swiglu));
+    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
+                           m.use_swiglu));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
   {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
@@ -180,12 +190,20 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     r.name = "router";
     r.kind = leaf_kind::linear_column;
     const double T0 = tok.local;
-    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E, w = static_cast<double>(h * X) * E;
+    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E,
+                 w = static_cast<double>(h * X) * E;
     const std::int64_t rows = static_cast<std::int64_t>(T0);
     const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    c.emit(r, detail::job_gemm(c, pass_kind::forward, {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16}, in + w + 3 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_input, {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
+    c.emit(r, detail::job_gemm(
+                  c, pass_kind::forward,
+                  {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                  in + w + 3 * logits));
+    c.emit(r, detail::job_gemm(
+                  c, pass_kind::backward_input,
+                  {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16},
+                  in + w + 4 * logits));
+    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
+                               in + w + logits));
     r.params = static_cast<double>(h * X);
     r.input = r.cache = in;
     r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -196,7 +214,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     leaf p;
     p.name = "permutation";
     p.kind = leaf_kind::activation;
-    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E, k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
+    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E,
+                 k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
     c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
     c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
     c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
@@ -206,8 +225,10 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
       detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
       if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
     }
-    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, payload * static_cast<double>(s.etp_size));
-    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather,
+                           payload * static_cast<double>(s.etp_size));
+    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter,
+                           payload * static_cast<double>(s.etp_size));
     p.communicates_in_replay = true;
     p.input = tok.local * static_cast<double>(h) * E + probs * 4;
     p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -216,7 +237,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
   // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
-  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
+                         s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
   {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
     leaf u;
@@ -227,9 +249,11 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
     c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
     c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, A * static_cast<double>(s.etp_size));
+    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter,
+                           A * static_cast<double>(s.etp_size));
     detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, A * static_cast<double>(s.etp_size));
+    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather,
+                           A * static_cast<double>(s.etp_size));
     detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
     u.communicates_in_replay = true;
     u.input = A;

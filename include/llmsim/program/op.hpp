@@ -34,9 +34,9 @@ struct op {
   memory_kind memory = memory_kind::default_kind;     ///< the `accelerator.bandwidth` entry of its traffic
   collective_kind collective = collective_kind::all_reduce;
   comm_group group = comm_group::tp;
-  bool keyed = true;   ///< a compute op looked up by its shape key
-  double flops = 0;    ///< floating-point work (compute ops)
-  double bytes = 0;    ///< traffic (compute and memory ops) or buffer size (collectives)
+  bool keyed = true;  ///< a compute op looked up by its shape key
+  double flops = 0;   ///< floating-point work (compute ops)
+  double bytes = 0;   ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
   attention_shape attention{};
   grouped_gemm_shape grouped{};

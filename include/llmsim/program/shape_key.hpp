@@ -38,7 +38,10 @@ struct shape_key {
     std::size_t n = 0;
     const bool negative = v < 0;
     std::uint64_t u = negative ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
-    do { digits[n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u != 0);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
     if (negative) digits[n++] = '-';
     for (; n > 0 && length < sizeof chars; ++length) chars[length] = digits[--n];
     return *this;
@@ -63,7 +66,9 @@ struct gemm_shape {
   dtype_kind out_dtype = dtype_kind::bf16;
 
   /// Floating-point operations: one multiply-add per (b, m, n, k) point.
-  [[nodiscard]] constexpr double flop_count() const { return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
+  [[nodiscard]] constexpr double flop_count() const {
+    return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  }
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("b=").append(b).append(", m=").append(m).append(", k=").append(k).append(", n=").append(n);
@@ -98,12 +103,25 @@ struct grouped_gemm_shape {
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
-    s.append(", K=").append(k).append(", dtype=").append(fp8 ? "fp8" : "bf16").append(", out_dtype=bf16, main_grad_dtype=").append(main_grad_fp32 ? "fp32" : "bf16");
+    s.append(", K=")
+        .append(k)
+        .append(", dtype=")
+        .append(fp8 ? "fp8" : "bf16")
+        .append(", out_dtype=bf16, main_grad_dtype=")
+        .append(main_grad_fp32 ? "fp32" : "bf16");
     switch (stage) {
-      case grouped_stage::forward: s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True"); break;
-      case grouped_stage::input_gradient: s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
-      case grouped_stage::weight_gradient: s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False"); break;
-      case grouped_stage::weight_gradient_unaccumulated: s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False"); break;
+      case grouped_stage::forward:
+        s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
+        break;
+      case grouped_stage::input_gradient:
+        s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient_unaccumulated:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
     }
     return s;
   }

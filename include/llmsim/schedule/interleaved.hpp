@@ -31,7 +31,8 @@ struct chunk_pass {
 };
 
 /// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
-constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                          std::int64_t rank) {
   const std::int64_t total = m * v;
   if (m == p) return total;
   const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
@@ -49,7 +50,8 @@ constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::i
 }
 
 /// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
-constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g, std::int64_t rank) {
+constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                      std::int64_t rank) {
   const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
   auto backward = [&](std::int64_t k) {
     chunk_pass c = schedule_table_entry(k, v, m, g);
@@ -67,7 +69,8 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
 
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g`. Returns every rank's finish and the slowest.
-constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m, std::int64_t g, bool async_p2p) {
+constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
+                                               std::int64_t g, bool async_p2p) {
   const auto p = static_cast<std::int64_t>(timings.size());
   const std::int64_t stages = p * v, passes = 2 * m * v;
   pipeline_result out;
@@ -77,7 +80,9 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
   std::vector<double> fwd(static_cast<std::size_t>(stages * m), -1.0), bwd(static_cast<std::size_t>(stages * m), -1.0);
   std::vector<std::int64_t> next(timings.size(), 0);
   std::vector<double> clock(timings.size(), 0.0);
-  auto at = [&](std::int64_t stage, std::int64_t mb) { return static_cast<std::size_t>(mb * stages + stage); };  // neighbouring passes, neighbouring entries
+  auto at = [&](std::int64_t stage, std::int64_t mb) {
+    return static_cast<std::size_t>(mb * stages + stage);
+  };  // neighbouring passes, neighbouring entries
   // Run a rank until its next pass waits on another rank, then go to that rank (follow the
   // dependency instead of sweeping): every pass is visited once, plus at most p hops per stall.
   std::int64_t r = 0, next_scan = 0, hops = 0;
@@ -91,8 +96,12 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       const std::int64_t from = c.forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
       double ready = 0;
       if (from >= 0) {
-        const double dep = c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
-        if (dep < 0) { blocked_on = from % p; break; }
+        const double dep =
+            c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
+        if (dep < 0) {
+          blocked_on = from % p;
+          break;
+        }
         ready = dep + (from % p != r ? timings[static_cast<std::size_t>(from % p)].p2p.value : 0.0);
       }
       const double start = clock[ri] > ready ? clock[ri] : ready;
@@ -109,7 +118,10 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       r = next_scan;
       continue;
     }
-    if (++hops > p + 1) detail::report_error("llmsim::schedule", "", "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v, m);
+    if (++hops > p + 1)
+      detail::report_error("llmsim::schedule", "",
+                           "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v,
+                           m);
     r = blocked_on;
   }
   double total = 0;

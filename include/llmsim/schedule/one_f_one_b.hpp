@@ -28,18 +28,20 @@ namespace detail {
 enum class step_kind : std::uint8_t { forward, backward, send, recv };
 struct pipeline_step {
   step_kind kind = step_kind::forward;
-  std::int64_t tag = 0;   ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
+  std::int64_t tag = 0;    ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
   std::int32_t peer = -1;  ///< neighbour rank for send/recv
   double duration = 0;
 };
 
-constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from, std::int64_t to) {
+constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from,
+                                   std::int64_t to) {
   return ((micro_batch * 2 + (backward_direction ? 1 : 0)) * 65536 + from) * 65536 + to;
 }
 
 /// Writes the queue of steps rank `r` executes into `q` from `at`; returns the new end.
 /// (A plain cursor, not push_back: this loop is most of an estimate's time.)
-constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_t at, std::int64_t r, std::int64_t p, std::int64_t m, const stage_timing& t) {
+constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_t at, std::int64_t r, std::int64_t p,
+                                   std::int64_t m, const stage_timing& t) {
   struct cursor {
     std::vector<pipeline_step>& v;
     std::size_t i;
@@ -50,10 +52,18 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   const std::int64_t warmup = (p - r - 1) < m ? (p - r - 1) : m;
   const std::int64_t steady = m - warmup;
   std::int64_t fwd_mb = 0, bwd_mb = 0;
-  auto recv_prev_fwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x}); };
-  auto send_next_fwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x}); };
-  auto recv_next_bwd = [&](std::int64_t mb) { if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x}); };
-  auto send_prev_bwd = [&](std::int64_t mb) { if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x}); };
+  auto recv_prev_fwd = [&](std::int64_t mb) {
+    if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x});
+  };
+  auto send_next_fwd = [&](std::int64_t mb) {
+    if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x});
+  };
+  auto recv_next_bwd = [&](std::int64_t mb) {
+    if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x});
+  };
+  auto send_prev_bwd = [&](std::int64_t mb) {
+    if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x});
+  };
   const bool odd = (r % 2) == 1;
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_prev_fwd(fwd_mb);
@@ -66,16 +76,26 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
     const bool last = i == steady - 1;
     q.push_back({step_kind::forward, i + 1, -1, f});  // tag: steady iteration i (for the steady-state check)
     // send_forward_recv_backward: odd ranks send first, even ranks receive first.
-    if (odd) { send_next_fwd(fwd_mb); recv_next_bwd(bwd_mb); }
-    else { recv_next_bwd(bwd_mb); send_next_fwd(fwd_mb); }
+    if (odd) {
+      send_next_fwd(fwd_mb);
+      recv_next_bwd(bwd_mb);
+    } else {
+      recv_next_bwd(bwd_mb);
+      send_next_fwd(fwd_mb);
+    }
     ++fwd_mb;
     q.push_back({step_kind::backward, 0, -1, b});
     if (last) {
       send_prev_bwd(bwd_mb);
     } else {
       // send_backward_recv_forward, same parity rule.
-      if (odd) { send_prev_bwd(bwd_mb); recv_prev_fwd(fwd_mb); }
-      else { recv_prev_fwd(fwd_mb); send_prev_bwd(bwd_mb); }
+      if (odd) {
+        send_prev_bwd(bwd_mb);
+        recv_prev_fwd(fwd_mb);
+      } else {
+        recv_prev_fwd(fwd_mb);
+        send_prev_bwd(bwd_mb);
+      }
     }
     ++bwd_mb;
   }
@@ -91,14 +111,15 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
 
 /// Result of the pipeline simulation.
 struct pipeline_result {
-  seconds total{};                      ///< until the slowest rank finishes its last backward
-  std::vector<seconds> finish = {};     ///< per rank
+  seconds total{};                   ///< until the slowest rank finishes its last backward
+  std::vector<seconds> finish = {};  ///< per rank
 };
 
 namespace detail {
 /// The event simulation itself. When `steady_starts` is given, it receives for every rank the
 /// clock at the start of each steady-phase iteration (rank r's k-th at [r * micro_batches + k]).
-constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches, std::vector<double>* steady_starts) {
+constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
+                                          std::vector<double>* steady_starts) {
   const auto p = static_cast<std::int64_t>(timings.size());
   pipeline_result out;
   out.finish.resize(timings.size());
@@ -154,7 +175,9 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
         continue;
       }
     }
-    if (++hops_without_progress > 2 * p + 2) report_error("llmsim::schedule", "", "the 1F1B simulation deadlocked with {} stages and {} micro-batches", p, micro_batches);
+    if (++hops_without_progress > 2 * p + 2)
+      report_error("llmsim::schedule", "", "the 1F1B simulation deadlocked with {} stages and {} micro-batches", p,
+                   micro_batches);
     r = q;
   }
   double total = 0;
@@ -170,7 +193,8 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
 /// p + 2 steady iterations before the final two advance every rank's clock by the same amount.
 /// Once all ranks shift uniformly, the max-plus dynamics of the schedule repeat that shift for
 /// every further micro-batch (Baccelli et al., "Synchronization and Linearity", ch. 3).
-constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, std::int64_t micro_batches, double& period) {
+constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, std::int64_t micro_batches,
+                             double& period) {
   const std::int64_t window = p + 2;
   bool have = false;
   for (std::int64_t r = 0; r < p; ++r) {
@@ -181,7 +205,11 @@ constexpr bool steady_period(const std::vector<double>& starts, std::int64_t p, 
     for (std::int64_t k = last - window; k <= last; ++k) {
       const auto base = static_cast<std::size_t>(r * micro_batches);
       const double d = starts[base + static_cast<std::size_t>(k + 1)] - starts[base + static_cast<std::size_t>(k)];
-      if (!have) { period = d; have = true; continue; }
+      if (!have) {
+        period = d;
+        have = true;
+        continue;
+      }
       const double scale = starts[base + static_cast<std::size_t>(k + 1)];
       const double diff = d > period ? d - period : period - d;
       if (diff > 1e-12 * (scale > 1.0 ? scale : 1.0)) return false;
@@ -220,7 +248,8 @@ constexpr pipeline_result simulate_1f1b(const std::vector<stage_timing>& timings
 }
 
 /// The full event simulation of every micro-batch (reference for `simulate_1f1b`'s shortcut).
-constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings, std::int64_t micro_batches) {
+constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings,
+                                                   std::int64_t micro_batches) {
   if (timings.empty() || micro_batches <= 0) {
     pipeline_result none;
     none.finish.resize(timings.size());

@@ -51,7 +51,10 @@ enum class position_kind : std::uint8_t { invalid, rope, learned_absolute, none 
 template <>
 struct enum_names<position_kind> {
   static constexpr std::array<std::pair<position_kind, std::string_view>, 4> value{
-      {{position_kind::invalid, ""}, {position_kind::rope, "rope"}, {position_kind::learned_absolute, "learned_absolute"}, {position_kind::none, "none"}}};
+      {{position_kind::invalid, ""},
+       {position_kind::rope, "rope"},
+       {position_kind::learned_absolute, "learned_absolute"},
+       {position_kind::none, "none"}}};
 };
 
 /// How the experts' GEMMs are issued (SimuMax `group_linear_mode`).
@@ -59,7 +62,9 @@ enum class group_linear_kind : std::uint8_t { invalid, parallel, sequential };
 template <>
 struct enum_names<group_linear_kind> {
   static constexpr std::array<std::pair<group_linear_kind, std::string_view>, 4> value{
-      {{group_linear_kind::invalid, ""}, {group_linear_kind::parallel, "parallel"}, {group_linear_kind::sequential, "sequential"},
+      {{group_linear_kind::invalid, ""},
+       {group_linear_kind::parallel, "parallel"},
+       {group_linear_kind::sequential, "sequential"},
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
@@ -73,13 +78,13 @@ struct model_spec {
   fixed_string<64> model_name = {};
   std::int64_t hidden_size = 0;
   std::int64_t head_num = 0;
-  std::int64_t kv_head_num = 0;               ///< smaller than head_num: grouped-query attention
-  std::optional<std::int64_t> head_size = {};  ///< absent: hidden_size / head_num
+  std::int64_t kv_head_num = 0;                        ///< smaller than head_num: grouped-query attention
+  std::optional<std::int64_t> head_size = {};          ///< absent: hidden_size / head_num
   std::optional<std::int64_t> intermediate_size = {};  ///< dense MLP width
   std::int64_t layer_num = 0;
   std::int64_t vocab_size = 0;
   std::optional<std::int64_t> orig_vocab_size = {};  ///< vocabulary before padding (SimuMax bookkeeping)
-  bool use_swiglu = false;                            ///< false: GeLU MLP with two GEMMs
+  bool use_swiglu = false;                           ///< false: GeLU MLP with two GEMMs
   std::int64_t expert_num = 1;
   std::optional<std::int64_t> topk = {};
   attention_kind attention_type = attention_kind::mha;
@@ -98,22 +103,19 @@ struct model_spec {
   bool padded_vocab_size = true;  ///< pad vocab to a multiple of make_vocab_size_divisible_by * tp, as Megatron does
   // llmsim extensions for GPT-style models.
   norm_kind norm_type = norm_kind::rmsnorm;
-  bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
-  bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
+  bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
-
 
 /// Whether the model has routed experts.
 constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
-constexpr std::int64_t head_dim(const model_spec& m) {
-  return m.head_size ? *m.head_size : m.hidden_size / m.head_num;
-}
+constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
@@ -141,7 +143,8 @@ constexpr void require_size(std::string_view api, std::string_view name, std::in
   if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
   if (v > max_dimension) report_error(api, name, "{}={} exceeds the largest supported size {}", name, v, max_dimension);
 }
-constexpr void require_size(std::string_view api, std::string_view name, const std::optional<std::int64_t>& v, std::int64_t minimum) {
+constexpr void require_size(std::string_view api, std::string_view name, const std::optional<std::int64_t>& v,
+                            std::int64_t minimum) {
   if (v) require_size(api, name, *v, minimum);
 }
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
@@ -152,11 +155,18 @@ constexpr void validate(const model_spec& m) {
   constexpr std::string_view api = "llmsim::model";
   using detail::report_error;
   using detail::require_size;
-  if (m.model_type && *m.model_type == model_kind::invalid) report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
-  if (m.attention_type == attention_kind::invalid) report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
-  if (m.norm_type == norm_kind::invalid) report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
-  if (m.position_embedding_type == position_kind::invalid) report_error(api, "model.position_embedding_type", "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
-  if (m.group_linear_mode == group_linear_kind::invalid) report_error(api, "model.group_linear_mode", "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
+  if (m.model_type && *m.model_type == model_kind::invalid)
+    report_error(api, "model.model_type", "model.model_type must be \"dense\" or \"moe\"");
+  if (m.attention_type == attention_kind::invalid)
+    report_error(api, "model.attention_type", "model.attention_type must be \"mha\" or \"mla\"");
+  if (m.norm_type == norm_kind::invalid)
+    report_error(api, "model.norm_type", "model.norm_type must be \"rmsnorm\" or \"layernorm\"");
+  if (m.position_embedding_type == position_kind::invalid)
+    report_error(api, "model.position_embedding_type",
+                 "model.position_embedding_type must be \"rope\", \"learned_absolute\" or \"none\"");
+  if (m.group_linear_mode == group_linear_kind::invalid)
+    report_error(api, "model.group_linear_mode",
+                 "model.group_linear_mode must be \"parallel\", \"sequential\" or \"serial\"");
   require_size(api, "model.hidden_size", m.hidden_size, 1);
   require_size(api, "model.head_num", m.head_num, 1);
   require_size(api, "model.kv_head_num", m.kv_head_num, 1);
@@ -176,25 +186,48 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
-  if (!detail::is_finite(m.capacity) || m.capacity <= 0) report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
-  if (m.head_num % m.kv_head_num != 0) report_error(api, "model.kv_head_num", "model.kv_head_num={} must divide model.head_num={} (each key/value head serves a whole group of query heads)", m.kv_head_num, m.head_num);
-  if (m.attention_type == attention_kind::mha && !m.head_size && m.hidden_size % m.head_num != 0) report_error(api, "model.head_size", "model.head_size is absent and model.head_num={} does not divide model.hidden_size={}", m.head_num, m.hidden_size);
+  if (!detail::is_finite(m.capacity) || m.capacity <= 0)
+    report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
+  if (m.head_num % m.kv_head_num != 0)
+    report_error(
+        api, "model.kv_head_num",
+        "model.kv_head_num={} must divide model.head_num={} (each key/value head serves a whole group of query heads)",
+        m.kv_head_num, m.head_num);
+  if (m.attention_type == attention_kind::mha && !m.head_size && m.hidden_size % m.head_num != 0)
+    report_error(api, "model.head_size",
+                 "model.head_size is absent and model.head_num={} does not divide model.hidden_size={}", m.head_num,
+                 m.hidden_size);
   if (m.attention_type == attention_kind::mla) {
-    if (!m.kv_lora_rank) report_error(api, "model.kv_lora_rank", "model.kv_lora_rank is required when model.attention_type is \"mla\"");
-    if (!m.qk_head_dim) report_error(api, "model.qk_head_dim", "model.qk_head_dim is required when model.attention_type is \"mla\"");
-    if (!m.qk_pos_emb_head_dim) report_error(api, "model.qk_pos_emb_head_dim", "model.qk_pos_emb_head_dim is required when model.attention_type is \"mla\"");
-    if (!m.v_head_dim) report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.kv_lora_rank)
+      report_error(api, "model.kv_lora_rank", "model.kv_lora_rank is required when model.attention_type is \"mla\"");
+    if (!m.qk_head_dim)
+      report_error(api, "model.qk_head_dim", "model.qk_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.qk_pos_emb_head_dim)
+      report_error(api, "model.qk_pos_emb_head_dim",
+                   "model.qk_pos_emb_head_dim is required when model.attention_type is \"mla\"");
+    if (!m.v_head_dim)
+      report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
   if (is_moe(m)) {
-    if (m.expert_num < 2) report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
+    if (m.expert_num < 2)
+      report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
     if (!m.topk) report_error(api, "model.topk", "model.topk is required for a \"moe\" model");
-    if (*m.topk > m.expert_num) report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
-    if (expert_ffn_size(m) < 1) report_error(api, "model.moe_ffn_hidden_size", "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
-    if (m.dense_layers > m.layer_num) report_error(api, "model.dense_layers", "model.dense_layers={} must not exceed model.layer_num={}", m.dense_layers, m.layer_num);
-    if (m.dense_layers > 0 && !m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for the model.dense_layers={} dense layers", m.dense_layers);
+    if (*m.topk > m.expert_num)
+      report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
+    if (expert_ffn_size(m) < 1)
+      report_error(api, "model.moe_ffn_hidden_size",
+                   "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
+    if (m.dense_layers > m.layer_num)
+      report_error(api, "model.dense_layers", "model.dense_layers={} must not exceed model.layer_num={}",
+                   m.dense_layers, m.layer_num);
+    if (m.dense_layers > 0 && !m.intermediate_size)
+      report_error(api, "model.intermediate_size",
+                   "model.intermediate_size is required for the model.dense_layers={} dense layers", m.dense_layers);
   } else {
-    if (m.expert_num != 1) report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
-    if (!m.intermediate_size) report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
+    if (m.expert_num != 1)
+      report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
+    if (!m.intermediate_size)
+      report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
   }
 }
 

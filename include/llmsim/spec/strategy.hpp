@@ -26,27 +26,46 @@ LLMSIM_BEGIN_NAMESPACE
 enum class dtype_kind : std::uint8_t { invalid, fp32, bf16, fp16, fp8 };
 template <>
 struct enum_names<dtype_kind> {
-  static constexpr std::array<std::pair<dtype_kind, std::string_view>, 5> value{
-      {{dtype_kind::invalid, ""}, {dtype_kind::fp32, "fp32"}, {dtype_kind::bf16, "bf16"}, {dtype_kind::fp16, "fp16"}, {dtype_kind::fp8, "fp8"}}};
+  static constexpr std::array<std::pair<dtype_kind, std::string_view>, 5> value{{{dtype_kind::invalid, ""},
+                                                                                 {dtype_kind::fp32, "fp32"},
+                                                                                 {dtype_kind::bf16, "bf16"},
+                                                                                 {dtype_kind::fp16, "fp16"},
+                                                                                 {dtype_kind::fp8, "fp8"}}};
 };
 /// Bytes of one element.
 constexpr std::int64_t dtype_bytes(dtype_kind d) {
   switch (d) {
-    case dtype_kind::fp32: return 4;
+    case dtype_kind::fp32:
+      return 4;
     case dtype_kind::bf16:
-    case dtype_kind::fp16: return 2;
-    case dtype_kind::fp8: return 1;
-    default: return 0;
+    case dtype_kind::fp16:
+      return 2;
+    case dtype_kind::fp8:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 /// What recompute re-runs in backward (Megatron `--recompute-granularity` and SimuMax's finer modes).
-enum class recompute_kind : std::uint8_t { invalid, none, full_block, attn_only, mlp_only, sdp_only, selective_recompute };
+enum class recompute_kind : std::uint8_t {
+  invalid,
+  none,
+  full_block,
+  attn_only,
+  mlp_only,
+  sdp_only,
+  selective_recompute
+};
 template <>
 struct enum_names<recompute_kind> {
   static constexpr std::array<std::pair<recompute_kind, std::string_view>, 7> value{
-      {{recompute_kind::invalid, ""}, {recompute_kind::none, "null"}, {recompute_kind::full_block, "full_block"},
-       {recompute_kind::attn_only, "attn_only"}, {recompute_kind::mlp_only, "mlp_only"}, {recompute_kind::sdp_only, "sdp_only"},
+      {{recompute_kind::invalid, ""},
+       {recompute_kind::none, "null"},
+       {recompute_kind::full_block, "full_block"},
+       {recompute_kind::attn_only, "attn_only"},
+       {recompute_kind::mlp_only, "mlp_only"},
+       {recompute_kind::sdp_only, "sdp_only"},
        {recompute_kind::selective_recompute, "selective_recompute"}}};
 };
 
@@ -55,8 +74,12 @@ enum class recompute_module : std::uint8_t { invalid, core_attn, layernorm, mla_
 template <>
 struct enum_names<recompute_module> {
   static constexpr std::array<std::pair<recompute_module, std::string_view>, 7> value{
-      {{recompute_module::invalid, ""}, {recompute_module::core_attn, "core_attn"}, {recompute_module::layernorm, "layernorm"},
-       {recompute_module::mla_up_proj, "mla_up_proj"}, {recompute_module::moe_act, "moe_act"}, {recompute_module::mlp, "mlp"},
+      {{recompute_module::invalid, ""},
+       {recompute_module::core_attn, "core_attn"},
+       {recompute_module::layernorm, "layernorm"},
+       {recompute_module::mla_up_proj, "mla_up_proj"},
+       {recompute_module::moe_act, "moe_act"},
+       {recompute_module::mlp, "mlp"},
        {recompute_module::moe, "moe"}}};
 };
 /// A set of `recompute_module`s (JSON: an array of names, or null for the empty set).
@@ -73,7 +96,9 @@ enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq };
 template <>
 struct enum_names<dispatcher_kind> {
   static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 3> value{
-      {{dispatcher_kind::invalid, ""}, {dispatcher_kind::all2all, "all2all"}, {dispatcher_kind::all2all_seq, "all2all-seq"}}};
+      {{dispatcher_kind::invalid, ""},
+       {dispatcher_kind::all2all, "all2all"},
+       {dispatcher_kind::all2all_seq, "all2all-seq"}}};
 };
 
 /// Context-parallel communication (TransformerEngine `cp_comm_type`).
@@ -81,7 +106,11 @@ enum class cp_comm_kind : std::uint8_t { invalid, a2a, p2p, all_gather, a2a_p2p 
 template <>
 struct enum_names<cp_comm_kind> {
   static constexpr std::array<std::pair<cp_comm_kind, std::string_view>, 5> value{
-      {{cp_comm_kind::invalid, ""}, {cp_comm_kind::a2a, "a2a"}, {cp_comm_kind::p2p, "p2p"}, {cp_comm_kind::all_gather, "all_gather"}, {cp_comm_kind::a2a_p2p, "a2a+p2p"}}};
+      {{cp_comm_kind::invalid, ""},
+       {cp_comm_kind::a2a, "a2a"},
+       {cp_comm_kind::p2p, "p2p"},
+       {cp_comm_kind::all_gather, "all_gather"},
+       {cp_comm_kind::a2a_p2p, "a2a+p2p"}}};
 };
 enum class cp_a2a_kind : std::uint8_t { invalid, async_cp, sync_cp };
 template <>
@@ -179,7 +208,6 @@ struct strategy_spec {
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
 
-
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
 /// Data-parallel size of the dense parts: world_size / (tp * pp * cp).
@@ -187,7 +215,9 @@ constexpr std::int64_t dp_size(const strategy_spec& s) { return s.world_size / s
 /// Expert-data-parallel size: world_size / (ep * etp * pp) (Megatron's expert DP group).
 constexpr std::int64_t edp_size(const strategy_spec& s) { return s.world_size / (s.ep_size * s.etp_size * s.pp_size); }
 /// Sequences per iteration over all data-parallel ranks.
-constexpr std::int64_t global_batch_size(const strategy_spec& s) { return s.micro_batch_size * s.micro_batch_num * dp_size(s); }
+constexpr std::int64_t global_batch_size(const strategy_spec& s) {
+  return s.micro_batch_size * s.micro_batch_num * dp_size(s);
+}
 
 /// Whether any recompute is active (SimuMax `is_recompute`).
 constexpr bool recompute_active(const strategy_spec& s) {
@@ -196,11 +226,13 @@ constexpr bool recompute_active(const strategy_spec& s) {
     case recompute_kind::full_block:
     case recompute_kind::attn_only:
     case recompute_kind::mlp_only:
-    case recompute_kind::sdp_only: return true;
+    case recompute_kind::sdp_only:
+      return true;
     case recompute_kind::selective_recompute:
       return s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute ||
              (s.megatron_recompute && !s.megatron_recompute_modules.empty());
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -250,40 +282,107 @@ constexpr void validate(const strategy_spec& s) {
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
   // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
   // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension)) report_error(api, "strategy.micro_batch_size", "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) > 9007199254740992.0) report_error(api, "strategy.micro_batch_num", "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53", static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) * static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
-  if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32) report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
-  if (s.cp_comm_type == cp_comm_kind::invalid) report_error(api, "strategy.cp_comm_type", "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
-  if (s.cp_a2a_mode == cp_a2a_kind::invalid) report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
-  if (s.moe_dispatcher_policy == dispatcher_kind::invalid) report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
-  if (s.recompute_granularity == recompute_kind::invalid) report_error(api, "strategy.recompute_granularity", "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", \"sdp_only\" or \"selective_recompute\"");
-  if (s.order_of_paralielism.view() != "tp-cp-ep-dp-pp") report_error(api, "strategy.order_of_paralielism", "strategy.order_of_paralielism=\"{}\" must be \"tp-cp-ep-dp-pp\" (the only rank order modelled)", s.order_of_paralielism);
-  if (s.seq_len % s.cp_size != 0) report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
-  if (s.world_size % shard_size(s) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}", s.world_size, shard_size(s));
-  if (s.world_size % (s.ep_size * s.etp_size * s.pp_size) != 0) report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by ep_size*etp_size*pp_size={}", s.world_size, s.ep_size * s.etp_size * s.pp_size);
-  if (s.zero_state < 0 || s.zero_state > 3) report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
-  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1) report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
-  if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1) report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)", s.attention_sparse_ratio);
-  if (s.interleaving_size > 1 && s.pp_size < 2) report_error(api, "strategy.interleaving_size", "strategy.interleaving_size={} requires strategy.pp_size > 1, got {}", s.interleaving_size, s.pp_size);
-  if (s.interleaving_size > 1 && !s.pp_comm_async && s.pp_size <= 2) report_error(api, "strategy.pp_size", "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no two p2p pairs between the same ranks), got {}", s.interleaving_size, s.pp_size);
-  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size) report_error(api, "strategy.microbatch_group_size_per_vp_stage", "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}", *s.microbatch_group_size_per_vp_stage, s.pp_size);
-  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8) report_error(api, "strategy.cache_groupgemm_col_fp8_inputs", "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
-  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block) report_error(api, "strategy.offload_groupgemm_col_inputs", "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension))
+    report_error(api, "strategy.micro_batch_size",
+                 "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}",
+                 static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
+          static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) >
+      9007199254740992.0)
+    report_error(api, "strategy.micro_batch_num",
+                 "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53",
+                 static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
+                     static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
+  if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32)
+    report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
+  if (s.cp_comm_type == cp_comm_kind::invalid)
+    report_error(api, "strategy.cp_comm_type",
+                 "strategy.cp_comm_type must be \"a2a\", \"p2p\", \"all_gather\" or \"a2a+p2p\"");
+  if (s.cp_a2a_mode == cp_a2a_kind::invalid)
+    report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
+  if (s.moe_dispatcher_policy == dispatcher_kind::invalid)
+    report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
+  if (s.recompute_granularity == recompute_kind::invalid)
+    report_error(api, "strategy.recompute_granularity",
+                 "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", "
+                 "\"sdp_only\" or \"selective_recompute\"");
+  if (s.order_of_paralielism.view() != "tp-cp-ep-dp-pp")
+    report_error(api, "strategy.order_of_paralielism",
+                 "strategy.order_of_paralielism=\"{}\" must be \"tp-cp-ep-dp-pp\" (the only rank order modelled)",
+                 s.order_of_paralielism);
+  if (s.seq_len % s.cp_size != 0)
+    report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
+  if (s.world_size % shard_size(s) != 0)
+    report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}",
+                 s.world_size, shard_size(s));
+  if (s.world_size % (s.ep_size * s.etp_size * s.pp_size) != 0)
+    report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by ep_size*etp_size*pp_size={}",
+                 s.world_size, s.ep_size * s.etp_size * s.pp_size);
+  if (s.zero_state < 0 || s.zero_state > 3)
+    report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
+  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
+    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
+  if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
+    report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)",
+                 s.attention_sparse_ratio);
+  if (s.interleaving_size > 1 && s.pp_size < 2)
+    report_error(api, "strategy.interleaving_size",
+                 "strategy.interleaving_size={} requires strategy.pp_size > 1, got {}", s.interleaving_size, s.pp_size);
+  if (s.interleaving_size > 1 && !s.pp_comm_async && s.pp_size <= 2)
+    report_error(api, "strategy.pp_size",
+                 "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no "
+                 "two p2p pairs between the same ranks), got {}",
+                 s.interleaving_size, s.pp_size);
+  if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size)
+    report_error(api, "strategy.microbatch_group_size_per_vp_stage",
+                 "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
+                 *s.microbatch_group_size_per_vp_stage, s.pp_size);
+  if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
+    report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
+                 "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
+  if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block)
+    report_error(api, "strategy.offload_groupgemm_col_inputs",
+                 "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
   if (s.recompute_granularity == recompute_kind::selective_recompute && !s.megatron_recompute) {
-    if (s.mla_rms_recompute && !s.attn_recompute) report_error(api, "strategy.mla_rms_recompute", "strategy.mla_rms_recompute=true requires strategy.attn_recompute=true");
-    if (s.mlp_rms_recompute && !s.mlp_recompute) report_error(api, "strategy.mlp_rms_recompute", "strategy.mlp_rms_recompute=true requires strategy.mlp_recompute=true");
+    if (s.mla_rms_recompute && !s.attn_recompute)
+      report_error(api, "strategy.mla_rms_recompute",
+                   "strategy.mla_rms_recompute=true requires strategy.attn_recompute=true");
+    if (s.mlp_rms_recompute && !s.mlp_recompute)
+      report_error(api, "strategy.mlp_rms_recompute",
+                   "strategy.mlp_rms_recompute=true requires strategy.mlp_recompute=true");
   }
-  if (!s.megatron_recompute && !s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules requires strategy.megatron_recompute=true");
+  if (!s.megatron_recompute && !s.megatron_recompute_modules.empty())
+    report_error(api, "strategy.megatron_recompute_modules",
+                 "strategy.megatron_recompute_modules requires strategy.megatron_recompute=true");
   if (s.megatron_recompute) {
-    if (!s.enable_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.enable_recompute=true");
-    if (s.recompute_granularity != recompute_kind::selective_recompute) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true requires strategy.recompute_granularity \"selective_recompute\"");
-    if (s.recompute_layer_num <= 0) report_error(api, "strategy.recompute_layer_num", "strategy.megatron_recompute=true requires strategy.recompute_layer_num > 0, got {}", s.recompute_layer_num);
-    if (s.megatron_recompute_modules.empty()) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
-    if (s.megatron_recompute_modules.contains(recompute_module::core_attn)) report_error(api, "strategy.megatron_recompute_modules", "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already recomputes its scores)");
-    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) report_error(api, "strategy.megatron_recompute", "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
+    if (!s.enable_recompute)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true requires strategy.enable_recompute=true");
+    if (s.recompute_granularity != recompute_kind::selective_recompute)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true requires strategy.recompute_granularity \"selective_recompute\"");
+    if (s.recompute_layer_num <= 0)
+      report_error(api, "strategy.recompute_layer_num",
+                   "strategy.megatron_recompute=true requires strategy.recompute_layer_num > 0, got {}",
+                   s.recompute_layer_num);
+    if (s.megatron_recompute_modules.empty())
+      report_error(api, "strategy.megatron_recompute_modules",
+                   "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
+    if (s.megatron_recompute_modules.contains(recompute_module::core_attn))
+      report_error(api, "strategy.megatron_recompute_modules",
+                   "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already "
+                   "recomputes its scores)");
+    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance)
+      report_error(api, "strategy.megatron_recompute",
+                   "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
+                   "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
-  if (s.overlap_param_gather && s.zero_state < 1) report_error(api, "strategy.overlap_param_gather", "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in Megatron-LM");
-  if (!s.use_flash_sdp && !s.use_math_sdp) report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
+  if (s.overlap_param_gather && s.zero_state < 1)
+    report_error(api, "strategy.overlap_param_gather",
+                 "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in "
+                 "Megatron-LM");
+  if (!s.use_flash_sdp && !s.use_math_sdp)
+    report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
@@ -307,10 +406,17 @@ constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s)
   }
   std::int64_t rest = m.layer_num;
   std::int64_t even_stages = pp;
-  if (s.num_layers_in_first_pipeline_stage) { rest -= *s.num_layers_in_first_pipeline_stage; --even_stages; }
-  if (s.num_layers_in_last_pipeline_stage) { rest -= *s.num_layers_in_last_pipeline_stage; --even_stages; }
+  if (s.num_layers_in_first_pipeline_stage) {
+    rest -= *s.num_layers_in_first_pipeline_stage;
+    --even_stages;
+  }
+  if (s.num_layers_in_last_pipeline_stage) {
+    rest -= *s.num_layers_in_last_pipeline_stage;
+    --even_stages;
+  }
   const std::int64_t each = even_stages > 0 ? rest / even_stages : 0;
-  return {s.num_layers_in_first_pipeline_stage.value_or(each), pp > 2 ? each : 0, s.num_layers_in_last_pipeline_stage.value_or(each)};
+  return {s.num_layers_in_first_pipeline_stage.value_or(each), pp > 2 ? each : 0,
+          s.num_layers_in_last_pipeline_stage.value_or(each)};
 }
 
 LLMSIM_END_NAMESPACE

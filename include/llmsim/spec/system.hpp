@@ -44,8 +44,10 @@ struct efficiency_table {
     std::size_t lo = 0, hi = count;
     while (lo < hi) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      if (entries[mid].shape < shape) lo = mid + 1;
-      else hi = mid;
+      if (entries[mid].shape < shape)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
     return std::nullopt;
@@ -76,8 +78,12 @@ struct group_size_table {
   }
   constexpr void set(std::int64_t group_size, double v) {
     for (std::size_t i = 0; i < count; ++i)
-      if (entries[i].first == group_size) { entries[i].second = v; return; }
-    if (count == capacity) detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
+      if (entries[i].first == group_size) {
+        entries[i].second = v;
+        return;
+      }
+    if (count == capacity)
+      detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
     entries[count++] = {group_size, v};
   }
   [[nodiscard]] constexpr bool empty() const { return count == 0; }
@@ -90,16 +96,27 @@ struct group_size_table {
 };
 
 /// Compute op kinds of `accelerator.op`.
-enum class compute_kind : std::uint8_t { default_kind, matmul, fp8_matmul, group_matmul, fp8_group_matmul, sdp_fwd, sdp_bwd };
-inline constexpr std::array<std::string_view, 7> compute_kind_names{"default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+enum class compute_kind : std::uint8_t {
+  default_kind,
+  matmul,
+  fp8_matmul,
+  group_matmul,
+  fp8_group_matmul,
+  sdp_fwd,
+  sdp_bwd
+};
+inline constexpr std::array<std::string_view, 7> compute_kind_names{
+    "default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
 
 /// Memory-bound op kinds of `accelerator.bandwidth`.
 enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
-inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce", "ce_fusion"};
+inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce",
+                                                                   "ce_fusion"};
 
 /// Collectives of `networks.<tier>.op`.
 enum class collective_kind : std::uint8_t { all_reduce, all_gather, reduce_scatter, p2p, all2all };
-inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter", "p2p", "all2all"};
+inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter",
+                                                                       "p2p", "all2all"};
 
 /// `accelerator.op.<kind>`: peak rate, efficiency when no shape matches, measured efficiency per shape.
 struct compute_op_spec {
@@ -113,10 +130,10 @@ struct compute_op_spec {
 /// `accelerator.bandwidth.<kind>` and `networks.<tier>.bandwidth`.
 struct bandwidth_spec {
   bool present = false;
-  double gbps = 0;              ///< GB/s as SimuMax uses it: times 2^30 bytes per second
+  double gbps = 0;  ///< GB/s as SimuMax uses it: times 2^30 bytes per second
   double efficient_factor = 0;
   double latency_us = 0;
-  double fixed_latency = 0;     ///< added once per operation (network tiers)
+  double fixed_latency = 0;  ///< added once per operation (network tiers)
   group_size_table fixed_latency_us_by_comm_num = {};
   friend constexpr bool operator==(const bandwidth_spec&, const bandwidth_spec&) = default;
 };
@@ -125,7 +142,9 @@ enum class accelerator_mode : std::uint8_t { invalid, roofline, only_compute };
 template <>
 struct enum_names<accelerator_mode> {
   static constexpr std::array<std::pair<accelerator_mode, std::string_view>, 3> value{
-      {{accelerator_mode::invalid, ""}, {accelerator_mode::roofline, "roofline"}, {accelerator_mode::only_compute, "only_compute"}}};
+      {{accelerator_mode::invalid, ""},
+       {accelerator_mode::roofline, "roofline"},
+       {accelerator_mode::only_compute, "only_compute"}}};
 };
 
 struct accelerator_spec {
@@ -169,7 +188,7 @@ struct system_spec {
   std::int64_t num_per_node = 8;
   accelerator_spec accelerator = {};
   bool intra_with_pcie = false;  ///< (`networks.intra_with_pcie`) GPUs talk over PCIe inside a node
-  bool FC8 = false;              ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
+  bool FC8 = false;  ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
   std::array<network_tier, max_networks> networks{};
   std::size_t network_count = 0;
 
@@ -179,8 +198,12 @@ struct system_spec {
       if (networks[i].name.view() == name) return &networks[i];
     return nullptr;
   }
-  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const { return accelerator.op[static_cast<std::size_t>(k)]; }
-  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const { return accelerator.bandwidth[static_cast<std::size_t>(k)]; }
+  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const {
+    return accelerator.op[static_cast<std::size_t>(k)];
+  }
+  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const {
+    return accelerator.bandwidth[static_cast<std::size_t>(k)];
+  }
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
@@ -188,44 +211,100 @@ struct system_spec {
 constexpr void validate(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
   using detail::report_error;
-  if (sys.num_per_node < 1 || sys.num_per_node > 1024) report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
-  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0) report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number", sys.accelerator.mem_gbs);
-  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 || sys.accelerator.compute_capability > 100) report_error(api, "system.accelerator.compute_capability", "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)", sys.accelerator.compute_capability);
-  if (sys.accelerator.mode == accelerator_mode::invalid) report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
-  if (!sys.op(compute_kind::default_kind).present) report_error(api, "system.accelerator.op.default", "system.accelerator.op.default is required (used for every op kind without its own entry)");
-  if (!sys.memory(memory_kind::default_kind).present) report_error(api, "system.accelerator.bandwidth.default", "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
+  if (sys.num_per_node < 1 || sys.num_per_node > 1024)
+    report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
+  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0)
+    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number",
+                 sys.accelerator.mem_gbs);
+  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 ||
+      sys.accelerator.compute_capability > 100)
+    report_error(api, "system.accelerator.compute_capability",
+                 "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
+                 sys.accelerator.compute_capability);
+  if (sys.accelerator.mode == accelerator_mode::invalid)
+    report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
+  if (!sys.op(compute_kind::default_kind).present)
+    report_error(api, "system.accelerator.op.default",
+                 "system.accelerator.op.default is required (used for every op kind without its own entry)");
+  if (!sys.memory(memory_kind::default_kind).present)
+    report_error(
+        api, "system.accelerator.bandwidth.default",
+        "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
   for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k) {
     const auto& op = sys.accelerator.op[k];
     if (!op.present) continue;
-    if (!detail::is_finite(op.tflops) || op.tflops <= 0) report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number", compute_kind_names[k], op.tflops);
-    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0) report_error(api, "system.accelerator.op.efficient_factor", "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k], op.efficient_factor);
+    if (!detail::is_finite(op.tflops) || op.tflops <= 0)
+      report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number",
+                   compute_kind_names[k], op.tflops);
+    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0)
+      report_error(api, "system.accelerator.op.efficient_factor",
+                   "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k],
+                   op.efficient_factor);
     for (const auto& e : op.accurate_efficient_factor)
-      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number", compute_kind_names[k], e.shape, e.efficiency);
-    if (!op.accurate_efficient_factor.is_sorted()) report_error(api, "system.accelerator.op.accurate_efficient_factor", "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates", compute_kind_names[k]);
+      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0)
+        report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                     "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number",
+                     compute_kind_names[k], e.shape, e.efficiency);
+    if (!op.accurate_efficient_factor.is_sorted())
+      report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                   "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
+                   compute_kind_names[k]);
   }
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
     const auto& bw = sys.accelerator.bandwidth[k];
     if (!bw.present) continue;
-    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0) report_error(api, "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
-    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0) report_error(api, "system.accelerator.bandwidth.efficient_factor", "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number", memory_kind_names[k], bw.efficient_factor);
-    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0) report_error(api, "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k], bw.latency_us);
+    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0)
+      report_error(api, "system.accelerator.bandwidth.gbps",
+                   "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
+    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0)
+      report_error(api, "system.accelerator.bandwidth.efficient_factor",
+                   "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number",
+                   memory_kind_names[k], bw.efficient_factor);
+    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0)
+      report_error(api, "system.accelerator.bandwidth.latency_us",
+                   "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
+                   bw.latency_us);
   }
-  if (sys.network_count == 0) report_error(api, "system.networks", "system.networks must define at least one network tier");
+  if (sys.network_count == 0)
+    report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1) report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]", net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0) report_error(api, "system.networks.bandwidth.gbps", "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0) report_error(api, "system.networks.bandwidth.efficient_factor", "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name, net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0) report_error(api, "system.networks.bandwidth.latency_us", "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name, net.bandwidth.latency_us);
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
+                   net.name, net.processor_usage);
+    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
+      report_error(api, "system.networks.bandwidth.gbps",
+                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
+    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
+      report_error(api, "system.networks.bandwidth.efficient_factor",
+                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
+                   net.bandwidth.efficient_factor);
+    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
+      report_error(api, "system.networks.bandwidth.latency_us",
+                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
+                   net.bandwidth.latency_us);
     for (std::size_t c = 0; c < net.op.size(); ++c) {
       const auto& op = net.op[c];
       if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0) report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number", net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1) report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0)) report_error(api, "system.networks.op.efficient_factor", "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name, collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0)) report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name, collective_kind_names[c], *op.latency_us);
+      if (!detail::is_finite(op.scale) || op.scale <= 0)
+        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
+                     net.name, collective_kind_names[c], op.scale);
+      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
+        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
+                     net.name, collective_kind_names[c], op.offset);
+      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
+        report_error(api, "system.networks.op.efficient_factor",
+                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
+                     collective_kind_names[c], *op.efficient_factor);
+      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
+        report_error(api, "system.networks.op.latency_us",
+                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
+                     collective_kind_names[c], *op.latency_us);
       for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0) report_error(api, "system.networks.op.dp_fixed_bw", "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name, collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
+        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
+          report_error(api, "system.networks.op.dp_fixed_bw",
+                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
+                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
     }
   }
 }
@@ -258,9 +337,23 @@ constexpr double compute_capability_from_name(std::string_view sys_name) {
     std::string_view token;
     double capability;
   };
-  constexpr std::array<entry, 17> table{{{"gb300", 10.3}, {"gb200", 10.0}, {"b300", 10.3}, {"b200", 10.0}, {"b100", 10.0},
-                                         {"gh200", 9.0}, {"h100", 9.0}, {"h200", 9.0}, {"h800", 9.0}, {"h20", 9.0},
-                                         {"a100", 8.0}, {"a800", 8.0}, {"a30", 8.0}, {"l40", 8.9}, {"a40", 8.6}, {"a10", 8.6}, {"v100", 7.0}}};
+  constexpr std::array<entry, 17> table{{{"gb300", 10.3},
+                                         {"gb200", 10.0},
+                                         {"b300", 10.3},
+                                         {"b200", 10.0},
+                                         {"b100", 10.0},
+                                         {"gh200", 9.0},
+                                         {"h100", 9.0},
+                                         {"h200", 9.0},
+                                         {"h800", 9.0},
+                                         {"h20", 9.0},
+                                         {"a100", 8.0},
+                                         {"a800", 8.0},
+                                         {"a30", 8.0},
+                                         {"l40", 8.9},
+                                         {"a40", 8.6},
+                                         {"a10", 8.6},
+                                         {"v100", 7.0}}};
   for (const auto& e : table)
     if (detail::contains_token(sys_name, e.token)) return e.capability;
   return 0;

@@ -24,30 +24,65 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   const bool mla = m.attention_type == attention_kind::mla;
-  if (m.head_num % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
-  if (!mla && m.kv_head_num % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size, m.kv_head_num);
-  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0) report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size, *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0) report_error(api, "strategy.tp_size", "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, seq_len/cp_size={}", s.tp_size, s.seq_len / s.cp_size);
+  if (m.head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
+  if (!mla && m.kv_head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
+                 m.kv_head_num);
+  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
+                 *m.intermediate_size);
+  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+    report_error(api, "strategy.tp_size",
+                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
+                 "seq_len/cp_size={}",
+                 s.tp_size, s.seq_len / s.cp_size);
   if (is_moe(m)) {
-    if (m.expert_num % s.ep_size != 0) report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size, m.expert_num);
-    if (expert_ffn_size(m) % s.etp_size != 0) report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}", s.etp_size, expert_ffn_size(m));
+    if (m.expert_num % s.ep_size != 0)
+      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
+                   m.expert_num);
+    if (expert_ffn_size(m) % s.etp_size != 0)
+      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
+                   s.etp_size, expert_ffn_size(m));
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
   // Pipeline split (Megatron --decoder-first/last-pipeline-num-layers: the other stages share the rest evenly).
   const std::int64_t pp = s.pp_size;
   const auto first = s.num_layers_in_first_pipeline_stage;
   const auto last = s.num_layers_in_last_pipeline_stage;
-  if (pp == 1 && (first || last)) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
-  const std::int64_t slots = (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (pp == 1 && (first || last))
+    report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                 "strategy.num_layers_in_first/last_pipeline_stage need strategy.pp_size > 1, got {}", pp);
+  const std::int64_t slots =
+      (s.account_for_embedding_in_pipeline_split ? 1 : 0) + (s.account_for_loss_in_pipeline_split ? 1 : 0);
   if (pp > 1 && slots > 0) {
     // Megatron-LM TransformerConfig: the embedding / loss slots replace the uneven first/last split.
-    if (first || last) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
-    if (s.interleaving_size > 1) report_error(api, "strategy.account_for_embedding_in_pipeline_split", "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not modelled yet", s.interleaving_size);
-    if ((m.layer_num + slots) % pp != 0) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of account_for_*_in_pipeline_split", pp, m.layer_num, slots);
+    if (first || last)
+      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                   "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with "
+                   "strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
+    if (s.interleaving_size > 1)
+      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                   "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not "
+                   "modelled yet",
+                   s.interleaving_size);
+    if ((m.layer_num + slots) % pp != 0)
+      report_error(api, "strategy.pp_size",
+                   "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of "
+                   "account_for_*_in_pipeline_split",
+                   pp, m.layer_num, slots);
   } else if (pp > 1) {
     const std::int64_t fixed = first.value_or(0) + last.value_or(0);
     const std::int64_t even_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
-    if (fixed > m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds model.layer_num={}", fixed, m.layer_num);
-    if (even_stages == 0 && fixed != m.layer_num) report_error(api, "strategy.num_layers_in_first_pipeline_stage", "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}", first.value_or(0), last.value_or(0), m.layer_num);
+    if (fixed > m.layer_num)
+      report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                   "strategy.num_layers_in_first_pipeline_stage + num_layers_in_last_pipeline_stage = {} exceeds "
+                   "model.layer_num={}",
+                   fixed, m.layer_num);
+    if (even_stages == 0 && fixed != m.layer_num)
+      report_error(
+          api, "strategy.num_layers_in_first_pipeline_stage",
+          "with strategy.pp_size=2 the first ({}) and last ({}) stage layers must add up to model.layer_num={}",
+          first.value_or(0), last.value_or(0), m.layer_num);
     if (even_stages > 0 && (m.layer_num - fixed) % even_stages != 0) {
       if (fixed == 0) {
         // The fix Megatron offers: give the first stage the remainder (DeepSeek-V3: 61 layers on
@@ -55,17 +90,41 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
         // stage at least one layer.
         const std::int64_t others = pp - 1;
         const std::int64_t suggest = m.layer_num % others == 0 ? others : m.layer_num % others;
-        if (m.layer_num - suggest >= others) report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages", pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
-        report_error(api, "strategy.pp_size", "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", pp, m.layer_num);
+        if (m.layer_num - suggest >= others)
+          report_error(
+              api, "strategy.pp_size",
+              "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage "
+              "and/or num_layers_in_last_pipeline_stage so the rest divides evenly, e.g. "
+              "num_layers_in_first_pipeline_stage={} leaves {} layers on each of the other {} stages",
+              pp, m.layer_num, suggest, (m.layer_num - suggest) / others, others);
+        report_error(
+            api, "strategy.pp_size",
+            "strategy.pp_size={} must divide model.layer_num={}; set strategy.num_layers_in_first_pipeline_stage "
+            "and/or num_layers_in_last_pipeline_stage so the rest divides evenly",
+            pp, m.layer_num);
       }
-      report_error(api, "strategy.pp_size", "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage so the rest divides evenly", m.layer_num, fixed, even_stages);
+      report_error(api, "strategy.pp_size",
+                   "model.layer_num={} minus the first/last stage layers ({}) must split evenly over the other {} "
+                   "stages; set strategy.num_layers_in_first_pipeline_stage and/or num_layers_in_last_pipeline_stage "
+                   "so the rest divides evenly",
+                   m.layer_num, fixed, even_stages);
     }
-    if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1) report_error(api, "strategy.pp_size", "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
+    if (even_stages > 0 && (m.layer_num - fixed) / even_stages < 1)
+      report_error(api, "strategy.pp_size",
+                   "strategy.pp_size={} leaves no layer for the middle stages of model.layer_num={}", pp, m.layer_num);
     if (s.interleaving_size > 1) {
       const stage_layers split = split_layers(m, s);
       const std::int64_t v = s.interleaving_size;
-      if (split.first % v != 0 || split.last % v != 0 || split.middle % v != 0) report_error(api, "strategy.interleaving_size", "strategy.interleaving_size={} must divide the layers of every pipeline stage (first {}, middle {}, last {})", v, split.first, split.middle, split.last);
-      if (s.micro_batch_num % pp != 0) report_error(api, "strategy.micro_batch_num", "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}", s.micro_batch_num, pp);
+      if (split.first % v != 0 || split.last % v != 0 || split.middle % v != 0)
+        report_error(api, "strategy.interleaving_size",
+                     "strategy.interleaving_size={} must divide the layers of every pipeline stage (first {}, middle "
+                     "{}, last {})",
+                     v, split.first, split.middle, split.last);
+      if (s.micro_batch_num % pp != 0)
+        report_error(
+            api, "strategy.micro_batch_num",
+            "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}",
+            s.micro_batch_num, pp);
     }
   }
 }
@@ -85,7 +144,9 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.ep_net", s.ep_net);
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
-  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present) report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}", sys.sys_name);
+  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present)
+    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}",
+                 sys.sys_name);
 }
 
 LLMSIM_END_NAMESPACE

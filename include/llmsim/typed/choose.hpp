@@ -41,7 +41,8 @@ struct strategy_choice {
 namespace detail {
 /// The choice among estimated candidates: the fastest whose peak_mem is at most `budget`.
 template <std::size_t N>
-constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candidates, const std::array<const estimate_result*, N>& results, bytes budget) {
+constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candidates,
+                                     const std::array<const estimate_result*, N>& results, bytes budget) {
   strategy_choice best;
   for (std::size_t i = 0; i < N; ++i) {
     const estimate_result& r = *results[i];
@@ -56,7 +57,8 @@ constexpr strategy_choice fastest_of(const std::array<strategy_spec, N>& candida
 /// The fastest candidate (lowest `duration_time_per_iter`; the earlier one on a tie) whose
 /// `peak_mem` is at most `budget`.
 template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system, bytes budget) {
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model,
+                                          const H& system, bytes budget) {
   const model_spec& m = typed::to_spec(model);
   const system_spec& sys = typed::to_spec(system);
   std::array<estimate_result, N> results{};
@@ -70,7 +72,8 @@ constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& ca
 
 /// The fastest candidate that fits the device's memory (`hw::device_memory`).
 template <std::size_t N, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model, const H& system) {
+constexpr strategy_choice fastest_fitting(const std::array<strategy_spec, N>& candidates, const M& model,
+                                          const H& system) {
   return fastest_fitting(candidates, model, system, hw::device_memory(typed::to_spec(system)));
 }
 
@@ -80,7 +83,8 @@ constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const
   return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system);
 }
 template <ParallelStrategy... P, typed::ModelDescription M, typed::SystemDescription H>
-constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system, bytes budget) {
+constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const M& model, const H& system,
+                                          bytes budget) {
   return fastest_fitting(std::array<strategy_spec, sizeof...(P)>{P::spec...}, model, system, budget);
 }
 
@@ -90,7 +94,7 @@ constexpr strategy_choice fastest_fitting(const boost::hana::tuple<P...>&, const
 /// `constexpr auto best = llmsim::fastest_fitting_of<deepseek_v3, hw::h100_sxm, layout_a, layout_b>;`
 template <const auto& Model, Accelerator H, ParallelStrategy... P>
 inline constexpr strategy_choice fastest_fitting_of = detail::fastest_of(
-    std::array<strategy_spec, sizeof...(P)>{P::spec...}, std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...},
-    hw::device_memory(H::spec));
+    std::array<strategy_spec, sizeof...(P)>{P::spec...},
+    std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...}, hw::device_memory(H::spec));
 
 LLMSIM_END_NAMESPACE

@@ -31,7 +31,8 @@ namespace detail {
 template <class T, kind_role Role>
 concept has_role = requires {
   { std::remove_cvref_t<T>::role } -> std::convertible_to<kind_role>;
-} && std::remove_cvref_t<T>::role == Role;
+}
+&&std::remove_cvref_t<T>::role == Role;
 }  // namespace detail
 
 /// Self-attention of a decoder layer: `gqa_attention`, `mha_attention`, `mla_attention`.
@@ -62,7 +63,22 @@ struct strategy_draft {
 /// Which setting an option of `llmsim::parallel<...>` makes; two options with the same key
 /// (other than `custom`) are refused.
 enum class option_key : std::uint8_t {
-  tp, pp, dp, cp, ep, etp, vpp, zero, seq, micro_batch, micro_batches, first_stage_layers, last_stage_layers, recompute, sequence_parallel, custom
+  tp,
+  pp,
+  dp,
+  cp,
+  ep,
+  etp,
+  vpp,
+  zero,
+  seq,
+  micro_batch,
+  micro_batches,
+  first_stage_layers,
+  last_stage_layers,
+  recompute,
+  sequence_parallel,
+  custom
 };
 
 /// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a

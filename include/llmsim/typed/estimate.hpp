@@ -31,10 +31,14 @@ namespace typed {
 
 /// The spec a strategy type carries.
 template <ParallelStrategy P>
-constexpr const strategy_spec& to_spec(const P&) { return P::spec; }
+constexpr const strategy_spec& to_spec(const P&) {
+  return P::spec;
+}
 /// The spec an accelerator type carries.
 template <Accelerator H>
-constexpr const system_spec& to_spec(const H&) { return H::spec; }
+constexpr const system_spec& to_spec(const H&) {
+  return H::spec;
+}
 constexpr const strategy_spec& to_spec(const strategy_spec& s) { return s; }
 constexpr const system_spec& to_spec(const system_spec& s) { return s; }
 
@@ -59,7 +63,7 @@ constexpr estimate_result estimate(const M& model, const S& strategy, const H& s
 /// each specialisation is a separate constant expression with the compilers' full evaluation
 /// budget. `Model` is a `constexpr` variable with static storage (a typed model or a `model_spec`).
 template <const auto& Model, ParallelStrategy P, Accelerator H>
-  requires ModelDescription<std::remove_cvref_t<decltype(Model)>>
+requires ModelDescription<std::remove_cvref_t<decltype(Model)>>
 inline constexpr estimate_result estimate_of = llmsim::estimate(typed::to_spec(Model), P::spec, H::spec);
 
 /// `llmsim::validate` of the lowered specs: `static_assert((typed::validate(model, parallel<...>{}, hw::b200{}), true));`

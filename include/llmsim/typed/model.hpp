@@ -77,7 +77,9 @@ constexpr bool all_of(const std::array<bool, N>& a, std::size_t from = 0, std::s
 /// Argument `Index` (0-based, after the name) of `llmsim::typed::model(...)` has type `T`.
 template <std::size_t Index, class T>
 struct model_argument {
-  static_assert(Layer<T>, "llmsim::typed::model: an argument is not a layer kind (embedding, decoder_layer, repeated, lm_head); model_argument<index, type> in the notes names it (index 0 is the first layer)");
+  static_assert(Layer<T>,
+                "llmsim::typed::model: an argument is not a layer kind (embedding, decoder_layer, repeated, lm_head); "
+                "model_argument<index, type> in the notes names it (index 0 is the first layer)");
 };
 /// Instantiates `model_argument<I, Kind>` for every argument: a static_assert per non-layer.
 template <class... Kinds, std::size_t... I>
@@ -94,34 +96,48 @@ constexpr bool check_model() {
     report_non_layers<Kinds...>(std::index_sequence_for<Kinds...>{});
     return true;
   } else {
-    static_assert(n >= 3, "llmsim::typed::model: a model is an embedding, at least one decoder layer (decoder_layer or repeated) and an lm_head");
+    static_assert(n >= 3,
+                  "llmsim::typed::model: a model is an embedding, at least one decoder layer (decoder_layer or "
+                  "repeated) and an lm_head");
     if constexpr (n >= 3) {
       using first = type_at<0, Kinds...>;
       using last = type_at<n - 1, Kinds...>;
       constexpr std::array<bool, n> decoder{DecoderLayer<Kinds>...};
       static_assert(std::is_same_v<first, embedding>, "llmsim::typed::model: the first layer must be an embedding");
       static_assert(std::is_same_v<last, lm_head>, "llmsim::typed::model: the last layer must be an lm_head");
-      static_assert(all_of(decoder, 1, n - 1), "llmsim::typed::model: only decoder layers (decoder_layer, repeated) may stand between the embedding and the lm_head");
+      static_assert(all_of(decoder, 1, n - 1),
+                    "llmsim::typed::model: only decoder layers (decoder_layer, repeated) may stand between the "
+                    "embedding and the lm_head");
       if constexpr (all_of(decoder, 1, n - 1)) {
-        using head_parts = parts_of<type_at<1, Kinds...>>;  // the first decoder layer
+        using head_parts = parts_of<type_at<1, Kinds...>>;      // the first decoder layer
         using tail_parts = parts_of<type_at<n - 2, Kinds...>>;  // the last decoder layer
-        constexpr std::array<bool, n> same_attention{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::attention, typename head_parts::attention>)...};
-        constexpr std::array<bool, n> same_norm{(!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::norm, typename head_parts::norm>)...};
+        constexpr std::array<bool, n> same_attention{
+            (!DecoderLayer<Kinds> ||
+             std::is_same_v<typename parts_of<Kinds>::attention, typename head_parts::attention>)...};
+        constexpr std::array<bool, n> same_norm{
+            (!DecoderLayer<Kinds> || std::is_same_v<typename parts_of<Kinds>::norm, typename head_parts::norm>)...};
         constexpr std::array<bool, n> moe{parts_of<Kinds>::moe...};
         // Dense layers share the first layer's MLP kind, expert layers the last layer's.
-        constexpr std::array<bool, n> same_mlp{(!DecoderLayer<Kinds> ||
-                                                std::is_same_v<typename parts_of<Kinds>::mlp, typename std::conditional_t<parts_of<Kinds>::moe, tail_parts, head_parts>::mlp>)...};
+        constexpr std::array<bool, n> same_mlp{
+            (!DecoderLayer<Kinds> ||
+             std::is_same_v<typename parts_of<Kinds>::mlp,
+                            typename std::conditional_t<parts_of<Kinds>::moe, tail_parts, head_parts>::mlp>)...};
         constexpr bool dense_after_moe = [&] {
           for (std::size_t i = 1; i + 1 < n; ++i)
             if (moe[i - 1] && !moe[i]) return true;
           return false;
         }();
-        static_assert(all_of(same_attention), "llmsim::typed::model: all decoder layers must use the same attention kind");
+        static_assert(all_of(same_attention),
+                      "llmsim::typed::model: all decoder layers must use the same attention kind");
         static_assert(all_of(same_norm), "llmsim::typed::model: all decoder layers must use the same norm kind");
-        static_assert(!dense_after_moe, "llmsim::typed::model: an MoE model may start with dense layers, but no dense layer may follow an MoE layer (model_spec.dense_layers counts the leading ones)");
-        static_assert(dense_after_moe || all_of(same_mlp), "llmsim::typed::model: all dense decoder layers must use the same MLP kind");
+        static_assert(!dense_after_moe,
+                      "llmsim::typed::model: an MoE model may start with dense layers, but no dense layer may follow "
+                      "an MoE layer (model_spec.dense_layers counts the leading ones)");
+        static_assert(dense_after_moe || all_of(same_mlp),
+                      "llmsim::typed::model: all dense decoder layers must use the same MLP kind");
         static_assert(!tail_parts::moe || head_parts::moe || std::is_same_v<typename head_parts::mlp, swiglu_mlp>,
-                      "llmsim::typed::model: the dense layers of an MoE model must be swiglu_mlp (its experts are SwiGLU and model_spec.use_swiglu covers both)");
+                      "llmsim::typed::model: the dense layers of an MoE model must be swiglu_mlp (its experts are "
+                      "SwiGLU and model_spec.use_swiglu covers both)");
       }
     }
     return true;
@@ -147,26 +163,46 @@ template <class Decoder>
 constexpr void lower_decoder(lowering& st, const Decoder& d, std::int64_t count) {
   constexpr std::string_view api = "llmsim::typed::model";
   using llmsim::detail::report_error;
-  if (count < 1) report_error(api, "repeated.count", "repeated.count={} must be at least 1 (at decoder layer {})", count, st.layers);
-  if (count > max_dimension) report_error(api, "repeated.count", "repeated.count={} exceeds the largest supported size {}", count, max_dimension);
-  if (d.attention.bias != d.mlp.bias) report_error(api, "model.add_linear_bias", "decoder layer {}: attention.bias={} and mlp.bias={} must agree (model_spec.add_linear_bias covers every linear layer)", st.layers, d.attention.bias, d.mlp.bias);
+  if (count < 1)
+    report_error(api, "repeated.count", "repeated.count={} must be at least 1 (at decoder layer {})", count, st.layers);
+  if (count > max_dimension)
+    report_error(api, "repeated.count", "repeated.count={} exceeds the largest supported size {}", count,
+                 max_dimension);
+  if (d.attention.bias != d.mlp.bias)
+    report_error(api, "model.add_linear_bias",
+                 "decoder layer {}: attention.bias={} and mlp.bias={} must agree (model_spec.add_linear_bias covers "
+                 "every linear layer)",
+                 st.layers, d.attention.bias, d.mlp.bias);
   model_spec attention{};
   lower_into(attention, d.attention);
   attention.add_linear_bias = d.attention.bias;
   model_spec mlp{};
   lower_into(mlp, d.mlp);
-  if (st.layers == 0) st.attention = attention;
-  else if (attention != st.attention) report_error(api, "model.layers", "decoder layer {} has other attention sizes than decoder layer 0 (the decoder layers of a model share their sizes)", st.layers);
+  if (st.layers == 0)
+    st.attention = attention;
+  else if (attention != st.attention)
+    report_error(api, "model.layers",
+                 "decoder layer {} has other attention sizes than decoder layer 0 (the decoder layers of a model share "
+                 "their sizes)",
+                 st.layers);
   if constexpr (Decoder::mlp_type::moe) {
     if (st.first_moe_layer < 0) {
       st.first_moe_layer = st.layers;
       st.moe_mlp = mlp;
     } else if (mlp != st.moe_mlp) {
-      report_error(api, "model.layers", "decoder layer {} has other expert sizes than decoder layer {} (the MoE layers of a model share their sizes)", st.layers, st.first_moe_layer);
+      report_error(
+          api, "model.layers",
+          "decoder layer {} has other expert sizes than decoder layer {} (the MoE layers of a model share their sizes)",
+          st.layers, st.first_moe_layer);
     }
   } else {
-    if (st.dense_layers == 0) st.dense_mlp = mlp;
-    else if (mlp != st.dense_mlp) report_error(api, "model.layers", "decoder layer {} has another MLP width than decoder layer 0 (the dense layers of a model share their sizes)", st.layers);
+    if (st.dense_layers == 0)
+      st.dense_mlp = mlp;
+    else if (mlp != st.dense_mlp)
+      report_error(
+          api, "model.layers",
+          "decoder layer {} has another MLP width than decoder layer 0 (the dense layers of a model share their sizes)",
+          st.layers);
     st.dense_layers += count;
   }
   lower_into(st.spec, d.attention);
@@ -176,9 +212,13 @@ constexpr void lower_decoder(lowering& st, const Decoder& d, std::int64_t count)
   st.layers += count;
 }
 template <class A, class M, class N>
-constexpr void lower(lowering& st, const decoder_layer<A, M, N>& d) { lower_decoder(st, d, 1); }
+constexpr void lower(lowering& st, const decoder_layer<A, M, N>& d) {
+  lower_decoder(st, d, 1);
+}
 template <class Decoder>
-constexpr void lower(lowering& st, const repeated<Decoder>& r) { lower_decoder(st, r.layer, r.count); }
+constexpr void lower(lowering& st, const repeated<Decoder>& r) {
+  lower_decoder(st, r.layer, r.count);
+}
 
 }  // namespace detail
 

@@ -150,14 +150,19 @@ using full = full_layers<max_dimension>;
 
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
-inline constexpr strategy_spec parallel_defaults{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
+inline constexpr strategy_spec parallel_defaults{
+    .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .enable_recompute = false};
 
 namespace detail {
 
 /// Option `Index` (0-based) of `llmsim::parallel<...>` has type `T`.
 template <std::size_t Index, class T>
 struct parallel_option {
-  static_assert(StrategyOption<T>, "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); parallel_option<index, type> in the notes names it");
+  static_assert(StrategyOption<T>,
+                "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
+                "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
+                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); "
+                "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
 template <class... Options, std::size_t... I>
@@ -198,9 +203,12 @@ constexpr strategy_spec lower_parallel() {
   if constexpr (options_are_known<Options...>()) {
     [[maybe_unused]] const int applied[] = {0, (Options::apply(d), 0)...};
   }
-  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) * static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
+  const double world = static_cast<double>(d.spec.tp_size) * static_cast<double>(d.spec.pp_size) *
+                       static_cast<double>(d.spec.cp_size) * static_cast<double>(d.dp);
   if (d.dp < 1) llmsim::detail::report_error("llmsim::parallel", "dp", "dp<{}> must be at least 1", d.dp);
-  if (world > static_cast<double>(max_dimension)) llmsim::detail::report_error("llmsim::parallel", "strategy.world_size", "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
+  if (world > static_cast<double>(max_dimension))
+    llmsim::detail::report_error("llmsim::parallel", "strategy.world_size",
+                                 "tp*pp*cp*dp={} exceeds the largest supported size {}", world, max_dimension);
   d.spec.world_size = d.spec.tp_size * d.spec.pp_size * d.spec.cp_size * d.dp;
   validate(d.spec);
   return d.spec;

@@ -4,7 +4,8 @@
 #include <cstdio>
 
 namespace {
-constexpr llmsim::strategy_spec tp2_dp4{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
+constexpr llmsim::strategy_spec tp2_dp4{
+    .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
 static_assert((llmsim::validate(tp2_dp4), true));
 static_assert(llmsim::dp_size(tp2_dp4) == 4);
 }  // namespace

@@ -1,24 +1,30 @@
 // Uses the single headers the way a user who copied single_include/llmsim does: one -I, no CMake.
 // json.hpp first: its `#include "llmsim.hpp"` and the later <llmsim/llmsim.hpp> must name the same
 // file, or the core would be defined twice.
-#include "llmsim/json.hpp"
 #include <llmsim/llmsim.hpp>
+#include "llmsim/json.hpp"
 
 #include <cstdio>
 #include <string_view>
 
 namespace {
-constexpr llmsim::model_spec tiny{.model_name = "tiny", .hidden_size = 256, .head_num = 4, .kv_head_num = 2,
-                                  .intermediate_size = 1024, .layer_num = 2, .vocab_size = 1000};
+constexpr llmsim::model_spec tiny{.model_name = "tiny",
+                                  .hidden_size = 256,
+                                  .head_num = 4,
+                                  .kv_head_num = 2,
+                                  .intermediate_size = 1024,
+                                  .layer_num = 2,
+                                  .vocab_size = 1000};
 static_assert((llmsim::validate(tiny), true));
 static_assert(std::string_view(llmsim::version.string) == LLMSIM_VERSION_STRING);
 }  // namespace
 
 int main() {
   namespace lj = llmsim::json;
-  const auto parsed = lj::parse_model(lj::parse_text(R"({"model_name": "tiny", "hidden_size": 256, "head_num": 4, "kv_head_num": 2,
+  const auto parsed =
+      lj::parse_model(lj::parse_text(R"({"model_name": "tiny", "hidden_size": 256, "head_num": 4, "kv_head_num": 2,
                                                          "intermediate_size": 1024, "layer_num": 2, "vocab_size": 1000})",
-                                                     "tiny.json"));
+                                     "tiny.json"));
   if (parsed != tiny) {
     std::fprintf(stderr, "the parsed model differs from the constexpr one\n");
     return 1;
