@@ -791,8 +791,9 @@ constexpr bool te_at_least(const strategy_spec& s, const version_text& minimum) 
   return detail::version_triple(s.te_version.view()) >= detail::version_triple(minimum.view());
 }
 
-/// Checks one strategy on its own.
-constexpr void validate(const strategy_spec& s) {
+namespace detail {
+/// Sizes and the products the estimate forms.
+constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   using detail::require_size;
@@ -823,6 +824,12 @@ constexpr void validate(const strategy_spec& s) {
                  "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53",
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
                      static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
+}
+/// Element type, communication choices, divisibility, ZeRO and memory settings.
+constexpr void validate_strategy_choices(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  using detail::require_size;
   if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32)
     report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
   if (s.cp_comm_type == cp_comm_kind::invalid)
@@ -873,6 +880,12 @@ constexpr void validate(const strategy_spec& s) {
   if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block)
     report_error(api, "strategy.offload_groupgemm_col_inputs",
                  "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
+}
+/// Recompute flags and kernel choices.
+constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  using detail::require_size;
   if (s.recompute_granularity == recompute_kind::selective_recompute && !s.megatron_recompute) {
     if (s.mla_rms_recompute && !s.attn_recompute)
       report_error(api, "strategy.mla_rms_recompute",
@@ -913,6 +926,14 @@ constexpr void validate(const strategy_spec& s) {
                  "Megatron-LM");
   if (!s.use_flash_sdp && !s.use_math_sdp)
     report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
+}
+}  // namespace detail
+
+/// Checks one strategy on its own.
+constexpr void validate(const strategy_spec& s) {
+  detail::validate_strategy_sizes(s);
+  detail::validate_strategy_choices(s);
+  detail::validate_strategy_recompute_and_kernels(s);
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
@@ -1364,6 +1385,55 @@ struct system_spec {
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
+namespace detail {
+/// The network tiers of a system: bandwidths, latencies and collective factors in range.
+constexpr void validate_networks(const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::system";
+  if (sys.network_count == 0)
+    report_error(api, "system.networks", "system.networks must define at least one network tier");
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto& net = sys.networks[i];
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
+                   net.name, net.processor_usage);
+    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
+      report_error(api, "system.networks.bandwidth.gbps",
+                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
+    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
+      report_error(api, "system.networks.bandwidth.efficient_factor",
+                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
+                   net.bandwidth.efficient_factor);
+    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
+      report_error(api, "system.networks.bandwidth.latency_us",
+                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
+                   net.bandwidth.latency_us);
+    for (std::size_t c = 0; c < net.op.size(); ++c) {
+      const auto& op = net.op[c];
+      if (!op.present) continue;
+      if (!detail::is_finite(op.scale) || op.scale <= 0)
+        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
+                     net.name, collective_kind_names[c], op.scale);
+      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
+        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
+                     net.name, collective_kind_names[c], op.offset);
+      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
+        report_error(api, "system.networks.op.efficient_factor",
+                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
+                     collective_kind_names[c], *op.efficient_factor);
+      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
+        report_error(api, "system.networks.op.latency_us",
+                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
+                     collective_kind_names[c], *op.latency_us);
+      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
+          report_error(api, "system.networks.op.dp_fixed_bw",
+                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
+                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
+    }
+  }
+}
+}  // namespace detail
+
 /// Checks one system on its own.
 constexpr void validate(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -1422,48 +1492,7 @@ constexpr void validate(const system_spec& sys) {
                    "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
                    bw.latency_us);
   }
-  if (sys.network_count == 0)
-    report_error(api, "system.networks", "system.networks must define at least one network tier");
-  for (std::size_t i = 0; i < sys.network_count; ++i) {
-    const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
-      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
-                   net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
-      report_error(api, "system.networks.bandwidth.gbps",
-                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
-      report_error(api, "system.networks.bandwidth.efficient_factor",
-                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
-                   net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
-      report_error(api, "system.networks.bandwidth.latency_us",
-                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
-                   net.bandwidth.latency_us);
-    for (std::size_t c = 0; c < net.op.size(); ++c) {
-      const auto& op = net.op[c];
-      if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0)
-        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
-                     net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
-        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
-                     net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
-        report_error(api, "system.networks.op.efficient_factor",
-                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
-                     collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
-        report_error(api, "system.networks.op.latency_us",
-                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
-                     collective_kind_names[c], *op.latency_us);
-      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
-          report_error(api, "system.networks.op.dp_fixed_bw",
-                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
-                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
-    }
-  }
+  detail::validate_networks(sys);
 }
 
 /// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
@@ -3529,104 +3558,115 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   return l;
 }
 
-/// The MLP half of a MoE layer (pre-MLP norm … shared + routed sum, residual add).
+/// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
+constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const std::int64_t h = c.m().hidden_size, X = c.m().expert_num;
+  const double E = c.element_bytes();
+  leaf r;
+  r.name = "router";
+  r.kind = leaf_kind::linear_column;
+  const double in = tok.local * static_cast<double>(h) * E, logits = tok.local * static_cast<double>(X) * E,
+               w = static_cast<double>(h * X) * E;
+  const auto rows = static_cast<std::int64_t>(tok.local);
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  const std::int64_t b = s.micro_batch_size;
+  c.emit(r, detail::job_gemm(c, pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                             in + w + 3 * logits));
+  c.emit(r, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
+  c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
+                             in + w + logits));
+  r.params = static_cast<double>(h * X);
+  r.input = r.cache = in;
+  r.fwd_peak = r.bwd_peak = in + w + logits;
+  return r;
+}
+
+/// Permutation (two memory-bound kernels each way) and the all-to-all dispatch over ep (plus the
+/// routing probabilities with `dispatch_probs`), then the ETP all-gather.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
+  leaf p;
+  p.name = "permutation";
+  p.kind = leaf_kind::activation;
+  const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
+  c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
+  c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
+  const double payload = tok.dispatched * h * E;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+    detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
+    if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
+  }
+  const double gathered = payload * static_cast<double>(s.etp_size);
+  detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, gathered);
+  detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, gathered);
+  p.communicates_in_replay = true;
+  p.input = tok.local * h * E + probs * 4;
+  p.cache = probs * 8;  // fp32 probabilities and the routing map
+  return p;
+}
+
+/// Unpermutation and the all-to-all combine over ep, with the ETP reduce-scatter first.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  leaf u;
+  u.name = "unpermutation";
+  u.kind = leaf_kind::activation;
+  const double A = tok.expert * h * E, out = tok.local * h * E;
+  c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
+  c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
+  c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
+  c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
+  const double gathered = A * static_cast<double>(s.etp_size);
+  detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, gathered);
+  detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
+  detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, gathered);
+  detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
+  u.communicates_in_replay = true;
+  u.input = A;
+  if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+    u.fwd_peak = (A > out ? A : out);
+  } else {  // combine weights the expert outputs by the probabilities: keeps them
+    u.cache = A;
+    u.fwd_peak = u.bwd_peak = A + out;
+  }
+  return u;
+}
+
+/// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
+/// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
+/// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
 constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
-  const std::int64_t h = m.hidden_size, X = m.expert_num, t = s.tp_size;
+  const std::int64_t h = m.hidden_size, t = s.tp_size;
   const double E = c.element_bytes();
   const moe_tokens tok = moe_token_counts(c);
+  const bool shared = m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0;
   b.push(norm_leaf(c, "pre_mlp_layernorm"));
-  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+  if (shared) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
     b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
                            m.use_swiglu));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
-  {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
-    leaf r;
-    r.name = "router";
-    r.kind = leaf_kind::linear_column;
-    const double T0 = tok.local;
-    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E,
-                 w = static_cast<double>(h * X) * E;
-    const std::int64_t rows = static_cast<std::int64_t>(T0);
-    const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    c.emit(r, detail::job_gemm(
-                  c, pass_kind::forward,
-                  {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16},
-                  in + w + 3 * logits));
-    c.emit(r, detail::job_gemm(
-                  c, pass_kind::backward_input,
-                  {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16},
-                  in + w + 4 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
-                               in + w + logits));
-    r.params = static_cast<double>(h * X);
-    r.input = r.cache = in;
-    r.fwd_peak = r.bwd_peak = in + w + logits;
-    b.push(r);
-  }
-  const double probs = tok.local * static_cast<double>(X);  // routing probabilities of every token and expert
-  {  // Permutation + all-to-all dispatch (+ probabilities), ETP all-gather.
-    leaf p;
-    p.name = "permutation";
-    p.kind = leaf_kind::activation;
-    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E,
-                 k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
-    c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
-    c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
-    c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-    c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
-    const double payload = tok.dispatched * static_cast<double>(h) * E;
-    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-      detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
-      if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
-    }
-    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather,
-                           payload * static_cast<double>(s.etp_size));
-    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter,
-                           payload * static_cast<double>(s.etp_size));
-    p.communicates_in_replay = true;
-    p.input = tok.local * static_cast<double>(h) * E + probs * 4;
-    p.cache = probs * 8;  // fp32 probabilities and the routing map
-    b.push(p);
-  }
+  b.push(router_leaf(c, tok));
+  b.push(permutation_leaf(c, tok));
+  const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
-  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
   b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
                          s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
-  {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
-    leaf u;
-    u.name = "unpermutation";
-    u.kind = leaf_kind::activation;
-    const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
-    c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
-    c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
-    c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
-    c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter,
-                           A * static_cast<double>(s.etp_size));
-    detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather,
-                           A * static_cast<double>(s.etp_size));
-    detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
-    u.communicates_in_replay = true;
-    u.input = A;
-    if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
-      u.fwd_peak = (A > out ? A : out);
-    } else {  // combine weights the expert outputs by the probabilities: keeps them
-      u.cache = A;
-      u.fwd_peak = u.bwd_peak = A + out;
-    }
-    b.push(u);
-  }
-  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
-    b.push(residual_leaf(c, "shared_plus_routed", false));
-  }
+  b.push(unpermutation_leaf(c, tok));
+  if (shared) b.push(residual_leaf(c, "shared_plus_routed", false));
   b.push(residual_leaf(c, "mlp_residual_add"));
 }
 
@@ -3650,6 +3690,72 @@ constexpr bool in_attention(const leaf_block& b, std::size_t i) {
   for (std::size_t j = 0; j <= i && j < b.count; ++j)
     if (b.leaves[j].name == "attention_residual_add") return j == i;
   return true;
+}
+}  // namespace detail
+
+namespace detail {
+/// Megatron 0.14 `--recompute-modules` on one layer (see plan_recompute).
+constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool mla, bool moe) {
+  const auto& mods = s.megatron_recompute_modules;
+  if (mods.contains(recompute_module::layernorm)) {
+    mark(b, {"input_layernorm", "pre_mlp_layernorm"});
+    for (auto consumer :
+         {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+      if (leaf* l = find_leaf(b, consumer)) {
+        l->recompute = true;
+        l->replay_free = true;
+        l->cache = 0;
+      }
+    }
+  }
+  if (mods.contains(recompute_module::mla_up_proj) && mla) {
+    mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
+             "core_attention"});
+    leaf* core = find_leaf(b, "core_attention");
+    core->replay_free = true;
+    core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
+  }
+  if (moe && mods.contains(recompute_module::moe)) {
+    mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2",
+             "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2",
+             "unpermutation"});
+  } else if (moe && mods.contains(recompute_module::moe_act)) {
+    mark(b, {"experts.swiglu", "experts.gelu"});
+    leaf* fc2 = find_leaf(b, "experts.linear_fc2");
+    fc2->recompute = true;
+    fc2->replay_free = true;
+    fc2->cache = 0;  // its input is the replayed activation
+  }
+  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
+  if (leaf* fc1 = find_leaf(b, "linear_fc1");
+      fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
+    for (auto name : {"swiglu", "gelu"})
+      if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
+}
+
+/// SimuMax's selective flags on one layer (see plan_recompute).
+constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
+  if (s.attn_recompute) {
+    mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
+             "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
+    if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
+  }
+  if (s.mla_rms_recompute) {
+    mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
+    if (leaf* q = find_leaf(b, "q_layernorm"))
+      q->segment_start = true;  // Megatron checkpoints the down projections separately
+    if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
+  }
+  if (s.mlp_recompute) {
+    mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
+             "experts.linear_fc2"});
+    if (s.recompute_variance)
+      for (auto n : {"linear_fc2", "experts.linear_fc2"})
+        if (leaf* l = find_leaf(b, n)) l->replay_free = true;
+  }
+  if (s.mlp_rms_recompute)
+    mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+             "shared_experts.linear_fc2", "router"});
 }
 }  // namespace detail
 
@@ -3685,65 +3791,10 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
         if (!detail::in_attention(b, i) && b.leaves[i].name != "mlp_residual_add") b.leaves[i].recompute = true;
       break;
     case recompute_kind::selective_recompute:
-      if (s.megatron_recompute) {
-        const auto& mods = s.megatron_recompute_modules;
-        if (mods.contains(recompute_module::layernorm)) {
-          mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-          for (auto consumer :
-               {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
-            if (leaf* l = find_leaf(b, consumer)) {
-              l->recompute = true;
-              l->replay_free = true;
-              l->cache = 0;
-            }
-          }
-        }
-        if (mods.contains(recompute_module::mla_up_proj) && mla) {
-          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
-                   "core_attention"});
-          leaf* core = find_leaf(b, "core_attention");
-          core->replay_free = true;
-          core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
-        }
-        if (moe && mods.contains(recompute_module::moe)) {
-          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-                   "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu",
-                   "experts.gelu", "experts.linear_fc2", "unpermutation"});
-        } else if (moe && mods.contains(recompute_module::moe_act)) {
-          mark(b, {"experts.swiglu", "experts.gelu"});
-          leaf* fc2 = find_leaf(b, "experts.linear_fc2");
-          fc2->recompute = true;
-          fc2->replay_free = true;
-          fc2->cache = 0;  // its input is the replayed activation
-        }
-        if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-        if (leaf* fc1 = find_leaf(b, "linear_fc1");
-            fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
-          for (auto name : {"swiglu", "gelu"})
-            if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
-      } else {
-        if (s.attn_recompute) {
-          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
-                   "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
-          if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
-        }
-        if (s.mla_rms_recompute) {
-          mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-          if (leaf* q = find_leaf(b, "q_layernorm"))
-            q->segment_start = true;  // Megatron checkpoints the down projections separately
-          if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
-        }
-        if (s.mlp_recompute) {
-          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
-                   "experts.linear_fc2"});
-          if (s.recompute_variance)
-            for (auto n : {"linear_fc2", "experts.linear_fc2"})
-              if (leaf* l = find_leaf(b, n)) l->replay_free = true;
-        }
-        if (s.mlp_rms_recompute)
-          mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-                   "shared_experts.linear_fc2", "router"});
-      }
+      if (s.megatron_recompute)
+        detail::plan_megatron_modules(b, s, mla, moe);
+      else
+        detail::plan_selective_flags(b, s);
       break;
     default:
       break;
@@ -4212,35 +4263,10 @@ constexpr void require_network(const system_spec& sys, std::string_view field, c
 }
 }  // namespace detail
 
-/// Checks the model and the strategy each on its own and then every rule between the two (they
-/// need no system). `llmsim check --model M --strategy T` runs these.
-constexpr void validate(const model_spec& m, const strategy_spec& s) {
-  validate(m);
-  validate(s);
+namespace detail {
+/// How the model's layers split over the pipeline stages (Megatron-LM's split rules).
+constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
-  const bool mla = m.attention_type == attention_kind::mla;
-  if (m.head_num % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
-  if (!mla && m.kv_head_num % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
-                 m.kv_head_num);
-  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
-                 *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
-    report_error(api, "strategy.tp_size",
-                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
-                 "seq_len/cp_size={}",
-                 s.tp_size, s.seq_len / s.cp_size);
-  if (is_moe(m)) {
-    if (m.expert_num % s.ep_size != 0)
-      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
-                   m.expert_num);
-    if (expert_ffn_size(m) % s.etp_size != 0)
-      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
-                   s.etp_size, expert_ffn_size(m));
-  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
   // Pipeline split (Megatron --decoder-first/last-pipeline-num-layers: the other stages share the rest evenly).
   const std::int64_t pp = s.pp_size;
   const auto first = s.num_layers_in_first_pipeline_stage;
@@ -4323,6 +4349,39 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
             s.micro_batch_num, pp);
     }
   }
+}
+}  // namespace detail
+
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
+  validate(m);
+  validate(s);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  const bool mla = m.attention_type == attention_kind::mla;
+  if (m.head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
+  if (!mla && m.kv_head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
+                 m.kv_head_num);
+  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
+                 *m.intermediate_size);
+  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+    report_error(api, "strategy.tp_size",
+                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
+                 "seq_len/cp_size={}",
+                 s.tp_size, s.seq_len / s.cp_size);
+  if (is_moe(m)) {
+    if (m.expert_num % s.ep_size != 0)
+      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
+                   m.expert_num);
+    if (expert_ffn_size(m) % s.etp_size != 0)
+      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
+                   s.etp_size, expert_ffn_size(m));
+  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
+  detail::validate_pipeline_split(m, s);
 }
 
 /// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need

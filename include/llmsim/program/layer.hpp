@@ -26,6 +26,72 @@ constexpr bool in_attention(const leaf_block& b, std::size_t i) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Megatron 0.14 `--recompute-modules` on one layer (see plan_recompute).
+constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool mla, bool moe) {
+  const auto& mods = s.megatron_recompute_modules;
+  if (mods.contains(recompute_module::layernorm)) {
+    mark(b, {"input_layernorm", "pre_mlp_layernorm"});
+    for (auto consumer :
+         {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+      if (leaf* l = find_leaf(b, consumer)) {
+        l->recompute = true;
+        l->replay_free = true;
+        l->cache = 0;
+      }
+    }
+  }
+  if (mods.contains(recompute_module::mla_up_proj) && mla) {
+    mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
+             "core_attention"});
+    leaf* core = find_leaf(b, "core_attention");
+    core->replay_free = true;
+    core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
+  }
+  if (moe && mods.contains(recompute_module::moe)) {
+    mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2",
+             "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2",
+             "unpermutation"});
+  } else if (moe && mods.contains(recompute_module::moe_act)) {
+    mark(b, {"experts.swiglu", "experts.gelu"});
+    leaf* fc2 = find_leaf(b, "experts.linear_fc2");
+    fc2->recompute = true;
+    fc2->replay_free = true;
+    fc2->cache = 0;  // its input is the replayed activation
+  }
+  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
+  if (leaf* fc1 = find_leaf(b, "linear_fc1");
+      fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
+    for (auto name : {"swiglu", "gelu"})
+      if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
+}
+
+/// SimuMax's selective flags on one layer (see plan_recompute).
+constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
+  if (s.attn_recompute) {
+    mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
+             "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
+    if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
+  }
+  if (s.mla_rms_recompute) {
+    mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
+    if (leaf* q = find_leaf(b, "q_layernorm"))
+      q->segment_start = true;  // Megatron checkpoints the down projections separately
+    if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
+  }
+  if (s.mlp_recompute) {
+    mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
+             "experts.linear_fc2"});
+    if (s.recompute_variance)
+      for (auto n : {"linear_fc2", "experts.linear_fc2"})
+        if (leaf* l = find_leaf(b, n)) l->replay_free = true;
+  }
+  if (s.mlp_rms_recompute)
+    mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
+             "shared_experts.linear_fc2", "router"});
+}
+}  // namespace detail
+
 /// Applies the recompute plan to one layer (see the table in the strategy docs):
 /// - `full_block`: every leaf; `attn_only` / `sdp_only` / `mlp_only`: the named half.
 /// - `selective_recompute`: attn_recompute → the attention core (QKV or the MLA up-projections,
@@ -58,65 +124,10 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
         if (!detail::in_attention(b, i) && b.leaves[i].name != "mlp_residual_add") b.leaves[i].recompute = true;
       break;
     case recompute_kind::selective_recompute:
-      if (s.megatron_recompute) {
-        const auto& mods = s.megatron_recompute_modules;
-        if (mods.contains(recompute_module::layernorm)) {
-          mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-          for (auto consumer :
-               {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
-            if (leaf* l = find_leaf(b, consumer)) {
-              l->recompute = true;
-              l->replay_free = true;
-              l->cache = 0;
-            }
-          }
-        }
-        if (mods.contains(recompute_module::mla_up_proj) && mla) {
-          mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
-                   "core_attention"});
-          leaf* core = find_leaf(b, "core_attention");
-          core->replay_free = true;
-          core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
-        }
-        if (moe && mods.contains(recompute_module::moe)) {
-          mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-                   "shared_experts.linear_fc2", "router", "permutation", "experts.linear_fc1", "experts.swiglu",
-                   "experts.gelu", "experts.linear_fc2", "unpermutation"});
-        } else if (moe && mods.contains(recompute_module::moe_act)) {
-          mark(b, {"experts.swiglu", "experts.gelu"});
-          leaf* fc2 = find_leaf(b, "experts.linear_fc2");
-          fc2->recompute = true;
-          fc2->replay_free = true;
-          fc2->cache = 0;  // its input is the replayed activation
-        }
-        if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-        if (leaf* fc1 = find_leaf(b, "linear_fc1");
-            fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
-          for (auto name : {"swiglu", "gelu"})
-            if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
-      } else {
-        if (s.attn_recompute) {
-          mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
-                   "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
-          if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
-        }
-        if (s.mla_rms_recompute) {
-          mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-          if (leaf* q = find_leaf(b, "q_layernorm"))
-            q->segment_start = true;  // Megatron checkpoints the down projections separately
-          if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
-        }
-        if (s.mlp_recompute) {
-          mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
-                   "experts.linear_fc2"});
-          if (s.recompute_variance)
-            for (auto n : {"linear_fc2", "experts.linear_fc2"})
-              if (leaf* l = find_leaf(b, n)) l->replay_free = true;
-        }
-        if (s.mlp_rms_recompute)
-          mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-                   "shared_experts.linear_fc2", "router"});
-      }
+      if (s.megatron_recompute)
+        detail::plan_megatron_modules(b, s, mla, moe);
+      else
+        detail::plan_selective_flags(b, s);
       break;
     default:
       break;

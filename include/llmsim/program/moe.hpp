@@ -170,104 +170,115 @@ constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name
   return l;
 }
 
-/// The MLP half of a MoE layer (pre-MLP norm … shared + routed sum, residual add).
+/// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
+constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const std::int64_t h = c.m().hidden_size, X = c.m().expert_num;
+  const double E = c.element_bytes();
+  leaf r;
+  r.name = "router";
+  r.kind = leaf_kind::linear_column;
+  const double in = tok.local * static_cast<double>(h) * E, logits = tok.local * static_cast<double>(X) * E,
+               w = static_cast<double>(h * X) * E;
+  const auto rows = static_cast<std::int64_t>(tok.local);
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  const std::int64_t b = s.micro_batch_size;
+  c.emit(r, detail::job_gemm(c, pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                             in + w + 3 * logits));
+  c.emit(r, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
+  c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
+                             in + w + logits));
+  r.params = static_cast<double>(h * X);
+  r.input = r.cache = in;
+  r.fwd_peak = r.bwd_peak = in + w + logits;
+  return r;
+}
+
+/// Permutation (two memory-bound kernels each way) and the all-to-all dispatch over ep (plus the
+/// routing probabilities with `dispatch_probs`), then the ETP all-gather.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
+  leaf p;
+  p.name = "permutation";
+  p.kind = leaf_kind::activation;
+  const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
+  c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
+  c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
+  const double payload = tok.dispatched * h * E;
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+    detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
+    if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
+  }
+  const double gathered = payload * static_cast<double>(s.etp_size);
+  detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, gathered);
+  detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, gathered);
+  p.communicates_in_replay = true;
+  p.input = tok.local * h * E + probs * 4;
+  p.cache = probs * 8;  // fp32 probabilities and the routing map
+  return p;
+}
+
+/// Unpermutation and the all-to-all combine over ep, with the ETP reduce-scatter first.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  leaf u;
+  u.name = "unpermutation";
+  u.kind = leaf_kind::activation;
+  const double A = tok.expert * h * E, out = tok.local * h * E;
+  c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
+  c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
+  c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
+  c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
+  const double gathered = A * static_cast<double>(s.etp_size);
+  detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, gathered);
+  detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
+  detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, gathered);
+  detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
+  u.communicates_in_replay = true;
+  u.input = A;
+  if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+    u.fwd_peak = (A > out ? A : out);
+  } else {  // combine weights the expert outputs by the probabilities: keeps them
+    u.cache = A;
+    u.fwd_peak = u.bwd_peak = A + out;
+  }
+  return u;
+}
+
+/// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
+/// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
+/// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
 constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
-  const std::int64_t h = m.hidden_size, X = m.expert_num, t = s.tp_size;
+  const std::int64_t h = m.hidden_size, t = s.tp_size;
   const double E = c.element_bytes();
   const moe_tokens tok = moe_token_counts(c);
+  const bool shared = m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0;
   b.push(norm_leaf(c, "pre_mlp_layernorm"));
-  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
+  if (shared) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
     b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
                            m.use_swiglu));
     b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
   }
-  {  // Router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
-    leaf r;
-    r.name = "router";
-    r.kind = leaf_kind::linear_column;
-    const double T0 = tok.local;
-    const double in = T0 * static_cast<double>(h) * E, logits = T0 * static_cast<double>(X) * E,
-                 w = static_cast<double>(h * X) * E;
-    const std::int64_t rows = static_cast<std::int64_t>(T0);
-    const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-    c.emit(r, detail::job_gemm(
-                  c, pass_kind::forward,
-                  {s.micro_batch_size, rows / s.micro_batch_size, h, X, gemm_layout::tn, false, dtype_kind::bf16},
-                  in + w + 3 * logits));
-    c.emit(r, detail::job_gemm(
-                  c, pass_kind::backward_input,
-                  {s.micro_batch_size, rows / s.micro_batch_size, X, h, gemm_layout::nn, false, dtype_kind::bf16},
-                  in + w + 4 * logits));
-    c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
-                               in + w + logits));
-    r.params = static_cast<double>(h * X);
-    r.input = r.cache = in;
-    r.fwd_peak = r.bwd_peak = in + w + logits;
-    b.push(r);
-  }
-  const double probs = tok.local * static_cast<double>(X);  // routing probabilities of every token and expert
-  {  // Permutation + all-to-all dispatch (+ probabilities), ETP all-gather.
-    leaf p;
-    p.name = "permutation";
-    p.kind = leaf_kind::activation;
-    const double k1 = (tok.local + tok.dispatched) * static_cast<double>(h) * E,
-                 k2 = 2 * tok.dispatched * static_cast<double>(h) * E;
-    c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
-    c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
-    c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-    c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
-    const double payload = tok.dispatched * static_cast<double>(h) * E;
-    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-      detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
-      if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
-    }
-    detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather,
-                           payload * static_cast<double>(s.etp_size));
-    detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter,
-                           payload * static_cast<double>(s.etp_size));
-    p.communicates_in_replay = true;
-    p.input = tok.local * static_cast<double>(h) * E + probs * 4;
-    p.cache = probs * 8;  // fp32 probabilities and the routing map
-    b.push(p);
-  }
+  b.push(router_leaf(c, tok));
+  b.push(permutation_leaf(c, tok));
+  const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
-  // Expert activation; with dispatch_probs the routing weights are applied inside it (weighted SiLU).
   b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
                          s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
-  {  // Unpermutation + all-to-all combine, ETP reduce-scatter.
-    leaf u;
-    u.name = "unpermutation";
-    u.kind = leaf_kind::activation;
-    const double A = tok.expert * static_cast<double>(h) * E, out = tok.local * static_cast<double>(h) * E;
-    c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
-    c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
-    c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
-    c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-    detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter,
-                           A * static_cast<double>(s.etp_size));
-    detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-    detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather,
-                           A * static_cast<double>(s.etp_size));
-    detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
-    u.communicates_in_replay = true;
-    u.input = A;
-    if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
-      u.fwd_peak = (A > out ? A : out);
-    } else {  // combine weights the expert outputs by the probabilities: keeps them
-      u.cache = A;
-      u.fwd_peak = u.bwd_peak = A + out;
-    }
-    b.push(u);
-  }
-  if (m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0) {
-    b.push(residual_leaf(c, "shared_plus_routed", false));
-  }
+  b.push(unpermutation_leaf(c, tok));
+  if (shared) b.push(residual_leaf(c, "shared_plus_routed", false));
   b.push(residual_leaf(c, "mlp_residual_add"));
 }
 

@@ -261,8 +261,9 @@ constexpr bool te_at_least(const strategy_spec& s, const version_text& minimum) 
   return detail::version_triple(s.te_version.view()) >= detail::version_triple(minimum.view());
 }
 
-/// Checks one strategy on its own.
-constexpr void validate(const strategy_spec& s) {
+namespace detail {
+/// Sizes and the products the estimate forms.
+constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   using detail::require_size;
@@ -293,6 +294,12 @@ constexpr void validate(const strategy_spec& s) {
                  "strategy.seq_len*micro_batch_size*micro_batch_num*world_size={} tokens per iteration exceeds 2^53",
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
                      static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
+}
+/// Element type, communication choices, divisibility, ZeRO and memory settings.
+constexpr void validate_strategy_choices(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  using detail::require_size;
   if (s.dtype != dtype_kind::bf16 && s.dtype != dtype_kind::fp16 && s.dtype != dtype_kind::fp32)
     report_error(api, "strategy.dtype", "strategy.dtype must be \"bf16\", \"fp16\" or \"fp32\"");
   if (s.cp_comm_type == cp_comm_kind::invalid)
@@ -343,6 +350,12 @@ constexpr void validate(const strategy_spec& s) {
   if (s.offload_groupgemm_col_inputs && s.recompute_granularity == recompute_kind::full_block)
     report_error(api, "strategy.offload_groupgemm_col_inputs",
                  "strategy.offload_groupgemm_col_inputs cannot be combined with recompute_granularity \"full_block\"");
+}
+/// Recompute flags and kernel choices.
+constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  using detail::require_size;
   if (s.recompute_granularity == recompute_kind::selective_recompute && !s.megatron_recompute) {
     if (s.mla_rms_recompute && !s.attn_recompute)
       report_error(api, "strategy.mla_rms_recompute",
@@ -383,6 +396,14 @@ constexpr void validate(const strategy_spec& s) {
                  "Megatron-LM");
   if (!s.use_flash_sdp && !s.use_math_sdp)
     report_error(api, "strategy.use_flash_sdp", "one of strategy.use_flash_sdp and strategy.use_math_sdp must be true");
+}
+}  // namespace detail
+
+/// Checks one strategy on its own.
+constexpr void validate(const strategy_spec& s) {
+  detail::validate_strategy_sizes(s);
+  detail::validate_strategy_choices(s);
+  detail::validate_strategy_recompute_and_kernels(s);
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).

@@ -207,6 +207,55 @@ struct system_spec {
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
+namespace detail {
+/// The network tiers of a system: bandwidths, latencies and collective factors in range.
+constexpr void validate_networks(const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::system";
+  if (sys.network_count == 0)
+    report_error(api, "system.networks", "system.networks must define at least one network tier");
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto& net = sys.networks[i];
+    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
+                   net.name, net.processor_usage);
+    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
+      report_error(api, "system.networks.bandwidth.gbps",
+                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
+    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
+      report_error(api, "system.networks.bandwidth.efficient_factor",
+                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
+                   net.bandwidth.efficient_factor);
+    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
+      report_error(api, "system.networks.bandwidth.latency_us",
+                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
+                   net.bandwidth.latency_us);
+    for (std::size_t c = 0; c < net.op.size(); ++c) {
+      const auto& op = net.op[c];
+      if (!op.present) continue;
+      if (!detail::is_finite(op.scale) || op.scale <= 0)
+        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
+                     net.name, collective_kind_names[c], op.scale);
+      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
+        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
+                     net.name, collective_kind_names[c], op.offset);
+      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
+        report_error(api, "system.networks.op.efficient_factor",
+                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
+                     collective_kind_names[c], *op.efficient_factor);
+      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
+        report_error(api, "system.networks.op.latency_us",
+                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
+                     collective_kind_names[c], *op.latency_us);
+      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
+          report_error(api, "system.networks.op.dp_fixed_bw",
+                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
+                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
+    }
+  }
+}
+}  // namespace detail
+
 /// Checks one system on its own.
 constexpr void validate(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -265,48 +314,7 @@ constexpr void validate(const system_spec& sys) {
                    "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
                    bw.latency_us);
   }
-  if (sys.network_count == 0)
-    report_error(api, "system.networks", "system.networks must define at least one network tier");
-  for (std::size_t i = 0; i < sys.network_count; ++i) {
-    const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
-      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
-                   net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
-      report_error(api, "system.networks.bandwidth.gbps",
-                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
-      report_error(api, "system.networks.bandwidth.efficient_factor",
-                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
-                   net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
-      report_error(api, "system.networks.bandwidth.latency_us",
-                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
-                   net.bandwidth.latency_us);
-    for (std::size_t c = 0; c < net.op.size(); ++c) {
-      const auto& op = net.op[c];
-      if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0)
-        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
-                     net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
-        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
-                     net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
-        report_error(api, "system.networks.op.efficient_factor",
-                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
-                     collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
-        report_error(api, "system.networks.op.latency_us",
-                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
-                     collective_kind_names[c], *op.latency_us);
-      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
-          report_error(api, "system.networks.op.dp_fixed_bw",
-                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
-                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
-    }
-  }
+  detail::validate_networks(sys);
 }
 
 /// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has

@@ -16,35 +16,10 @@ constexpr void require_network(const system_spec& sys, std::string_view field, c
 }
 }  // namespace detail
 
-/// Checks the model and the strategy each on its own and then every rule between the two (they
-/// need no system). `llmsim check --model M --strategy T` runs these.
-constexpr void validate(const model_spec& m, const strategy_spec& s) {
-  validate(m);
-  validate(s);
+namespace detail {
+/// How the model's layers split over the pipeline stages (Megatron-LM's split rules).
+constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
-  const bool mla = m.attention_type == attention_kind::mla;
-  if (m.head_num % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
-  if (!mla && m.kv_head_num % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
-                 m.kv_head_num);
-  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
-    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
-                 *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
-    report_error(api, "strategy.tp_size",
-                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
-                 "seq_len/cp_size={}",
-                 s.tp_size, s.seq_len / s.cp_size);
-  if (is_moe(m)) {
-    if (m.expert_num % s.ep_size != 0)
-      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
-                   m.expert_num);
-    if (expert_ffn_size(m) % s.etp_size != 0)
-      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
-                   s.etp_size, expert_ffn_size(m));
-  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
   // Pipeline split (Megatron --decoder-first/last-pipeline-num-layers: the other stages share the rest evenly).
   const std::int64_t pp = s.pp_size;
   const auto first = s.num_layers_in_first_pipeline_stage;
@@ -127,6 +102,39 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
             s.micro_batch_num, pp);
     }
   }
+}
+}  // namespace detail
+
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
+constexpr void validate(const model_spec& m, const strategy_spec& s) {
+  validate(m);
+  validate(s);
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  const bool mla = m.attention_type == attention_kind::mla;
+  if (m.head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
+  if (!mla && m.kv_head_num % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
+                 m.kv_head_num);
+  if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
+    report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
+                 *m.intermediate_size);
+  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+    report_error(api, "strategy.tp_size",
+                 "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
+                 "seq_len/cp_size={}",
+                 s.tp_size, s.seq_len / s.cp_size);
+  if (is_moe(m)) {
+    if (m.expert_num % s.ep_size != 0)
+      report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
+                   m.expert_num);
+    if (expert_ffn_size(m) % s.etp_size != 0)
+      report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
+                   s.etp_size, expert_ffn_size(m));
+  }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
+  detail::validate_pipeline_split(m, s);
 }
 
 /// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
