@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
@@ -223,6 +224,7 @@ struct spec_args {
   bool strict = false;
   bool allow_oom = false;
   std::string format = "text";
+  std::optional<std::string> trace_file;
 };
 
 void add_spec_options(CLI::App* cmd, spec_args& a, bool required) {
@@ -380,11 +382,20 @@ void run_estimate(lj::perf_llm& perf, const std::string& strategy_arg) {
   }
 }
 
+/// Writes the timeline of the configured job to `file` (an input error if it cannot be written).
+void write_trace(const lj::perf_llm& perf, const std::string& file) {
+  const auto trace = llmsim::trace_iteration(perf.model(), perf.strategy(), perf.system());
+  std::ofstream out(file, std::ios::binary);
+  if (out) out << lj::to_chrome_trace(trace).dump() << '\n';
+  if (!out) throw llmsim::config_error("llmsim perf", "--trace", "cannot write the trace file", file);
+}
+
 int run_perf(const spec_args& a) {
   std::vector<std::string> warnings;
   auto perf = configured(a, warnings);
   run_estimate(perf, *a.strategy);
   const int status = memory_status(perf.result(), a.allow_oom);
+  if (a.trace_file) write_trace(perf, *a.trace_file);
   if (a.format == "json") {
     lj::value out = lj::to_json(perf.result());
     out["model"] = lj::to_json(perf.model());
@@ -573,6 +584,10 @@ int main(int argc, char** argv) {
       "perf", "Estimate one training iteration: time breakdown, MFU, memory per stage and its peak.");
   add_spec_options(perf, perf_args, true);
   add_allow_oom(perf, perf_args);
+  perf->add_option("--trace", perf_args.trace_file,
+                   "Also write the iteration's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing): "
+                   "a process per pipeline rank, a thread per stream, a span per micro-batch pass, memory per rank")
+      ->type_name("FILE");
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
   add_spec_options(bench, bench_args, true);
   int iterations = 1000;

@@ -1203,6 +1203,50 @@ inline value to_json(const estimate_result& r) {
           {"mem_result", mem}};
 }
 
+/// A timeline in Chrome's trace-event format (opens in Perfetto and chrome://tracing): a process
+/// per pipeline rank, a thread per stream, a complete event per span (times in microseconds) with
+/// its micro-batch and chunk, and a counter track of each rank's allocated memory in GiB.
+inline value to_chrome_trace(const iteration_trace& t) {
+  value events = value::array();
+  std::int64_t ranks = 0;
+  for (const auto& sp : t.spans) ranks = sp.rank + 1 > ranks ? sp.rank + 1 : ranks;
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const std::size_t stage = t.rank_stage[static_cast<std::size_t>(rank)];
+    events.push_back(
+        {{"ph", "M"},
+         {"name", "process_name"},
+         {"pid", rank},
+         {"args", {{"name", "rank " + std::to_string(rank) + " (" + stage_name(t.estimate, stage) + ")"}}}});
+    for (std::size_t k = 0; k < trace_stream_names.size(); ++k)
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", rank},
+                        {"tid", k},
+                        {"args", {{"name", std::string(trace_stream_names[k])}}}});
+  }
+  for (const auto& sp : t.spans) {
+    value e = {{"ph", "X"},
+               {"name", std::string(sp.name)},
+               {"pid", sp.rank},
+               {"tid", static_cast<int>(sp.stream)},
+               {"ts", sp.start * 1e6},
+               {"dur", (sp.end - sp.start) * 1e6}};
+    if (sp.micro_batch >= 0) e["args"] = {{"micro_batch", sp.micro_batch}, {"chunk", sp.chunk}};
+    events.push_back(std::move(e));
+  }
+  for (const auto& m : t.memory)
+    events.push_back({{"ph", "C"},
+                      {"name", "allocated memory (GiB)"},
+                      {"pid", m.rank},
+                      {"ts", m.time * 1e6},
+                      {"args", {{"GiB", m.bytes / 1073741824.0}}}});
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
+          {"otherData",
+           {{"duration_time_per_iter_ms", t.estimate.cost.duration_time_per_iter.ms()},
+            {"peak_mem_gib", t.estimate.mem.peak_mem.gib()}}}};
+}
+
 /// `llmsim::perf_llm` that also takes file paths and owns what it loaded.
 class perf_llm : public llmsim::perf_llm {
  public:

@@ -3901,6 +3901,7 @@ struct pipeline_step {
   std::int64_t tag = 0;    ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
   std::int32_t peer = -1;  ///< neighbour rank for send/recv
   double duration = 0;
+  std::int32_t micro_batch = -1;
 };
 
 constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from,
@@ -3923,28 +3924,37 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   const std::int64_t steady = m - warmup;
   std::int64_t fwd_mb = 0, bwd_mb = 0;
   auto recv_prev_fwd = [&](std::int64_t mb) {
-    if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x});
+    if (has_prev)
+      q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto send_next_fwd = [&](std::int64_t mb) {
-    if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x});
+    if (has_next)
+      q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto recv_next_bwd = [&](std::int64_t mb) {
-    if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x});
+    if (has_next)
+      q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto send_prev_bwd = [&](std::int64_t mb) {
-    if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x});
+    if (has_prev)
+      q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   const bool odd = (r % 2) == 1;
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_prev_fwd(fwd_mb);
-    q.push_back({step_kind::forward, 0, -1, f});
+    q.push_back({step_kind::forward, 0, -1, f, static_cast<std::int32_t>(fwd_mb)});
     send_next_fwd(fwd_mb);
     ++fwd_mb;
   }
   if (steady > 0) recv_prev_fwd(fwd_mb);
   for (std::int64_t i = 0; i < steady; ++i) {
     const bool last = i == steady - 1;
-    q.push_back({step_kind::forward, i + 1, -1, f});  // tag: steady iteration i (for the steady-state check)
+    q.push_back({step_kind::forward, i + 1, -1, f,
+                 static_cast<std::int32_t>(fwd_mb)});  // tag: steady iteration i (for the steady-state check)
     // send_forward_recv_backward: odd ranks send first, even ranks receive first.
     if (odd) {
       send_next_fwd(fwd_mb);
@@ -3954,7 +3964,7 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
       send_next_fwd(fwd_mb);
     }
     ++fwd_mb;
-    q.push_back({step_kind::backward, 0, -1, b});
+    q.push_back({step_kind::backward, 0, -1, b, static_cast<std::int32_t>(bwd_mb)});
     if (last) {
       send_prev_bwd(bwd_mb);
     } else {
@@ -3971,13 +3981,24 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   }
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_next_bwd(bwd_mb);
-    q.push_back({step_kind::backward, 0, -1, b});
+    q.push_back({step_kind::backward, 0, -1, b, static_cast<std::int32_t>(bwd_mb)});
     send_prev_bwd(bwd_mb);
     ++bwd_mb;
   }
   return q.i;
 }
 }  // namespace detail
+
+/// One span of a simulated pipeline rank (what a trace shows): a forward or backward of a
+/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour.
+struct pipeline_event {
+  enum class kind : std::uint8_t { forward, backward, send, recv };
+  std::int64_t rank = 0;
+  kind what = kind::forward;
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;
+  double start = 0, end = 0;
+};
 
 /// Result of the pipeline simulation.
 struct pipeline_result {
@@ -3989,7 +4010,8 @@ namespace detail {
 /// The event simulation itself. When `steady_starts` is given, it receives for every rank the
 /// clock at the start of each steady-phase iteration (rank r's k-th at [r * micro_batches + k]).
 constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
-                                          std::vector<double>* steady_starts) {
+                                          std::vector<double>* steady_starts,
+                                          std::vector<pipeline_event>* events = nullptr) {
   const auto p = static_cast<std::int64_t>(timings.size());
   pipeline_result out;
   out.finish.resize(timings.size());
@@ -4014,6 +4036,11 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
       const auto& st = steps[head[r]++];
       if (steady_starts != nullptr && st.kind == step_kind::forward && st.tag > 0)
         (*steady_starts)[r * static_cast<std::size_t>(micro_batches) + static_cast<std::size_t>(st.tag - 1)] = clock[r];
+      if (events != nullptr)
+        events->push_back(
+            {static_cast<std::int64_t>(r),
+             st.kind == step_kind::forward ? pipeline_event::kind::forward : pipeline_event::kind::backward,
+             st.micro_batch, 0, clock[r], clock[r] + st.duration});
       clock[r] += st.duration;
     }
   };
@@ -4039,6 +4066,13 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
         const double start = clock[r] > clock[q] ? clock[r] : clock[q];
         const double finish = start + (a.duration > b.duration ? a.duration : b.duration);
         clock[r] = clock[q] = finish;
+        if (events != nullptr && finish > start) {
+          auto transfer = [](step_kind k) {
+            return k == step_kind::send ? pipeline_event::kind::send : pipeline_event::kind::recv;
+          };
+          events->push_back({static_cast<std::int64_t>(r), transfer(a.kind), a.micro_batch, 0, start, finish});
+          events->push_back({static_cast<std::int64_t>(q), transfer(b.kind), b.micro_batch, 0, start, finish});
+        }
         ++head[r];
         ++head[q];
         hops_without_progress = 0;
@@ -4118,14 +4152,14 @@ constexpr pipeline_result simulate_1f1b(const std::vector<stage_timing>& timings
 }
 
 /// The full event simulation of every micro-batch (reference for `simulate_1f1b`'s shortcut).
-constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings,
-                                                   std::int64_t micro_batches) {
+constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
+                                                   std::vector<pipeline_event>* events = nullptr) {
   if (timings.empty() || micro_batches <= 0) {
     pipeline_result none;
     none.finish.resize(timings.size());
     return none;
   }
-  return detail::simulate_events(timings, micro_batches, nullptr);
+  return detail::simulate_events(timings, micro_batches, nullptr, events);
 }
 
 LLMSIM_END_NAMESPACE
@@ -4183,7 +4217,8 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g`. Returns every rank's finish and the slowest.
 constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
-                                               std::int64_t g, bool async_p2p) {
+                                               std::int64_t g, bool async_p2p,
+                                               std::vector<pipeline_event>* events = nullptr) {
   const auto p = static_cast<std::int64_t>(timings.size());
   const std::int64_t stages = p * v, passes = 2 * m * v;
   pipeline_result out;
@@ -4220,6 +4255,9 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       const double start = clock[ri] > ready ? clock[ri] : ready;
       const double work = (c.forward ? timings[ri].forward.value : timings[ri].backward.value) / static_cast<double>(v);
       (c.forward ? fwd : bwd)[at(stage, c.micro_batch)] = start + work;
+      if (events != nullptr)
+        events->push_back({r, c.forward ? pipeline_event::kind::forward : pipeline_event::kind::backward, c.micro_batch,
+                           c.chunk, start, start + work});
       const bool sends = c.forward ? stage < stages - 1 : stage > 0;
       clock[ri] = start + work + (!async_p2p && sends && p > 1 ? timings[ri].p2p.value : 0.0);
       ++next[ri];
@@ -4506,6 +4544,7 @@ struct stage_result {
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
+  bytes fwd_transient_mem{}, bwd_transient_mem{};  ///< one micro-batch's (chunk's) own peak in its forward / backward
   std::int64_t micro_batches_in_flight = 1;
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
@@ -4967,6 +5006,8 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
   r.peak_activation_mem_in_1F1B =
       bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
+  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.fwd_peak)};
+  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.bwd_peak)};
   r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
   r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
   r.peak_mem =
@@ -5066,9 +5107,11 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
 }
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
-/// Megatron's order (pp_comm_async: transfers beside compute).
+/// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
+/// is simulated (no steady-state extension) and every span recorded.
 constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
-                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                       std::vector<pipeline_event>* events = nullptr) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
@@ -5076,9 +5119,13 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
                        st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
-  if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
+  // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
+  if (s.interleaving_size <= 1) {
+    if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
+    return simulate_1f1b(timings, s.micro_batch_num);
+  }
   return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
-                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
+                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
@@ -5216,6 +5263,122 @@ constexpr estimate_result estimate(const model_spec& m, const strategy_spec& s, 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/estimate.hpp --------------------------------------------------------------
+// ---- begin llmsim/estimate/trace.hpp ---------------------------------------------------------------
+/// \file llmsim/estimate/trace.hpp
+/// The timeline of one simulated iteration (run time only): every forward and backward of every
+/// micro-batch (and model chunk) on every pipeline rank, the transfers between ranks, the
+/// straggler wait, the exposed data-parallel sync and the optimizer step, and each rank's
+/// allocated memory over time. The same simulation as the estimate, with every micro-batch run.
+///
+/// ```cpp
+/// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.memory
+/// ```
+
+
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The streams a rank's spans run on.
+enum class trace_stream : std::uint8_t { compute, pipeline, data_parallel };
+inline constexpr std::array<std::string_view, 3> trace_stream_names{"compute", "pipeline p2p", "data-parallel"};
+
+/// One span of the timeline (times in seconds from the start of the iteration).
+struct trace_span {
+  std::int64_t rank = 0;
+  trace_stream stream = trace_stream::compute;
+  std::string_view name{};        ///< forward, backward, send, recv, straggler wait, gradient sync, optimizer step
+  std::int64_t micro_batch = -1;  ///< -1 for the iteration tail
+  std::int64_t chunk = -1;        ///< model chunk (interleaved), else 0; -1 for the tail
+  double start = 0, end = 0;
+};
+
+/// A rank's allocated bytes from `time` on.
+struct trace_sample {
+  std::int64_t rank = 0;
+  double time = 0;
+  double bytes = 0;
+};
+
+struct iteration_trace {
+  std::vector<trace_span> spans;
+  std::vector<trace_sample> memory;
+  estimate_result estimate{};           ///< the estimate the timeline belongs to
+  std::vector<std::size_t> rank_stage;  ///< index into estimate.stages of every rank
+};
+
+namespace detail {
+/// Which stage of `r` every pipeline rank runs (the ranks a stage stands for).
+inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const model_spec& m, const strategy_spec& s) {
+  const stage_layers split = split_layers(m, s);
+  std::vector<std::size_t> out(static_cast<std::size_t>(s.pp_size), 0);
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
+    const rank_layout lay = layout_of_rank(m, s, split, rank);
+    const stage_kind kind = rank == 0               ? stage_kind::first
+                            : rank == s.pp_size - 1 ? stage_kind::last
+                                                    : stage_kind::middle;
+    for (std::size_t i = 0; i < r.stage_count; ++i)
+      if (r.stages[i].kind == kind && r.stages[i].layout == lay) out[static_cast<std::size_t>(rank)] = i;
+  }
+  return out;
+}
+
+/// A rank's memory at each edge of its forwards and backwards: model memory, the micro-batches
+/// (chunks) it holds, and the running one's own transient peak.
+inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
+  const double model = static_cast<double>(st.model_mem.value);
+  const double unit =
+      static_cast<double>(st.fwd_activation_cache_per_micro_batch.value) / static_cast<double>(s.interleaving_size);
+  double held = 0;
+  t.memory.push_back({rank, 0.0, model});
+  for (const trace_span& sp : t.spans) {
+    if (sp.rank != rank || sp.stream != trace_stream::compute || sp.micro_batch < 0) continue;
+    const bool forward = sp.name == "forward";
+    const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
+    t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
+    held += forward ? 1 : -1;
+    t.memory.push_back({rank, sp.end, model + held * unit});
+  }
+}
+}  // namespace detail
+
+/// Simulates one iteration of the job with every micro-batch and returns its timeline.
+inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  iteration_trace t;
+  t.estimate = estimate(m, s, sys);
+  const estimate_result& r = t.estimate;
+  t.rank_stage = detail::stages_of_ranks(r, m, s);
+  std::vector<std::uint8_t> rank_stage(t.rank_stage.begin(), t.rank_stage.end());
+  std::vector<pipeline_event> events;
+  const pipeline_result pipe =
+      detail::run_pipeline(r, s, rank_stage, r.cost.comm_result.p2p_time_per_transfer, &events);
+  for (const pipeline_event& e : events) {
+    const bool compute = e.what == pipeline_event::kind::forward || e.what == pipeline_event::kind::backward;
+    constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
+    t.spans.push_back({e.rank, compute ? trace_stream::compute : trace_stream::pipeline,
+                       names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk, e.start, e.end});
+  }
+  // The tail after the pipeline, as the estimate prices it: straggler wait, exposed sync, optimizer.
+  const double pipeline_end = pipe.total.value, tail_start = r.cost.pipeline_time.value;
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
+    const stage_result& st = r.stages[t.rank_stage[static_cast<std::size_t>(rank)]];
+    if (tail_start > pipeline_end)
+      t.spans.push_back({rank, trace_stream::compute, "straggler wait", -1, -1, pipeline_end, tail_start});
+    const double sync_end = tail_start + st.dp_exposed_time.value;
+    if (sync_end > tail_start)
+      t.spans.push_back({rank, trace_stream::data_parallel, "gradient sync", -1, -1, tail_start, sync_end});
+    if (st.optim_time.value > 0)
+      t.spans.push_back(
+          {rank, trace_stream::compute, "optimizer step", -1, -1, sync_end, sync_end + st.optim_time.value});
+  }
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
+    detail::sample_memory(t, r.stages[t.rank_stage[static_cast<std::size_t>(rank)]], s, rank);
+  return t;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/estimate/trace.hpp -----------------------------------------------------------------
 // ---- begin llmsim/perf_llm.hpp ---------------------------------------------------------------------
 /// \file llmsim/perf_llm.hpp
 /// `llmsim::perf_llm`: the SimuMax-style workflow — configure a strategy, a model and a system,

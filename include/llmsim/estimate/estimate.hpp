@@ -120,6 +120,7 @@ struct stage_result {
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
+  bytes fwd_transient_mem{}, bwd_transient_mem{};  ///< one micro-batch's (chunk's) own peak in its forward / backward
   std::int64_t micro_batches_in_flight = 1;
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
@@ -581,6 +582,8 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
   r.peak_activation_mem_in_1F1B =
       bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
+  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.fwd_peak)};
+  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.bwd_peak)};
   r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
   r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
   r.peak_mem =
@@ -680,9 +683,11 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
 }
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
-/// Megatron's order (pp_comm_async: transfers beside compute).
+/// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
+/// is simulated (no steady-state extension) and every span recorded.
 constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
-                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                       std::vector<pipeline_event>* events = nullptr) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
@@ -690,9 +695,13 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
                        st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
-  if (s.interleaving_size <= 1) return simulate_1f1b(timings, s.micro_batch_num);
+  // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
+  if (s.interleaving_size <= 1) {
+    if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
+    return simulate_1f1b(timings, s.micro_batch_num);
+  }
   return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
-                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async);
+                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }
 
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.

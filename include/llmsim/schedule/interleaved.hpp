@@ -70,7 +70,8 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g`. Returns every rank's finish and the slowest.
 constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
-                                               std::int64_t g, bool async_p2p) {
+                                               std::int64_t g, bool async_p2p,
+                                               std::vector<pipeline_event>* events = nullptr) {
   const auto p = static_cast<std::int64_t>(timings.size());
   const std::int64_t stages = p * v, passes = 2 * m * v;
   pipeline_result out;
@@ -107,6 +108,9 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
       const double start = clock[ri] > ready ? clock[ri] : ready;
       const double work = (c.forward ? timings[ri].forward.value : timings[ri].backward.value) / static_cast<double>(v);
       (c.forward ? fwd : bwd)[at(stage, c.micro_batch)] = start + work;
+      if (events != nullptr)
+        events->push_back({r, c.forward ? pipeline_event::kind::forward : pipeline_event::kind::backward, c.micro_batch,
+                           c.chunk, start, start + work});
       const bool sends = c.forward ? stage < stages - 1 : stage > 0;
       clock[ri] = start + work + (!async_p2p && sends && p > 1 ? timings[ri].p2p.value : 0.0);
       ++next[ri];

@@ -31,6 +31,7 @@ struct pipeline_step {
   std::int64_t tag = 0;    ///< message id: micro-batch * 4 + direction * 2 ... unique per (dir, mb, src, dst)
   std::int32_t peer = -1;  ///< neighbour rank for send/recv
   double duration = 0;
+  std::int32_t micro_batch = -1;
 };
 
 constexpr std::int64_t message_tag(bool backward_direction, std::int64_t micro_batch, std::int64_t from,
@@ -53,28 +54,37 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   const std::int64_t steady = m - warmup;
   std::int64_t fwd_mb = 0, bwd_mb = 0;
   auto recv_prev_fwd = [&](std::int64_t mb) {
-    if (has_prev) q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x});
+    if (has_prev)
+      q.push_back({step_kind::recv, message_tag(false, mb, r - 1, r), static_cast<std::int32_t>(r - 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto send_next_fwd = [&](std::int64_t mb) {
-    if (has_next) q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x});
+    if (has_next)
+      q.push_back({step_kind::send, message_tag(false, mb, r, r + 1), static_cast<std::int32_t>(r + 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto recv_next_bwd = [&](std::int64_t mb) {
-    if (has_next) q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x});
+    if (has_next)
+      q.push_back({step_kind::recv, message_tag(true, mb, r + 1, r), static_cast<std::int32_t>(r + 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   auto send_prev_bwd = [&](std::int64_t mb) {
-    if (has_prev) q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x});
+    if (has_prev)
+      q.push_back({step_kind::send, message_tag(true, mb, r, r - 1), static_cast<std::int32_t>(r - 1), x,
+                   static_cast<std::int32_t>(mb)});
   };
   const bool odd = (r % 2) == 1;
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_prev_fwd(fwd_mb);
-    q.push_back({step_kind::forward, 0, -1, f});
+    q.push_back({step_kind::forward, 0, -1, f, static_cast<std::int32_t>(fwd_mb)});
     send_next_fwd(fwd_mb);
     ++fwd_mb;
   }
   if (steady > 0) recv_prev_fwd(fwd_mb);
   for (std::int64_t i = 0; i < steady; ++i) {
     const bool last = i == steady - 1;
-    q.push_back({step_kind::forward, i + 1, -1, f});  // tag: steady iteration i (for the steady-state check)
+    q.push_back({step_kind::forward, i + 1, -1, f,
+                 static_cast<std::int32_t>(fwd_mb)});  // tag: steady iteration i (for the steady-state check)
     // send_forward_recv_backward: odd ranks send first, even ranks receive first.
     if (odd) {
       send_next_fwd(fwd_mb);
@@ -84,7 +94,7 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
       send_next_fwd(fwd_mb);
     }
     ++fwd_mb;
-    q.push_back({step_kind::backward, 0, -1, b});
+    q.push_back({step_kind::backward, 0, -1, b, static_cast<std::int32_t>(bwd_mb)});
     if (last) {
       send_prev_bwd(bwd_mb);
     } else {
@@ -101,13 +111,24 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
   }
   for (std::int64_t i = 0; i < warmup; ++i) {
     recv_next_bwd(bwd_mb);
-    q.push_back({step_kind::backward, 0, -1, b});
+    q.push_back({step_kind::backward, 0, -1, b, static_cast<std::int32_t>(bwd_mb)});
     send_prev_bwd(bwd_mb);
     ++bwd_mb;
   }
   return q.i;
 }
 }  // namespace detail
+
+/// One span of a simulated pipeline rank (what a trace shows): a forward or backward of a
+/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour.
+struct pipeline_event {
+  enum class kind : std::uint8_t { forward, backward, send, recv };
+  std::int64_t rank = 0;
+  kind what = kind::forward;
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;
+  double start = 0, end = 0;
+};
 
 /// Result of the pipeline simulation.
 struct pipeline_result {
@@ -119,7 +140,8 @@ namespace detail {
 /// The event simulation itself. When `steady_starts` is given, it receives for every rank the
 /// clock at the start of each steady-phase iteration (rank r's k-th at [r * micro_batches + k]).
 constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
-                                          std::vector<double>* steady_starts) {
+                                          std::vector<double>* steady_starts,
+                                          std::vector<pipeline_event>* events = nullptr) {
   const auto p = static_cast<std::int64_t>(timings.size());
   pipeline_result out;
   out.finish.resize(timings.size());
@@ -144,6 +166,11 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
       const auto& st = steps[head[r]++];
       if (steady_starts != nullptr && st.kind == step_kind::forward && st.tag > 0)
         (*steady_starts)[r * static_cast<std::size_t>(micro_batches) + static_cast<std::size_t>(st.tag - 1)] = clock[r];
+      if (events != nullptr)
+        events->push_back(
+            {static_cast<std::int64_t>(r),
+             st.kind == step_kind::forward ? pipeline_event::kind::forward : pipeline_event::kind::backward,
+             st.micro_batch, 0, clock[r], clock[r] + st.duration});
       clock[r] += st.duration;
     }
   };
@@ -169,6 +196,13 @@ constexpr pipeline_result simulate_events(const std::vector<stage_timing>& timin
         const double start = clock[r] > clock[q] ? clock[r] : clock[q];
         const double finish = start + (a.duration > b.duration ? a.duration : b.duration);
         clock[r] = clock[q] = finish;
+        if (events != nullptr && finish > start) {
+          auto transfer = [](step_kind k) {
+            return k == step_kind::send ? pipeline_event::kind::send : pipeline_event::kind::recv;
+          };
+          events->push_back({static_cast<std::int64_t>(r), transfer(a.kind), a.micro_batch, 0, start, finish});
+          events->push_back({static_cast<std::int64_t>(q), transfer(b.kind), b.micro_batch, 0, start, finish});
+        }
         ++head[r];
         ++head[q];
         hops_without_progress = 0;
@@ -248,14 +282,14 @@ constexpr pipeline_result simulate_1f1b(const std::vector<stage_timing>& timings
 }
 
 /// The full event simulation of every micro-batch (reference for `simulate_1f1b`'s shortcut).
-constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings,
-                                                   std::int64_t micro_batches) {
+constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timing>& timings, std::int64_t micro_batches,
+                                                   std::vector<pipeline_event>* events = nullptr) {
   if (timings.empty() || micro_batches <= 0) {
     pipeline_result none;
     none.finish.resize(timings.size());
     return none;
   }
-  return detail::simulate_events(timings, micro_batches, nullptr);
+  return detail::simulate_events(timings, micro_batches, nullptr, events);
 }
 
 LLMSIM_END_NAMESPACE
