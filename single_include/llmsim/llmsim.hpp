@@ -2806,9 +2806,9 @@ struct build_context {
   constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
     emit(l, memory_op(pass, bytes, kind));
   }
-  /// A tensor-parallel collective of `pass` (nothing when tp = 1).
-  constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
-    if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
+  /// A collective of `pass` over `group` on a buffer of `bytes` (free for a group of one).
+  constexpr void collective(leaf& l, pass_kind pass, comm_group group, collective_kind kind, double bytes) const {
+    emit(l, collective_op(pass, kind, group, bytes));
   }
 };
 
@@ -2856,17 +2856,17 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
   if (c.sequence_parallel()) {
     if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
-      c.tp_collective(l, pass_kind::forward, collective_kind::all_gather, full_activation);
-      c.tp_collective(l, pass_kind::backward_input, collective_kind::reduce_scatter, full_activation);
-      c.tp_collective(l, pass_kind::backward_weight, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, full_activation);
+      c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
     } else {
-      c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, full_activation);
-      c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, full_activation);
+      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
     }
   } else if (column) {
-    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_reduce, full_activation);
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_reduce, full_activation);
   } else {
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, full_activation);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, full_activation);
   }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
@@ -3033,10 +3033,10 @@ constexpr leaf embedding_leaf(const build_context& c) {
   c.memory(l, pass_kind::forward, ids + 2 * out);
   c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
   if (c.sequence_parallel()) {
-    c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, out);
-    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, out);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, out);
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
   } else {
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, out);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
   }
   l.params = rows * h;
   l.input = ids;
@@ -3073,8 +3073,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
     // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, 2 * bs * 4);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, bs * 4);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, 2 * bs * 4);
   } else {
     // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
     // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
@@ -3082,7 +3082,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     c.memory(l, pass_kind::backward_input, 14 * logits + 4 * b, memory_kind::ce);
     l.cache = logits * 4;
     l.fwd_peak = l.cache + logits * E;
-    for (int i = 0; i < 3; ++i) c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
+    for (int i = 0; i < 3; ++i)
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, bs * 4);
   }
   l.input = logits * E;
   return l;
@@ -3140,10 +3141,7 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
 constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
-  const std::int64_t size = group == comm_group::tp    ? c.s().tp_size
-                            : group == comm_group::ep  ? c.s().ep_size
-                            : group == comm_group::etp ? c.s().etp_size
-                                                       : 0;
+  const std::int64_t size = layout_of(c.s(), group).size;
   const network_tier* tier = group == comm_group::tp    ? c.tp_tier
                              : group == comm_group::ep  ? c.ep_tier
                              : group == comm_group::etp ? c.etp_tier
@@ -3224,39 +3222,8 @@ inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 
 namespace detail {
 
-/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
-/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
-/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
-/// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params,
-                                     double grad_bytes_per_param, std::int64_t& buckets,
-                                     comm_group which = comm_group::dp) {
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  buckets = 0;
-  if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket =
-      parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-          ? parameters::ddp_bucket_min_elements
-          : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
-  const double rest = params - full * per_bucket;
-  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
-  auto bucket_time = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier,
-                             {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(
-                 sys, s, tier,
-                 {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-    }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
-  };
-  return bucket_time(per_bucket) * full + bucket_time(rest);
-}
-
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
+/// Megatron buckets of max(40M, 1M·dp) elements (`distributed_data_parallel_config.bucket_size`),
 /// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
 /// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
 /// and parameter all-gather (distributed optimizer only).
@@ -3435,17 +3402,6 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   return t;
 }
 
-namespace detail {
-/// An expert-parallel (or expert-tensor-parallel) collective of `pass` (nothing for a group of one).
-constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
-  if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
-}
-constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind,
-                              double size_bytes) {
-  if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
-}
-}  // namespace detail
-
 /// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
 /// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
 /// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
@@ -3599,12 +3555,12 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-    detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
-    if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
+    c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
+    if (s.dispatch_probs) c.collective(p, pass, comm_group::ep, collective_kind::all2all, probs * E);
   }
   const double gathered = payload * static_cast<double>(s.etp_size);
-  detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, gathered);
-  detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, gathered);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -3624,10 +3580,10 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
   c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
   const double gathered = A * static_cast<double>(s.etp_size);
-  detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, gathered);
-  detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-  detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, gathered);
-  detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
+  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
+  c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
+  c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
   u.communicates_in_replay = true;
   u.input = A;
   if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
@@ -4760,6 +4716,19 @@ constexpr std::int64_t stage_layer_count(const stage_layers& split, std::int64_t
   return r == p - 1 ? split.last : split.middle;
 }
 
+/// Where pipeline rank `rank` of `p` sits (with one stage, `first` holds both ends).
+constexpr stage_kind stage_kind_of(std::int64_t rank, std::int64_t p) {
+  if (rank == 0) return stage_kind::first;
+  return rank == p - 1 ? stage_kind::last : stage_kind::middle;
+}
+
+/// The index in `r.stages` of the stage of this kind and layout (`r.stage_count` when none).
+constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, const rank_layout& lay) {
+  std::size_t i = 0;
+  while (i < r.stage_count && !(r.stages[i].kind == kind && r.stages[i].layout == lay)) ++i;
+  return i;
+}
+
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
@@ -5016,15 +4985,18 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
-/// The data-parallel parts the overlap settings can hide, from the stage's DDP buckets.
-constexpr void plan_overlap(stage_result& r, const job_context& j) {
+/// The stage's data-parallel sync from its DDP buckets: the unoverlapped reductions and gathers
+/// (`dp_time`), and the parts the overlap settings can hide.
+constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
   const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
   const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
   for (const bucket_plan* b : {&dense, &expert}) {
     r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
+    r.dp_buckets += b->count();
   }
+  r.dp_time = r.grad_reduce_time + r.param_gather_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
@@ -5036,7 +5008,6 @@ constexpr void plan_overlap(stage_result& r, const job_context& j) {
 /// ranks finish at `finish`), with overlap_param_gather only the forward's wait for parameters.
 constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_spec& s, const pipeline_result& pipe,
                                         const std::vector<std::uint8_t>& rank_stage, std::size_t index) {
-  if (!s.overlap_grad_reduce && !s.overlap_param_gather) return st.dp_time;
   seconds grad = st.grad_reduce_time;
   if (s.overlap_grad_reduce) {
     grad = seconds{};
@@ -5054,7 +5025,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const strategy_spec& s = j.c->s();
   const std::int64_t p = s.pp_size;
   stage_result r;
-  r.kind = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
+  r.kind = stage_kind_of(rank, p);
   r.rank = r.last_rank = rank;
   r.layout = lay;
   r.layers = lay.layers;
@@ -5069,12 +5040,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                  r.recompute_tp_comm_time + r.p2p_time;
-  std::int64_t expert_buckets = 0;
-  r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
-              data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
-  r.dp_buckets += expert_buckets;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
-  plan_overlap(r, j);
+  plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   size_activations(r, j, prog);
   return r;
@@ -5088,11 +5055,7 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0               ? stage_kind::first
-                            : rank == s.pp_size - 1 ? stage_kind::last
-                                                    : stage_kind::middle;
-    std::size_t i = 0;
-    while (i < out.stage_count && !(out.stages[i].kind == kind && out.stages[i].layout == lay)) ++i;
+    const std::size_t i = find_stage(out, stage_kind_of(rank, s.pp_size), lay);
     if (i == out.stage_count) {
       if (i == max_distinct_stages)
         report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs",
@@ -5314,12 +5277,8 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   const stage_layers split = split_layers(m, s);
   std::vector<std::size_t> out(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
-    const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0               ? stage_kind::first
-                            : rank == s.pp_size - 1 ? stage_kind::last
-                                                    : stage_kind::middle;
-    for (std::size_t i = 0; i < r.stage_count; ++i)
-      if (r.stages[i].kind == kind && r.stages[i].layout == lay) out[static_cast<std::size_t>(rank)] = i;
+    out[static_cast<std::size_t>(rank)] =
+        find_stage(r, stage_kind_of(rank, s.pp_size), layout_of_rank(m, s, split, rank));
   }
   return out;
 }

@@ -13,10 +13,7 @@ LLMSIM_BEGIN_NAMESPACE
 
 /// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
 constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
-  const std::int64_t size = group == comm_group::tp    ? c.s().tp_size
-                            : group == comm_group::ep  ? c.s().ep_size
-                            : group == comm_group::etp ? c.s().etp_size
-                                                       : 0;
+  const std::int64_t size = layout_of(c.s(), group).size;
   const network_tier* tier = group == comm_group::tp    ? c.tp_tier
                              : group == comm_group::ep  ? c.ep_tier
                              : group == comm_group::etp ? c.etp_tier

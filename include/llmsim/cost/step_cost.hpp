@@ -16,39 +16,8 @@ inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
 
 namespace detail {
 
-/// Gradient sync of one stage: Megatron DDP buckets of max(40M, 1M·dp) elements; with the
-/// distributed optimizer each bucket's gradients are reduce-scattered and its bf16 parameters
-/// all-gathered after the step; plain DP all-reduces each bucket. Not overlapped with backward
-/// (the validation runs do not pass --overlap-grad-reduce).
-constexpr seconds data_parallel_time(const system_spec& sys, const strategy_spec& s, double params,
-                                     double grad_bytes_per_param, std::int64_t& buckets,
-                                     comm_group which = comm_group::dp) {
-  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
-  buckets = 0;
-  if (group <= 1 || params <= 0) return {};
-  const network_tier& tier = resolve_tier(sys, s, which);
-  const double per_bucket =
-      parameters::ddp_bucket_min_elements > parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group)
-          ? parameters::ddp_bucket_min_elements
-          : parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
-  const double full = static_cast<double>(static_cast<std::int64_t>(params / per_bucket));  // floor of a positive count
-  const double rest = params - full * per_bucket;
-  buckets = static_cast<std::int64_t>(full) + (rest > 0 ? 1 : 0);
-  auto bucket_time = [&](double elements) {
-    if (elements <= 0) return seconds{};
-    if (s.zero_state >= 1) {
-      return collective_time(sys, s, tier,
-                             {collective_kind::reduce_scatter, elements * grad_bytes_per_param, group, which}) +
-             collective_time(
-                 sys, s, tier,
-                 {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
-    }
-    return collective_time(sys, s, tier, {collective_kind::all_reduce, elements * grad_bytes_per_param, group, which});
-  };
-  return bucket_time(per_bucket) * full + bucket_time(rest);
-}
-
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
+/// Megatron buckets of max(40M, 1M·dp) elements (`distributed_data_parallel_config.bucket_size`),
 /// `full` buckets of `per_bucket` elements and a last one of `rest`, with the time of each
 /// bucket's gradient reduction (reduce-scatter with the distributed optimizer, else all-reduce)
 /// and parameter all-gather (distributed optimizer only).

@@ -336,6 +336,19 @@ constexpr std::int64_t stage_layer_count(const stage_layers& split, std::int64_t
   return r == p - 1 ? split.last : split.middle;
 }
 
+/// Where pipeline rank `rank` of `p` sits (with one stage, `first` holds both ends).
+constexpr stage_kind stage_kind_of(std::int64_t rank, std::int64_t p) {
+  if (rank == 0) return stage_kind::first;
+  return rank == p - 1 ? stage_kind::last : stage_kind::middle;
+}
+
+/// The index in `r.stages` of the stage of this kind and layout (`r.stage_count` when none).
+constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, const rank_layout& lay) {
+  std::size_t i = 0;
+  while (i < r.stage_count && !(r.stages[i].kind == kind && r.stages[i].layout == lay)) ++i;
+  return i;
+}
+
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
@@ -592,15 +605,18 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
-/// The data-parallel parts the overlap settings can hide, from the stage's DDP buckets.
-constexpr void plan_overlap(stage_result& r, const job_context& j) {
+/// The stage's data-parallel sync from its DDP buckets: the unoverlapped reductions and gathers
+/// (`dp_time`), and the parts the overlap settings can hide.
+constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
   const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
   const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
   for (const bucket_plan* b : {&dense, &expert}) {
     r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
+    r.dp_buckets += b->count();
   }
+  r.dp_time = r.grad_reduce_time + r.param_gather_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
@@ -612,7 +628,6 @@ constexpr void plan_overlap(stage_result& r, const job_context& j) {
 /// ranks finish at `finish`), with overlap_param_gather only the forward's wait for parameters.
 constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_spec& s, const pipeline_result& pipe,
                                         const std::vector<std::uint8_t>& rank_stage, std::size_t index) {
-  if (!s.overlap_grad_reduce && !s.overlap_param_gather) return st.dp_time;
   seconds grad = st.grad_reduce_time;
   if (s.overlap_grad_reduce) {
     grad = seconds{};
@@ -630,7 +645,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const strategy_spec& s = j.c->s();
   const std::int64_t p = s.pp_size;
   stage_result r;
-  r.kind = rank == 0 ? stage_kind::first : rank == p - 1 ? stage_kind::last : stage_kind::middle;
+  r.kind = stage_kind_of(rank, p);
   r.rank = r.last_rank = rank;
   r.layout = lay;
   r.layers = lay.layers;
@@ -645,12 +660,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                  r.recompute_tp_comm_time + r.p2p_time;
-  std::int64_t expert_buckets = 0;
-  r.dp_time = data_parallel_time(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, r.dp_buckets) +
-              data_parallel_time(j.c->sys(), s, r.expert_params, j.grad_bytes, expert_buckets, comm_group::edp);
-  r.dp_buckets += expert_buckets;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
-  plan_overlap(r, j);
+  plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   size_activations(r, j, prog);
   return r;
@@ -664,11 +675,7 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0               ? stage_kind::first
-                            : rank == s.pp_size - 1 ? stage_kind::last
-                                                    : stage_kind::middle;
-    std::size_t i = 0;
-    while (i < out.stage_count && !(out.stages[i].kind == kind && out.stages[i].layout == lay)) ++i;
+    const std::size_t i = find_stage(out, stage_kind_of(rank, s.pp_size), lay);
     if (i == out.stage_count) {
       if (i == max_distinct_stages)
         report_error("llmsim::estimate", "strategy.pp_size", "the pipeline has more than {} distinct stage programs",

@@ -50,12 +50,8 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   const stage_layers split = split_layers(m, s);
   std::vector<std::size_t> out(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
-    const rank_layout lay = layout_of_rank(m, s, split, rank);
-    const stage_kind kind = rank == 0               ? stage_kind::first
-                            : rank == s.pp_size - 1 ? stage_kind::last
-                                                    : stage_kind::middle;
-    for (std::size_t i = 0; i < r.stage_count; ++i)
-      if (r.stages[i].kind == kind && r.stages[i].layout == lay) out[static_cast<std::size_t>(rank)] = i;
+    out[static_cast<std::size_t>(rank)] =
+        find_stage(r, stage_kind_of(rank, s.pp_size), layout_of_rank(m, s, split, rank));
   }
   return out;
 }

@@ -65,9 +65,9 @@ struct build_context {
   constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
     emit(l, memory_op(pass, bytes, kind));
   }
-  /// A tensor-parallel collective of `pass` (nothing when tp = 1).
-  constexpr void tp_collective(leaf& l, pass_kind pass, collective_kind kind, double bytes) const {
-    if (s().tp_size > 1) emit(l, collective_op(pass, kind, comm_group::tp, bytes));
+  /// A collective of `pass` over `group` on a buffer of `bytes` (free for a group of one).
+  constexpr void collective(leaf& l, pass_kind pass, comm_group group, collective_kind kind, double bytes) const {
+    emit(l, collective_op(pass, kind, group, bytes));
   }
 };
 
@@ -115,17 +115,17 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
   if (c.sequence_parallel()) {
     if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
-      c.tp_collective(l, pass_kind::forward, collective_kind::all_gather, full_activation);
-      c.tp_collective(l, pass_kind::backward_input, collective_kind::reduce_scatter, full_activation);
-      c.tp_collective(l, pass_kind::backward_weight, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, full_activation);
+      c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
     } else {
-      c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, full_activation);
-      c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, full_activation);
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, full_activation);
+      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
     }
   } else if (column) {
-    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_reduce, full_activation);
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_reduce, full_activation);
   } else {
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, full_activation);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, full_activation);
   }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
@@ -292,10 +292,10 @@ constexpr leaf embedding_leaf(const build_context& c) {
   c.memory(l, pass_kind::forward, ids + 2 * out);
   c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
   if (c.sequence_parallel()) {
-    c.tp_collective(l, pass_kind::forward, collective_kind::reduce_scatter, out);
-    c.tp_collective(l, pass_kind::backward_input, collective_kind::all_gather, out);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, out);
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
   } else {
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, out);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
   }
   l.params = rows * h;
   l.input = ids;
@@ -332,8 +332,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     // Transients besides the kept logits: int32 targets, three fp32 per-token reductions (max,
     // sum-exp, target logit) and, under tp, their all-reduce buffers gathered over the tp ranks.
     l.fwd_peak = l.cache + bs * 4 + 3 * bs * 4 + (t > 1 ? 3 * bs * static_cast<double>(t) * 4 : 0);
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
-    c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, 2 * bs * 4);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, bs * 4);
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, 2 * bs * 4);
   } else {
     // Unfused: upcast to fp32, subtract max, exp, sum, log, gather target; ~38 bytes per logit forward
     // and ~14 backward (softmax minus one-hot, downcast), as SimuMax counts Megatron's kernels.
@@ -341,7 +341,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
     c.memory(l, pass_kind::backward_input, 14 * logits + 4 * b, memory_kind::ce);
     l.cache = logits * 4;
     l.fwd_peak = l.cache + logits * E;
-    for (int i = 0; i < 3; ++i) c.tp_collective(l, pass_kind::forward, collective_kind::all_reduce, bs * 4);
+    for (int i = 0; i < 3; ++i)
+      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, bs * 4);
   }
   l.input = logits * E;
   return l;

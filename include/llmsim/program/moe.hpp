@@ -47,17 +47,6 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   return t;
 }
 
-namespace detail {
-/// An expert-parallel (or expert-tensor-parallel) collective of `pass` (nothing for a group of one).
-constexpr void ep_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind, double size_bytes) {
-  if (c.s().ep_size > 1) c.emit(l, collective_op(pass, kind, comm_group::ep, size_bytes));
-}
-constexpr void etp_collective(leaf& l, const build_context& c, pass_kind pass, collective_kind kind,
-                              double size_bytes) {
-  if (c.s().etp_size > 1) c.emit(l, collective_op(pass, kind, comm_group::etp, size_bytes));
-}
-}  // namespace detail
-
 /// The copies of Megatron's MLA between the projections and flash attention: rotary embedding of
 /// the positional q and k parts, q = cat(q_nope, q_rope), k = cat(k_nope, k_rope broadcast over
 /// heads), v made contiguous; backward: rotary of both gradients, the q and k gradients split back
@@ -211,12 +200,12 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-    detail::ep_collective(p, c, pass, collective_kind::all2all, payload);
-    if (s.dispatch_probs) detail::ep_collective(p, c, pass, collective_kind::all2all, probs * E);
+    c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
+    if (s.dispatch_probs) c.collective(p, pass, comm_group::ep, collective_kind::all2all, probs * E);
   }
   const double gathered = payload * static_cast<double>(s.etp_size);
-  detail::etp_collective(p, c, pass_kind::forward, collective_kind::all_gather, gathered);
-  detail::etp_collective(p, c, pass_kind::backward_input, collective_kind::reduce_scatter, gathered);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -236,10 +225,10 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
   c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
   const double gathered = A * static_cast<double>(s.etp_size);
-  detail::etp_collective(u, c, pass_kind::forward, collective_kind::reduce_scatter, gathered);
-  detail::ep_collective(u, c, pass_kind::forward, collective_kind::all2all, A);
-  detail::etp_collective(u, c, pass_kind::backward_input, collective_kind::all_gather, gathered);
-  detail::ep_collective(u, c, pass_kind::backward_input, collective_kind::all2all, A);
+  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
+  c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
+  c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
   u.communicates_in_replay = true;
   u.input = A;
   if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
