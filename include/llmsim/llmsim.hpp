@@ -24,6 +24,7 @@
 #include <llmsim/report.hpp>
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
+#include <llmsim/schedule/pass.hpp>
 #include <llmsim/spec/fields.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
