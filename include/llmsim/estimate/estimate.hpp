@@ -19,6 +19,7 @@
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
+#include <llmsim/schedule/pass.hpp>
 #include <llmsim/spec/validate.hpp>
 
 #include <array>
@@ -369,6 +370,33 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
     out.dense_layers += dense;
     if (chunk == 0) out.chunk_dense_layers = dense;
   }
+  return out;
+}
+
+/// What rank `r` holds under DualPipeV's V-shaped placement (`chunk_placement::v_shape`): the
+/// model cut into 2p equal virtual stages of layers/(2p) layers, rank r running stages r (chunk 0)
+/// and 2p-1-r (chunk 1). Rank 0 thus holds the embedding (stage 0) and the final norm, output
+/// layer and loss (stage 2p-1): a tied embedding is one weight there, not two copies. Two chunks
+/// of one copy each, unlike DualPipe, which keeps two copies of the weights (README table:
+/// parameters 2x per device for both, DualPipeV on half the devices). The dense layers
+/// (--first-k-dense-replace) fall in the chunks they number into: `chunk_dense_layers` is chunk
+/// 0's, chunk 1 holds `dense_layers - chunk_dense_layers`. The split is even and has no
+/// first/last overrides (`validate_v_shape_split` refuses the rest). Same call shape as
+/// `layout_of_rank` without the looped split.
+constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  const std::int64_t p = s.pp_size, per_stage = m.layer_num / (2 * p);
+  const std::int64_t dense_total = detail::dense_layer_count(m);
+  auto dense_of_stage = [&](std::int64_t stage) {  // dense layers come first in model order
+    const std::int64_t dense = dense_total - stage * per_stage;
+    return dense < 0 ? 0 : (dense > per_stage ? per_stage : dense);
+  };
+  rank_layout out;
+  out.layers = 2 * per_stage;
+  out.chunk_layers = per_stage;
+  out.chunk_dense_layers = dense_of_stage(virtual_stage(chunk_placement::v_shape, p, r, 0));
+  out.dense_layers = out.chunk_dense_layers + dense_of_stage(virtual_stage(chunk_placement::v_shape, p, r, 1));
+  out.embedding = r == 0;
+  out.head = r == 0;
   return out;
 }
 

@@ -3,6 +3,7 @@
 /// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 #pragma once
 
+#include <llmsim/schedule/dualpipev.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
@@ -102,6 +103,32 @@ constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec&
             s.micro_batch_num, pp);
     }
   }
+}
+
+/// The rules of DualPipeV's V-shaped placement (`v_shape_layout_of_rank`), for a strategy that
+/// selects it: 2p equal virtual stages, two per rank, and the micro-batch rule of
+/// `dualpipev_rule`. dualpipev.py takes exactly two model chunks per rank and splits no layers
+/// itself; the uneven looped splits (first/last stage overrides, embedding/loss slots) are
+/// refused rather than guessed at.
+constexpr void validate_v_shape_split(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  validate_dualpipev(api, s.pp_size, s.micro_batch_num);
+  if (s.interleaving_size > 1)
+    report_error(api, "strategy.interleaving_size",
+                 "DualPipeV places exactly two model chunks per rank; strategy.interleaving_size={} must be 1",
+                 s.interleaving_size);
+  if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)
+    report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                 "DualPipeV splits the layers evenly over its 2 * strategy.pp_size virtual stages; "
+                 "strategy.num_layers_in_first/last_pipeline_stage are not supported with it");
+  if (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split)
+    report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                 "DualPipeV splits the layers evenly over its 2 * strategy.pp_size virtual stages; "
+                 "strategy.account_for_embedding/loss_in_pipeline_split are not supported with it");
+  if (m.layer_num % (2 * s.pp_size) != 0)
+    report_error(api, "strategy.pp_size",
+                 "DualPipeV needs model.layer_num={} to split evenly over 2 * strategy.pp_size={} virtual stages",
+                 m.layer_num, 2 * s.pp_size);
 }
 }  // namespace detail
 
