@@ -124,6 +124,7 @@ struct order_facts {
   std::int64_t peak_until_weight = 0;    ///< the same, a split backward's set held until its W
   std::int64_t overlapped_pairs = 0;
   std::int64_t split = 0;
+  bool peak_mix_as_derived = true;  ///< at every moment of 2p + 1 sets: 2p - rank of chunk 0, rank + 1 of chunk 1
 };
 
 /// Checks one rank's order pass by pass and returns its counts.
@@ -132,6 +133,7 @@ order_facts check_rank(std::int64_t p, std::int64_t m, std::int64_t rank, const 
   std::map<std::pair<std::int64_t, std::int64_t>, std::array<int, 4>> seen;  // (mb, chunk) -> count per type
   order_facts facts;
   std::int64_t held = 0, held_w = 0;
+  std::array<std::int64_t, 2> held_of_chunk{};
   for (std::size_t i = 0; i < order.size(); ++i) {
     const scheduled_pass& s = order[i];
     EXPECT_TRUE(s.micro_batch >= 0 && s.micro_batch < m && (s.chunk == 0 || s.chunk == 1)) << where;
@@ -142,15 +144,18 @@ order_facts check_rank(std::int64_t p, std::int64_t m, std::int64_t rank, const 
         EXPECT_EQ(count[0], 0) << where << " second forward " << show(s);
         ++held;
         ++held_w;
+        ++held_of_chunk[static_cast<std::size_t>(s.chunk)];
         break;
       case pass_type::backward:
         EXPECT_TRUE(done_forward) << where << " backward before forward " << show(s);
         --held;
         --held_w;
+        --held_of_chunk[static_cast<std::size_t>(s.chunk)];
         break;
       case pass_type::backward_input:
         EXPECT_TRUE(done_forward) << where << " backward before forward " << show(s);
         --held;
+        --held_of_chunk[static_cast<std::size_t>(s.chunk)];
         ++facts.split;
         break;
       case pass_type::backward_weight:
@@ -161,6 +166,9 @@ order_facts check_rank(std::int64_t p, std::int64_t m, std::int64_t rank, const 
     ++count[static_cast<std::size_t>(s.type)];
     facts.peak_until_backward = held > facts.peak_until_backward ? held : facts.peak_until_backward;
     facts.peak_until_weight = held_w > facts.peak_until_weight ? held_w : facts.peak_until_weight;
+    if (held == 2 * p + 1)
+      facts.peak_mix_as_derived =
+          facts.peak_mix_as_derived && held_of_chunk[0] == 2 * p - rank && held_of_chunk[1] == rank + 1;
     if (s.overlapped_with_next) {
       ++facts.overlapped_pairs;
       // A pair is a forward and the backward of another chunk, whole (dualpipev.py runs the pair's
@@ -247,6 +255,11 @@ TEST(DualPipeV, EveryPassOnceInDependencyOrderAndTheReadmesActivationPeak) {
         const order_facts f = check_rank(p, m, r, dualpipev_order(p, m, r));
         EXPECT_EQ(f.peak_until_backward, 2 * p + 1) << "p=" << p << " m=" << m << " rank=" << r;
         EXPECT_EQ(f.peak_until_weight, 2 * p + 1) << "p=" << p << " m=" << m << " rank=" << r;
+        // Which chunks the peak holds: reached in phase 4 at each forward, when rank r has run all
+        // 2(p-r-1) + (r+1) + 1 = 2p - r chunk-0 forwards of phases 1, 2 and the pair and no chunk-0
+        // backward, and (r+1) + (p-r-1) = p chunk-1 forwards against p-r-1 chunk-1 backwards: r + 1.
+        // (Rank 0 holds the LM head's chunk for one micro-batch only.)
+        EXPECT_TRUE(f.peak_mix_as_derived) << "p=" << p << " m=" << m << " rank=" << r;
         // Split backwards: down in phase 3, up in phase 6, down in phase 7 = 2p - r - 1.
         EXPECT_EQ(f.split, 2 * p - r - 1);
         // Overlapped pairs: 2 per steady step (m - 2p + r + 1 of them) and one per phase-5 step

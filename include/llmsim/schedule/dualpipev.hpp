@@ -36,10 +36,10 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Why DualPipeV cannot run `m` micro-batches over `p` ranks; empty when it can. DualPipeV needs
-/// two ranks (one rank would hold both ends of the V and nothing in between) and at least two
-/// micro-batches per rank: dualpipev.py asserts num_chunks >= 2 * num_ranks, the micro-batches
-/// the first rank's warm-up and fill phases (steps 1 and 2) consume before the steady phase.
+/// Why DualPipeV cannot run `m` micro-batches over `p` ranks; empty when it can. At least two
+/// micro-batches per rank: dualpipev.py asserts num_chunks >= 2 * num_ranks (rank 0 runs 2p - 1
+/// chunk-0 forwards in phases 1 and 2, and its steady phase needs one more). At least two ranks:
+/// llmsim's own rule (the source asserts none), since one rank is no pipeline, only its two chunks.
 constexpr std::string_view dualpipev_rule(std::int64_t p, std::int64_t m) {
   if (p < 2) return "DualPipeV needs strategy.pp_size >= 2";
   if (m < 2 * p) return "DualPipeV needs strategy.micro_batch_num >= 2 * strategy.pp_size (dualpipev.py)";
