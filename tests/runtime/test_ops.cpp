@@ -21,7 +21,7 @@ TEST(Ops, ALinearEmitsThreeGemmsWithTheirPassesAndCollectives) {
   recorded = &ops;
   build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
   c.pricing = &record;
-  const leaf l = linear_leaf(c, "linear_fc1", true, 4096, 14336);
+  const leaf l = linear_leaf(c, leaf_id::linear_fc1, true, 4096, 14336);
   ASSERT_EQ(ops.size(), 6U);
   EXPECT_EQ(ops[0].pass, pass_kind::forward);
   EXPECT_EQ(ops[0].gemm.layout, gemm_layout::tn);
@@ -44,7 +44,7 @@ TEST(Ops, WeightGradientTimeIsKeptApart) {
   // 3350 GB/s x 0.8 -> 188 us.
   const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2};
   const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
-  const leaf l = linear_leaf(c, "linear_fc1", true, 4096, 14336);
+  const leaf l = linear_leaf(c, leaf_id::linear_fc1, true, 4096, 14336);
   const double wgrad = 2.0 * 14336 * 4096 * 4096 / (989e12 * 0.7);
   EXPECT_NEAR(l.bwd_weight.value, wgrad, 1e-15);
   EXPECT_GT(l.bwd.value, l.bwd_weight.value);  // plus the input gradient
@@ -56,5 +56,5 @@ TEST(Ops, AContextWithoutPricingIsAnError) {
   const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
   build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
   c.pricing = nullptr;
-  EXPECT_THROW((void)linear_leaf(c, "linear_fc1", true, 4096, 14336), config_error);
+  EXPECT_THROW((void)linear_leaf(c, leaf_id::linear_fc1, true, 4096, 14336), config_error);
 }

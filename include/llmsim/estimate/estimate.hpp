@@ -301,8 +301,8 @@ constexpr job_blocks build_blocks(const build_context& c) {
     j.moe_layer = decoder_layer_leaves(c, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
   }
-  j.head.push(norm_leaf(c, "final_layernorm"));
-  j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.head.push(norm_leaf(c, leaf_id::final_layernorm));
+  j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
@@ -422,7 +422,7 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
       out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
-                      sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
+                      sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
     out.held += n * walks[bi].held;
   }
@@ -433,7 +433,7 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
       out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
-                      sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+                      sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
     }
     g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
   }

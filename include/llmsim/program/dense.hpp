@@ -80,10 +80,10 @@ constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& 
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features,
+constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                            std::int64_t out_features) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
   const double E = c.element_bytes();
@@ -140,9 +140,9 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
 /// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
 /// y; backward computes the input gradient, then the weight gradient. RMSNorm keeps rstd;
 /// LayerNorm adds a bias and the mean.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int64_t width, norm_kind kind) {
+constexpr leaf norm_leaf(const build_context& c, leaf_id id, std::int64_t width, norm_kind kind) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::norm;
   const double E = c.element_bytes();
   const double n = static_cast<double>(width);
@@ -161,8 +161,8 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   return l;
 }
 /// The model's norm over the hidden size.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
-  return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type);
+constexpr leaf norm_leaf(const build_context& c, leaf_id id) {
+  return norm_leaf(c, id, c.m().hidden_size, c.m().norm_type);
 }
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
@@ -173,7 +173,7 @@ constexpr leaf math_attention_leaf(const build_context& c);
 constexpr leaf attention_leaf(const build_context& c) {
   if (!c.s().use_flash_sdp) return math_attention_leaf(c);
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
@@ -202,7 +202,7 @@ constexpr leaf attention_leaf(const build_context& c) {
 /// dropout its keep-mask and output; the score matrices are the transient peak.
 constexpr leaf math_attention_leaf(const build_context& c) {
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
@@ -234,10 +234,10 @@ constexpr leaf math_attention_leaf(const build_context& c) {
 /// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
-constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width,
-                               bool swiglu, double weights_read = 0, double weights_transient = 0) {
+constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens, std::int64_t width, bool swiglu,
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double E = c.element_bytes();
   const double out = tokens * static_cast<double>(width) * E;
@@ -272,8 +272,8 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
 }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
-  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size,
-                         c.m().use_swiglu);
+  return activation_leaf(c, c.m().use_swiglu ? leaf_id::swiglu : leaf_id::gelu, c.tokens(),
+                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
@@ -281,7 +281,7 @@ constexpr leaf activation_leaf(const build_context& c) {
 /// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
 constexpr leaf embedding_leaf(const build_context& c) {
   leaf l;
-  l.name = "embedding";
+  l.id = leaf_id::embedding;
   l.kind = leaf_kind::embedding;
   const double E = c.element_bytes();
   const double h = static_cast<double>(c.m().hidden_size);
@@ -317,7 +317,7 @@ constexpr leaf embedding_leaf(const build_context& c) {
 /// over tp; the logits (fp32 unfused, bf16 fused) are kept for backward.
 constexpr leaf cross_entropy_leaf(const build_context& c) {
   leaf l;
-  l.name = "cross_entropy";
+  l.id = leaf_id::cross_entropy;
   l.kind = leaf_kind::cross_entropy;
   const double E = c.element_bytes();
   const double bs = c.tokens();
@@ -353,7 +353,7 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
 /// nothing for backward beyond the shared frequency table.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
-  l.name = "rotary_pos_emb";
+  l.id = leaf_id::rotary_pos_emb;
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
@@ -377,9 +377,9 @@ constexpr leaf rotary_leaf(const build_context& c) {
 /// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
 /// `dropout = false` for a plain sum with no dropout before it (MoE's shared + routed outputs,
 /// Megatron `moe_layer.py`).
-constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool dropout = true) {
+constexpr leaf residual_leaf(const build_context& c, leaf_id id, bool dropout = true) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
