@@ -71,8 +71,9 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   return l;
 }
 
-/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank.
-constexpr leaf mla_attention_leaf(const build_context& c) {
+/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank, `len.q`
+/// queries over `len.kv` keys (K is as wide as Q: the rope part broadcast to every head).
+constexpr leaf mla_attention_leaf(const build_context& c, const attention_lengths& len) {
   leaf l;
   l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
@@ -81,18 +82,27 @@ constexpr leaf mla_attention_leaf(const build_context& c) {
   const std::int64_t heads = m.head_num / t;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
   const double E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd),
-               lse = b * s * static_cast<double>(heads);
-  const double base =
-      b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
-  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
-  c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
-  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
-  l.input = (2 * q + v) * E;
-  l.cache = (2 * q + v + lse) * E;
-  l.fwd_peak = (2 * q + v + lse + v) * E;
-  l.bwd_peak = (4 * q + 2 * v + lse + v) * E;
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * qd), k = b * skv * static_cast<double>(heads * qd),
+               v = b * skv * static_cast<double>(heads * vd), o = b * sq * static_cast<double>(heads * vd),
+               lse = b * sq * static_cast<double>(heads);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = m.kv_head_num / t,
+                              .qk_head_dim = qd,
+                              .v_head_dim = vd,
+                              .qkv_contiguous = true,
+                              .pairs = len.pairs};
+  const double sparse = c.s().attention_sparse_ratio;
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + k + v + o + lse) * E, sparse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
+  l.input = (q + k + v) * E;
+  l.cache = (q + k + v + lse) * E;
+  l.fwd_peak = (q + k + v + lse + o) * E;
+  l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
 }
 
@@ -115,7 +125,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  b.push(mla_attention_leaf(c));
+  b.push(mla_attention_leaf(c, self_attention(c)));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
