@@ -255,7 +255,7 @@ TEST(EstimateMoe, AllToAllMovesTopKTokenCopiesPerRank) {
   push_moe_mlp(b, c);
   const leaf* perm = nullptr;
   for (const leaf& l : b)
-    if (l.name == "permutation") perm = &l;
+    if (l.id == leaf_id::permutation) perm = &l;
   ASSERT_NE(perm, nullptr);
   EXPECT_NEAR(perm->fwd_comm.value, a2a.value, 1e-15);
   // With padding to capacity every expert receives ceil(topk * T / E) tokens from each rank.

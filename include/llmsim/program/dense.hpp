@@ -80,10 +80,10 @@ constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& 
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features,
+constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                            std::int64_t out_features) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
   const double E = c.element_bytes();
@@ -140,9 +140,9 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
 /// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
 /// y; backward computes the input gradient, then the weight gradient. RMSNorm keeps rstd;
 /// LayerNorm adds a bias and the mean.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int64_t width, norm_kind kind) {
+constexpr leaf norm_leaf(const build_context& c, leaf_id id, std::int64_t width, norm_kind kind) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::norm;
   const double E = c.element_bytes();
   const double n = static_cast<double>(width);
@@ -161,60 +161,91 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   return l;
 }
 /// The model's norm over the hidden size.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
-  return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type);
+constexpr leaf norm_leaf(const build_context& c, leaf_id id) {
+  return norm_leaf(c, id, c.m().hidden_size, c.m().norm_type);
 }
 
-/// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
-/// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
-/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
-constexpr leaf math_attention_leaf(const build_context& c);
+/// Query and key/value lengths of one attention call, and which score pairs its FLOPs count.
+struct attention_lengths {
+  std::int64_t q = 0, kv = 0;
+  attention_pairs pairs = attention_pairs::all;
+};
+/// Training self-attention: the whole sequence attends over itself; the causal mask is counted as
+/// SimuMax counts it, all s² pairs (see attention_pairs::all).
+constexpr attention_lengths self_attention(const build_context& c) { return {c.s().seq_len, c.s().seq_len}; }
 
-constexpr leaf attention_leaf(const build_context& c) {
-  if (!c.s().use_flash_sdp) return math_attention_leaf(c);
+/// Flash attention over this rank's heads (TE DotProductAttention, flash backend) of `len.q`
+/// queries over `len.kv` keys and values. FLOPs as the system tables are measured against
+/// (attention_shape::forward_flop_count): forward 2 GEMMs (QKᵀ, PV) over the counted score pairs,
+/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ). Q, the output and the log-sum-exp have the
+/// query length; K and V the key length.
+constexpr leaf math_attention_leaf(const build_context& c, const attention_lengths& len);
+
+constexpr leaf attention_leaf(const build_context& c, const attention_lengths& len) {
+  if (!c.s().use_flash_sdp) return math_attention_leaf(c, len);
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
   const std::int64_t d = head_dim(m);
   const double E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * d);
-  const double k = b * s * static_cast<double>(kv_heads * d);
-  const double lse = b * s * static_cast<double>(heads);
-  const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
-  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
-  c.emit(l, attention_op(pass_kind::forward, shape, 2 * scores, (q + 2 * k + q + lse) * E));
-  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * scores, (2 * q + 4 * k + q + lse) * E));
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * d);      // Q, and the output as large
+  const double k = b * skv * static_cast<double>(kv_heads * d);  // K, and V as large
+  const double lse = b * sq * static_cast<double>(heads);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = kv_heads,
+                              .qk_head_dim = d,
+                              .v_head_dim = d,
+                              .qkv_contiguous = true,
+                              .pairs = len.pairs};
+  const double sparse = c.s().attention_sparse_ratio;
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + 2 * k + q + lse) * E, sparse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
   return l;
 }
+/// The decoder layer's self-attention in training.
+constexpr leaf attention_leaf(const build_context& c) { return attention_leaf(c, self_attention(c)); }
 
 /// Attention without a fused kernel (`use_math_sdp`; Megatron's unfused `DotProductAttention`):
-/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full s x s score matrix,
+/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full q x kv score matrix,
 /// a fused scale-mask-softmax pass, and with dropout a dropout pass over the probabilities.
+/// The GEMMs compute every pair (the mask is applied to their output), so FLOPs count all pairs;
+/// backward is twice forward (dV, dP, dQ, dK; the probabilities are kept, nothing recomputed).
 /// Kept for backward (Korthikanti et al. 2022, §4.1): Q, K, V, the softmax output, and with
 /// dropout its keep-mask and output; the score matrices are the transient peak.
-constexpr leaf math_attention_leaf(const build_context& c) {
+constexpr leaf math_attention_leaf(const build_context& c, const attention_lengths& len) {
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
   // Grouped-query K and V are repeated to every query head before the batched GEMMs (Megatron
   // `DotProductAttention`), so the saved K and V are as wide as Q.
-  const double q = b * s * heads * d, k = b * s * heads * d;
-  const double kv_in = b * s * kv_heads * d;  // what the layer hands in
-  const double P = b * heads * s * s;         // elements of one score matrix over all heads
-  const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
+  const double q = b * sq * heads * d, k = b * skv * heads * d;
+  const double kv_in = b * skv * kv_heads * d;  // what the layer hands in
+  const double P = b * heads * sq * skv;        // elements of one score matrix over all heads
+  const attention_shape counted{.batch = c.s().micro_batch_size,
+                                .q_len = len.q,
+                                .kv_len = len.kv,
+                                .head_num = m.head_num / t,
+                                .qk_head_dim = head_dim(m),
+                                .v_head_dim = head_dim(m)};
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);  // softmax: read scores, write probabilities
@@ -234,10 +265,10 @@ constexpr leaf math_attention_leaf(const build_context& c) {
 /// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
-constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width,
-                               bool swiglu, double weights_read = 0, double weights_transient = 0) {
+constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens, std::int64_t width, bool swiglu,
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double E = c.element_bytes();
   const double out = tokens * static_cast<double>(width) * E;
@@ -272,8 +303,8 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
 }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
-  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size,
-                         c.m().use_swiglu);
+  return activation_leaf(c, c.m().use_swiglu ? leaf_id::swiglu : leaf_id::gelu, c.tokens(),
+                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
@@ -281,7 +312,7 @@ constexpr leaf activation_leaf(const build_context& c) {
 /// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
 constexpr leaf embedding_leaf(const build_context& c) {
   leaf l;
-  l.name = "embedding";
+  l.id = leaf_id::embedding;
   l.kind = leaf_kind::embedding;
   const double E = c.element_bytes();
   const double h = static_cast<double>(c.m().hidden_size);
@@ -317,7 +348,7 @@ constexpr leaf embedding_leaf(const build_context& c) {
 /// over tp; the logits (fp32 unfused, bf16 fused) are kept for backward.
 constexpr leaf cross_entropy_leaf(const build_context& c) {
   leaf l;
-  l.name = "cross_entropy";
+  l.id = leaf_id::cross_entropy;
   l.kind = leaf_kind::cross_entropy;
   const double E = c.element_bytes();
   const double bs = c.tokens();
@@ -353,7 +384,7 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
 /// nothing for backward beyond the shared frequency table.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
-  l.name = "rotary_pos_emb";
+  l.id = leaf_id::rotary_pos_emb;
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
@@ -377,9 +408,9 @@ constexpr leaf rotary_leaf(const build_context& c) {
 /// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
 /// `dropout = false` for a plain sum with no dropout before it (MoE's shared + routed outputs,
 /// Megatron `moe_layer.py`).
-constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool dropout = true) {
+constexpr leaf residual_leaf(const build_context& c, leaf_id id, bool dropout = true) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();

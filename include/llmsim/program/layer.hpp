@@ -9,19 +9,19 @@
 LLMSIM_BEGIN_NAMESPACE
 
 namespace detail {
-constexpr leaf* find_leaf(leaf_block& b, std::string_view name) {
+constexpr leaf* find_leaf(leaf_block& b, leaf_id id) {
   for (std::size_t i = 0; i < b.count; ++i)
-    if (b.leaves[i].name == name) return &b.leaves[i];
+    if (b.leaves[i].id == id) return &b.leaves[i];
   return nullptr;
 }
-constexpr void mark(leaf_block& b, std::initializer_list<std::string_view> names) {
-  for (auto n : names)
-    if (leaf* l = find_leaf(b, n)) l->recompute = true;
+constexpr void mark(leaf_block& b, std::initializer_list<leaf_id> ids) {
+  for (auto id : ids)
+    if (leaf* l = find_leaf(b, id)) l->recompute = true;
 }
 /// Leaves of the attention half, the MLP half, and the whole layer.
 constexpr bool in_attention(const leaf_block& b, std::size_t i) {
   for (std::size_t j = 0; j <= i && j < b.count; ++j)
-    if (b.leaves[j].name == "attention_residual_add") return j == i;
+    if (b.leaves[j].id == leaf_id::attention_residual_add) return j == i;
   return true;
 }
 }  // namespace detail
@@ -29,11 +29,11 @@ constexpr bool in_attention(const leaf_block& b, std::size_t i) {
 namespace detail {
 /// Megatron 0.14 `--recompute-modules` on one layer (see plan_recompute).
 constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool mla, bool moe) {
+  using enum leaf_id;
   const auto& mods = s.megatron_recompute_modules;
   if (mods.contains(recompute_module::layernorm)) {
-    mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-    for (auto consumer :
-         {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+    mark(b, {input_layernorm, pre_mlp_layernorm});
+    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1, router}) {
       if (leaf* l = find_leaf(b, consumer)) {
         l->recompute = true;
         l->replay_free = true;
@@ -42,53 +42,52 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
     }
   }
   if (mods.contains(recompute_module::mla_up_proj) && mla) {
-    mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
-             "core_attention"});
-    leaf* core = find_leaf(b, "core_attention");
+    mark(b, {q_layernorm, linear_q_up_proj, kv_layernorm, linear_kv_up_proj, mla_rope_and_concat, core_attention});
+    leaf* core = find_leaf(b, core_attention);
     core->replay_free = true;
     core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
   }
   if (moe && mods.contains(recompute_module::moe)) {
-    mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2",
-             "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2",
-             "unpermutation"});
+    mark(b, {shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu, shared_experts_linear_fc2, router,
+             permutation, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2, unpermutation});
   } else if (moe && mods.contains(recompute_module::moe_act)) {
-    mark(b, {"experts.swiglu", "experts.gelu"});
-    leaf* fc2 = find_leaf(b, "experts.linear_fc2");
+    mark(b, {experts_swiglu, experts_gelu});
+    leaf* fc2 = find_leaf(b, experts_linear_fc2);
     fc2->recompute = true;
     fc2->replay_free = true;
     fc2->cache = 0;  // its input is the replayed activation
   }
-  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-  if (leaf* fc1 = find_leaf(b, "linear_fc1");
+  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {linear_fc1, swiglu, gelu, linear_fc2});
+  if (leaf* fc1 = find_leaf(b, linear_fc1);
       fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
-    for (auto name : {"swiglu", "gelu"})
-      if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
+    for (auto activation : {swiglu, gelu})
+      if (leaf* act = find_leaf(b, activation)) act->segment_start = true;  // fc1 ends the norm checkpoint
 }
 
 /// SimuMax's selective flags on one layer (see plan_recompute).
 constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
+  using enum leaf_id;
   if (s.attn_recompute) {
-    mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
-             "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
-    if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
+    mark(b, {linear_qkv, rotary_pos_emb, core_attention, q_layernorm, linear_q_up_proj, linear_q_proj, kv_layernorm,
+             linear_kv_up_proj, mla_rope_and_concat});
+    if (s.recompute_variance) find_leaf(b, core_attention)->replay_free = true;
   }
   if (s.mla_rms_recompute) {
-    mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-    if (leaf* q = find_leaf(b, "q_layernorm"))
+    mark(b, {input_layernorm, linear_q_down_proj, linear_kv_down_proj});
+    if (leaf* q = find_leaf(b, q_layernorm))
       q->segment_start = true;  // Megatron checkpoints the down projections separately
-    if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
+    if (leaf* kv = find_leaf(b, kv_layernorm)) kv->segment_start = true;
   }
   if (s.mlp_recompute) {
-    mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
-             "experts.linear_fc2"});
+    mark(b,
+         {linear_fc1, swiglu, gelu, linear_fc2, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2});
     if (s.recompute_variance)
-      for (auto n : {"linear_fc2", "experts.linear_fc2"})
+      for (auto n : {linear_fc2, experts_linear_fc2})
         if (leaf* l = find_leaf(b, n)) l->replay_free = true;
   }
   if (s.mlp_rms_recompute)
-    mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-             "shared_experts.linear_fc2", "router"});
+    mark(b, {pre_mlp_layernorm, shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu,
+             shared_experts_linear_fc2, router});
 }
 }  // namespace detail
 
@@ -106,22 +105,23 @@ constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
 constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   using detail::find_leaf;
   using detail::mark;
-  const bool mla = find_leaf(b, "linear_kv_up_proj") != nullptr;
-  const bool moe = find_leaf(b, "router") != nullptr;
+  using enum leaf_id;
+  const bool mla = find_leaf(b, linear_kv_up_proj) != nullptr;
+  const bool moe = find_leaf(b, router) != nullptr;
   switch (s.recompute_granularity) {
     case recompute_kind::full_block:
       for (std::size_t i = 0; i < b.count; ++i) b.leaves[i].recompute = true;
       break;
     case recompute_kind::attn_only:
       for (std::size_t i = 1; i < b.count; ++i)
-        if (detail::in_attention(b, i) && b.leaves[i].name != "attention_residual_add") b.leaves[i].recompute = true;
+        if (detail::in_attention(b, i) && b.leaves[i].id != attention_residual_add) b.leaves[i].recompute = true;
       break;
     case recompute_kind::sdp_only:
-      mark(b, {"core_attention"});
+      mark(b, {core_attention});
       break;
     case recompute_kind::mlp_only:
       for (std::size_t i = 0; i < b.count; ++i)
-        if (!detail::in_attention(b, i) && b.leaves[i].name != "mlp_residual_add") b.leaves[i].recompute = true;
+        if (!detail::in_attention(b, i) && b.leaves[i].id != mlp_residual_add) b.leaves[i].recompute = true;
       break;
     case recompute_kind::selective_recompute:
       if (s.megatron_recompute)
@@ -133,9 +133,9 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
       break;
   }
   // RoPE sits between QKV and attention: it replays whenever both do.
-  if (leaf* rope = find_leaf(b, "rotary_pos_emb")) {
-    const leaf* qkv = find_leaf(b, "linear_qkv");
-    const leaf* core = find_leaf(b, "core_attention");
+  if (leaf* rope = find_leaf(b, rotary_pos_emb)) {
+    const leaf* qkv = find_leaf(b, linear_qkv);
+    const leaf* core = find_leaf(b, core_attention);
     rope->recompute = rope->recompute || (qkv->recompute && core->recompute);
   }
   b.leaves[0].segment_start = true;  // checkpoints never span two layers
@@ -151,29 +151,29 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
   if (m.attention_type == attention_kind::mla) {
     push_mla_attention(b, c);
   } else {
-    b.push(norm_leaf(c, "input_layernorm"));
-    b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+    b.push(norm_leaf(c, leaf_id::input_layernorm));
+    b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
     if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
     b.push(attention_leaf(c));
-    b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
-    b.push(residual_leaf(c, "attention_residual_add"));
+    b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
+    b.push(residual_leaf(c, leaf_id::attention_residual_add));
   }
   if (moe_mlp) {
     push_moe_mlp(b, c);
   } else {
     const std::int64_t ffn = *m.intermediate_size;
-    b.push(norm_leaf(c, "pre_mlp_layernorm"));
-    b.push(linear_leaf(c, "linear_fc1", true, h, mlp_fc1_width(m, ffn) / t));
+    b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
+    b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
     b.push(activation_leaf(c));
-    b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
-    b.push(residual_leaf(c, "mlp_residual_add"));
+    b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
+    b.push(residual_leaf(c, leaf_id::mlp_residual_add));
   }
   if (m.add_linear_bias) {
     // Biases: column-parallel shards, row-parallel full (added after the reduction).
     for (std::size_t i = 0; i < b.count; ++i) {
       leaf& l = b.leaves[i];
       if (l.grouped) continue;
-      if (l.kind == leaf_kind::linear_column && l.name != "router") l.params += static_cast<double>(l.weight_rows);
+      if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   }

@@ -26,12 +26,105 @@ enum class leaf_kind : std::uint8_t {
   cross_entropy
 };
 
+/// The modules the programs build, one value per name: Megatron-LM's submodule attribute names
+/// (megatron/core/transformer/transformer_layer.py, attention.py, multi_latent_attention.py,
+/// moe/moe_layer.py, models/gpt/gpt_model.py), and for what Megatron runs as a function (RoPE, the
+/// activation, the residual adds, the loss) the name of that operation. Recompute plans select
+/// leaves by id; `leaf_name` is the only place the names are spelled.
+enum class leaf_id : std::uint8_t {
+  embedding,
+  input_layernorm,
+  linear_qkv,
+  linear_q_down_proj,
+  q_layernorm,
+  linear_q_up_proj,
+  linear_q_proj,
+  linear_kv_down_proj,
+  kv_layernorm,
+  linear_kv_up_proj,
+  rotary_pos_emb,
+  mla_rope_and_concat,
+  core_attention,
+  linear_proj,
+  attention_residual_add,
+  pre_mlp_layernorm,
+  linear_fc1,
+  swiglu,
+  gelu,
+  linear_fc2,
+  shared_experts_linear_fc1,
+  shared_experts_swiglu,
+  shared_experts_gelu,
+  shared_experts_linear_fc2,
+  router,
+  permutation,
+  experts_linear_fc1,
+  experts_swiglu,
+  experts_gelu,
+  experts_linear_fc2,
+  unpermutation,
+  shared_plus_routed,
+  mlp_residual_add,
+  final_layernorm,
+  output_layer,
+  cross_entropy,
+};
+/// Number of `leaf_id` values (they run from 0 without gaps; cross_entropy is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::cross_entropy) + 1;
+
+/// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
+/// value outside the enumeration).
+constexpr std::string_view leaf_name(leaf_id id) {
+  // One line per module.
+  // clang-format off
+  switch (id) {
+    case leaf_id::embedding: return "embedding";
+    case leaf_id::input_layernorm: return "input_layernorm";
+    case leaf_id::linear_qkv: return "linear_qkv";
+    case leaf_id::linear_q_down_proj: return "linear_q_down_proj";
+    case leaf_id::q_layernorm: return "q_layernorm";
+    case leaf_id::linear_q_up_proj: return "linear_q_up_proj";
+    case leaf_id::linear_q_proj: return "linear_q_proj";
+    case leaf_id::linear_kv_down_proj: return "linear_kv_down_proj";
+    case leaf_id::kv_layernorm: return "kv_layernorm";
+    case leaf_id::linear_kv_up_proj: return "linear_kv_up_proj";
+    case leaf_id::rotary_pos_emb: return "rotary_pos_emb";
+    case leaf_id::mla_rope_and_concat: return "mla_rope_and_concat";
+    case leaf_id::core_attention: return "core_attention";
+    case leaf_id::linear_proj: return "linear_proj";
+    case leaf_id::attention_residual_add: return "attention_residual_add";
+    case leaf_id::pre_mlp_layernorm: return "pre_mlp_layernorm";
+    case leaf_id::linear_fc1: return "linear_fc1";
+    case leaf_id::swiglu: return "swiglu";
+    case leaf_id::gelu: return "gelu";
+    case leaf_id::linear_fc2: return "linear_fc2";
+    case leaf_id::shared_experts_linear_fc1: return "shared_experts.linear_fc1";
+    case leaf_id::shared_experts_swiglu: return "shared_experts.swiglu";
+    case leaf_id::shared_experts_gelu: return "shared_experts.gelu";
+    case leaf_id::shared_experts_linear_fc2: return "shared_experts.linear_fc2";
+    case leaf_id::router: return "router";
+    case leaf_id::permutation: return "permutation";
+    case leaf_id::experts_linear_fc1: return "experts.linear_fc1";
+    case leaf_id::experts_swiglu: return "experts.swiglu";
+    case leaf_id::experts_gelu: return "experts.gelu";
+    case leaf_id::experts_linear_fc2: return "experts.linear_fc2";
+    case leaf_id::unpermutation: return "unpermutation";
+    case leaf_id::shared_plus_routed: return "shared_plus_routed";
+    case leaf_id::mlp_residual_add: return "mlp_residual_add";
+    case leaf_id::final_layernorm: return "final_layernorm";
+    case leaf_id::output_layer: return "output_layer";
+    case leaf_id::cross_entropy: return "cross_entropy";
+  }
+  // clang-format on
+  return {};  // no enumerator: -Wswitch above flags a value without a name
+}
+
 /// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
 /// replay; later leaves keep nothing until the replay re-creates their tensors.
 enum class recompute_role : std::uint8_t { none, first, inner };
 
 struct leaf {
-  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  leaf_id id = leaf_id::embedding;  ///< which Megatron module: linear_qkv, core_attention, linear_fc1, ...
   leaf_kind kind = leaf_kind::norm;
   seconds fwd{};         ///< forward kernels
   seconds bwd{};         ///< backward kernels (input gradient + weight gradient)
@@ -57,6 +150,8 @@ struct leaf {
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
 
+  /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  [[nodiscard]] constexpr std::string_view name() const { return leaf_name(id); }
   /// Bytes this leaf holds between its forward and its backward under the recompute plan.
   [[nodiscard]] constexpr double held() const {
     if (!recompute) return cache;

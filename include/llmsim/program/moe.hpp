@@ -53,7 +53,7 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
 /// (the k_rope gradient summed over heads) and v's gradient copied. Each is one kernel.
 constexpr leaf mla_glue_leaf(const build_context& c) {
   leaf l;
-  l.name = "mla_rope_and_concat";
+  l.id = leaf_id::mla_rope_and_concat;
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const double E = c.element_bytes();
@@ -71,28 +71,38 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   return l;
 }
 
-/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank.
-constexpr leaf mla_attention_leaf(const build_context& c) {
+/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank, `len.q`
+/// queries over `len.kv` keys (K is as wide as Q: the rope part broadcast to every head).
+constexpr leaf mla_attention_leaf(const build_context& c, const attention_lengths& len) {
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t heads = m.head_num / t;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
   const double E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd),
-               lse = b * s * static_cast<double>(heads);
-  const double base =
-      b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
-  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
-  c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
-  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
-  l.input = (2 * q + v) * E;
-  l.cache = (2 * q + v + lse) * E;
-  l.fwd_peak = (2 * q + v + lse + v) * E;
-  l.bwd_peak = (4 * q + 2 * v + lse + v) * E;
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * qd), k = b * skv * static_cast<double>(heads * qd),
+               v = b * skv * static_cast<double>(heads * vd), o = b * sq * static_cast<double>(heads * vd),
+               lse = b * sq * static_cast<double>(heads);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = m.kv_head_num / t,
+                              .qk_head_dim = qd,
+                              .v_head_dim = vd,
+                              .qkv_contiguous = true,
+                              .pairs = len.pairs};
+  const double sparse = c.s().attention_sparse_ratio;
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + k + v + o + lse) * E, sparse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
+  l.input = (q + k + v) * E;
+  l.cache = (q + k + v + lse) * E;
+  l.fwd_peak = (q + k + v + lse + o) * E;
+  l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
 }
 
@@ -101,30 +111,30 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
   const std::int64_t h = m.hidden_size, H = m.head_num;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
-  b.push(norm_leaf(c, "input_layernorm"));
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
   if (m.q_lora_rank) {
-    b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
-    b.push(norm_leaf(c, "q_layernorm", *m.q_lora_rank, norm_kind::rmsnorm));
-    b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
+    b.push(linear_leaf(c, leaf_id::linear_q_down_proj, true, h, *m.q_lora_rank));
+    b.push(norm_leaf(c, leaf_id::q_layernorm, *m.q_lora_rank, norm_kind::rmsnorm));
+    b.push(linear_leaf(c, leaf_id::linear_q_up_proj, true, *m.q_lora_rank, H * qd));
   } else {
-    b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
+    b.push(linear_leaf(c, leaf_id::linear_q_proj, true, h, H * qd));
   }
-  leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  leaf kv_down = linear_leaf(c, leaf_id::linear_kv_down_proj, true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
   b.push(kv_down);
-  b.push(norm_leaf(c, "kv_layernorm", *m.kv_lora_rank, norm_kind::rmsnorm));
-  b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
+  b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
+  b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  b.push(mla_attention_leaf(c));
-  b.push(linear_leaf(c, "linear_proj", false, H * *m.v_head_dim, h));
-  b.push(residual_leaf(c, "attention_residual_add"));
+  b.push(mla_attention_leaf(c, self_attention(c)));
+  b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
+  b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
 
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
-constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens,
+constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                    std::int64_t in_features, std::int64_t out_features) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::linear_column;
   const double E = c.element_bytes();
   const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
@@ -165,7 +175,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const std::int64_t h = c.m().hidden_size, X = c.m().expert_num;
   const double E = c.element_bytes();
   leaf r;
-  r.name = "router";
+  r.id = leaf_id::router;
   r.kind = leaf_kind::linear_column;
   const double in = tok.local * static_cast<double>(h) * E, logits = tok.local * static_cast<double>(X) * E,
                w = static_cast<double>(h * X) * E;
@@ -191,7 +201,7 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
-  p.name = "permutation";
+  p.id = leaf_id::permutation;
   p.kind = leaf_kind::activation;
   const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
   c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
@@ -217,7 +227,7 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   leaf u;
-  u.name = "unpermutation";
+  u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
   c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
@@ -250,25 +260,25 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const double E = c.element_bytes();
   const moe_tokens tok = moe_token_counts(c);
   const bool shared = m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0;
-  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
   if (shared) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
-    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
-    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
-                           m.use_swiglu));
-    b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
+    b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc1, true, h, mlp_fc1_width(m, fs) / t));
+    b.push(activation_leaf(c, m.use_swiglu ? leaf_id::shared_experts_swiglu : leaf_id::shared_experts_gelu, c.tokens(),
+                           fs / t, m.use_swiglu));
+    b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
   b.push(router_leaf(c, tok));
   b.push(permutation_leaf(c, tok));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
-  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
-                         s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
+  b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
+                         m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
   b.push(unpermutation_leaf(c, tok));
-  if (shared) b.push(residual_leaf(c, "shared_plus_routed", false));
-  b.push(residual_leaf(c, "mlp_residual_add"));
+  if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
+  b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }
 
 LLMSIM_END_NAMESPACE

@@ -86,14 +86,19 @@ constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
   o.bytes = traffic;
   return o;
 }
-/// A fused attention kernel (sdp_fwd or sdp_bwd).
-constexpr op attention_op(pass_kind pass, const attention_shape& a, double flops, double traffic) {
+/// Backward FLOPs of fused attention over its forward: five matmuls (QKᵀ recomputed, dV, dP, dQ,
+/// dK) against the forward's two (Dao 2023, FlashAttention-2 §4.1 counts backward as 2.5 × forward).
+inline constexpr double flash_backward_flop_factor = 2.5;
+/// A fused attention kernel (sdp_fwd or sdp_bwd) over shape `a`, `skipped` the fraction of its
+/// score pairs a declared sparsity removes (`attention_sparse_ratio`).
+constexpr op attention_op(pass_kind pass, const attention_shape& a, double traffic, double skipped = 0) {
   op o;
   o.kind = op_kind::attention;
   o.pass = pass;
   o.compute = pass == pass_kind::forward ? compute_kind::sdp_fwd : compute_kind::sdp_bwd;
   o.attention = a;
-  o.flops = flops;
+  o.flops = a.forward_flop_count(skipped);
+  if (pass != pass_kind::forward) o.flops *= flash_backward_flop_factor;
   o.bytes = traffic;
   return o;
 }

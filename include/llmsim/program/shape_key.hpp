@@ -4,6 +4,7 @@
 /// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
 ///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
 ///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
+///             (seq_len is the query length; training self-attention has keys as long)
 #pragma once
 
 #include <llmsim/spec/strategy.hpp>
@@ -78,13 +79,53 @@ struct gemm_shape {
   }
 };
 
+/// Which (query, key) pairs an attention call's FLOPs count.
+enum class attention_pairs : std::uint8_t {
+  /// All q_len · kv_len pairs. Training counts its causal self-attention this way, as SimuMax does
+  /// (its sdp tables and efficient factors are measured against the unmasked count, so the mask's
+  /// saving is in the efficiency; `attention_sparse_ratio` removes a declared fraction).
+  all,
+  /// The pairs a causal mask keeps when the q_len queries are the last q_len of the kv_len
+  /// positions (bottom-right aligned, as in chunked prefill and decode over a KV cache: vLLM, and
+  /// FlashAttention >= 2.1 `causal=True` with seqlen_q < seqlen_k): query i (0-based) sees
+  /// kv − q + i + 1 keys, so q·kv − q(q−1)/2 pairs (q = kv: the triangle with its diagonal,
+  /// q(q+1)/2). FlashAttention-3's benchmark count (hopper/benchmark_attn.py `flops`, average key
+  /// length (max(0, kv − q) + kv)/2) is the same without the half diagonal.
+  causal,
+};
+
 /// One flash-attention call as the system file keys it (heads are those of one tensor-parallel rank).
+/// Queries and keys/values have their own lengths: training self-attention has q_len = kv_len =
+/// seq_len; a decode step has q_len = 1 over a cache of kv_len tokens.
 struct attention_shape {
-  std::int64_t batch = 1, seq_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
+  std::int64_t batch = 1, q_len = 0, kv_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
   bool qkv_contiguous = true;  ///< TE receives q, k, v as views of one fused QKV output
+  attention_pairs pairs = attention_pairs::all;
+
+  /// (query, key) pairs one head of one sequence scores (with q_len > kv_len under the causal
+  /// mask, the first q_len − kv_len queries see no key).
+  [[nodiscard]] constexpr double score_pairs() const {
+    const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
+    if (pairs == attention_pairs::all) return q * kv;
+    const double seen = q < kv ? q : kv;  // queries that see at least one key
+    return seen * kv - seen * (seen - 1) / 2;
+  }
+  /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
+  /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
+  /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
+  /// decode step (q = 1) over kv = N: 2·N·heads·(qk + v), 4·N·heads·d for equal head dims.
+  [[nodiscard]] constexpr double forward_flop_count(double skipped = 0) const {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(head_num) * score_pairs() *
+           static_cast<double>(qk_head_dim + v_head_dim) * (1.0 - skipped);
+  }
+  /// The table key. SimuMax measures training self-attention and keys it by `seq_len` (= q_len =
+  /// kv_len); a call with kv_len != q_len adds `kv_seq_len`, which no such table holds, so it is
+  /// priced by the kind's efficient_factor rather than by a self-attention entry of the wrong shape.
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
-    s.append("batch=").append(batch).append(", seq_len=").append(seq_len).append(", head_num=").append(head_num);
+    s.append("batch=").append(batch).append(", seq_len=").append(q_len);
+    if (kv_len != q_len) s.append(", kv_seq_len=").append(kv_len);
+    s.append(", head_num=").append(head_num);
     s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
     s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
     return s;

@@ -1,0 +1,96 @@
+/// \file llmsim/estimate/model_counts.hpp
+/// Model-level counts that need no strategy or system: parameters (all, and those one token
+/// passes through) and training FLOPs per token.
+///
+/// ```cpp
+/// static_assert(llmsim::parameter_count(llmsim::catalogue::llama3_8b, 128256) == 8030261248.0);
+/// ```
+#pragma once
+
+#include <llmsim/spec/model.hpp>
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+/// GEMM parameters of one layer's attention (QKV + output projection, or MLA's five projections).
+constexpr double attention_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim),
+                 vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim),
+                 qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank
+                         ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd
+                         : h * H * qd;
+    return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
+  }
+  const double d = static_cast<double>(head_dim(m));
+  return h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + H * d * h;
+}
+/// Norm parameters of one layer (input, pre-MLP, and MLA's two latent norms).
+constexpr double layer_norm_params(const model_spec& m) {
+  const double per = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0);
+  double n = 2 * per * static_cast<double>(m.hidden_size);
+  if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
+  return n;
+}
+/// Dense MLP parameters of one layer.
+constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
+/// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+constexpr double moe_mlp_params(const model_spec& m, double experts) {
+  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
+  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
+         experts * mlp_weight_params(m, expert_ffn_size(m));
+}
+constexpr std::int64_t dense_layer_count(const model_spec& m) {
+  return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
+}
+}  // namespace detail
+
+namespace detail {
+/// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
+constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = attention_linear_params(m) + layer_norm_params(m);
+  const auto dense = static_cast<double>(dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+}
+}  // namespace detail
+
+/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
+constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
+}
+/// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
+constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.topk.value_or(1)));
+}
+
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a
+/// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
+/// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
+constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double attn = detail::attention_linear_params(m);
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) +
+                      moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla
+                        ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim)
+                        : static_cast<double>(head_dim(m));
+  const double v =
+      m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
+  const double L = static_cast<double>(m.layer_num);
+  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+}
+
+LLMSIM_END_NAMESPACE
