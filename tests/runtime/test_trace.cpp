@@ -351,6 +351,13 @@ TEST(Trace, TheCriticalPathNamesTheRankAndStreamTheIterationEndsOn) {
     const auto& cost = t.estimate.cost;
     EXPECT_EQ(cost.critical_rank, c.rank);
     EXPECT_EQ(cost.critical_stream, c.stream);
+    // ... as the text and JSON reports say it.
+    const std::string stream(critical_stream_names[static_cast<std::size_t>(c.stream)]);
+    const std::string text = to_text(t.estimate, catalogue::llama3_8b, c.strategy, catalogue::h200);
+    EXPECT_NE(text.find("ends on pipeline rank " + std::to_string(c.rank) + ", " + stream), std::string::npos) << text;
+    const auto js = json::to_json(t.estimate);
+    EXPECT_EQ(js.at("cost_result").at("critical_rank").get<std::int64_t>(), c.rank);
+    EXPECT_EQ(js.at("cost_result").at("critical_stream").get<std::string>(), stream);
     // The timeline agrees: the critical rank's optimizer step ends at the iteration time, after a
     // gradient sync (data_parallel), right after its own last backward (compute), or after idling.
     const double duration = cost.duration_time_per_iter.value;

@@ -141,38 +141,45 @@ inline void leaf_ops(const recorded_job& job, const leaf& l, pass_kind pass, std
   }
 }
 
-/// A leaf's backward: its input-gradient ops, then its weight-gradient ops.
-inline void backward_ops(const recorded_job& job, const leaf& l, std::int32_t layer, std::vector<op_step>& out) {
-  leaf_ops(job, l, pass_kind::backward_input, 1, layer, out);
-  leaf_ops(job, l, pass_kind::backward_weight, 2, layer, out);
+/// Which ops of a stage a pipeline pass runs: the forward, the whole backward, or (zero-bubble
+/// schedules) its input-gradient half with the recompute replays, or its weight-gradient half.
+enum class pass_selection : std::uint8_t { forward, backward, backward_input, backward_weight };
+
+/// A leaf's share of a backward selection: its input-gradient ops, then its weight-gradient ops.
+inline void backward_ops(const recorded_job& job, const leaf& l, std::int32_t layer, pass_selection sel,
+                         std::vector<op_step>& out) {
+  if (sel != pass_selection::backward_weight) leaf_ops(job, l, pass_kind::backward_input, 1, layer, out);
+  if (sel != pass_selection::backward_input) leaf_ops(job, l, pass_kind::backward_weight, 2, layer, out);
 }
 
 /// The backward of one repetition of a block in the order walk_memory describes: leaves in
 /// reverse, each recompute segment replaying its forward before its backward.
-inline void block_backward(const recorded_job& job, const leaf_block& b, std::int32_t layer,
+inline void block_backward(const recorded_job& job, const leaf_block& b, std::int32_t layer, pass_selection sel,
                            std::vector<op_step>& out) {
   std::size_t i = b.count;
   while (i > 0) {
     const leaf& l = b.leaves[i - 1];
     if (!l.recompute) {
-      backward_ops(job, l, layer, out);
+      backward_ops(job, l, layer, sel, out);
       --i;
       continue;
     }
     std::size_t start = i - 1;
     while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
-    for (std::size_t j = start; j < i; ++j) leaf_ops(job, b.leaves[j], pass_kind::forward, 3, layer, out);
-    for (std::size_t j = i; j > start; --j) backward_ops(job, b.leaves[j - 1], layer, out);
+    if (sel != pass_selection::backward_weight)
+      for (std::size_t j = start; j < i; ++j) leaf_ops(job, b.leaves[j], pass_kind::forward, 3, layer, out);
+    for (std::size_t j = i; j > start; --j) backward_ops(job, b.leaves[j - 1], layer, sel, out);
     i = start;
   }
 }
 
-/// The ops of one forward (`forward`) or backward of `prog`, whose first decoder layer is model
-/// layer `base`; `gather`: the pass starts with the all-gather of a received activation / gradient.
+/// The ops of one pass `sel` of `prog`, whose first decoder layer is model layer `base`;
+/// `gather`: the pass starts with the all-gather of a received activation / gradient.
 inline std::vector<op_step> pass_ops(const recorded_job& job, const stage_program& prog, std::int64_t base,
-                                     bool forward, bool gather) {
+                                     pass_selection sel, bool gather) {
   std::vector<op_step> out;
-  if (gather && job.gather_op >= 0)
+  const bool forward = sel == pass_selection::forward;
+  if (gather && job.gather_op >= 0 && sel != pass_selection::backward_weight)
     out.push_back({job.gather_op, -1, "pipeline_p2p", forward ? std::uint8_t{0} : std::uint8_t{1}});
   const auto layer_of = [&](const stage_block& sb, std::int64_t rep) {
     return static_cast<std::int32_t>(sb.first_layer < 0 ? -1 : base + sb.first_layer + rep);
@@ -187,7 +194,7 @@ inline std::vector<op_step> pass_ops(const recorded_job& job, const stage_progra
   }
   for (std::size_t bi = prog.count; bi > 0; --bi) {
     const stage_block& sb = prog.blocks[bi - 1];
-    for (std::int64_t rep = sb.repeat; rep > 0; --rep) block_backward(job, *sb.block, layer_of(sb, rep - 1), out);
+    for (std::int64_t rep = sb.repeat; rep > 0; --rep) block_backward(job, *sb.block, layer_of(sb, rep - 1), sel, out);
   }
   return out;
 }
@@ -235,8 +242,8 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
   const stage_program prog = build_stage(job.blocks, job.context, layers, dense, embedding, head);
   chunk_ops out;
-  out.forward = pass_ops(job, prog, base, true, rank != 0);
-  out.backward = pass_ops(job, prog, base, false, rank != p - 1);
+  out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
+  out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
   for (const op_step& st : out.forward) out.forward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
   for (const op_step& st : out.backward)
     out.backward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
