@@ -386,7 +386,7 @@ void run_estimate(lj::perf_llm& perf, const std::string& strategy_arg) {
 void write_trace(const lj::perf_llm& perf, const std::string& file) {
   const auto trace = llmsim::trace_iteration(perf.model(), perf.strategy(), perf.system());
   std::ofstream out(file, std::ios::binary);
-  if (out) out << lj::to_chrome_trace(trace).dump() << '\n';
+  if (out) lj::write_chrome_trace(out, trace);
   if (!out) throw llmsim::config_error("llmsim perf", "--trace", "cannot write the trace file", file);
 }
 
@@ -586,7 +586,9 @@ int main(int argc, char** argv) {
   add_allow_oom(perf, perf_args);
   perf->add_option("--trace", perf_args.trace_file,
                    "Also write the iteration's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing): "
-                   "a process per pipeline rank, a thread per stream, a span per micro-batch pass, memory per rank")
+                   "a process per pipeline rank; threads for micro-batch passes, compute, tensor- and "
+                   "expert-parallel comm, pipeline p2p and data-parallel comm; a span per pass and per op (module, "
+                   "pass, shape, FLOPs, bytes, micro-batch, chunk, layer); memory per rank")
       ->type_name("FILE");
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
   add_spec_options(bench, bench_args, true);

@@ -185,6 +185,8 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) +
          " (the busiest; the pipeline runs at its pace)\n";
   out += detail::breakdown_lines(r, bound);
+  out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
+         std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
   std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n",
                 c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
   out += buf;

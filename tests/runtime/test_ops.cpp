@@ -11,7 +11,10 @@ using namespace llmsim;
 namespace {
 /// Records every op a builder emits, without pricing.
 std::vector<op>* recorded = nullptr;
-void record(const build_context&, leaf&, const op& o) { recorded->push_back(o); }
+seconds record(const build_context&, leaf&, const op& o) {
+  recorded->push_back(o);
+  return {};
+}
 }  // namespace
 
 TEST(Ops, ALinearEmitsThreeGemmsWithTheirPassesAndCollectives) {
@@ -23,17 +26,23 @@ TEST(Ops, ALinearEmitsThreeGemmsWithTheirPassesAndCollectives) {
   c.pricing = &record;
   const leaf l = linear_leaf(c, leaf_id::linear_fc1, true, 4096, 14336);
   ASSERT_EQ(ops.size(), 6U);
+  // Each pass in Megatron's order: SP all-gathers the input before the forward GEMM, reduce-scatters
+  // the input gradient after the dgrad GEMM, and re-gathers the input before the wgrad GEMM.
+  EXPECT_EQ(ops[0].collective, collective_kind::all_gather);
+  EXPECT_EQ(ops[0].kind, op_kind::collective);
   EXPECT_EQ(ops[0].pass, pass_kind::forward);
-  EXPECT_EQ(ops[0].gemm.layout, gemm_layout::tn);
-  EXPECT_EQ(ops[1].pass, pass_kind::backward_input);
-  EXPECT_EQ(ops[2].pass, pass_kind::backward_weight);
-  EXPECT_TRUE(ops[2].gemm.accumulate);
-  EXPECT_EQ(ops[2].flops, 2.0 * 14336 * 4096 * 4096);
-  // SP: all-gather the input (fwd), reduce-scatter the input gradient, re-gather for the weight gradient.
-  EXPECT_EQ(ops[3].collective, collective_kind::all_gather);
-  EXPECT_EQ(ops[4].collective, collective_kind::reduce_scatter);
+  EXPECT_EQ(ops[0].bytes, 4096.0 * 4096 * 2);
+  EXPECT_EQ(ops[1].pass, pass_kind::forward);
+  EXPECT_EQ(ops[1].gemm.layout, gemm_layout::tn);
+  EXPECT_EQ(ops[2].pass, pass_kind::backward_input);
+  EXPECT_EQ(ops[2].gemm.layout, gemm_layout::nn);
+  EXPECT_EQ(ops[3].collective, collective_kind::reduce_scatter);
+  EXPECT_EQ(ops[3].pass, pass_kind::backward_input);
+  EXPECT_EQ(ops[4].collective, collective_kind::all_gather);
+  EXPECT_EQ(ops[4].pass, pass_kind::backward_weight);
   EXPECT_EQ(ops[5].pass, pass_kind::backward_weight);
-  EXPECT_EQ(ops[3].bytes, 4096.0 * 4096 * 2);
+  EXPECT_TRUE(ops[5].gemm.accumulate);
+  EXPECT_EQ(ops[5].flops, 2.0 * 14336 * 4096 * 4096);
   EXPECT_EQ(l.fwd.value, 0.0);  // the recorder priced nothing
   recorded = nullptr;
 }

@@ -40,13 +40,15 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
-/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
-/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
-/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
-constexpr void price_op(const build_context& c, leaf& l, const op& o) {
+/// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
+/// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
+/// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
+/// lacks the shape).
+constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
-    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
-    return;
+    const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    return t;
   }
   seconds t{};
   if (o.kind == op_kind::memory) {
@@ -60,6 +62,14 @@ constexpr void price_op(const build_context& c, leaf& l, const op& o) {
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+  return t;
+}
+
+/// `price_op`, and the op with its time kept in the context's record (the trace's pricing).
+constexpr seconds record_op(const build_context& c, leaf& l, const op& o) {
+  const seconds t = price_op(c, l, o);
+  if (c.record != nullptr) c.record->add(l, o, t);
+  return t;
 }
 
 /// A build context for a job whose specs passed validation: the tiers its groups use and the op

@@ -138,6 +138,16 @@ struct comm_summary {
   seconds dp_time{};
 };
 
+/// Where the iteration's critical path ends on its critical rank (`cost_result::critical_stream`),
+/// i.e. what that rank's optimizer step (every rank's last span) waited for:
+/// - `compute`: its own last backward ends the pipeline (every rank's tail starts there);
+/// - `data_parallel`: its exposed gradient reduction / parameter gather (overlap off, or the
+///   reductions still running after the last backward);
+/// - `optimizer`: its pipeline work ended earlier and nothing of its own was exposed after it: it
+///   is last only because its optimizer step is the longest (e.g. the stage with the most parameters).
+enum class critical_stream_kind : std::uint8_t { compute, data_parallel, optimizer };
+inline constexpr std::array<std::string_view, 3> critical_stream_names{"compute", "data_parallel", "optimizer"};
+
 /// Time, throughput and MFU of one iteration.
 struct cost_result {
   seconds duration_time_per_iter{};
@@ -146,9 +156,11 @@ struct cost_result {
   double mfu_6nd_with_attn = 0;           ///< the same quantity under SimuMax's explicit name
   double throughput_per_accelerator = 0;  ///< tokens per second per GPU
   double all_tokens_per_iter = 0;
-  flops model_flops_per_iter{};       ///< per GPU
-  std::int64_t bounding_stage = 0;    ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
-  time_breakdown breakdown_result{};  ///< the bounding stage's breakdown
+  flops model_flops_per_iter{};     ///< per GPU
+  std::int64_t bounding_stage = 0;  ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
+  std::int64_t critical_rank = 0;   ///< the pipeline rank whose finish sets the iteration time
+  critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
+  time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
   std::int32_t efficiency_lookups = 0,
                efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
@@ -658,6 +670,29 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
                               s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }
 
+/// One activation (or gradient) transfer between neighbouring stages.
+struct pipeline_transfer {
+  seconds time{};    ///< the send / receive
+  seconds gather{};  ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
+  double gather_bytes = 0;
+};
+
+/// Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
+/// with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
+/// (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
+constexpr pipeline_transfer pipeline_transfer_of(const build_context& c) {
+  const strategy_spec& s = c.s();
+  pipeline_transfer out;
+  double p2p_bytes = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
+    out.gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
+    out.gather_bytes = p2p_bytes;
+    p2p_bytes /= static_cast<double>(s.tp_size);
+  }
+  out.time = pipeline_transfer_time(c.sys(), s, p2p_bytes);
+  return out;
+}
+
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
 constexpr double straggler_factor(const strategy_spec& s, const system_spec& sys) {
   if (!s.enable_straggler_model) return 1.0;
@@ -688,7 +723,29 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   return br;
 }
 
-/// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
+/// The critical path's end: the rank finishing last (its pipeline end is everyone's, so the one
+/// with the longest exposed sync + optimizer step; among equals the one whose own work ends the
+/// pipeline, then the lowest) and what its optimizer step waited for (see critical_stream_kind).
+constexpr void find_critical_path(cost_result& cost, const estimate_result& out, const pipeline_result& pipe,
+                                  const std::vector<std::uint8_t>& rank_stage) {
+  std::size_t best = 0;
+  const auto tail = [&](std::size_t r) {
+    const stage_result& st = out.stages[rank_stage[r]];
+    return st.dp_exposed_time + st.optim_time;
+  };
+  for (std::size_t r = 1; r < rank_stage.size(); ++r)
+    if (tail(r) > tail(best) || (tail(r) == tail(best) && pipe.finish[r] > pipe.finish[best])) best = r;
+  cost.critical_rank = static_cast<std::int64_t>(best);
+  if (out.stages[rank_stage[best]].dp_exposed_time.value > 0)
+    cost.critical_stream = critical_stream_kind::data_parallel;
+  else if (pipe.finish[best] == pipe.total)
+    cost.critical_stream = critical_stream_kind::compute;
+  else
+    cost.critical_stream = critical_stream_kind::optimizer;
+}
+
+/// Iteration time, per-stage breakdowns, the bounding (busiest) stage, the critical path,
+/// throughput and MFU.
 constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe,
                          const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
@@ -710,6 +767,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
   }
+  find_critical_path(cost, out, pipe, rank_stage);
   const stage_result& bound = out.stages[static_cast<std::size_t>(cost.bounding_stage)];
   cost.pipeline_time = pipeline;
   cost.breakdown_result = bound.breakdown;
@@ -763,15 +821,9 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
-  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
-  // with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
-  // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
-  double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
-  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
-    j.p2p_gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
-    p2p_bytes /= static_cast<double>(s.tp_size);
-  }
-  j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
+  const detail::pipeline_transfer transfer = detail::pipeline_transfer_of(c);
+  j.p2p = transfer.time;
+  j.p2p_gather = transfer.gather;
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes =
       out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;

@@ -1,33 +1,65 @@
 /// \file llmsim/estimate/trace.hpp
 /// The timeline of one simulated iteration (run time only): every forward and backward of every
-/// micro-batch (and model chunk) on every pipeline rank, the transfers between ranks, the
-/// straggler wait, the exposed data-parallel sync and the optimizer step, and each rank's
-/// allocated memory over time. The same simulation as the estimate, with every micro-batch run.
+/// micro-batch (and model chunk) on every pipeline rank broken into the ops it runs, the transfers
+/// between ranks, the straggler wait, the exposed data-parallel sync and the optimizer step, and
+/// each rank's allocated memory over time. The same simulation as the estimate, with every
+/// micro-batch run.
+///
+/// Streams (a thread per stream in the Chrome trace):
+/// - `passes`: one span per forward / backward of a micro-batch (chunk), as the schedule runs it;
+/// - `compute`: its GEMMs, attention and memory-bound kernels, one span per op, then the
+///   optimizer step (and the straggler wait);
+/// - `tensor_parallel`, `expert_parallel`: its tensor-parallel collectives and its expert
+///   all-to-all / all-gather / reduce-scatter. Megatron-LM issues them on the compute stream and
+///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
+///   each other across the three threads and tile the pass span;
+/// - `pipeline`: sends and receives between neighbouring ranks;
+/// - `data_parallel`: the exposed gradient sync after the pipeline.
 ///
 /// ```cpp
-/// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.memory
+/// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.ops, t.memory
 /// ```
 #pragma once
 
 #include <llmsim/estimate/estimate.hpp>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
 /// The streams a rank's spans run on.
-enum class trace_stream : std::uint8_t { compute, pipeline, data_parallel };
-inline constexpr std::array<std::string_view, 3> trace_stream_names{"compute", "pipeline p2p", "data-parallel"};
+enum class trace_stream : std::uint8_t { passes, compute, tensor_parallel, expert_parallel, pipeline, data_parallel };
+inline constexpr std::array<std::string_view, 6> trace_stream_names{"micro-batch passes",   "compute",
+                                                                    "tensor-parallel comm", "expert-parallel comm",
+                                                                    "pipeline p2p",         "data-parallel comm"};
+
+/// Labels of an op span's pass: the forward, the input- and weight-gradient halves of the
+/// backward, and the forward a recompute segment replays before its backward.
+inline constexpr std::array<std::string_view, 4> trace_pass_names{"forward", "backward_input", "backward_weight",
+                                                                  "recompute_forward"};
+
+/// One priced op of the job's programs (op spans point at these).
+struct trace_op {
+  op o{};
+  seconds time{};
+  std::string shape{};  ///< the shape key a compute op is priced by ("" for others)
+};
 
 /// One span of the timeline (times in seconds from the start of the iteration).
 struct trace_span {
   std::int64_t rank = 0;
   trace_stream stream = trace_stream::compute;
-  std::string_view name{};        ///< forward, backward, send, recv, straggler wait, gradient sync, optimizer step
+  /// passes: forward / backward; ops: the leaf (Megatron module) name; pipeline: send / recv;
+  /// tail: straggler wait, gradient sync, optimizer step
+  std::string_view name{};
   std::int64_t micro_batch = -1;  ///< -1 for the iteration tail
   std::int64_t chunk = -1;        ///< model chunk (interleaved), else 0; -1 for the tail
   double start = 0, end = 0;
+  std::int32_t op = -1;     ///< op spans: index into iteration_trace::ops
+  std::int32_t layer = -1;  ///< op spans: decoder layer in the model (-1: embedding, head, transfer gather)
+  std::uint8_t pass = 0;    ///< op spans: index into trace_pass_names
 };
 
 /// A rank's allocated bytes from `time` on.
@@ -39,10 +71,29 @@ struct trace_sample {
 
 struct iteration_trace {
   std::vector<trace_span> spans;
+  std::vector<trace_op> ops;  ///< every distinct op the stage programs emit, priced
   std::vector<trace_sample> memory;
   estimate_result estimate{};           ///< the estimate the timeline belongs to
   std::vector<std::size_t> rank_stage;  ///< index into estimate.stages of every rank
+  /// Interleaved 1F1B gives every model chunk 1/v of its rank's time (schedule/interleaved.hpp);
+  /// a chunk's op spans are its own ops scaled to that share. Largest |scale - 1| over all passes
+  /// (0 without interleaving: op spans are their priced times).
+  double max_time_rescale = 0;
 };
+
+/// The stream an op runs on.
+constexpr trace_stream stream_of(const op& o) {
+  if (o.kind != op_kind::collective) return trace_stream::compute;
+  return o.group == comm_group::ep || o.group == comm_group::etp ? trace_stream::expert_parallel
+                                                                 : trace_stream::tensor_parallel;
+}
+
+/// An op's name after its leaf: the collective kind, else gemm, grouped_gemm, attention or memory.
+constexpr std::string_view op_kind_name(const op& o) {
+  constexpr std::array<std::string_view, 4> compute{"gemm", "grouped_gemm", "attention", "memory"};
+  if (o.kind == op_kind::collective) return collective_kind_names[static_cast<std::size_t>(o.collective)];
+  return compute[static_cast<std::size_t>(o.kind)];
+}
 
 namespace detail {
 /// Which stage of `r` every pipeline rank runs (the ranks a stage stands for).
@@ -56,6 +107,172 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   return out;
 }
 
+/// One op of a pass: the op, its decoder layer, its leaf, its pass label.
+struct op_step {
+  std::int32_t op = 0;
+  std::int32_t layer = -1;
+  std::string_view leaf{};
+  std::uint8_t pass = 0;
+};
+
+/// The job's stage programs with every op recorded, and each leaf's ops by record id.
+struct recorded_job {
+  op_record record{};
+  build_context context{};
+  job_blocks blocks{};
+  std::vector<std::vector<std::int32_t>> by_leaf{};
+  std::int32_t gather_op = -1;  ///< scatter_gather_tensors_in_pipeline: the tp all-gather after a receive
+};
+
+/// Appends the ops of `l` of pass `pass` (label `label`) to `out`; a replay repeats only the
+/// forward kernels it is charged for (leaf::replay, leaf::replay_comm).
+inline void leaf_ops(const recorded_job& job, const leaf& l, pass_kind pass, std::uint8_t label, std::int32_t layer,
+                     std::vector<op_step>& out) {
+  if (l.record_id < 0) return;
+  const bool replay = label == 3;
+  if (replay && l.replay_free) return;
+  const bool replay_comm =
+      l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row || l.communicates_in_replay;
+  for (const std::int32_t i : job.by_leaf[static_cast<std::size_t>(l.record_id)]) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(i)];
+    if (p.o.pass != pass || p.time.value == 0) continue;
+    if (replay && p.o.kind == op_kind::collective && !replay_comm) continue;
+    out.push_back({i, layer, l.name, label});
+  }
+}
+
+/// Which ops of a stage a pipeline pass runs: the forward, the whole backward, or (zero-bubble
+/// schedules) its input-gradient half with the recompute replays, or its weight-gradient half.
+enum class pass_selection : std::uint8_t { forward, backward, backward_input, backward_weight };
+
+/// A leaf's share of a backward selection: its input-gradient ops, then its weight-gradient ops.
+inline void backward_ops(const recorded_job& job, const leaf& l, std::int32_t layer, pass_selection sel,
+                         std::vector<op_step>& out) {
+  if (sel != pass_selection::backward_weight) leaf_ops(job, l, pass_kind::backward_input, 1, layer, out);
+  if (sel != pass_selection::backward_input) leaf_ops(job, l, pass_kind::backward_weight, 2, layer, out);
+}
+
+/// The backward of one repetition of a block in the order walk_memory describes: leaves in
+/// reverse, each recompute segment replaying its forward before its backward.
+inline void block_backward(const recorded_job& job, const leaf_block& b, std::int32_t layer, pass_selection sel,
+                           std::vector<op_step>& out) {
+  std::size_t i = b.count;
+  while (i > 0) {
+    const leaf& l = b.leaves[i - 1];
+    if (!l.recompute) {
+      backward_ops(job, l, layer, sel, out);
+      --i;
+      continue;
+    }
+    std::size_t start = i - 1;
+    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
+    if (sel != pass_selection::backward_weight)
+      for (std::size_t j = start; j < i; ++j) leaf_ops(job, b.leaves[j], pass_kind::forward, 3, layer, out);
+    for (std::size_t j = i; j > start; --j) backward_ops(job, b.leaves[j - 1], layer, sel, out);
+    i = start;
+  }
+}
+
+/// The ops of one pass `sel` of `prog`, whose first decoder layer is model layer `base`;
+/// `gather`: the pass starts with the all-gather of a received activation / gradient.
+inline std::vector<op_step> pass_ops(const recorded_job& job, const stage_program& prog, std::int64_t base,
+                                     pass_selection sel, bool gather) {
+  std::vector<op_step> out;
+  const bool forward = sel == pass_selection::forward;
+  if (gather && job.gather_op >= 0 && sel != pass_selection::backward_weight)
+    out.push_back({job.gather_op, -1, "pipeline_p2p", forward ? std::uint8_t{0} : std::uint8_t{1}});
+  const auto layer_of = [&](const stage_block& sb, std::int64_t rep) {
+    return static_cast<std::int32_t>(sb.first_layer < 0 ? -1 : base + sb.first_layer + rep);
+  };
+  if (forward) {
+    for (std::size_t bi = 0; bi < prog.count; ++bi) {
+      const stage_block& sb = prog.blocks[bi];
+      for (std::int64_t rep = 0; rep < sb.repeat; ++rep)
+        for (const leaf& l : *sb.block) leaf_ops(job, l, pass_kind::forward, 0, layer_of(sb, rep), out);
+    }
+    return out;
+  }
+  for (std::size_t bi = prog.count; bi > 0; --bi) {
+    const stage_block& sb = prog.blocks[bi - 1];
+    for (std::int64_t rep = sb.repeat; rep > 0; --rep) block_backward(job, *sb.block, layer_of(sb, rep - 1), sel, out);
+  }
+  return out;
+}
+
+/// Records the job's ops: its blocks built again with a recording context (the estimate's own
+/// build records nothing), plus the pipeline's gather of a received tensor when there is one.
+inline void record_job(recorded_job& job, const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                       std::int64_t vocab) {
+  job.context = make_build_context(m, s, sys, vocab);
+  job.context.record = &job.record;
+  job.context.pricing = &record_op;
+  job.blocks = build_blocks(job.context);
+  job.by_leaf.assign(static_cast<std::size_t>(job.record.leaves), {});
+  for (std::size_t i = 0; i < job.record.ops.size(); ++i)
+    job.by_leaf[static_cast<std::size_t>(job.record.ops[i].leaf_id)].push_back(static_cast<std::int32_t>(i));
+  const pipeline_transfer transfer = pipeline_transfer_of(job.context);
+  if (transfer.gather.value > 0) {
+    job.gather_op = static_cast<std::int32_t>(job.record.ops.size());
+    job.record.ops.push_back(
+        {-1, collective_op(pass_kind::forward, collective_kind::all_gather, comm_group::tp, transfer.gather_bytes),
+         transfer.gather});
+  }
+}
+
+/// The forward and backward op lists of model chunk `chunk` of pipeline rank `rank`.
+struct chunk_ops {
+  std::vector<op_step> forward, backward;
+  double forward_time = 0, backward_time = 0;  ///< sums of their priced times
+};
+
+inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
+                              std::int64_t chunk) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const stage_layers split = split_layers(m, s);
+  const rank_layout lay = layout_of_rank(m, s, split, rank);
+  const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
+  // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
+  const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
+  std::int64_t layers = lay.layers, dense = lay.dense_layers;
+  if (v > 1) {
+    layers = lay.chunk_layers;
+    dense = dense_layer_count(m) - base;
+    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+  }
+  const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
+  const stage_program prog = build_stage(job.blocks, job.context, layers, dense, embedding, head);
+  chunk_ops out;
+  out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
+  out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
+  for (const op_step& st : out.forward) out.forward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  for (const op_step& st : out.backward)
+    out.backward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  return out;
+}
+
+/// Lays the op spans of one pass `e` out back to back from its start.
+inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipeline_event& e,
+                         const std::vector<op_step>& steps, double priced, bool rescale) {
+  const double scale = rescale && priced > 0 ? (e.end - e.start) / priced : 1.0;
+  const double off = scale > 1 ? scale - 1 : 1 - scale;
+  t.max_time_rescale = off > t.max_time_rescale ? off : t.max_time_rescale;
+  double at = e.start;
+  for (const op_step& st : steps) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
+    const double end = at + p.time.value * scale;
+    t.spans.push_back({e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at, end, st.op, st.layer, st.pass});
+    at = end;
+  }
+}
+
+/// The priced ops, with their shape keys, as the trace shows them.
+inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
+  std::vector<trace_op> out;
+  out.reserve(job.record.ops.size());
+  for (const priced_op& p : job.record.ops) out.push_back({p.o, p.time, std::string(key_of(p.o).view())});
+  return out;
+}
+
 /// A rank's memory at each edge of its forwards and backwards: model memory, the micro-batches
 /// (chunks) it holds, and the running one's own transient peak.
 inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
@@ -65,12 +282,29 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
   double held = 0;
   t.memory.push_back({rank, 0.0, model});
   for (const trace_span& sp : t.spans) {
-    if (sp.rank != rank || sp.stream != trace_stream::compute || sp.micro_batch < 0) continue;
+    if (sp.rank != rank || sp.stream != trace_stream::passes) continue;
     const bool forward = sp.name == "forward";
     const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
     t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
     held += forward ? 1 : -1;
     t.memory.push_back({rank, sp.end, model + held * unit});
+  }
+}
+
+/// The tail after the pipeline, as the estimate prices it: straggler wait, exposed sync, optimizer.
+inline void add_tail(iteration_trace& t, const strategy_spec& s, double pipeline_end) {
+  const estimate_result& r = t.estimate;
+  const double tail_start = r.cost.pipeline_time.value;
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
+    const stage_result& st = r.stages[t.rank_stage[static_cast<std::size_t>(rank)]];
+    if (tail_start > pipeline_end)
+      t.spans.push_back({rank, trace_stream::compute, "straggler wait", -1, -1, pipeline_end, tail_start});
+    const double sync_end = tail_start + st.dp_exposed_time.value;
+    if (sync_end > tail_start)
+      t.spans.push_back({rank, trace_stream::data_parallel, "gradient sync", -1, -1, tail_start, sync_end});
+    if (st.optim_time.value > 0)
+      t.spans.push_back(
+          {rank, trace_stream::compute, "optimizer step", -1, -1, sync_end, sync_end + st.optim_time.value});
   }
 }
 }  // namespace detail
@@ -85,27 +319,30 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
   std::vector<pipeline_event> events;
   const pipeline_result pipe =
       detail::run_pipeline(r, s, rank_stage, r.cost.comm_result.p2p_time_per_transfer, &events);
+  detail::recorded_job job;
+  detail::record_job(job, m, s, sys, r.padded_vocab);
+  std::vector<detail::chunk_ops> chunks;
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
+    for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
+      chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   for (const pipeline_event& e : events) {
-    const bool compute = e.what == pipeline_event::kind::forward || e.what == pipeline_event::kind::backward;
     constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
-    t.spans.push_back({e.rank, compute ? trace_stream::compute : trace_stream::pipeline,
-                       names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk, e.start, e.end});
+    const bool forward = e.what == pipeline_event::kind::forward;
+    if (!forward && e.what != pipeline_event::kind::backward) {
+      t.spans.push_back({e.rank, trace_stream::pipeline, names[static_cast<std::size_t>(e.what)], e.micro_batch,
+                         e.chunk, e.start, e.end});
+      continue;
+    }
+    t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
+                       e.start, e.end});
+    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
+    detail::add_op_spans(t, job, e, forward ? c.forward : c.backward, forward ? c.forward_time : c.backward_time,
+                         s.interleaving_size > 1);
   }
-  // The tail after the pipeline, as the estimate prices it: straggler wait, exposed sync, optimizer.
-  const double pipeline_end = pipe.total.value, tail_start = r.cost.pipeline_time.value;
-  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
-    const stage_result& st = r.stages[t.rank_stage[static_cast<std::size_t>(rank)]];
-    if (tail_start > pipeline_end)
-      t.spans.push_back({rank, trace_stream::compute, "straggler wait", -1, -1, pipeline_end, tail_start});
-    const double sync_end = tail_start + st.dp_exposed_time.value;
-    if (sync_end > tail_start)
-      t.spans.push_back({rank, trace_stream::data_parallel, "gradient sync", -1, -1, tail_start, sync_end});
-    if (st.optim_time.value > 0)
-      t.spans.push_back(
-          {rank, trace_stream::compute, "optimizer step", -1, -1, sync_end, sync_end + st.optim_time.value});
-  }
+  detail::add_tail(t, s, pipe.total.value);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
     detail::sample_memory(t, r.stages[t.rank_stage[static_cast<std::size_t>(rank)]], s, rank);
+  t.ops = detail::trace_ops_of(job);
   return t;
 }
 

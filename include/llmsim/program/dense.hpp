@@ -22,12 +22,35 @@
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
+#include <vector>
+
 LLMSIM_BEGIN_NAMESPACE
 
 struct build_context;
-/// Prices one op into a leaf's pass times; cost/op_cost.hpp `price_op`, installed with the context
-/// by `make_build_context` (programs never price).
-using op_pricing = void (*)(const build_context&, leaf&, const op&);
+/// Prices one op into a leaf's pass times and returns its time; cost/op_cost.hpp `price_op`,
+/// installed with the context by `make_build_context` (programs never price).
+using op_pricing = seconds (*)(const build_context&, leaf&, const op&);
+
+/// One emitted op with the time its pricing gave it, and the leaf that emitted it.
+struct priced_op {
+  std::int32_t leaf_id = -1;  ///< `leaf::record_id` of its leaf
+  op o{};
+  seconds time{};
+};
+
+/// An optional sink of every priced op (what the trace shows per op): the trace's build context
+/// installs `record_op` as its pricing and points `build_context::record` here; `estimate` does
+/// neither, so recording costs it nothing.
+struct op_record {
+  std::vector<priced_op> ops;
+  std::int32_t leaves = 0;  ///< record ids handed out
+
+  /// Stores `o` of leaf `l`, giving the leaf its record id at its first op.
+  constexpr void add(leaf& l, const op& o, seconds time) {
+    if (l.record_id < 0) l.record_id = leaves++;
+    ops.push_back({l.record_id, o, time});
+  }
+};
 
 /// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
 struct build_context {
@@ -39,6 +62,7 @@ struct build_context {
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
+  op_record* record = nullptr;  ///< where `record_op` keeps every priced op (llmsim::trace_iteration)
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -59,7 +83,7 @@ struct build_context {
   constexpr void emit(leaf& l, const op& o) const {
     if (pricing == nullptr)
       detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
-    pricing(*this, l, o);
+    (void)pricing(*this, l, o);
   }
   /// A memory-bound kernel of `pass` moving `bytes`.
   constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
@@ -92,12 +116,29 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  // Each pass's ops in the order Megatron runs them (`LinearWithGradAccumulationAndAsyncCommunication`):
+  // a column-parallel linear gathers its input before the GEMM and reduces its input gradient
+  // after the dgrad GEMM; a row-parallel one reduces its output after the GEMM and gathers the
+  // output gradient before the dgrad GEMM; with SP the input is re-gathered before the wgrad GEMM.
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
+  const bool sp = c.sequence_parallel();
+  if (sp && column) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
   c.emit(l, detail::job_gemm(c, pass_kind::forward,
                              {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
                              (x + y + w) * E));
+  if (!column)
+    c.collective(l, pass_kind::forward, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
+  if (sp && !column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
   c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
                              {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
                              (x + y + w) * E));
+  if (column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
+  if (sp && column)
+    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
@@ -111,21 +152,6 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
                                {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
                                wgrad_inputs + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  if (c.sequence_parallel()) {
-    if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
-      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
-      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, full_activation);
-      c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
-    } else {
-      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, full_activation);
-      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
-    }
-  } else if (column) {
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_reduce, full_activation);
-  } else {
-    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, full_activation);
   }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);

@@ -126,9 +126,10 @@ enum class recompute_role : std::uint8_t { none, first, inner };
 struct leaf {
   leaf_id id = leaf_id::embedding;  ///< which Megatron module: linear_qkv, core_attention, linear_fc1, ...
   leaf_kind kind = leaf_kind::norm;
-  seconds fwd{};         ///< forward kernels
-  seconds bwd{};         ///< backward kernels (input gradient + weight gradient)
-  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
+  std::int32_t record_id = -1;  ///< its ops in an op_record (set only when a build context records; fills padding)
+  seconds fwd{};                ///< forward kernels
+  seconds bwd{};                ///< backward kernels (input gradient + weight gradient)
+  seconds bwd_weight{};         ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds
       fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
   seconds bwd_comm{};   ///< ... in backward

@@ -204,10 +204,9 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   p.id = leaf_id::permutation;
   p.kind = leaf_kind::activation;
   const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
+  // Forward: permute, then dispatch; backward: the gradients come back before they are unpermuted.
   c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
   c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
-  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
@@ -216,6 +215,8 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -230,13 +231,14 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
+  // Forward: the combine (ETP reduce-scatter, all-to-all) brings the expert outputs home, then they are unpermuted.
+  const double gathered = A * static_cast<double>(s.etp_size);
+  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
   c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
   c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
   c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
   c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-  const double gathered = A * static_cast<double>(s.etp_size);
-  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
   c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
   u.communicates_in_replay = true;
