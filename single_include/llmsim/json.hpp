@@ -143,8 +143,10 @@ LLMSIM_END_NAMESPACE
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -1169,6 +1171,8 @@ inline value to_json(const estimate_result& r) {
   cost["all_tokens_per_iter"] = c.all_tokens_per_iter;
   cost["model_flops_per_accelerator"] = c.model_flops_per_iter.value;
   cost["bounding_stage"] = stage_name(r, static_cast<std::size_t>(c.bounding_stage));
+  cost["critical_rank"] = c.critical_rank;
+  cost["critical_stream"] = std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]);
   cost["breakdown_result"] = detail::to_json(c.breakdown_result);
   cost["comm_result"] = {{"tp_net", std::string(c.comm_result.tp_net)},
                          {"pp_net", std::string(c.comm_result.pp_net)},
@@ -1203,48 +1207,127 @@ inline value to_json(const estimate_result& r) {
           {"mem_result", mem}};
 }
 
-/// A timeline in Chrome's trace-event format (opens in Perfetto and chrome://tracing): a process
-/// per pipeline rank, a thread per stream, a complete event per span (times in microseconds) with
-/// its micro-batch and chunk, and a counter track of each rank's allocated memory in GiB.
+namespace detail {
+/// Writes `text` as a JSON string.
+inline void write_json_string(std::ostream& out, std::string_view text) {
+  out << '"';
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') {
+      out << '\\' << ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+      out << buf;
+    } else {
+      out << ch;
+    }
+  }
+  out << '"';
+}
+/// Writes `x` as the shortest JSON number that reads back as it.
+inline void write_json_number(std::ostream& out, double x) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, std::isfinite(x) ? x : 0.0);
+  out.write(buf, res.ptr - buf);
+}
+/// The metadata of a rank: its process name (rank and stage) and a named thread per stream.
+inline void write_trace_rank(std::ostream& out, const iteration_trace& t, std::int64_t rank) {
+  const std::string process = "rank " + std::to_string(rank) + " (" +
+                              stage_name(t.estimate, t.rank_stage[static_cast<std::size_t>(rank)]) + ")";
+  out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << rank << ",\"args\":{\"name\":";
+  write_json_string(out, process);
+  out << "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << rank << ",\"args\":{\"sort_index\":" << rank
+      << "}}";
+  for (std::size_t k = 0; k < trace_stream_names.size(); ++k) {
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << rank << ",\"tid\":" << k << ",\"args\":{\"name\":";
+    write_json_string(out, trace_stream_names[k]);
+    out << "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" << rank << ",\"tid\":" << k
+        << ",\"args\":{\"sort_index\":" << k << "}}";
+  }
+}
+/// The arguments of an op span: its module and kind, pass, shape key, group, FLOPs (compute ops),
+/// bytes, micro-batch, chunk, layer (and with interleaving its own priced time).
+inline void write_op_args(std::ostream& out, const iteration_trace& t, const trace_span& sp) {
+  const trace_op& o = t.ops[static_cast<std::size_t>(sp.op)];
+  out << ",\"args\":{\"module\":";
+  write_json_string(out, sp.name);
+  out << ",\"kind\":\"" << op_kind_name(o.o) << "\",\"pass\":\"" << trace_pass_names[sp.pass] << '"';
+  if (!o.shape.empty()) {
+    out << ",\"shape\":";
+    write_json_string(out, o.shape);
+  }
+  if (o.o.kind == op_kind::collective)
+    out << ",\"group\":\"" << comm_group_names[static_cast<std::size_t>(o.o.group)] << '"';
+  if (o.o.flops > 0) {
+    out << ",\"flops\":";
+    write_json_number(out, o.o.flops);
+  }
+  out << ",\"bytes\":";
+  write_json_number(out, o.o.bytes);
+  if (t.max_time_rescale > 0) {  // interleaved: spans scaled to the chunk's share; the op's own time
+    out << ",\"priced_us\":";
+    write_json_number(out, o.time.value * 1e6);
+  }
+  out << ",\"micro_batch\":" << sp.micro_batch << ",\"chunk\":" << sp.chunk << ",\"layer\":" << sp.layer << '}';
+}
+/// One span as a complete event ("X"), times in microseconds.
+inline void write_trace_span(std::ostream& out, const iteration_trace& t, const trace_span& sp) {
+  out << ",\n{\"ph\":\"X\",\"name\":";
+  if (sp.op >= 0) {
+    write_json_string(out,
+                      std::string(sp.name) + " " + std::string(op_kind_name(t.ops[static_cast<std::size_t>(sp.op)].o)));
+  } else {
+    write_json_string(out, sp.name);
+  }
+  out << ",\"pid\":" << sp.rank << ",\"tid\":" << static_cast<int>(sp.stream) << ",\"ts\":";
+  write_json_number(out, sp.start * 1e6);
+  out << ",\"dur\":";
+  write_json_number(out, (sp.end - sp.start) * 1e6);
+  if (sp.op >= 0) {
+    write_op_args(out, t, sp);
+  } else if (sp.micro_batch >= 0) {
+    out << ",\"args\":{\"micro_batch\":" << sp.micro_batch << ",\"chunk\":" << sp.chunk << '}';
+  }
+  out << '}';
+}
+}  // namespace detail
+
+/// Writes a timeline in Chrome's trace-event format (opens in Perfetto and chrome://tracing),
+/// streamed (a large job has millions of op spans): a process per pipeline rank, a thread per
+/// stream (trace_stream_names), a complete event per span (times in microseconds) — passes with
+/// their micro-batch and chunk, ops named "<module> <kind>" with their pass, shape key, FLOPs,
+/// bytes, micro-batch, chunk and layer — and a counter track of each rank's allocated
+/// memory in GiB. `otherData` holds the iteration time, the peak and the critical path.
+inline void write_chrome_trace(std::ostream& out, const iteration_trace& t) {
+  const auto& c = t.estimate.cost;
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"duration_time_per_iter_ms\":";
+  detail::write_json_number(out, c.duration_time_per_iter.ms());
+  out << ",\"peak_mem_gib\":";
+  detail::write_json_number(out, t.estimate.mem.peak_mem.gib());
+  out << ",\"critical_rank\":" << c.critical_rank << ",\"critical_stream\":\""
+      << critical_stream_names[static_cast<std::size_t>(c.critical_stream)] << "\",\"max_time_rescale\":";
+  detail::write_json_number(out, t.max_time_rescale);
+  out << "},\n\"traceEvents\":[\n";
+  for (std::size_t rank = 0; rank < t.rank_stage.size(); ++rank) {
+    if (rank > 0) out << ",\n";
+    detail::write_trace_rank(out, t, static_cast<std::int64_t>(rank));
+  }
+  for (const auto& sp : t.spans) detail::write_trace_span(out, t, sp);
+  for (const auto& m : t.memory) {
+    out << ",\n{\"ph\":\"C\",\"name\":\"allocated memory (GiB)\",\"pid\":" << m.rank << ",\"ts\":";
+    detail::write_json_number(out, m.time * 1e6);
+    out << ",\"args\":{\"GiB\":";
+    detail::write_json_number(out, m.bytes / 1073741824.0);
+    out << "}}";
+  }
+  out << "\n]}\n";
+}
+
+/// The same timeline as a JSON value (small jobs; files are better streamed by write_chrome_trace).
 inline value to_chrome_trace(const iteration_trace& t) {
-  value events = value::array();
-  std::int64_t ranks = 0;
-  for (const auto& sp : t.spans) ranks = sp.rank + 1 > ranks ? sp.rank + 1 : ranks;
-  for (std::int64_t rank = 0; rank < ranks; ++rank) {
-    const std::size_t stage = t.rank_stage[static_cast<std::size_t>(rank)];
-    events.push_back(
-        {{"ph", "M"},
-         {"name", "process_name"},
-         {"pid", rank},
-         {"args", {{"name", "rank " + std::to_string(rank) + " (" + stage_name(t.estimate, stage) + ")"}}}});
-    for (std::size_t k = 0; k < trace_stream_names.size(); ++k)
-      events.push_back({{"ph", "M"},
-                        {"name", "thread_name"},
-                        {"pid", rank},
-                        {"tid", k},
-                        {"args", {{"name", std::string(trace_stream_names[k])}}}});
-  }
-  for (const auto& sp : t.spans) {
-    value e = {{"ph", "X"},
-               {"name", std::string(sp.name)},
-               {"pid", sp.rank},
-               {"tid", static_cast<int>(sp.stream)},
-               {"ts", sp.start * 1e6},
-               {"dur", (sp.end - sp.start) * 1e6}};
-    if (sp.micro_batch >= 0) e["args"] = {{"micro_batch", sp.micro_batch}, {"chunk", sp.chunk}};
-    events.push_back(std::move(e));
-  }
-  for (const auto& m : t.memory)
-    events.push_back({{"ph", "C"},
-                      {"name", "allocated memory (GiB)"},
-                      {"pid", m.rank},
-                      {"ts", m.time * 1e6},
-                      {"args", {{"GiB", m.bytes / 1073741824.0}}}});
-  return {{"traceEvents", events},
-          {"displayTimeUnit", "ms"},
-          {"otherData",
-           {{"duration_time_per_iter_ms", t.estimate.cost.duration_time_per_iter.ms()},
-            {"peak_mem_gib", t.estimate.mem.peak_mem.gib()}}}};
+  std::ostringstream out;
+  write_chrome_trace(out, t);
+  return value::parse(out.str());
 }
 
 /// `llmsim::perf_llm` that also takes file paths and owns what it loaded.

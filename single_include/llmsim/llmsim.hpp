@@ -2157,6 +2157,7 @@ LLMSIM_END_NAMESPACE
 /// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
 ///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
 ///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
+///             (seq_len is the query length; training self-attention has keys as long)
 
 
 #include <cstddef>
@@ -2229,13 +2230,53 @@ struct gemm_shape {
   }
 };
 
+/// Which (query, key) pairs an attention call's FLOPs count.
+enum class attention_pairs : std::uint8_t {
+  /// All q_len · kv_len pairs. Training counts its causal self-attention this way, as SimuMax does
+  /// (its sdp tables and efficient factors are measured against the unmasked count, so the mask's
+  /// saving is in the efficiency; `attention_sparse_ratio` removes a declared fraction).
+  all,
+  /// The pairs a causal mask keeps when the q_len queries are the last q_len of the kv_len
+  /// positions (bottom-right aligned, as in chunked prefill and decode over a KV cache: vLLM, and
+  /// FlashAttention >= 2.1 `causal=True` with seqlen_q < seqlen_k): query i (0-based) sees
+  /// kv − q + i + 1 keys, so q·kv − q(q−1)/2 pairs (q = kv: the triangle with its diagonal,
+  /// q(q+1)/2). FlashAttention-3's benchmark count (hopper/benchmark_attn.py `flops`, average key
+  /// length (max(0, kv − q) + kv)/2) is the same without the half diagonal.
+  causal,
+};
+
 /// One flash-attention call as the system file keys it (heads are those of one tensor-parallel rank).
+/// Queries and keys/values have their own lengths: training self-attention has q_len = kv_len =
+/// seq_len; a decode step has q_len = 1 over a cache of kv_len tokens.
 struct attention_shape {
-  std::int64_t batch = 1, seq_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
+  std::int64_t batch = 1, q_len = 0, kv_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
   bool qkv_contiguous = true;  ///< TE receives q, k, v as views of one fused QKV output
+  attention_pairs pairs = attention_pairs::all;
+
+  /// (query, key) pairs one head of one sequence scores (with q_len > kv_len under the causal
+  /// mask, the first q_len − kv_len queries see no key).
+  [[nodiscard]] constexpr double score_pairs() const {
+    const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
+    if (pairs == attention_pairs::all) return q * kv;
+    const double seen = q < kv ? q : kv;  // queries that see at least one key
+    return seen * kv - seen * (seen - 1) / 2;
+  }
+  /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
+  /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
+  /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
+  /// decode step (q = 1) over kv = N: 2·N·heads·(qk + v), 4·N·heads·d for equal head dims.
+  [[nodiscard]] constexpr double forward_flop_count(double skipped = 0) const {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(head_num) * score_pairs() *
+           static_cast<double>(qk_head_dim + v_head_dim) * (1.0 - skipped);
+  }
+  /// The table key. SimuMax measures training self-attention and keys it by `seq_len` (= q_len =
+  /// kv_len); a call with kv_len != q_len adds `kv_seq_len`, which no such table holds, so it is
+  /// priced by the kind's efficient_factor rather than by a self-attention entry of the wrong shape.
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
-    s.append("batch=").append(batch).append(", seq_len=").append(seq_len).append(", head_num=").append(head_num);
+    s.append("batch=").append(batch).append(", seq_len=").append(q_len);
+    if (kv_len != q_len) s.append(", kv_seq_len=").append(kv_len);
+    s.append(", head_num=").append(head_num);
     s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
     s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
     return s;
@@ -2360,14 +2401,19 @@ constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
   o.bytes = traffic;
   return o;
 }
-/// A fused attention kernel (sdp_fwd or sdp_bwd).
-constexpr op attention_op(pass_kind pass, const attention_shape& a, double flops, double traffic) {
+/// Backward FLOPs of fused attention over its forward: five matmuls (QKᵀ recomputed, dV, dP, dQ,
+/// dK) against the forward's two (Dao 2023, FlashAttention-2 §4.1 counts backward as 2.5 × forward).
+inline constexpr double flash_backward_flop_factor = 2.5;
+/// A fused attention kernel (sdp_fwd or sdp_bwd) over shape `a`, `skipped` the fraction of its
+/// score pairs a declared sparsity removes (`attention_sparse_ratio`).
+constexpr op attention_op(pass_kind pass, const attention_shape& a, double traffic, double skipped = 0) {
   op o;
   o.kind = op_kind::attention;
   o.pass = pass;
   o.compute = pass == pass_kind::forward ? compute_kind::sdp_fwd : compute_kind::sdp_bwd;
   o.attention = a;
-  o.flops = flops;
+  o.flops = a.forward_flop_count(skipped);
+  if (pass != pass_kind::forward) o.flops *= flash_backward_flop_factor;
   o.bytes = traffic;
   return o;
 }
@@ -2607,16 +2653,110 @@ enum class leaf_kind : std::uint8_t {
   cross_entropy
 };
 
+/// The modules the programs build, one value per name: Megatron-LM's submodule attribute names
+/// (megatron/core/transformer/transformer_layer.py, attention.py, multi_latent_attention.py,
+/// moe/moe_layer.py, models/gpt/gpt_model.py), and for what Megatron runs as a function (RoPE, the
+/// activation, the residual adds, the loss) the name of that operation. Recompute plans select
+/// leaves by id; `leaf_name` is the only place the names are spelled.
+enum class leaf_id : std::uint8_t {
+  embedding,
+  input_layernorm,
+  linear_qkv,
+  linear_q_down_proj,
+  q_layernorm,
+  linear_q_up_proj,
+  linear_q_proj,
+  linear_kv_down_proj,
+  kv_layernorm,
+  linear_kv_up_proj,
+  rotary_pos_emb,
+  mla_rope_and_concat,
+  core_attention,
+  linear_proj,
+  attention_residual_add,
+  pre_mlp_layernorm,
+  linear_fc1,
+  swiglu,
+  gelu,
+  linear_fc2,
+  shared_experts_linear_fc1,
+  shared_experts_swiglu,
+  shared_experts_gelu,
+  shared_experts_linear_fc2,
+  router,
+  permutation,
+  experts_linear_fc1,
+  experts_swiglu,
+  experts_gelu,
+  experts_linear_fc2,
+  unpermutation,
+  shared_plus_routed,
+  mlp_residual_add,
+  final_layernorm,
+  output_layer,
+  cross_entropy,
+};
+/// Number of `leaf_id` values (they run from 0 without gaps; cross_entropy is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::cross_entropy) + 1;
+
+/// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
+/// value outside the enumeration).
+constexpr std::string_view leaf_name(leaf_id id) {
+  // One line per module.
+  // clang-format off
+  switch (id) {
+    case leaf_id::embedding: return "embedding";
+    case leaf_id::input_layernorm: return "input_layernorm";
+    case leaf_id::linear_qkv: return "linear_qkv";
+    case leaf_id::linear_q_down_proj: return "linear_q_down_proj";
+    case leaf_id::q_layernorm: return "q_layernorm";
+    case leaf_id::linear_q_up_proj: return "linear_q_up_proj";
+    case leaf_id::linear_q_proj: return "linear_q_proj";
+    case leaf_id::linear_kv_down_proj: return "linear_kv_down_proj";
+    case leaf_id::kv_layernorm: return "kv_layernorm";
+    case leaf_id::linear_kv_up_proj: return "linear_kv_up_proj";
+    case leaf_id::rotary_pos_emb: return "rotary_pos_emb";
+    case leaf_id::mla_rope_and_concat: return "mla_rope_and_concat";
+    case leaf_id::core_attention: return "core_attention";
+    case leaf_id::linear_proj: return "linear_proj";
+    case leaf_id::attention_residual_add: return "attention_residual_add";
+    case leaf_id::pre_mlp_layernorm: return "pre_mlp_layernorm";
+    case leaf_id::linear_fc1: return "linear_fc1";
+    case leaf_id::swiglu: return "swiglu";
+    case leaf_id::gelu: return "gelu";
+    case leaf_id::linear_fc2: return "linear_fc2";
+    case leaf_id::shared_experts_linear_fc1: return "shared_experts.linear_fc1";
+    case leaf_id::shared_experts_swiglu: return "shared_experts.swiglu";
+    case leaf_id::shared_experts_gelu: return "shared_experts.gelu";
+    case leaf_id::shared_experts_linear_fc2: return "shared_experts.linear_fc2";
+    case leaf_id::router: return "router";
+    case leaf_id::permutation: return "permutation";
+    case leaf_id::experts_linear_fc1: return "experts.linear_fc1";
+    case leaf_id::experts_swiglu: return "experts.swiglu";
+    case leaf_id::experts_gelu: return "experts.gelu";
+    case leaf_id::experts_linear_fc2: return "experts.linear_fc2";
+    case leaf_id::unpermutation: return "unpermutation";
+    case leaf_id::shared_plus_routed: return "shared_plus_routed";
+    case leaf_id::mlp_residual_add: return "mlp_residual_add";
+    case leaf_id::final_layernorm: return "final_layernorm";
+    case leaf_id::output_layer: return "output_layer";
+    case leaf_id::cross_entropy: return "cross_entropy";
+  }
+  // clang-format on
+  return {};  // no enumerator: -Wswitch above flags a value without a name
+}
+
 /// How a leaf sits in a recompute segment: the first leaf of a segment keeps its input for the
 /// replay; later leaves keep nothing until the replay re-creates their tensors.
 enum class recompute_role : std::uint8_t { none, first, inner };
 
 struct leaf {
-  std::string_view name = {};  ///< Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  leaf_id id = leaf_id::embedding;  ///< which Megatron module: linear_qkv, core_attention, linear_fc1, ...
   leaf_kind kind = leaf_kind::norm;
-  seconds fwd{};         ///< forward kernels
-  seconds bwd{};         ///< backward kernels (input gradient + weight gradient)
-  seconds bwd_weight{};  ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
+  std::int32_t record_id = -1;  ///< its ops in an op_record (set only when a build context records; fills padding)
+  seconds fwd{};                ///< forward kernels
+  seconds bwd{};                ///< backward kernels (input gradient + weight gradient)
+  seconds bwd_weight{};         ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds
       fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
   seconds bwd_comm{};   ///< ... in backward
@@ -2638,6 +2778,8 @@ struct leaf {
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
 
+  /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
+  [[nodiscard]] constexpr std::string_view name() const { return leaf_name(id); }
   /// Bytes this leaf holds between its forward and its backward under the recompute plan.
   [[nodiscard]] constexpr double held() const {
     if (!recompute) return cache;
@@ -2763,12 +2905,35 @@ constexpr block_memory walk_memory(const leaf_block& b) {
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/leaf.hpp -------------------------------------------------------------------
 
+#include <vector>
+
 LLMSIM_BEGIN_NAMESPACE
 
 struct build_context;
-/// Prices one op into a leaf's pass times; cost/op_cost.hpp `price_op`, installed with the context
-/// by `make_build_context` (programs never price).
-using op_pricing = void (*)(const build_context&, leaf&, const op&);
+/// Prices one op into a leaf's pass times and returns its time; cost/op_cost.hpp `price_op`,
+/// installed with the context by `make_build_context` (programs never price).
+using op_pricing = seconds (*)(const build_context&, leaf&, const op&);
+
+/// One emitted op with the time its pricing gave it, and the leaf that emitted it.
+struct priced_op {
+  std::int32_t leaf_id = -1;  ///< `leaf::record_id` of its leaf
+  op o{};
+  seconds time{};
+};
+
+/// An optional sink of every priced op (what the trace shows per op): the trace's build context
+/// installs `record_op` as its pricing and points `build_context::record` here; `estimate` does
+/// neither, so recording costs it nothing.
+struct op_record {
+  std::vector<priced_op> ops;
+  std::int32_t leaves = 0;  ///< record ids handed out
+
+  /// Stores `o` of leaf `l`, giving the leaf its record id at its first op.
+  constexpr void add(leaf& l, const op& o, seconds time) {
+    if (l.record_id < 0) l.record_id = leaves++;
+    ops.push_back({l.record_id, o, time});
+  }
+};
 
 /// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
 struct build_context {
@@ -2780,6 +2945,7 @@ struct build_context {
   const network_tier* ep_tier = nullptr;   ///< expert-parallel all-to-all (MoE)
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
+  op_record* record = nullptr;  ///< where `record_op` keeps every priced op (llmsim::trace_iteration)
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -2800,7 +2966,7 @@ struct build_context {
   constexpr void emit(leaf& l, const op& o) const {
     if (pricing == nullptr)
       detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
-    pricing(*this, l, o);
+    (void)pricing(*this, l, o);
   }
   /// A memory-bound kernel of `pass` moving `bytes`.
   constexpr void memory(leaf& l, pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) const {
@@ -2821,10 +2987,10 @@ constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& 
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool column, std::int64_t in_features,
+constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                            std::int64_t out_features) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
   const double E = c.element_bytes();
@@ -2833,12 +2999,29 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
   const double grad_w_bytes = w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  // Each pass's ops in the order Megatron runs them (`LinearWithGradAccumulationAndAsyncCommunication`):
+  // a column-parallel linear gathers its input before the GEMM and reduces its input gradient
+  // after the dgrad GEMM; a row-parallel one reduces its output after the GEMM and gathers the
+  // output gradient before the dgrad GEMM; with SP the input is re-gathered before the wgrad GEMM.
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
+  const bool sp = c.sequence_parallel();
+  if (sp && column) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
   c.emit(l, detail::job_gemm(c, pass_kind::forward,
                              {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
                              (x + y + w) * E));
+  if (!column)
+    c.collective(l, pass_kind::forward, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
+  if (sp && !column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
   c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
                              {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
                              (x + y + w) * E));
+  if (column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
+  if (sp && column)
+    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
   // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
   // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
   // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
@@ -2853,21 +3036,6 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
                                wgrad_inputs + w * E));
     c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
   }
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  if (c.sequence_parallel()) {
-    if (column) {  // gather the input; backward reduce-scatters the input gradient and re-gathers the input for wgrad
-      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
-      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, full_activation);
-      c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
-    } else {
-      c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, full_activation);
-      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
-    }
-  } else if (column) {
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_reduce, full_activation);
-  } else {
-    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, full_activation);
-  }
   l.params = w;
   l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
   l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
@@ -2881,9 +3049,9 @@ constexpr leaf linear_leaf(const build_context& c, std::string_view name, bool c
 /// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
 /// y; backward computes the input gradient, then the weight gradient. RMSNorm keeps rstd;
 /// LayerNorm adds a bias and the mean.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int64_t width, norm_kind kind) {
+constexpr leaf norm_leaf(const build_context& c, leaf_id id, std::int64_t width, norm_kind kind) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::norm;
   const double E = c.element_bytes();
   const double n = static_cast<double>(width);
@@ -2902,60 +3070,91 @@ constexpr leaf norm_leaf(const build_context& c, std::string_view name, std::int
   return l;
 }
 /// The model's norm over the hidden size.
-constexpr leaf norm_leaf(const build_context& c, std::string_view name) {
-  return norm_leaf(c, name, c.m().hidden_size, c.m().norm_type);
+constexpr leaf norm_leaf(const build_context& c, leaf_id id) {
+  return norm_leaf(c, id, c.m().hidden_size, c.m().norm_type);
 }
 
-/// Flash attention over this rank's heads (TE DotProductAttention, flash backend).
-/// FLOPs as the system tables are measured against: forward 2 GEMMs (QKᵀ, PV) over all s² scores,
-/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ) — causal masking shows in the measured efficiency.
-constexpr leaf math_attention_leaf(const build_context& c);
+/// Query and key/value lengths of one attention call, and which score pairs its FLOPs count.
+struct attention_lengths {
+  std::int64_t q = 0, kv = 0;
+  attention_pairs pairs = attention_pairs::all;
+};
+/// Training self-attention: the whole sequence attends over itself; the causal mask is counted as
+/// SimuMax counts it, all s² pairs (see attention_pairs::all).
+constexpr attention_lengths self_attention(const build_context& c) { return {c.s().seq_len, c.s().seq_len}; }
 
-constexpr leaf attention_leaf(const build_context& c) {
-  if (!c.s().use_flash_sdp) return math_attention_leaf(c);
+/// Flash attention over this rank's heads (TE DotProductAttention, flash backend) of `len.q`
+/// queries over `len.kv` keys and values. FLOPs as the system tables are measured against
+/// (attention_shape::forward_flop_count): forward 2 GEMMs (QKᵀ, PV) over the counted score pairs,
+/// backward 5 (dV, dP, dQ, dK plus the recomputed QKᵀ). Q, the output and the log-sum-exp have the
+/// query length; K and V the key length.
+constexpr leaf math_attention_leaf(const build_context& c, const attention_lengths& len);
+
+constexpr leaf attention_leaf(const build_context& c, const attention_lengths& len) {
+  if (!c.s().use_flash_sdp) return math_attention_leaf(c, len);
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
   const std::int64_t d = head_dim(m);
   const double E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * d);
-  const double k = b * s * static_cast<double>(kv_heads * d);
-  const double lse = b * s * static_cast<double>(heads);
-  const double scores = 2.0 * b * static_cast<double>(heads * d) * s * s * (1.0 - c.s().attention_sparse_ratio);
-  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, kv_heads, d, d, true};
-  c.emit(l, attention_op(pass_kind::forward, shape, 2 * scores, (q + 2 * k + q + lse) * E));
-  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * scores, (2 * q + 4 * k + q + lse) * E));
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * d);      // Q, and the output as large
+  const double k = b * skv * static_cast<double>(kv_heads * d);  // K, and V as large
+  const double lse = b * sq * static_cast<double>(heads);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = kv_heads,
+                              .qk_head_dim = d,
+                              .v_head_dim = d,
+                              .qkv_contiguous = true,
+                              .pairs = len.pairs};
+  const double sparse = c.s().attention_sparse_ratio;
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + 2 * k + q + lse) * E, sparse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
   return l;
 }
+/// The decoder layer's self-attention in training.
+constexpr leaf attention_leaf(const build_context& c) { return attention_leaf(c, self_attention(c)); }
 
 /// Attention without a fused kernel (`use_math_sdp`; Megatron's unfused `DotProductAttention`):
-/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full s x s score matrix,
+/// Q·Kᵀ and P·V as batched GEMMs over every (batch, head) with the full q x kv score matrix,
 /// a fused scale-mask-softmax pass, and with dropout a dropout pass over the probabilities.
+/// The GEMMs compute every pair (the mask is applied to their output), so FLOPs count all pairs;
+/// backward is twice forward (dV, dP, dQ, dK; the probabilities are kept, nothing recomputed).
 /// Kept for backward (Korthikanti et al. 2022, §4.1): Q, K, V, the softmax output, and with
 /// dropout its keep-mask and output; the score matrices are the transient peak.
-constexpr leaf math_attention_leaf(const build_context& c) {
+constexpr leaf math_attention_leaf(const build_context& c, const attention_lengths& len) {
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
   // Grouped-query K and V are repeated to every query head before the batched GEMMs (Megatron
   // `DotProductAttention`), so the saved K and V are as wide as Q.
-  const double q = b * s * heads * d, k = b * s * heads * d;
-  const double kv_in = b * s * kv_heads * d;  // what the layer hands in
-  const double P = b * heads * s * s;         // elements of one score matrix over all heads
-  const double gemm_flops = 2.0 * P * d * 2.0 * (1.0 - c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
+  const double q = b * sq * heads * d, k = b * skv * heads * d;
+  const double kv_in = b * skv * kv_heads * d;  // what the layer hands in
+  const double P = b * heads * sq * skv;        // elements of one score matrix over all heads
+  const attention_shape counted{.batch = c.s().micro_batch_size,
+                                .q_len = len.q,
+                                .kv_len = len.kv,
+                                .head_num = m.head_num / t,
+                                .qk_head_dim = head_dim(m),
+                                .v_head_dim = head_dim(m)};
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);  // Q·Kᵀ and P·V
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + 2 * k + 2 * P + q) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);  // softmax: read scores, write probabilities
@@ -2975,10 +3174,10 @@ constexpr leaf math_attention_leaf(const build_context& c) {
 /// SwiGLU (TE fused: reads both halves, writes one) or GeLU over `tokens` rows with `width`
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
-constexpr leaf activation_leaf(const build_context& c, std::string_view name, double tokens, std::int64_t width,
-                               bool swiglu, double weights_read = 0, double weights_transient = 0) {
+constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens, std::int64_t width, bool swiglu,
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double E = c.element_bytes();
   const double out = tokens * static_cast<double>(width) * E;
@@ -3013,8 +3212,8 @@ constexpr leaf activation_leaf(const build_context& c, std::string_view name, do
 }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
-  return activation_leaf(c, c.m().use_swiglu ? "swiglu" : "gelu", c.tokens(), *c.m().intermediate_size / c.s().tp_size,
-                         c.m().use_swiglu);
+  return activation_leaf(c, c.m().use_swiglu ? leaf_id::swiglu : leaf_id::gelu, c.tokens(),
+                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
@@ -3022,7 +3221,7 @@ constexpr leaf activation_leaf(const build_context& c) {
 /// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
 constexpr leaf embedding_leaf(const build_context& c) {
   leaf l;
-  l.name = "embedding";
+  l.id = leaf_id::embedding;
   l.kind = leaf_kind::embedding;
   const double E = c.element_bytes();
   const double h = static_cast<double>(c.m().hidden_size);
@@ -3058,7 +3257,7 @@ constexpr leaf embedding_leaf(const build_context& c) {
 /// over tp; the logits (fp32 unfused, bf16 fused) are kept for backward.
 constexpr leaf cross_entropy_leaf(const build_context& c) {
   leaf l;
-  l.name = "cross_entropy";
+  l.id = leaf_id::cross_entropy;
   l.kind = leaf_kind::cross_entropy;
   const double E = c.element_bytes();
   const double bs = c.tokens();
@@ -3094,7 +3293,7 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
 /// nothing for backward beyond the shared frequency table.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
-  l.name = "rotary_pos_emb";
+  l.id = leaf_id::rotary_pos_emb;
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
@@ -3118,9 +3317,9 @@ constexpr leaf rotary_leaf(const build_context& c) {
 /// kept (Korthikanti et al. 2022, §4.1: "sbh" bytes per dropout mask).
 /// `dropout = false` for a plain sum with no dropout before it (MoE's shared + routed outputs,
 /// Megatron `moe_layer.py`).
-constexpr leaf residual_leaf(const build_context& c, std::string_view name, bool dropout = true) {
+constexpr leaf residual_leaf(const build_context& c, leaf_id id, bool dropout = true) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::activation;
   const double elements = c.local_tokens() * static_cast<double>(c.m().hidden_size);
   const double X = elements * c.element_bytes();
@@ -3168,13 +3367,15 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
-/// Prices `o` and adds its time to the pass of `l` it belongs to: compute and memory kernels to
-/// `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to `fwd_comm` /
-/// `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table lacks the shape).
-constexpr void price_op(const build_context& c, leaf& l, const op& o) {
+/// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
+/// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
+/// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
+/// lacks the shape).
+constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
-    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += group_collective_time(c, o.group, o.collective, o.bytes);
-    return;
+    const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    return t;
   }
   seconds t{};
   if (o.kind == op_kind::memory) {
@@ -3188,6 +3389,14 @@ constexpr void price_op(const build_context& c, leaf& l, const op& o) {
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+  return t;
+}
+
+/// `price_op`, and the op with its time kept in the context's record (the trace's pricing).
+constexpr seconds record_op(const build_context& c, leaf& l, const op& o) {
+  const seconds t = price_op(c, l, o);
+  if (c.record != nullptr) c.record->add(l, o, t);
+  return t;
 }
 
 /// A build context for a job whose specs passed validation: the tiers its groups use and the op
@@ -3350,6 +3559,102 @@ LLMSIM_END_NAMESPACE
 /// static_assert(r.mem.peak_mem < 80_GiB);
 /// ```
 
+// ---- begin llmsim/estimate/model_counts.hpp --------------------------------------------------------
+/// \file llmsim/estimate/model_counts.hpp
+/// Model-level counts that need no strategy or system: parameters (all, and those one token
+/// passes through) and training FLOPs per token.
+///
+/// ```cpp
+/// static_assert(llmsim::parameter_count(llmsim::catalogue::llama3_8b, 128256) == 8030261248.0);
+/// ```
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+/// GEMM parameters of one layer's attention (QKV + output projection, or MLA's five projections).
+constexpr double attention_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim),
+                 vd = static_cast<double>(*m.v_head_dim);
+    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim),
+                 qk = static_cast<double>(*m.qk_head_dim);
+    const double q = m.q_lora_rank
+                         ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd
+                         : h * H * qd;
+    return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
+  }
+  const double d = static_cast<double>(head_dim(m));
+  return h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + H * d * h;
+}
+/// Norm parameters of one layer (input, pre-MLP, and MLA's two latent norms).
+constexpr double layer_norm_params(const model_spec& m) {
+  const double per = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0);
+  double n = 2 * per * static_cast<double>(m.hidden_size);
+  if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
+  return n;
+}
+/// Dense MLP parameters of one layer.
+constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
+/// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+constexpr double moe_mlp_params(const model_spec& m, double experts) {
+  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
+  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
+         experts * mlp_weight_params(m, expert_ffn_size(m));
+}
+constexpr std::int64_t dense_layer_count(const model_spec& m) {
+  return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
+}
+}  // namespace detail
+
+namespace detail {
+/// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
+constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attn = attention_linear_params(m) + layer_norm_params(m);
+  const auto dense = static_cast<double>(dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+}
+}  // namespace detail
+
+/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
+constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
+}
+/// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
+constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
+  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.topk.value_or(1)));
+}
+
+/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a
+/// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
+/// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
+/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
+constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const auto dense = static_cast<double>(detail::dense_layer_count(m));
+  const double moe = static_cast<double>(m.layer_num) - dense;
+  const double attn = detail::attention_linear_params(m);
+  const double gemm = dense * (attn + detail::dense_mlp_params(m)) +
+                      moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
+  const double qk = m.attention_type == attention_kind::mla
+                        ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim)
+                        : static_cast<double>(head_dim(m));
+  const double v =
+      m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
+  const double L = static_cast<double>(m.layer_num);
+  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/estimate/model_counts.hpp ----------------------------------------------------------
 // ---- begin llmsim/program/layer.hpp ----------------------------------------------------------------
 /// \file llmsim/program/layer.hpp
 /// A whole decoder layer — MHA/GQA or MLA attention, dense or MoE MLP — and which of its leaves
@@ -3408,7 +3713,7 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
 /// (the k_rope gradient summed over heads) and v's gradient copied. Each is one kernel.
 constexpr leaf mla_glue_leaf(const build_context& c) {
   leaf l;
-  l.name = "mla_rope_and_concat";
+  l.id = leaf_id::mla_rope_and_concat;
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const double E = c.element_bytes();
@@ -3426,28 +3731,38 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   return l;
 }
 
-/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank.
-constexpr leaf mla_attention_leaf(const build_context& c) {
+/// Flash attention of MLA: QKᵀ over qk+rope dims, PV over v dims, all heads on the rank, `len.q`
+/// queries over `len.kv` keys (K is as wide as Q: the rope part broadcast to every head).
+constexpr leaf mla_attention_leaf(const build_context& c, const attention_lengths& len) {
   leaf l;
-  l.name = "core_attention";
+  l.id = leaf_id::core_attention;
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t heads = m.head_num / t;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
   const double E = c.element_bytes();
-  const double b = static_cast<double>(c.s().micro_batch_size), s = static_cast<double>(c.s().seq_len);
-  const double q = b * s * static_cast<double>(heads * qd), v = b * s * static_cast<double>(heads * vd),
-               lse = b * s * static_cast<double>(heads);
-  const double base =
-      b * static_cast<double>(heads) * s * s * static_cast<double>(qd + vd) * (1.0 - c.s().attention_sparse_ratio);
-  const attention_shape shape{c.s().micro_batch_size, c.s().seq_len, heads, m.kv_head_num / t, qd, vd, true};
-  c.emit(l, attention_op(pass_kind::forward, shape, 2 * base, (2 * q + v + v + lse) * E));
-  c.emit(l, attention_op(pass_kind::backward_input, shape, 5 * base, (4 * q + 2 * v + v + lse) * E));
-  l.input = (2 * q + v) * E;
-  l.cache = (2 * q + v + lse) * E;
-  l.fwd_peak = (2 * q + v + lse + v) * E;
-  l.bwd_peak = (4 * q + 2 * v + lse + v) * E;
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * qd), k = b * skv * static_cast<double>(heads * qd),
+               v = b * skv * static_cast<double>(heads * vd), o = b * sq * static_cast<double>(heads * vd),
+               lse = b * sq * static_cast<double>(heads);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = m.kv_head_num / t,
+                              .qk_head_dim = qd,
+                              .v_head_dim = vd,
+                              .qkv_contiguous = true,
+                              .pairs = len.pairs};
+  const double sparse = c.s().attention_sparse_ratio;
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + k + v + o + lse) * E, sparse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
+  l.input = (q + k + v) * E;
+  l.cache = (q + k + v + lse) * E;
+  l.fwd_peak = (q + k + v + lse + o) * E;
+  l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
 }
 
@@ -3456,30 +3771,30 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
   const std::int64_t h = m.hidden_size, H = m.head_num;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
-  b.push(norm_leaf(c, "input_layernorm"));
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
   if (m.q_lora_rank) {
-    b.push(linear_leaf(c, "linear_q_down_proj", true, h, *m.q_lora_rank));
-    b.push(norm_leaf(c, "q_layernorm", *m.q_lora_rank, norm_kind::rmsnorm));
-    b.push(linear_leaf(c, "linear_q_up_proj", true, *m.q_lora_rank, H * qd));
+    b.push(linear_leaf(c, leaf_id::linear_q_down_proj, true, h, *m.q_lora_rank));
+    b.push(norm_leaf(c, leaf_id::q_layernorm, *m.q_lora_rank, norm_kind::rmsnorm));
+    b.push(linear_leaf(c, leaf_id::linear_q_up_proj, true, *m.q_lora_rank, H * qd));
   } else {
-    b.push(linear_leaf(c, "linear_q_proj", true, h, H * qd));
+    b.push(linear_leaf(c, leaf_id::linear_q_proj, true, h, H * qd));
   }
-  leaf kv_down = linear_leaf(c, "linear_kv_down_proj", true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  leaf kv_down = linear_leaf(c, leaf_id::linear_kv_down_proj, true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
   b.push(kv_down);
-  b.push(norm_leaf(c, "kv_layernorm", *m.kv_lora_rank, norm_kind::rmsnorm));
-  b.push(linear_leaf(c, "linear_kv_up_proj", true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
+  b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
+  b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  b.push(mla_attention_leaf(c));
-  b.push(linear_leaf(c, "linear_proj", false, H * *m.v_head_dim, h));
-  b.push(residual_leaf(c, "attention_residual_add"));
+  b.push(mla_attention_leaf(c, self_attention(c)));
+  b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
+  b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
 
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
-constexpr leaf grouped_linear_leaf(const build_context& c, std::string_view name, std::int64_t experts, double tokens,
+constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                    std::int64_t in_features, std::int64_t out_features) {
   leaf l;
-  l.name = name;
+  l.id = id;
   l.kind = leaf_kind::linear_column;
   const double E = c.element_bytes();
   const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
@@ -3520,7 +3835,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const std::int64_t h = c.m().hidden_size, X = c.m().expert_num;
   const double E = c.element_bytes();
   leaf r;
-  r.name = "router";
+  r.id = leaf_id::router;
   r.kind = leaf_kind::linear_column;
   const double in = tok.local * static_cast<double>(h) * E, logits = tok.local * static_cast<double>(X) * E,
                w = static_cast<double>(h * X) * E;
@@ -3546,13 +3861,12 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
-  p.name = "permutation";
+  p.id = leaf_id::permutation;
   p.kind = leaf_kind::activation;
   const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
+  // Forward: permute, then dispatch; backward: the gradients come back before they are unpermuted.
   c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
   c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
-  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
@@ -3561,6 +3875,8 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
+  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
@@ -3572,16 +3888,17 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   leaf u;
-  u.name = "unpermutation";
+  u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
+  // Forward: the combine (ETP reduce-scatter, all-to-all) brings the expert outputs home, then they are unpermuted.
+  const double gathered = A * static_cast<double>(s.etp_size);
+  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
   c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
   c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
   c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
   c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-  const double gathered = A * static_cast<double>(s.etp_size);
-  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
   c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
   u.communicates_in_replay = true;
@@ -3605,25 +3922,25 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const double E = c.element_bytes();
   const moe_tokens tok = moe_token_counts(c);
   const bool shared = m.moe_shared_expert_intermediate_size && *m.moe_shared_expert_intermediate_size > 0;
-  b.push(norm_leaf(c, "pre_mlp_layernorm"));
+  b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
   if (shared) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
-    b.push(linear_leaf(c, "shared_experts.linear_fc1", true, h, mlp_fc1_width(m, fs) / t));
-    b.push(activation_leaf(c, m.use_swiglu ? "shared_experts.swiglu" : "shared_experts.gelu", c.tokens(), fs / t,
-                           m.use_swiglu));
-    b.push(linear_leaf(c, "shared_experts.linear_fc2", false, fs / t, h));
+    b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc1, true, h, mlp_fc1_width(m, fs) / t));
+    b.push(activation_leaf(c, m.use_swiglu ? leaf_id::shared_experts_swiglu : leaf_id::shared_experts_gelu, c.tokens(),
+                           fs / t, m.use_swiglu));
+    b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
   b.push(router_leaf(c, tok));
   b.push(permutation_leaf(c, tok));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, "experts.linear_fc1", tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
-  b.push(activation_leaf(c, m.use_swiglu ? "experts.swiglu" : "experts.gelu", tok.expert, fe, m.use_swiglu,
-                         s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, "experts.linear_fc2", tok.local_experts, tok.expert, fe, h));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
+  b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
+                         m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
   b.push(unpermutation_leaf(c, tok));
-  if (shared) b.push(residual_leaf(c, "shared_plus_routed", false));
-  b.push(residual_leaf(c, "mlp_residual_add"));
+  if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
+  b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }
 
 LLMSIM_END_NAMESPACE
@@ -3632,19 +3949,19 @@ LLMSIM_END_NAMESPACE
 LLMSIM_BEGIN_NAMESPACE
 
 namespace detail {
-constexpr leaf* find_leaf(leaf_block& b, std::string_view name) {
+constexpr leaf* find_leaf(leaf_block& b, leaf_id id) {
   for (std::size_t i = 0; i < b.count; ++i)
-    if (b.leaves[i].name == name) return &b.leaves[i];
+    if (b.leaves[i].id == id) return &b.leaves[i];
   return nullptr;
 }
-constexpr void mark(leaf_block& b, std::initializer_list<std::string_view> names) {
-  for (auto n : names)
-    if (leaf* l = find_leaf(b, n)) l->recompute = true;
+constexpr void mark(leaf_block& b, std::initializer_list<leaf_id> ids) {
+  for (auto id : ids)
+    if (leaf* l = find_leaf(b, id)) l->recompute = true;
 }
 /// Leaves of the attention half, the MLP half, and the whole layer.
 constexpr bool in_attention(const leaf_block& b, std::size_t i) {
   for (std::size_t j = 0; j <= i && j < b.count; ++j)
-    if (b.leaves[j].name == "attention_residual_add") return j == i;
+    if (b.leaves[j].id == leaf_id::attention_residual_add) return j == i;
   return true;
 }
 }  // namespace detail
@@ -3652,11 +3969,11 @@ constexpr bool in_attention(const leaf_block& b, std::size_t i) {
 namespace detail {
 /// Megatron 0.14 `--recompute-modules` on one layer (see plan_recompute).
 constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool mla, bool moe) {
+  using enum leaf_id;
   const auto& mods = s.megatron_recompute_modules;
   if (mods.contains(recompute_module::layernorm)) {
-    mark(b, {"input_layernorm", "pre_mlp_layernorm"});
-    for (auto consumer :
-         {"linear_qkv", "linear_q_down_proj", "linear_q_proj", "linear_kv_down_proj", "linear_fc1", "router"}) {
+    mark(b, {input_layernorm, pre_mlp_layernorm});
+    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1, router}) {
       if (leaf* l = find_leaf(b, consumer)) {
         l->recompute = true;
         l->replay_free = true;
@@ -3665,53 +3982,52 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
     }
   }
   if (mods.contains(recompute_module::mla_up_proj) && mla) {
-    mark(b, {"q_layernorm", "linear_q_up_proj", "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat",
-             "core_attention"});
-    leaf* core = find_leaf(b, "core_attention");
+    mark(b, {q_layernorm, linear_q_up_proj, kv_layernorm, linear_kv_up_proj, mla_rope_and_concat, core_attention});
+    leaf* core = find_leaf(b, core_attention);
     core->replay_free = true;
     core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
   }
   if (moe && mods.contains(recompute_module::moe)) {
-    mark(b, {"shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu", "shared_experts.linear_fc2",
-             "router", "permutation", "experts.linear_fc1", "experts.swiglu", "experts.gelu", "experts.linear_fc2",
-             "unpermutation"});
+    mark(b, {shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu, shared_experts_linear_fc2, router,
+             permutation, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2, unpermutation});
   } else if (moe && mods.contains(recompute_module::moe_act)) {
-    mark(b, {"experts.swiglu", "experts.gelu"});
-    leaf* fc2 = find_leaf(b, "experts.linear_fc2");
+    mark(b, {experts_swiglu, experts_gelu});
+    leaf* fc2 = find_leaf(b, experts_linear_fc2);
     fc2->recompute = true;
     fc2->replay_free = true;
     fc2->cache = 0;  // its input is the replayed activation
   }
-  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2"});
-  if (leaf* fc1 = find_leaf(b, "linear_fc1");
+  if (!moe && mods.contains(recompute_module::mlp)) mark(b, {linear_fc1, swiglu, gelu, linear_fc2});
+  if (leaf* fc1 = find_leaf(b, linear_fc1);
       fc1 && mods.contains(recompute_module::layernorm) && mods.contains(recompute_module::mlp))
-    for (auto name : {"swiglu", "gelu"})
-      if (leaf* act = find_leaf(b, name)) act->segment_start = true;  // fc1 ends the norm checkpoint
+    for (auto activation : {swiglu, gelu})
+      if (leaf* act = find_leaf(b, activation)) act->segment_start = true;  // fc1 ends the norm checkpoint
 }
 
 /// SimuMax's selective flags on one layer (see plan_recompute).
 constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
+  using enum leaf_id;
   if (s.attn_recompute) {
-    mark(b, {"linear_qkv", "rotary_pos_emb", "core_attention", "q_layernorm", "linear_q_up_proj", "linear_q_proj",
-             "kv_layernorm", "linear_kv_up_proj", "mla_rope_and_concat"});
-    if (s.recompute_variance) find_leaf(b, "core_attention")->replay_free = true;
+    mark(b, {linear_qkv, rotary_pos_emb, core_attention, q_layernorm, linear_q_up_proj, linear_q_proj, kv_layernorm,
+             linear_kv_up_proj, mla_rope_and_concat});
+    if (s.recompute_variance) find_leaf(b, core_attention)->replay_free = true;
   }
   if (s.mla_rms_recompute) {
-    mark(b, {"input_layernorm", "linear_q_down_proj", "linear_kv_down_proj"});
-    if (leaf* q = find_leaf(b, "q_layernorm"))
+    mark(b, {input_layernorm, linear_q_down_proj, linear_kv_down_proj});
+    if (leaf* q = find_leaf(b, q_layernorm))
       q->segment_start = true;  // Megatron checkpoints the down projections separately
-    if (leaf* kv = find_leaf(b, "kv_layernorm")) kv->segment_start = true;
+    if (leaf* kv = find_leaf(b, kv_layernorm)) kv->segment_start = true;
   }
   if (s.mlp_recompute) {
-    mark(b, {"linear_fc1", "swiglu", "gelu", "linear_fc2", "experts.linear_fc1", "experts.swiglu", "experts.gelu",
-             "experts.linear_fc2"});
+    mark(b,
+         {linear_fc1, swiglu, gelu, linear_fc2, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2});
     if (s.recompute_variance)
-      for (auto n : {"linear_fc2", "experts.linear_fc2"})
+      for (auto n : {linear_fc2, experts_linear_fc2})
         if (leaf* l = find_leaf(b, n)) l->replay_free = true;
   }
   if (s.mlp_rms_recompute)
-    mark(b, {"pre_mlp_layernorm", "shared_experts.linear_fc1", "shared_experts.swiglu", "shared_experts.gelu",
-             "shared_experts.linear_fc2", "router"});
+    mark(b, {pre_mlp_layernorm, shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu,
+             shared_experts_linear_fc2, router});
 }
 }  // namespace detail
 
@@ -3729,22 +4045,23 @@ constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
 constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   using detail::find_leaf;
   using detail::mark;
-  const bool mla = find_leaf(b, "linear_kv_up_proj") != nullptr;
-  const bool moe = find_leaf(b, "router") != nullptr;
+  using enum leaf_id;
+  const bool mla = find_leaf(b, linear_kv_up_proj) != nullptr;
+  const bool moe = find_leaf(b, router) != nullptr;
   switch (s.recompute_granularity) {
     case recompute_kind::full_block:
       for (std::size_t i = 0; i < b.count; ++i) b.leaves[i].recompute = true;
       break;
     case recompute_kind::attn_only:
       for (std::size_t i = 1; i < b.count; ++i)
-        if (detail::in_attention(b, i) && b.leaves[i].name != "attention_residual_add") b.leaves[i].recompute = true;
+        if (detail::in_attention(b, i) && b.leaves[i].id != attention_residual_add) b.leaves[i].recompute = true;
       break;
     case recompute_kind::sdp_only:
-      mark(b, {"core_attention"});
+      mark(b, {core_attention});
       break;
     case recompute_kind::mlp_only:
       for (std::size_t i = 0; i < b.count; ++i)
-        if (!detail::in_attention(b, i) && b.leaves[i].name != "mlp_residual_add") b.leaves[i].recompute = true;
+        if (!detail::in_attention(b, i) && b.leaves[i].id != mlp_residual_add) b.leaves[i].recompute = true;
       break;
     case recompute_kind::selective_recompute:
       if (s.megatron_recompute)
@@ -3756,9 +4073,9 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
       break;
   }
   // RoPE sits between QKV and attention: it replays whenever both do.
-  if (leaf* rope = find_leaf(b, "rotary_pos_emb")) {
-    const leaf* qkv = find_leaf(b, "linear_qkv");
-    const leaf* core = find_leaf(b, "core_attention");
+  if (leaf* rope = find_leaf(b, rotary_pos_emb)) {
+    const leaf* qkv = find_leaf(b, linear_qkv);
+    const leaf* core = find_leaf(b, core_attention);
     rope->recompute = rope->recompute || (qkv->recompute && core->recompute);
   }
   b.leaves[0].segment_start = true;  // checkpoints never span two layers
@@ -3774,29 +4091,29 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
   if (m.attention_type == attention_kind::mla) {
     push_mla_attention(b, c);
   } else {
-    b.push(norm_leaf(c, "input_layernorm"));
-    b.push(linear_leaf(c, "linear_qkv", true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+    b.push(norm_leaf(c, leaf_id::input_layernorm));
+    b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
     if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
     b.push(attention_leaf(c));
-    b.push(linear_leaf(c, "linear_proj", false, m.head_num * d / t, h));
-    b.push(residual_leaf(c, "attention_residual_add"));
+    b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
+    b.push(residual_leaf(c, leaf_id::attention_residual_add));
   }
   if (moe_mlp) {
     push_moe_mlp(b, c);
   } else {
     const std::int64_t ffn = *m.intermediate_size;
-    b.push(norm_leaf(c, "pre_mlp_layernorm"));
-    b.push(linear_leaf(c, "linear_fc1", true, h, mlp_fc1_width(m, ffn) / t));
+    b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
+    b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
     b.push(activation_leaf(c));
-    b.push(linear_leaf(c, "linear_fc2", false, ffn / t, h));
-    b.push(residual_leaf(c, "mlp_residual_add"));
+    b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
+    b.push(residual_leaf(c, leaf_id::mlp_residual_add));
   }
   if (m.add_linear_bias) {
     // Biases: column-parallel shards, row-parallel full (added after the reduction).
     for (std::size_t i = 0; i < b.count; ++i) {
       leaf& l = b.leaves[i];
       if (l.grouped) continue;
-      if (l.kind == leaf_kind::linear_column && l.name != "router") l.params += static_cast<double>(l.weight_rows);
+      if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   }
@@ -4242,11 +4559,199 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
+// ---- begin llmsim/schedule/pass.hpp ----------------------------------------------------------------
+/// \file llmsim/schedule/pass.hpp
+/// The vocabulary every pipeline schedule is written in: a rank runs an ordered list of passes,
+/// each the forward, backward, input-gradient backward or weight-gradient backward of one model
+/// chunk for one micro-batch. Where a rank's chunks sit in the pipeline is the placement:
+/// looped (Megatron-LM interleaving: chunk c of rank r is virtual stage c·p + r) or V-shaped
+/// (DualPipeV: rank r holds virtual stages r and 2p - 1 - r, so rank 0 holds the first and the
+/// last).
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// What one pass computes.
+enum class pass_type : std::uint8_t {
+  forward,
+  backward,         ///< input and weight gradients together (1F1B, interleaved 1F1B)
+  backward_input,   ///< input gradients only (zero-bubble "B"; the weight gradients follow later)
+  backward_weight,  ///< weight gradients only (zero-bubble "W")
+};
+
+/// One entry of a rank's schedule.
+struct scheduled_pass {
+  pass_type type = pass_type::forward;
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;             ///< model chunk of this rank, 0 .. chunks - 1
+  bool overlapped_with_next = false;  ///< DualPipe: runs together with the next entry (a forward-backward pair)
+  friend constexpr bool operator==(const scheduled_pass&, const scheduled_pass&) = default;
+};
+
+/// How a rank's model chunks are placed over the virtual pipeline stages.
+enum class chunk_placement : std::uint8_t { looped, v_shape };
+
+/// Virtual stage of chunk `chunk` on rank `rank` of `p`.
+constexpr std::int64_t virtual_stage(chunk_placement placement, std::int64_t p, std::int64_t rank, std::int64_t chunk) {
+  if (placement == chunk_placement::v_shape) return chunk == 0 ? rank : 2 * p - 1 - rank;
+  return chunk * p + rank;
+}
+
+/// Rank that runs virtual stage `stage` (of `p` ranks).
+constexpr std::int64_t rank_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
+  if (placement == chunk_placement::v_shape) return stage < p ? stage : 2 * p - 1 - stage;
+  return stage % p;
+}
+
+/// Chunk of virtual stage `stage` on its rank.
+constexpr std::int64_t chunk_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
+  return placement == chunk_placement::v_shape ? (stage < p ? 0 : 1) : stage / p;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/pass.hpp ------------------------------------------------------------------
 // ---- begin llmsim/spec/validate.hpp ----------------------------------------------------------------
 /// \file llmsim/spec/validate.hpp
 /// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
 /// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 
+// ---- begin llmsim/schedule/dualpipev.hpp -----------------------------------------------------------
+/// \file llmsim/schedule/dualpipev.hpp
+/// DualPipeV: the V-shaped, "cut-in-half" variant of DeepSeek's DualPipe (DeepSeek-V3 technical
+/// report, arXiv 2412.19437, section 3.2.1; github deepseek-ai/DualPipe, dualpipe/dualpipev.py;
+/// the cut-in-half derivation is Sea AI Lab's). `p` ranks hold 2p virtual stages in a V: rank r
+/// runs chunk 0 = virtual stage r (micro-batches flow rank 0 → p-1) and chunk 1 = virtual stage
+/// 2p-1-r (flow p-1 → 0), so rank 0 holds the embedding and the output layer + loss, and the last
+/// rank hands its chunk-0 output to its own chunk 1.
+///
+/// A rank's order, in eight phases (F0/F1: forward of chunk 0/1, B: backward, "split": the
+/// backward's input gradients now and its weight gradients deferred to a later W pass, which
+/// takes the oldest deferred one, as in the zero-bubble schedules of Qi et al., ICLR 2024):
+///  1. 2(p-r-1) F0: warm-up, filling the first leg of the V;
+///  2. r+1 times F0 then F1;
+///  3. p-r-1 times a split B1, its W at once, then F1;
+///  4. m-2p+r+1 times the overlapped pairs F0 & B1, then F1 & B0 (the steady phase; on the last
+///     rank the very first F0 and B1 run one after the other, not overlapped, which shortens the
+///     bubble there);
+///  5. p-r-1 times B1, then the overlapped pair F1 & B0;
+///  6. r+1 times B1 then B0, of which the first r+1 backwards are whole and the last r+1 split;
+///  7. p-r-1 times a W then a split B0;
+///  8. the r+1 W left.
+/// In an overlapped pair the forward of one micro-batch and the backward of another run together
+/// (the forward's expert all-to-all hides under the backward's compute and vice versa; section
+/// 3.2.1); the pair's first entry carries `overlapped_with_next`.
+
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Why DualPipeV cannot run `m` micro-batches over `p` ranks; empty when it can. At least two
+/// micro-batches per rank: dualpipev.py asserts num_chunks >= 2 * num_ranks (rank 0 runs 2p - 1
+/// chunk-0 forwards in phases 1 and 2, and its steady phase needs one more). At least two ranks:
+/// llmsim's own rule (the source asserts none), since one rank is no pipeline, only its two chunks.
+constexpr std::string_view dualpipev_rule(std::int64_t p, std::int64_t m) {
+  if (p < 2) return "DualPipeV needs strategy.pp_size >= 2";
+  if (m < 2 * p) return "DualPipeV needs strategy.micro_batch_num >= 2 * strategy.pp_size (dualpipev.py)";
+  return {};
+}
+
+namespace detail {
+/// Refuses a DualPipeV job that breaks `dualpipev_rule`, naming the field and the values.
+constexpr void validate_dualpipev(std::string_view api, std::int64_t p, std::int64_t m) {
+  if (p < 2) report_error(api, "strategy.pp_size", "DualPipeV needs strategy.pp_size >= 2, got {}", p);
+  if (m < 2 * p)
+    report_error(api, "strategy.micro_batch_num",
+                 "DualPipeV needs strategy.micro_batch_num={} >= 2 * strategy.pp_size={} (dualpipev.py asserts "
+                 "num_chunks >= num_ranks * 2)",
+                 m, p);
+}
+
+/// Appends one rank's passes, counting micro-batches per chunk: the k-th forward (backward) of a
+/// chunk is micro-batch k, since both directions take micro-batches in order.
+struct dualpipev_writer {
+  std::vector<scheduled_pass> out;
+  std::array<std::int64_t, 2> forwards{}, backwards{};
+  std::vector<scheduled_pass> deferred;  ///< weight passes waiting, oldest first from `oldest`
+  std::size_t oldest = 0;
+
+  constexpr void forward(std::int64_t chunk, bool overlapped = false) {
+    out.push_back({pass_type::forward, forwards[static_cast<std::size_t>(chunk)]++, chunk, overlapped});
+  }
+  /// A backward; `split`: input gradients only, the weight-gradient pass queued for `weight`.
+  constexpr void backward(std::int64_t chunk, bool split = false) {
+    const std::int64_t mb = backwards[static_cast<std::size_t>(chunk)]++;
+    out.push_back({split ? pass_type::backward_input : pass_type::backward, mb, chunk, false});
+    if (split) deferred.push_back({pass_type::backward_weight, mb, chunk, false});
+  }
+  constexpr void weight() { out.push_back(deferred[oldest++]); }
+  /// The forward of `forward_chunk` overlapped with the backward of `backward_chunk`.
+  constexpr void pair(std::int64_t forward_chunk, std::int64_t backward_chunk) {
+    forward(forward_chunk, true);
+    backward(backward_chunk);
+  }
+};
+}  // namespace detail
+
+/// The passes rank `rank` of `p` runs over `m` micro-batches under DualPipeV, in order (the
+/// phases of the file comment). Chunk 0 is virtual stage `rank`, chunk 1 virtual stage 2p-1-rank
+/// (`chunk_placement::v_shape`). Every rank runs each micro-batch's forward and backward of both
+/// chunks once; of its backwards 2p-rank-1 are split, each followed later by its weight pass.
+///
+/// ```cpp
+/// const auto order = llmsim::dualpipev_order(4, 8, 0);  // rank 0 of 4: 6 F0 first
+/// ```
+constexpr std::vector<scheduled_pass> dualpipev_order(std::int64_t p, std::int64_t m, std::int64_t rank) {
+  detail::validate_dualpipev("llmsim::dualpipev_order", p, m);
+  if (rank < 0 || rank >= p)
+    detail::report_error("llmsim::dualpipev_order", "rank", "rank={} must be in [0, pp_size={})", rank, p);
+  const std::int64_t r = rank, down = p - r - 1, up = r + 1;  // phases sized by the ranks below / above
+  detail::dualpipev_writer w;
+  w.out.reserve(static_cast<std::size_t>(4 * m + 2 * down + up));
+  for (std::int64_t i = 0; i < 2 * down; ++i) w.forward(0);  // 1: warm-up
+  for (std::int64_t i = 0; i < up; ++i) {                    // 2: both legs
+    w.forward(0);
+    w.forward(1);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 3: zero-bubble B1 W1 F1
+    w.backward(1, true);
+    w.weight();
+    w.forward(1);
+  }
+  for (std::int64_t i = 0; i < m - 2 * p + up; ++i) {  // 4: steady phase
+    if (i == 0 && r == p - 1) {
+      w.forward(0);
+      w.backward(1);
+    } else {
+      w.pair(0, 1);
+    }
+    w.pair(1, 0);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 5
+    w.backward(1);
+    w.pair(1, 0);
+  }
+  for (std::int64_t i = 0; i < up; ++i) {  // 6: the last r+1 of these 2(r+1) backwards split
+    w.backward(1, 2 * i >= up);
+    w.backward(0, 2 * i + 1 >= up);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 7
+    w.weight();
+    w.backward(0, true);
+  }
+  for (std::int64_t i = 0; i < up; ++i) w.weight();  // 8
+  return std::move(w.out);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/dualpipev.hpp -------------------------------------------------------------
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -4343,6 +4848,32 @@ constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec&
             s.micro_batch_num, pp);
     }
   }
+}
+
+/// The rules of DualPipeV's V-shaped placement (`v_shape_layout_of_rank`), for a strategy that
+/// selects it: 2p equal virtual stages, two per rank, and the micro-batch rule of
+/// `dualpipev_rule`. dualpipev.py takes exactly two model chunks per rank and splits no layers
+/// itself; the uneven looped splits (first/last stage overrides, embedding/loss slots) are
+/// refused rather than guessed at.
+constexpr void validate_v_shape_split(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  validate_dualpipev(api, s.pp_size, s.micro_batch_num);
+  if (s.interleaving_size > 1)
+    report_error(api, "strategy.interleaving_size",
+                 "DualPipeV places exactly two model chunks per rank; strategy.interleaving_size={} must be 1",
+                 s.interleaving_size);
+  if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage)
+    report_error(api, "strategy.num_layers_in_first_pipeline_stage",
+                 "DualPipeV splits the layers evenly over its 2 * strategy.pp_size virtual stages; "
+                 "strategy.num_layers_in_first/last_pipeline_stage are not supported with it");
+  if (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split)
+    report_error(api, "strategy.account_for_embedding_in_pipeline_split",
+                 "DualPipeV splits the layers evenly over its 2 * strategy.pp_size virtual stages; "
+                 "strategy.account_for_embedding/loss_in_pipeline_split are not supported with it");
+  if (m.layer_num % (2 * s.pp_size) != 0)
+    report_error(api, "strategy.pp_size",
+                 "DualPipeV needs model.layer_num={} to split evenly over 2 * strategy.pp_size={} virtual stages",
+                 m.layer_num, 2 * s.pp_size);
 }
 }  // namespace detail
 
@@ -4516,6 +5047,16 @@ struct comm_summary {
   seconds dp_time{};
 };
 
+/// Where the iteration's critical path ends on its critical rank (`cost_result::critical_stream`),
+/// i.e. what that rank's optimizer step (every rank's last span) waited for:
+/// - `compute`: its own last backward ends the pipeline (every rank's tail starts there);
+/// - `data_parallel`: its exposed gradient reduction / parameter gather (overlap off, or the
+///   reductions still running after the last backward);
+/// - `optimizer`: its pipeline work ended earlier and nothing of its own was exposed after it: it
+///   is last only because its optimizer step is the longest (e.g. the stage with the most parameters).
+enum class critical_stream_kind : std::uint8_t { compute, data_parallel, optimizer };
+inline constexpr std::array<std::string_view, 3> critical_stream_names{"compute", "data_parallel", "optimizer"};
+
 /// Time, throughput and MFU of one iteration.
 struct cost_result {
   seconds duration_time_per_iter{};
@@ -4524,9 +5065,11 @@ struct cost_result {
   double mfu_6nd_with_attn = 0;           ///< the same quantity under SimuMax's explicit name
   double throughput_per_accelerator = 0;  ///< tokens per second per GPU
   double all_tokens_per_iter = 0;
-  flops model_flops_per_iter{};       ///< per GPU
-  std::int64_t bounding_stage = 0;    ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
-  time_breakdown breakdown_result{};  ///< the bounding stage's breakdown
+  flops model_flops_per_iter{};     ///< per GPU
+  std::int64_t bounding_stage = 0;  ///< index into `stages` of the busiest stage, whose pace the pipeline runs at
+  std::int64_t critical_rank = 0;   ///< the pipeline rank whose finish sets the iteration time
+  critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
+  time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
   std::int32_t efficiency_lookups = 0,
                efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
@@ -4577,88 +5120,6 @@ struct estimate_result {
   [[nodiscard]] constexpr bool has(estimate_note n) const { return (notes >> static_cast<unsigned>(n)) & 1U; }
 };
 
-// ---- model-level counts ------------------------------------------------------------------------
-
-namespace detail {
-/// GEMM parameters of one layer's attention (QKV + output projection, or MLA's five projections).
-constexpr double attention_linear_params(const model_spec& m) {
-  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
-  if (m.attention_type == attention_kind::mla) {
-    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim),
-                 vd = static_cast<double>(*m.v_head_dim);
-    const double kl = static_cast<double>(*m.kv_lora_rank), pe = static_cast<double>(*m.qk_pos_emb_head_dim),
-                 qk = static_cast<double>(*m.qk_head_dim);
-    const double q = m.q_lora_rank
-                         ? h * static_cast<double>(*m.q_lora_rank) + static_cast<double>(*m.q_lora_rank) * H * qd
-                         : h * H * qd;
-    return q + h * (kl + pe) + kl * H * (qk + vd) + H * vd * h;
-  }
-  const double d = static_cast<double>(head_dim(m));
-  return h * static_cast<double>(m.head_num + 2 * m.kv_head_num) * d + H * d * h;
-}
-/// Norm parameters of one layer (input, pre-MLP, and MLA's two latent norms).
-constexpr double layer_norm_params(const model_spec& m) {
-  const double per = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0);
-  double n = 2 * per * static_cast<double>(m.hidden_size);
-  if (m.attention_type == attention_kind::mla) n += static_cast<double>(m.q_lora_rank.value_or(0) + *m.kv_lora_rank);
-  return n;
-}
-/// Dense MLP parameters of one layer.
-constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
-/// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
-constexpr double moe_mlp_params(const model_spec& m, double experts) {
-  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
-  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
-         experts * mlp_weight_params(m, expert_ffn_size(m));
-}
-constexpr std::int64_t dense_layer_count(const model_spec& m) {
-  return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
-}
-}  // namespace detail
-
-namespace detail {
-/// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
-constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double attn = attention_linear_params(m) + layer_norm_params(m);
-  const auto dense = static_cast<double>(dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
-  const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
-}
-}  // namespace detail
-
-/// Parameters of the whole model (embedding and LM head counted separately unless tied).
-/// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
-constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
-  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
-}
-/// Parameters one token passes through: only its top-k routed experts (DeepSeek-V3: 37B of 671B).
-constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab) {
-  return detail::parameters_with_experts(m, vocab, static_cast<double>(m.topk.value_or(1)));
-}
-
-/// Model FLOPs of one token in training (forward + backward = 3x forward): 6 per GEMM parameter a
-/// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
-/// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
-/// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
-constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
-  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
-  const auto dense = static_cast<double>(detail::dense_layer_count(m));
-  const double moe = static_cast<double>(m.layer_num) - dense;
-  const double attn = detail::attention_linear_params(m);
-  const double gemm = dense * (attn + detail::dense_mlp_params(m)) +
-                      moe * (attn + detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1))));
-  const double qk = m.attention_type == attention_kind::mla
-                        ? static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim)
-                        : static_cast<double>(head_dim(m));
-  const double v =
-      m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
-  const double L = static_cast<double>(m.layer_num);
-  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
-}
-
 // ---- stage programs ------------------------------------------------------------------------------
 
 /// The distinct blocks of a job, built once and shared by all stages (identical layers are
@@ -4681,8 +5142,8 @@ constexpr job_blocks build_blocks(const build_context& c) {
     j.moe_layer = decoder_layer_leaves(c, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
   }
-  j.head.push(norm_leaf(c, "final_layernorm"));
-  j.head.push(linear_leaf(c, "output_layer", true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.head.push(norm_leaf(c, leaf_id::final_layernorm));
+  j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
@@ -4752,6 +5213,33 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   return out;
 }
 
+/// What rank `r` holds under DualPipeV's V-shaped placement (`chunk_placement::v_shape`): the
+/// model cut into 2p equal virtual stages of layers/(2p) layers, rank r running stages r (chunk 0)
+/// and 2p-1-r (chunk 1). Rank 0 thus holds the embedding (stage 0) and the final norm, output
+/// layer and loss (stage 2p-1): a tied embedding is one weight there, not two copies. Two chunks
+/// of one copy each, unlike DualPipe, which keeps two copies of the weights (README table:
+/// parameters 2x per device for both, DualPipeV on half the devices). The dense layers
+/// (--first-k-dense-replace) fall in the chunks they number into: `chunk_dense_layers` is chunk
+/// 0's, chunk 1 holds `dense_layers - chunk_dense_layers`. The split is even and has no
+/// first/last overrides (`validate_v_shape_split` refuses the rest). Same call shape as
+/// `layout_of_rank` without the looped split.
+constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  const std::int64_t p = s.pp_size, per_stage = m.layer_num / (2 * p);
+  const std::int64_t dense_total = detail::dense_layer_count(m);
+  auto dense_of_stage = [&](std::int64_t stage) {  // dense layers come first in model order
+    const std::int64_t dense = dense_total - stage * per_stage;
+    return dense < 0 ? 0 : (dense > per_stage ? per_stage : dense);
+  };
+  rank_layout out;
+  out.layers = 2 * per_stage;
+  out.chunk_layers = per_stage;
+  out.chunk_dense_layers = dense_of_stage(virtual_stage(chunk_placement::v_shape, p, r, 0));
+  out.dense_layers = out.chunk_dense_layers + dense_of_stage(virtual_stage(chunk_placement::v_shape, p, r, 1));
+  out.embedding = r == 0;
+  out.head = r == 0;
+  return out;
+}
+
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
 /// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
@@ -4802,7 +5290,7 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
       out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
-                      sb.block->leaves[walks[bi].fwd_leaf].name, "forward"};
+                      sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
     out.held += n * walks[bi].held;
   }
@@ -4813,7 +5301,7 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
       out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
-                      sb.block->leaves[walks[bi - 1].bwd_leaf].name, walks[bi - 1].bwd_pass};
+                      sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
     }
     g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
   }
@@ -5091,6 +5579,29 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
                               s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }
 
+/// One activation (or gradient) transfer between neighbouring stages.
+struct pipeline_transfer {
+  seconds time{};    ///< the send / receive
+  seconds gather{};  ///< scatter_gather_tensors_in_pipeline: the tp all-gather after each receive
+  double gather_bytes = 0;
+};
+
+/// Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
+/// with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
+/// (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
+constexpr pipeline_transfer pipeline_transfer_of(const build_context& c) {
+  const strategy_spec& s = c.s();
+  pipeline_transfer out;
+  double p2p_bytes = c.local_tokens() * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
+    out.gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
+    out.gather_bytes = p2p_bytes;
+    p2p_bytes /= static_cast<double>(s.tp_size);
+  }
+  out.time = pipeline_transfer_time(c.sys(), s, p2p_bytes);
+  return out;
+}
+
 /// SimuMax v1.2's straggler slowdown of synchronised steps over n nodes in the slowest group.
 constexpr double straggler_factor(const strategy_spec& s, const system_spec& sys) {
   if (!s.enable_straggler_model) return 1.0;
@@ -5121,7 +5632,29 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   return br;
 }
 
-/// Iteration time, per-stage breakdowns, the bounding (busiest) stage, throughput and MFU.
+/// The critical path's end: the rank finishing last (its pipeline end is everyone's, so the one
+/// with the longest exposed sync + optimizer step; among equals the one whose own work ends the
+/// pipeline, then the lowest) and what its optimizer step waited for (see critical_stream_kind).
+constexpr void find_critical_path(cost_result& cost, const estimate_result& out, const pipeline_result& pipe,
+                                  const std::vector<std::uint8_t>& rank_stage) {
+  std::size_t best = 0;
+  const auto tail = [&](std::size_t r) {
+    const stage_result& st = out.stages[rank_stage[r]];
+    return st.dp_exposed_time + st.optim_time;
+  };
+  for (std::size_t r = 1; r < rank_stage.size(); ++r)
+    if (tail(r) > tail(best) || (tail(r) == tail(best) && pipe.finish[r] > pipe.finish[best])) best = r;
+  cost.critical_rank = static_cast<std::int64_t>(best);
+  if (out.stages[rank_stage[best]].dp_exposed_time.value > 0)
+    cost.critical_stream = critical_stream_kind::data_parallel;
+  else if (pipe.finish[best] == pipe.total)
+    cost.critical_stream = critical_stream_kind::compute;
+  else
+    cost.critical_stream = critical_stream_kind::optimizer;
+}
+
+/// Iteration time, per-stage breakdowns, the bounding (busiest) stage, the critical path,
+/// throughput and MFU.
 constexpr void fill_cost(estimate_result& out, const build_context& c, const pipeline_result& pipe,
                          const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   const model_spec& m = c.m();
@@ -5143,6 +5676,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
   }
+  find_critical_path(cost, out, pipe, rank_stage);
   const stage_result& bound = out.stages[static_cast<std::size_t>(cost.bounding_stage)];
   cost.pipeline_time = pipeline;
   cost.breakdown_result = bound.breakdown;
@@ -5196,15 +5730,9 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
-  // Activation sent between stages: the (sequence-parallel local) hidden states of one micro-batch;
-  // with scatter_gather_tensors_in_pipeline and no SP, 1/tp of it, all-gathered by the receiver
-  // (Megatron-LM p2p_communication.py, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
-  double p2p_bytes = c.local_tokens() * static_cast<double>(m.hidden_size) * c.element_bytes();
-  if (s.pp_size > 1 && s.scatter_gather_tensors_in_pipeline && s.tp_size > 1 && !c.sequence_parallel()) {
-    j.p2p_gather = group_collective_time(c, comm_group::tp, collective_kind::all_gather, p2p_bytes);
-    p2p_bytes /= static_cast<double>(s.tp_size);
-  }
-  j.p2p = pipeline_transfer_time(sys, s, p2p_bytes);
+  const detail::pipeline_transfer transfer = detail::pipeline_transfer_of(c);
+  j.p2p = transfer.time;
+  j.p2p_gather = transfer.gather;
   j.grad_bytes = c.main_grad_bytes();
   j.workspace_bytes =
       out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
@@ -5229,32 +5757,64 @@ LLMSIM_END_NAMESPACE
 // ---- begin llmsim/estimate/trace.hpp ---------------------------------------------------------------
 /// \file llmsim/estimate/trace.hpp
 /// The timeline of one simulated iteration (run time only): every forward and backward of every
-/// micro-batch (and model chunk) on every pipeline rank, the transfers between ranks, the
-/// straggler wait, the exposed data-parallel sync and the optimizer step, and each rank's
-/// allocated memory over time. The same simulation as the estimate, with every micro-batch run.
+/// micro-batch (and model chunk) on every pipeline rank broken into the ops it runs, the transfers
+/// between ranks, the straggler wait, the exposed data-parallel sync and the optimizer step, and
+/// each rank's allocated memory over time. The same simulation as the estimate, with every
+/// micro-batch run.
+///
+/// Streams (a thread per stream in the Chrome trace):
+/// - `passes`: one span per forward / backward of a micro-batch (chunk), as the schedule runs it;
+/// - `compute`: its GEMMs, attention and memory-bound kernels, one span per op, then the
+///   optimizer step (and the straggler wait);
+/// - `tensor_parallel`, `expert_parallel`: its tensor-parallel collectives and its expert
+///   all-to-all / all-gather / reduce-scatter. Megatron-LM issues them on the compute stream and
+///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
+///   each other across the three threads and tile the pass span;
+/// - `pipeline`: sends and receives between neighbouring ranks;
+/// - `data_parallel`: the exposed gradient sync after the pipeline.
 ///
 /// ```cpp
-/// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.memory
+/// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.ops, t.memory
 /// ```
 
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
 /// The streams a rank's spans run on.
-enum class trace_stream : std::uint8_t { compute, pipeline, data_parallel };
-inline constexpr std::array<std::string_view, 3> trace_stream_names{"compute", "pipeline p2p", "data-parallel"};
+enum class trace_stream : std::uint8_t { passes, compute, tensor_parallel, expert_parallel, pipeline, data_parallel };
+inline constexpr std::array<std::string_view, 6> trace_stream_names{"micro-batch passes",   "compute",
+                                                                    "tensor-parallel comm", "expert-parallel comm",
+                                                                    "pipeline p2p",         "data-parallel comm"};
+
+/// Labels of an op span's pass: the forward, the input- and weight-gradient halves of the
+/// backward, and the forward a recompute segment replays before its backward.
+inline constexpr std::array<std::string_view, 4> trace_pass_names{"forward", "backward_input", "backward_weight",
+                                                                  "recompute_forward"};
+
+/// One priced op of the job's programs (op spans point at these).
+struct trace_op {
+  op o{};
+  seconds time{};
+  std::string shape{};  ///< the shape key a compute op is priced by ("" for others)
+};
 
 /// One span of the timeline (times in seconds from the start of the iteration).
 struct trace_span {
   std::int64_t rank = 0;
   trace_stream stream = trace_stream::compute;
-  std::string_view name{};        ///< forward, backward, send, recv, straggler wait, gradient sync, optimizer step
+  /// passes: forward / backward; ops: the leaf (Megatron module) name; pipeline: send / recv;
+  /// tail: straggler wait, gradient sync, optimizer step
+  std::string_view name{};
   std::int64_t micro_batch = -1;  ///< -1 for the iteration tail
   std::int64_t chunk = -1;        ///< model chunk (interleaved), else 0; -1 for the tail
   double start = 0, end = 0;
+  std::int32_t op = -1;     ///< op spans: index into iteration_trace::ops
+  std::int32_t layer = -1;  ///< op spans: decoder layer in the model (-1: embedding, head, transfer gather)
+  std::uint8_t pass = 0;    ///< op spans: index into trace_pass_names
 };
 
 /// A rank's allocated bytes from `time` on.
@@ -5266,10 +5826,29 @@ struct trace_sample {
 
 struct iteration_trace {
   std::vector<trace_span> spans;
+  std::vector<trace_op> ops;  ///< every distinct op the stage programs emit, priced
   std::vector<trace_sample> memory;
   estimate_result estimate{};           ///< the estimate the timeline belongs to
   std::vector<std::size_t> rank_stage;  ///< index into estimate.stages of every rank
+  /// Interleaved 1F1B gives every model chunk 1/v of its rank's time (schedule/interleaved.hpp);
+  /// a chunk's op spans are its own ops scaled to that share. Largest |scale - 1| over all passes
+  /// (0 without interleaving: op spans are their priced times).
+  double max_time_rescale = 0;
 };
+
+/// The stream an op runs on.
+constexpr trace_stream stream_of(const op& o) {
+  if (o.kind != op_kind::collective) return trace_stream::compute;
+  return o.group == comm_group::ep || o.group == comm_group::etp ? trace_stream::expert_parallel
+                                                                 : trace_stream::tensor_parallel;
+}
+
+/// An op's name after its leaf: the collective kind, else gemm, grouped_gemm, attention or memory.
+constexpr std::string_view op_kind_name(const op& o) {
+  constexpr std::array<std::string_view, 4> compute{"gemm", "grouped_gemm", "attention", "memory"};
+  if (o.kind == op_kind::collective) return collective_kind_names[static_cast<std::size_t>(o.collective)];
+  return compute[static_cast<std::size_t>(o.kind)];
+}
 
 namespace detail {
 /// Which stage of `r` every pipeline rank runs (the ranks a stage stands for).
@@ -5283,6 +5862,172 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   return out;
 }
 
+/// One op of a pass: the op, its decoder layer, its leaf, its pass label.
+struct op_step {
+  std::int32_t op = 0;
+  std::int32_t layer = -1;
+  std::string_view leaf{};
+  std::uint8_t pass = 0;
+};
+
+/// The job's stage programs with every op recorded, and each leaf's ops by record id.
+struct recorded_job {
+  op_record record{};
+  build_context context{};
+  job_blocks blocks{};
+  std::vector<std::vector<std::int32_t>> by_leaf{};
+  std::int32_t gather_op = -1;  ///< scatter_gather_tensors_in_pipeline: the tp all-gather after a receive
+};
+
+/// Appends the ops of `l` of pass `pass` (label `label`) to `out`; a replay repeats only the
+/// forward kernels it is charged for (leaf::replay, leaf::replay_comm).
+inline void leaf_ops(const recorded_job& job, const leaf& l, pass_kind pass, std::uint8_t label, std::int32_t layer,
+                     std::vector<op_step>& out) {
+  if (l.record_id < 0) return;
+  const bool replay = label == 3;
+  if (replay && l.replay_free) return;
+  const bool replay_comm =
+      l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row || l.communicates_in_replay;
+  for (const std::int32_t i : job.by_leaf[static_cast<std::size_t>(l.record_id)]) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(i)];
+    if (p.o.pass != pass || p.time.value == 0) continue;
+    if (replay && p.o.kind == op_kind::collective && !replay_comm) continue;
+    out.push_back({i, layer, l.name(), label});
+  }
+}
+
+/// Which ops of a stage a pipeline pass runs: the forward, the whole backward, or (zero-bubble
+/// schedules) its input-gradient half with the recompute replays, or its weight-gradient half.
+enum class pass_selection : std::uint8_t { forward, backward, backward_input, backward_weight };
+
+/// A leaf's share of a backward selection: its input-gradient ops, then its weight-gradient ops.
+inline void backward_ops(const recorded_job& job, const leaf& l, std::int32_t layer, pass_selection sel,
+                         std::vector<op_step>& out) {
+  if (sel != pass_selection::backward_weight) leaf_ops(job, l, pass_kind::backward_input, 1, layer, out);
+  if (sel != pass_selection::backward_input) leaf_ops(job, l, pass_kind::backward_weight, 2, layer, out);
+}
+
+/// The backward of one repetition of a block in the order walk_memory describes: leaves in
+/// reverse, each recompute segment replaying its forward before its backward.
+inline void block_backward(const recorded_job& job, const leaf_block& b, std::int32_t layer, pass_selection sel,
+                           std::vector<op_step>& out) {
+  std::size_t i = b.count;
+  while (i > 0) {
+    const leaf& l = b.leaves[i - 1];
+    if (!l.recompute) {
+      backward_ops(job, l, layer, sel, out);
+      --i;
+      continue;
+    }
+    std::size_t start = i - 1;
+    while (start > 0 && b.leaves[start].role != recompute_role::first && b.leaves[start - 1].recompute) --start;
+    if (sel != pass_selection::backward_weight)
+      for (std::size_t j = start; j < i; ++j) leaf_ops(job, b.leaves[j], pass_kind::forward, 3, layer, out);
+    for (std::size_t j = i; j > start; --j) backward_ops(job, b.leaves[j - 1], layer, sel, out);
+    i = start;
+  }
+}
+
+/// The ops of one pass `sel` of `prog`, whose first decoder layer is model layer `base`;
+/// `gather`: the pass starts with the all-gather of a received activation / gradient.
+inline std::vector<op_step> pass_ops(const recorded_job& job, const stage_program& prog, std::int64_t base,
+                                     pass_selection sel, bool gather) {
+  std::vector<op_step> out;
+  const bool forward = sel == pass_selection::forward;
+  if (gather && job.gather_op >= 0 && sel != pass_selection::backward_weight)
+    out.push_back({job.gather_op, -1, "pipeline_p2p", forward ? std::uint8_t{0} : std::uint8_t{1}});
+  const auto layer_of = [&](const stage_block& sb, std::int64_t rep) {
+    return static_cast<std::int32_t>(sb.first_layer < 0 ? -1 : base + sb.first_layer + rep);
+  };
+  if (forward) {
+    for (std::size_t bi = 0; bi < prog.count; ++bi) {
+      const stage_block& sb = prog.blocks[bi];
+      for (std::int64_t rep = 0; rep < sb.repeat; ++rep)
+        for (const leaf& l : *sb.block) leaf_ops(job, l, pass_kind::forward, 0, layer_of(sb, rep), out);
+    }
+    return out;
+  }
+  for (std::size_t bi = prog.count; bi > 0; --bi) {
+    const stage_block& sb = prog.blocks[bi - 1];
+    for (std::int64_t rep = sb.repeat; rep > 0; --rep) block_backward(job, *sb.block, layer_of(sb, rep - 1), sel, out);
+  }
+  return out;
+}
+
+/// Records the job's ops: its blocks built again with a recording context (the estimate's own
+/// build records nothing), plus the pipeline's gather of a received tensor when there is one.
+inline void record_job(recorded_job& job, const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                       std::int64_t vocab) {
+  job.context = make_build_context(m, s, sys, vocab);
+  job.context.record = &job.record;
+  job.context.pricing = &record_op;
+  job.blocks = build_blocks(job.context);
+  job.by_leaf.assign(static_cast<std::size_t>(job.record.leaves), {});
+  for (std::size_t i = 0; i < job.record.ops.size(); ++i)
+    job.by_leaf[static_cast<std::size_t>(job.record.ops[i].leaf_id)].push_back(static_cast<std::int32_t>(i));
+  const pipeline_transfer transfer = pipeline_transfer_of(job.context);
+  if (transfer.gather.value > 0) {
+    job.gather_op = static_cast<std::int32_t>(job.record.ops.size());
+    job.record.ops.push_back(
+        {-1, collective_op(pass_kind::forward, collective_kind::all_gather, comm_group::tp, transfer.gather_bytes),
+         transfer.gather});
+  }
+}
+
+/// The forward and backward op lists of model chunk `chunk` of pipeline rank `rank`.
+struct chunk_ops {
+  std::vector<op_step> forward, backward;
+  double forward_time = 0, backward_time = 0;  ///< sums of their priced times
+};
+
+inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
+                              std::int64_t chunk) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const stage_layers split = split_layers(m, s);
+  const rank_layout lay = layout_of_rank(m, s, split, rank);
+  const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
+  // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
+  const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
+  std::int64_t layers = lay.layers, dense = lay.dense_layers;
+  if (v > 1) {
+    layers = lay.chunk_layers;
+    dense = dense_layer_count(m) - base;
+    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+  }
+  const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
+  const stage_program prog = build_stage(job.blocks, job.context, layers, dense, embedding, head);
+  chunk_ops out;
+  out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
+  out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
+  for (const op_step& st : out.forward) out.forward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  for (const op_step& st : out.backward)
+    out.backward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  return out;
+}
+
+/// Lays the op spans of one pass `e` out back to back from its start.
+inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipeline_event& e,
+                         const std::vector<op_step>& steps, double priced, bool rescale) {
+  const double scale = rescale && priced > 0 ? (e.end - e.start) / priced : 1.0;
+  const double off = scale > 1 ? scale - 1 : 1 - scale;
+  t.max_time_rescale = off > t.max_time_rescale ? off : t.max_time_rescale;
+  double at = e.start;
+  for (const op_step& st : steps) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
+    const double end = at + p.time.value * scale;
+    t.spans.push_back({e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at, end, st.op, st.layer, st.pass});
+    at = end;
+  }
+}
+
+/// The priced ops, with their shape keys, as the trace shows them.
+inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
+  std::vector<trace_op> out;
+  out.reserve(job.record.ops.size());
+  for (const priced_op& p : job.record.ops) out.push_back({p.o, p.time, std::string(key_of(p.o).view())});
+  return out;
+}
+
 /// A rank's memory at each edge of its forwards and backwards: model memory, the micro-batches
 /// (chunks) it holds, and the running one's own transient peak.
 inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
@@ -5292,12 +6037,29 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
   double held = 0;
   t.memory.push_back({rank, 0.0, model});
   for (const trace_span& sp : t.spans) {
-    if (sp.rank != rank || sp.stream != trace_stream::compute || sp.micro_batch < 0) continue;
+    if (sp.rank != rank || sp.stream != trace_stream::passes) continue;
     const bool forward = sp.name == "forward";
     const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
     t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
     held += forward ? 1 : -1;
     t.memory.push_back({rank, sp.end, model + held * unit});
+  }
+}
+
+/// The tail after the pipeline, as the estimate prices it: straggler wait, exposed sync, optimizer.
+inline void add_tail(iteration_trace& t, const strategy_spec& s, double pipeline_end) {
+  const estimate_result& r = t.estimate;
+  const double tail_start = r.cost.pipeline_time.value;
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
+    const stage_result& st = r.stages[t.rank_stage[static_cast<std::size_t>(rank)]];
+    if (tail_start > pipeline_end)
+      t.spans.push_back({rank, trace_stream::compute, "straggler wait", -1, -1, pipeline_end, tail_start});
+    const double sync_end = tail_start + st.dp_exposed_time.value;
+    if (sync_end > tail_start)
+      t.spans.push_back({rank, trace_stream::data_parallel, "gradient sync", -1, -1, tail_start, sync_end});
+    if (st.optim_time.value > 0)
+      t.spans.push_back(
+          {rank, trace_stream::compute, "optimizer step", -1, -1, sync_end, sync_end + st.optim_time.value});
   }
 }
 }  // namespace detail
@@ -5312,27 +6074,30 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
   std::vector<pipeline_event> events;
   const pipeline_result pipe =
       detail::run_pipeline(r, s, rank_stage, r.cost.comm_result.p2p_time_per_transfer, &events);
+  detail::recorded_job job;
+  detail::record_job(job, m, s, sys, r.padded_vocab);
+  std::vector<detail::chunk_ops> chunks;
+  for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
+    for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
+      chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   for (const pipeline_event& e : events) {
-    const bool compute = e.what == pipeline_event::kind::forward || e.what == pipeline_event::kind::backward;
     constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
-    t.spans.push_back({e.rank, compute ? trace_stream::compute : trace_stream::pipeline,
-                       names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk, e.start, e.end});
+    const bool forward = e.what == pipeline_event::kind::forward;
+    if (!forward && e.what != pipeline_event::kind::backward) {
+      t.spans.push_back({e.rank, trace_stream::pipeline, names[static_cast<std::size_t>(e.what)], e.micro_batch,
+                         e.chunk, e.start, e.end});
+      continue;
+    }
+    t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
+                       e.start, e.end});
+    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
+    detail::add_op_spans(t, job, e, forward ? c.forward : c.backward, forward ? c.forward_time : c.backward_time,
+                         s.interleaving_size > 1);
   }
-  // The tail after the pipeline, as the estimate prices it: straggler wait, exposed sync, optimizer.
-  const double pipeline_end = pipe.total.value, tail_start = r.cost.pipeline_time.value;
-  for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
-    const stage_result& st = r.stages[t.rank_stage[static_cast<std::size_t>(rank)]];
-    if (tail_start > pipeline_end)
-      t.spans.push_back({rank, trace_stream::compute, "straggler wait", -1, -1, pipeline_end, tail_start});
-    const double sync_end = tail_start + st.dp_exposed_time.value;
-    if (sync_end > tail_start)
-      t.spans.push_back({rank, trace_stream::data_parallel, "gradient sync", -1, -1, tail_start, sync_end});
-    if (st.optim_time.value > 0)
-      t.spans.push_back(
-          {rank, trace_stream::compute, "optimizer step", -1, -1, sync_end, sync_end + st.optim_time.value});
-  }
+  detail::add_tail(t, s, pipe.total.value);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
     detail::sample_memory(t, r.stages[t.rank_stage[static_cast<std::size_t>(rank)]], s, rank);
+  t.ops = detail::trace_ops_of(job);
   return t;
 }
 
@@ -5587,6 +6352,8 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "  breakdown of the bounding stage, " + detail::stage_name_with_ranks(r, bound) +
          " (the busiest; the pipeline runs at its pace)\n";
   out += detail::breakdown_lines(r, bound);
+  out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
+         std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
   std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n",
                 c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
   out += buf;
@@ -5603,59 +6370,6 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/report.hpp -------------------------------------------------------------------------
-// ---- begin llmsim/schedule/pass.hpp ----------------------------------------------------------------
-/// \file llmsim/schedule/pass.hpp
-/// The vocabulary every pipeline schedule is written in: a rank runs an ordered list of passes,
-/// each the forward, backward, input-gradient backward or weight-gradient backward of one model
-/// chunk for one micro-batch. Where a rank's chunks sit in the pipeline is the placement:
-/// looped (Megatron-LM interleaving: chunk c of rank r is virtual stage c·p + r) or V-shaped
-/// (DualPipeV: rank r holds virtual stages r and 2p - 1 - r, so rank 0 holds the first and the
-/// last).
-
-
-#include <cstdint>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// What one pass computes.
-enum class pass_type : std::uint8_t {
-  forward,
-  backward,         ///< input and weight gradients together (1F1B, interleaved 1F1B)
-  backward_input,   ///< input gradients only (zero-bubble "B"; the weight gradients follow later)
-  backward_weight,  ///< weight gradients only (zero-bubble "W")
-};
-
-/// One entry of a rank's schedule.
-struct scheduled_pass {
-  pass_type type = pass_type::forward;
-  std::int64_t micro_batch = 0;
-  std::int64_t chunk = 0;             ///< model chunk of this rank, 0 .. chunks - 1
-  bool overlapped_with_next = false;  ///< DualPipe: runs together with the next entry (a forward-backward pair)
-  friend constexpr bool operator==(const scheduled_pass&, const scheduled_pass&) = default;
-};
-
-/// How a rank's model chunks are placed over the virtual pipeline stages.
-enum class chunk_placement : std::uint8_t { looped, v_shape };
-
-/// Virtual stage of chunk `chunk` on rank `rank` of `p`.
-constexpr std::int64_t virtual_stage(chunk_placement placement, std::int64_t p, std::int64_t rank, std::int64_t chunk) {
-  if (placement == chunk_placement::v_shape) return chunk == 0 ? rank : 2 * p - 1 - rank;
-  return chunk * p + rank;
-}
-
-/// Rank that runs virtual stage `stage` (of `p` ranks).
-constexpr std::int64_t rank_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
-  if (placement == chunk_placement::v_shape) return stage < p ? stage : 2 * p - 1 - stage;
-  return stage % p;
-}
-
-/// Chunk of virtual stage `stage` on its rank.
-constexpr std::int64_t chunk_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
-  return placement == chunk_placement::v_shape ? (stage < p ? 0 : 1) : stage / p;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/schedule/pass.hpp ------------------------------------------------------------------
 // ---- begin llmsim/typed.hpp ------------------------------------------------------------------------
 /// \file llmsim/typed.hpp
 /// The typed compile-time API: models as Boost.Hana sequences of layer kinds, strategies and

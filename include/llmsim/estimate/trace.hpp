@@ -137,7 +137,7 @@ inline void leaf_ops(const recorded_job& job, const leaf& l, pass_kind pass, std
     const priced_op& p = job.record.ops[static_cast<std::size_t>(i)];
     if (p.o.pass != pass || p.time.value == 0) continue;
     if (replay && p.o.kind == op_kind::collective && !replay_comm) continue;
-    out.push_back({i, layer, l.name, label});
+    out.push_back({i, layer, l.name(), label});
   }
 }
 
