@@ -24,7 +24,8 @@ inline constexpr std::array<std::string_view, 3> trace_stream_names{"compute", "
 struct trace_span {
   std::int64_t rank = 0;
   trace_stream stream = trace_stream::compute;
-  std::string_view name{};        ///< forward, backward, send, recv, straggler wait, gradient sync, optimizer step
+  std::string_view
+      name{};  ///< forward, backward (input, weight), send, recv, straggler wait, gradient sync, optimizer step
   std::int64_t micro_batch = -1;  ///< -1 for the iteration tail
   std::int64_t chunk = -1;        ///< model chunk (interleaved), else 0; -1 for the tail
   double start = 0, end = 0;
@@ -67,9 +68,10 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
   for (const trace_span& sp : t.spans) {
     if (sp.rank != rank || sp.stream != trace_stream::compute || sp.micro_batch < 0) continue;
     const bool forward = sp.name == "forward";
+    const double frees = sp.name == "backward input" ? 0 : 1;  // zero bubble: the activations stay until W
     const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
-    t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
-    held += forward ? 1 : -1;
+    t.memory.push_back({rank, sp.start, model + (forward ? held : held - frees) * unit + transient});
+    held += forward ? 1 : -frees;
     t.memory.push_back({rank, sp.end, model + held * unit});
   }
 }
@@ -86,8 +88,9 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
   const pipeline_result pipe =
       detail::run_pipeline(r, s, rank_stage, r.cost.comm_result.p2p_time_per_transfer, &events);
   for (const pipeline_event& e : events) {
-    const bool compute = e.what == pipeline_event::kind::forward || e.what == pipeline_event::kind::backward;
-    constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
+    const bool compute = e.what != pipeline_event::kind::send && e.what != pipeline_event::kind::recv;
+    constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
+                                                    "recv",    "backward input", "backward weight"};
     t.spans.push_back({e.rank, compute ? trace_stream::compute : trace_stream::pipeline,
                        names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk, e.start, e.end});
   }
