@@ -291,7 +291,7 @@ constexpr schedule_result run_schedule(const schedule_setup& in, std::int64_t m,
   std::int64_t trial = 3 * span + unit;
   trial += ((m - trial) % unit + unit) % unit;  // the same remainder as m: the same last group
   std::vector<double> starts;
-  while (trial + 4 * unit < m) {
+  while (2 * trial <= m) {  // a trial costs at most half the full simulation
     schedule_result part = detail::simulate_passes(in, lists(trial), trial, &starts);
     double period = 0;
     const std::int64_t hi = trial - 1 - span, lo = hi - span;
@@ -328,29 +328,55 @@ constexpr pass_lists one_f_one_b_passes(std::int64_t p, std::int64_t m) {
   return out;
 }
 
-/// ZB-H1 (Qi et al., ICLR 2024, §2.1 and Figure 3 top): rank r runs 1F1B's min(p - r - 1, m)
-/// warm-up forwards, then for every micro-batch k a forward (while any remain), the input-gradient
-/// backward B_k and, from k = r on, the weight-gradient backward W_{k-r}: rank r postpones its
-/// first W by r steps, so the B passes of the ramp-up run as soon as their gradients arrive and
-/// the postponed W passes fill the cool-down. Every rank then holds at most p micro-batches'
-/// activations (until their W), as many as 1F1B's first rank.
+/// ZB-H1 (Qi et al., ICLR 2024, §2.1 and Figure 3 top), the passes of rank `r` appended to `out`:
+/// 1F1B's min(p - r - 1, m) warm-up forwards, then for every micro-batch k a forward (while any
+/// remain), the input-gradient backward B_k and, from k = r on, the weight-gradient backward
+/// W_{k-r}: rank r postpones its first W by r steps, so the B passes of the ramp-up run as soon as
+/// their gradients arrive and the postponed W passes fill the cool-down. Every rank then holds at
+/// most p micro-batches' activations (until their W), as many as 1F1B's first rank.
+constexpr std::size_t write_zb_h1_rank(std::vector<scheduled_pass>& out, std::size_t at, std::int64_t p, std::int64_t m,
+                                       std::int64_t r) {
+  // (indexed writes into a sized buffer, not push_back: this is most of a long schedule's cost)
+  const std::int64_t warmup = p - r - 1 < m ? p - r - 1 : m;
+  for (std::int64_t b = 0; b < warmup; ++b) out[at++] = {pass_type::forward, b, 0, false};
+  std::int64_t next_w = 0;
+  for (std::int64_t k = 0; k < m; ++k) {
+    if (k + warmup < m) out[at++] = {pass_type::forward, k + warmup, 0, false};
+    out[at++] = {pass_type::backward_input, k, 0, false};
+    if (k >= r) out[at++] = {pass_type::backward_weight, next_w++, 0, false};
+  }
+  while (next_w < m) out[at++] = {pass_type::backward_weight, next_w++, 0, false};
+  return at;
+}
+
+/// ZB-H1's pass lists of every rank.
 constexpr pass_lists zb_h1_passes(std::int64_t p, std::int64_t m) {
   pass_lists out;
-  out.passes.reserve(static_cast<std::size_t>(3 * p * m));
-  out.begin.push_back(0);
-  for (std::int64_t r = 0; r < p; ++r) {
-    const std::int64_t warmup = p - r - 1 < m ? p - r - 1 : m;
-    for (std::int64_t b = 0; b < warmup; ++b) out.passes.push_back({pass_type::forward, b, 0, false});
-    std::int64_t next_w = 0;
-    for (std::int64_t k = 0; k < m; ++k) {
-      if (k + warmup < m) out.passes.push_back({pass_type::forward, k + warmup, 0, false});
-      out.passes.push_back({pass_type::backward_input, k, 0, false});
-      if (k >= r) out.passes.push_back({pass_type::backward_weight, next_w++, 0, false});
-    }
-    while (next_w < m) out.passes.push_back({pass_type::backward_weight, next_w++, 0, false});
-    out.begin.push_back(out.passes.size());
-  }
+  out.passes.resize(static_cast<std::size_t>(3 * p * m));
+  out.begin.resize(static_cast<std::size_t>(p + 1));
+  for (std::int64_t r = 0; r < p; ++r)
+    out.begin[static_cast<std::size_t>(r + 1)] =
+        write_zb_h1_rank(out.passes, out.begin[static_cast<std::size_t>(r)], p, m, r);
   return out;
+}
+
+/// ZB-H1's passes of rank `r` alone.
+constexpr std::vector<scheduled_pass> zb_h1_rank_passes(std::int64_t p, std::int64_t m, std::int64_t r) {
+  std::vector<scheduled_pass> out(static_cast<std::size_t>(3 * m));
+  write_zb_h1_rank(out, 0, p, m, r);
+  return out;
+}
+
+/// The most activation sets (micro-batch chunks) one rank's order holds at once: a forward
+/// allocates one, a whole backward or a weight-gradient pass frees it (an input-gradient pass keeps
+/// it for its W).
+constexpr std::int64_t peak_in_flight(const std::vector<scheduled_pass>& order) {
+  std::int64_t held = 0, peak = 0;
+  for (const scheduled_pass& c : order) {
+    if (c.type == pass_type::forward) peak = ++held > peak ? held : peak;
+    if (c.type == pass_type::backward || c.type == pass_type::backward_weight) --held;
+  }
+  return peak;
 }
 
 /// ZB-H1 over `m` micro-batches with the steady-period extension (every micro-batch when
