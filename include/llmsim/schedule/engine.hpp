@@ -352,8 +352,9 @@ constexpr std::size_t write_zb_h1_rank(std::vector<scheduled_pass>& out, std::si
 /// ZB-H1's pass lists of every rank.
 constexpr pass_lists zb_h1_passes(std::int64_t p, std::int64_t m) {
   pass_lists out;
-  out.passes.resize(static_cast<std::size_t>(3 * p * m));
-  out.begin.resize(static_cast<std::size_t>(p + 1));
+  // (sized by construction: Clang rejects libstdc++'s resize of trivial elements in constant evaluation)
+  out.passes = std::vector<scheduled_pass>(static_cast<std::size_t>(3 * p * m));
+  out.begin = std::vector<std::size_t>(static_cast<std::size_t>(p + 1), 0);
   for (std::int64_t r = 0; r < p; ++r)
     out.begin[static_cast<std::size_t>(r + 1)] =
         write_zb_h1_rank(out.passes, out.begin[static_cast<std::size_t>(r)], p, m, r);
