@@ -995,6 +995,7 @@ inline value stage_time_json(const stage_result& st) {
   value v = stage_ranks(st);
   v.update({{"fwd_compute_time", ms(st.fwd_compute_time)},
             {"bwd_compute_time", ms(st.bwd_compute_time)},
+            {"bwd_weight_time", ms(st.bwd_weight_time)},
             {"recompute_time", ms(st.recompute_time)},
             {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
             {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)},

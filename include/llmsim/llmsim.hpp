@@ -24,6 +24,7 @@
 #include <llmsim/program/shape_key.hpp>
 #include <llmsim/report.hpp>
 #include <llmsim/schedule/dualpipev.hpp>
+#include <llmsim/schedule/engine.hpp>
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>

@@ -101,6 +101,7 @@ struct field_list<strategy_spec> {
       field{"interleaving_size", &s::interleaving_size},
       field{"microbatch_group_size_per_vp_stage", &s::microbatch_group_size_per_vp_stage},
       field{"pp_comm_async", &s::pp_comm_async},
+      field{"pipeline_schedule", &s::pipeline_schedule},
       field{"enable_straggler_model", &s::enable_straggler_model},
       field{"zero_state", &s::zero_state},
       field{"attention_sparse_ratio", &s::attention_sparse_ratio},
@@ -1119,6 +1120,7 @@ inline value stage_time_json(const stage_result& st) {
   value v = stage_ranks(st);
   v.update({{"fwd_compute_time", ms(st.fwd_compute_time)},
             {"bwd_compute_time", ms(st.bwd_compute_time)},
+            {"bwd_weight_time", ms(st.bwd_weight_time)},
             {"recompute_time", ms(st.recompute_time)},
             {"fwd_tp_comm_time", ms(st.fwd_tp_comm_time)},
             {"bwd_tp_comm_time", ms(st.bwd_tp_comm_time)},

@@ -599,6 +599,19 @@ struct enum_names<recompute_kind> {
        {recompute_kind::selective_recompute, "selective_recompute"}}};
 };
 
+/// Pipeline schedule: Megatron-LM's 1F1B and interleaved 1F1B, zero-bubble ZB-H1 (Qi et al.,
+/// ICLR 2024, §2.1), DeepSeek's DualPipeV (deepseek-ai/DualPipe).
+enum class pipeline_schedule_kind : std::uint8_t { invalid, one_f_one_b, interleaved_1f1b, zb_h1, dualpipev };
+template <>
+struct enum_names<pipeline_schedule_kind> {
+  static constexpr std::array<std::pair<pipeline_schedule_kind, std::string_view>, 5> value{
+      {{pipeline_schedule_kind::invalid, ""},
+       {pipeline_schedule_kind::one_f_one_b, "1f1b"},
+       {pipeline_schedule_kind::interleaved_1f1b, "interleaved_1f1b"},
+       {pipeline_schedule_kind::zb_h1, "zb_h1"},
+       {pipeline_schedule_kind::dualpipev, "dualpipev"}}};
+};
+
 /// Modules of Megatron-LM 0.14's `--recompute-modules`.
 enum class recompute_module : std::uint8_t { invalid, core_attn, layernorm, mla_up_proj, moe_act, mlp, moe };
 template <>
@@ -695,6 +708,9 @@ struct strategy_spec {
   std::int64_t interleaving_size = 1;  ///< virtual pipeline chunks per stage; 1 is plain 1F1B
   std::optional<std::int64_t> microbatch_group_size_per_vp_stage = {};
   bool pp_comm_async = true;
+  /// "1f1b", "interleaved_1f1b", "zb_h1" or "dualpipev"; absent: interleaved_1f1b when
+  /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
+  std::optional<pipeline_schedule_kind> pipeline_schedule = {};
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
   double attention_sparse_ratio = 0.0;
@@ -791,7 +807,35 @@ constexpr bool te_at_least(const strategy_spec& s, const version_text& minimum) 
   return detail::version_triple(s.te_version.view()) >= detail::version_triple(minimum.view());
 }
 
+/// The pipeline schedule the strategy runs: `pipeline_schedule`, or what interleaving_size implies.
+constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
+  if (s.pipeline_schedule) return *s.pipeline_schedule;
+  return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
+}
+
 namespace detail {
+/// The schedule against the interleaving it needs.
+constexpr void validate_pipeline_schedule(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.pipeline_schedule) return;
+  const pipeline_schedule_kind k = *s.pipeline_schedule;
+  if (k == pipeline_schedule_kind::invalid)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule must be \"1f1b\", \"interleaved_1f1b\", \"zb_h1\" or \"dualpipev\"");
+  if ((k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev) && s.interleaving_size > 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"{}\" cannot run with strategy.interleaving_size={} (it places its own "
+                 "model chunks; use interleaving_size=1)",
+                 enum_name(k), s.interleaving_size);
+  if (k == pipeline_schedule_kind::interleaved_1f1b && s.interleaving_size == 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"interleaved_1f1b\" needs strategy.interleaving_size > 1, got 1");
+  if (k == pipeline_schedule_kind::one_f_one_b && s.interleaving_size > 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"1f1b\" with strategy.interleaving_size={} is interleaved_1f1b",
+                 s.interleaving_size);
+}
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -870,6 +914,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no "
                  "two p2p pairs between the same ranks), got {}",
                  s.interleaving_size, s.pp_size);
+  validate_pipeline_schedule(s);
   if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size)
     report_error(api, "strategy.microbatch_group_size_per_vp_stage",
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
@@ -1956,7 +2001,7 @@ struct strategy_name_token {
   std::string_view meaning;
 };
 /// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
-inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
+inline constexpr std::array<strategy_name_token, 18> strategy_name_tokens{{
     {"tp<N>", "tensor-parallel size (tp_size)"},
     {"pp<N>", "pipeline stages (pp_size)"},
     {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
@@ -1973,12 +2018,14 @@ inline constexpr std::array<strategy_name_token, 16> strategy_name_tokens{{
     {"full", "full recompute of every layer"},
     {"selective", "selective recompute (attention) of every layer"},
     {"nosp", "no sequence parallelism (on by default)"},
+    {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
+    {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
 }};
 
 /// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
 /// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
 /// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
-/// nosp (no sequence parallelism), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// nosp (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), separated by '_' or '-'. world = tp * pp * cp * dp.
 /// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
 /// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
 /// Returns false when a token is not understood (a number token without its number, `first`,
@@ -2010,6 +2057,10 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     }
     if (tok == "nosp") {
       s.enable_sequence_parallel = false;
+      continue;
+    }
+    if (tok == "zbh1" || tok == "dualpipev") {
+      s.pipeline_schedule = tok == "zbh1" ? pipeline_schedule_kind::zb_h1 : pipeline_schedule_kind::dualpipev;
       continue;
     }
     std::size_t k = 0;
@@ -2759,12 +2810,14 @@ struct leaf {
   seconds bwd_weight{};         ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds
       fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
-  seconds bwd_comm{};   ///< ... in backward
-  double params = 0;    ///< parameters held by this rank
-  double cache = 0;     ///< bytes saved for backward when not recomputed
-  double input = 0;     ///< bytes of its input (what a recompute segment starting here keeps)
-  double fwd_peak = 0;  ///< transient bytes while its forward runs, on top of what is held
-  double bwd_peak = 0;  ///< transient bytes while its backward runs
+  seconds bwd_comm{};            ///< ... in backward
+  seconds bwd_weight_comm{};     ///< of bwd_comm, the weight-gradient pass's collectives (zero-bubble W)
+  seconds fwd_a2a{}, bwd_a2a{};  ///< of fwd_comm / bwd_comm, the expert-parallel token exchange (DualPipe overlaps it)
+  double params = 0;             ///< parameters held by this rank
+  double cache = 0;              ///< bytes saved for backward when not recomputed
+  double input = 0;              ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0;           ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0;           ///< transient bytes while its backward runs
   std::int64_t weight_rows = 0,
                weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
   bool recompute = false;        ///< forward replayed in backward
@@ -3375,6 +3428,8 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
+    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
     return t;
   }
   seconds t{};
@@ -4126,22 +4181,33 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
-// ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
-/// \file llmsim/schedule/interleaved.hpp
-/// Megatron-LM's interleaved 1F1B schedule (`forward_backward_pipelining_with_interleaving`),
-/// simulated over every rank and every model chunk instead of a bubble formula:
-/// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
-/// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
-///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
-///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
-///   them when m = p), then one forward and one backward alternately, then the remaining
-///   backwards (backward chunks in reverse order).
-/// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
-///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
-///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
-///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
-///   its send.
-/// Each chunk takes 1/v of its rank's per-micro-batch time.
+// ---- begin llmsim/schedule/engine.hpp --------------------------------------------------------------
+/// \file llmsim/schedule/engine.hpp
+/// One pipeline-schedule engine for every schedule written as pass lists (schedule/pass.hpp):
+/// each rank runs its list in order; a pass starts when its rank is free and its inputs have
+/// arrived:
+/// - forward of virtual stage s, micro-batch b: after the forward of (s - 1, b);
+/// - backward or input-gradient backward of (s, b): after the backward (input-gradient) of
+///   (s + 1, b), the last stage's after its own forward;
+/// - weight-gradient backward of (s, b): after the input-gradient backward of (s, b) (same rank);
+/// each plus one transfer when the neighbouring stage sits on another rank. With `async_p2p`
+/// (Megatron --overlap-p2p-communication) transfers run beside compute; without it the sender
+/// also waits for its send. Two entries flagged `overlapped_with_next` run as one
+/// forward-backward pair (DualPipe's computation-communication overlap, DeepSeek-V3 technical
+/// report §3.2.1 and deepseek-ai/DualPipe README: the expert all-to-all of one micro-batch hides
+/// behind the computation of the other), taking max(compute_F + compute_B, comm_F + comm_B).
+///
+/// Activation memory is counted from the order: a forward adds its chunk's activation set, a
+/// whole backward frees it, and with the backward split the set is held until the weight-gradient
+/// pass. Zero-bubble W needs the inputs of every linear layer and the output gradients (Qi et al.,
+/// "Zero Bubble Pipeline Parallelism", ICLR 2024, Table 1: W still holds M_W = 32sbh of the
+/// 34sbh + 5as^2b a forward stores), which is most of the set; counting it whole until W is the
+/// conservative reading.
+///
+/// `run_schedule` adds the steady-period extension: long runs are simulated until every pass of
+/// a window of micro-batches starts exactly one common period after the same pass `unit`
+/// micro-batches earlier, then the remaining micro-batches are added as whole periods (tested
+/// equal to the full simulation).
 
 // ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
 /// \file llmsim/schedule/one_f_one_b.hpp
@@ -4263,9 +4329,10 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
 }  // namespace detail
 
 /// One span of a simulated pipeline rank (what a trace shows): a forward or backward of a
-/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour.
+/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour;
+/// zero-bubble schedules split the backward into its input-gradient and weight-gradient parts.
 struct pipeline_event {
-  enum class kind : std::uint8_t { forward, backward, send, recv };
+  enum class kind : std::uint8_t { forward, backward, send, recv, backward_input, backward_weight };
   std::int64_t rank = 0;
   kind what = kind::forward;
   std::int64_t micro_batch = 0;
@@ -4437,128 +4504,6 @@ constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timin
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
-
-#include <cstdint>
-#include <vector>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// One chunk-pass of the interleaved schedule.
-struct chunk_pass {
-  std::int64_t micro_batch = 0;
-  std::int64_t chunk = 0;
-  bool forward = true;
-};
-
-/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
-constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                          std::int64_t rank) {
-  const std::int64_t total = m * v;
-  if (m == p) return total;
-  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
-  return w < total ? w : total;
-}
-
-/// Entry `k` of Megatron's schedule table: micro-batch and chunk of the k-th chunk-forward. The
-/// last group holds the micro-batches left when fewer than g remain.
-constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::int64_t m, std::int64_t g) {
-  const std::int64_t group = k / (g * v);
-  const std::int64_t start = group * g;
-  const std::int64_t size = start + g >= m ? m - start : g;
-  const std::int64_t within = k - group * g * v;
-  return {start + within % size, within / size, true};
-}
-
-/// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
-constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                      std::int64_t rank) {
-  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
-  auto backward = [&](std::int64_t k) {
-    chunk_pass c = schedule_table_entry(k, v, m, g);
-    c.chunk = v - 1 - c.chunk;
-    c.forward = false;
-    return c;
-  };
-  if (i < warmup) return schedule_table_entry(i, v, m, g);
-  if (i < warmup + 2 * steady) {
-    const std::int64_t j = i - warmup;
-    return j % 2 == 0 ? schedule_table_entry(warmup + j / 2, v, m, g) : backward(j / 2);
-  }
-  return backward(steady + (i - warmup - 2 * steady));
-}
-
-/// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
-/// in groups of `g`. Returns every rank's finish and the slowest.
-constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
-                                               std::int64_t g, bool async_p2p,
-                                               std::vector<pipeline_event>* events = nullptr) {
-  const auto p = static_cast<std::int64_t>(timings.size());
-  const std::int64_t stages = p * v, passes = 2 * m * v;
-  pipeline_result out;
-  out.finish.assign(timings.size(), seconds{});
-  if (p == 0 || m <= 0) return out;
-  // Finish time of each (virtual stage, micro-batch) forward and backward; -1 until it has run.
-  std::vector<double> fwd(static_cast<std::size_t>(stages * m), -1.0), bwd(static_cast<std::size_t>(stages * m), -1.0);
-  std::vector<std::int64_t> next(timings.size(), 0);
-  std::vector<double> clock(timings.size(), 0.0);
-  auto at = [&](std::int64_t stage, std::int64_t mb) {
-    return static_cast<std::size_t>(mb * stages + stage);
-  };  // neighbouring passes, neighbouring entries
-  // Run a rank until its next pass waits on another rank, then go to that rank (follow the
-  // dependency instead of sweeping): every pass is visited once, plus at most p hops per stall.
-  std::int64_t r = 0, next_scan = 0, hops = 0;
-  while (true) {
-    const auto ri = static_cast<std::size_t>(r);
-    std::int64_t blocked_on = -1;
-    while (next[ri] < passes) {
-      const chunk_pass c = interleaved_pass(next[ri], p, v, m, g, r);
-      const std::int64_t stage = c.chunk * p + r;
-      // The stage this pass waits for (a backward of the last stage waits for its own forward).
-      const std::int64_t from = c.forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
-      double ready = 0;
-      if (from >= 0) {
-        const double dep =
-            c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
-        if (dep < 0) {
-          blocked_on = from % p;
-          break;
-        }
-        ready = dep + (from % p != r ? timings[static_cast<std::size_t>(from % p)].p2p.value : 0.0);
-      }
-      const double start = clock[ri] > ready ? clock[ri] : ready;
-      const double work = (c.forward ? timings[ri].forward.value : timings[ri].backward.value) / static_cast<double>(v);
-      (c.forward ? fwd : bwd)[at(stage, c.micro_batch)] = start + work;
-      if (events != nullptr)
-        events->push_back({r, c.forward ? pipeline_event::kind::forward : pipeline_event::kind::backward, c.micro_batch,
-                           c.chunk, start, start + work});
-      const bool sends = c.forward ? stage < stages - 1 : stage > 0;
-      clock[ri] = start + work + (!async_p2p && sends && p > 1 ? timings[ri].p2p.value : 0.0);
-      ++next[ri];
-      hops = 0;
-    }
-    if (blocked_on < 0) {  // finished: continue with the first rank that is not
-      while (next_scan < p && next[static_cast<std::size_t>(next_scan)] == passes) ++next_scan;
-      if (next_scan == p) break;
-      r = next_scan;
-      continue;
-    }
-    if (++hops > p + 1)
-      detail::report_error("llmsim::schedule", "",
-                           "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v,
-                           m);
-    r = blocked_on;
-  }
-  double total = 0;
-  for (std::size_t k = 0; k < timings.size(); ++k) {
-    out.finish[k] = seconds{clock[k]};
-    total = clock[k] > total ? clock[k] : total;
-  }
-  out.total = seconds{total};
-  return out;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
 // ---- begin llmsim/schedule/pass.hpp ----------------------------------------------------------------
 /// \file llmsim/schedule/pass.hpp
 /// The vocabulary every pipeline schedule is written in: a rank runs an ordered list of passes,
@@ -4612,6 +4557,487 @@ constexpr std::int64_t chunk_of_stage(chunk_placement placement, std::int64_t p,
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/pass.hpp ------------------------------------------------------------------
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Durations of one model chunk's passes on its rank (seconds).
+struct chunk_durations {
+  double forward = 0;
+  double backward_input = 0;  ///< a whole backward is backward_input + backward_weight
+  double backward_weight = 0;
+  double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
+  double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
+};
+
+/// Every rank's ordered pass list, in one buffer: rank r runs passes[begin[r] .. begin[r + 1]).
+struct pass_lists {
+  std::vector<scheduled_pass> passes;
+  std::vector<std::size_t> begin;  ///< ranks + 1 offsets
+};
+
+/// What the engine simulates besides the pass lists.
+struct schedule_setup {
+  std::int64_t ranks = 0;
+  std::int64_t chunks = 1;  ///< model chunks per rank
+  chunk_placement placement = chunk_placement::looped;
+  std::vector<chunk_durations> durations;  ///< [rank * chunks + chunk]
+  std::vector<double> p2p;                 ///< per rank: one transfer it sends or receives
+  bool async_p2p = true;
+  std::vector<double> activation;  ///< per [rank * chunks + chunk]: one activation set; empty = 1 each
+};
+
+/// The engine's answer: the pipeline time, and per rank the peak of activation sets held.
+struct schedule_result {
+  pipeline_result pipe{};
+  std::vector<double> peak_held;  ///< per rank, weighted by `activation` (a count when it is empty)
+};
+
+namespace detail {
+constexpr std::size_t type_index(pass_type t) { return static_cast<std::size_t>(t); }
+
+/// Mutable state of one simulation.
+struct engine_state {
+  std::vector<double> fwd, bwd;  ///< finish of (stage, micro-batch) forward and input-gradient backward; -1: not yet
+  std::vector<double> clock, held;
+  std::vector<std::size_t> next;
+};
+
+/// When pass `c` on rank `r` may start, or -1 if its input is not there yet (then `blocked_on`
+/// is the rank that produces it).
+constexpr double ready_time(const schedule_setup& in, const engine_state& st, std::int64_t r, const scheduled_pass& c,
+                            std::int64_t& blocked_on) {
+  const std::int64_t p = in.ranks, stages = p * in.chunks;
+  const std::int64_t stage = virtual_stage(in.placement, p, r, c.chunk);
+  auto at = [&](std::int64_t s) { return static_cast<std::size_t>(c.micro_batch * stages + s); };
+  if (c.type == pass_type::backward_weight) {
+    const double dep = st.bwd[at(stage)];
+    if (dep < 0)
+      report_error("llmsim::schedule", "", "rank {} runs the weight gradients of micro-batch {} before its backward", r,
+                   c.micro_batch);
+    return dep;
+  }
+  const bool forward = c.type == pass_type::forward;
+  const std::int64_t from = forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
+  if (from < 0) return 0;
+  const double dep = forward || stage == stages - 1 ? st.fwd[at(from)] : st.bwd[at(from)];
+  const std::int64_t owner = rank_of_stage(in.placement, p, from);
+  if (dep < 0) {
+    blocked_on = owner;
+    return -1;
+  }
+  return dep + (owner != r ? in.p2p[static_cast<std::size_t>(owner)] : 0.0);
+}
+
+/// Whether pass `c` of rank `r` sends its result to another rank.
+constexpr bool sends_to_other_rank(const schedule_setup& in, std::int64_t r, const scheduled_pass& c) {
+  if (c.type == pass_type::backward_weight) return false;
+  const std::int64_t p = in.ranks, stages = p * in.chunks;
+  const std::int64_t stage = virtual_stage(in.placement, p, r, c.chunk);
+  const std::int64_t to = c.type == pass_type::forward ? stage + 1 : stage - 1;
+  return to >= 0 && to < stages && rank_of_stage(in.placement, p, to) != r;
+}
+
+/// Compute and communication time of pass `c` of rank `r`.
+constexpr double pass_time(const chunk_durations& d, pass_type t) {
+  if (t == pass_type::forward) return d.forward;
+  if (t == pass_type::backward_input) return d.backward_input;
+  if (t == pass_type::backward_weight) return d.backward_weight;
+  return d.backward_input + d.backward_weight;
+}
+constexpr double pass_comm(const chunk_durations& d, pass_type t) {
+  if (t == pass_type::forward) return d.forward_comm;
+  return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
+}
+
+/// Records pass `c` of rank `r` as run from `start` to `end`.
+constexpr void finish_pass(const schedule_setup& in, engine_state& st, std::int64_t m, std::int64_t r,
+                           const scheduled_pass& c, double start, double end, std::vector<double>* starts,
+                           std::vector<pipeline_event>* events) {
+  const std::int64_t p = in.ranks, stages = p * in.chunks;
+  const auto ri = static_cast<std::size_t>(r);
+  const std::int64_t stage = virtual_stage(in.placement, p, r, c.chunk);
+  const auto slot = static_cast<std::size_t>(c.micro_batch * stages + stage);
+  if (c.type == pass_type::forward) st.fwd[slot] = end;
+  if (c.type == pass_type::backward || c.type == pass_type::backward_input) st.bwd[slot] = end;
+  if (starts != nullptr)
+    (*starts)[((ri * 4 + type_index(c.type)) * static_cast<std::size_t>(in.chunks) +
+               static_cast<std::size_t>(c.chunk)) *
+                  static_cast<std::size_t>(m) +
+              static_cast<std::size_t>(c.micro_batch)] = start;
+  if (events != nullptr) {
+    constexpr pipeline_event::kind kinds[4] = {pipeline_event::kind::forward, pipeline_event::kind::backward,
+                                               pipeline_event::kind::backward_input,
+                                               pipeline_event::kind::backward_weight};
+    events->push_back({r, kinds[type_index(c.type)], c.micro_batch, c.chunk, start, end});
+  }
+}
+
+/// The activation sets pass `c` of rank `r` allocates (+) or frees (-).
+constexpr double held_change(const schedule_setup& in, std::int64_t r, const scheduled_pass& c) {
+  const std::size_t unit = static_cast<std::size_t>(r * in.chunks + c.chunk);
+  const double set = in.activation.empty() ? 1.0 : in.activation[unit];
+  if (c.type == pass_type::forward) return set;
+  return c.type == pass_type::backward_input ? 0.0 : -set;
+}
+
+/// Runs rank `r` until its next pass waits on another rank; returns that rank, or -1 when done.
+constexpr std::int64_t advance_rank(const schedule_setup& in, const pass_lists& order, engine_state& st, std::int64_t m,
+                                    std::int64_t r, std::vector<double>* starts, std::vector<pipeline_event>* events,
+                                    std::vector<double>& peak) {
+  const auto ri = static_cast<std::size_t>(r);
+  const std::size_t end = order.begin[ri + 1];
+  while (st.next[ri] < end) {
+    const scheduled_pass& a = order.passes[st.next[ri]];
+    const bool pair = a.overlapped_with_next && st.next[ri] + 1 < end;
+    std::int64_t blocked_on = -1;
+    double ready = ready_time(in, st, r, a, blocked_on);
+    if (blocked_on >= 0) return blocked_on;
+    const chunk_durations& da =
+        in.durations[ri * static_cast<std::size_t>(in.chunks) + static_cast<std::size_t>(a.chunk)];
+    double work = pass_time(da, a.type);
+    bool sends = sends_to_other_rank(in, r, a);
+    if (pair) {
+      const scheduled_pass& b = order.passes[st.next[ri] + 1];
+      const double ready_b = ready_time(in, st, r, b, blocked_on);
+      if (blocked_on >= 0) return blocked_on;
+      ready = ready_b > ready ? ready_b : ready;
+      const chunk_durations& db =
+          in.durations[ri * static_cast<std::size_t>(in.chunks) + static_cast<std::size_t>(b.chunk)];
+      const double comm = pass_comm(da, a.type) + pass_comm(db, b.type);
+      const double compute = work - pass_comm(da, a.type) + pass_time(db, b.type) - pass_comm(db, b.type);
+      work = compute > comm ? compute : comm;
+      sends = sends || sends_to_other_rank(in, r, b);
+    }
+    const double start = st.clock[ri] > ready ? st.clock[ri] : ready;
+    finish_pass(in, st, m, r, a, start, start + work, starts, events);
+    // Memory: a pair's forward allocates before its backward frees (they run together).
+    double grow = 0, shrink = 0;
+    for (std::size_t k = 0; k < (pair ? 2U : 1U); ++k) {
+      const scheduled_pass& c = order.passes[st.next[ri] + k];
+      if (k == 1) finish_pass(in, st, m, r, c, start, start + work, starts, events);
+      const double d = held_change(in, r, c);
+      (d > 0 ? grow : shrink) += d;
+    }
+    st.held[ri] += grow;
+    peak[ri] = st.held[ri] > peak[ri] ? st.held[ri] : peak[ri];
+    st.held[ri] += shrink;
+    st.clock[ri] = start + work + (!in.async_p2p && sends ? in.p2p[ri] : 0.0);
+    st.next[ri] += pair ? 2 : 1;
+  }
+  return -1;
+}
+
+/// The simulation itself over `m` micro-batches. `starts` (if given) receives the start of every
+/// pass at [((rank·4 + type)·chunks + chunk)·m + micro_batch] (-1 for passes not in the lists).
+constexpr schedule_result simulate_passes(const schedule_setup& in, const pass_lists& order, std::int64_t m,
+                                          std::vector<double>* starts = nullptr,
+                                          std::vector<pipeline_event>* events = nullptr) {
+  const std::int64_t p = in.ranks;
+  const auto pn = static_cast<std::size_t>(p);
+  schedule_result out;
+  out.pipe.finish.assign(pn, seconds{});
+  out.peak_held.assign(pn, 0.0);
+  if (p == 0 || m <= 0) return out;
+  engine_state st;
+  const auto slots = static_cast<std::size_t>(p * in.chunks * m);
+  st.fwd.assign(slots, -1.0);
+  st.bwd.assign(slots, -1.0);
+  st.clock.assign(pn, 0.0);
+  st.held.assign(pn, 0.0);
+  st.next.assign(order.begin.begin(), order.begin.end() - 1);
+  if (starts != nullptr) starts->assign(pn * 4 * static_cast<std::size_t>(in.chunks * m), -1.0);
+  // Follow dependencies instead of sweeping: run a rank until it waits, then go to the rank it
+  // waits on. Every pass is visited once, plus at most p hops per stall.
+  std::int64_t r = 0, next_scan = 0, hops = 0;
+  while (true) {
+    const std::size_t before = st.next[static_cast<std::size_t>(r)];
+    const std::int64_t blocked_on = advance_rank(in, order, st, m, r, starts, events, out.peak_held);
+    if (st.next[static_cast<std::size_t>(r)] != before) hops = 0;
+    if (blocked_on < 0) {  // finished: continue with the first rank that is not
+      while (next_scan < p &&
+             st.next[static_cast<std::size_t>(next_scan)] == order.begin[static_cast<std::size_t>(next_scan) + 1])
+        ++next_scan;
+      if (next_scan == p) break;
+      r = next_scan;
+      continue;
+    }
+    if (++hops > p + 1)
+      report_error("llmsim::schedule", "",
+                   "the pipeline schedule deadlocked with {} ranks, {} chunks and {} micro-batches", p, in.chunks, m);
+    r = blocked_on;
+  }
+  double total = 0;
+  for (std::size_t k = 0; k < pn; ++k) {
+    out.pipe.finish[k] = seconds{st.clock[k]};
+    total = st.clock[k] > total ? st.clock[k] : total;
+  }
+  out.pipe.total = seconds{total};
+  return out;
+}
+
+/// The common period by which every pass of micro-batches lo .. hi (on every rank) starts after
+/// the same pass of micro-batch - unit, if there is one.
+constexpr bool common_period(const std::vector<double>& starts, std::int64_t m, std::int64_t lo, std::int64_t hi,
+                             std::int64_t unit, double& period) {
+  bool have = false;
+  const auto mn = static_cast<std::size_t>(m);
+  for (std::size_t row = 0; row * mn < starts.size(); ++row) {
+    for (std::int64_t b = lo; b <= hi; ++b) {
+      const double now = starts[row * mn + static_cast<std::size_t>(b)];
+      const double before = starts[row * mn + static_cast<std::size_t>(b - unit)];
+      if ((now < 0) != (before < 0)) return false;
+      if (now < 0) continue;
+      const double d = now - before;
+      if (!have) {
+        period = d;
+        have = true;
+        continue;
+      }
+      const double diff = d > period ? d - period : period - d;
+      if (diff > 1e-12 * (now > 1.0 ? now : 1.0)) return false;
+    }
+  }
+  return have && period > 0;
+}
+}  // namespace detail
+
+/// Runs the schedule `lists(k)` (the pass lists for k micro-batches) over `m` micro-batches.
+/// `unit` is the schedule's repeat in micro-batches (1, or the interleaved group size) and `lag`
+/// bounds how many micro-batches apart two passes that wait on each other can be (warm-up depth).
+/// Long runs stop at a trial length whose steady phase repeats with a common period for a window
+/// longer than `lag` (then every later window repeats it: the schedule is a max-plus linear
+/// recurrence of memory `lag`, Baccelli et al., "Synchronization and Linearity", ch. 3), and add
+/// that period once per further `unit` micro-batches.
+template <class Lists>
+constexpr schedule_result run_schedule(const schedule_setup& in, std::int64_t m, std::int64_t unit, std::int64_t lag,
+                                       const Lists& lists) {
+  const std::int64_t span = lag + unit + 2;  // warm-up to skip, window to compare, cool-down to leave
+  std::int64_t trial = 3 * span + unit;
+  trial += ((m - trial) % unit + unit) % unit;  // the same remainder as m: the same last group
+  std::vector<double> starts;
+  while (2 * trial <= m) {  // a trial costs at most half the full simulation
+    schedule_result part = detail::simulate_passes(in, lists(trial), trial, &starts);
+    double period = 0;
+    const std::int64_t hi = trial - 1 - span, lo = hi - span;
+    if (detail::common_period(starts, trial, lo, hi, unit, period)) {
+      const double extra = period * static_cast<double>((m - trial) / unit);
+      for (auto& f : part.pipe.finish) f = f + seconds{extra};
+      part.pipe.total = part.pipe.total + seconds{extra};
+      return part;
+    }
+    trial += (trial / unit) * unit;  // about double, same remainder
+  }
+  return detail::simulate_passes(in, lists(m), m);
+}
+
+// ---- pass-list generators ----------------------------------------------------------------------
+
+/// Plain 1F1B (Megatron forward_backward_pipelining_without_interleaving): rank r runs
+/// min(p - r - 1, m) warm-up forwards, then one forward and one whole backward alternately, then
+/// the remaining backwards.
+constexpr pass_lists one_f_one_b_passes(std::int64_t p, std::int64_t m) {
+  pass_lists out;
+  out.passes.reserve(static_cast<std::size_t>(2 * p * m));
+  out.begin.push_back(0);
+  for (std::int64_t r = 0; r < p; ++r) {
+    const std::int64_t warmup = p - r - 1 < m ? p - r - 1 : m;
+    for (std::int64_t b = 0; b < warmup; ++b) out.passes.push_back({pass_type::forward, b, 0, false});
+    for (std::int64_t b = 0; b < m - warmup; ++b) {
+      out.passes.push_back({pass_type::forward, b + warmup, 0, false});
+      out.passes.push_back({pass_type::backward, b, 0, false});
+    }
+    for (std::int64_t b = m - warmup; b < m; ++b) out.passes.push_back({pass_type::backward, b, 0, false});
+    out.begin.push_back(out.passes.size());
+  }
+  return out;
+}
+
+/// ZB-H1 (Qi et al., ICLR 2024, §2.1 and Figure 3 top), the passes of rank `r` appended to `out`:
+/// 1F1B's min(p - r - 1, m) warm-up forwards, then for every micro-batch k a forward (while any
+/// remain), the input-gradient backward B_k and, from k = r on, the weight-gradient backward
+/// W_{k-r}: rank r postpones its first W by r steps, so the B passes of the ramp-up run as soon as
+/// their gradients arrive and the postponed W passes fill the cool-down. Every rank then holds at
+/// most p micro-batches' activations (until their W), as many as 1F1B's first rank.
+constexpr std::size_t write_zb_h1_rank(std::vector<scheduled_pass>& out, std::size_t at, std::int64_t p, std::int64_t m,
+                                       std::int64_t r) {
+  // (indexed writes into a sized buffer, not push_back: this is most of a long schedule's cost)
+  const std::int64_t warmup = p - r - 1 < m ? p - r - 1 : m;
+  for (std::int64_t b = 0; b < warmup; ++b) out[at++] = {pass_type::forward, b, 0, false};
+  std::int64_t next_w = 0;
+  for (std::int64_t k = 0; k < m; ++k) {
+    if (k + warmup < m) out[at++] = {pass_type::forward, k + warmup, 0, false};
+    out[at++] = {pass_type::backward_input, k, 0, false};
+    if (k >= r) out[at++] = {pass_type::backward_weight, next_w++, 0, false};
+  }
+  while (next_w < m) out[at++] = {pass_type::backward_weight, next_w++, 0, false};
+  return at;
+}
+
+/// ZB-H1's pass lists of every rank.
+constexpr pass_lists zb_h1_passes(std::int64_t p, std::int64_t m) {
+  pass_lists out;
+  // (sized by construction: Clang rejects libstdc++'s resize of trivial elements in constant evaluation)
+  out.passes = std::vector<scheduled_pass>(static_cast<std::size_t>(3 * p * m));
+  out.begin = std::vector<std::size_t>(static_cast<std::size_t>(p + 1), 0);
+  for (std::int64_t r = 0; r < p; ++r)
+    out.begin[static_cast<std::size_t>(r + 1)] =
+        write_zb_h1_rank(out.passes, out.begin[static_cast<std::size_t>(r)], p, m, r);
+  return out;
+}
+
+/// ZB-H1's passes of rank `r` alone.
+constexpr std::vector<scheduled_pass> zb_h1_rank_passes(std::int64_t p, std::int64_t m, std::int64_t r) {
+  std::vector<scheduled_pass> out(static_cast<std::size_t>(3 * m));
+  write_zb_h1_rank(out, 0, p, m, r);
+  return out;
+}
+
+/// The most activation sets (micro-batch chunks) one rank's order holds at once: a forward
+/// allocates one, a whole backward or a weight-gradient pass frees it (an input-gradient pass keeps
+/// it for its W).
+constexpr std::int64_t peak_in_flight(const std::vector<scheduled_pass>& order) {
+  std::int64_t held = 0, peak = 0;
+  for (const scheduled_pass& c : order) {
+    if (c.type == pass_type::forward) peak = ++held > peak ? held : peak;
+    if (c.type == pass_type::backward || c.type == pass_type::backward_weight) --held;
+  }
+  return peak;
+}
+
+/// ZB-H1 over `m` micro-batches with the steady-period extension (every micro-batch when
+/// `events` is given). A pass waits on passes at most p micro-batches apart (warm-up p - r - 1,
+/// W postponed by r).
+constexpr schedule_result simulate_zb_h1(const schedule_setup& in, std::int64_t m,
+                                         std::vector<pipeline_event>* events = nullptr) {
+  if (events != nullptr) return detail::simulate_passes(in, zb_h1_passes(in.ranks, m), m, nullptr, events);
+  return run_schedule(in, m, 1, in.ranks + 1, [&](std::int64_t k) { return zb_h1_passes(in.ranks, k); });
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/engine.hpp ----------------------------------------------------------------
+// ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
+/// \file llmsim/schedule/interleaved.hpp
+/// Megatron-LM's interleaved 1F1B schedule (`forward_backward_pipelining_with_interleaving`),
+/// simulated over every rank and every model chunk instead of a bubble formula:
+/// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
+/// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
+///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
+///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
+///   them when m = p), then one forward and one backward alternately, then the remaining
+///   backwards (backward chunks in reverse order).
+/// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
+///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
+///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
+///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
+///   its send.
+/// Each chunk takes 1/v of its rank's per-micro-batch time. The simulation is the pass-list engine
+/// (schedule/engine.hpp) over the order `interleaved_passes` writes.
+
+
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One chunk-pass of the interleaved schedule.
+struct chunk_pass {
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;
+  bool forward = true;
+};
+
+/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
+constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                          std::int64_t rank) {
+  const std::int64_t total = m * v;
+  if (m == p) return total;
+  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
+  return w < total ? w : total;
+}
+
+/// Entry `k` of Megatron's schedule table: micro-batch and chunk of the k-th chunk-forward. The
+/// last group holds the micro-batches left when fewer than g remain.
+constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::int64_t m, std::int64_t g) {
+  const std::int64_t group = k / (g * v);
+  const std::int64_t start = group * g;
+  const std::int64_t size = start + g >= m ? m - start : g;
+  const std::int64_t within = k - group * g * v;
+  return {start + within % size, within / size, true};
+}
+
+/// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
+constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                      std::int64_t rank) {
+  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
+  auto backward = [&](std::int64_t k) {
+    chunk_pass c = schedule_table_entry(k, v, m, g);
+    c.chunk = v - 1 - c.chunk;
+    c.forward = false;
+    return c;
+  };
+  if (i < warmup) return schedule_table_entry(i, v, m, g);
+  if (i < warmup + 2 * steady) {
+    const std::int64_t j = i - warmup;
+    return j % 2 == 0 ? schedule_table_entry(warmup + j / 2, v, m, g) : backward(j / 2);
+  }
+  return backward(steady + (i - warmup - 2 * steady));
+}
+
+/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine.
+constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g) {
+  pass_lists out;
+  out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
+  out.begin.push_back(0);
+  for (std::int64_t r = 0; r < p; ++r) {
+    for (std::int64_t i = 0; i < 2 * m * v; ++i) {
+      const chunk_pass c = interleaved_pass(i, p, v, m, g, r);
+      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, false});
+    }
+    out.begin.push_back(out.passes.size());
+  }
+  return out;
+}
+
+/// The engine's setup for `timings` split evenly over `v` looped chunks.
+constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timings, std::int64_t v, bool async_p2p) {
+  schedule_setup in;
+  in.ranks = static_cast<std::int64_t>(timings.size());
+  in.chunks = v;
+  in.async_p2p = async_p2p;
+  for (const stage_timing& t : timings) {
+    for (std::int64_t c = 0; c < v; ++c)
+      in.durations.push_back(
+          {t.forward.value / static_cast<double>(v), t.backward.value / static_cast<double>(v), 0.0, 0.0, 0.0});
+    in.p2p.push_back(t.p2p.value);
+  }
+  return in;
+}
+
+/// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
+/// in groups of `g` (schedule/engine.hpp; long runs with the steady-period extension, every
+/// micro-batch when `events` is given). Returns every rank's finish and the slowest.
+constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
+                                               std::int64_t g, bool async_p2p,
+                                               std::vector<pipeline_event>* events = nullptr) {
+  const auto p = static_cast<std::int64_t>(timings.size());
+  if (p == 0 || m <= 0) {
+    pipeline_result none;
+    none.finish.assign(timings.size(), seconds{});
+    return none;
+  }
+  const schedule_setup in = interleaved_setup(timings, v, async_p2p);
+  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
 // ---- begin llmsim/spec/validate.hpp ----------------------------------------------------------------
 /// \file llmsim/spec/validate.hpp
 /// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
@@ -5013,6 +5439,8 @@ struct stage_result {
   std::int64_t layers = 0;
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds bwd_weight_time{};       ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
+  seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
   seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
   seconds chunk_time{};  ///< forward + backward + p2p of one micro-batch
@@ -5316,6 +5744,10 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.zero_state",
                  "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
                  s.zero_state);
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"dualpipev\" is not modelled yet (use \"1f1b\", \"interleaved_1f1b\" "
+                 "or \"zb_h1\")");
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
@@ -5389,6 +5821,8 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
+      r.bwd_weight_time += l.bwd_weight * n;
+      r.bwd_weight_comm_time += l.bwd_weight_comm * n;
       r.recompute_time += l.replay() * n;
       r.fwd_tp_comm_time += l.fwd_comm * n;
       r.bwd_tp_comm_time += l.bwd_comm * n;
@@ -5435,8 +5869,14 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
 /// the one in flight, each chunk holding layers / v of the stage.
+/// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
+/// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) {
+    r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
+    return static_cast<double>(r.micro_batches_in_flight - 1) * held;
+  }
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
@@ -5557,6 +5997,26 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   }
 }
 
+/// ZB-H1 over every rank: B is the backward without its weight-gradient pass (plus recompute and
+/// the input-gradient collectives), W the weight-gradient kernels and their collectives (the
+/// sequence-parallel re-gather of a linear's input that the weight gradient needs).
+constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_spec& s,
+                                    const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                    std::vector<pipeline_event>* events) {
+  schedule_setup in;
+  in.ranks = static_cast<std::int64_t>(rank_stage.size());
+  in.async_p2p = s.pp_comm_async;
+  for (const std::uint8_t i : rank_stage) {
+    const stage_result& st = out.stages[i];
+    const seconds input = st.bwd_compute_time - st.bwd_weight_time + st.recompute_time + st.bwd_tp_comm_time -
+                          st.bwd_weight_comm_time + st.recompute_tp_comm_time;
+    const seconds weight = st.bwd_weight_time + st.bwd_weight_comm_time;
+    in.durations.push_back({(st.fwd_compute_time + st.fwd_tp_comm_time).value, input.value, weight.value, 0.0, 0.0});
+    in.p2p.push_back(p2p.value);
+  }
+  return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
+}
+
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
 /// is simulated (no steady-state extension) and every span recorded.
@@ -5571,6 +6031,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
                        st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
   if (s.interleaving_size <= 1) {
     if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
     return simulate_1f1b(timings, s.micro_batch_num);
@@ -5976,9 +6437,17 @@ inline void record_job(recorded_job& job, const model_spec& m, const strategy_sp
 
 /// The forward and backward op lists of model chunk `chunk` of pipeline rank `rank`.
 struct chunk_ops {
-  std::vector<op_step> forward, backward;
-  double forward_time = 0, backward_time = 0;  ///< sums of their priced times
+  std::vector<op_step> forward, backward, backward_input, backward_weight;  ///< by pipeline_event::kind
+  double forward_time = 0, backward_time = 0, backward_input_time = 0,
+         backward_weight_time = 0;  ///< sums of their priced times
 };
+
+/// The priced time of a list of op steps.
+inline double steps_time(const recorded_job& job, const std::vector<op_step>& steps) {
+  double sum = 0;
+  for (const op_step& st : steps) sum += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  return sum;
+}
 
 inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
                               std::int64_t chunk) {
@@ -5999,9 +6468,12 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   chunk_ops out;
   out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
   out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
-  for (const op_step& st : out.forward) out.forward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
-  for (const op_step& st : out.backward)
-    out.backward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, rank != p - 1);
+  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, rank != p - 1);
+  out.forward_time = steps_time(job, out.forward);
+  out.backward_time = steps_time(job, out.backward);
+  out.backward_input_time = steps_time(job, out.backward_input);
+  out.backward_weight_time = steps_time(job, out.backward_weight);
   return out;
 }
 
@@ -6081,9 +6553,9 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   for (const pipeline_event& e : events) {
-    constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
-    const bool forward = e.what == pipeline_event::kind::forward;
-    if (!forward && e.what != pipeline_event::kind::backward) {
+    constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
+                                                    "recv",    "backward input", "backward weight"};
+    if (e.what == pipeline_event::kind::send || e.what == pipeline_event::kind::recv) {
       t.spans.push_back({e.rank, trace_stream::pipeline, names[static_cast<std::size_t>(e.what)], e.micro_batch,
                          e.chunk, e.start, e.end});
       continue;
@@ -6091,8 +6563,14 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
     const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
-    detail::add_op_spans(t, job, e, forward ? c.forward : c.backward, forward ? c.forward_time : c.backward_time,
-                         s.interleaving_size > 1);
+    if (e.what == pipeline_event::kind::forward)
+      detail::add_op_spans(t, job, e, c.forward, c.forward_time, s.interleaving_size > 1);
+    else if (e.what == pipeline_event::kind::backward)
+      detail::add_op_spans(t, job, e, c.backward, c.backward_time, s.interleaving_size > 1);
+    else if (e.what == pipeline_event::kind::backward_input)
+      detail::add_op_spans(t, job, e, c.backward_input, c.backward_input_time, false);
+    else
+      detail::add_op_spans(t, job, e, c.backward_weight, c.backward_weight_time, false);
   }
   detail::add_tail(t, s, pipe.total.value);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
@@ -6479,6 +6957,7 @@ enum class option_key : std::uint8_t {
   last_stage_layers,
   recompute,
   sequence_parallel,
+  pipeline_schedule,
   custom
 };
 
@@ -7162,6 +7641,19 @@ struct full_layers {
 using full = full_layers<max_dimension>;
 }  // namespace recompute
 
+/// The pipeline schedule (the strategy-name tokens `zbh1` / `dualpipev`): `schedule::zb_h1`, ...
+namespace schedule {
+template <pipeline_schedule_kind K>
+struct kind {
+  static constexpr option_key key = option_key::pipeline_schedule;
+  static constexpr void apply(strategy_draft& d) { d.spec.pipeline_schedule = K; }
+};
+using one_f_one_b = kind<pipeline_schedule_kind::one_f_one_b>;
+using interleaved_1f1b = kind<pipeline_schedule_kind::interleaved_1f1b>;
+using zb_h1 = kind<pipeline_schedule_kind::zb_h1>;
+using dualpipev = kind<pipeline_schedule_kind::dualpipev>;
+}  // namespace schedule
+
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
 inline constexpr strategy_spec parallel_defaults{
@@ -7175,7 +7667,8 @@ struct parallel_option {
   static_assert(StrategyOption<T>,
                 "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
                 "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
-                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); "
+                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>, "
+                "schedule::zb_h1/...); "
                 "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.

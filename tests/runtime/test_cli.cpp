@@ -507,7 +507,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
   EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>",
                                               "seq<N>", "zero<N>", "vp<N>", "first<N>", "last<N>", "full", "selective",
-                                              "nosp"}));
+                                              "nosp", "zbh1", "dualpipev"}));
   EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
   EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
   EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);

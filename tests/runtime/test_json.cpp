@@ -415,8 +415,26 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
             "e.g. tp2_pp1_dp4 or "
             "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> "
             "zero<N> vp<N> first<N> "
-            "last<N> full selective nosp separated by '_' or '-'");
+            "last<N> full selective nosp zbh1 dualpipev separated by '_' or '-'");
   const std::string dir = (configs_dir / "models").string();
   EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()),
             dir + ": llmsim::json: is a directory, not a config file");
+}
+
+TEST(Json, PipelineScheduleNamesItsValues) {
+  const auto s = lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 8,
+      "pipeline_schedule": "zb_h1"})"),
+                                    "s.json", {.strict = true});
+  EXPECT_EQ(s.pipeline_schedule, llmsim::pipeline_schedule_kind::zb_h1);
+  EXPECT_EQ(lj::parse_strategy(lj::to_json(s), "round-trip", {.strict = true}), s);
+  try {
+    (void)lj::parse_strategy(lj::value::parse(R"({"seq_len": 2048, "micro_batch_size": 1, "micro_batch_num": 8,
+        "pipeline_schedule": "gpipe"})"),
+                             "s.json", {.strict = true});
+    FAIL() << "an unknown schedule must be refused";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "s.json: llmsim::json: /pipeline_schedule: expected one of \"1f1b\", \"interleaved_1f1b\", "
+                 "\"zb_h1\", \"dualpipev\", got \"gpipe\"");
+  }
 }

@@ -377,3 +377,32 @@ TEST(Trace, TheCriticalPathNamesTheRankAndStreamTheIterationEndsOn) {
     if (c.stream == critical_stream_kind::optimizer) { EXPECT_LT(last_backward, optimizer_start - tol); }
   }
 }
+
+TEST(Trace, ZeroBubbleInputAndWeightPassesAreTiledByTheirOwnOps) {
+  // ZB-H1 splits each backward: the "backward input" span holds the input-gradient ops (pass label
+  // 1: data-gradient GEMMs, attention backward, their collectives, recompute replays), the
+  // "backward weight" span the weight-gradient GEMMs and, under sequence parallelism, the input
+  // re-gather they need (label 2). Each pass's ops add up to the pass.
+  const strategy_spec s{.seq_len = 4096,
+                        .micro_batch_size = 1,
+                        .micro_batch_num = 8,
+                        .world_size = 8,
+                        .tp_size = 2,
+                        .pp_size = 4,
+                        .pipeline_schedule = pipeline_schedule_kind::zb_h1};
+  const auto t = trace_iteration(catalogue::llama3_8b, s, catalogue::h200);
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, double> op_sum;
+  for (const auto& sp : t.spans)
+    if (sp.op >= 0 && sp.pass > 0) op_sum[{sp.rank, sp.micro_batch, static_cast<int>(sp.pass)}] += sp.end - sp.start;
+  std::size_t inputs = 0, weights = 0;
+  for (const auto& sp : t.spans) {
+    if (sp.stream != trace_stream::passes || sp.name == "forward") continue;
+    const bool weight = sp.name == "backward weight";
+    ASSERT_TRUE(weight || sp.name == "backward input") << sp.name;
+    (weight ? weights : inputs) += 1;
+    const double d = sp.end - sp.start;
+    EXPECT_NEAR((op_sum[{sp.rank, sp.micro_batch, weight ? 2 : 1}]), d, 1e-9 * d);
+  }
+  EXPECT_EQ(inputs, 4U * 8U);
+  EXPECT_EQ(weights, 4U * 8U);
+}

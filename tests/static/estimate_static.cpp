@@ -21,4 +21,32 @@ constexpr seconds pipeline_4x8 = [] {
   return simulate_1f1b(t, 8).total;
 }();
 static_assert(pipeline_4x8 == 33_s);
+
+// ZB-H1 with F = B = W: (m + p - 1)F + m(B + W), a third of 1F1B's bubble (Qi et al. 2024 §2.1).
+constexpr double zb_h1_4x8 = [] {
+  schedule_setup in;
+  in.ranks = 4;
+  in.durations.assign(4, chunk_durations{1, 1, 1, 0, 0});
+  in.p2p.assign(4, 0.0);
+  return simulate_zb_h1(in, 8).pipe.total.value;
+}();
+static_assert(zb_h1_4x8 == 27);
+
+// A catalogue ZB-H1 estimate: its pipeline is never slower than 1F1B's on the same stages.
+constexpr strategy_spec tp8_pp4_zbh1{.seq_len = 4096,
+                                     .micro_batch_size = 1,
+                                     .micro_batch_num = 16,
+                                     .world_size = 32,
+                                     .tp_size = 8,
+                                     .pp_size = 4,
+                                     .pipeline_schedule = pipeline_schedule_kind::zb_h1};
+constexpr strategy_spec tp8_pp4_1f1b = [] {
+  strategy_spec s = tp8_pp4_zbh1;
+  s.pipeline_schedule = {};
+  return s;
+}();
+constexpr estimate_result llama3_70b_zbh1 = estimate(catalogue::llama3_70b, tp8_pp4_zbh1, catalogue::h100_sxm);
+constexpr estimate_result llama3_70b_1f1b = estimate(catalogue::llama3_70b, tp8_pp4_1f1b, catalogue::h100_sxm);
+static_assert(llama3_70b_zbh1.cost.pipeline_time < llama3_70b_1f1b.cost.pipeline_time);
+static_assert(llama3_70b_zbh1.stages[0].micro_batches_in_flight == 4);
 }  // namespace

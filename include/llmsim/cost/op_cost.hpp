@@ -48,6 +48,8 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
+    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
     return t;
   }
   seconds t{};

@@ -18,6 +18,7 @@
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
+#include <llmsim/schedule/engine.hpp>
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>
@@ -104,6 +105,8 @@ struct stage_result {
   std::int64_t layers = 0;
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
+  seconds bwd_weight_time{};       ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
+  seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
   seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
   seconds chunk_time{};  ///< forward + backward + p2p of one micro-batch
@@ -407,6 +410,10 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.zero_state",
                  "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
                  s.zero_state);
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"dualpipev\" is not modelled yet (use \"1f1b\", \"interleaved_1f1b\" "
+                 "or \"zb_h1\")");
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
@@ -480,6 +487,8 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
+      r.bwd_weight_time += l.bwd_weight * n;
+      r.bwd_weight_comm_time += l.bwd_weight_comm * n;
       r.recompute_time += l.replay() * n;
       r.fwd_tp_comm_time += l.fwd_comm * n;
       r.bwd_tp_comm_time += l.bwd_comm * n;
@@ -526,8 +535,14 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
 /// the one in flight, each chunk holding layers / v of the stage.
+/// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
+/// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) {
+    r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
+    return static_cast<double>(r.micro_batches_in_flight - 1) * held;
+  }
   if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
@@ -648,6 +663,26 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   }
 }
 
+/// ZB-H1 over every rank: B is the backward without its weight-gradient pass (plus recompute and
+/// the input-gradient collectives), W the weight-gradient kernels and their collectives (the
+/// sequence-parallel re-gather of a linear's input that the weight gradient needs).
+constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_spec& s,
+                                    const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                    std::vector<pipeline_event>* events) {
+  schedule_setup in;
+  in.ranks = static_cast<std::int64_t>(rank_stage.size());
+  in.async_p2p = s.pp_comm_async;
+  for (const std::uint8_t i : rank_stage) {
+    const stage_result& st = out.stages[i];
+    const seconds input = st.bwd_compute_time - st.bwd_weight_time + st.recompute_time + st.bwd_tp_comm_time -
+                          st.bwd_weight_comm_time + st.recompute_tp_comm_time;
+    const seconds weight = st.bwd_weight_time + st.bwd_weight_comm_time;
+    in.durations.push_back({(st.fwd_compute_time + st.fwd_tp_comm_time).value, input.value, weight.value, 0.0, 0.0});
+    in.p2p.push_back(p2p.value);
+  }
+  return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
+}
+
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
 /// is simulated (no steady-state extension) and every span recorded.
@@ -662,6 +697,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
                        st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
   }
   // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
   if (s.interleaving_size <= 1) {
     if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
     return simulate_1f1b(timings, s.micro_batch_num);

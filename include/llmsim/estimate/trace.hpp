@@ -221,9 +221,17 @@ inline void record_job(recorded_job& job, const model_spec& m, const strategy_sp
 
 /// The forward and backward op lists of model chunk `chunk` of pipeline rank `rank`.
 struct chunk_ops {
-  std::vector<op_step> forward, backward;
-  double forward_time = 0, backward_time = 0;  ///< sums of their priced times
+  std::vector<op_step> forward, backward, backward_input, backward_weight;  ///< by pipeline_event::kind
+  double forward_time = 0, backward_time = 0, backward_input_time = 0,
+         backward_weight_time = 0;  ///< sums of their priced times
 };
+
+/// The priced time of a list of op steps.
+inline double steps_time(const recorded_job& job, const std::vector<op_step>& steps) {
+  double sum = 0;
+  for (const op_step& st : steps) sum += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  return sum;
+}
 
 inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
                               std::int64_t chunk) {
@@ -244,9 +252,12 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   chunk_ops out;
   out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
   out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
-  for (const op_step& st : out.forward) out.forward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
-  for (const op_step& st : out.backward)
-    out.backward_time += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
+  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, rank != p - 1);
+  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, rank != p - 1);
+  out.forward_time = steps_time(job, out.forward);
+  out.backward_time = steps_time(job, out.backward);
+  out.backward_input_time = steps_time(job, out.backward_input);
+  out.backward_weight_time = steps_time(job, out.backward_weight);
   return out;
 }
 
@@ -326,9 +337,9 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   for (const pipeline_event& e : events) {
-    constexpr std::array<std::string_view, 4> names{"forward", "backward", "send", "recv"};
-    const bool forward = e.what == pipeline_event::kind::forward;
-    if (!forward && e.what != pipeline_event::kind::backward) {
+    constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
+                                                    "recv",    "backward input", "backward weight"};
+    if (e.what == pipeline_event::kind::send || e.what == pipeline_event::kind::recv) {
       t.spans.push_back({e.rank, trace_stream::pipeline, names[static_cast<std::size_t>(e.what)], e.micro_batch,
                          e.chunk, e.start, e.end});
       continue;
@@ -336,8 +347,14 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
     const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
-    detail::add_op_spans(t, job, e, forward ? c.forward : c.backward, forward ? c.forward_time : c.backward_time,
-                         s.interleaving_size > 1);
+    if (e.what == pipeline_event::kind::forward)
+      detail::add_op_spans(t, job, e, c.forward, c.forward_time, s.interleaving_size > 1);
+    else if (e.what == pipeline_event::kind::backward)
+      detail::add_op_spans(t, job, e, c.backward, c.backward_time, s.interleaving_size > 1);
+    else if (e.what == pipeline_event::kind::backward_input)
+      detail::add_op_spans(t, job, e, c.backward_input, c.backward_input_time, false);
+    else
+      detail::add_op_spans(t, job, e, c.backward_weight, c.backward_weight_time, false);
   }
   detail::add_tail(t, s, pipe.total.value);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)

@@ -132,12 +132,14 @@ struct leaf {
   seconds bwd_weight{};         ///< of which the weight-gradient kernels (what zero-bubble schedules defer)
   seconds
       fwd_comm{};  ///< tensor-parallel collectives in forward (not overlapped: Megatron runs them on the compute stream)
-  seconds bwd_comm{};   ///< ... in backward
-  double params = 0;    ///< parameters held by this rank
-  double cache = 0;     ///< bytes saved for backward when not recomputed
-  double input = 0;     ///< bytes of its input (what a recompute segment starting here keeps)
-  double fwd_peak = 0;  ///< transient bytes while its forward runs, on top of what is held
-  double bwd_peak = 0;  ///< transient bytes while its backward runs
+  seconds bwd_comm{};            ///< ... in backward
+  seconds bwd_weight_comm{};     ///< of bwd_comm, the weight-gradient pass's collectives (zero-bubble W)
+  seconds fwd_a2a{}, bwd_a2a{};  ///< of fwd_comm / bwd_comm, the expert-parallel token exchange (DualPipe overlaps it)
+  double params = 0;             ///< parameters held by this rank
+  double cache = 0;              ///< bytes saved for backward when not recomputed
+  double input = 0;              ///< bytes of its input (what a recompute segment starting here keeps)
+  double fwd_peak = 0;           ///< transient bytes while its forward runs, on top of what is held
+  double bwd_peak = 0;           ///< transient bytes while its backward runs
   std::int64_t weight_rows = 0,
                weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
   bool recompute = false;        ///< forward replayed in backward

@@ -12,10 +12,12 @@
 ///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
 ///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
 ///   its send.
-/// Each chunk takes 1/v of its rank's per-micro-batch time.
+/// Each chunk takes 1/v of its rank's per-micro-batch time. The simulation is the pass-list engine
+/// (schedule/engine.hpp) over the order `interleaved_passes` writes.
 #pragma once
 
 #include <llmsim/core/error.hpp>
+#include <llmsim/schedule/engine.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 
 #include <cstdint>
@@ -67,74 +69,53 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
   return backward(steady + (i - warmup - 2 * steady));
 }
 
+/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine.
+constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g) {
+  pass_lists out;
+  out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
+  out.begin.push_back(0);
+  for (std::int64_t r = 0; r < p; ++r) {
+    for (std::int64_t i = 0; i < 2 * m * v; ++i) {
+      const chunk_pass c = interleaved_pass(i, p, v, m, g, r);
+      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, false});
+    }
+    out.begin.push_back(out.passes.size());
+  }
+  return out;
+}
+
+/// The engine's setup for `timings` split evenly over `v` looped chunks.
+constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timings, std::int64_t v, bool async_p2p) {
+  schedule_setup in;
+  in.ranks = static_cast<std::int64_t>(timings.size());
+  in.chunks = v;
+  in.async_p2p = async_p2p;
+  for (const stage_timing& t : timings) {
+    for (std::int64_t c = 0; c < v; ++c)
+      in.durations.push_back(
+          {t.forward.value / static_cast<double>(v), t.backward.value / static_cast<double>(v), 0.0, 0.0, 0.0});
+    in.p2p.push_back(t.p2p.value);
+  }
+  return in;
+}
+
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
-/// in groups of `g`. Returns every rank's finish and the slowest.
+/// in groups of `g` (schedule/engine.hpp; long runs with the steady-period extension, every
+/// micro-batch when `events` is given). Returns every rank's finish and the slowest.
 constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& timings, std::int64_t v, std::int64_t m,
                                                std::int64_t g, bool async_p2p,
                                                std::vector<pipeline_event>* events = nullptr) {
   const auto p = static_cast<std::int64_t>(timings.size());
-  const std::int64_t stages = p * v, passes = 2 * m * v;
-  pipeline_result out;
-  out.finish.assign(timings.size(), seconds{});
-  if (p == 0 || m <= 0) return out;
-  // Finish time of each (virtual stage, micro-batch) forward and backward; -1 until it has run.
-  std::vector<double> fwd(static_cast<std::size_t>(stages * m), -1.0), bwd(static_cast<std::size_t>(stages * m), -1.0);
-  std::vector<std::int64_t> next(timings.size(), 0);
-  std::vector<double> clock(timings.size(), 0.0);
-  auto at = [&](std::int64_t stage, std::int64_t mb) {
-    return static_cast<std::size_t>(mb * stages + stage);
-  };  // neighbouring passes, neighbouring entries
-  // Run a rank until its next pass waits on another rank, then go to that rank (follow the
-  // dependency instead of sweeping): every pass is visited once, plus at most p hops per stall.
-  std::int64_t r = 0, next_scan = 0, hops = 0;
-  while (true) {
-    const auto ri = static_cast<std::size_t>(r);
-    std::int64_t blocked_on = -1;
-    while (next[ri] < passes) {
-      const chunk_pass c = interleaved_pass(next[ri], p, v, m, g, r);
-      const std::int64_t stage = c.chunk * p + r;
-      // The stage this pass waits for (a backward of the last stage waits for its own forward).
-      const std::int64_t from = c.forward ? stage - 1 : (stage == stages - 1 ? stage : stage + 1);
-      double ready = 0;
-      if (from >= 0) {
-        const double dep =
-            c.forward || stage == stages - 1 ? fwd[at(from, c.micro_batch)] : bwd[at(from, c.micro_batch)];
-        if (dep < 0) {
-          blocked_on = from % p;
-          break;
-        }
-        ready = dep + (from % p != r ? timings[static_cast<std::size_t>(from % p)].p2p.value : 0.0);
-      }
-      const double start = clock[ri] > ready ? clock[ri] : ready;
-      const double work = (c.forward ? timings[ri].forward.value : timings[ri].backward.value) / static_cast<double>(v);
-      (c.forward ? fwd : bwd)[at(stage, c.micro_batch)] = start + work;
-      if (events != nullptr)
-        events->push_back({r, c.forward ? pipeline_event::kind::forward : pipeline_event::kind::backward, c.micro_batch,
-                           c.chunk, start, start + work});
-      const bool sends = c.forward ? stage < stages - 1 : stage > 0;
-      clock[ri] = start + work + (!async_p2p && sends && p > 1 ? timings[ri].p2p.value : 0.0);
-      ++next[ri];
-      hops = 0;
-    }
-    if (blocked_on < 0) {  // finished: continue with the first rank that is not
-      while (next_scan < p && next[static_cast<std::size_t>(next_scan)] == passes) ++next_scan;
-      if (next_scan == p) break;
-      r = next_scan;
-      continue;
-    }
-    if (++hops > p + 1)
-      detail::report_error("llmsim::schedule", "",
-                           "the interleaved schedule deadlocked with {} stages, {} chunks and {} micro-batches", p, v,
-                           m);
-    r = blocked_on;
+  if (p == 0 || m <= 0) {
+    pipeline_result none;
+    none.finish.assign(timings.size(), seconds{});
+    return none;
   }
-  double total = 0;
-  for (std::size_t k = 0; k < timings.size(); ++k) {
-    out.finish[k] = seconds{clock[k]};
-    total = clock[k] > total ? clock[k] : total;
-  }
-  out.total = seconds{total};
-  return out;
+  const schedule_setup in = interleaved_setup(timings, v, async_p2p);
+  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
 }
 
 LLMSIM_END_NAMESPACE

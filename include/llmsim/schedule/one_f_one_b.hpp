@@ -120,9 +120,10 @@ constexpr std::size_t rank_program(std::vector<pipeline_step>& steps, std::size_
 }  // namespace detail
 
 /// One span of a simulated pipeline rank (what a trace shows): a forward or backward of a
-/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour.
+/// micro-batch (model chunk `chunk` when interleaved), or a transfer to or from a neighbour;
+/// zero-bubble schedules split the backward into its input-gradient and weight-gradient parts.
 struct pipeline_event {
-  enum class kind : std::uint8_t { forward, backward, send, recv };
+  enum class kind : std::uint8_t { forward, backward, send, recv, backward_input, backward_weight };
   std::int64_t rank = 0;
   kind what = kind::forward;
   std::int64_t micro_batch = 0;

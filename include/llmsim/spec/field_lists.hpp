@@ -85,6 +85,7 @@ struct field_list<strategy_spec> {
       field{"interleaving_size", &s::interleaving_size},
       field{"microbatch_group_size_per_vp_stage", &s::microbatch_group_size_per_vp_stage},
       field{"pp_comm_async", &s::pp_comm_async},
+      field{"pipeline_schedule", &s::pipeline_schedule},
       field{"enable_straggler_model", &s::enable_straggler_model},
       field{"zero_state", &s::zero_state},
       field{"attention_sparse_ratio", &s::attention_sparse_ratio},

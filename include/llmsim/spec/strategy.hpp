@@ -69,6 +69,19 @@ struct enum_names<recompute_kind> {
        {recompute_kind::selective_recompute, "selective_recompute"}}};
 };
 
+/// Pipeline schedule: Megatron-LM's 1F1B and interleaved 1F1B, zero-bubble ZB-H1 (Qi et al.,
+/// ICLR 2024, §2.1), DeepSeek's DualPipeV (deepseek-ai/DualPipe).
+enum class pipeline_schedule_kind : std::uint8_t { invalid, one_f_one_b, interleaved_1f1b, zb_h1, dualpipev };
+template <>
+struct enum_names<pipeline_schedule_kind> {
+  static constexpr std::array<std::pair<pipeline_schedule_kind, std::string_view>, 5> value{
+      {{pipeline_schedule_kind::invalid, ""},
+       {pipeline_schedule_kind::one_f_one_b, "1f1b"},
+       {pipeline_schedule_kind::interleaved_1f1b, "interleaved_1f1b"},
+       {pipeline_schedule_kind::zb_h1, "zb_h1"},
+       {pipeline_schedule_kind::dualpipev, "dualpipev"}}};
+};
+
 /// Modules of Megatron-LM 0.14's `--recompute-modules`.
 enum class recompute_module : std::uint8_t { invalid, core_attn, layernorm, mla_up_proj, moe_act, mlp, moe };
 template <>
@@ -165,6 +178,9 @@ struct strategy_spec {
   std::int64_t interleaving_size = 1;  ///< virtual pipeline chunks per stage; 1 is plain 1F1B
   std::optional<std::int64_t> microbatch_group_size_per_vp_stage = {};
   bool pp_comm_async = true;
+  /// "1f1b", "interleaved_1f1b", "zb_h1" or "dualpipev"; absent: interleaved_1f1b when
+  /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
+  std::optional<pipeline_schedule_kind> pipeline_schedule = {};
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
   double attention_sparse_ratio = 0.0;
@@ -261,7 +277,35 @@ constexpr bool te_at_least(const strategy_spec& s, const version_text& minimum) 
   return detail::version_triple(s.te_version.view()) >= detail::version_triple(minimum.view());
 }
 
+/// The pipeline schedule the strategy runs: `pipeline_schedule`, or what interleaving_size implies.
+constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
+  if (s.pipeline_schedule) return *s.pipeline_schedule;
+  return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
+}
+
 namespace detail {
+/// The schedule against the interleaving it needs.
+constexpr void validate_pipeline_schedule(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.pipeline_schedule) return;
+  const pipeline_schedule_kind k = *s.pipeline_schedule;
+  if (k == pipeline_schedule_kind::invalid)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule must be \"1f1b\", \"interleaved_1f1b\", \"zb_h1\" or \"dualpipev\"");
+  if ((k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev) && s.interleaving_size > 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"{}\" cannot run with strategy.interleaving_size={} (it places its own "
+                 "model chunks; use interleaving_size=1)",
+                 enum_name(k), s.interleaving_size);
+  if (k == pipeline_schedule_kind::interleaved_1f1b && s.interleaving_size == 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"interleaved_1f1b\" needs strategy.interleaving_size > 1, got 1");
+  if (k == pipeline_schedule_kind::one_f_one_b && s.interleaving_size > 1)
+    report_error(api, "strategy.pipeline_schedule",
+                 "strategy.pipeline_schedule=\"1f1b\" with strategy.interleaving_size={} is interleaved_1f1b",
+                 s.interleaving_size);
+}
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -340,6 +384,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.interleaving_size={} with pp_comm_async=false requires strategy.pp_size > 2 (Megatron: no "
                  "two p2p pairs between the same ranks), got {}",
                  s.interleaving_size, s.pp_size);
+  validate_pipeline_schedule(s);
   if (s.microbatch_group_size_per_vp_stage && *s.microbatch_group_size_per_vp_stage < s.pp_size)
     report_error(api, "strategy.microbatch_group_size_per_vp_stage",
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",

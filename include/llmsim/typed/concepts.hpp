@@ -78,6 +78,7 @@ enum class option_key : std::uint8_t {
   last_stage_layers,
   recompute,
   sequence_parallel,
+  pipeline_schedule,
   custom
 };
 

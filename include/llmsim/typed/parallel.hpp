@@ -148,6 +148,19 @@ struct full_layers {
 using full = full_layers<max_dimension>;
 }  // namespace recompute
 
+/// The pipeline schedule (the strategy-name tokens `zbh1` / `dualpipev`): `schedule::zb_h1`, ...
+namespace schedule {
+template <pipeline_schedule_kind K>
+struct kind {
+  static constexpr option_key key = option_key::pipeline_schedule;
+  static constexpr void apply(strategy_draft& d) { d.spec.pipeline_schedule = K; }
+};
+using one_f_one_b = kind<pipeline_schedule_kind::one_f_one_b>;
+using interleaved_1f1b = kind<pipeline_schedule_kind::interleaved_1f1b>;
+using zb_h1 = kind<pipeline_schedule_kind::zb_h1>;
+using dualpipev = kind<pipeline_schedule_kind::dualpipev>;
+}  // namespace schedule
+
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
 inline constexpr strategy_spec parallel_defaults{
@@ -161,7 +174,8 @@ struct parallel_option {
   static_assert(StrategyOption<T>,
                 "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
                 "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
-                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>); "
+                "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>, "
+                "schedule::zb_h1/...); "
                 "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
