@@ -5310,6 +5310,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(s);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev) detail::validate_v_shape_split(m, s);
   const bool mla = m.attention_type == attention_kind::mla;
   if (m.head_num % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
@@ -5439,7 +5440,11 @@ struct stage_result {
   std::int64_t layers = 0;
   // Time of one micro-batch.
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
-  seconds bwd_weight_time{};       ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
+  seconds bwd_weight_time{};               ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
+  seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
+  seconds hidden_comm_time{};  ///< DualPipeV: expert exchange hidden under the paired pass, over the iteration
+  std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
+  std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
   seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
@@ -5668,6 +5673,22 @@ constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy
   return out;
 }
 
+/// Whether the strategy runs DualPipeV (V-shaped placement, two model chunks per rank).
+constexpr bool v_shaped(const strategy_spec& s) { return pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev; }
+
+/// What rank `rank` holds under the strategy's placement (looped or V-shaped).
+constexpr rank_layout placed_layout(const model_spec& m, const strategy_spec& s, const stage_layers& split,
+                                    std::int64_t rank) {
+  return v_shaped(s) ? v_shape_layout_of_rank(m, s, rank) : layout_of_rank(m, s, split, rank);
+}
+
+/// Pipeline boundaries rank `rank` of `p` exchanges with other ranks per micro-batch and direction:
+/// looped 1F1B one with each existing neighbour; V-shaped two with each neighbour (one per chunk),
+/// the last rank handing chunk 0's output to its own chunk 1.
+constexpr std::int64_t v_shape_neighbours(std::int64_t rank, std::int64_t p) {
+  return (rank > 0 ? 1 : 0) + (rank < p - 1 ? 1 : 0);
+}
+
 namespace detail {
 /// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
 /// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
@@ -5744,10 +5765,6 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.zero_state",
                  "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
                  s.zero_state);
-  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
-    report_error(api, "strategy.pipeline_schedule",
-                 "strategy.pipeline_schedule=\"dualpipev\" is not modelled yet (use \"1f1b\", \"interleaved_1f1b\" "
-                 "or \"zb_h1\")");
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
@@ -5823,6 +5840,8 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.bwd_compute_time += l.bwd * n;
       r.bwd_weight_time += l.bwd_weight * n;
       r.bwd_weight_comm_time += l.bwd_weight_comm * n;
+      r.fwd_a2a_time += l.fwd_a2a * n;
+      r.bwd_a2a_time += l.bwd_a2a * n;
       r.recompute_time += l.replay() * n;
       r.fwd_tp_comm_time += l.fwd_comm * n;
       r.bwd_tp_comm_time += l.bwd_comm * n;
@@ -5948,6 +5967,94 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
   return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
 }
 
+/// DualPipeV: the program of chunk `c` of a V-shaped rank (chunk 0 with the embedding, chunk 1
+/// with the output layer and loss, on rank 0).
+constexpr stage_program v_chunk_program(const job_context& j, const rank_layout& lay, std::int64_t c) {
+  const std::int64_t dense = c == 0 ? lay.chunk_dense_layers : lay.dense_layers - lay.chunk_dense_layers;
+  return build_stage(*j.blocks, *j.c, lay.chunk_layers, dense, c == 0 && lay.embedding, c == 1 && lay.head);
+}
+
+/// DualPipeV: each chunk's pass times. Chunk 0 receives its input from rank - 1 and its gradient
+/// from rank + 1 (the last rank from its own chunk 1); chunk 1 the other way round; a receive from
+/// another rank adds the pipeline's tp gather (scatter_gather_tensors_in_pipeline) to the pass.
+constexpr void price_v_chunks(stage_result& r, const job_context& j) {
+  const std::int64_t p = j.c->s().pp_size, rank = r.rank;
+  for (std::size_t c = 0; c < 2; ++c) {
+    stage_result part;
+    price_program(part, v_chunk_program(j, r.layout, static_cast<std::int64_t>(c)), j);
+    const bool fwd_recv = c == 0 ? rank > 0 : rank < p - 1, bwd_recv = c == 0 ? rank < p - 1 : rank > 0;
+    const seconds fwd = part.fwd_compute_time + part.fwd_tp_comm_time + (fwd_recv ? j.p2p_gather : seconds{});
+    const seconds input = part.bwd_compute_time - part.bwd_weight_time + part.recompute_time + part.bwd_tp_comm_time -
+                          part.bwd_weight_comm_time + part.recompute_tp_comm_time +
+                          (bwd_recv ? j.p2p_gather : seconds{});
+    r.v_chunks[c] = {fwd.value, input.value, (part.bwd_weight_time + part.bwd_weight_comm_time).value,
+                     part.fwd_a2a_time.value, part.bwd_a2a_time.value};
+  }
+}
+
+/// DualPipeV: the expert exchange rank `r.rank` hides over the iteration: each overlapped pair of
+/// its order takes max(compute, exchange) instead of the sum (schedule/engine.hpp).
+constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int64_t m) {
+  const std::vector<scheduled_pass> order = dualpipev_order(p, m, r.rank);
+  double hidden = 0;
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+    if (!order[i].overlapped_with_next) continue;
+    const chunk_durations& f = r.v_chunks[static_cast<std::size_t>(order[i].chunk)];
+    const chunk_durations& b = r.v_chunks[static_cast<std::size_t>(order[i + 1].chunk)];
+    const double total = f.forward + b.backward_input + b.backward_weight, comm = f.forward_comm + b.backward_comm;
+    hidden += total - (total - comm > comm ? total - comm : comm);
+    ++i;
+  }
+  return seconds{hidden};
+}
+
+/// DualPipeV activations, walked over the rank's pass order (`dualpipev_order`): a forward of
+/// chunk c adds c's activations on top of what is held (its own transient peak on top), a whole
+/// or weight-gradient backward frees them, an input-gradient backward keeps them for its W
+/// (schedule/engine.hpp); each backward's transient peak counts from what is held without its own set.
+constexpr void size_v_activations(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const std::array<stage_memory, 2> chunk{walk_stage(v_chunk_program(j, r.layout, 0)),
+                                          walk_stage(v_chunk_program(j, r.layout, 1))};
+  double held = 0, fwd_top = 0, bwd_top = 0;
+  std::int64_t sets = 0, peak_sets = 0;
+  peak_site fwd_site{}, bwd_site{};
+  for (const scheduled_pass& c : dualpipev_order(s.pp_size, s.micro_batch_num, r.rank)) {
+    const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
+    if (c.type == pass_type::forward) {
+      if (held + k.fwd_peak > fwd_top) {
+        fwd_top = held + k.fwd_peak;
+        fwd_site = k.fwd_site;
+      }
+      held += k.held;
+      peak_sets = ++sets > peak_sets ? sets : peak_sets;
+      continue;
+    }
+    if (c.type != pass_type::backward_weight && held - k.held + k.bwd_peak > bwd_top) {
+      bwd_top = held - k.held + k.bwd_peak;
+      bwd_site = k.bwd_site;
+    }
+    if (c.type != pass_type::backward_input) {
+      held -= k.held;
+      --sets;
+    }
+  }
+  r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
+  r.micro_batches_in_flight = (peak_sets + 1) / 2;  // activation sets of half a micro-batch's layers each
+  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
+  r.v_chunk_held = {chunk[0].held, chunk[1].held};
+  const double fwd = chunk[0].fwd_peak > chunk[1].fwd_peak ? chunk[0].fwd_peak : chunk[1].fwd_peak;
+  const double bwd = chunk[0].bwd_peak > chunk[1].bwd_peak ? chunk[0].bwd_peak : chunk[1].bwd_peak;
+  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
+  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
+  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
+  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
+  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.peak_mem =
+      r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -5961,17 +6068,29 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const double dummy = price_program(r, prog, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
-  const double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
-                                                   : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
+                                             : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  if (v_shaped(s)) {  // each direction: a receive and a send per neighbour boundary
+    const auto boundaries = static_cast<double>(v_shape_neighbours(rank, p));
+    transfers = 4.0 * boundaries;
+    r.fwd_tp_comm_time += j.p2p_gather * boundaries;
+    r.bwd_tp_comm_time += j.p2p_gather * boundaries;
+    price_v_chunks(r, j);
+    r.hidden_comm_time = v_hidden_comm(r, p, s.micro_batch_num);
+  } else {
+    if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
+    if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
+  }
   r.p2p_time = j.p2p * transfers;
-  if (receives) r.fwd_tp_comm_time += j.p2p_gather;  // the activation from the previous stage
-  if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                  r.recompute_tp_comm_time + r.p2p_time;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
   plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
-  size_activations(r, j, prog);
+  if (v_shaped(s))
+    size_v_activations(r, j, prog);
+  else
+    size_activations(r, j, prog);
   return r;
 }
 
@@ -5982,7 +6101,7 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   const stage_layers split = split_layers(m, s);
   rank_stage.assign(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
-    const rank_layout lay = layout_of_rank(m, s, split, rank);
+    const rank_layout lay = placed_layout(m, s, split, rank);
     const std::size_t i = find_stage(out, stage_kind_of(rank, s.pp_size), lay);
     if (i == out.stage_count) {
       if (i == max_distinct_stages)
@@ -6017,6 +6136,38 @@ constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_s
   return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
 }
 
+/// DualPipeV over every rank: V-shaped placement, each chunk's own pass times (`v_chunks`), the
+/// overlapped forward-backward pairs of `dualpipev_order`. dualpipev.py waits for the sends and
+/// receives it posts after a pass before it starts the next one (`_commit_and_wait_comm`), so the
+/// sender waits for its send. Long runs use the engine's steady-period extension; a pass waits on
+/// passes at most 2p micro-batches apart (the first rank's warm-up reaches micro-batch 2p - 1).
+constexpr pipeline_result run_dualpipev(const estimate_result& out, const strategy_spec& s,
+                                        const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                        std::vector<pipeline_event>* events) {
+  schedule_setup in;
+  in.ranks = s.pp_size;
+  in.chunks = 2;
+  in.placement = chunk_placement::v_shape;
+  in.async_p2p = false;
+  for (const std::uint8_t i : rank_stage) {
+    in.durations.push_back(out.stages[i].v_chunks[0]);
+    in.durations.push_back(out.stages[i].v_chunks[1]);
+    in.p2p.push_back(p2p.value);
+  }
+  const auto lists = [&](std::int64_t m) {
+    pass_lists l;
+    l.begin.push_back(0);
+    for (std::int64_t r = 0; r < s.pp_size; ++r) {
+      for (const scheduled_pass& c : dualpipev_order(s.pp_size, m, r)) l.passes.push_back(c);
+      l.begin.push_back(l.passes.size());
+    }
+    return l;
+  };
+  if (events != nullptr)
+    return detail::simulate_passes(in, lists(s.micro_batch_num), s.micro_batch_num, nullptr, events).pipe;
+  return run_schedule(in, s.micro_batch_num, 1, 2 * s.pp_size + 1, lists).pipe;
+}
+
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
 /// is simulated (no steady-state extension) and every span recorded.
@@ -6032,6 +6183,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
   }
   // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
+  if (v_shaped(s)) return run_dualpipev(out, s, rank_stage, p2p, events);
   if (s.interleaving_size <= 1) {
     if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
     return simulate_1f1b(timings, s.micro_batch_num);
@@ -6083,12 +6235,13 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.fwd_compute_time = st.fwd_compute_time * mb;
   br.bwd_compute_time = st.bwd_compute_time * mb;
   br.recompute_time = st.recompute_time * mb;
-  br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb;
+  br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb -
+                          st.hidden_comm_time;  // DualPipeV: the exchange its pairs hide
   br.inter_exposed_time = st.p2p_time * mb;
   br.dp_exposed_time = st.dp_exposed_time;
   br.optim_time = st.optim_time;
   br.straggler_time = straggler;
-  br.bubble_time = duration - st.chunk_time * mb - st.dp_exposed_time - st.optim_time - straggler;
+  br.bubble_time = duration - st.chunk_time * mb + st.hidden_comm_time - st.dp_exposed_time - st.optim_time - straggler;
   if (br.bubble_time.value < 1e-9 * duration.value) br.bubble_time = seconds{};  // rounding of m equal chunks
   return br;
 }
@@ -6318,7 +6471,7 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   std::vector<std::size_t> out(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     out[static_cast<std::size_t>(rank)] =
-        find_stage(r, stage_kind_of(rank, s.pp_size), layout_of_rank(m, s, split, rank));
+        find_stage(r, stage_kind_of(rank, s.pp_size), placed_layout(m, s, split, rank));
   }
   return out;
 }
@@ -6449,11 +6602,38 @@ inline double steps_time(const recorded_job& job, const std::vector<op_step>& st
   return sum;
 }
 
+/// The op lists of one chunk program whose first decoder layer is `base`; `gather_in` /
+/// `gather_grad`: its forward input / backward gradient arrives from another rank.
+inline chunk_ops chunk_ops_of(const recorded_job& job, const stage_program& prog, std::int64_t base, bool gather_in,
+                              bool gather_grad) {
+  chunk_ops out;
+  out.forward = pass_ops(job, prog, base, pass_selection::forward, gather_in);
+  out.backward = pass_ops(job, prog, base, pass_selection::backward, gather_grad);
+  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, gather_grad);
+  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, gather_grad);
+  out.forward_time = steps_time(job, out.forward);
+  out.backward_time = steps_time(job, out.backward);
+  out.backward_input_time = steps_time(job, out.backward_input);
+  out.backward_weight_time = steps_time(job, out.backward_weight);
+  return out;
+}
+
+/// DualPipeV: chunk `chunk` of V-shaped rank `rank` (virtual stage r or 2p - 1 - r).
+inline chunk_ops v_chunk_ops(const recorded_job& job, const rank_layout& lay, std::int64_t rank, std::int64_t p,
+                             std::int64_t chunk) {
+  const std::int64_t dense = chunk == 0 ? lay.chunk_dense_layers : lay.dense_layers - lay.chunk_dense_layers;
+  const stage_program prog = build_stage(job.blocks, job.context, lay.chunk_layers, dense, chunk == 0 && lay.embedding,
+                                         chunk == 1 && lay.head);
+  const std::int64_t base = virtual_stage(chunk_placement::v_shape, p, rank, chunk) * lay.chunk_layers;
+  return chunk_ops_of(job, prog, base, chunk == 0 ? rank > 0 : rank < p - 1, chunk == 0 ? rank < p - 1 : rank > 0);
+}
+
 inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
                               std::int64_t chunk) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   const stage_layers split = split_layers(m, s);
-  const rank_layout lay = layout_of_rank(m, s, split, rank);
+  const rank_layout lay = placed_layout(m, s, split, rank);
+  if (v_shaped(s)) return v_chunk_ops(job, lay, rank, p, chunk);
   const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
   // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
   const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
@@ -6464,17 +6644,26 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
     dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
   }
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
-  const stage_program prog = build_stage(job.blocks, job.context, layers, dense, embedding, head);
-  chunk_ops out;
-  out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
-  out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
-  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, rank != p - 1);
-  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, rank != p - 1);
-  out.forward_time = steps_time(job, out.forward);
-  out.backward_time = steps_time(job, out.backward);
-  out.backward_input_time = steps_time(job, out.backward_input);
-  out.backward_weight_time = steps_time(job, out.backward_weight);
-  return out;
+  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head), base, rank != 0,
+                      rank != p - 1);
+}
+
+/// DualPipeV: a forward and a backward that ran as one overlapped pair share one interval in the
+/// schedule; the trace shows the forward first and the backward after it, the interval split in
+/// proportion to their priced times (each pass's ops then scaled to its part).
+inline void split_overlapped_pairs(std::vector<pipeline_event>& events, const std::vector<chunk_ops>& chunks,
+                                   std::int64_t per_rank) {
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    pipeline_event& f = events[i];
+    pipeline_event& b = events[i + 1];
+    if (f.what != pipeline_event::kind::forward || b.what != pipeline_event::kind::backward || f.rank != b.rank ||
+        f.start != b.start || f.end != b.end)
+      continue;
+    const double tf = chunks[static_cast<std::size_t>(f.rank * per_rank + f.chunk)].forward_time;
+    const double tb = chunks[static_cast<std::size_t>(b.rank * per_rank + b.chunk)].backward_time;
+    if (tf + tb > 0) f.end = b.start = f.start + (f.end - f.start) * tf / (tf + tb);
+    ++i;
+  }
 }
 
 /// Lays the op spans of one pass `e` out back to back from its start.
@@ -6504,17 +6693,23 @@ inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
 /// (chunks) it holds, and the running one's own transient peak.
 inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
   const double model = static_cast<double>(st.model_mem.value);
-  const double unit =
-      static_cast<double>(st.fwd_activation_cache_per_micro_batch.value) / static_cast<double>(s.interleaving_size);
+  const double whole = static_cast<double>(st.fwd_activation_cache_per_micro_batch.value);
+  // Bytes of one chunk's activations (DualPipeV: each chunk its own, rank 0's hold the embedding / the head).
+  const auto unit = [&](std::int64_t chunk) {
+    return v_shaped(s) ? st.v_chunk_held[static_cast<std::size_t>(chunk)]
+                       : whole / static_cast<double>(s.interleaving_size);
+  };
   double held = 0;
   t.memory.push_back({rank, 0.0, model});
   for (const trace_span& sp : t.spans) {
     if (sp.rank != rank || sp.stream != trace_stream::passes) continue;
     const bool forward = sp.name == "forward";
+    const double set = unit(sp.chunk);
+    const double frees = sp.name == "backward input" ? 0 : set;  // zero bubble: the activations stay until W
     const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
-    t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
-    held += forward ? 1 : -1;
-    t.memory.push_back({rank, sp.end, model + held * unit});
+    t.memory.push_back({rank, sp.start, model + (forward ? held : held - set) + transient});
+    held += forward ? set : -frees;
+    t.memory.push_back({rank, sp.end, model + held});
   }
 }
 
@@ -6549,9 +6744,11 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
   detail::recorded_job job;
   detail::record_job(job, m, s, sys, r.padded_vocab);
   std::vector<detail::chunk_ops> chunks;
+  const std::int64_t per_rank = v_shaped(s) ? 2 : s.interleaving_size;
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
-    for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
+    for (std::int64_t chunk = 0; chunk < per_rank; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
+  detail::split_overlapped_pairs(events, chunks, per_rank);
   for (const pipeline_event& e : events) {
     constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
                                                     "recv",    "backward input", "backward weight"};
@@ -6562,11 +6759,12 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     }
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
-    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
+    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)];
+    const bool rescale = s.interleaving_size > 1 || v_shaped(s);  // chunk shares; DualPipeV's overlapped pairs
     if (e.what == pipeline_event::kind::forward)
-      detail::add_op_spans(t, job, e, c.forward, c.forward_time, s.interleaving_size > 1);
+      detail::add_op_spans(t, job, e, c.forward, c.forward_time, rescale);
     else if (e.what == pipeline_event::kind::backward)
-      detail::add_op_spans(t, job, e, c.backward, c.backward_time, s.interleaving_size > 1);
+      detail::add_op_spans(t, job, e, c.backward, c.backward_time, rescale);
     else if (e.what == pipeline_event::kind::backward_input)
       detail::add_op_spans(t, job, e, c.backward_input, c.backward_input_time, false);
     else

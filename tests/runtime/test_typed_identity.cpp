@@ -61,6 +61,8 @@ constexpr auto deepseek_v3 = model(
 using tp2_dp4 = parallel<tp<2>, dp<4>>;
 using tp8_pp4_dp2 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, recompute::selective>;
 using tp8_pp4_dp2_zbh1 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, llmsim::schedule::zb_h1>;
+using tp8_pp4_dp2_dualpipev = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, llmsim::schedule::dualpipev>;
+using pp4_ep2_dp2_dualpipev = parallel<pp<4>, ep<2>, dp<2>, micro_batches<8>, llmsim::schedule::dualpipev>;
 using tp2_ep4_dp4 = parallel<tp<2>, ep<4>, dp<4>>;
 using ep4_dp8 = parallel<ep<4>, dp<8>>;
 
@@ -234,6 +236,7 @@ void add_cases(std::vector<compiled_case>& out, const std::string& name) {
   out.push_back(make_case<Model, tp8_pp4_dp2, hw::h100_sxm>(name + " tp8_pp4_dp2_mbc16_selective h100_sxm"));
   out.push_back(make_case<Model, tp8_pp4_dp2, hw::a100_pcie>(name + " tp8_pp4_dp2_mbc16_selective a100_pcie"));
   out.push_back(make_case<Model, tp8_pp4_dp2_zbh1, hw::h100_sxm>(name + " tp8_pp4_dp2_mbc16_zbh1 h100_sxm"));
+  out.push_back(make_case<Model, tp8_pp4_dp2_dualpipev, hw::h100_sxm>(name + " tp8_pp4_dp2_mbc16_dualpipev h100_sxm"));
 }
 
 std::vector<compiled_case> compiled_cases() {
@@ -243,6 +246,8 @@ std::vector<compiled_case> compiled_cases() {
   add_cases<qwen3_32b>(out, "qwen3_32b");
   out.push_back(make_case<mixtral_8x7b, tp2_ep4_dp4, hw::h100_sxm>("mixtral_8x7b tp2_ep4_dp4 h100_sxm"));
   out.push_back(make_case<mixtral_8x7b, tp2_ep4_dp4, hw::b200>("mixtral_8x7b tp2_ep4_dp4 b200"));
+  out.push_back(
+      make_case<mixtral_8x7b, pp4_ep2_dp2_dualpipev, hw::h100_sxm>("mixtral_8x7b pp4_ep2_dp2_mbc8_dualpipev h100_sxm"));
   out.push_back(make_case<deepseek_v3, ep4_dp8, hw::h100_sxm>("deepseek_v3 ep4_dp8 h100_sxm"));
   return out;
 }
@@ -284,13 +289,17 @@ TEST(TypedIdentity, CompileTimeEqualsRunTimeThroughJson) {
     expect_identical(*c.compiled, run_time.result);
     ++compared;
   }
-  EXPECT_GE(compared, 15);  // 3 dense models x (2 strategies x 2 systems + ZB-H1) at least
+  EXPECT_GE(compared, 19);  // 3 dense models x (2 strategies x 2 systems + ZB-H1 + DualPipeV), MoE DualPipeV
   RecordProperty("compared", compared);
 }
 
 TEST(TypedIdentity, EveryCatalogueModelSurvivesJson) {
-  const std::string_view strategies[] = {"tp1_dp8", "tp2_dp4", "tp8_pp4_dp2_mbc16_selective",
-                                         "tp2_pp2_dp2_ep2_mbc8_full", "tp2_pp4_mbc16_zbh1"};
+  const std::string_view strategies[] = {"tp1_dp8",
+                                         "tp2_dp4",
+                                         "tp8_pp4_dp2_mbc16_selective",
+                                         "tp2_pp2_dp2_ep2_mbc8_full",
+                                         "tp2_pp4_mbc16_zbh1",
+                                         "pp4_dp2_ep2_mbc8_dualpipev"};
   int compared = 0, not_modelled = 0, refused = 0;
   for (const auto& m : llmsim::catalogue::models) {
     for (const std::string_view name : strategies) {

@@ -32,6 +32,26 @@ constexpr double zb_h1_4x8 = [] {
 }();
 static_assert(zb_h1_4x8 == 27);
 
+// DualPipeV with F = B_input = W = 1 over 4 ranks, 8 micro-batches: each rank's 2 chunks x 8 x
+// (F + B + W) = 48 plus the DualPipe README's bubble (PP/2 - 1)(F&B + B - 3W) = 3·(3 + 2 - 3) = 6.
+constexpr double dualpipev_4x8 = [] {
+  schedule_setup in;
+  in.ranks = 4;
+  in.chunks = 2;
+  in.placement = chunk_placement::v_shape;
+  in.async_p2p = false;
+  in.durations.assign(8, chunk_durations{1, 1, 1, 0, 0});
+  in.p2p.assign(4, 0.0);
+  pass_lists l;
+  l.begin.push_back(0);
+  for (std::int64_t r = 0; r < 4; ++r) {
+    for (const scheduled_pass& c : dualpipev_order(4, 8, r)) l.passes.push_back(c);
+    l.begin.push_back(l.passes.size());
+  }
+  return detail::simulate_passes(in, l, 8).pipe.total.value;
+}();
+static_assert(dualpipev_4x8 == 54);
+
 // A catalogue ZB-H1 estimate: its pipeline is never slower than 1F1B's on the same stages.
 constexpr strategy_spec tp8_pp4_zbh1{.seq_len = 4096,
                                      .micro_batch_size = 1,

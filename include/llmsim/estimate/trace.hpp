@@ -102,7 +102,7 @@ inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const 
   std::vector<std::size_t> out(static_cast<std::size_t>(s.pp_size), 0);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank) {
     out[static_cast<std::size_t>(rank)] =
-        find_stage(r, stage_kind_of(rank, s.pp_size), layout_of_rank(m, s, split, rank));
+        find_stage(r, stage_kind_of(rank, s.pp_size), placed_layout(m, s, split, rank));
   }
   return out;
 }
@@ -233,11 +233,38 @@ inline double steps_time(const recorded_job& job, const std::vector<op_step>& st
   return sum;
 }
 
+/// The op lists of one chunk program whose first decoder layer is `base`; `gather_in` /
+/// `gather_grad`: its forward input / backward gradient arrives from another rank.
+inline chunk_ops chunk_ops_of(const recorded_job& job, const stage_program& prog, std::int64_t base, bool gather_in,
+                              bool gather_grad) {
+  chunk_ops out;
+  out.forward = pass_ops(job, prog, base, pass_selection::forward, gather_in);
+  out.backward = pass_ops(job, prog, base, pass_selection::backward, gather_grad);
+  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, gather_grad);
+  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, gather_grad);
+  out.forward_time = steps_time(job, out.forward);
+  out.backward_time = steps_time(job, out.backward);
+  out.backward_input_time = steps_time(job, out.backward_input);
+  out.backward_weight_time = steps_time(job, out.backward_weight);
+  return out;
+}
+
+/// DualPipeV: chunk `chunk` of V-shaped rank `rank` (virtual stage r or 2p - 1 - r).
+inline chunk_ops v_chunk_ops(const recorded_job& job, const rank_layout& lay, std::int64_t rank, std::int64_t p,
+                             std::int64_t chunk) {
+  const std::int64_t dense = chunk == 0 ? lay.chunk_dense_layers : lay.dense_layers - lay.chunk_dense_layers;
+  const stage_program prog = build_stage(job.blocks, job.context, lay.chunk_layers, dense, chunk == 0 && lay.embedding,
+                                         chunk == 1 && lay.head);
+  const std::int64_t base = virtual_stage(chunk_placement::v_shape, p, rank, chunk) * lay.chunk_layers;
+  return chunk_ops_of(job, prog, base, chunk == 0 ? rank > 0 : rank < p - 1, chunk == 0 ? rank < p - 1 : rank > 0);
+}
+
 inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, const strategy_spec& s, std::int64_t rank,
                               std::int64_t chunk) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   const stage_layers split = split_layers(m, s);
-  const rank_layout lay = layout_of_rank(m, s, split, rank);
+  const rank_layout lay = placed_layout(m, s, split, rank);
+  if (v_shaped(s)) return v_chunk_ops(job, lay, rank, p, chunk);
   const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
   // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
   const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
@@ -248,17 +275,26 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
     dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
   }
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
-  const stage_program prog = build_stage(job.blocks, job.context, layers, dense, embedding, head);
-  chunk_ops out;
-  out.forward = pass_ops(job, prog, base, pass_selection::forward, rank != 0);
-  out.backward = pass_ops(job, prog, base, pass_selection::backward, rank != p - 1);
-  out.backward_input = pass_ops(job, prog, base, pass_selection::backward_input, rank != p - 1);
-  out.backward_weight = pass_ops(job, prog, base, pass_selection::backward_weight, rank != p - 1);
-  out.forward_time = steps_time(job, out.forward);
-  out.backward_time = steps_time(job, out.backward);
-  out.backward_input_time = steps_time(job, out.backward_input);
-  out.backward_weight_time = steps_time(job, out.backward_weight);
-  return out;
+  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head), base, rank != 0,
+                      rank != p - 1);
+}
+
+/// DualPipeV: a forward and a backward that ran as one overlapped pair share one interval in the
+/// schedule; the trace shows the forward first and the backward after it, the interval split in
+/// proportion to their priced times (each pass's ops then scaled to its part).
+inline void split_overlapped_pairs(std::vector<pipeline_event>& events, const std::vector<chunk_ops>& chunks,
+                                   std::int64_t per_rank) {
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    pipeline_event& f = events[i];
+    pipeline_event& b = events[i + 1];
+    if (f.what != pipeline_event::kind::forward || b.what != pipeline_event::kind::backward || f.rank != b.rank ||
+        f.start != b.start || f.end != b.end)
+      continue;
+    const double tf = chunks[static_cast<std::size_t>(f.rank * per_rank + f.chunk)].forward_time;
+    const double tb = chunks[static_cast<std::size_t>(b.rank * per_rank + b.chunk)].backward_time;
+    if (tf + tb > 0) f.end = b.start = f.start + (f.end - f.start) * tf / (tf + tb);
+    ++i;
+  }
 }
 
 /// Lays the op spans of one pass `e` out back to back from its start.
@@ -288,17 +324,23 @@ inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
 /// (chunks) it holds, and the running one's own transient peak.
 inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
   const double model = static_cast<double>(st.model_mem.value);
-  const double unit =
-      static_cast<double>(st.fwd_activation_cache_per_micro_batch.value) / static_cast<double>(s.interleaving_size);
+  const double whole = static_cast<double>(st.fwd_activation_cache_per_micro_batch.value);
+  // Bytes of one chunk's activations (DualPipeV: each chunk its own, rank 0's hold the embedding / the head).
+  const auto unit = [&](std::int64_t chunk) {
+    return v_shaped(s) ? st.v_chunk_held[static_cast<std::size_t>(chunk)]
+                       : whole / static_cast<double>(s.interleaving_size);
+  };
   double held = 0;
   t.memory.push_back({rank, 0.0, model});
   for (const trace_span& sp : t.spans) {
     if (sp.rank != rank || sp.stream != trace_stream::passes) continue;
     const bool forward = sp.name == "forward";
+    const double set = unit(sp.chunk);
+    const double frees = sp.name == "backward input" ? 0 : set;  // zero bubble: the activations stay until W
     const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
-    t.memory.push_back({rank, sp.start, model + (forward ? held : held - 1) * unit + transient});
-    held += forward ? 1 : -1;
-    t.memory.push_back({rank, sp.end, model + held * unit});
+    t.memory.push_back({rank, sp.start, model + (forward ? held : held - set) + transient});
+    held += forward ? set : -frees;
+    t.memory.push_back({rank, sp.end, model + held});
   }
 }
 
@@ -333,9 +375,11 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
   detail::recorded_job job;
   detail::record_job(job, m, s, sys, r.padded_vocab);
   std::vector<detail::chunk_ops> chunks;
+  const std::int64_t per_rank = v_shaped(s) ? 2 : s.interleaving_size;
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
-    for (std::int64_t chunk = 0; chunk < s.interleaving_size; ++chunk)
+    for (std::int64_t chunk = 0; chunk < per_rank; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
+  detail::split_overlapped_pairs(events, chunks, per_rank);
   for (const pipeline_event& e : events) {
     constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
                                                     "recv",    "backward input", "backward weight"};
@@ -346,11 +390,12 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     }
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
-    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * s.interleaving_size + e.chunk)];
+    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)];
+    const bool rescale = s.interleaving_size > 1 || v_shaped(s);  // chunk shares; DualPipeV's overlapped pairs
     if (e.what == pipeline_event::kind::forward)
-      detail::add_op_spans(t, job, e, c.forward, c.forward_time, s.interleaving_size > 1);
+      detail::add_op_spans(t, job, e, c.forward, c.forward_time, rescale);
     else if (e.what == pipeline_event::kind::backward)
-      detail::add_op_spans(t, job, e, c.backward, c.backward_time, s.interleaving_size > 1);
+      detail::add_op_spans(t, job, e, c.backward, c.backward_time, rescale);
     else if (e.what == pipeline_event::kind::backward_input)
       detail::add_op_spans(t, job, e, c.backward_input, c.backward_input_time, false);
     else

@@ -139,6 +139,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(s);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev) detail::validate_v_shape_split(m, s);
   const bool mla = m.attention_type == attention_kind::mla;
   if (m.head_num % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.head_num={}", s.tp_size, m.head_num);
