@@ -5445,6 +5445,7 @@ struct stage_result {
   seconds hidden_comm_time{};  ///< DualPipeV: expert exchange hidden under the paired pass, over the iteration
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
+  std::array<double, 2> v_chunk_fwd_peak{}, v_chunk_bwd_peak{};  ///< DualPipeV: each chunk's own transient peaks
   seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
   seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
@@ -6043,6 +6044,8 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   r.micro_batches_in_flight = (peak_sets + 1) / 2;  // activation sets of half a micro-batch's layers each
   r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
   r.v_chunk_held = {chunk[0].held, chunk[1].held};
+  r.v_chunk_fwd_peak = {chunk[0].fwd_peak, chunk[1].fwd_peak};
+  r.v_chunk_bwd_peak = {chunk[0].bwd_peak, chunk[1].bwd_peak};
   const double fwd = chunk[0].fwd_peak > chunk[1].fwd_peak ? chunk[0].fwd_peak : chunk[1].fwd_peak;
   const double bwd = chunk[0].bwd_peak > chunk[1].bwd_peak ? chunk[0].bwd_peak : chunk[1].bwd_peak;
   r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
@@ -6706,7 +6709,9 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
     const bool forward = sp.name == "forward";
     const double set = unit(sp.chunk);
     const double frees = sp.name == "backward input" ? 0 : set;  // zero bubble: the activations stay until W
-    const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
+    double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
+    if (v_shaped(s))
+      transient = (forward ? st.v_chunk_fwd_peak : st.v_chunk_bwd_peak)[static_cast<std::size_t>(sp.chunk)];
     t.memory.push_back({rank, sp.start, model + (forward ? held : held - set) + transient});
     held += forward ? set : -frees;
     t.memory.push_back({rank, sp.end, model + held});

@@ -151,6 +151,13 @@ TEST(DualPipeVEstimate, TraceShowsEveryPassOnceAndNoOverlapOnAThread) {
     std::sort(v.begin(), v.end());
     for (std::size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i].first, v[i - 1].second - 1e-12) << rank;
   }
+  // Each stage's memory track peaks at the reported peak of its lowest rank.
+  std::map<std::int64_t, double> top;
+  for (const auto& x : t.memory) top[x.rank] = x.bytes > top[x.rank] ? x.bytes : top[x.rank];
+  for (std::size_t i = 0; i < t.estimate.stage_count; ++i) {
+    const stage_result& st = t.estimate.stages[i];
+    EXPECT_DOUBLE_EQ(top[st.rank], static_cast<double>(st.peak_mem.value)) << st.rank;
+  }
   // The last span ends at the iteration time.
   double last = 0;
   for (const auto& sp : t.spans) last = sp.end > last ? sp.end : last;

@@ -337,7 +337,9 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
     const bool forward = sp.name == "forward";
     const double set = unit(sp.chunk);
     const double frees = sp.name == "backward input" ? 0 : set;  // zero bubble: the activations stay until W
-    const double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
+    double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
+    if (v_shaped(s))
+      transient = (forward ? st.v_chunk_fwd_peak : st.v_chunk_bwd_peak)[static_cast<std::size_t>(sp.chunk)];
     t.memory.push_back({rank, sp.start, model + (forward ? held : held - set) + transient});
     held += forward ? set : -frees;
     t.memory.push_back({rank, sp.end, model + held});
