@@ -175,6 +175,13 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
       static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
       static_cast<long long>(s.zero_state));
   out += buf;
+  if (s.pp_size > 1) {  // the schedule the pipeline runs (explicit, or implied by interleaving_size)
+    out += "pipeline schedule: ";
+    out += enum_name(pipeline_schedule_of(s));
+    if (s.interleaving_size > 1)
+      out.append(" (").append(std::to_string(s.interleaving_size)).append(" model chunks per rank)");
+    out += "\n";
+  }
   const auto& c = r.cost;
   out += "\ncost\n";
   out += "  duration_time_per_iter       " + to_string(c.duration_time_per_iter) + "\n";

@@ -58,6 +58,27 @@ TEST(DualPipeVEstimate, BubbleIsTheReadmesFormulaOnEqualPasses) {
   }
 }
 
+TEST(DualPipeVEstimate, SteadyPeriodExtensionEqualsTheFullSimulation) {
+  // Long runs (m >= 2·trial, trial = 3(2p + 4) + 1) stop at a repeating steady phase; the answer
+  // must be the full simulation's, on uneven chunks, with transfers and an expert exchange.
+  for (std::int64_t p : {2, 4}) {
+    const std::int64_t m = 96;
+    schedule_setup in;
+    in.ranks = p;
+    in.chunks = 2;
+    in.placement = chunk_placement::v_shape;
+    in.async_p2p = false;
+    for (std::int64_t k = 0; k < 2 * p; ++k) {
+      const double x = 1.0 + 0.125 * static_cast<double>(k % 3);
+      in.durations.push_back({x, 1.5 * x, 0.75 * x, 0.4 * x, 0.5 * x});
+    }
+    in.p2p.assign(static_cast<std::size_t>(p), 0.05);
+    const double full = detail::simulate_passes(in, dualpipev_lists(p, m), m).pipe.total.value;
+    const auto lists = [&](std::int64_t k) { return dualpipev_lists(p, k); };
+    EXPECT_NEAR(run_schedule(in, m, 1, 2 * p + 1, lists).pipe.total.value, full, 1e-12 * full) << p;
+  }
+}
+
 TEST(DualPipeVEstimate, ChunkTimesAddUpToTheStageAndPairsHideTheExchange) {
   const strategy_spec s = moe_dualpipev(16);
   const auto r = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
@@ -89,6 +110,15 @@ TEST(DualPipeVEstimate, ChunkTimesAddUpToTheStageAndPairsHideTheExchange) {
   const double comm = d.forward_comm + d.backward_comm;
   const double compute = d.forward + d.backward_input + d.backward_weight - comm;
   EXPECT_NEAR(mid.hidden_comm_time.value, 22 * (comm < compute ? comm : compute), 1e-9 * mid.hidden_comm_time.value);
+  // Every stage's breakdown adds up to the iteration, with a real (unclamped) bubble.
+  for (std::size_t i = 0; i < r.stage_count; ++i) {
+    const time_breakdown& b = r.stages[i].breakdown;
+    const double sum = (b.fwd_compute_time + b.bwd_compute_time + b.recompute_time + b.intra_exposed_time +
+                        b.inter_exposed_time + b.bubble_time + b.dp_exposed_time + b.optim_time + b.straggler_time)
+                           .value;
+    EXPECT_NEAR(sum, r.cost.duration_time_per_iter.value, 1e-9 * sum) << i;
+    EXPECT_GT(b.bubble_time.value, 0.0) << i;
+  }
   // The breakdown shows the exchange left exposed.
   const double exposed = (mid.fwd_tp_comm_time + mid.bwd_tp_comm_time).value * 16 - mid.hidden_comm_time.value;
   EXPECT_NEAR(mid.breakdown.intra_exposed_time.value, exposed, 1e-9 * exposed);
@@ -147,6 +177,7 @@ TEST(DualPipeVEstimate, TraceShowsEveryPassOnceAndNoOverlapOnAThread) {
   EXPECT_EQ(forwards.size(), 4U * 8U * 2U);
   EXPECT_EQ(backwards.size(), 4U * 8U * 2U);
   for (const auto& [k, n] : forwards) EXPECT_EQ(n, 1);
+  for (const auto& [k, n] : backwards) EXPECT_EQ(n, 1);
   for (auto& [rank, v] : passes) {
     std::sort(v.begin(), v.end());
     for (std::size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i].first, v[i - 1].second - 1e-12) << rank;

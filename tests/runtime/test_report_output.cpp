@@ -61,11 +61,13 @@ TEST(ReportOutput, TextShowsStagesVerdictActiveParametersAndNotes) {
   EXPECT_TRUE(contains(text, "micro-batches in flight at rank 2: 14")) << text;
   EXPECT_TRUE(contains(text, "does not fit: peak")) << text;
   EXPECT_TRUE(contains(text, "on middle_stage[2-14] exceeds 141.00 GiB device memory by")) << text;
+  EXPECT_TRUE(contains(text, "pipeline schedule: 1f1b\n")) << text;  // pp16, nothing asked: Megatron's 1F1B
   EXPECT_FALSE(contains(text, "straggler")) << text;  // edp = 128 / (8 x 16) = 1: no synchronised group spans nodes
   // tp8 x dp4 over 4 nodes: the data-parallel group spans 4 nodes, so the slowdown is shown and explained.
   const strategy_spec dp4{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 32, .tp_size = 8};
   const std::string spread =
       to_text(estimate(catalogue::llama3_8b, dp4, catalogue::h100_sxm), catalogue::llama3_8b, dp4, catalogue::h100_sxm);
+  EXPECT_FALSE(contains(spread, "pipeline schedule")) << spread;  // no pipeline
   EXPECT_TRUE(contains(spread, "straggler")) << spread;
   EXPECT_TRUE(contains(spread, "SimuMax v1.2's straggler model")) << spread;
   // A system whose name implies no GPU: the assumed compute capability is a note.
@@ -81,4 +83,20 @@ TEST(ReportOutput, TextShowsStagesVerdictActiveParametersAndNotes) {
       << note_text;
   EXPECT_TRUE(contains(note_text, "fits: peak")) << note_text;
   EXPECT_EQ(json::to_json(u).at("notes").size(), 1U);
+}
+
+TEST(ReportOutput, TextNamesThePipelineSchedule) {
+  strategy_spec s{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 32, .tp_size = 8, .pp_size = 4};
+  const auto text = [&] {
+    return to_text(estimate(catalogue::llama3_70b, s, catalogue::h100_sxm), catalogue::llama3_70b, s,
+                   catalogue::h100_sxm);
+  };
+  s.interleaving_size = 2;
+  EXPECT_TRUE(contains(text(), "pipeline schedule: interleaved_1f1b (2 model chunks per rank)\n"));
+  s.interleaving_size = 1;
+  s.pipeline_schedule = pipeline_schedule_kind::zb_h1;
+  EXPECT_TRUE(contains(text(), "pipeline schedule: zb_h1\n"));
+  s.pipeline_schedule = pipeline_schedule_kind::dualpipev;
+  EXPECT_TRUE(contains(text(), "pipeline schedule: dualpipev\n"));
 }

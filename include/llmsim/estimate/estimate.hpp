@@ -107,7 +107,7 @@ struct stage_result {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds bwd_weight_time{};               ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
-  seconds hidden_comm_time{};  ///< DualPipeV: expert exchange hidden under the paired pass, over the iteration
+  seconds hidden_comm_time{};  ///< DualPipeV: expert exchange its overlapped pairs hide over the iteration (at `rank`)
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<double, 2> v_chunk_fwd_peak{}, v_chunk_bwd_peak{};  ///< DualPipeV: each chunk's own transient peaks
@@ -674,6 +674,26 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
   return seconds{hidden};
 }
 
+/// DualPipeV: the transfers rank `rank` waits for over the iteration. The engine (sender waits,
+/// as dualpipev.py waits on the sends it posted before its next pass) charges one transfer after
+/// every pass that sends to another rank, one for an overlapped pair whichever of its two sends.
+constexpr std::int64_t v_transfer_waits(std::int64_t rank, std::int64_t p, std::int64_t m) {
+  const auto sends = [&](const scheduled_pass& c) {
+    if (c.type == pass_type::backward_weight) return false;
+    const std::int64_t stage = virtual_stage(chunk_placement::v_shape, p, rank, c.chunk);
+    const std::int64_t to = c.type == pass_type::forward ? stage + 1 : stage - 1;
+    return to >= 0 && to < 2 * p && rank_of_stage(chunk_placement::v_shape, p, to) != rank;
+  };
+  const std::vector<scheduled_pass> order = dualpipev_order(p, m, rank);
+  std::int64_t waits = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const bool pair = order[i].overlapped_with_next && i + 1 < order.size();
+    waits += (sends(order[i]) || (pair && sends(order[i + 1]))) ? 1 : 0;
+    i += pair ? 1 : 0;
+  }
+  return waits;
+}
+
 /// DualPipeV activations, walked over the rank's pass order (`dualpipev_order`): a forward of
 /// chunk c adds c's activations on top of what is held (its own transient peak on top), a whole
 /// or weight-gradient backward frees them, an input-gradient backward keeps them for its W
@@ -738,9 +758,10 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   const bool receives = rank != 0, sends = rank != p - 1;
   double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
                                              : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
-  if (v_shaped(s)) {  // each direction: a receive and a send per neighbour boundary
+  if (v_shaped(s)) {  // the sender's waits the engine charges, per micro-batch (receives overlap compute)
     const auto boundaries = static_cast<double>(v_shape_neighbours(rank, p));
-    transfers = 4.0 * boundaries;
+    transfers =
+        static_cast<double>(v_transfer_waits(rank, p, s.micro_batch_num)) / static_cast<double>(s.micro_batch_num);
     r.fwd_tp_comm_time += j.p2p_gather * boundaries;
     r.bwd_tp_comm_time += j.p2p_gather * boundaries;
     price_v_chunks(r, j);

@@ -340,7 +340,12 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
     double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
     if (v_shaped(s))
       transient = (forward ? st.v_chunk_fwd_peak : st.v_chunk_bwd_peak)[static_cast<std::size_t>(sp.chunk)];
-    t.memory.push_back({rank, sp.start, model + (forward ? held : held - set) + transient});
+    // A weight-gradient pass reads what is held and frees it at its end (as the estimate counts it).
+    const bool weight = sp.name == "backward weight";
+    double at_start = held;  // a weight-gradient pass
+    if (forward) at_start = held + transient;
+    if (!forward && !weight) at_start = held - set + transient;  // a backward's peak counts its own set
+    t.memory.push_back({rank, sp.start, model + at_start});
     held += forward ? set : -frees;
     t.memory.push_back({rank, sp.end, model + held});
   }
