@@ -313,3 +313,29 @@ TEST(Schedules, PipelineScheduleIsCheckedAgainstInterleaving) {
   ASSERT_TRUE(catalogue::parse_strategy_name("pp4_dualpipev", named));
   EXPECT_EQ(named.pipeline_schedule, pipeline_schedule_kind::dualpipev);
 }
+
+TEST(Schedules, OneFOneBFollowsTheDrawnTimeline) {
+  // Plain 1F1B, p = 4, m = 8, F = 1, B = 2, free transfers, walked by hand in Megatron's order
+  // (rank r: p - r - 1 warm-up forwards, then F/B alternately, then the remaining backwards):
+  //   r3: F0 3-4 B0 4-6 F1 6-7 B1 7-9 F2 9-10 B2 10-12 ...            period 3: F_k 3+3k, B_k 4+3k
+  //   r2: F0 2-3 F1 3-4 (wait) B0 6-8 F2 8-9 B1 9-11 F3 11-12 ...     F_k 2+3k (k >= 2), B_k 6+3k
+  //   r1: F0 1-2 F1 2-3 F2 3-4 (wait) B0 8-10 F3 10-11 B1 11-13 ...   F_k 1+3k (k >= 3), B_k 8+3k
+  //   r0: F0 0 F1 1 F2 2 F3 3 (wait) B0 10-12 F4 12-13 B1 13-15 ...   F_k 3k (k >= 4), B_k 10+3k
+  // So F_k starts at r + k while k < p - r (warm-up and the first steady forward), else at
+  // r + 3k; B_k at 4 + 2(p - 1 - r) + 3k; the last, r0's B7, ends at 31 + 2 = 33 = (m + p - 1)(F + B).
+  const std::vector<stage_timing> t(4, stage_timing{1_s, 2_s, {}});
+  std::vector<pipeline_event> events;
+  EXPECT_EQ(simulate_1f1b_exhaustive(t, 8, &events).total, 33_s);
+  int checked = 0;
+  for (const pipeline_event& e : events) {
+    const std::int64_t r = e.rank, k = e.micro_batch;
+    if (e.what == pipeline_event::kind::forward) {
+      EXPECT_DOUBLE_EQ(e.start, static_cast<double>(k < 4 - r ? r + k : r + 3 * k)) << "F" << k << " rank " << r;
+      ++checked;
+    } else if (e.what == pipeline_event::kind::backward) {
+      EXPECT_DOUBLE_EQ(e.start, static_cast<double>(4 + 2 * (3 - r) + 3 * k)) << "B" << k << " rank " << r;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4 * 8 * 2);
+}

@@ -61,6 +61,7 @@ constexpr auto deepseek_v3 = model(
 using tp2_dp4 = parallel<tp<2>, dp<4>>;
 using tp8_pp4_dp2 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, recompute::selective>;
 using tp8_pp4_dp2_zbh1 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, llmsim::schedule::zb_h1>;
+using tp8_pp4_dp2_vpp2 = parallel<tp<8>, pp<4>, dp<2>, llmsim::vpp<2>, micro_batches<16>>;
 using tp8_pp4_dp2_dualpipev = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, llmsim::schedule::dualpipev>;
 using pp4_ep2_dp2_dualpipev = parallel<pp<4>, ep<2>, dp<2>, micro_batches<8>, llmsim::schedule::dualpipev>;
 using tp2_ep4_dp4 = parallel<tp<2>, ep<4>, dp<4>>;
@@ -237,6 +238,7 @@ void add_cases(std::vector<compiled_case>& out, const std::string& name) {
   out.push_back(make_case<Model, tp8_pp4_dp2, hw::a100_pcie>(name + " tp8_pp4_dp2_mbc16_selective a100_pcie"));
   out.push_back(make_case<Model, tp8_pp4_dp2_zbh1, hw::h100_sxm>(name + " tp8_pp4_dp2_mbc16_zbh1 h100_sxm"));
   out.push_back(make_case<Model, tp8_pp4_dp2_dualpipev, hw::h100_sxm>(name + " tp8_pp4_dp2_mbc16_dualpipev h100_sxm"));
+  out.push_back(make_case<Model, tp8_pp4_dp2_vpp2, hw::h100_sxm>(name + " tp8_pp4_dp2_vp2_mbc16 h100_sxm"));
 }
 
 std::vector<compiled_case> compiled_cases() {
@@ -289,7 +291,7 @@ TEST(TypedIdentity, CompileTimeEqualsRunTimeThroughJson) {
     expect_identical(*c.compiled, run_time.result);
     ++compared;
   }
-  EXPECT_GE(compared, 19);  // 3 dense models x (2 strategies x 2 systems + ZB-H1 + DualPipeV), MoE DualPipeV
+  EXPECT_GE(compared, 22);  // 3 dense x (2 strategies x 2 systems + interleaved + ZB-H1 + DualPipeV) + MoE DualPipeV
   RecordProperty("compared", compared);
 }
 
