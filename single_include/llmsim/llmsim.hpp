@@ -4209,6 +4209,194 @@ LLMSIM_END_NAMESPACE
 /// micro-batches earlier, then the remaining micro-batches are added as whole periods (tested
 /// equal to the full simulation).
 
+// ---- begin llmsim/schedule/dualpipev.hpp -----------------------------------------------------------
+/// \file llmsim/schedule/dualpipev.hpp
+/// DualPipeV: the V-shaped, "cut-in-half" variant of DeepSeek's DualPipe (DeepSeek-V3 technical
+/// report, arXiv 2412.19437, section 3.2.1; github deepseek-ai/DualPipe, dualpipe/dualpipev.py;
+/// the cut-in-half derivation is Sea AI Lab's). `p` ranks hold 2p virtual stages in a V: rank r
+/// runs chunk 0 = virtual stage r (micro-batches flow rank 0 → p-1) and chunk 1 = virtual stage
+/// 2p-1-r (flow p-1 → 0), so rank 0 holds the embedding and the output layer + loss, and the last
+/// rank hands its chunk-0 output to its own chunk 1.
+///
+/// A rank's order, in eight phases (F0/F1: forward of chunk 0/1, B: backward, "split": the
+/// backward's input gradients now and its weight gradients deferred to a later W pass, which
+/// takes the oldest deferred one, as in the zero-bubble schedules of Qi et al., ICLR 2024):
+///  1. 2(p-r-1) F0: warm-up, filling the first leg of the V;
+///  2. r+1 times F0 then F1;
+///  3. p-r-1 times a split B1, its W at once, then F1;
+///  4. m-2p+r+1 times the overlapped pairs F0 & B1, then F1 & B0 (the steady phase; on the last
+///     rank the very first F0 and B1 run one after the other, not overlapped, which shortens the
+///     bubble there);
+///  5. p-r-1 times B1, then the overlapped pair F1 & B0;
+///  6. r+1 times B1 then B0, of which the first r+1 backwards are whole and the last r+1 split;
+///  7. p-r-1 times a W then a split B0;
+///  8. the r+1 W left.
+/// In an overlapped pair the forward of one micro-batch and the backward of another run together
+/// (the forward's expert all-to-all hides under the backward's compute and vice versa; section
+/// 3.2.1); the pair's first entry carries `overlapped_with_next`.
+
+// ---- begin llmsim/schedule/pass.hpp ----------------------------------------------------------------
+/// \file llmsim/schedule/pass.hpp
+/// The vocabulary every pipeline schedule is written in: a rank runs an ordered list of passes,
+/// each the forward, backward, input-gradient backward or weight-gradient backward of one model
+/// chunk for one micro-batch. Where a rank's chunks sit in the pipeline is the placement:
+/// looped (Megatron-LM interleaving: chunk c of rank r is virtual stage c·p + r) or V-shaped
+/// (DualPipeV: rank r holds virtual stages r and 2p - 1 - r, so rank 0 holds the first and the
+/// last).
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// What one pass computes.
+enum class pass_type : std::uint8_t {
+  forward,
+  backward,         ///< input and weight gradients together (1F1B, interleaved 1F1B)
+  backward_input,   ///< input gradients only (zero-bubble "B"; the weight gradients follow later)
+  backward_weight,  ///< weight gradients only (zero-bubble "W")
+};
+
+/// One entry of a rank's schedule.
+struct scheduled_pass {
+  pass_type type = pass_type::forward;
+  std::int64_t micro_batch = 0;
+  std::int64_t chunk = 0;             ///< model chunk of this rank, 0 .. chunks - 1
+  bool overlapped_with_next = false;  ///< DualPipe: runs together with the next entry (a forward-backward pair)
+  friend constexpr bool operator==(const scheduled_pass&, const scheduled_pass&) = default;
+};
+
+/// How a rank's model chunks are placed over the virtual pipeline stages.
+enum class chunk_placement : std::uint8_t { looped, v_shape };
+
+/// Virtual stage of chunk `chunk` on rank `rank` of `p`.
+constexpr std::int64_t virtual_stage(chunk_placement placement, std::int64_t p, std::int64_t rank, std::int64_t chunk) {
+  if (placement == chunk_placement::v_shape) return chunk == 0 ? rank : 2 * p - 1 - rank;
+  return chunk * p + rank;
+}
+
+/// Rank that runs virtual stage `stage` (of `p` ranks).
+constexpr std::int64_t rank_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
+  if (placement == chunk_placement::v_shape) return stage < p ? stage : 2 * p - 1 - stage;
+  return stage % p;
+}
+
+/// Chunk of virtual stage `stage` on its rank.
+constexpr std::int64_t chunk_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
+  return placement == chunk_placement::v_shape ? (stage < p ? 0 : 1) : stage / p;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/pass.hpp ------------------------------------------------------------------
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Why DualPipeV cannot run `m` micro-batches over `p` ranks; empty when it can. At least two
+/// micro-batches per rank: dualpipev.py asserts num_chunks >= 2 * num_ranks (rank 0 runs 2p - 1
+/// chunk-0 forwards in phases 1 and 2, and its steady phase needs one more). At least two ranks:
+/// llmsim's own rule (the source asserts none), since one rank is no pipeline, only its two chunks.
+constexpr std::string_view dualpipev_rule(std::int64_t p, std::int64_t m) {
+  if (p < 2) return "DualPipeV needs strategy.pp_size >= 2";
+  if (m < 2 * p) return "DualPipeV needs strategy.micro_batch_num >= 2 * strategy.pp_size (dualpipev.py)";
+  return {};
+}
+
+namespace detail {
+/// Refuses a DualPipeV job that breaks `dualpipev_rule`, naming the field and the values.
+constexpr void validate_dualpipev(std::string_view api, std::int64_t p, std::int64_t m) {
+  if (p < 2) report_error(api, "strategy.pp_size", "DualPipeV needs strategy.pp_size >= 2, got {}", p);
+  if (m < 2 * p)
+    report_error(api, "strategy.micro_batch_num",
+                 "DualPipeV needs strategy.micro_batch_num={} >= 2 * strategy.pp_size={} (dualpipev.py asserts "
+                 "num_chunks >= num_ranks * 2)",
+                 m, p);
+}
+
+/// Appends one rank's passes, counting micro-batches per chunk: the k-th forward (backward) of a
+/// chunk is micro-batch k, since both directions take micro-batches in order.
+struct dualpipev_writer {
+  std::vector<scheduled_pass> out;
+  std::array<std::int64_t, 2> forwards{}, backwards{};
+  std::vector<scheduled_pass> deferred;  ///< weight passes waiting, oldest first from `oldest`
+  std::size_t oldest = 0;
+
+  constexpr void forward(std::int64_t chunk, bool overlapped = false) {
+    out.push_back({pass_type::forward, forwards[static_cast<std::size_t>(chunk)]++, chunk, overlapped});
+  }
+  /// A backward; `split`: input gradients only, the weight-gradient pass queued for `weight`.
+  constexpr void backward(std::int64_t chunk, bool split = false) {
+    const std::int64_t mb = backwards[static_cast<std::size_t>(chunk)]++;
+    out.push_back({split ? pass_type::backward_input : pass_type::backward, mb, chunk, false});
+    if (split) deferred.push_back({pass_type::backward_weight, mb, chunk, false});
+  }
+  constexpr void weight() { out.push_back(deferred[oldest++]); }
+  /// The forward of `forward_chunk` overlapped with the backward of `backward_chunk`.
+  constexpr void pair(std::int64_t forward_chunk, std::int64_t backward_chunk) {
+    forward(forward_chunk, true);
+    backward(backward_chunk);
+  }
+};
+}  // namespace detail
+
+/// The passes rank `rank` of `p` runs over `m` micro-batches under DualPipeV, in order (the
+/// phases of the file comment). Chunk 0 is virtual stage `rank`, chunk 1 virtual stage 2p-1-rank
+/// (`chunk_placement::v_shape`). Every rank runs each micro-batch's forward and backward of both
+/// chunks once; of its backwards 2p-rank-1 are split, each followed later by its weight pass.
+///
+/// ```cpp
+/// const auto order = llmsim::dualpipev_order(4, 8, 0);  // rank 0 of 4: 6 F0 first
+/// ```
+constexpr std::vector<scheduled_pass> dualpipev_order(std::int64_t p, std::int64_t m, std::int64_t rank) {
+  detail::validate_dualpipev("llmsim::dualpipev_order", p, m);
+  if (rank < 0 || rank >= p)
+    detail::report_error("llmsim::dualpipev_order", "rank", "rank={} must be in [0, pp_size={})", rank, p);
+  const std::int64_t r = rank, down = p - r - 1, up = r + 1;  // phases sized by the ranks below / above
+  detail::dualpipev_writer w;
+  w.out.reserve(static_cast<std::size_t>(4 * m + 2 * down + up));
+  for (std::int64_t i = 0; i < 2 * down; ++i) w.forward(0);  // 1: warm-up
+  for (std::int64_t i = 0; i < up; ++i) {                    // 2: both legs
+    w.forward(0);
+    w.forward(1);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 3: zero-bubble B1 W1 F1
+    w.backward(1, true);
+    w.weight();
+    w.forward(1);
+  }
+  for (std::int64_t i = 0; i < m - 2 * p + up; ++i) {  // 4: steady phase
+    if (i == 0 && r == p - 1) {
+      w.forward(0);
+      w.backward(1);
+    } else {
+      w.pair(0, 1);
+    }
+    w.pair(1, 0);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 5
+    w.backward(1);
+    w.pair(1, 0);
+  }
+  for (std::int64_t i = 0; i < up; ++i) {  // 6: the last r+1 of these 2(r+1) backwards split
+    w.backward(1, 2 * i >= up);
+    w.backward(0, 2 * i + 1 >= up);
+  }
+  for (std::int64_t i = 0; i < down; ++i) {  // 7
+    w.weight();
+    w.backward(0, true);
+  }
+  for (std::int64_t i = 0; i < up; ++i) w.weight();  // 8
+  return std::move(w.out);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/dualpipev.hpp -------------------------------------------------------------
 // ---- begin llmsim/schedule/one_f_one_b.hpp ---------------------------------------------------------
 /// \file llmsim/schedule/one_f_one_b.hpp
 /// The non-interleaved 1F1B pipeline schedule of Megatron-LM
@@ -4504,59 +4692,6 @@ constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timin
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
-// ---- begin llmsim/schedule/pass.hpp ----------------------------------------------------------------
-/// \file llmsim/schedule/pass.hpp
-/// The vocabulary every pipeline schedule is written in: a rank runs an ordered list of passes,
-/// each the forward, backward, input-gradient backward or weight-gradient backward of one model
-/// chunk for one micro-batch. Where a rank's chunks sit in the pipeline is the placement:
-/// looped (Megatron-LM interleaving: chunk c of rank r is virtual stage c·p + r) or V-shaped
-/// (DualPipeV: rank r holds virtual stages r and 2p - 1 - r, so rank 0 holds the first and the
-/// last).
-
-
-#include <cstdint>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// What one pass computes.
-enum class pass_type : std::uint8_t {
-  forward,
-  backward,         ///< input and weight gradients together (1F1B, interleaved 1F1B)
-  backward_input,   ///< input gradients only (zero-bubble "B"; the weight gradients follow later)
-  backward_weight,  ///< weight gradients only (zero-bubble "W")
-};
-
-/// One entry of a rank's schedule.
-struct scheduled_pass {
-  pass_type type = pass_type::forward;
-  std::int64_t micro_batch = 0;
-  std::int64_t chunk = 0;             ///< model chunk of this rank, 0 .. chunks - 1
-  bool overlapped_with_next = false;  ///< DualPipe: runs together with the next entry (a forward-backward pair)
-  friend constexpr bool operator==(const scheduled_pass&, const scheduled_pass&) = default;
-};
-
-/// How a rank's model chunks are placed over the virtual pipeline stages.
-enum class chunk_placement : std::uint8_t { looped, v_shape };
-
-/// Virtual stage of chunk `chunk` on rank `rank` of `p`.
-constexpr std::int64_t virtual_stage(chunk_placement placement, std::int64_t p, std::int64_t rank, std::int64_t chunk) {
-  if (placement == chunk_placement::v_shape) return chunk == 0 ? rank : 2 * p - 1 - rank;
-  return chunk * p + rank;
-}
-
-/// Rank that runs virtual stage `stage` (of `p` ranks).
-constexpr std::int64_t rank_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
-  if (placement == chunk_placement::v_shape) return stage < p ? stage : 2 * p - 1 - stage;
-  return stage % p;
-}
-
-/// Chunk of virtual stage `stage` on its rank.
-constexpr std::int64_t chunk_of_stage(chunk_placement placement, std::int64_t p, std::int64_t stage) {
-  return placement == chunk_placement::v_shape ? (stage < p ? 0 : 1) : stage / p;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/schedule/pass.hpp ------------------------------------------------------------------
 
 #include <cstddef>
 #include <cstdint>
@@ -4653,6 +4788,15 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
+/// An overlapped forward-backward pair: each pass's exchange hides under the other's compute
+/// (DualPipe), so the pair takes the longer of all compute and all exchange.
+constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
+                                      pass_type tb) {
+  const double comm = pass_comm(da, ta) + pass_comm(db, tb);
+  const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
+  return compute > comm ? compute : comm;
+}
+
 /// Records pass `c` of rank `r` as run from `start` to `end`.
 constexpr void finish_pass(const schedule_setup& in, engine_state& st, std::int64_t m, std::int64_t r,
                            const scheduled_pass& c, double start, double end, std::vector<double>* starts,
@@ -4707,9 +4851,7 @@ constexpr std::int64_t advance_rank(const schedule_setup& in, const pass_lists& 
       ready = ready_b > ready ? ready_b : ready;
       const chunk_durations& db =
           in.durations[ri * static_cast<std::size_t>(in.chunks) + static_cast<std::size_t>(b.chunk)];
-      const double comm = pass_comm(da, a.type) + pass_comm(db, b.type);
-      const double compute = work - pass_comm(da, a.type) + pass_time(db, b.type) - pass_comm(db, b.type);
-      work = compute > comm ? compute : comm;
+      work = overlapped_pair_time(da, a.type, db, b.type);
       sends = sends || sends_to_other_rank(in, r, b);
     }
     const double start = st.clock[ri] > ready ? st.clock[ri] : ready;
@@ -4917,6 +5059,26 @@ constexpr schedule_result simulate_zb_h1(const schedule_setup& in, std::int64_t 
   return run_schedule(in, m, 1, in.ranks + 1, [&](std::int64_t k) { return zb_h1_passes(in.ranks, k); });
 }
 
+/// DualPipeV's pass lists of every rank (`dualpipev_order`).
+constexpr pass_lists dualpipev_passes(std::int64_t p, std::int64_t m) {
+  pass_lists out;
+  out.begin.push_back(0);
+  for (std::int64_t r = 0; r < p; ++r) {
+    for (const scheduled_pass& c : dualpipev_order(p, m, r)) out.passes.push_back(c);
+    out.begin.push_back(out.passes.size());
+  }
+  return out;
+}
+
+/// DualPipeV over `m` micro-batches (`in`: two chunks per rank, V-shaped placement) with the
+/// steady-period extension (every micro-batch when `events` is given). A pass waits on passes at
+/// most 2p micro-batches apart (the first rank's warm-up reaches micro-batch 2p - 1).
+constexpr schedule_result simulate_dualpipev(const schedule_setup& in, std::int64_t m,
+                                             std::vector<pipeline_event>* events = nullptr) {
+  if (events != nullptr) return detail::simulate_passes(in, dualpipev_passes(in.ranks, m), m, nullptr, events);
+  return run_schedule(in, m, 1, 2 * in.ranks + 1, [&](std::int64_t k) { return dualpipev_passes(in.ranks, k); });
+}
+
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/engine.hpp ----------------------------------------------------------------
 // ---- begin llmsim/schedule/interleaved.hpp ---------------------------------------------------------
@@ -5043,141 +5205,6 @@ LLMSIM_END_NAMESPACE
 /// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
 /// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 
-// ---- begin llmsim/schedule/dualpipev.hpp -----------------------------------------------------------
-/// \file llmsim/schedule/dualpipev.hpp
-/// DualPipeV: the V-shaped, "cut-in-half" variant of DeepSeek's DualPipe (DeepSeek-V3 technical
-/// report, arXiv 2412.19437, section 3.2.1; github deepseek-ai/DualPipe, dualpipe/dualpipev.py;
-/// the cut-in-half derivation is Sea AI Lab's). `p` ranks hold 2p virtual stages in a V: rank r
-/// runs chunk 0 = virtual stage r (micro-batches flow rank 0 → p-1) and chunk 1 = virtual stage
-/// 2p-1-r (flow p-1 → 0), so rank 0 holds the embedding and the output layer + loss, and the last
-/// rank hands its chunk-0 output to its own chunk 1.
-///
-/// A rank's order, in eight phases (F0/F1: forward of chunk 0/1, B: backward, "split": the
-/// backward's input gradients now and its weight gradients deferred to a later W pass, which
-/// takes the oldest deferred one, as in the zero-bubble schedules of Qi et al., ICLR 2024):
-///  1. 2(p-r-1) F0: warm-up, filling the first leg of the V;
-///  2. r+1 times F0 then F1;
-///  3. p-r-1 times a split B1, its W at once, then F1;
-///  4. m-2p+r+1 times the overlapped pairs F0 & B1, then F1 & B0 (the steady phase; on the last
-///     rank the very first F0 and B1 run one after the other, not overlapped, which shortens the
-///     bubble there);
-///  5. p-r-1 times B1, then the overlapped pair F1 & B0;
-///  6. r+1 times B1 then B0, of which the first r+1 backwards are whole and the last r+1 split;
-///  7. p-r-1 times a W then a split B0;
-///  8. the r+1 W left.
-/// In an overlapped pair the forward of one micro-batch and the backward of another run together
-/// (the forward's expert all-to-all hides under the backward's compute and vice versa; section
-/// 3.2.1); the pair's first entry carries `overlapped_with_next`.
-
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// Why DualPipeV cannot run `m` micro-batches over `p` ranks; empty when it can. At least two
-/// micro-batches per rank: dualpipev.py asserts num_chunks >= 2 * num_ranks (rank 0 runs 2p - 1
-/// chunk-0 forwards in phases 1 and 2, and its steady phase needs one more). At least two ranks:
-/// llmsim's own rule (the source asserts none), since one rank is no pipeline, only its two chunks.
-constexpr std::string_view dualpipev_rule(std::int64_t p, std::int64_t m) {
-  if (p < 2) return "DualPipeV needs strategy.pp_size >= 2";
-  if (m < 2 * p) return "DualPipeV needs strategy.micro_batch_num >= 2 * strategy.pp_size (dualpipev.py)";
-  return {};
-}
-
-namespace detail {
-/// Refuses a DualPipeV job that breaks `dualpipev_rule`, naming the field and the values.
-constexpr void validate_dualpipev(std::string_view api, std::int64_t p, std::int64_t m) {
-  if (p < 2) report_error(api, "strategy.pp_size", "DualPipeV needs strategy.pp_size >= 2, got {}", p);
-  if (m < 2 * p)
-    report_error(api, "strategy.micro_batch_num",
-                 "DualPipeV needs strategy.micro_batch_num={} >= 2 * strategy.pp_size={} (dualpipev.py asserts "
-                 "num_chunks >= num_ranks * 2)",
-                 m, p);
-}
-
-/// Appends one rank's passes, counting micro-batches per chunk: the k-th forward (backward) of a
-/// chunk is micro-batch k, since both directions take micro-batches in order.
-struct dualpipev_writer {
-  std::vector<scheduled_pass> out;
-  std::array<std::int64_t, 2> forwards{}, backwards{};
-  std::vector<scheduled_pass> deferred;  ///< weight passes waiting, oldest first from `oldest`
-  std::size_t oldest = 0;
-
-  constexpr void forward(std::int64_t chunk, bool overlapped = false) {
-    out.push_back({pass_type::forward, forwards[static_cast<std::size_t>(chunk)]++, chunk, overlapped});
-  }
-  /// A backward; `split`: input gradients only, the weight-gradient pass queued for `weight`.
-  constexpr void backward(std::int64_t chunk, bool split = false) {
-    const std::int64_t mb = backwards[static_cast<std::size_t>(chunk)]++;
-    out.push_back({split ? pass_type::backward_input : pass_type::backward, mb, chunk, false});
-    if (split) deferred.push_back({pass_type::backward_weight, mb, chunk, false});
-  }
-  constexpr void weight() { out.push_back(deferred[oldest++]); }
-  /// The forward of `forward_chunk` overlapped with the backward of `backward_chunk`.
-  constexpr void pair(std::int64_t forward_chunk, std::int64_t backward_chunk) {
-    forward(forward_chunk, true);
-    backward(backward_chunk);
-  }
-};
-}  // namespace detail
-
-/// The passes rank `rank` of `p` runs over `m` micro-batches under DualPipeV, in order (the
-/// phases of the file comment). Chunk 0 is virtual stage `rank`, chunk 1 virtual stage 2p-1-rank
-/// (`chunk_placement::v_shape`). Every rank runs each micro-batch's forward and backward of both
-/// chunks once; of its backwards 2p-rank-1 are split, each followed later by its weight pass.
-///
-/// ```cpp
-/// const auto order = llmsim::dualpipev_order(4, 8, 0);  // rank 0 of 4: 6 F0 first
-/// ```
-constexpr std::vector<scheduled_pass> dualpipev_order(std::int64_t p, std::int64_t m, std::int64_t rank) {
-  detail::validate_dualpipev("llmsim::dualpipev_order", p, m);
-  if (rank < 0 || rank >= p)
-    detail::report_error("llmsim::dualpipev_order", "rank", "rank={} must be in [0, pp_size={})", rank, p);
-  const std::int64_t r = rank, down = p - r - 1, up = r + 1;  // phases sized by the ranks below / above
-  detail::dualpipev_writer w;
-  w.out.reserve(static_cast<std::size_t>(4 * m + 2 * down + up));
-  for (std::int64_t i = 0; i < 2 * down; ++i) w.forward(0);  // 1: warm-up
-  for (std::int64_t i = 0; i < up; ++i) {                    // 2: both legs
-    w.forward(0);
-    w.forward(1);
-  }
-  for (std::int64_t i = 0; i < down; ++i) {  // 3: zero-bubble B1 W1 F1
-    w.backward(1, true);
-    w.weight();
-    w.forward(1);
-  }
-  for (std::int64_t i = 0; i < m - 2 * p + up; ++i) {  // 4: steady phase
-    if (i == 0 && r == p - 1) {
-      w.forward(0);
-      w.backward(1);
-    } else {
-      w.pair(0, 1);
-    }
-    w.pair(1, 0);
-  }
-  for (std::int64_t i = 0; i < down; ++i) {  // 5
-    w.backward(1);
-    w.pair(1, 0);
-  }
-  for (std::int64_t i = 0; i < up; ++i) {  // 6: the last r+1 of these 2(r+1) backwards split
-    w.backward(1, 2 * i >= up);
-    w.backward(0, 2 * i + 1 >= up);
-  }
-  for (std::int64_t i = 0; i < down; ++i) {  // 7
-    w.weight();
-    w.backward(0, true);
-  }
-  for (std::int64_t i = 0; i < up; ++i) w.weight();  // 8
-  return std::move(w.out);
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/schedule/dualpipev.hpp -------------------------------------------------------------
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -5968,6 +5995,17 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
   return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
 }
 
+/// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble
+/// schedules run it: B = the input-gradient pass with recompute and its collectives, W = the
+/// weight-gradient GEMMs and their collectives (the sequence-parallel input re-gather); the
+/// expert exchange of forward and backward kept apart for DualPipe's overlap.
+constexpr chunk_durations split_pass_times(const stage_result& r) {
+  const seconds input = r.bwd_compute_time - r.bwd_weight_time + r.recompute_time + r.bwd_tp_comm_time -
+                        r.bwd_weight_comm_time + r.recompute_tp_comm_time;
+  return {(r.fwd_compute_time + r.fwd_tp_comm_time).value, input.value,
+          (r.bwd_weight_time + r.bwd_weight_comm_time).value, r.fwd_a2a_time.value, r.bwd_a2a_time.value};
+}
+
 /// DualPipeV: the program of chunk `c` of a V-shaped rank (chunk 0 with the embedding, chunk 1
 /// with the output layer and loss, on rank 0).
 constexpr stage_program v_chunk_program(const job_context& j, const rank_layout& lay, std::int64_t c) {
@@ -5984,12 +6022,9 @@ constexpr void price_v_chunks(stage_result& r, const job_context& j) {
     stage_result part;
     price_program(part, v_chunk_program(j, r.layout, static_cast<std::int64_t>(c)), j);
     const bool fwd_recv = c == 0 ? rank > 0 : rank < p - 1, bwd_recv = c == 0 ? rank < p - 1 : rank > 0;
-    const seconds fwd = part.fwd_compute_time + part.fwd_tp_comm_time + (fwd_recv ? j.p2p_gather : seconds{});
-    const seconds input = part.bwd_compute_time - part.bwd_weight_time + part.recompute_time + part.bwd_tp_comm_time -
-                          part.bwd_weight_comm_time + part.recompute_tp_comm_time +
-                          (bwd_recv ? j.p2p_gather : seconds{});
-    r.v_chunks[c] = {fwd.value, input.value, (part.bwd_weight_time + part.bwd_weight_comm_time).value,
-                     part.fwd_a2a_time.value, part.bwd_a2a_time.value};
+    if (fwd_recv) part.fwd_tp_comm_time += j.p2p_gather;
+    if (bwd_recv) part.bwd_tp_comm_time += j.p2p_gather;
+    r.v_chunks[c] = split_pass_times(part);
   }
 }
 
@@ -6002,8 +6037,8 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
     if (!order[i].overlapped_with_next) continue;
     const chunk_durations& f = r.v_chunks[static_cast<std::size_t>(order[i].chunk)];
     const chunk_durations& b = r.v_chunks[static_cast<std::size_t>(order[i + 1].chunk)];
-    const double total = f.forward + b.backward_input + b.backward_weight, comm = f.forward_comm + b.backward_comm;
-    hidden += total - (total - comm > comm ? total - comm : comm);
+    hidden += detail::pass_time(f, order[i].type) + detail::pass_time(b, order[i + 1].type) -
+              detail::overlapped_pair_time(f, order[i].type, b, order[i + 1].type);
     ++i;
   }
   return seconds{hidden};
@@ -6013,12 +6048,11 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
 /// as dualpipev.py waits on the sends it posted before its next pass) charges one transfer after
 /// every pass that sends to another rank, one for an overlapped pair whichever of its two sends.
 constexpr std::int64_t v_transfer_waits(std::int64_t rank, std::int64_t p, std::int64_t m) {
-  const auto sends = [&](const scheduled_pass& c) {
-    if (c.type == pass_type::backward_weight) return false;
-    const std::int64_t stage = virtual_stage(chunk_placement::v_shape, p, rank, c.chunk);
-    const std::int64_t to = c.type == pass_type::forward ? stage + 1 : stage - 1;
-    return to >= 0 && to < 2 * p && rank_of_stage(chunk_placement::v_shape, p, to) != rank;
-  };
+  schedule_setup v;
+  v.ranks = p;
+  v.chunks = 2;
+  v.placement = chunk_placement::v_shape;
+  const auto sends = [&](const scheduled_pass& c) { return detail::sends_to_other_rank(v, rank, c); };
   const std::vector<scheduled_pass> order = dualpipev_order(p, m, rank);
   std::int64_t waits = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -6150,11 +6184,7 @@ constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_s
   in.ranks = static_cast<std::int64_t>(rank_stage.size());
   in.async_p2p = s.pp_comm_async;
   for (const std::uint8_t i : rank_stage) {
-    const stage_result& st = out.stages[i];
-    const seconds input = st.bwd_compute_time - st.bwd_weight_time + st.recompute_time + st.bwd_tp_comm_time -
-                          st.bwd_weight_comm_time + st.recompute_tp_comm_time;
-    const seconds weight = st.bwd_weight_time + st.bwd_weight_comm_time;
-    in.durations.push_back({(st.fwd_compute_time + st.fwd_tp_comm_time).value, input.value, weight.value, 0.0, 0.0});
+    in.durations.push_back(split_pass_times(out.stages[i]));
     in.p2p.push_back(p2p.value);
   }
   return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
@@ -6178,18 +6208,7 @@ constexpr pipeline_result run_dualpipev(const estimate_result& out, const strate
     in.durations.push_back(out.stages[i].v_chunks[1]);
     in.p2p.push_back(p2p.value);
   }
-  const auto lists = [&](std::int64_t m) {
-    pass_lists l;
-    l.begin.push_back(0);
-    for (std::int64_t r = 0; r < s.pp_size; ++r) {
-      for (const scheduled_pass& c : dualpipev_order(s.pp_size, m, r)) l.passes.push_back(c);
-      l.begin.push_back(l.passes.size());
-    }
-    return l;
-  };
-  if (events != nullptr)
-    return detail::simulate_passes(in, lists(s.micro_batch_num), s.micro_batch_num, nullptr, events).pipe;
-  return run_schedule(in, s.micro_batch_num, 1, 2 * s.pp_size + 1, lists).pipe;
+  return simulate_dualpipev(in, s.micro_batch_num, events).pipe;
 }
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in

@@ -12,16 +12,6 @@
 using namespace llmsim;
 
 namespace {
-pass_lists dualpipev_lists(std::int64_t p, std::int64_t m) {
-  pass_lists l;
-  l.begin.push_back(0);
-  for (std::int64_t r = 0; r < p; ++r) {
-    for (const scheduled_pass& c : dualpipev_order(p, m, r)) l.passes.push_back(c);
-    l.begin.push_back(l.passes.size());
-  }
-  return l;
-}
-
 // Qwen3-30B-A3B (48 MoE layers) over pp4 ep2: 48 / 8 = 6 layers per virtual stage.
 strategy_spec moe_dualpipev(std::int64_t m) {
   return {.seq_len = 4096,
@@ -49,10 +39,10 @@ TEST(DualPipeVEstimate, BubbleIsTheReadmesFormulaOnEqualPasses) {
       in.async_p2p = false;
       in.durations.assign(static_cast<std::size_t>(2 * p), {1, 1, 1, 0, 0});
       in.p2p.assign(static_cast<std::size_t>(p), 0.0);
-      const double total = detail::simulate_passes(in, dualpipev_lists(p, m), m).pipe.total.value;
+      const double total = detail::simulate_passes(in, dualpipev_passes(p, m), m).pipe.total.value;
       EXPECT_DOUBLE_EQ(total, static_cast<double>(6 * m + 2 * (p - 1))) << "p=" << p << " m=" << m;
       // The extension for long runs gives the same answer.
-      const auto lists = [&](std::int64_t k) { return dualpipev_lists(p, k); };
+      const auto lists = [&](std::int64_t k) { return dualpipev_passes(p, k); };
       EXPECT_DOUBLE_EQ(run_schedule(in, m, 1, 2 * p + 1, lists).pipe.total.value, total);
     }
   }
@@ -73,8 +63,8 @@ TEST(DualPipeVEstimate, SteadyPeriodExtensionEqualsTheFullSimulation) {
       in.durations.push_back({x, 1.5 * x, 0.75 * x, 0.4 * x, 0.5 * x});
     }
     in.p2p.assign(static_cast<std::size_t>(p), 0.05);
-    const double full = detail::simulate_passes(in, dualpipev_lists(p, m), m).pipe.total.value;
-    const auto lists = [&](std::int64_t k) { return dualpipev_lists(p, k); };
+    const double full = detail::simulate_passes(in, dualpipev_passes(p, m), m).pipe.total.value;
+    const auto lists = [&](std::int64_t k) { return dualpipev_passes(p, k); };
     EXPECT_NEAR(run_schedule(in, m, 1, 2 * p + 1, lists).pipe.total.value, full, 1e-12 * full) << p;
   }
 }

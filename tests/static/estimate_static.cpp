@@ -42,13 +42,7 @@ constexpr double dualpipev_4x8 = [] {
   in.async_p2p = false;
   in.durations.assign(8, chunk_durations{1, 1, 1, 0, 0});
   in.p2p.assign(4, 0.0);
-  pass_lists l;
-  l.begin.push_back(0);
-  for (std::int64_t r = 0; r < 4; ++r) {
-    for (const scheduled_pass& c : dualpipev_order(4, 8, r)) l.passes.push_back(c);
-    l.begin.push_back(l.passes.size());
-  }
-  return detail::simulate_passes(in, l, 8).pipe.total.value;
+  return detail::simulate_passes(in, dualpipev_passes(4, 8), 8).pipe.total.value;
 }();
 static_assert(dualpipev_4x8 == 54);
 

@@ -633,6 +633,17 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
   return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
 }
 
+/// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble
+/// schedules run it: B = the input-gradient pass with recompute and its collectives, W = the
+/// weight-gradient GEMMs and their collectives (the sequence-parallel input re-gather); the
+/// expert exchange of forward and backward kept apart for DualPipe's overlap.
+constexpr chunk_durations split_pass_times(const stage_result& r) {
+  const seconds input = r.bwd_compute_time - r.bwd_weight_time + r.recompute_time + r.bwd_tp_comm_time -
+                        r.bwd_weight_comm_time + r.recompute_tp_comm_time;
+  return {(r.fwd_compute_time + r.fwd_tp_comm_time).value, input.value,
+          (r.bwd_weight_time + r.bwd_weight_comm_time).value, r.fwd_a2a_time.value, r.bwd_a2a_time.value};
+}
+
 /// DualPipeV: the program of chunk `c` of a V-shaped rank (chunk 0 with the embedding, chunk 1
 /// with the output layer and loss, on rank 0).
 constexpr stage_program v_chunk_program(const job_context& j, const rank_layout& lay, std::int64_t c) {
@@ -649,12 +660,9 @@ constexpr void price_v_chunks(stage_result& r, const job_context& j) {
     stage_result part;
     price_program(part, v_chunk_program(j, r.layout, static_cast<std::int64_t>(c)), j);
     const bool fwd_recv = c == 0 ? rank > 0 : rank < p - 1, bwd_recv = c == 0 ? rank < p - 1 : rank > 0;
-    const seconds fwd = part.fwd_compute_time + part.fwd_tp_comm_time + (fwd_recv ? j.p2p_gather : seconds{});
-    const seconds input = part.bwd_compute_time - part.bwd_weight_time + part.recompute_time + part.bwd_tp_comm_time -
-                          part.bwd_weight_comm_time + part.recompute_tp_comm_time +
-                          (bwd_recv ? j.p2p_gather : seconds{});
-    r.v_chunks[c] = {fwd.value, input.value, (part.bwd_weight_time + part.bwd_weight_comm_time).value,
-                     part.fwd_a2a_time.value, part.bwd_a2a_time.value};
+    if (fwd_recv) part.fwd_tp_comm_time += j.p2p_gather;
+    if (bwd_recv) part.bwd_tp_comm_time += j.p2p_gather;
+    r.v_chunks[c] = split_pass_times(part);
   }
 }
 
@@ -667,8 +675,8 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
     if (!order[i].overlapped_with_next) continue;
     const chunk_durations& f = r.v_chunks[static_cast<std::size_t>(order[i].chunk)];
     const chunk_durations& b = r.v_chunks[static_cast<std::size_t>(order[i + 1].chunk)];
-    const double total = f.forward + b.backward_input + b.backward_weight, comm = f.forward_comm + b.backward_comm;
-    hidden += total - (total - comm > comm ? total - comm : comm);
+    hidden += detail::pass_time(f, order[i].type) + detail::pass_time(b, order[i + 1].type) -
+              detail::overlapped_pair_time(f, order[i].type, b, order[i + 1].type);
     ++i;
   }
   return seconds{hidden};
@@ -678,12 +686,11 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
 /// as dualpipev.py waits on the sends it posted before its next pass) charges one transfer after
 /// every pass that sends to another rank, one for an overlapped pair whichever of its two sends.
 constexpr std::int64_t v_transfer_waits(std::int64_t rank, std::int64_t p, std::int64_t m) {
-  const auto sends = [&](const scheduled_pass& c) {
-    if (c.type == pass_type::backward_weight) return false;
-    const std::int64_t stage = virtual_stage(chunk_placement::v_shape, p, rank, c.chunk);
-    const std::int64_t to = c.type == pass_type::forward ? stage + 1 : stage - 1;
-    return to >= 0 && to < 2 * p && rank_of_stage(chunk_placement::v_shape, p, to) != rank;
-  };
+  schedule_setup v;
+  v.ranks = p;
+  v.chunks = 2;
+  v.placement = chunk_placement::v_shape;
+  const auto sends = [&](const scheduled_pass& c) { return detail::sends_to_other_rank(v, rank, c); };
   const std::vector<scheduled_pass> order = dualpipev_order(p, m, rank);
   std::int64_t waits = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -815,11 +822,7 @@ constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_s
   in.ranks = static_cast<std::int64_t>(rank_stage.size());
   in.async_p2p = s.pp_comm_async;
   for (const std::uint8_t i : rank_stage) {
-    const stage_result& st = out.stages[i];
-    const seconds input = st.bwd_compute_time - st.bwd_weight_time + st.recompute_time + st.bwd_tp_comm_time -
-                          st.bwd_weight_comm_time + st.recompute_tp_comm_time;
-    const seconds weight = st.bwd_weight_time + st.bwd_weight_comm_time;
-    in.durations.push_back({(st.fwd_compute_time + st.fwd_tp_comm_time).value, input.value, weight.value, 0.0, 0.0});
+    in.durations.push_back(split_pass_times(out.stages[i]));
     in.p2p.push_back(p2p.value);
   }
   return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
@@ -843,18 +846,7 @@ constexpr pipeline_result run_dualpipev(const estimate_result& out, const strate
     in.durations.push_back(out.stages[i].v_chunks[1]);
     in.p2p.push_back(p2p.value);
   }
-  const auto lists = [&](std::int64_t m) {
-    pass_lists l;
-    l.begin.push_back(0);
-    for (std::int64_t r = 0; r < s.pp_size; ++r) {
-      for (const scheduled_pass& c : dualpipev_order(s.pp_size, m, r)) l.passes.push_back(c);
-      l.begin.push_back(l.passes.size());
-    }
-    return l;
-  };
-  if (events != nullptr)
-    return detail::simulate_passes(in, lists(s.micro_batch_num), s.micro_batch_num, nullptr, events).pipe;
-  return run_schedule(in, s.micro_batch_num, 1, 2 * s.pp_size + 1, lists).pipe;
+  return simulate_dualpipev(in, s.micro_batch_num, events).pipe;
 }
 
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in

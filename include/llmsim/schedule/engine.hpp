@@ -27,6 +27,7 @@
 #pragma once
 
 #include <llmsim/core/error.hpp>
+#include <llmsim/schedule/dualpipev.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>
 
@@ -125,6 +126,15 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
+/// An overlapped forward-backward pair: each pass's exchange hides under the other's compute
+/// (DualPipe), so the pair takes the longer of all compute and all exchange.
+constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
+                                      pass_type tb) {
+  const double comm = pass_comm(da, ta) + pass_comm(db, tb);
+  const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
+  return compute > comm ? compute : comm;
+}
+
 /// Records pass `c` of rank `r` as run from `start` to `end`.
 constexpr void finish_pass(const schedule_setup& in, engine_state& st, std::int64_t m, std::int64_t r,
                            const scheduled_pass& c, double start, double end, std::vector<double>* starts,
@@ -179,9 +189,7 @@ constexpr std::int64_t advance_rank(const schedule_setup& in, const pass_lists& 
       ready = ready_b > ready ? ready_b : ready;
       const chunk_durations& db =
           in.durations[ri * static_cast<std::size_t>(in.chunks) + static_cast<std::size_t>(b.chunk)];
-      const double comm = pass_comm(da, a.type) + pass_comm(db, b.type);
-      const double compute = work - pass_comm(da, a.type) + pass_time(db, b.type) - pass_comm(db, b.type);
-      work = compute > comm ? compute : comm;
+      work = overlapped_pair_time(da, a.type, db, b.type);
       sends = sends || sends_to_other_rank(in, r, b);
     }
     const double start = st.clock[ri] > ready ? st.clock[ri] : ready;
@@ -387,6 +395,26 @@ constexpr schedule_result simulate_zb_h1(const schedule_setup& in, std::int64_t 
                                          std::vector<pipeline_event>* events = nullptr) {
   if (events != nullptr) return detail::simulate_passes(in, zb_h1_passes(in.ranks, m), m, nullptr, events);
   return run_schedule(in, m, 1, in.ranks + 1, [&](std::int64_t k) { return zb_h1_passes(in.ranks, k); });
+}
+
+/// DualPipeV's pass lists of every rank (`dualpipev_order`).
+constexpr pass_lists dualpipev_passes(std::int64_t p, std::int64_t m) {
+  pass_lists out;
+  out.begin.push_back(0);
+  for (std::int64_t r = 0; r < p; ++r) {
+    for (const scheduled_pass& c : dualpipev_order(p, m, r)) out.passes.push_back(c);
+    out.begin.push_back(out.passes.size());
+  }
+  return out;
+}
+
+/// DualPipeV over `m` micro-batches (`in`: two chunks per rank, V-shaped placement) with the
+/// steady-period extension (every micro-batch when `events` is given). A pass waits on passes at
+/// most 2p micro-batches apart (the first rank's warm-up reaches micro-batch 2p - 1).
+constexpr schedule_result simulate_dualpipev(const schedule_setup& in, std::int64_t m,
+                                             std::vector<pipeline_event>* events = nullptr) {
+  if (events != nullptr) return detail::simulate_passes(in, dualpipev_passes(in.ranks, m), m, nullptr, events);
+  return run_schedule(in, m, 1, 2 * in.ranks + 1, [&](std::int64_t k) { return dualpipev_passes(in.ranks, k); });
 }
 
 LLMSIM_END_NAMESPACE
