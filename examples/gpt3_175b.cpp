@@ -10,12 +10,14 @@ using namespace llmsim::typed;
 using namespace llmsim::literals;
 using llmsim::parallel, llmsim::tp, llmsim::pp, llmsim::dp, llmsim::seq, llmsim::micro_batches;
 
-constexpr auto gpt3_175b =
-    model("gpt3_175b", embedding{.vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute},
-          repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
-                                 gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
-                   96},
-          lm_head{.tied = true});
+constexpr auto gpt3_175b = model(
+    "gpt3_175b",
+    embedding{
+        .vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute, .max_positions = 2048},
+    repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
+                           gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
+             96},
+    lm_head{.tied = true});
 
 using strategy = parallel<tp<8>, pp<8>, dp<16>, seq<2048>, micro_batches<64>>;
 using gpu = llmsim::hw::a100_sxm;

@@ -29,12 +29,23 @@ constexpr auto llama3_8b = model("llama3_8b", embedding{.vocab = 128256, .hidden
                                                         swiglu_mlp{.ffn = 14336}, rms_norm{}},
                                           32},
                                  lm_head{});
-constexpr auto gpt3_175b =
-    model("gpt3_175b", embedding{.vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute},
-          repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
-                                 gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
-                   96},
-          lm_head{.tied = true});
+constexpr auto gpt3_175b = model(
+    "gpt3_175b",
+    embedding{
+        .vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute, .max_positions = 2048},
+    repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
+                           gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
+             96},
+    lm_head{.tied = true});
+/// GPT-3 175B with a 4096-row position table, so that it runs the 4096-token strategies below.
+constexpr auto gpt3_175b_4k = model(
+    "gpt3_175b",
+    embedding{
+        .vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute, .max_positions = 4096},
+    repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
+                           gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
+             96},
+    lm_head{.tied = true});
 constexpr auto qwen3_32b = model("qwen3_32b", embedding{.vocab = 151936, .hidden = 5120},
                                  repeated{decoder_layer{gqa_attention{.heads = 64, .kv_heads = 8, .head_dim = 128},
                                                         swiglu_mlp{.ffn = 25600}, rms_norm{}},
@@ -244,7 +255,7 @@ void add_cases(std::vector<compiled_case>& out, const std::string& name) {
 std::vector<compiled_case> compiled_cases() {
   std::vector<compiled_case> out;
   add_cases<llama3_8b>(out, "llama3_8b");
-  add_cases<gpt3_175b>(out, "gpt3_175b");
+  add_cases<gpt3_175b_4k>(out, "gpt3_175b_4k");
   add_cases<qwen3_32b>(out, "qwen3_32b");
   out.push_back(make_case<mixtral_8x7b, tp2_ep4_dp4, hw::h100_sxm>("mixtral_8x7b tp2_ep4_dp4 h100_sxm"));
   out.push_back(make_case<mixtral_8x7b, tp2_ep4_dp4, hw::b200>("mixtral_8x7b tp2_ep4_dp4 b200"));

@@ -37,12 +37,14 @@ constexpr auto llama3_405b = model("llama3_405b", embedding{.vocab = 128256, .hi
                                    repeated{llama_layer(128, 8, 53248), 126}, lm_head{});
 constexpr auto qwen3_32b =
     model("qwen3_32b", embedding{.vocab = 151936, .hidden = 5120}, repeated{llama_layer(64, 8, 25600), 64}, lm_head{});
-constexpr auto gpt3_175b =
-    model("gpt3_175b", embedding{.vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute},
-          repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
-                                 gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
-                   96},
-          lm_head{.tied = true});
+constexpr auto gpt3_175b = model(
+    "gpt3_175b",
+    embedding{
+        .vocab = 50257, .hidden = 12288, .position = llmsim::position_kind::learned_absolute, .max_positions = 2048},
+    repeated{decoder_layer{mha_attention{.heads = 96, .head_dim = 128, .bias = true},
+                           gelu_mlp{.ffn = 49152, .bias = true}, layer_norm{}},
+             96},
+    lm_head{.tied = true});
 
 static_assert(to_spec(llama2_7b) == catalogue::llama2_7b);
 static_assert(to_spec(llama2_13b) == catalogue::llama2_13b);

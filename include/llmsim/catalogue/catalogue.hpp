@@ -111,6 +111,7 @@ inline constexpr model_spec gpt3_175b{
     .tie_word_embeddings = true,
     .add_linear_bias = true,
     .position_embedding_type = position_kind::learned_absolute,
+    .max_position_embeddings = 2048,  // n_ctx = 2048 tokens (Brown et al. 2020, §2.1)
 };
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
 inline constexpr model_spec qwen3_32b{

@@ -451,6 +451,11 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.group_linear_mode",
                  "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
                  "yet; use \"parallel\" (grouped GEMM)");
+  if (is_moe(m) && s.moe_dispatcher_policy == dispatcher_kind::flex && s.etp_size > 1)
+    report_error(api, "strategy.etp_size",
+                 "strategy.etp_size={} with strategy.moe_dispatcher_policy=\"flex\" is not modelled yet (DeepEP's "
+                 "group spans ep x etp; use etp_size=1)",
+                 s.etp_size);
   if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
     report_error(
         api, "strategy.use_flash_sdp",

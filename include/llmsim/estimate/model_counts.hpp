@@ -50,6 +50,13 @@ constexpr std::int64_t dense_layer_count(const model_spec& m) {
 }
 }  // namespace detail
 
+/// Learned absolute position table: max_position_embeddings x hidden (Megatron LanguageModelEmbedding
+/// `position_embeddings`); rotary and no positions have none.
+constexpr double position_table_params(const model_spec& m) {
+  if (m.position_embedding_type != position_kind::learned_absolute) return 0;
+  return static_cast<double>(m.max_position_embeddings.value_or(0)) * static_cast<double>(m.hidden_size);
+}
+
 namespace detail {
 /// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
 constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
@@ -57,7 +64,8 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double attn = attention_linear_params(m) + layer_norm_params(m);
   const auto dense = static_cast<double>(dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double embeddings =
+      static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
   return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
 }

@@ -333,6 +333,31 @@ constexpr leaf activation_leaf(const build_context& c) {
                          *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
+/// Learned absolute positions (Megatron LanguageModelEmbedding): a serial table of
+/// max_position_embeddings x h on every TP rank. The word embeddings are then all-reduced in full
+/// (`reduce_scatter_embeddings` is off with position embeddings), the looked-up positions added,
+/// the sum made [s, b, h]-contiguous and, with sequence parallelism, this rank's slice cloned out
+/// of it (scatter_to_sequence_parallel_region + clone); backward gathers the slices' gradients and
+/// adds them into the table's fp32 main gradient.
+constexpr void add_learned_positions(leaf& l, const build_context& c, double out) {
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double table_rows = static_cast<double>(c.m().max_position_embeddings.value_or(0));
+  const double local = c.sequence_parallel() ? out / static_cast<double>(c.s().tp_size) : out;
+  c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
+  c.memory(l, pass_kind::forward, 2 * out);  // position rows gathered
+  c.memory(l, pass_kind::forward, 3 * out);  // word + position
+  c.memory(l, pass_kind::forward, 2 * out);  // transpose to [s, b, h]
+  if (c.sequence_parallel()) {
+    c.memory(l, pass_kind::forward, 2 * local);  // clone of this rank's slice
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
+  }
+  c.memory(l, pass_kind::backward_weight, out + 2 * table_rows * h * c.main_grad_bytes());
+  l.params += table_rows * h;
+  l.fwd_peak += 2 * out;
+  l.bwd_peak += table_rows * h * E;  // the table's dense bf16 gradient
+}
+
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
 /// table gradient is built and added into the fp32 main gradient. Partial sums over the vocabulary
 /// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
@@ -348,16 +373,18 @@ constexpr leaf embedding_leaf(const build_context& c) {
   const double table = rows * h * E;
   c.memory(l, pass_kind::forward, ids + 2 * out);
   c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
-  if (c.sequence_parallel()) {
+  l.params = rows * h;
+  l.input = ids;
+  l.fwd_peak = ids + out;
+  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  if (c.m().position_embedding_type == position_kind::learned_absolute) {
+    add_learned_positions(l, c, out);
+  } else if (c.sequence_parallel()) {
     c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, out);
     c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
   } else {
     c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
   }
-  l.params = rows * h;
-  l.input = ids;
-  l.fwd_peak = ids + out;
-  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
   if (c.s().enable_dropout) {
     // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
     // output: one pass writing the result and a one-byte keep-mask that backward reads.

@@ -23,12 +23,45 @@ LLMSIM_BEGIN_NAMESPACE
 /// Token counts of one MoE layer on one rank.
 struct moe_tokens {
   double local = 0;       ///< tokens of the micro-batch on this rank (T0)
-  double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
+  double dispatched = 0;  ///< token copies this rank's router keeps: topk·T0, padded to or cut at capacity
   double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
+  double sent_rows = 0;   ///< rows the flex (DeepEP) dispatch sends: T0 × distinct ranks per token
   std::int64_t local_experts = 1;
 };
 
-/// Megatron capacity with padding: ceil(topk·T0 / E) tokens per expert per source rank, × capacity.
+namespace detail {
+/// Smallest whole number >= x (x >= 0), in constant expressions.
+constexpr double ceil_nonnegative(double x) {
+  const auto whole = static_cast<double>(static_cast<std::int64_t>(x));
+  return whole < x ? whole + 1 : whole;
+}
+}  // namespace detail
+
+/// Token copies per expert that one rank's router keeps, Megatron-LM's expert capacity
+/// (megatron/core/transformer/moe/moe_utils.py `get_capacity`, called with num_tokens = T0·topk):
+/// ceil(topk·T0 / E × capacity factor). Padded (`moe_pad_expert_input_to_capacity`): every expert
+/// gets exactly that many; otherwise balanced routing sends topk·T0/E to each and copies beyond the
+/// capacity are dropped (only a factor below 1 drops any).
+constexpr double routed_copies(const model_spec& m, double copies) {
+  const double experts = static_cast<double>(m.expert_num);
+  const double capacity = detail::ceil_nonnegative(copies / experts * m.capacity);
+  if (m.moe_pad_expert_input_to_capacity) return capacity * experts;
+  return copies < capacity * experts ? copies : capacity * experts;
+}
+
+/// Expected number of distinct ranks a token's top-k experts sit on, with E experts split evenly
+/// over ep ranks and the k experts drawn uniformly without repeats (balanced routing):
+/// ep · (1 − C(E − E/ep, k) / C(E, k)). DeepEP (deepseek-ai/DeepEP `Buffer.get_dispatch_layout`,
+/// `is_token_in_rank`) sends a token once to each such rank, not once per expert.
+constexpr double distinct_expert_ranks(std::int64_t experts, std::int64_t ep, std::int64_t topk) {
+  const std::int64_t elsewhere = experts - experts / ep;  // experts not on a given rank
+  double none_here = 1;                                   // P(no expert of the token on that rank)
+  for (std::int64_t i = 0; i < topk; ++i)
+    none_here *= elsewhere - i > 0 ? static_cast<double>(elsewhere - i) / static_cast<double>(experts - i) : 0.0;
+  return static_cast<double>(ep) * (1 - none_here);
+}
+
+/// Token counts of one MoE layer on this rank, for the strategy's dispatcher.
 constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
@@ -36,14 +69,10 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   t.local = c.local_tokens();
   t.local_experts = m.expert_num / s.ep_size;
   const double topk = static_cast<double>(m.topk.value_or(1));
-  const double experts = static_cast<double>(m.expert_num);
-  auto padded = [&](double copies) {
-    if (!m.moe_pad_expert_input_to_capacity) return copies;
-    const double per_expert = static_cast<double>(static_cast<std::int64_t>((copies + experts - 1) / experts));  // ceil
-    return per_expert * experts * m.capacity;
-  };
-  t.dispatched = padded(topk * t.local);
-  t.expert = padded(topk * t.local * static_cast<double>(s.etp_size));
+  t.dispatched = routed_copies(m, topk * t.local);
+  t.expert = t.dispatched * static_cast<double>(s.etp_size);  // each ETP rank routed its own tokens
+  if (s.moe_dispatcher_policy == dispatcher_kind::flex)
+    t.sent_rows = t.local * distinct_expert_ranks(m.expert_num, s.ep_size, m.topk.value_or(1));
   return t;
 }
 
@@ -194,19 +223,12 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   return r;
 }
 
-/// Permutation (two memory-bound kernels each way) and the all-to-all dispatch over ep (plus the
-/// routing probabilities with `dispatch_probs`), then the ETP all-gather.
-constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+/// The dispatch's communication: all-to-all dispatch over ep (plus the routing probabilities with
+/// `dispatch_probs`), then the ETP all-gather; backward mirrors it (Megatron MoEAlltoAllTokenDispatcher).
+constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
-  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
-  leaf p;
-  p.id = leaf_id::permutation;
-  p.kind = leaf_kind::activation;
-  const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
-  // Forward: permute, then dispatch; backward: the gradients come back before they are unpermuted.
-  c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
-  c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
@@ -215,15 +237,103 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
+}
+
+/// Megatron MoEAllGatherTokenDispatcher: the tokens, their probabilities and routing map are
+/// gathered over the ep x etp group (here over ep, then etp: the same bytes reach each rank), each
+/// rank permutes out the copies for its own experts; backward reduce-scatters the gradients.
+constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double map = tok.local * static_cast<double>(c.m().expert_num);  // probs (E bytes) + bool map
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const double per_rank = tok.local * h * E + map * (E + 1);
+  c.collective(p, pass_kind::forward, comm_group::ep, collective_kind::all_gather, per_rank * ep);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, per_rank * ep * etp);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter,
+               tok.local * h * E * ep * etp);
+  c.collective(p, pass_kind::backward_input, comm_group::ep, collective_kind::reduce_scatter, tok.local * h * E * ep);
+}
+
+/// DeepEP's fused dispatch (Megatron MoEFlexTokenDispatcher, `_DeepepManager.dispatch`): each token
+/// goes once to every rank holding one of its experts, with its top-k expert indices (int64) and
+/// weights (fp32); backward is the combine of the gradients, the same bytes.
+constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double topk = static_cast<double>(c.m().topk.value_or(1));
+  const double payload = tok.sent_rows * (h * E + topk * (8 + 4));
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
+    c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
+}
+
+/// Permutation and the dispatch. All-to-all: permute (two memory-bound kernels) before the
+/// dispatch; all-gather: one permute of the gathered tokens after it; flex: DeepEP permutes while
+/// sending, then one permute of the received rows into expert order.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
+  leaf p;
+  p.id = leaf_id::permutation;
+  p.kind = leaf_kind::activation;
+  double kernels[2] = {(tok.local + tok.dispatched) * h * E, 2 * tok.dispatched * h * E};
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
+    kernels[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
+    kernels[1] = 0;
+    p.fwd_peak = gathered * h * E + tok.expert * h * E;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    kernels[0] = (tok.sent_rows + tok.expert) * h * E;
+    kernels[1] = 0;
+    p.fwd_peak = (tok.sent_rows + tok.expert) * h * E;
+  }
+  // Forward: permute around the dispatch; backward: the gradients come back before they are unpermuted.
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(p, pass_kind::forward, bytes, memory_kind::permute_fwd);
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    allgather_dispatch_comm(p, c, tok);
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    flex_dispatch_comm(p, c, tok);
+  } else {
+    all2all_dispatch_comm(p, c, tok);
+  }
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(p, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
   return p;
 }
 
-/// Unpermutation and the all-to-all combine over ep, with the ETP reduce-scatter first.
+/// The combine's communication in `pass`, the mirror of the dispatch: ETP reduce-scatter then
+/// all-to-all (all2all); the unpermuted full buffer reduce-scattered over etp then ep (allgather);
+/// DeepEP's combine sending each token's locally reduced output back once per rank (flex).
+constexpr void combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double A = tok.expert * h * E;
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const bool fwd = pass == pass_kind::forward;
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double full = tok.local * h * E * ep * etp;
+    if (fwd) {
+      c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
+      c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
+    } else {
+      c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
+      c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
+    }
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    c.collective(u, pass, comm_group::ep, collective_kind::all2all, tok.sent_rows * h * E);
+  } else {
+    c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
+                 A * etp);
+    c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
+  }
+}
+
+/// Unpermutation and the combine. The rows the unpermute writes: the tokens this rank routed
+/// (all2all), the whole gathered buffer (allgather), the rows DeepEP sends back (flex).
 constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
@@ -231,16 +341,21 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
-  // Forward: the combine (ETP reduce-scatter, all-to-all) brings the expert outputs home, then they are unpermuted.
-  const double gathered = A * static_cast<double>(s.etp_size);
-  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
-  c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
-  c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
-  c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
-  c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-  c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
-  c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
+  double kernels[2] = {2 * A, A + out};
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    kernels[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
+    kernels[1] = 0;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    kernels[0] = A + tok.sent_rows * h * E;
+    kernels[1] = 0;
+  }
+  // Forward: the combine brings the expert outputs home, then they are unpermuted; backward mirrors it.
+  combine_comm(u, c, tok, pass_kind::forward);
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(u, pass_kind::forward, bytes, memory_kind::permute_fwd);
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(u, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
+  combine_comm(u, c, tok, pass_kind::backward_input);
   u.communicates_in_replay = true;
   u.input = A;
   if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward

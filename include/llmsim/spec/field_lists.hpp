@@ -47,6 +47,7 @@ struct field_list<model_spec> {
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
       field{"position_embedding_type", &m::position_embedding_type},
+      field{"max_position_embeddings", &m::max_position_embeddings},
   };
 };
 

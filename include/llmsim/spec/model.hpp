@@ -106,6 +106,8 @@ struct model_spec {
   bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
   bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
+  /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
+  std::optional<std::int64_t> max_position_embeddings = {};
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -186,6 +188,11 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
+  require_size(api, "model.max_position_embeddings", m.max_position_embeddings, 1);
+  if (m.position_embedding_type == position_kind::learned_absolute && !m.max_position_embeddings)
+    report_error(api, "model.max_position_embeddings",
+                 "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
+                 "of the position table, Megatron --max-position-embeddings)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
   if (m.head_num % m.kv_head_num != 0)

@@ -104,14 +104,20 @@ struct recompute_module_set {
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
 
-/// MoE token dispatcher (`all2all-seq` is SimuMax's legacy alias of `all2all`).
-enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq };
+/// MoE token dispatcher, Megatron-LM's `--moe-token-dispatcher-type` (megatron/core/transformer/moe/
+/// token_dispatcher.py): `all2all` (MoEAlltoAllTokenDispatcher; `all2all-seq` is SimuMax's legacy
+/// alias), `allgather` (MoEAllGatherTokenDispatcher: every rank gathers the tokens of its ep x etp
+/// group and keeps those of its own experts) and `flex` (MoEFlexTokenDispatcher with the DeepEP
+/// backend: fused permute + all-to-all that sends a token once to each rank holding one of its experts).
+enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq, allgather, flex };
 template <>
 struct enum_names<dispatcher_kind> {
-  static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 3> value{
+  static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 5> value{
       {{dispatcher_kind::invalid, ""},
        {dispatcher_kind::all2all, "all2all"},
-       {dispatcher_kind::all2all_seq, "all2all-seq"}}};
+       {dispatcher_kind::all2all_seq, "all2all-seq"},
+       {dispatcher_kind::allgather, "allgather"},
+       {dispatcher_kind::flex, "flex"}}};
 };
 
 /// Context-parallel communication (TransformerEngine `cp_comm_type`).
@@ -352,7 +358,8 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
   if (s.cp_a2a_mode == cp_a2a_kind::invalid)
     report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
   if (s.moe_dispatcher_policy == dispatcher_kind::invalid)
-    report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
+    report_error(api, "strategy.moe_dispatcher_policy",
+                 "strategy.moe_dispatcher_policy must be \"all2all\", \"all2all-seq\", \"allgather\" or \"flex\"");
   if (s.recompute_granularity == recompute_kind::invalid)
     report_error(api, "strategy.recompute_granularity",
                  "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", "

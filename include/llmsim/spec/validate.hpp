@@ -154,6 +154,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
                  s.tp_size, s.seq_len / s.cp_size);
+  // Megatron-LM arguments.py: the position table must cover the sequence.
+  if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&
+      *m.max_position_embeddings < s.seq_len)
+    report_error(api, "strategy.seq_len", "strategy.seq_len={} exceeds model.max_position_embeddings={}", s.seq_len,
+                 *m.max_position_embeddings);
   if (is_moe(m)) {
     if (m.expert_num % s.ep_size != 0)
       report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
@@ -161,6 +166,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
     if (expert_ffn_size(m) % s.etp_size != 0)
       report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
                    s.etp_size, expert_ffn_size(m));
+    // Megatron-LM transformer_config.py: the DeepEP flex dispatcher drops no tokens and pads none.
+    if (s.moe_dispatcher_policy == dispatcher_kind::flex && m.moe_pad_expert_input_to_capacity)
+      report_error(api, "strategy.moe_dispatcher_policy",
+                   "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
+                   "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
   detail::validate_pipeline_split(m, s);
 }

@@ -29,6 +29,7 @@ struct embedding {
   std::int64_t vocab = 0;
   std::int64_t hidden = 0;
   position_kind position = position_kind::rope;
+  std::int64_t max_positions = 0;  ///< rows of a learned_absolute position table (0: none given)
 };
 
 /// Final norm, output projection and loss. `tied`: reuses the embedding weight (GPT-3).
@@ -157,6 +158,7 @@ constexpr void lower_into(model_spec& m, const embedding& e) {
   m.vocab_size = e.vocab;
   m.hidden_size = e.hidden;
   m.position_embedding_type = e.position;
+  if (e.max_positions > 0) m.max_position_embeddings = e.max_positions;
 }
 constexpr void lower_into(model_spec& m, const lm_head& h) { m.tie_word_embeddings = h.tied; }
 constexpr void lower_into(model_spec& m, const gqa_attention& a) {

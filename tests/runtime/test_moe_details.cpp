@@ -1,0 +1,194 @@
+// MoE details as Megatron-LM implements them: expert capacity (moe_utils.py get_capacity), token
+// dropping, ETP ranks routing their own tokens, the all-gather and flex (DeepEP) dispatchers; and
+// learned absolute position embeddings (LanguageModelEmbedding). Expected numbers are worked by hand
+// in the comments.
+#include <llmsim/llmsim.hpp>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace llmsim;
+
+namespace {
+std::vector<op>* recorded = nullptr;
+seconds record(const build_context&, leaf&, const op& o) {
+  recorded->push_back(o);
+  return {};
+}
+
+/// Mixtral 8x7B (8 experts, top-2, hidden 4096) without padding, on 8 ranks.
+model_spec mixtral(bool pad, double capacity_factor) {
+  model_spec m = catalogue::mixtral_8x7b;
+  m.moe_pad_expert_input_to_capacity = pad;
+  m.capacity = capacity_factor;
+  return m;
+}
+strategy_spec moe_job(dispatcher_kind d, std::int64_t ep, std::int64_t etp = 1) {
+  return {.seq_len = 4096,
+          .micro_batch_size = 1,
+          .micro_batch_num = 4,
+          .world_size = 8,
+          .ep_size = ep,
+          .etp_size = etp,
+          .moe_dispatcher_policy = d};
+}
+
+/// The ops one leaf builder emits, unpriced.
+template <class Build>
+std::vector<op> ops_of(const model_spec& m, const strategy_spec& s, Build build) {
+  std::vector<op> ops;
+  recorded = &ops;
+  build_context c = make_build_context(m, s, catalogue::h100_sxm, padded_vocab(m, s.tp_size));
+  c.pricing = &record;
+  build(c);
+  recorded = nullptr;
+  return ops;
+}
+}  // namespace
+
+TEST(MoeCapacity, RoundedAfterTheCapacityFactorAsMegatron) {
+  // 4096 tokens x top-2 = 8192 copies over 8 experts: 1024 each.
+  // Factor 1.1: ceil(1024 x 1.1) = ceil(1126.4) = 1127 per expert, 9016 in all (not 1024 x 8 x 1.1 = 9011.2).
+  EXPECT_EQ(routed_copies(mixtral(true, 1.1), 8192), 9016.0);
+  EXPECT_EQ(routed_copies(mixtral(true, 1.0), 8192), 8192.0);
+  // 8190 copies: ceil(1023.75) = 1024 per expert when padded, 8192 in all.
+  EXPECT_EQ(routed_copies(mixtral(true, 1.0), 8190), 8192.0);
+}
+
+TEST(MoeCapacity, UnpaddedDropsOnlyBeyondCapacity) {
+  // Balanced routing sends 1024 copies to each expert; capacity ceil(1024 x 0.5) = 512 drops half.
+  EXPECT_EQ(routed_copies(mixtral(false, 0.5), 8192), 4096.0);
+  // Factor >= 1: nothing dropped, nothing padded (8190 copies stay 8190).
+  EXPECT_EQ(routed_copies(mixtral(false, 1.0), 8190), 8190.0);
+  EXPECT_EQ(routed_copies(mixtral(false, 1.5), 8192), 8192.0);
+}
+
+TEST(MoeCapacity, EachExpertTensorParallelRankRoutesItsOwnTokens) {
+  // ep 2 x etp 2: each rank routes its 4096 tokens (capacity 1127 per expert at factor 1.1 -> 9016
+  // copies), and the ETP all-gather brings the other rank's 9016: 18032 enter the grouped GEMMs
+  // (rounding the gathered 16384 copies at once would give ceil(2252.8) x 8 = 18024).
+  const model_spec m = mixtral(true, 1.1);
+  const strategy_spec s = moe_job(dispatcher_kind::all2all, 2, 2);  // the context keeps a pointer to it
+  const build_context c = make_build_context(m, s, catalogue::h100_sxm, padded_vocab(m, 1));
+  const moe_tokens t = moe_token_counts(c);
+  EXPECT_EQ(t.local, 4096.0);
+  EXPECT_EQ(t.dispatched, 9016.0);
+  EXPECT_EQ(t.expert, 18032.0);
+}
+
+TEST(MoeFlex, DistinctRanksOfATokensExperts) {
+  // 8 experts on 4 ranks (2 each), top-2: a given rank holds neither expert with probability
+  // C(6,2)/C(8,2) = 15/28, so a token reaches 4 x 13/28 = 13/7 ranks on average.
+  EXPECT_NEAR(distinct_expert_ranks(8, 4, 2), 13.0 / 7.0, 1e-15);
+  // One expert per rank: every expert is on its own rank (k ranks); one rank: always 1.
+  EXPECT_NEAR(distinct_expert_ranks(256, 256, 8), 8.0, 1e-12);
+  EXPECT_EQ(distinct_expert_ranks(256, 1, 8), 1.0);
+  // 64 experts on 2 ranks, top-8: P(none of 8 on a rank) = C(32,8)/C(64,8) = 10518300/4426165368.
+  EXPECT_NEAR(distinct_expert_ranks(64, 2, 8), 2 * (1 - 10518300.0 / 4426165368.0), 1e-12);
+}
+
+TEST(MoeFlex, DispatchSendsEachTokenOncePerRankWithItsRouting) {
+  // 4096 tokens x 13/7 ranks each; a row is 4096 bf16 values plus top-2 int64 indices and fp32 weights.
+  const model_spec m = mixtral(false, 1.0);
+  const strategy_spec s = moe_job(dispatcher_kind::flex, 4);
+  const double rows = 4096 * 13.0 / 7.0;
+  const auto ops = ops_of(m, s, [](const build_context& c) { permutation_leaf(c, moe_token_counts(c)); });
+  ASSERT_EQ(ops.size(), 4U);  // permute, dispatch, its backward (combine of gradients), unpermute
+  EXPECT_EQ(ops[0].kind, op_kind::memory);
+  EXPECT_NEAR(ops[0].bytes, (rows + 8192) * 4096 * 2, 1e-3);  // received rows in, expert copies out
+  EXPECT_EQ(ops[1].collective, collective_kind::all2all);
+  EXPECT_EQ(ops[1].group, comm_group::ep);
+  EXPECT_NEAR(ops[1].bytes, rows * (4096 * 2 + 2 * 12), 1e-3);
+  EXPECT_EQ(ops[2].pass, pass_kind::backward_input);
+  EXPECT_NEAR(ops[2].bytes, ops[1].bytes, 1e-9);
+  // Combine: the locally reduced rows go back, 4096 x 13/7 of them, hidden values only.
+  const auto combine = ops_of(m, s, [](const build_context& c) { unpermutation_leaf(c, moe_token_counts(c)); });
+  ASSERT_EQ(combine.size(), 4U);
+  EXPECT_EQ(combine[0].collective, collective_kind::all2all);
+  EXPECT_NEAR(combine[0].bytes, rows * 4096 * 2, 1e-3);
+  EXPECT_NEAR(combine[1].bytes, (8192 + rows) * 4096 * 2, 1e-3);
+}
+
+TEST(MoeFlex, RefusesPaddingAndExpertTensorParallelism) {
+  EXPECT_THROW(validate(mixtral(true, 1.0), moe_job(dispatcher_kind::flex, 4)), config_error);
+  try {
+    validate(mixtral(true, 1.0), moe_job(dispatcher_kind::flex, 4));
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.moe_dispatcher_policy"); }
+  EXPECT_THROW(estimate(mixtral(false, 1.0), moe_job(dispatcher_kind::flex, 2, 2), catalogue::h100_sxm), config_error);
+  EXPECT_NO_THROW(estimate(mixtral(false, 1.0), moe_job(dispatcher_kind::flex, 4), catalogue::h100_sxm));
+}
+
+TEST(MoeAllGather, GathersTokensProbabilitiesAndMapOverTheExpertGroup) {
+  // ep 4: each rank contributes 4096 tokens x 4096 x 2 bytes plus 4096 x 8 probabilities (2 bytes)
+  // and routing-map entries (1 byte); the gathered output is 4 times that. Each rank then permutes
+  // out the 8192 copies of its experts (read + write, 2 x 8192 x 4096 x 2 bytes).
+  const model_spec m = mixtral(true, 1.0);
+  const strategy_spec s = moe_job(dispatcher_kind::allgather, 4);
+  const auto ops = ops_of(m, s, [](const build_context& c) { permutation_leaf(c, moe_token_counts(c)); });
+  ASSERT_EQ(ops.size(), 6U);  // permute, gather over ep and etp, two reduce-scatters back, unpermute grads
+  EXPECT_EQ(ops[0].bytes, 2.0 * 8192 * 4096 * 2);
+  EXPECT_EQ(ops[1].collective, collective_kind::all_gather);
+  EXPECT_EQ(ops[1].group, comm_group::ep);
+  EXPECT_EQ(ops[1].bytes, 4 * (4096.0 * 4096 * 2 + 4096.0 * 8 * 3));
+  EXPECT_EQ(ops[3].collective, collective_kind::reduce_scatter);
+  EXPECT_EQ(ops[3].pass, pass_kind::backward_input);
+  // Combine: the unpermuted 4 x 4096-row buffer is reduce-scattered over ep (etp = 1 first).
+  const auto combine = ops_of(m, s, [](const build_context& c) { unpermutation_leaf(c, moe_token_counts(c)); });
+  EXPECT_EQ(combine[1].collective, collective_kind::reduce_scatter);
+  EXPECT_EQ(combine[1].group, comm_group::ep);
+  EXPECT_EQ(combine[1].bytes, 4 * 4096.0 * 4096 * 2);
+}
+
+TEST(MoeDispatcher, UnknownNameListsTheFour) {
+  strategy_spec s = moe_job(dispatcher_kind::invalid, 4);
+  try {
+    validate(s);
+    FAIL() << "no error";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"allgather\" or \"flex\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(LearnedPositions, TableCountedInParametersAndTheFirstStage) {
+  // GPT-3 175B: 2048 positions x 12288 = 25165824 parameters beyond the rotary twin.
+  model_spec rotary = catalogue::gpt3_175b;
+  rotary.position_embedding_type = position_kind::rope;
+  EXPECT_EQ(parameter_count(catalogue::gpt3_175b, 50432) - parameter_count(rotary, 50432), 2048.0 * 12288);
+  // The embedding leaf on tp 2: 50432/2 vocabulary rows plus the whole serial position table.
+  const strategy_spec s{.seq_len = 2048, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2};
+  const build_context c = make_build_context(catalogue::gpt3_175b, s, catalogue::h100_sxm, 50432);
+  EXPECT_EQ(embedding_leaf(c).params, 25216.0 * 12288 + 2048.0 * 12288);
+}
+
+TEST(LearnedPositions, WordEmbeddingsAllReducedThenSliced) {
+  // With positions Megatron all-reduces the full 2048 x 12288 bf16 output (no reduce-scatter), adds
+  // the positions and clones this rank's sequence slice; backward all-gathers the slices' gradients.
+  const strategy_spec s{.seq_len = 2048, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2};
+  const auto ops = ops_of(catalogue::gpt3_175b, s, [](const build_context& c) { embedding_leaf(c); });
+  const double out = 2048.0 * 12288 * 2;
+  std::vector<op> comm;
+  double forward_bytes = 0;
+  for (const op& o : ops) {
+    if (o.kind == op_kind::collective) comm.push_back(o);
+    if (o.kind == op_kind::memory && o.pass == pass_kind::forward) forward_bytes += o.bytes;
+  }
+  ASSERT_EQ(comm.size(), 2U);
+  EXPECT_EQ(comm[0].collective, collective_kind::all_reduce);
+  EXPECT_EQ(comm[0].bytes, out);
+  EXPECT_EQ(comm[1].collective, collective_kind::all_gather);
+  EXPECT_EQ(comm[1].pass, pass_kind::backward_input);
+  // ids (4 B each) + lookup write/read 2·out, positions 2·out, add 3·out, transpose 2·out, clone 2·out/2.
+  EXPECT_EQ(forward_bytes, 2048.0 * 4 + 2 * out + 2 * out + 3 * out + 2 * out + out);
+}
+
+TEST(LearnedPositions, TableRequiredAndLongEnough) {
+  model_spec m = catalogue::gpt3_175b;
+  m.max_position_embeddings = {};
+  EXPECT_THROW(validate(m), config_error);
+  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2};
+  try {
+    validate(catalogue::gpt3_175b, s);
+    FAIL() << "no error";
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.seq_len"); }
+}
