@@ -192,3 +192,10 @@ TEST(LearnedPositions, TableRequiredAndLongEnough) {
     FAIL() << "no error";
   } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.seq_len"); }
 }
+
+TEST(ParameterCount, Gpt3WithBiasesAndPositionsByHand) {
+  // Per layer, h = 12288: QKV 3h² + 3h, projection h² + h, fc1 4h² + 4h, fc2 4h² + h, two LayerNorms
+  // 4h: 12h² + 13h = 1812099072; x 96 = 173961510912. Tied embedding 50257 x h = 617558016,
+  // positions 2048 x h = 25165824, final LayerNorm 2h = 24576: 174604259328 (GPT-3's "175B").
+  EXPECT_EQ(parameter_count(catalogue::gpt3_175b, 50257), 174604259328.0);
+}

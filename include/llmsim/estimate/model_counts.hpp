@@ -45,6 +45,26 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
   return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
          experts * mlp_weight_params(m, expert_ffn_size(m));
 }
+/// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
+/// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
+/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here.
+constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
+  if (!m.add_linear_bias) return 0;
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  double attention = 0;
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim);
+    const double q = m.q_lora_rank ? static_cast<double>(*m.q_lora_rank) + H * qd : H * qd;
+    attention = q + static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) +
+                H * static_cast<double>(*m.qk_head_dim + *m.v_head_dim) + h;
+  } else {
+    attention = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m)) + h;
+  }
+  const std::int64_t ffn =
+      moe_layer ? m.moe_shared_expert_intermediate_size.value_or(0) : m.intermediate_size.value_or(0);
+  const double mlp = ffn > 0 ? static_cast<double>(mlp_fc1_width(m, ffn)) + h : 0.0;
+  return attention + mlp;
+}
 constexpr std::int64_t dense_layer_count(const model_spec& m) {
   return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
 }
@@ -67,11 +87,13 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+  return dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
+         moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
 }
 }  // namespace detail
 
-/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// Parameters of the whole model (embedding and LM head counted separately unless tied; linear
+/// biases and a learned position table included).
 /// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
   return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
