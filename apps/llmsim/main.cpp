@@ -625,10 +625,7 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
 int run_validate_mb(const lj::value& doc, const std::string& file, const std::string& format,
                     const std::string& recipes_file) {
   namespace mbj = lj::megatron_bridge;
-  if (!doc.contains("rows") || !doc["rows"].is_array())
-    throw llmsim::config_error("llmsim validate", "/rows", "/rows: expected an array of rows", file);
-  for (std::size_t i = 0; i < doc["rows"].size(); ++i)
-    mbj::check_row(doc["rows"][i], "/rows/" + std::to_string(i), file);
+  mbj::check_document(doc, file);
   const lj::value recipes = read_recipes(recipes_file);
   lj::value rows = lj::value::array();
   for (const auto& row : doc["rows"]) {

@@ -78,6 +78,13 @@ inline void check_row(const value& row, const std::string& at, const std::string
   }
 }
 
+/// Checks a cases document's "rows" and every row (see `check_row`); `file` names it in errors.
+inline void check_document(const value& doc, const std::string& file) {
+  if (!doc.is_object() || !doc.contains("rows") || !doc["rows"].is_array())
+    throw config_error("llmsim validate", "/rows", "/rows: expected an array of rows", file);
+  for (std::size_t i = 0; i < doc["rows"].size(); ++i) check_row(doc["rows"][i], "/rows/" + std::to_string(i), file);
+}
+
 /// The revision of Megatron-Bridge's FLOP formula a release's container ran: NeMo 26.02 and
 /// 26.02.01 predate commit baa0259bd (2026-05-28); 26.06 (first published 2026-06-22) and later
 /// carry it.
@@ -163,22 +170,27 @@ inline void model_part(row_job& job, const value& row, const value& m) {
     else
       job.strategy["pipeline_model_parallel_layout"] = m["pipeline_layouts"][key];
   }
-  const model_spec* spec = catalogue::find_model(job.model);
-  if (spec == nullptr) return;
-  mb::flop_inputs in{.model = *spec,
-                     .seq_len = row["seq_len"].get<std::int64_t>(),
-                     .tp_size = row["tp"].get<std::int64_t>(),
-                     .mtp_num_layers = job.model_overrides.value("mtp_num_layers", std::int64_t{0})};
+  if (job.flops && job.flops->window > 0)  // the sliding window removes these causal score pairs
+    job.strategy["attention_sparse_ratio"] = mb::sliding_window_sparse_ratio(
+        job.flops->model.layer_num, job.flops->seq_len, job.flops->window, job.flops->window_skip_freq);
+}
+
+/// The FLOP formula's inputs for a row of recipe entry `m` naming a catalogue model (refused
+/// models too: their printed FLOPs still check the formula).
+inline std::optional<mb::flop_inputs> flop_inputs_of(const value& row, const value& m) {
+  if (!m.is_object() || !m.contains("model")) return std::nullopt;
+  const model_spec* spec = catalogue::find_model(m["model"].get<std::string>());
+  if (spec == nullptr) return std::nullopt;
+  mb::flop_inputs in{
+      .model = *spec, .seq_len = row["seq_len"].get<std::int64_t>(), .tp_size = row["tp"].get<std::int64_t>()};
+  if (m.contains("model_overrides")) in.mtp_num_layers = m["model_overrides"].value("mtp_num_layers", std::int64_t{0});
   if (m.contains("flops")) {
     const value& f = m["flops"];
     in.silu_gated = f.value("silu_gated", true);
     in.window = f.value("window", std::int64_t{0});
     in.window_skip_freq = f.value("window_skip_freq", std::int64_t{0});
-    if (in.window > 0)  // the sliding window removes these causal score pairs (see sliding_window_sparse_ratio)
-      job.strategy["attention_sparse_ratio"] =
-          mb::sliding_window_sparse_ratio(spec->layer_num, in.seq_len, in.window, in.window_skip_freq);
   }
-  job.flops = in;
+  return in;
 }
 }  // namespace detail
 
@@ -193,6 +205,7 @@ inline row_job map_row(const value& row, const value& recipes) {
   const value& m = detail::entry(recipes, "models", model);
   const value& sys = detail::entry(recipes, "systems", gpu);
   const value& prec = detail::entry(recipes, "precisions", precision);
+  job.flops = detail::flop_inputs_of(row, m);
   if (m.is_null())
     job.refused = "model \"" + model + "\" has no entry in the recipe file";
   else if (m.contains("refuse"))
