@@ -89,6 +89,27 @@ TEST(MegatronBridgeFlops, SlidingWindowSparseRatio) {
                    1 - (2 - 2.0 / 16) / 4.5);
 }
 
+// ---- catalogue systems of the rows ---------------------------------------------------------------
+
+// GB200 NVL72 data sheet: 72 GPUs on one NVLink 5 switch fabric (130 TB/s = 1.8 TB/s per GPU, 900 GB/s
+// each way), 360 PF BF16 with sparsity per rack = 2.5 PF dense per GPU, 13.4 TB HBM3e = 186 GB per GPU;
+// one 400 Gb/s NIC per GPU leaves the rack. The system format's units: GB/s are 2^30 B/s.
+TEST(CatalogueSystems, Nvl72IsOneNvlinkDomain) {
+  const auto& s = llmsim::catalogue::gb200_nvl72;
+  EXPECT_EQ(s.num_per_node, 72);
+  EXPECT_EQ(s.op(llmsim::compute_kind::matmul).tflops, 2500);
+  EXPECT_EQ(s.op(llmsim::compute_kind::fp8_matmul).tflops, 5000);
+  EXPECT_EQ(s.accelerator.mem_gbs, 186);
+  ASSERT_EQ(s.network_count, 2U);
+  EXPECT_EQ(s.networks[0].name.view(), "high_intra_node");
+  EXPECT_DOUBLE_EQ(s.networks[0].bandwidth.gbps, 900e9 / 1073741824.0);
+  EXPECT_EQ(s.networks[1].name.view(), "inter_node");
+  EXPECT_DOUBLE_EQ(s.networks[1].bandwidth.gbps, 72 * 50e9 / 1073741824.0);  // the domain's 72 NICs
+  // HGX B300 stays an 8-GPU node: 8 ConnectX-8 NICs of 800 Gb/s.
+  EXPECT_EQ(llmsim::catalogue::b300.num_per_node, 8);
+  EXPECT_DOUBLE_EQ(llmsim::catalogue::b300.networks[1].bandwidth.gbps, 8 * 100e9 / 1073741824.0);
+}
+
 // ---- the mapping of rows, checked by hand ------------------------------------------------------------
 
 lj::value recipes() {

@@ -289,11 +289,13 @@ inline constexpr model_spec kimi_k2{
     .dense_layers = 1,
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
-/// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, biases on the
-/// attention and expert linears, vocabulary 201088. Its gated activation (clamped, swiglu_limit 7)
-/// has SwiGLU's GEMM shapes. Not expressed here: sliding-window attention (window 128 on every
-/// other layer, `sliding_window`, `layer_types`) and the attention sinks; a caller prices the
-/// window with `strategy.attention_sparse_ratio` (see llmsim/validation/megatron_bridge_flops.hpp).
+/// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
+/// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
+/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied), the
+/// sliding-window attention (window 128 on every other layer, `sliding_window`, `layer_types`) and
+/// the attention sinks; a caller prices the window with `strategy.attention_sparse_ratio` (see
+/// llmsim/validation/megatron_bridge_flops.hpp).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -308,7 +310,6 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
-    .add_linear_bias = true,
 };
 
 struct named_model {
