@@ -1,13 +1,14 @@
 // The llmsim command line tool:
 //   llmsim check    [--system S] [--strategy T] [--model M] [--set key=value]... [--strict] [--allow-oom] [--format text|json]
 //   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--allow-oom] [--format text|json]
-//   llmsim validate CASES.json [--format text|json]
+//   llmsim validate CASES.json [--recipes FILE] [--format text|json]
 //   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
 //   llmsim list     [--format text|json]
 // S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`). Exit statuses:
 // `exit_status_help` below (also in --help and README.md).
 
 #include <llmsim/json.hpp>
+#include <llmsim/json/megatron_bridge.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -20,11 +21,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#ifndef LLMSIM_MB_RECIPES
+#define LLMSIM_MB_RECIPES "configs/megatron_bridge/recipes.json"
+#endif
 
 namespace {
 
@@ -462,9 +468,184 @@ void check_case_shape(const lj::value& c, const std::string& at, const std::stri
     refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
 }
 
+/// The recipe file of Megatron-Bridge rows (configs/megatron_bridge/recipes.json), checked for its format.
+lj::value read_recipes(const std::string& file) {
+  const lj::value recipes = lj::read_file(file);
+  constexpr std::string_view format = "llmsim Megatron-Bridge recipe settings";
+  if (!recipes.is_object() || !recipes.contains("format") || !recipes["format"].is_string() ||
+      recipes["format"].get<std::string>().rfind(format, 0) != 0)
+    throw llmsim::config_error(
+        "llmsim validate", "/format",
+        "/format: expected a recipe file whose format starts with \"" + std::string(format) + "\"", file);
+  return recipes;
+}
+
+/// Mean and largest |error| of one group of rows, and how many rows it has and estimated.
+struct error_stats {
+  std::size_t rows = 0, estimated = 0;
+  double tokens_sum = 0, tokens_max = 0, tflops_sum = 0, tflops_max = 0;
+  void add(const lj::value& row) {
+    ++rows;
+    if (row["tokens_err"].is_null()) return;
+    ++estimated;
+    const double t = std::fabs(row["tokens_err"].get<double>()), f = std::fabs(row["tflops_err"].get<double>());
+    tokens_sum += t;
+    tflops_sum += f;
+    tokens_max = std::max(tokens_max, t);
+    tflops_max = std::max(tflops_max, f);
+  }
+  [[nodiscard]] lj::value json() const {
+    const double n = estimated ? static_cast<double>(estimated) : 1.0;
+    return {{"rows", rows},
+            {"estimated", estimated},
+            {"tokens_mean_abs_err", tokens_sum / n},
+            {"tokens_max_abs_err", tokens_max},
+            {"tflops_mean_abs_err", tflops_sum / n},
+            {"tflops_max_abs_err", tflops_max}};
+  }
+};
+
+/// One Megatron-Bridge row's report entry.
+lj::value mb_row_json(const lj::value& row, const lj::megatron_bridge::row_result& r) {
+  const double real_gflop = r.real_model_tflops_per_sec_per_gpu * 1e3 / r.real_tokens_per_sec_per_gpu;
+  lj::value out = {{"id", r.job.id},
+                   {"model", row["model"]},
+                   {"gpu_type", row["gpu_type"]},
+                   {"precision", row["precision"]},
+                   {"release", row["release"]},
+                   {"catalogue_model", r.job.model},
+                   {"catalogue_system", r.job.system},
+                   {"real",
+                    {{"tokens_per_sec_per_gpu", r.real_tokens_per_sec_per_gpu},
+                     {"model_tflops_per_sec_per_gpu", r.real_model_tflops_per_sec_per_gpu},
+                     {"model_gflop_per_token", real_gflop}}},
+                   {"predicted", nullptr},
+                   {"tokens_err", nullptr},
+                   {"tflops_err", nullptr},
+                   {"flop_formula", r.job.formula == llmsim::megatron_bridge::flop_formula::current
+                                        ? "current (baa0259bd on)"
+                                        : "silu_gated_only (to 71768cde2)"},
+                   {"model_gflop_per_token", r.job.flops ? lj::value(r.model_gflop_per_token) : lj::value(nullptr)},
+                   {"flop_err", r.job.flops ? lj::value(real_gflop / r.model_gflop_per_token - 1) : lj::value(nullptr)},
+                   {"error", r.estimated() ? lj::value(nullptr) : lj::value(r.error)},
+                   {"refused", !r.job.refused.empty()},
+                   {"not_modelled", r.job.not_modelled},
+                   {"strategy", r.job.strategy},
+                   {"model_overrides", r.job.model_overrides}};
+  if (r.estimated()) {
+    out["predicted"] = {{"iter_time_s", r.iter_time_s},
+                        {"tokens_per_sec_per_gpu", r.tokens_per_sec_per_gpu},
+                        {"model_tflops_per_sec_per_gpu", r.model_tflops_per_sec_per_gpu}};
+    out["tokens_err"] = r.tokens_per_sec_per_gpu / r.real_tokens_per_sec_per_gpu - 1;
+    out["tflops_err"] = r.model_tflops_per_sec_per_gpu / r.real_model_tflops_per_sec_per_gpu - 1;
+  }
+  return out;
+}
+
+/// The summary of Megatron-Bridge rows: by precision, by GPU, refusal reasons grouped.
+lj::value mb_summary(const lj::value& rows) {
+  std::map<std::string, error_stats> by_precision, by_gpu;
+  error_stats all;
+  std::map<std::string, std::size_t> reasons;
+  std::size_t flop_n = 0;
+  double flop_sum = 0, flop_max = 0;
+  for (const auto& r : rows) {
+    all.add(r);
+    by_precision[r["precision"].get<std::string>()].add(r);
+    by_gpu[r["gpu_type"].get<std::string>()].add(r);
+    if (!r["error"].is_null()) ++reasons[r["reason"].get<std::string>()];
+    if (!r["flop_err"].is_null()) {
+      ++flop_n;
+      flop_sum += std::fabs(r["flop_err"].get<double>());
+      flop_max = std::max(flop_max, std::fabs(r["flop_err"].get<double>()));
+    }
+  }
+  lj::value p = lj::value::object(), g = lj::value::object(), why = lj::value::object();
+  for (const auto& [k, v] : by_precision) p[k] = v.json();
+  for (const auto& [k, v] : by_gpu) g[k] = v.json();
+  for (const auto& [k, v] : reasons) why[k] = v;
+  return {{"all", all.json()},
+          {"n_not_estimated", all.rows - all.estimated},
+          {"by_precision", p},
+          {"by_gpu", g},
+          {"not_estimated_reasons", why},
+          {"flop_formula",
+           {{"rows", flop_n},
+            {"mean_abs_err", flop_n ? flop_sum / static_cast<double>(flop_n) : 0.0},
+            {"max_abs_err", flop_max}}}};
+}
+
+void print_mb_group(const char* title, const lj::value& groups) {
+  std::printf("\n%-10s %6s %9s %14s %14s %14s %14s\n", title, "rows", "estimated", "tok/s mean|e|", "tok/s max|e|",
+              "TFLOPs mean|e|", "TFLOPs max|e|");
+  for (const auto& [k, v] : groups.items())
+    std::printf("%-10s %6zu %9zu %13.1f%% %13.1f%% %13.1f%% %13.1f%%\n", k.c_str(), v["rows"].get<std::size_t>(),
+                v["estimated"].get<std::size_t>(), 100 * v["tokens_mean_abs_err"].get<double>(),
+                100 * v["tokens_max_abs_err"].get<double>(), 100 * v["tflops_mean_abs_err"].get<double>(),
+                100 * v["tflops_max_abs_err"].get<double>());
+}
+
+void print_mb_text(const lj::value& rows, const lj::value& summary) {
+  std::printf("%-58s %9s %9s %8s %7s %7s %8s %7s\n", "row", "tok/s", "real", "err", "TFLOPs", "real", "err", "GF/tok");
+  for (const auto& r : rows) {
+    const std::string id = r["id"].get<std::string>();
+    if (!r["error"].is_null()) {
+      std::printf("%-58s not estimated: %s\n", id.c_str(), r["reason"].get<std::string>().c_str());
+      continue;
+    }
+    const auto& p = r["predicted"];
+    std::printf("%-58s %9.0f %9.0f %+7.1f%% %7.0f %7.0f %+7.1f%% %7.2f\n", id.c_str(),
+                p["tokens_per_sec_per_gpu"].get<double>(), r["real"]["tokens_per_sec_per_gpu"].get<double>(),
+                100 * r["tokens_err"].get<double>(), p["model_tflops_per_sec_per_gpu"].get<double>(),
+                r["real"]["model_tflops_per_sec_per_gpu"].get<double>(), 100 * r["tflops_err"].get<double>(),
+                r["model_gflop_per_token"].get<double>());
+  }
+  print_mb_group("precision", summary["by_precision"]);
+  print_mb_group("gpu", summary["by_gpu"]);
+  const auto& all = summary["all"];
+  std::printf(
+      "\n%zu rows, %zu estimated, %zu not estimated; tokens/s/GPU |err| mean %.1f%% max %.1f%%; model "
+      "TFLOP/s/GPU |err| mean %.1f%% max %.1f%%\n",
+      all["rows"].get<std::size_t>(), all["estimated"].get<std::size_t>(),
+      summary["n_not_estimated"].get<std::size_t>(), 100 * all["tokens_mean_abs_err"].get<double>(),
+      100 * all["tokens_max_abs_err"].get<double>(), 100 * all["tflops_mean_abs_err"].get<double>(),
+      100 * all["tflops_max_abs_err"].get<double>());
+  const auto& f = summary["flop_formula"];
+  std::printf(
+      "Megatron-Bridge FLOP formula vs the printed TFLOP/s over tokens/s: %zu rows, |err| mean %.2f%% max "
+      "%.2f%%\n",
+      f["rows"].get<std::size_t>(), 100 * f["mean_abs_err"].get<double>(), 100 * f["max_abs_err"].get<double>());
+  std::printf("not estimated, by reason:\n");
+  for (const auto& [k, v] : summary["not_estimated_reasons"].items())
+    std::printf("  %3zu  %s\n", v.get<std::size_t>(), k.c_str());
+}
+
+/// `llmsim validate` of a Megatron-Bridge cases document: each row's tokens/s/GPU and model
+/// TFLOP/s/GPU predicted and compared with the printed ones.
+int run_validate_mb(const lj::value& doc, const std::string& file, const std::string& format,
+                    const std::string& recipes_file) {
+  namespace mbj = lj::megatron_bridge;
+  mbj::check_document(doc, file);
+  const lj::value recipes = read_recipes(recipes_file);
+  lj::value rows = lj::value::array();
+  for (const auto& row : doc["rows"]) {
+    const auto r = mbj::estimate_row(row, recipes);
+    lj::value out = mb_row_json(row, r);
+    out["reason"] = r.estimated() ? lj::value(nullptr) : lj::value(r.reason);
+    rows.push_back(std::move(out));
+  }
+  const lj::value summary = mb_summary(rows);
+  if (format == "json")
+    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", exit_success}}).c_str());
+  else
+    print_mb_text(rows, summary);
+  return exit_success;
+}
+
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
-int run_validate(const std::string& file, const std::string& format) {
+int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file) {
   const lj::value doc = lj::read_file(file);
+  if (lj::megatron_bridge::is_cases_document(doc)) return run_validate_mb(doc, file, format, recipes_file);
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
   if (doc.contains("config_root") && !doc["config_root"].is_string())
@@ -597,8 +778,17 @@ int main(int argc, char** argv) {
   std::string cases_file, validate_format = "text";
   auto* validate =
       app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
-  validate->add_option("cases", cases_file, "Cases file (shaped like shared/validation/training_cases.json)")
+  validate
+      ->add_option("cases", cases_file,
+                   "Cases file (shaped like shared/validation/training_cases.json, or Megatron-Bridge rows as in "
+                   "shared/validation/megatron_bridge_cases.json)")
       ->required();
+  std::string recipes_file = LLMSIM_MB_RECIPES;
+  validate
+      ->add_option("--recipes", recipes_file,
+                   "Megatron-Bridge recipe settings for rows of a Megatron-Bridge cases file")
+      ->default_str(recipes_file)
+      ->type_name("FILE");
   validate->add_option("--format", validate_format, "Output format (text is the default)")
       ->check(CLI::IsMember({"text", "json"}));
   std::string list_format = "text";
@@ -628,7 +818,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return run_check(check_args);
     if (perf->parsed()) return run_perf(perf_args);
     if (bench->parsed()) return run_bench(bench_args, iterations);
-    if (validate->parsed()) return run_validate(cases_file, validate_format);
+    if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file);
     if (list->parsed()) {
       if (json_out)
         std::printf("%s\n", dump(catalogue_json()).c_str());

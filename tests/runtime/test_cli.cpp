@@ -253,9 +253,10 @@ TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
       << dir.err;
   const auto unknown = run_cli("check --system h100");
   EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_NE(unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue "
-                             "systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x\n"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.err.find("error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue "
+                       "systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x h800 b300 gb200-nvl72 gb300-nvl72\n"),
+      std::string::npos)
       << unknown.err;
 }
 
@@ -393,6 +394,57 @@ TEST(CliExitStatus, MalformedValidationCasesAreInputErrors) {
   fs::remove_all(dir);
 }
 
+// A malformed Megatron-Bridge row is an input error naming its JSON path; so is a wrong recipe file.
+TEST(CliValidate, MegatronBridgeInputErrors) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string bad = "tests/bad_input/megatron_bridge/row_tp_zero.json";
+  const auto r = run_cli("validate " + bad);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "error: " + bad +
+                       ": llmsim validate: /rows/0/tp: expected an integer in [1, 2^31 - 1], got an integer 0\n");
+  const std::string rows = "tests/bad_input/megatron_bridge/row_not_object.json";
+  const auto wrong = run_cli("validate " + rows + " --recipes configs/models/llama3-70b.json");
+  EXPECT_EQ(wrong.exit_code, 1);  // the rows are checked first
+  EXPECT_NE(wrong.err.find("/rows/1: expected an object, got an integer 7"), std::string::npos) << wrong.err;
+  const fs::path ok = fs::temp_directory_path() / ("llmsim_cli_mb_" + unique_suffix() + ".json");
+  std::ofstream(ok) << R"({"format": "llmsim real-run cases from Megatron-Bridge performance docs v1", "rows": []})";
+  const auto recipes = run_cli("validate '" + ok.string() + "' --recipes configs/models/llama3-70b.json");
+  fs::remove(ok);
+  EXPECT_EQ(recipes.exit_code, 1);
+  EXPECT_EQ(recipes.err,
+            "error: configs/models/llama3-70b.json: llmsim validate: /format: expected a recipe file whose format "
+            "starts with \"llmsim Megatron-Bridge recipe settings\"\n");
+}
+
+// The published Megatron-Bridge rows: every row reported, estimated or with its reason; the summary adds up.
+TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::path(LLMSIM_SHARED_DIR) / "validation" / "megatron_bridge_cases.json";
+  if (!fs::exists(file)) GTEST_SKIP() << file << " not found (tests that read ../shared skip when it is absent)";
+  const auto r = run_cli("validate --format json '" + file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["rows"].size(), 132U);
+  std::size_t estimated = 0, reasons = 0;
+  for (const auto& row : j["rows"]) {
+    if (row["error"].is_null()) {
+      ++estimated;
+      EXPECT_GT(row["predicted"]["tokens_per_sec_per_gpu"].get<double>(), 0) << row["id"];
+    } else {
+      EXPECT_TRUE(row["reason"].is_string()) << row["id"];
+    }
+  }
+  for (const auto& [reason, n] : j["summary"]["not_estimated_reasons"].items()) reasons += n.get<std::size_t>();
+  EXPECT_EQ(j["summary"]["all"]["rows"], 132);
+  EXPECT_EQ(j["summary"]["all"]["estimated"], estimated);
+  EXPECT_EQ(reasons + estimated, 132U);
+  EXPECT_GE(estimated, 10U);  // the BF16 gpt-oss rows need nothing llmsim lacks
+  EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.01);
+  const auto text = run_cli("validate '" + file.string() + "'");
+  EXPECT_NE(text.out.find("132 rows, " + std::to_string(estimated) + " estimated"), std::string::npos) << text.out;
+}
+
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.
 TEST(CliValidate, CaseSystemOverridesApply) {
   LLMSIM_REQUIRE_CLI();
@@ -480,7 +532,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
       if (e["name"] == name) return e;
     return json();
   };
-  ASSERT_EQ(j["models"].size(), 15U);
+  ASSERT_EQ(j["models"].size(), 17U);
   const json llama = find("models", "llama3-70b");
   EXPECT_EQ(llama["model_type"], "dense");
   EXPECT_EQ(llama["hidden_size"], 8192);
@@ -495,7 +547,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   EXPECT_EQ(v3["layer_num"], 61);
   EXPECT_EQ(v3["expert_num"], 256);
   EXPECT_EQ(v3["topk"], 8);
-  ASSERT_EQ(j["systems"].size(), 6U);
+  ASSERT_EQ(j["systems"].size(), 10U);
   const json h100 = find("systems", "h100-sxm");
   EXPECT_EQ(h100["mem_gbs"], 80.0);
   EXPECT_EQ(h100["matmul_tflops"], 989.0);

@@ -263,11 +263,61 @@ inline constexpr model_spec qwen3_235b_a22b{
     .moe_ffn_hidden_size = 1536,
 };
 
+/// Kimi K2 (moonshotai/Kimi-K2-Instruct config.json): DeepSeek-V3's MLA shape with 64 heads, 61
+/// layers of which the first is dense (18432), 1 shared + 384 routed experts of 2048, top-8,
+/// vocabulary 163840, no multi-token prediction layer (num_nextn_predict_layers 0).
+inline constexpr model_spec kimi_k2{
+    .model_type = model_kind::moe,
+    .model_name = "kimi_k2",
+    .hidden_size = 7168,
+    .head_num = 64,
+    .kv_head_num = 64,
+    .head_size = 128,
+    .intermediate_size = 18432,
+    .layer_num = 61,
+    .vocab_size = 163840,
+    .use_swiglu = true,
+    .expert_num = 384,
+    .topk = 8,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
+/// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
+/// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
+/// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
+/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied), the
+/// sliding-window attention (window 128 on every other layer, `sliding_window`, `layer_types`) and
+/// the attention sinks; a caller prices the window with `strategy.attention_sparse_ratio` (see
+/// llmsim/validation/megatron_bridge_flops.hpp).
+inline constexpr model_spec gpt_oss_120b{
+    .model_type = model_kind::moe,
+    .model_name = "gpt_oss_120b",
+    .hidden_size = 2880,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 64,
+    .intermediate_size = 2880,
+    .layer_num = 36,
+    .vocab_size = 201088,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 4,
+    .moe_ffn_hidden_size = 2880,
+};
+
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 15> models{{
+inline constexpr std::array<named_model, 17> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -283,6 +333,8 @@ inline constexpr std::array<named_model, 15> models{{
     {"mixtral-8x22b", &mixtral_8x22b},
     {"qwen3-30b-a3b", &qwen3_30b_a3b},
     {"qwen3-235b-a22b", &qwen3_235b_a22b},
+    {"kimi-k2", &kimi_k2},
+    {"gpt-oss-120b", &gpt_oss_120b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -372,6 +424,16 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
       tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
   return s;
 }
+
+/// `s` as one NVLink domain of `per_node` GPUs (GB200/GB300 NVL72: 72 GPUs behind NVLink switches
+/// count as one node of the system format) with one `nic_gb_per_s` NIC per GPU off the domain:
+/// the inter-node tier carries the domain's total, as in `node`.
+constexpr system_spec nvlink_domain(system_spec s, std::int64_t per_node, double nic_gb_per_s) {
+  s.num_per_node = per_node;
+  s.networks[s.network_count - 1] =
+      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), assumptions::inter_node_step_latency_us);
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -385,6 +447,27 @@ inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 98
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
 inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
+/// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
+/// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
+/// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
+inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50);
+/// NVIDIA HGX B300 288 GB (Blackwell Ultra): 36 / 72 PFLOPS BF16 / FP8 per 8 GPUs with sparsity
+/// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
+/// (108 PF dense per 8 GPUs; not wired: the fp4 op kinds come with FP4 support); 8 TB/s HBM3e;
+/// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
+inline constexpr system_spec b300 = detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100);
+/// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
+/// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
+/// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack; not wired);
+/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
+inline constexpr system_spec gb200_nvl72 =
+    detail::nvlink_domain(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 72, 50);
+/// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
+/// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
+/// PFLOPS dense per GPU (1080 PF per rack; not wired); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
+/// 800 Gb/s per GPU.
+inline constexpr system_spec gb300_nvl72 =
+    detail::nvlink_domain(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 72, 100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
@@ -393,13 +476,17 @@ struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 6> systems{{
+inline constexpr std::array<named_system, 10> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"h100-sxm", &h100_sxm},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},
+    {"h800", &h800},
+    {"b300", &b300},
+    {"gb200-nvl72", &gb200_nvl72},
+    {"gb300-nvl72", &gb300_nvl72},
 }};
 
 /// The catalogue model called `name`, or nullptr.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prints the README's Megatron-Bridge tables (markdown): predicted vs printed tokens/s/GPU and model
+# TFLOP/s/GPU by precision and by GPU, why rows are not estimated, and the estimated rows.
+#   scripts/megatron_bridge_table.sh [LLMSIM [CASES]]
+# defaults: build/dev/bin/llmsim and ../shared/validation/megatron_bridge_cases.json
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+llmsim="${1:-$here/build/dev/bin/llmsim}"
+cases="${2:-$here/../shared/validation/megatron_bridge_cases.json}"
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+"$llmsim" validate "$cases" --recipes "$here/configs/megatron_bridge/recipes.json" --format json >"$out"
+python3 - "$out" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+s = doc["summary"]
+
+def pct(x, n):
+    return "%.1f %%" % (100 * x) if n else "-"
+
+def table(title, groups):
+    print("| %s | rows | estimated | tokens/s/GPU mean abs err | max | model TFLOP/s/GPU mean abs err | max |" % title)
+    print("|---|---|---|---|---|---|---|")
+    for k, v in groups.items():
+        n = v["estimated"]
+        print("| %s | %d | %d | %s | %s | %s | %s |" % (k, v["rows"], n, pct(v["tokens_mean_abs_err"], n),
+              pct(v["tokens_max_abs_err"], n), pct(v["tflops_mean_abs_err"], n), pct(v["tflops_max_abs_err"], n)))
+    print()
+
+table("precision", s["by_precision"])
+table("GPU", s["by_gpu"])
+f = s["flop_formula"]
+print("Megatron-Bridge FLOP formula against the printed TFLOP/s over tokens/s: %d rows, mean abs err %.2f %%, max %.2f %%"
+      % (f["rows"], 100 * f["mean_abs_err"], 100 * f["max_abs_err"]))
+print()
+print("| rows not estimated | reason |")
+print("|---|---|")
+for k, v in sorted(s["not_estimated_reasons"].items(), key=lambda kv: -kv[1]):
+    print("| %d | %s |" % (v, k))
+print()
+print("| estimated row | tokens/s/GPU | printed | err | model TFLOP/s/GPU | printed | err |")
+print("|---|---|---|---|---|---|---|")
+for r in doc["rows"]:
+    if r["error"] is None:
+        p, q = r["predicted"], r["real"]
+        print("| %s | %.0f | %.0f | %+.1f %% | %.0f | %.0f | %+.1f %% |" % (r["id"], p["tokens_per_sec_per_gpu"],
+              q["tokens_per_sec_per_gpu"], 100 * r["tokens_err"], p["model_tflops_per_sec_per_gpu"],
+              q["model_tflops_per_sec_per_gpu"], 100 * r["tflops_err"]))
+PY
