@@ -371,6 +371,15 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
       tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
   return s;
 }
+/// `s` with NVFP4 GEMM entries (`fp4_matmul`, `fp4_group_matmul`, llmsim's extension of the
+/// format) at `fp4_tflops` dense, with the bf16 GEMMs' assumed efficiencies.
+constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::gemm_efficiency};
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_group_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::grouped_gemm_efficiency};
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -382,8 +391,10 @@ inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
-/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
+/// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 =
+    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
