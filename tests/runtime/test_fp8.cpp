@@ -144,7 +144,9 @@ TEST(Fp8, SequenceParallelGathersMoveFp8) {
 TEST(Fp8, ActivationCachePerLayerIsQuantized) {
   // A Llama 3 8B layer without tensor parallelism keeps the inputs of qkv (4096), proj (4096),
   // fc1 (4096) and fc2 (14336) for backward: TE saves one quantized copy instead of bf16. Delayed:
-  // 1 byte instead of 2, i.e. 4096 tokens x 26624 features x 1 byte less = 109051904 bytes.
+  // 1 byte instead of 2, i.e. 4096 tokens x 26624 features x 1 byte less; but flash attention's
+  // output O (4096 x 4096 bf16), which the bf16 proj keeps for both, is now held on its own:
+  // 4096 x (26624 - 2 x 4096) = 75497472 bytes less per layer.
   const strategy_spec s = one_gpu(fp8_recipe_kind::delayed);
   build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
   auto held = [&](bool quantized) {
@@ -154,7 +156,7 @@ TEST(Fp8, ActivationCachePerLayerIsQuantized) {
     for (const leaf& l : b) sum += l.cache;
     return sum;
   };
-  EXPECT_EQ(held(false) - held(true), 109051904.0);
+  EXPECT_EQ(held(false) - held(true), 75497472.0);
   // MXFP8 on B200 keeps 1 + 1/32 bytes per element.
   const strategy_spec mx = one_gpu(fp8_recipe_kind::mxfp8);
   build_context b200 = make_build_context(catalogue::llama3_8b, mx, catalogue::b200, 128256);
@@ -164,7 +166,7 @@ TEST(Fp8, ActivationCachePerLayerIsQuantized) {
     for (const leaf& l : decoder_layer_leaves(b200, false, false)) sum += l.cache;
     return sum;
   };
-  EXPECT_DOUBLE_EQ(held_b200(false) - held_b200(true), 4096.0 * 26624 * (2 - (1 + 1.0 / 32)));
+  EXPECT_DOUBLE_EQ(held_b200(false) - held_b200(true), 4096.0 * 26624 * (2 - (1 + 1.0 / 32)) - 4096.0 * 4096 * 2);
 }
 
 TEST(Fp8, QuantizedWeightBytesPerParameterPerRecipe) {
@@ -315,6 +317,15 @@ TEST(Fp8, Refusals) {
   EXPECT_EQ(error_of([&] { validate(m, ends, catalogue::h100_sxm); }),
             "llmsim::strategy: strategy.fp8_layers_at_start_in_bf16=20 + fp8_layers_at_end_in_bf16=13 exceeds "
             "model.layer_num=32");
+  strategy_spec norm_recompute = dp8(true);
+  norm_recompute.recompute_granularity = recompute_kind::selective_recompute;
+  norm_recompute.recompute_layer_num = 1;
+  norm_recompute.megatron_recompute = true;
+  norm_recompute.megatron_recompute_modules.insert(recompute_module::layernorm);
+  EXPECT_NE(error_of([&] {
+              (void)estimate(m, norm_recompute, catalogue::h100_sxm);
+            }).find("strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true"),
+            std::string::npos);
   ends.fp8_layers_at_start_in_bf16 = ends.fp8_layers_at_end_in_bf16 = 1;
   ends.pp_size = 2;
   ends.interleaving_size = 2;
@@ -332,4 +343,38 @@ TEST(Fp8, JsonReadsTheFields) {
   EXPECT_TRUE(s.fp8_first_last_layers_bf16);
   EXPECT_EQ(s.fp8_layers_at_start_in_bf16, 2);
   EXPECT_EQ(s.fp8_layers_at_end_in_bf16, 3);
+}
+
+TEST(Fp8, TypedStrategyOption) {
+  // The typed API's option sets the two fields; the estimate is the same as for the plain spec.
+  using layout = parallel<tp<2>, dp<4>, fp8_training<fp8_recipe_kind::mxfp8>>;
+  static_assert(layout::spec.fp8 && layout::spec.fp8_recipe == fp8_recipe_kind::mxfp8);
+  strategy_spec s = parallel<tp<2>, dp<4>>::spec;
+  s.fp8 = true;
+  s.fp8_recipe = fp8_recipe_kind::mxfp8;
+  EXPECT_EQ(layout::spec, s);
+  EXPECT_EQ(estimate(catalogue::llama3_8b, layout::spec, catalogue::b200).cost.duration_time_per_iter,
+            estimate(catalogue::llama3_8b, s, catalogue::b200).cost.duration_time_per_iter);
+}
+
+namespace {
+/// An FP8 job with every new field set, for the compile-time identity check.
+constexpr strategy_spec fp8_everything() {
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .fp8 = true, .world_size = 8};
+  s.tp_size = 2;
+  s.fp8_recipe = fp8_recipe_kind::mxfp8;
+  s.fp8_param_gather = true;
+  s.fp8_first_last_layers_bf16 = true;
+  return s;
+}
+constexpr estimate_result fp8_at_compile_time = estimate(catalogue::llama3_8b, fp8_everything(), catalogue::b200);
+}  // namespace
+
+TEST(Fp8, CompileTimeEstimateEqualsRunTime) {
+  const strategy_spec s = fp8_everything();
+  const estimate_result r = estimate(catalogue::llama3_8b, s, catalogue::b200);
+  EXPECT_EQ(fp8_at_compile_time.cost.duration_time_per_iter, r.cost.duration_time_per_iter);
+  EXPECT_EQ(fp8_at_compile_time.mem.peak_mem, r.mem.peak_mem);
+  EXPECT_EQ(fp8_at_compile_time.stages[0].weight_mem, r.stages[0].weight_mem);
+  EXPECT_EQ(fp8_at_compile_time.stages[0].param_gather_time, r.stages[0].param_gather_time);
 }

@@ -473,6 +473,12 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  s.zero_state);
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.fp8 && s.megatron_recompute &&
+      (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
+       s.megatron_recompute_modules.contains(recompute_module::moe_act)))
+    report_error(api, "strategy.megatron_recompute_modules",
+                 "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
+                 "modelled (SimuMax refuses the combination too: perf_llm.py)");
   if (s.fp8 && s.fp8_first_last_layers_bf16 && (s.interleaving_size > 1 || v_shaped(s)))
     report_error(api, "strategy.fp8_first_last_layers_bf16",
                  "strategy.fp8_first_last_layers_bf16=true with interleaving_size={} or pipeline_schedule "

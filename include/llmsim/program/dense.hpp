@@ -342,6 +342,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
+  // Flash attention's backward reads its output O. In bf16 it is the tensor linear_proj keeps; in a
+  // quantized layer linear_proj keeps an FP8 copy instead, so O is held on its own (SimuMax
+  // `cache_outputs = use_flash_sdp and fp8`, dense_module.py).
+  if (c.quantized) l.cache += q * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
   return l;

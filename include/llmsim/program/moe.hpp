@@ -101,6 +101,7 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
   l.input = (q + k + v) * E;
   l.cache = (q + k + v + lse) * E;
+  if (c.quantized) l.cache += o * E;  // its output O, which linear_proj keeps only in FP8 (see attention_leaf)
   l.fwd_peak = (q + k + v + lse + o) * E;
   l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
