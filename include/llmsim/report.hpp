@@ -66,6 +66,10 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): "
              "communication does not slow compute";
+    case estimate_note::low_precision_rate_derived:
+      return "the system's fp8/fp4 GEMM entry has no usable figures (absent, or efficient_factor 0): shapes it "
+             "does not measure are priced as the bf16 GEMM of the same shape at the data-sheet FP8 (x2) / FP4 (x4) "
+             "dense peak";
   }
   return {};
 }

@@ -434,6 +434,16 @@ constexpr system_spec nvlink_domain(system_spec s, std::int64_t per_node, double
       tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), assumptions::inter_node_step_latency_us);
   return s;
 }
+
+/// `s` with NVFP4 GEMM entries (`fp4_matmul`, `fp4_group_matmul`, llmsim's extension of the
+/// format) at `fp4_tflops` dense, with the bf16 GEMMs' assumed efficiencies.
+constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::gemm_efficiency};
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_group_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::grouped_gemm_efficiency};
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -445,29 +455,34 @@ inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
-/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
+/// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 =
+    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000);
 /// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
 /// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
 /// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
 inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50);
 /// NVIDIA HGX B300 288 GB (Blackwell Ultra): 36 / 72 PFLOPS BF16 / FP8 per 8 GPUs with sparsity
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
-/// (108 PF dense per 8 GPUs; not wired: the fp4 op kinds come with FP4 support); 8 TB/s HBM3e;
+/// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
 /// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
-inline constexpr system_spec b300 = detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100);
+inline constexpr system_spec b300 =
+    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500);
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
-/// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack; not wired);
+/// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
 /// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
 inline constexpr system_spec gb200_nvl72 =
-    detail::nvlink_domain(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 72, 50);
+    detail::nvlink_domain(
+        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
-/// PFLOPS dense per GPU (1080 PF per rack; not wired); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
+/// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
 /// 800 Gb/s per GPU.
 inline constexpr system_spec gb300_nvl72 =
-    detail::nvlink_domain(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 72, 100);
+    detail::nvlink_domain(
+        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72, 100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);

@@ -61,6 +61,47 @@ constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double b
   return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
 }
 
+/// The bf16 op kind a low-precision kind is the faster twin of (matmul for fp8_matmul and
+/// fp4_matmul, group_matmul for the grouped ones); any other kind is its own.
+constexpr compute_kind bf16_twin(compute_kind kind) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp4_matmul:
+      return compute_kind::matmul;
+    case compute_kind::fp8_group_matmul:
+    case compute_kind::fp4_group_matmul:
+      return compute_kind::group_matmul;
+    default:
+      return kind;
+  }
+}
+
+/// Dense tensor-core peak of a low-precision kind over BF16 dense on compute capability `cc`, from
+/// NVIDIA's data sheets: FP8 twice BF16 from Ada/Hopper on (H100 SXM 1979 vs 989 TFLOPS, B200 4.5
+/// vs 2.25 PFLOPS), FP4 four times on Blackwell (B200 9 PFLOPS); 0 where the GPU has no such
+/// tensor cores (A100 and older: no FP8) or `cc` is unknown.
+constexpr double low_precision_speedup(compute_kind kind, double cc) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp8_group_matmul:
+      return cc >= 8.9 ? 2.0 : 0.0;
+    case compute_kind::fp4_matmul:
+    case compute_kind::fp4_group_matmul:
+      return cc >= 10 ? 4.0 : 0.0;
+    default:
+      return 0.0;
+  }
+}
+
+/// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
+/// present and has an efficiency measured for the shape or a positive efficient_factor.
+/// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
+/// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
+constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
+  const auto& own = sys.op(kind);
+  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
+}
+
 /// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,

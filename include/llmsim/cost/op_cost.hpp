@@ -40,6 +40,35 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
+/// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
+/// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
+/// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
+/// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
+/// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
+/// capability unknown or without such tensor cores) it is refused, never priced at 0 or inf.
+constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
+  const shape_key key = key_of(o);
+  const compute_kind twin = bf16_twin(o.compute);
+  if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
+    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+  const double cc = known_compute_capability(sys);
+  const double speedup = low_precision_speedup(o.compute, cc);
+  if (speedup <= 0)
+    detail::report_error(
+        "llmsim::estimate", "system.accelerator.op",
+        "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
+        "measured efficiency) and its rate cannot be derived from {}: system {} has compute capability "
+        "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
+        "an efficient_factor)",
+        compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
+        compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
+  op bf16 = o;
+  bf16.compute = twin;
+  bf16.grouped.fp8 = bf16.grouped.fp4 = false;
+  const shape_key twin_key = key_of(bf16);
+  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
+}
+
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
 /// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
@@ -56,8 +85,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::memory) {
     t = memory_time(c.sys(), o.memory, o.bytes);
   } else {
-    const shape_key key = key_of(o);
-    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    const kernel_cost cost = compute_op_cost(c.sys(), o);
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;

@@ -32,8 +32,9 @@ struct bucket_plan {
   [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
 };
 
+/// `gather_bytes_per_param`: bytes one parameter moves in the all-gather (0: the job's dtype).
 constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params,
-                                   double grad_bytes_per_param, comm_group which) {
+                                   double grad_bytes_per_param, comm_group which, double gather_bytes_per_param = 0) {
   bucket_plan b;
   const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   if (group <= 1 || params <= 0) return b;
@@ -51,7 +52,9 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
     if (elements <= 0 || s.zero_state < 1) return seconds{};
     return collective_time(
         sys, s, tier,
-        {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+        {collective_kind::all_gather,
+         elements * (gather_bytes_per_param > 0 ? gather_bytes_per_param : static_cast<double>(dtype_bytes(s.dtype))),
+         group, which});
   };
   b.reduce_full = reduce(b.per_bucket);
   b.reduce_rest = reduce(b.rest);

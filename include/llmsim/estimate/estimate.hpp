@@ -58,6 +58,9 @@ struct rank_layout {
   std::int64_t chunk_layers = 0;        ///< layers of one model chunk (interleaved: layers / v)
   std::int64_t chunk_dense_layers = 0;  ///< dense layers of its first model chunk
   bool embedding = false, head = false;
+  /// FP8 jobs with fp8_first_last_layers_bf16: its first / last layers that are among the model's
+  /// bf16 first / last layers (Megatron --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16).
+  std::int64_t bf16_head_layers = 0, bf16_tail_layers = 0;
   friend constexpr bool operator==(const rank_layout&, const rank_layout&) = default;
 };
 
@@ -70,7 +73,8 @@ struct stage_block {
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
 struct stage_program {
-  std::array<stage_block, 6> blocks{};
+  static constexpr std::size_t capacity = 8;  ///< embedding, up to five runs of layers, head
+  std::array<stage_block, capacity> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
 
@@ -128,6 +132,9 @@ struct stage_result {
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
+  double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
+  double quantized_expert_params = 0;  ///< of which routed-expert weights
+  bytes quantized_weight_mem{};        ///< their quantized copies (TE weight workspaces, or the fp8 parameters)
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
   bytes fwd_transient_mem{}, bwd_transient_mem{};  ///< one micro-batch's (chunk's) own peak in its forward / backward
@@ -191,8 +198,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
   math_sdp_shadowed_by_flash,    ///< use_math_sdp=true with use_flash_sdp=true: flash attention runs
+  low_precision_rate_derived,    ///< fp8/fp4 GEMMs without usable system figures: bf16 twin at the data-sheet ratio
 };
-inline constexpr std::size_t estimate_note_count = 4;
+inline constexpr std::size_t estimate_note_count = 5;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -227,19 +235,40 @@ struct job_blocks {
   leaf_block embedding{}, head{};
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
+  /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
+  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
+
+  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
+  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
+    if (bf16) {
+      if (dense) return recomputed ? dense_layer_bf16_recomputed : dense_layer_bf16;
+      return recomputed ? moe_layer_bf16_recomputed : moe_layer_bf16;
+    }
+    if (dense) return recomputed ? dense_layer_recomputed : dense_layer;
+    return recomputed ? moe_layer_recomputed : moe_layer;
+  }
 };
 
+/// Decoder layers (FP8 jobs: quantized, and bf16 twins for the first/last layers), embedding and
+/// head (always bf16: TE keeps the embedding, output layer and loss out of FP8).
 constexpr job_blocks build_blocks(const build_context& c) {
   job_blocks j;
   j.embedding.push(embedding_leaf(c));
   const bool rc = recompute_active(c.s());
+  build_context layer_context = c;
+  layer_context.quantized = c.s().fp8;
+  const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
   if (detail::dense_layer_count(c.m()) > 0) {
-    j.dense_layer = decoder_layer_leaves(c, false, false);
-    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(c, false, true);
+    j.dense_layer = decoder_layer_leaves(layer_context, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
+    if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
+    if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
   if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
-    j.moe_layer = decoder_layer_leaves(c, true, false);
-    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
+    j.moe_layer = decoder_layer_leaves(layer_context, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
+    if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
+    if (bf16_twins && rc) j.moe_layer_bf16_recomputed = decoder_layer_leaves(c, true, true);
   }
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
@@ -251,21 +280,27 @@ constexpr job_blocks build_blocks(const build_context& c) {
 
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
-/// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block).
+/// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block);
+/// its first `bf16_head` and last `bf16_tail` layers run in bf16 (FP8 jobs, see rank_layout). The
+/// layers are cut into runs at those boundaries, in layer order, one block per run.
 constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers,
-                                    std::int64_t dense, bool has_embedding, bool has_head) {
+                                    std::int64_t dense, bool has_embedding, bool has_head, std::int64_t bf16_head = 0,
+                                    std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
-  const std::int64_t moe = layers - dense;
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
-  const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
-  if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
-  if (dense - dense_rc > 0) p.add(j.dense_layer, dense - dense_rc, dense_rc);
-  if (moe_rc > 0) p.add(j.moe_layer_recomputed, moe_rc, dense);
-  if (moe - moe_rc > 0) p.add(j.moe_layer, moe - moe_rc, dense + moe_rc);
+  const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
+  std::int64_t start = 0;
+  while (start < layers) {
+    std::int64_t end = layers;
+    for (const std::int64_t cut : cuts)
+      if (cut > start && cut < end) end = cut;
+    const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
+    p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
+    start = end;
+  }
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
 }
@@ -308,6 +343,11 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
     dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
     out.dense_layers += dense;
     if (chunk == 0) out.chunk_dense_layers = dense;
+  }
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
+    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
+    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
+    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
   }
   return out;
 }
@@ -396,7 +436,7 @@ struct stage_memory {
 /// backward in reverse, the first repetition processed does.
 constexpr stage_memory walk_stage(const stage_program& prog) {
   stage_memory out;
-  std::array<block_memory, 6> walks{};
+  std::array<block_memory, stage_program::capacity> walks{};
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
@@ -433,7 +473,17 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  s.zero_state);
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
-  if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  if (s.fp8 && s.megatron_recompute &&
+      (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
+       s.megatron_recompute_modules.contains(recompute_module::moe_act)))
+    report_error(api, "strategy.megatron_recompute_modules",
+                 "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
+                 "modelled (SimuMax refuses the combination too: perf_llm.py)");
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && (s.interleaving_size > 1 || v_shaped(s)))
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true with interleaving_size={} or pipeline_schedule "
+                 "\"dualpipev\" is not modelled yet (only plain pipeline stages place the bf16 layers)",
+                 s.interleaving_size);
   if (s.dtype == dtype_kind::fp32)
     report_error(api, "strategy.dtype",
                  "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state "
@@ -519,6 +569,9 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.recompute_tp_comm_time += l.replay_comm() * n;
       r.params += l.params * n;
       if (l.expert_params) r.expert_params += l.params * n;
+      r.quantized_params += l.quantized_params * n;
+      if (l.expert_params) r.quantized_expert_params += l.quantized_params * n;
+      r.quantized_weight_mem += bytes{static_cast<std::int64_t>(l.quantized_weight_bytes * n)};
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
@@ -545,6 +598,11 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
   r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
+  // FP8 (TE): quantized weight copies beside the bf16 weights; with fp8_param_gather (Megatron
+  // --fp8-param-gather) the quantized copies are the parameters and the bf16 copy is gone.
+  if (s.fp8 && s.fp8_param_gather)
+    r.weight_mem = bytes{static_cast<std::int64_t>((r.params - r.quantized_params) * j.c->element_bytes())};
+  r.weight_mem += r.quantized_weight_mem;
   r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
@@ -607,8 +665,21 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
 /// (`dp_time`), and the parts the overlap settings can hide.
 constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
-  const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
-  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
+  // fp8_param_gather: Megatron buffers the quantized parameters apart from the bf16 ones (one buffer
+  // per dtype, param_and_grad_buffer.py) and all-gathers them quantized: the gathered bytes per
+  // parameter are the buffers' mix, each bucket gathering that mean (a simplification of two buffers).
+  double dense_gather = 0, expert_gather = 0;
+  if (s.fp8 && s.fp8_param_gather) {
+    const double E = j.c->element_bytes(), q = j.c->format().weight;
+    const double dense_params = r.params - r.expert_params, dense_q = r.quantized_params - r.quantized_expert_params;
+    if (dense_params > 0) dense_gather = ((dense_params - dense_q) * E + dense_q * q) / dense_params;
+    if (r.expert_params > 0)
+      expert_gather =
+          ((r.expert_params - r.quantized_expert_params) * E + r.quantized_expert_params * q) / r.expert_params;
+  }
+  const bucket_plan dense =
+      plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp, dense_gather);
+  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp, expert_gather);
   for (const bucket_plan* b : {&dense, &expert}) {
     r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
@@ -764,7 +835,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   r.rank = r.last_rank = rank;
   r.layout = lay;
   r.layers = lay.layers;
-  const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head);
+  const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head,
+                                         lay.bf16_head_layers, lay.bf16_tail_layers);
   const double dummy = price_program(r, prog, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
@@ -1027,6 +1099,11 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
   if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
+  if (s.fp8) {
+    const compute_kind gemm = quantized_format_of(s, sys).gemm;
+    if (!sys.op(gemm).present || sys.op(gemm).efficient_factor <= 0)
+      detail::add_note(out.notes, estimate_note::low_precision_rate_derived);
+  }
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};

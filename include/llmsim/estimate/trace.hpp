@@ -275,8 +275,9 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
     dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
   }
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
-  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head), base, rank != 0,
-                      rank != p - 1);
+  const std::int64_t bf16_head = v > 1 ? 0 : lay.bf16_head_layers, bf16_tail = v > 1 ? 0 : lay.bf16_tail_layers;
+  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head, bf16_head, bf16_tail),
+                      base, rank != 0, rank != p - 1);
 }
 
 /// DualPipeV: a forward and a backward that ran as one overlapped pair share one interval in the

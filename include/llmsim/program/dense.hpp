@@ -17,6 +17,7 @@
 
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/program/op.hpp>
+#include <llmsim/program/quantize.hpp>
 #include <llmsim/program/shape_key.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
@@ -63,6 +64,9 @@ struct build_context {
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
   op_record* record = nullptr;  ///< where `record_op` keeps every priced op (llmsim::trace_iteration)
+  /// The linears built with this context run the job's low-precision recipe (decoder layers of an
+  /// fp8 job, but not the bf16 first/last layers, the embedding, the output layer or the router).
+  bool quantized = false;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -79,6 +83,8 @@ struct build_context {
   [[nodiscard]] constexpr double main_grad_bytes() const {
     return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0;
   }
+  /// The recipe's byte figures on this system (meaningful when `quantized`).
+  [[nodiscard]] constexpr quantized_format format() const { return quantized_format_of(s(), sys()); }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
   constexpr void emit(leaf& l, const op& o) const {
     if (pricing == nullptr)
@@ -96,16 +102,42 @@ struct build_context {
 };
 
 namespace detail {
-/// A GEMM op of this job's precision (fp8_matmul under FP8).
+/// A GEMM op of this block's precision (the recipe's fp8 or fp4 kind in quantized layers).
 constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& g, double traffic) {
-  return gemm_op(pass, g, traffic, c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul);
+  return gemm_op(pass, g, traffic, c.quantized ? c.format().gemm : compute_kind::matmul);
+}
+/// A TE quantize of `elements` bf16 values in `pass` writing `copies` copies of `copy_bytes` per
+/// element: with current scaling / NVFP4 first an amax kernel reading the tensor, then the cast
+/// (reads bf16, writes the copies; fp8_current_scaling.rst Figure 4).
+constexpr void quantize(const build_context& c, leaf& l, pass_kind pass, double elements, double copy_bytes,
+                        double copies) {
+  const double E = c.element_bytes();
+  if (c.format().amax_pass) c.memory(l, pass, elements * E);
+  c.memory(l, pass, elements * E + elements * copy_bytes * copies);
+}
+/// The per-iteration quantization of a linear's weight, spread over the micro-batches: Megatron
+/// passes `is_first_microbatch` to TE, which casts the weight on the first micro-batch and reuses
+/// the cached copies (TE module `get_weight_workspace`). With fp8_param_gather the optimizer step
+/// writes the quantized parameter; only a tensor-scaled transpose (Hopper) is made per iteration.
+/// (Each micro-batch still pays the kernel's latency: a small over-count.)
+constexpr void quantize_weight(const build_context& c, leaf& l, double w) {
+  const quantized_format f = c.format();
+  const double m = static_cast<double>(c.s().micro_batch_num);
+  if (!c.s().fp8_param_gather)
+    quantize(c, l, pass_kind::forward, w / m, f.weight, f.copies);
+  else if (f.tensor_scaled && f.copies == 2)
+    c.memory(l, pass_kind::forward, 2 * w * f.weight / m);
 }
 }  // namespace detail
+
+constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                                     std::int64_t out_features);
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
 constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                            std::int64_t out_features) {
+  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
   leaf l;
   l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
@@ -158,6 +190,80 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
   l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   l.fwd_peak = (x + y) * E;
   l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// A linear of a quantized layer (TE Linear under an FP8/FP4 recipe, transformer_engine/pytorch/
+/// module/linear.py), the same collectives and GEMMs as `linear_leaf` with:
+/// - casts: the input (local shard under SP, cast before the all-gather) in forward, the output
+///   gradient (local shard under SP for a row-parallel linear) in backward, the weight once per
+///   iteration (`detail::quantize_weight`). A tensor-scaled input that is all-gathered is cast
+///   row-wise only ("All-gather is not supported with FP8 column-wise data"); where the GEMMs need
+///   a transpose (Hopper) it is made after the backward's gather.
+/// - the all-gathers move the quantized row-wise data; reductions stay bf16;
+/// - GEMM operands read at the quantized size, outputs bf16 (fp32 main grad);
+/// - saved for backward: one quantized copy of the local input (TE keeps only the usage backward
+///   needs: `update_usage(rowwise_usage=False, columnwise_usage=True)`), not the bf16 input;
+/// - kept across micro-batches: the quantized weight copies (`quantized_weight_bytes`).
+constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                                     std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  const quantized_format f = c.format();
+  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
+  const double x = c.tokens() * static_cast<double>(in_features), y = c.tokens() * static_cast<double>(out_features);
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  const bool sp = c.sequence_parallel();
+  const double t = static_cast<double>(c.s().tp_size);
+  const double x_local = column && sp ? x / t : x, y_local = !column && sp ? y / t : y;
+  const bool gathered_x = sp && column, gathered_dy = sp && !column;
+  // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
+  const double x_copies = f.tensor_scaled && gathered_x ? 1 : f.copies;
+  const double dy_copies = f.tensor_scaled && gathered_dy ? 1 : f.copies;
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features);
+  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_copies);
+  detail::quantize_weight(c, l, w);
+  if (gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, x * qa);
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             x * qa + w * qw + y * E));
+  if (!column)
+    c.collective(l, pass_kind::forward, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
+  detail::quantize(c, l, pass_kind::backward_input, y_local, qa, dy_copies);
+  if (gathered_dy) c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, y * qa);
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             y * qa + w * qw + x * E));
+  if (column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
+  if (gathered_x) c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, x * qa);
+  if (f.copies > x_copies) c.memory(l, pass_kind::backward_weight, 2 * x * qa);   // transpose of the gathered input
+  if (f.copies > dy_copies) c.memory(l, pass_kind::backward_weight, 2 * y * qa);  // ... of the gathered gradient
+  const double wgrad_inputs = (x + y) * qa + (column ? w * qw : 0);
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               wgrad_inputs + grad_w_bytes));
+  } else {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               wgrad_inputs + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+  }
+  l.params = l.quantized_params = w;
+  l.quantized_weight_bytes = w * qw * f.copies;
+  l.input = x_local * E;  // a recompute segment starting here keeps the bf16 input
+  l.cache = x_local * qa;
+  l.fwd_peak = (x + y) * E + x_local * qa * x_copies;
+  l.bwd_peak = (x + y) * E + y_local * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
   l.weight_rows = out_features;
   l.weight_cols = in_features;
   return l;
@@ -236,6 +342,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
+  // Flash attention's backward reads its output O. In bf16 it is the tensor linear_proj keeps; in a
+  // quantized layer linear_proj keeps an FP8 copy instead, so O is held on its own (SimuMax
+  // `cache_outputs = use_flash_sdp and fp8`, dense_module.py).
+  if (c.quantized) l.cache += q * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
   return l;

@@ -140,6 +140,8 @@ struct leaf {
   double input = 0;              ///< bytes of its input (what a recompute segment starting here keeps)
   double fwd_peak = 0;           ///< transient bytes while its forward runs, on top of what is held
   double bwd_peak = 0;           ///< transient bytes while its backward runs
+  double quantized_params = 0;   ///< of `params`, the weight elements of a quantized (FP8/FP4) linear
+  double quantized_weight_bytes = 0;  ///< its quantized weight copies kept across micro-batches (TE workspace)
   std::int64_t weight_rows = 0,
                weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
   bool recompute = false;        ///< forward replayed in backward

@@ -130,6 +130,7 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
   l.input = (q + k + v) * E;
   l.cache = (q + k + v + lse) * E;
+  if (c.quantized) l.cache += o * E;  // its output O, which linear_proj keeps only in FP8 (see attention_leaf)
   l.fwd_peak = (q + k + v + lse + o) * E;
   l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
@@ -159,9 +160,13 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
 
+constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
+                                             std::int64_t in_features, std::int64_t out_features);
+
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
 constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                    std::int64_t in_features, std::int64_t out_features) {
+  if (c.quantized) return quantized_grouped_linear_leaf(c, id, experts, tokens, in_features, out_features);
   leaf l;
   l.id = id;
   l.kind = leaf_kind::linear_column;
@@ -171,8 +176,8 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts,   tokens_per_expert,          out_features, in_features,
-                              c.s().fp8, c.main_grad_bytes() == 4.0, stage};
+    return grouped_gemm_shape{experts, tokens_per_expert,          out_features, in_features,
+                              false,   c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
@@ -198,6 +203,60 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   return l;
 }
 
+/// A grouped GEMM of a quantized layer (TE GroupedLinear under the recipe): the stages of
+/// `grouped_linear_leaf` on the recipe's grouped op kind (keyed `dtype=fp8`, or `fp4` for NVFP4),
+/// operands read quantized, with the casts of `quantized_linear_leaf` (no tensor-parallel gathers:
+/// the tokens arrive by the dispatcher). fc1's input follows SimuMax's `QuantizedGroupLinearCol`:
+/// by default the bf16 input is saved and re-quantized column-wise in backward (its quantizer is
+/// recomputed); with `cache_groupgemm_col_fp8_inputs` the quantized input is saved instead. fc2
+/// saves its quantized input, as TE does.
+constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
+                                             std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::linear_column;
+  const quantized_format f = c.format();
+  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
+  const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
+  const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
+  const bool fp4 = f.grouped_gemm == compute_kind::fp4_group_matmul;
+  auto shape = [&](grouped_stage stage) {
+    grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
+                         true,    c.main_grad_bytes() == 4.0, stage};
+    g.fp4 = fp4;
+    return g;
+  };
+  const bool bf16_input_saved = id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs;
+  detail::quantize(c, l, pass_kind::forward, x, qa, bf16_input_saved ? 1 : f.copies);
+  detail::quantize_weight(c, l, w);
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, x * qa + w * qw + y * E));
+  detail::quantize(c, l, pass_kind::backward_input, y, qa, f.copies);
+  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count,
+                            y * qa + w * qw + x * E));
+  if (bf16_input_saved) detail::quantize(c, l, pass_kind::backward_weight, x, qa, 1);  // the column-wise copy
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count,
+                              (x + y) * qa + w * qw + w * c.main_grad_bytes()));
+  } else {
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated),
+                              flop_count, (x + y) * qa + w * qw + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
+  }
+  l.params = l.quantized_params = w;
+  l.quantized_weight_bytes = w * qw * f.copies;
+  l.expert_params = true;
+  l.input = x * E;
+  l.cache = bf16_input_saved ? x * E : x * qa;
+  l.fwd_peak = (x + y) * E + x * qa * f.copies;
+  l.bwd_peak = (x + y) * E + y * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  l.grouped = true;
+  return l;
+}
+
 /// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
 constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
@@ -211,12 +270,12 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto rows = static_cast<std::int64_t>(tok.local);
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
   const std::int64_t b = s.micro_batch_size;
-  c.emit(r, detail::job_gemm(c, pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
-                             in + w + 3 * logits));
-  c.emit(r, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
-  c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
-                             in + w + logits));
+  // Megatron's TopKRouter runs its gate as a plain torch linear, outside TE's FP8 autocast: bf16 GEMMs.
+  c.emit(r, gemm_op(pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                    in + w + 3 * logits));
+  c.emit(r, gemm_op(pass_kind::backward_input, {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16},
+                    in + w + 4 * logits));
+  c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
   r.params = static_cast<double>(h * X);
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;

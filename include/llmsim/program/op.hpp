@@ -102,12 +102,14 @@ constexpr op attention_op(pass_kind pass, const attention_shape& a, double traff
   o.bytes = traffic;
   return o;
 }
-/// A grouped GEMM (group_matmul, or fp8_group_matmul under FP8).
+/// A grouped GEMM (group_matmul; fp8_group_matmul or fp4_group_matmul in quantized layers).
 constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double flops, double traffic) {
   op o;
   o.kind = op_kind::grouped_gemm;
   o.pass = pass;
-  o.compute = g.fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
+  o.compute = g.fp4   ? compute_kind::fp4_group_matmul
+              : g.fp8 ? compute_kind::fp8_group_matmul
+                      : compute_kind::group_matmul;
   o.grouped = g;
   o.flops = flops;
   o.bytes = traffic;

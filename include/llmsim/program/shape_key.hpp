@@ -141,13 +141,16 @@ struct grouped_gemm_shape {
   bool fp8 = false;
   bool main_grad_fp32 = true;
   grouped_stage stage = grouped_stage::forward;
+  bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
     s.append(", K=")
         .append(k)
         .append(", dtype=")
-        .append(fp8 ? "fp8" : "bf16")
+        .append(fp4   ? "fp4"
+                : fp8 ? "fp8"
+                      : "bf16")
         .append(", out_dtype=bf16, main_grad_dtype=")
         .append(main_grad_fp32 ? "fp32" : "bf16");
     switch (stage) {

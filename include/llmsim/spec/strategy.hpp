@@ -138,6 +138,24 @@ struct enum_names<cp_a2a_kind> {
       {{cp_a2a_kind::invalid, ""}, {cp_a2a_kind::async_cp, "async_cp"}, {cp_a2a_kind::sync_cp, "sync_cp"}}};
 };
 
+/// Low-precision training recipe of TransformerEngine (Megatron-LM --fp8-recipe / --fp4-recipe):
+/// `delayed` DelayedScaling (one scale per tensor from an amax history), `tensorwise`
+/// Float8CurrentScaling (one scale per tensor from the tensor's own amax), `blockwise`
+/// Float8BlockScaling (1x128 activation and 128x128 weight blocks, fp32 scales; DeepSeek-V3 §3.3),
+/// `mxfp8` MXFP8BlockScaling (32-element blocks, E8M0 scales; Blackwell), `nvfp4`
+/// NVFP4BlockScaling (16-element blocks of E2M1, E4M3 scales + an fp32 tensor scale; Blackwell).
+enum class fp8_recipe_kind : std::uint8_t { invalid, delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+template <>
+struct enum_names<fp8_recipe_kind> {
+  static constexpr std::array<std::pair<fp8_recipe_kind, std::string_view>, 6> value{
+      {{fp8_recipe_kind::invalid, ""},
+       {fp8_recipe_kind::delayed, "delayed"},
+       {fp8_recipe_kind::tensorwise, "tensorwise"},
+       {fp8_recipe_kind::blockwise, "blockwise"},
+       {fp8_recipe_kind::mxfp8, "mxfp8"},
+       {fp8_recipe_kind::nvfp4, "nvfp4"}}};
+};
+
 /// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
 using net_name = fixed_string<32>;
 /// A TransformerEngine version such as "2.11.0" (empty: unknown).
@@ -151,6 +169,16 @@ struct strategy_spec {
   std::int64_t micro_batch_num = 0;  ///< gradient-accumulation steps per iteration
   dtype_kind dtype = dtype_kind::bf16;
   bool fp8 = false;
+  /// The low-precision recipe of the decoder layers' linears when `fp8` (see fp8_recipe_kind).
+  fp8_recipe_kind fp8_recipe = fp8_recipe_kind::delayed;
+  /// Megatron --fp8-param-gather: the parameters of FP8 linears are kept quantized (no bf16 copy)
+  /// and the distributed optimizer all-gathers them in that format.
+  bool fp8_param_gather = false;
+  /// Megatron --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16:
+  /// that many decoder layers at each end of the model run in bf16.
+  bool fp8_first_last_layers_bf16 = false;
+  std::int64_t fp8_layers_at_start_in_bf16 = 1;
+  std::int64_t fp8_layers_at_end_in_bf16 = 1;
   // Parallel sizes; dp = world_size / (tp * pp * cp).
   std::int64_t world_size = 8;
   std::int64_t tp_size = 1;
@@ -345,6 +373,28 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
                      static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
 }
+/// The low-precision fields: each needs `fp8`, counts are non-negative.
+constexpr void validate_fp8_fields(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.fp8_recipe == fp8_recipe_kind::invalid)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe must be \"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\" or \"nvfp4\"");
+  if (!s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed)
+    report_error(api, "strategy.fp8_recipe", "strategy.fp8_recipe=\"{}\" requires strategy.fp8=true",
+                 enum_name(s.fp8_recipe));
+  if (!s.fp8 && s.fp8_param_gather)
+    report_error(api, "strategy.fp8_param_gather", "strategy.fp8_param_gather=true requires strategy.fp8=true");
+  if (!s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true requires strategy.fp8=true");
+  if (s.fp8_param_gather && s.zero_state < 1)
+    report_error(api, "strategy.fp8_param_gather",
+                 "strategy.fp8_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as "
+                 "Megatron-LM's --fp8-param-gather");
+  detail::require_size(api, "strategy.fp8_layers_at_start_in_bf16", s.fp8_layers_at_start_in_bf16, 0);
+  detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
+}
+
 /// Element type, communication choices, divisibility, ZeRO and memory settings.
 constexpr void validate_strategy_choices(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -396,6 +446,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
     report_error(api, "strategy.microbatch_group_size_per_vp_stage",
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
+  validate_fp8_fields(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");

@@ -103,10 +103,13 @@ enum class compute_kind : std::uint8_t {
   group_matmul,
   fp8_group_matmul,
   sdp_fwd,
-  sdp_bwd
+  sdp_bwd,
+  fp4_matmul,       ///< NVFP4 GEMMs (llmsim's extension of the SimuMax format)
+  fp4_group_matmul  ///< NVFP4 grouped GEMMs (likewise)
 };
-inline constexpr std::array<std::string_view, 7> compute_kind_names{
-    "default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+inline constexpr std::array<std::string_view, 9> compute_kind_names{
+    "default", "matmul",  "fp8_matmul", "group_matmul",    "fp8_group_matmul",
+    "sdp_fwd", "sdp_bwd", "fp4_matmul", "fp4_group_matmul"};
 
 /// Memory-bound op kinds of `accelerator.bandwidth`.
 enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
@@ -365,6 +368,12 @@ constexpr double compute_capability_from_name(std::string_view sys_name) {
   for (const auto& e : table)
     if (detail::contains_token(sys_name, e.token)) return e.capability;
   return 0;
+}
+
+/// The compute capability a system states, else the one its `sys_name` implies, else 0 (unknown).
+constexpr double known_compute_capability(const system_spec& sys) {
+  if (sys.accelerator.compute_capability > 0) return sys.accelerator.compute_capability;
+  return compute_capability_from_name(sys.sys_name.view());
 }
 
 LLMSIM_END_NAMESPACE

@@ -175,14 +175,44 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   detail::validate_pipeline_split(m, s);
 }
 
+namespace detail {
+/// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
+/// FP8 tensor cores from Ada/Hopper (8.9) on; MXFP8 and NVFP4 are Blackwell formats (TE: MXFP8
+/// and NVFP4 recipes need compute capability >= 10.0); with an unknown GPU the recipe's GEMM entry
+/// must be in the system file; the bf16 first and last layers must exist.
+constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.fp8) return;
+  const double cc = known_compute_capability(sys);
+  if (cc > 0 && cc < 8.9)
+    report_error(api, "strategy.fp8",
+                 "strategy.fp8=true needs FP8 tensor cores (compute capability >= 8.9: Ada, Hopper, Blackwell); "
+                 "system {} has compute capability {}",
+                 sys.sys_name, cc);
+  const bool blackwell_only = s.fp8_recipe == fp8_recipe_kind::mxfp8 || s.fp8_recipe == fp8_recipe_kind::nvfp4;
+  if (blackwell_only && cc < 10)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
+                 "compute capability {}",
+                 enum_name(s.fp8_recipe), sys.sys_name, cc);
+  const compute_kind gemm =
+      s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
+  if (cc <= 0 && !sys.op(gemm).present)
+    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.{} in system {}",
+                 compute_kind_names[static_cast<std::size_t>(gemm)], sys.sys_name);
+  if (s.fp8_first_last_layers_bf16 && s.fp8_layers_at_start_in_bf16 + s.fp8_layers_at_end_in_bf16 > m.layer_num)
+    report_error(api, "strategy.fp8_layers_at_start_in_bf16",
+                 "strategy.fp8_layers_at_start_in_bf16={} + fp8_layers_at_end_in_bf16={} exceeds model.layer_num={}",
+                 s.fp8_layers_at_start_in_bf16, s.fp8_layers_at_end_in_bf16, m.layer_num);
+}
+}  // namespace detail
+
 /// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
 /// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
 /// passes through.
 constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   validate(m, s);
   validate(sys);
-  constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
   detail::require_network(sys, "strategy.tp_net", s.tp_net);
   detail::require_network(sys, "strategy.cp_net", s.cp_net);
   detail::require_network(sys, "strategy.pp_net", s.pp_net);
@@ -190,9 +220,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.ep_net", s.ep_net);
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
-  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present)
-    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}",
-                 sys.sys_name);
+  detail::validate_fp8_on_system(m, s, sys);
 }
 
 LLMSIM_END_NAMESPACE

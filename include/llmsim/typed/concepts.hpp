@@ -79,6 +79,7 @@ enum class option_key : std::uint8_t {
   recompute,
   sequence_parallel,
   pipeline_schedule,
+  fp8,
   custom
 };
 

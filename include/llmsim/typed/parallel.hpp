@@ -161,6 +161,17 @@ using zb_h1 = kind<pipeline_schedule_kind::zb_h1>;
 using dualpipev = kind<pipeline_schedule_kind::dualpipev>;
 }  // namespace schedule
 
+/// FP8 / NVFP4 training of the decoder layers with a TransformerEngine recipe (Megatron --fp8-recipe,
+/// --fp4-recipe): `fp8_training<>` (delayed scaling), `fp8_training<fp8_recipe_kind::mxfp8>`.
+template <fp8_recipe_kind Recipe = fp8_recipe_kind::delayed>
+struct fp8_training {
+  static constexpr option_key key = option_key::fp8;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.fp8 = true;
+    d.spec.fp8_recipe = Recipe;
+  }
+};
+
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
 inline constexpr strategy_spec parallel_defaults{
@@ -175,7 +186,7 @@ struct parallel_option {
                 "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
                 "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
                 "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>, "
-                "schedule::zb_h1/...); "
+                "schedule::zb_h1/..., fp8_training<recipe>); "
                 "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
