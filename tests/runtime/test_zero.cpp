@@ -228,3 +228,15 @@ TEST(Zero, UnmodelledCombinationsAreRefused) {
   s.interleaving_size = 2;
   EXPECT_THROW((void)estimate(catalogue::llama3_8b, s, catalogue::h100_sxm), config_error);
 }
+
+TEST(Zero, NothingInFlightWithoutDataParallelRanks) {
+  // tp = 8, dp = 1: the shards are the whole tensors, nothing is gathered or reduce-scattered.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 8};
+  s.zero_state = 3;
+  const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto& st = only_stage(r);
+  EXPECT_EQ(st.gathered_param_mem.value, 0);
+  EXPECT_EQ(st.unsharded_grad_mem.value, 0);
+  EXPECT_EQ(st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value, 0.0);
+  EXPECT_NEAR(static_cast<double>(st.weight_mem.value), 2 * st.params, 1);
+}

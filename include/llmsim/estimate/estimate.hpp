@@ -643,6 +643,8 @@ constexpr void plan_sharded_passes(stage_result& r, const job_context& j, const 
   r.bwd_shard_comm_time = seconds{gather + reduce};
   r.fwd_shard_exposed_time = seconds{s.zero_state >= 3 ? sharded_forward_exposed(plan.units) : 0.0};
   r.bwd_shard_exposed_time = seconds{sharded_backward_exposed(plan.units, s.zero_state >= 3 || s.overlap_grad_reduce)};
+  // Groups of one rank (dense dp·cp; edp when there are experts): every shard is the whole tensor.
+  if (dp_size(s) * s.cp_size == 1 && (r.expert_params <= 0 || edp_size(s) == 1)) return;
   if (s.zero_state >= 3) r.gathered_param_mem = bytes{static_cast<std::int64_t>(pair * j.c->element_bytes())};
   r.unsharded_grad_mem = bytes{static_cast<std::int64_t>(largest * stage_grad_bytes(j))};
 }

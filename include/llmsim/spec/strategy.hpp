@@ -199,7 +199,7 @@ struct strategy_spec {
   /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
   std::optional<pipeline_schedule_kind> pipeline_schedule = {};
   bool enable_straggler_model = true;
-  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
+  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
   bool enable_dropout = false;
   bool use_fp32_accum_grad = true;
