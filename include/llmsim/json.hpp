@@ -503,6 +503,9 @@ inline model_spec parse_model(const value& v, const std::string& source = {}, co
 /// A strategy from parsed JSON. Runs `validate(strategy)`.
 inline strategy_spec parse_strategy(const value& v, const std::string& source = {}, const load_options& opt = {}) {
   auto s = detail::read_fields<strategy_spec>(v, {source, ""}, opt);
+  // Megatron-FSDP's sharding strategy decides the ZeRO stage when zero_state is left out.
+  if (s.data_parallel_sharding_strategy && v.is_object() && !v.contains("zero_state"))
+    s.zero_state = sharding_level_of(*s.data_parallel_sharding_strategy);
   try {
     validate(s);
   } catch (const config_error& e) { throw e.in_file(source); }
@@ -1006,6 +1009,14 @@ inline value stage_time_json(const stage_result& st) {
             {"optim_time", ms(st.optim_time)},
             {"dp_buckets", st.dp_buckets},
             {"breakdown_result", to_json(st.breakdown)}});
+  // ZeRO-2/3 and optimizer offload only (the keys of other jobs stay as they were).
+  if (st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value > 0)
+    v.update({{"fwd_shard_comm_time", ms(st.fwd_shard_comm_time)},
+              {"bwd_shard_comm_time", ms(st.bwd_shard_comm_time)},
+              {"fwd_shard_exposed_time", ms(st.fwd_shard_exposed_time)},
+              {"bwd_shard_exposed_time", ms(st.bwd_shard_exposed_time)},
+              {"dp_comm_bytes", st.dp_comm_bytes}});
+  if (st.host_optimizer_time.value > 0) v["host_optimizer_time"] = ms(st.host_optimizer_time);
   return v;
 }
 inline value stage_memory_json(const estimate_result& r, std::size_t i) {
@@ -1028,6 +1039,8 @@ inline value stage_memory_json(const estimate_result& r, std::size_t i) {
             {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
             {"memory_reserved_ratio", r.mem.memory_reserved_ratio},
             {"peak_path", format_peak_path(r, i)}});
+  if (st.gathered_param_mem.value + st.unsharded_grad_mem.value > 0)
+    v.update({{"gathered_param_mem", gib(st.gathered_param_mem)}, {"unsharded_grad_mem", gib(st.unsharded_grad_mem)}});
   return v;
 }
 }  // namespace detail

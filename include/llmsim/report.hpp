@@ -130,7 +130,15 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
   out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
+  const stage_result& st = r.stages[i];
+  if (st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value > 0)
+    out += "      ZeRO-2/3 per micro-batch forward gathers " + to_string(st.fwd_shard_comm_time) + ", exposed " +
+           to_string(st.fwd_shard_exposed_time) + "; backward gathers + reduce-scatters " +
+           to_string(st.bwd_shard_comm_time) + ", exposed " + to_string(st.bwd_shard_exposed_time) + "\n";
   out += "    optimizer step             " + to_string(b.optim_time) + "\n";
+  if (st.host_optimizer_time.value > 0)
+    out += "      of which on the host     " + to_string(st.host_optimizer_time) +
+           " (optimizer_cpu_offload: gradients to the host, Adam there, weights back)\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
            " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "
@@ -155,6 +163,10 @@ inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
   out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) +
          ", grads " + to_string(st.grad_mem) + ", optimizer " + to_string(st.optimizer_state_mem) +
          (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
+         (st.gathered_param_mem.value > 0 ? ", gathered weights in flight " + to_string(st.gathered_param_mem)
+                                          : std::string()) +
+         (st.unsharded_grad_mem.value > 0 ? ", unsharded grads in flight " + to_string(st.unsharded_grad_mem)
+                                          : std::string()) +
          ", cuBLAS workspaces " + to_string(st.workspace_mem) + ")\n";
   out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
   out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " +

@@ -12,6 +12,20 @@ namespace parameters {
 /// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
 inline constexpr double ddp_bucket_min_elements = 40000000.0;
 inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// Optimizer CPU offload: each GPU's host link, PCIe 4.0 x16 before Hopper (A100) and PCIe 5.0 x16
+/// on Hopper and Blackwell: 16 / 32 GT/s per lane, about 32 / 64 GB/s per direction (PCI-SIG base
+/// specifications 4.0 and 5.0).
+inline constexpr double host_link_bytes_per_second_older = 32e9;
+inline constexpr double host_link_bytes_per_second_sm90 = 64e9;
+/// Host DRAM bandwidth of a node, shared by its GPUs' host optimizer steps: DGX A100 (2x EPYC 7742,
+/// 8 channels of DDR4-3200 each: 2*8*25.6 GB/s) and DGX H100 (2x Xeon 8480C, 8 channels of
+/// DDR5-4800 each: 2*8*38.4 GB/s), from the DGX user guides' system specifications.
+inline constexpr double host_memory_bytes_per_second_older = 409.6e9;
+inline constexpr double host_memory_bytes_per_second_sm90 = 614.4e9;
+/// A host Adam step is memory-bound: it reads the fp32 weight, gradient, m and v and writes the
+/// weight, m and v of every element (DeepSpeed csrc/adam/cpu_adam_impl.cpp, torch.optim.Adam on
+/// the CPU as Megatron's HybridDeviceOptimizer runs it): 7 x 4 bytes.
+inline constexpr double host_adam_bytes_per_element = 28.0;
 }  // namespace parameters
 
 namespace detail {
@@ -109,20 +123,43 @@ constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
 /// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
 /// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+/// With ZeRO-2/3 the gradient buffer the first passes touch is this rank's shard. With
+/// optimizer_cpu_offload the Adam step and the master-weight copy leave the GPU (see
+/// `host_optimizer_time`).
 constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params,
                                  double grad_bytes_per_param, double expert_params = 0) {
   if (params <= 0) return {};
   const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
-  const double grads = params * grad_bytes_per_param;
   const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
+  const double grads = (s.zero_state >= 2 ? local : params) * grad_bytes_per_param;
   auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  if (s.optimizer_cpu_offload) return t;
   t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
   t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
   return t;
+}
+
+/// Megatron --optimizer-cpu-offload (core/optimizer/cpu_offloading/hybrid_optimizer.py, offload
+/// fraction 1): this rank's `local` gradient shard is copied to pinned host memory, the host runs
+/// Adam over it (its node's DRAM bandwidth shared by the node's GPUs), and the updated weights are
+/// copied back into the 16-bit parameters. Without --overlap-cpu-optimizer-d2h-h2d the three run
+/// one after the other. `current_gpu`: compute capability >= 9 (PCIe 5.0, DDR5 hosts).
+constexpr seconds host_optimizer_time(const system_spec& sys, const strategy_spec& s, double local,
+                                      double grad_bytes_per_param, bool current_gpu) {
+  if (!s.optimizer_cpu_offload || local <= 0) return {};
+  const double link =
+      current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+  const double host =
+      (current_gpu ? parameters::host_memory_bytes_per_second_sm90 : parameters::host_memory_bytes_per_second_older) /
+      static_cast<double>(sys.num_per_node);
+  const double d2h = local * grad_bytes_per_param / link;
+  const double step = local * parameters::host_adam_bytes_per_element / host;
+  const double h2d = local * static_cast<double>(dtype_bytes(s.dtype)) / link;
+  return seconds{d2h + step + h2d};
 }
 
 }  // namespace detail

@@ -22,6 +22,7 @@
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>
+#include <llmsim/schedule/sharded_dp.hpp>
 #include <llmsim/spec/validate.hpp>
 
 #include <array>
@@ -127,7 +128,13 @@ struct stage_result {
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
   seconds optim_time{};                             ///< optimizer step
   std::int64_t dp_buckets = 0;
-  time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
+  // ZeRO-2/3 and FSDP (zero_state >= 2): the per-unit collectives of one micro-batch on the
+  // data-parallel stream (schedule/sharded_dp.hpp), and what of them each pass waits for.
+  seconds fwd_shard_comm_time{}, bwd_shard_comm_time{};        ///< all-gathers; all-gathers + reduce-scatters
+  seconds fwd_shard_exposed_time{}, bwd_shard_exposed_time{};  ///< of them, added to the pass
+  seconds host_optimizer_time{};  ///< optimizer_cpu_offload: of optim_time, D2H grads + host Adam + H2D weights
+  double dp_comm_bytes = 0;       ///< data-parallel collective payload (whole tensors) over the iteration
+  time_breakdown breakdown{};     ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
@@ -135,6 +142,8 @@ struct stage_result {
   double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
   double quantized_expert_params = 0;  ///< of which routed-expert weights
   bytes quantized_weight_mem{};        ///< their quantized copies (TE weight workspaces, or the fp8 parameters)
+  bytes gathered_param_mem{};  ///< ZeRO-3: the gathered 16-bit weights of the unit running and the one prefetched
+  bytes unsharded_grad_mem{};  ///< ZeRO-2/3: one unit's whole gradients waiting for their reduce-scatter
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
   bytes fwd_transient_mem{}, bwd_transient_mem{};  ///< one micro-batch's (chunk's) own peak in its forward / backward
@@ -464,13 +473,28 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
 }
 
 namespace detail {
+/// ZeRO-2/3 combinations the estimate refuses.
+constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (s.zero_state < 2) return;
+  if (!megatron_fsdp(s) && s.pp_size > 1)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} (DeepSpeed ZeRO-{}) with strategy.pp_size={}: DeepSpeed's pipeline engine "
+                 "refuses ZeRO-2/3 with pipeline parallelism (deepspeed/runtime/pipe/engine.py); for Megatron-FSDP set "
+                 "strategy.data_parallel_sharding_strategy",
+                 s.zero_state, s.zero_state, s.pp_size);
+  if (s.interleaving_size > 1 || pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1 ||
+      pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} (ZeRO-2/3, FSDP) with the \"{}\" pipeline schedule is not modelled yet (only "
+                 "1f1b)",
+                 s.zero_state, enum_name(pipeline_schedule_of(s)));
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.zero_state >= 2)
-    report_error(api, "strategy.zero_state",
-                 "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
-                 s.zero_state);
+  refuse_unmodelled_sharding(s);
   if (s.cp_size > 1)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
   if (s.fp8 && s.megatron_recompute &&
@@ -546,6 +570,7 @@ struct job_context {
   double grad_bytes = 0;       ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
+  bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
@@ -589,6 +614,99 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   return dummy;
 }
 
+/// Bytes of one gradient element a stage keeps and reduces: Megatron's main gradient (fp32 unless
+/// grad_reduce_in_bf16), except under DeepSpeed ZeRO-2/3, which accumulates and reduces gradients
+/// in the model's 16-bit type (deepspeed/runtime/engine.py `get_data_types`: grad_accum_dtype is
+/// the model dtype under ZeRO; the ZeRO paper's 2 bytes of fp16 gradients per parameter, §3.1).
+constexpr double stage_grad_bytes(const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  return s.zero_state >= 2 && !megatron_fsdp(s) ? j.c->element_bytes() : j.grad_bytes;
+}
+
+/// Parameters this rank's optimizer updates: dense ones sharded over dp·cp, expert ones over edp
+/// (ZeRO >= 1), else all.
+constexpr double local_params(const stage_result& r, const strategy_spec& s) {
+  if (s.zero_state < 1) return r.params;
+  return (r.params - r.expert_params) / static_cast<double>(dp_size(s) * s.cp_size) +
+         r.expert_params / static_cast<double>(edp_size(s));
+}
+
+/// A collective over the data-parallel group of dense (dp·cp) or expert (edp) parameters.
+constexpr seconds data_parallel_collective(const job_context& j, comm_group which, collective_kind kind, double bytes) {
+  const strategy_spec& s = j.c->s();
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  if (group <= 1 || bytes <= 0) return {};
+  return collective_time(j.c->sys(), s, resolve_tier(j.c->sys(), s, which), {kind, bytes, group, which});
+}
+
+/// The units of a stage under ZeRO-2/3 (schedule/sharded_dp.hpp): each decoder layer, and the
+/// embedding and the head blocks, with their compute of one micro-batch, the all-gather of their
+/// 16-bit weights (ZeRO-3) and the reduce-scatter of their gradients; `params` per unit.
+struct shard_plan {
+  std::vector<shard_unit> units;
+  std::vector<double> params;  ///< parameters of one unit of each entry
+};
+constexpr shard_plan plan_shard_units(const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const double eb = j.c->element_bytes(), gb = stage_grad_bytes(j);
+  shard_plan out;
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    shard_unit u;
+    u.repeat = sb.repeat;
+    double dense = 0, expert = 0;
+    for (const leaf& l : *sb.block) {
+      u.forward += (l.fwd + l.fwd_comm).value;
+      u.backward += (l.bwd + l.replay() + l.bwd_comm + l.replay_comm()).value;
+      (l.expert_params ? expert : dense) += l.params;
+    }
+    if (s.zero_state >= 3)
+      u.gather = (data_parallel_collective(j, comm_group::dp, collective_kind::all_gather, dense * eb) +
+                  data_parallel_collective(j, comm_group::edp, collective_kind::all_gather, expert * eb))
+                     .value;
+    u.reduce = (data_parallel_collective(j, comm_group::dp, collective_kind::reduce_scatter, dense * gb) +
+                data_parallel_collective(j, comm_group::edp, collective_kind::reduce_scatter, expert * gb))
+                   .value;
+    out.units.push_back(u);
+    out.params.push_back(dense + expert);
+  }
+  return out;
+}
+
+/// ZeRO-2/3 (DeepSpeed stage_1_and_2.py with partition_grads, stage3.py; Megatron-FSDP optim_grads /
+/// optim_grads_params: "RS on all microbatches", "RS & AG on all microbatches", mcore_fsdp_adapter.py):
+/// every micro-batch's forward gathers each unit (ZeRO-3) and its backward gathers it again and
+/// reduce-scatters its gradients; what the layer compute cannot hide is added to the passes. The
+/// gathers are always prefetched (DeepSpeed's stage3_prefetch_bucket_size, FSDP's one-unit
+/// prefetch); ZeRO-3's reduce-scatter runs on its own stream (DeepSpeed stage 3's overlap_comm
+/// default), ZeRO-2's beside the compute only with overlap_grad_reduce (DeepSpeed overlap_comm).
+/// Memory in flight: two units' gathered weights (the running one and the prefetched one, the
+/// largest neighbouring pair) and one unit's whole gradients before their reduce-scatter.
+constexpr void plan_sharded_passes(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  if (s.zero_state < 2) return;
+  const shard_plan plan = plan_shard_units(j, prog);
+  double gather = 0, reduce = 0, pair = 0, largest = 0, previous = 0;
+  for (std::size_t i = 0; i < plan.units.size(); ++i) {
+    const auto n = static_cast<double>(plan.units[i].repeat);
+    gather += plan.units[i].gather * n;
+    reduce += plan.units[i].reduce * n;
+    const double p = plan.params[i];
+    if (previous + p > pair) pair = previous + p;                // the last unit of the block before and this one
+    if (plan.units[i].repeat > 1 && 2 * p > pair) pair = 2 * p;  // two units of this block
+    if (p > largest) largest = p;
+    previous = p;
+  }
+  r.fwd_shard_comm_time = seconds{gather};
+  r.bwd_shard_comm_time = seconds{gather + reduce};
+  r.fwd_shard_exposed_time = seconds{s.zero_state >= 3 ? sharded_forward_exposed(plan.units) : 0.0};
+  r.bwd_shard_exposed_time = seconds{sharded_backward_exposed(plan.units, s.zero_state >= 3 || s.overlap_grad_reduce)};
+  // Groups of one rank (dense dp·cp; edp when there are experts): every shard is the whole tensor.
+  if (dp_size(s) * s.cp_size == 1 && (r.expert_params <= 0 || edp_size(s) == 1)) return;
+  if (s.zero_state >= 3) r.gathered_param_mem = bytes{static_cast<std::int64_t>(pair * j.c->element_bytes())};
+  r.unsharded_grad_mem = bytes{static_cast<std::int64_t>(largest * stage_grad_bytes(j))};
+}
+
 /// Model memory of a stage: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1
 /// over dp·cp (dense parameters) and over the expert-data-parallel group (expert parameters),
 /// TE's dummy wgrad buffers, and cuBLAS workspaces (one per GEMM stream; MoE adds the grouped
@@ -597,6 +715,11 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const strategy_spec& s = j.c->s();
   const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
+  // ZeRO-2 shards the gradients, ZeRO-3 also the weights, as the optimizer state (ZeRO paper §5.1-5.3).
+  const auto sharded = [&](double per_param) {
+    return bytes{static_cast<std::int64_t>((r.params - r.expert_params) * per_param / shard +
+                                           r.expert_params * per_param / expert_shard)};
+  };
   r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
   // FP8 (TE): quantized weight copies beside the bf16 weights; with fp8_param_gather (Megatron
   // --fp8-param-gather) the quantized copies are the parameters and the bf16 copy is gone.
@@ -604,12 +727,16 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
     r.weight_mem = bytes{static_cast<std::int64_t>((r.params - r.quantized_params) * j.c->element_bytes())};
   r.weight_mem += r.quantized_weight_mem;
   r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
+  if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
+  if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+  if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
   r.workspace_mem = bytes{static_cast<std::int64_t>(
       j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
+  if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
@@ -685,11 +812,25 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
     r.dp_buckets += b->count();
   }
+  // ZeRO-2/3 reduce-scatter every micro-batch in its backward (plan_sharded_passes); ZeRO-3 keeps
+  // its weights sharded, so nothing is gathered after the step.
+  const double m = static_cast<double>(s.micro_batch_num), p = r.params, eb = j.c->element_bytes();
+  r.dp_comm_bytes = p * j.grad_bytes + (s.zero_state >= 1 ? p * eb : 0.0);
+  if (s.zero_state >= 2) {
+    r.grad_reduce_time = seconds{};
+    r.dp_comm_bytes = m * p * stage_grad_bytes(j) + p * eb;
+  }
+  if (s.zero_state >= 3) {
+    r.param_gather_time = seconds{};
+    r.dp_comm_bytes += (2 * m - 1) * p * eb;  // two gathers per micro-batch, none after the step
+  }
   r.dp_time = r.grad_reduce_time + r.param_gather_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
                         param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+  if (s.zero_state >= 2) r.grad_reduce_tail = seconds{};
+  if (s.zero_state >= 3) r.param_gather_wait = seconds{};
 }
 
 /// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
@@ -855,9 +996,12 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
     if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   }
   r.p2p_time = j.p2p * transfers;
+  plan_sharded_passes(r, j, prog);
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
-                 r.recompute_tp_comm_time + r.p2p_time;
-  r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
+                 r.recompute_tp_comm_time + r.p2p_time + r.fwd_shard_exposed_time + r.bwd_shard_exposed_time;
+  r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
+  r.host_optimizer_time = host_optimizer_time(j.c->sys(), s, local_params(r, s), stage_grad_bytes(j), j.current_gpu);
+  r.optim_time += r.host_optimizer_time;
   plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   if (v_shaped(s))
@@ -936,8 +1080,10 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
     const stage_result& st = out.stages[i];
-    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
-                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
+    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time,
+                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
+                           st.bwd_shard_exposed_time,
+                       p2p});
   }
   // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
@@ -996,7 +1142,7 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb -
                           st.hidden_comm_time;  // DualPipeV: the exchange its pairs hide
   br.inter_exposed_time = st.p2p_time * mb;
-  br.dp_exposed_time = st.dp_exposed_time;
+  br.dp_exposed_time = st.dp_exposed_time + (st.fwd_shard_exposed_time + st.bwd_shard_exposed_time) * mb;
   br.optim_time = st.optim_time;
   br.straggler_time = straggler;
   br.bubble_time = duration - st.chunk_time * mb + st.hidden_comm_time - st.dp_exposed_time - st.optim_time - straggler;
@@ -1115,6 +1261,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
       out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   j.te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  j.current_gpu = out.compute_capability >= 9;
 
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);

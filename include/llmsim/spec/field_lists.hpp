@@ -125,6 +125,8 @@ struct field_list<strategy_spec> {
       field{"edp_net", &s::edp_net},
       field{"dispatch_probs", &s::dispatch_probs},
       field{"mem_factor", &s::mem_factor},
+      field{"data_parallel_sharding_strategy", &s::data_parallel_sharding_strategy},
+      field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
   };
 };
 

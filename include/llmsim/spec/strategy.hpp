@@ -155,6 +155,22 @@ struct enum_names<fp8_recipe_kind> {
        {fp8_recipe_kind::mxfp8, "mxfp8"},
        {fp8_recipe_kind::nvfp4, "nvfp4"}}};
 };
+/// Megatron-FSDP's `--data-parallel-sharding-strategy` (megatron/core/distributed/fsdp/
+/// mcore_fsdp_adapter.py): what the data-parallel ranks shard — nothing, the optimizer state
+/// (ZeRO-1), also the gradients (ZeRO-2), also the parameters (ZeRO-3).
+enum class dp_sharding_kind : std::uint8_t { invalid, no_shard, optim, optim_grads, optim_grads_params };
+template <>
+struct enum_names<dp_sharding_kind> {
+  static constexpr std::array<std::pair<dp_sharding_kind, std::string_view>, 5> value{
+      {{dp_sharding_kind::invalid, ""},
+       {dp_sharding_kind::no_shard, "no_shard"},
+       {dp_sharding_kind::optim, "optim"},
+       {dp_sharding_kind::optim_grads, "optim_grads"},
+       {dp_sharding_kind::optim_grads_params, "optim_grads_params"}}};
+};
+/// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
+/// optim_grads_params 3 (-1: invalid).
+constexpr std::int64_t sharding_level_of(dp_sharding_kind k) { return static_cast<std::int64_t>(k) - 1; }
 
 /// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
 using net_name = fixed_string<32>;
@@ -216,7 +232,7 @@ struct strategy_spec {
   /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
   std::optional<pipeline_schedule_kind> pipeline_schedule = {};
   bool enable_straggler_model = true;
-  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
+  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
   bool enable_dropout = false;
   bool use_fp32_accum_grad = true;
@@ -254,9 +270,21 @@ struct strategy_spec {
   net_name edp_net = "auto";
   bool dispatch_probs = false;  ///< newer Megatron multiplies routing probs in the expert activation
   double mem_factor = 0.94;     ///< reserved memory = peak allocated / mem_factor
+  /// Megatron-FSDP's sharding strategy; when given, the job runs Megatron-FSDP (else zero_state >= 2
+  /// is DeepSpeed ZeRO-2/3) and zero_state must equal its level (JSON: an absent zero_state takes it).
+  std::optional<dp_sharding_kind> data_parallel_sharding_strategy = {};
+  /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
+  /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
+  bool optimizer_cpu_offload = false;
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
+
+/// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
+/// `data_parallel_sharding_strategy` when that is given.
+constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
+/// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
+constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
 
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
@@ -338,6 +366,22 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
     report_error(api, "strategy.pipeline_schedule",
                  "strategy.pipeline_schedule=\"1f1b\" with strategy.interleaving_size={} is interleaved_1f1b",
                  s.interleaving_size);
+}
+
+/// Megatron-FSDP's sharding strategy against zero_state.
+constexpr void validate_sharding(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.data_parallel_sharding_strategy) return;
+  const dp_sharding_kind k = *s.data_parallel_sharding_strategy;
+  if (k == dp_sharding_kind::invalid)
+    report_error(api, "strategy.data_parallel_sharding_strategy",
+                 "strategy.data_parallel_sharding_strategy must be \"no_shard\", \"optim\", \"optim_grads\" or "
+                 "\"optim_grads_params\"");
+  if (sharding_level_of(k) != s.zero_state)
+    report_error(api, "strategy.data_parallel_sharding_strategy",
+                 "strategy.data_parallel_sharding_strategy=\"{}\" shards at ZeRO stage {}, but strategy.zero_state={}; "
+                 "the two fields must agree (or leave zero_state out)",
+                 enum_name(k), sharding_level_of(k), s.zero_state);
 }
 
 /// Sizes and the products the estimate forms.
@@ -428,6 +472,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  s.world_size, s.ep_size * s.etp_size * s.pp_size);
   if (s.zero_state < 0 || s.zero_state > 3)
     report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
+  validate_sharding(s);
   if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
     report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
   if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)

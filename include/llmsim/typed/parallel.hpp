@@ -67,7 +67,7 @@ struct vpp {
   static constexpr option_key key = option_key::vpp;
   static constexpr void apply(strategy_draft& d) { d.spec.interleaving_size = N; }
 };
-/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer.
+/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer, 2 and 3 DeepSpeed ZeRO-2/3.
 template <std::int64_t N>
 struct zero {
   static constexpr option_key key = option_key::zero;
