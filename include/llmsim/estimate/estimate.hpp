@@ -121,12 +121,15 @@ struct stage_result {
   seconds grad_reduce_tail{};   ///< overlap_grad_reduce: the reductions running past the last backward
   seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
-  seconds optim_time{};                             ///< optimizer step
+  seconds tp_grad_allreduce_time{};  ///< of dp_time, the tp all-reduce of duplicated weights' gradients (SP; MLA)
+  seconds optim_time{};              ///< optimizer step
   std::int64_t dp_buckets = 0;
   time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
+  double tp_duplicated_params =
+      0;  ///< of which weights replicated over tp whose gradients tp sums (MLA down projections)
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
@@ -451,15 +454,6 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.group_linear_mode",
                  "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
                  "yet; use \"parallel\" (grouped GEMM)");
-  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
-    report_error(
-        api, "strategy.use_flash_sdp",
-        "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1)
-    report_error(api, "strategy.tp_size",
-                 "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, "
-                 "experts split by ep)",
-                 s.tp_size);
 }
 
 constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
@@ -514,6 +508,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.recompute_tp_comm_time += l.replay_comm() * n;
       r.params += l.params * n;
       if (l.expert_params) r.expert_params += l.params * n;
+      if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
@@ -609,7 +604,12 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
     r.dp_buckets += b->count();
   }
-  r.dp_time = r.grad_reduce_time + r.param_gather_time;
+  // Megatron finalize_model_grads.py: after the data-parallel sync, one coalesced all-reduce over tp
+  // of the gradients of `sequence_parallel`-marked weights (here MLA's duplicated down projections).
+  if (r.tp_duplicated_params > 0)
+    r.tp_grad_allreduce_time =
+        group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);
+  r.dp_time = r.grad_reduce_time + r.param_gather_time + r.tp_grad_allreduce_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
@@ -630,7 +630,7 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
       grad = late > grad ? late : grad;
     }
   }
-  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time) + st.tp_grad_allreduce_time;
 }
 
 /// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble

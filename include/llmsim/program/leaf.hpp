@@ -148,6 +148,8 @@ struct leaf {
       false;  ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
   bool expert_params = false;  ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
   bool grouped = false;        ///< a grouped GEMM (TE GroupedLinear)
+  bool tp_duplicated =
+      false;  ///< weight replicated over tp and fed s/tp tokens under SP: its gradient is all-reduced over tp
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
