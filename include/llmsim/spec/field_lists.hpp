@@ -47,6 +47,7 @@ struct field_list<model_spec> {
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
       field{"position_embedding_type", &m::position_embedding_type},
+      field{"mtp_num_layers", &m::mtp_num_layers},
   };
 };
 
@@ -119,6 +120,7 @@ struct field_list<strategy_spec> {
       field{"edp_net", &s::edp_net},
       field{"dispatch_probs", &s::dispatch_probs},
       field{"mem_factor", &s::mem_factor},
+      field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
   };
 };
 

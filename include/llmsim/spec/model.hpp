@@ -106,6 +106,9 @@ struct model_spec {
   bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
   bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
+  /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
+  /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
+  std::int64_t mtp_num_layers = 0;
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -185,6 +188,7 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.q_lora_rank", m.q_lora_rank, 1);
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
+  require_size(api, "model.mtp_num_layers", m.mtp_num_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);

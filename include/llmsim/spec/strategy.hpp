@@ -220,6 +220,10 @@ struct strategy_spec {
   net_name edp_net = "auto";
   bool dispatch_probs = false;  ///< newer Megatron multiplies routing probs in the expert activation
   double mem_factor = 0.94;     ///< reserved memory = peak allocated / mem_factor
+  /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
+  /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
+  /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
+  fixed_string<256> pipeline_model_parallel_layout = {};
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };

@@ -5,6 +5,7 @@
 
 #include <llmsim/schedule/dualpipev.hpp>
 #include <llmsim/spec/model.hpp>
+#include <llmsim/spec/pipeline_layout.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
@@ -162,7 +163,10 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
       report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
                    s.etp_size, expert_ffn_size(m));
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  detail::validate_pipeline_split(m, s);
+  if (s.pipeline_model_parallel_layout.empty())
+    detail::validate_pipeline_split(m, s);
+  else
+    validate_pipeline_layout(m, s);
 }
 
 /// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
