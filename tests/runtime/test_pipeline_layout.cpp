@@ -186,6 +186,41 @@ TEST(PipelineLayout, Llama405bLayoutOverEightRanksAndEightChunks) {
   EXPECT_GT(r.cost.duration_time_per_iter.value, 0);
 }
 
+TEST(PipelineLayout, EmbeddingAndLossSlotsWithInterleavingAreThatLayout) {
+  // Megatron get_num_layers_to_build with account_for_embedding/loss_in_pipeline_split and vp 8 on
+  // pp8: (126 + 2) / 64 = 2 slots per virtual stage, the first and the last building one layer
+  // fewer: exactly "Et|(tt|)*62,tL".
+  strategy_spec s{.seq_len = 8192,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 64,
+                  .world_size = 512,
+                  .tp_size = 8,
+                  .pp_size = 8,
+                  .interleaving_size = 8};
+  strategy_spec slots = s;
+  slots.account_for_embedding_in_pipeline_split = true;
+  slots.account_for_loss_in_pipeline_split = true;
+  s.pipeline_model_parallel_layout = "Et|(tt|)*62,tL";
+  const auto a = estimate(catalogue::llama3_405b, s, catalogue::h100_sxm);
+  const auto b = estimate(catalogue::llama3_405b, slots, catalogue::h100_sxm);
+  EXPECT_EQ(a.cost.duration_time_per_iter.value, b.cost.duration_time_per_iter.value);
+  EXPECT_EQ(a.mem.peak_mem.value, b.mem.peak_mem.value);
+  ASSERT_EQ(b.stage_count, 3U);
+  EXPECT_EQ(b.stages[0].layout.chunks[0].layers, 1);
+  EXPECT_EQ(b.stages[0].layout.chunks[1].layers, 2);
+  EXPECT_EQ(b.stages[0].layout.chunks[1].first_layer, 15);  // virtual stage 8: 8 x 2 - 1
+  EXPECT_EQ(b.stages[2].layout.chunks[7].layers, 1);
+  // 126 + 2 = 128 slots do not split over pp8 x vp 3 = 24 virtual stages.
+  slots.interleaving_size = 3;
+  slots.micro_batch_num = 64;
+  try {
+    (void)estimate(catalogue::llama3_405b, slots, catalogue::h100_sxm);
+    FAIL() << "expected a refusal";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy.pp_size * interleaving_size = 24 must divide"), std::string::npos);
+  }
+}
+
 TEST(PipelineLayout, WithoutInterleavingALayoutIsTheFirstLastSplit) {
   // "Et*15|(t*16|)*6,t*15L" on pp8 is num_layers_in_first/last_pipeline_stage = 15: the same
   // programs, the same schedule, bit for bit.

@@ -362,6 +362,37 @@ constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, cons
   return i;
 }
 
+/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks
+/// (Megatron get_num_layers_to_build): every one of the p·v virtual stages gets (layers + slots)
+/// / (p·v) slots; the first virtual stage (rank 0, chunk 0) builds one layer fewer for the
+/// embedding, the last (rank p - 1, chunk v - 1) one fewer for the loss. Virtual stage k = c·p + r.
+constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  const std::int64_t each = (m.layer_num + emb + loss) / (p * v), dense_total = detail::dense_layer_count(m);
+  rank_layout out;
+  out.chunk_count = v;
+  out.embedding = r == 0;
+  out.head = r == p - 1;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t k = c * p + r;
+    const bool first = k == 0, last = k == p * v - 1;
+    const std::int64_t layers = each - (first ? emb : 0) - (last ? loss : 0);
+    const std::int64_t start = k * each - (k > 0 ? emb : 0);
+    std::int64_t dense = dense_total - start;
+    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+    const std::int64_t mtp = last ? m.mtp_num_layers : 0;
+    out.chunks[static_cast<std::size_t>(c)] = {layers, dense, mtp, start, first, last};
+    out.layers += layers;
+    out.dense_layers += dense;
+    out.mtp_layers += mtp;
+    out.chunk_layers = layers > out.chunk_layers ? layers : out.chunk_layers;
+  }
+  out.chunk_dense_layers = out.chunks[0].dense_layers;
+  return out;
+}
+
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
@@ -376,6 +407,8 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
   const std::int64_t dense_total = detail::dense_layer_count(m);
   const bool described = m.mtp_num_layers > 0;  // MTP sits in one chunk: describe them one by one
+  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return slot_layout_of_rank(m, s, r);
   for (std::int64_t chunk = 0; chunk < v; ++chunk) {
     const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
     std::int64_t dense = dense_total - offset;
