@@ -150,15 +150,18 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
 inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
   const auto& st = r.stages[i];
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight "
-                "at rank %lld: %lld\n",
-                stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
-                st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
-                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
-                static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
-                st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
-                static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
+  std::string mtp;  // (append: GCC 12's -Wrestrict misfires on "literal" + std::string&&)
+  if (st.layout.mtp_layers > 0) mtp.append(" + ").append(std::to_string(st.layout.mtp_layers)).append(" MTP layer(s)");
+  std::snprintf(
+      buf, sizeof buf,
+      "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s%s, chunk_time %s, micro-batches in flight "
+      "at rank %lld: %lld\n",
+      stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
+      st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
+      static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
+      static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
+      mtp.c_str(), st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
+      static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
   std::string out = buf;
   out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) +
          ", grads " + to_string(st.grad_mem) + ", optimizer " + to_string(st.optimizer_state_mem) +

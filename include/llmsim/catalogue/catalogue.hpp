@@ -473,16 +473,15 @@ inline constexpr system_spec b300 =
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
 /// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
-inline constexpr system_spec gb200_nvl72 =
-    detail::nvlink_domain(
-        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
+inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
+    detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
 /// 800 Gb/s per GPU.
-inline constexpr system_spec gb300_nvl72 =
-    detail::nvlink_domain(
-        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72, 100);
+inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
+    detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72,
+    100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);

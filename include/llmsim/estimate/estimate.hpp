@@ -23,6 +23,7 @@
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>
 #include <llmsim/schedule/sharded_dp.hpp>
+#include <llmsim/spec/pipeline_layout.hpp>
 #include <llmsim/spec/validate.hpp>
 
 #include <array>
@@ -51,6 +52,21 @@ inline constexpr double te_grouped_gemm_streams = 4;
 enum class stage_kind : std::uint8_t { first, middle, last };
 inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage", "middle_stage", "last_stage"};
 
+/// What one model chunk of a rank holds when the chunks are described one by one (a
+/// pipeline_model_parallel_layout, or MTP layers, which sit in the last chunk of their rank).
+struct chunk_layout {
+  std::int64_t layers = 0, dense_layers = 0, mtp_layers = 0;
+  std::int64_t first_layer = 0;  ///< index of its first decoder layer in the model (names only)
+  bool embedding = false, head = false;
+  /// Equal programs: the same layers of the same kinds, wherever they sit in the model.
+  friend constexpr bool operator==(const chunk_layout& a, const chunk_layout& b) {
+    return a.layers == b.layers && a.dense_layers == b.dense_layers && a.mtp_layers == b.mtp_layers &&
+           a.embedding == b.embedding && a.head == b.head;
+  }
+};
+/// Most model chunks per rank a described layout may have.
+inline constexpr std::size_t max_rank_chunks = 16;
+
 /// What one pipeline rank runs. Ranks with equal layouts run the same program, so they are
 /// priced once; their memory differs only by the micro-batches they hold in flight.
 struct rank_layout {
@@ -62,6 +78,9 @@ struct rank_layout {
   /// FP8 jobs with fp8_first_last_layers_bf16: its first / last layers that are among the model's
   /// bf16 first / last layers (Megatron --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16).
   std::int64_t bf16_head_layers = 0, bf16_tail_layers = 0;
+  std::int64_t mtp_layers = 0;   ///< multi-token-prediction layers (model.mtp_num_layers, in its last chunk)
+  std::int64_t chunk_count = 0;  ///< model chunks described in `chunks` (0: the even split above)
+  std::array<chunk_layout, max_rank_chunks> chunks{};
   friend constexpr bool operator==(const rank_layout&, const rank_layout&) = default;
 };
 
@@ -72,10 +91,13 @@ struct stage_block {
   std::int64_t first_layer = -1;  ///< index of its first decoder layer in the stage (-1: not layers)
 };
 
-/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
+/// Most blocks of a stage program: embedding, up to five runs of decoder layers (dense / MoE,
+/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head.
+inline constexpr std::size_t max_stage_blocks = 10;
+
+/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [MTP] [final norm, LM head, loss].
 struct stage_program {
-  static constexpr std::size_t capacity = 8;  ///< embedding, up to five runs of layers, head
-  std::array<stage_block, capacity> blocks{};
+  std::array<stage_block, max_stage_blocks> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
 
@@ -115,6 +137,7 @@ struct stage_result {
   seconds hidden_comm_time{};  ///< DualPipeV: expert exchange its overlapped pairs hide over the iteration (at `rank`)
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
+  std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
   std::array<double, 2> v_chunk_fwd_peak{}, v_chunk_bwd_peak{};  ///< DualPipeV: each chunk's own transient peaks
   seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
@@ -126,7 +149,8 @@ struct stage_result {
   seconds grad_reduce_tail{};   ///< overlap_grad_reduce: the reductions running past the last backward
   seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
-  seconds optim_time{};                             ///< optimizer step
+  seconds tp_grad_allreduce_time{};  ///< of dp_time, the tp all-reduce of duplicated weights' gradients (SP; MLA)
+  seconds optim_time{};              ///< optimizer step
   std::int64_t dp_buckets = 0;
   // ZeRO-2/3 and FSDP (zero_state >= 2): the per-unit collectives of one micro-batch on the
   // data-parallel stream (schedule/sharded_dp.hpp), and what of them each pass waits for.
@@ -138,6 +162,8 @@ struct stage_result {
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
+  double tp_duplicated_params =
+      0;  ///< of which weights replicated over tp whose gradients tp sums (MLA down projections)
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
   double quantized_expert_params = 0;  ///< of which routed-expert weights
@@ -245,7 +271,45 @@ struct job_blocks {
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
   /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
-  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
+  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{},
+      moe_layer_bf16_recomputed {  /// MTP (model.mtp_num_layers > 0): embedding of the shifted tokens, enorm, hnorm, eh_proj — with
+    /// the embedding's own weight, or `_shared` with none where the stage holds the embedding — and
+    /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
+    /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
+    leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
+  };
+
+  /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
+  /// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
+  /// all-gather forward, a split backward), then with SP scattered back to s/t tokens
+  /// (scatter_to_sequence_parallel_region: a split forward, an all-gather backward).
+  constexpr leaf mtp_eh_proj_leaf(const build_context& c) {
+    const std::int64_t h = c.m().hidden_size;
+    leaf l = linear_leaf(c, leaf_id::mtp_eh_proj, true, 2 * h, h / c.s().tp_size);
+    const double out = c.tokens() * static_cast<double>(h) * c.element_bytes();
+    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, out);
+    if (c.sequence_parallel())
+      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
+    if (c.s().tp_size > 1) l.fwd_peak += out;
+    return l;
+  }
+
+  /// The MTP blocks of `j` (Megatron MultiTokenPredictionLayer: each depth embeds the tokens shifted
+  /// by one more, norms them and the previous hidden states, projects their concatenation, runs one
+  /// decoder layer and its own final norm, and computes a second loss through the shared output layer).
+  constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
+    j.mtp_prefix.push(embedding_leaf(c));
+    j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_enorm));
+    j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_hnorm));
+    j.mtp_prefix.push(mtp_eh_proj_leaf(c));
+    j.mtp_prefix_shared = j.mtp_prefix;
+    j.mtp_prefix_shared.leaves[0].params = 0;
+    j.mtp_suffix_own.push(norm_leaf(c, leaf_id::final_layernorm));
+    j.mtp_suffix_own.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
+    j.mtp_suffix_own.push(cross_entropy_leaf(c));
+    j.mtp_suffix = j.mtp_suffix_own;
+    j.mtp_suffix.leaves[1].params = 0;
+  }
 
   /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
   [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
@@ -284,6 +348,7 @@ constexpr job_blocks build_blocks(const build_context& c) {
   j.head.push(cross_entropy_leaf(c));
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
+  if (c.m().mtp_num_layers > 0) build_mtp_blocks(j, c);
   return j;
 }
 
@@ -293,8 +358,8 @@ constexpr job_blocks build_blocks(const build_context& c) {
 /// its first `bf16_head` and last `bf16_tail` layers run in bf16 (FP8 jobs, see rank_layout). The
 /// layers are cut into runs at those boundaries, in layer order, one block per run.
 constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers,
-                                    std::int64_t dense, bool has_embedding, bool has_head, std::int64_t bf16_head = 0,
-                                    std::int64_t bf16_tail = 0) {
+                                    std::int64_t dense, bool has_embedding, bool has_head, std::int64_t mtp = 0,
+                                    std::int64_t bf16_head = 0, std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
@@ -309,6 +374,14 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
     const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
     p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
     start = end;
+  }
+  if (mtp > 0) {
+    // Each depth's decoder layer is of the model's last layer's kind (Megatron training.py counts
+    // MTP layers as MoE when the last layer is), without recompute.
+    const bool moe_last = is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num;
+    p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, mtp, -1);
+    p.add(moe_last ? j.moe_layer : j.dense_layer, mtp, -1);
+    p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, mtp, -1);
   }
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
@@ -333,6 +406,37 @@ constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, cons
   return i;
 }
 
+/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks
+/// (Megatron get_num_layers_to_build): every one of the p·v virtual stages gets (layers + slots)
+/// / (p·v) slots; the first virtual stage (rank 0, chunk 0) builds one layer fewer for the
+/// embedding, the last (rank p - 1, chunk v - 1) one fewer for the loss. Virtual stage k = c·p + r.
+constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  const std::int64_t each = (m.layer_num + emb + loss) / (p * v), dense_total = detail::dense_layer_count(m);
+  rank_layout out;
+  out.chunk_count = v;
+  out.embedding = r == 0;
+  out.head = r == p - 1;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t k = c * p + r;
+    const bool first = k == 0, last = k == p * v - 1;
+    const std::int64_t layers = each - (first ? emb : 0) - (last ? loss : 0);
+    const std::int64_t start = k * each - (k > 0 ? emb : 0);
+    std::int64_t dense = dense_total - start;
+    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+    const std::int64_t mtp = last ? m.mtp_num_layers : 0;
+    out.chunks[static_cast<std::size_t>(c)] = {layers, dense, mtp, start, first, last};
+    out.layers += layers;
+    out.dense_layers += dense;
+    out.mtp_layers += mtp;
+    out.chunk_layers = layers > out.chunk_layers ? layers : out.chunk_layers;
+  }
+  out.chunk_dense_layers = out.chunks[0].dense_layers;
+  return out;
+}
+
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
@@ -346,18 +450,55 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   out.head = r == p - 1;
   const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
   const std::int64_t dense_total = detail::dense_layer_count(m);
+  const bool described = m.mtp_num_layers > 0;  // MTP sits in one chunk: describe them one by one
+  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return slot_layout_of_rank(m, s, r);
   for (std::int64_t chunk = 0; chunk < v; ++chunk) {
     const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
     std::int64_t dense = dense_total - offset;
     dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
     out.dense_layers += dense;
     if (chunk == 0) out.chunk_dense_layers = dense;
+    if (described) {
+      const bool head = out.head && chunk == v - 1;
+      out.chunks[static_cast<std::size_t>(chunk)] = {
+          out.chunk_layers, dense, head ? m.mtp_num_layers : 0, offset, out.embedding && chunk == 0, head};
+    }
   }
   if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
     auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
     out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
     out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
   }
+  if (described) {
+    out.chunk_count = v;
+    out.mtp_layers = out.head ? m.mtp_num_layers : 0;
+  }
+  return out;
+}
+
+/// What rank `r` holds under a pipeline_model_parallel_layout (spec/pipeline_layout.hpp): its
+/// model chunk c is stage c·p + r of the layout; dense layers are the model's first ones.
+constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, const std::vector<layout_stage>& stages,
+                                  std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const std::int64_t dense_total = detail::dense_layer_count(m);
+  rank_layout out;
+  out.chunk_count = v;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const layout_stage& st = stages[static_cast<std::size_t>(c * p + r)];
+    std::int64_t dense = dense_total - st.first_layer;
+    dense = dense < 0 ? 0 : (dense > st.layers ? st.layers : dense);
+    out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
+                                               st.embeddings > 0, st.losses > 0};
+    out.layers += st.layers;
+    out.dense_layers += dense;
+    out.mtp_layers += st.mtp;
+    out.embedding = out.embedding || st.embeddings > 0;
+    out.head = out.head || st.losses > 0;
+    out.chunk_layers = st.layers > out.chunk_layers ? st.layers : out.chunk_layers;
+  }
+  out.chunk_dense_layers = out.chunks[0].dense_layers;
   return out;
 }
 
@@ -394,7 +535,16 @@ constexpr bool v_shaped(const strategy_spec& s) { return pipeline_schedule_of(s)
 /// What rank `rank` holds under the strategy's placement (looped or V-shaped).
 constexpr rank_layout placed_layout(const model_spec& m, const strategy_spec& s, const stage_layers& split,
                                     std::int64_t rank) {
+  if (!s.pipeline_model_parallel_layout.empty())
+    return layout_rank(m, s, parse_pipeline_layout(s.pipeline_model_parallel_layout.view()), rank);
   return v_shaped(s) ? v_shape_layout_of_rank(m, s, rank) : layout_of_rank(m, s, split, rank);
+}
+
+/// The program of described model chunk `c` of a rank (see rank_layout::chunks).
+constexpr stage_program described_chunk_program(const job_blocks& j, const build_context& c, const rank_layout& lay,
+                                                std::size_t chunk) {
+  const chunk_layout& k = lay.chunks[chunk];
+  return build_stage(j, c, k.layers, k.dense_layers, k.embedding, k.head, k.mtp_layers);
 }
 
 /// Pipeline boundaries rank `rank` of `p` exchanges with other ranks per micro-batch and direction:
@@ -445,7 +595,7 @@ struct stage_memory {
 /// backward in reverse, the first repetition processed does.
 constexpr stage_memory walk_stage(const stage_program& prog) {
   stage_memory out;
-  std::array<block_memory, stage_program::capacity> walks{};
+  std::array<block_memory, max_stage_blocks> walks{};
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
@@ -503,10 +653,12 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.megatron_recompute_modules",
                  "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
                  "modelled (SimuMax refuses the combination too: perf_llm.py)");
-  if (s.fp8 && s.fp8_first_last_layers_bf16 && (s.interleaving_size > 1 || v_shaped(s)))
+  if (s.fp8 && s.fp8_first_last_layers_bf16 &&
+      (s.interleaving_size > 1 || v_shaped(s) || !s.pipeline_model_parallel_layout.empty()))
     report_error(api, "strategy.fp8_first_last_layers_bf16",
-                 "strategy.fp8_first_last_layers_bf16=true with interleaving_size={} or pipeline_schedule "
-                 "\"dualpipev\" is not modelled yet (only plain pipeline stages place the bf16 layers)",
+                 "strategy.fp8_first_last_layers_bf16=true with interleaving_size={}, pipeline_schedule "
+                 "\"dualpipev\" or a pipeline_model_parallel_layout is not modelled yet (only plain pipeline stages "
+                 "place the bf16 layers)",
                  s.interleaving_size);
   if (s.dtype == dtype_kind::fp32)
     report_error(api, "strategy.dtype",
@@ -530,15 +682,15 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  "strategy.etp_size={} with strategy.moe_dispatcher_policy=\"flex\" is not modelled yet (DeepEP's "
                  "group spans ep x etp; use etp_size=1)",
                  s.etp_size);
-  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
-    report_error(
-        api, "strategy.use_flash_sdp",
-        "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1)
-    report_error(api, "strategy.tp_size",
-                 "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, "
-                 "experts split by ep)",
-                 s.tp_size);
+  if (m.mtp_num_layers > 0 && pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "model.mtp_num_layers",
+                 "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
+                 m.mtp_num_layers);
+  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty()) &&
+      s.interleaving_size > static_cast<std::int64_t>(max_rank_chunks))
+    report_error(api, "strategy.interleaving_size",
+                 "strategy.interleaving_size={} with MTP layers or a pipeline layout: at most {} model chunks per rank",
+                 s.interleaving_size, max_rank_chunks);
 }
 
 constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
@@ -597,6 +749,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.quantized_params += l.quantized_params * n;
       if (l.expert_params) r.quantized_expert_params += l.quantized_params * n;
       r.quantized_weight_mem += bytes{static_cast<std::int64_t>(l.quantized_weight_bytes * n)};
+      if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
@@ -824,7 +977,12 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
     r.param_gather_time = seconds{};
     r.dp_comm_bytes += (2 * m - 1) * p * eb;  // two gathers per micro-batch, none after the step
   }
-  r.dp_time = r.grad_reduce_time + r.param_gather_time;
+  // Megatron finalize_model_grads.py: after the data-parallel sync, one coalesced all-reduce over tp
+  // of the gradients of `sequence_parallel`-marked weights (here MLA's duplicated down projections).
+  if (r.tp_duplicated_params > 0)
+    r.tp_grad_allreduce_time =
+        group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);
+  r.dp_time = r.grad_reduce_time + r.param_gather_time + r.tp_grad_allreduce_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
@@ -847,7 +1005,7 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
       grad = late > grad ? late : grad;
     }
   }
-  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time) + st.tp_grad_allreduce_time;
 }
 
 /// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble
@@ -967,6 +1125,72 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// Interleaved 1F1B over described chunks: each chunk's own forward and backward time (what the
+/// engine runs for it; Megatron runs each chunk's layers, not 1/v of the rank's), the pipeline's tp
+/// gather after a receive shared evenly by the chunks as in the even split.
+constexpr void price_described_chunks(stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const auto v = static_cast<double>(r.layout.chunk_count);
+  for (std::size_t c = 0; c < static_cast<std::size_t>(r.layout.chunk_count); ++c) {
+    stage_result part;
+    price_program(part, described_chunk_program(*j.blocks, *j.c, r.layout, c), j);
+    if (r.rank != 0) part.fwd_tp_comm_time += j.p2p_gather / v;
+    if (r.rank != s.pp_size - 1) part.bwd_tp_comm_time += j.p2p_gather / v;
+    r.layout_chunks[c] = {
+        (part.fwd_compute_time + part.fwd_tp_comm_time).value,
+        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value, 0.0,
+        0.0, 0.0};
+  }
+}
+
+/// Activations of a rank with described chunks under interleaved 1F1B, walked over its pass order
+/// (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its transient
+/// peak on top), a chunk-backward frees them (its peak counted without its own set); the peak
+/// is the largest point of the walk.
+constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const std::int64_t p = s.pp_size, v = r.layout.chunk_count, m = s.micro_batch_num;
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p);
+  std::array<stage_memory, max_rank_chunks> chunk{};
+  for (std::size_t c = 0; c < static_cast<std::size_t>(v); ++c)
+    chunk[c] = walk_stage(described_chunk_program(*j.blocks, *j.c, r.layout, c));
+  double held = 0, fwd_top = 0, bwd_top = 0, fwd = 0, bwd = 0;
+  std::int64_t sets = 0, peak_sets = 0;
+  peak_site fwd_site{}, bwd_site{};
+  for (std::int64_t i = 0; i < 2 * m * v; ++i) {
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
+    fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
+    bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
+    if (c.forward) {
+      if (held + k.fwd_peak > fwd_top) {
+        fwd_top = held + k.fwd_peak;
+        fwd_site = k.fwd_site;
+      }
+      held += k.held;
+      peak_sets = ++sets > peak_sets ? sets : peak_sets;
+      continue;
+    }
+    if (held - k.held + k.bwd_peak > bwd_top) {
+      bwd_top = held - k.held + k.bwd_peak;
+      bwd_site = k.bwd_site;
+    }
+    held -= k.held;
+    --sets;
+  }
+  r.micro_batches_in_flight = (peak_sets + v - 1) / v;
+  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
+  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
+  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
+  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
+  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
+  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.peak_mem =
+      r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
+  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -977,8 +1201,9 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   r.layout = lay;
   r.layers = lay.layers;
   const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head,
-                                         lay.bf16_head_layers, lay.bf16_tail_layers);
+                                         lay.mtp_layers, lay.bf16_head_layers, lay.bf16_tail_layers);
   const double dummy = price_program(r, prog, j);
+  if (lay.chunk_count > 1) price_described_chunks(r, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
   double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
@@ -1006,6 +1231,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   size_model_memory(r, j, dummy);
   if (v_shaped(s))
     size_v_activations(r, j, prog);
+  else if (lay.chunk_count > 1)
+    size_described_activations(r, j, prog);
   else
     size_activations(r, j, prog);
   return r;
@@ -1070,6 +1297,23 @@ constexpr pipeline_result run_dualpipev(const estimate_result& out, const strate
   return simulate_dualpipev(in, s.micro_batch_num, events).pipe;
 }
 
+/// Interleaved 1F1B over described chunks: the engine with each chunk's own times.
+constexpr pipeline_result run_described_chunks(const estimate_result& out, const strategy_spec& s,
+                                               const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                               std::vector<pipeline_event>* events) {
+  schedule_setup in;
+  in.ranks = s.pp_size;
+  in.chunks = s.interleaving_size;
+  in.async_p2p = s.pp_comm_async;
+  for (const std::uint8_t i : rank_stage) {
+    for (std::int64_t c = 0; c < s.interleaving_size; ++c)
+      in.durations.push_back(out.stages[i].layout_chunks[static_cast<std::size_t>(c)]);
+    in.p2p.push_back(p2p.value);
+  }
+  return simulate_interleaved_setup(in, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size),
+                                    events);
+}
+
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
 /// is simulated (no steady-state extension) and every span recorded.
@@ -1092,6 +1336,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
     return simulate_1f1b(timings, s.micro_batch_num);
   }
+  if (out.stages[rank_stage[0]].layout.chunk_count > 1) return run_described_chunks(out, s, rank_stage, p2p, events);
   return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
                               s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }

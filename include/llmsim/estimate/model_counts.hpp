@@ -87,8 +87,15 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
-         moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
+  const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
+                      moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
+  if (m.mtp_num_layers == 0) return body;
+  // MTP depths (multi_token_prediction.py): enorm, hnorm, eh_proj (2h x h), one decoder layer of the
+  // last layer's kind, its own final norm; embedding and output layer are the model's.
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  const double layer = attn + (moe > 0 ? moe_mlp_params(m, routed) + linear_bias_params(m, true)
+                                       : dense_mlp_params(m) + linear_bias_params(m, false));
+  return body + static_cast<double>(m.mtp_num_layers) * (3 * norm + 2 * h * h + layer);
 }
 }  // namespace detail
 
@@ -120,7 +127,17 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const double v =
       m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
-  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  const double flops =
+      6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  if (m.mtp_num_layers == 0) return flops;
+  // Megatron training.py (num_floating_point_operations) counts each MTP depth as one more decoder
+  // layer of the last layer's kind, its eh_proj (2h x h) and one more logits GEMM; it also counts
+  // 3h for the depth's norms, which this GEMM-only count leaves out.
+  const double k = static_cast<double>(m.mtp_num_layers);
+  const double layer = attn + (moe > 0 ? detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))
+                                       : detail::dense_mlp_params(m));
+  return flops + 6.0 * k * (layer + 2 * h * h) + 6.0 * k * static_cast<double>(seq_len) * H * (qk + v) +
+         6.0 * k * h * static_cast<double>(vocab);
 }
 
 LLMSIM_END_NAMESPACE

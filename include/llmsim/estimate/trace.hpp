@@ -265,6 +265,16 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   const stage_layers split = split_layers(m, s);
   const rank_layout lay = placed_layout(m, s, split, rank);
   if (v_shaped(s)) return v_chunk_ops(job, lay, rank, p, chunk);
+  if (lay.chunk_count > 0) {  // described chunks (a pipeline layout, MTP layers)
+    const std::size_t c = v > 1 ? static_cast<std::size_t>(chunk) : 0;
+    if (v > 1)
+      return chunk_ops_of(job, described_chunk_program(job.blocks, job.context, lay, c), lay.chunks[c].first_layer,
+                          rank != 0, rank != p - 1);
+    return chunk_ops_of(job,
+                        build_stage(job.blocks, job.context, lay.layers, lay.dense_layers, lay.embedding, lay.head,
+                                    lay.mtp_layers, lay.bf16_head_layers, lay.bf16_tail_layers),
+                        lay.chunks[0].first_layer, rank != 0, rank != p - 1);
+  }
   const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
   // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
   const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
@@ -276,7 +286,8 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   }
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
   const std::int64_t bf16_head = v > 1 ? 0 : lay.bf16_head_layers, bf16_tail = v > 1 ? 0 : lay.bf16_tail_layers;
-  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head, bf16_head, bf16_tail),
+  return chunk_ops_of(job,
+                      build_stage(job.blocks, job.context, layers, dense, embedding, head, 0, bf16_head, bf16_tail),
                       base, rank != 0, rank != p - 1);
 }
 

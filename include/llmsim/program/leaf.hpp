@@ -68,9 +68,12 @@ enum class leaf_id : std::uint8_t {
   final_layernorm,
   output_layer,
   cross_entropy,
+  mtp_enorm,    ///< MTP: norm of the shifted tokens' embedding (multi_token_prediction.py `enorm`)
+  mtp_hnorm,    ///< MTP: norm of the previous depth's hidden states (`hnorm`)
+  mtp_eh_proj,  ///< MTP: the 2h -> h projection of their concatenation (`eh_proj`)
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; cross_entropy is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::cross_entropy) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; mtp_eh_proj is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mtp_eh_proj) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -114,6 +117,9 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::final_layernorm: return "final_layernorm";
     case leaf_id::output_layer: return "output_layer";
     case leaf_id::cross_entropy: return "cross_entropy";
+    case leaf_id::mtp_enorm: return "mtp.enorm";
+    case leaf_id::mtp_hnorm: return "mtp.hnorm";
+    case leaf_id::mtp_eh_proj: return "mtp.eh_proj";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
@@ -150,6 +156,8 @@ struct leaf {
       false;  ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
   bool expert_params = false;  ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
   bool grouped = false;        ///< a grouped GEMM (TE GroupedLinear)
+  bool tp_duplicated =
+      false;  ///< weight replicated over tp and fed s/tp tokens under SP: its gradient is all-reduced over tp
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table

@@ -2,10 +2,20 @@
 /// Leaves of multi-head latent attention (DeepSeek-V2 §2.1) and of a mixture-of-experts MLP with
 /// Megatron-LM's all-to-all token dispatcher and grouped GEMMs (TransformerEngine GroupedLinear).
 ///
-/// MLA (tp = 1): q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
+/// MLA: q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
 /// without q compression; kv_down (h→kv_lora_rank+rope) + RMSNorm + kv_up (→ heads·(qk+v)); the
 /// rotary part and the q/k concatenations run as copies (Megatron's unfused MLA path makes q, k, v
 /// contiguous for TE); flash attention with qk head dim qk+rope and v head dim v; output projection.
+/// Under tensor parallelism (Megatron-LM `MLASelfAttention`, multi_latent_attention.py, with the
+/// TE layer spec of gpt_layer_specs.py): the down projections are TELinear with
+/// parallel_mode="duplicated" — the whole weight on every tp rank, run on the rank's own tokens
+/// (s/t under sequence parallelism, all s without), no collective; the latent norms run on those
+/// tokens; the up projections (and the q projection without q compression) are column-parallel
+/// over heads, the output projection row-parallel; with SP the rope part of the kv down
+/// projection (k_pos_emb) is gathered from the sequence-parallel region. transformer_engine.py
+/// gives duplicated weights the `sequence_parallel` attribute, so with SP their gradients (each
+/// rank's s/t tokens' share) are summed over tp in finalize_model_grads.py
+/// (`_allreduce_non_tensor_model_parallel_grads`, one coalesced all-reduce after the gradient sync).
 ///
 /// MoE: router GEMM (h→experts) with its softmax; permutation (two memory-bound kernels on the
 /// `permute_fwd` / `permute_bwd` bandwidth entries) and the all-to-all dispatch over ep (plus the
@@ -86,8 +96,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const double E = c.element_bytes();
-  const double T = c.local_tokens();
-  const double H = static_cast<double>(m.head_num);
+  const double T = c.tokens();  // after the up projections: the whole sequence, this rank's heads
+  const double H = static_cast<double>(m.head_num / c.s().tp_size);
   const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim),
                v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
@@ -136,26 +146,128 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
   return l;
 }
 
-/// The attention half of an MLA layer (input norm … output projection, residual add).
+/// Unfused MLA attention (use_flash_sdp = false; Megatron's `DotProductAttention` core): as
+/// `math_attention_leaf`, with K as wide as Q (qk + rope per head, the rope part broadcast) and V
+/// and the output v_head_dim wide: batched Q·Kᵀ and P·V GEMMs over every pair, the softmax (and
+/// dropout) passes over the score matrix; Q, K, V and the probabilities (with dropout its mask and
+/// output) kept for backward, backward twice the forward GEMM FLOPs.
+constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_lengths& len) {
+  leaf l;
+  l.id = leaf_id::core_attention;
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t heads = m.head_num / c.s().tp_size;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
+  const double E = c.element_bytes(), H = static_cast<double>(heads);
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * H * static_cast<double>(qd), k = b * skv * H * static_cast<double>(qd),
+               v = b * skv * H * static_cast<double>(vd), o = b * sq * H * static_cast<double>(vd);
+  const double P = b * H * sq * skv;  // elements of one score matrix over this rank's heads
+  const attention_shape counted{.batch = c.s().micro_batch_size,
+                                .q_len = len.q,
+                                .kv_len = len.kv,
+                                .head_num = heads,
+                                .qk_head_dim = qd,
+                                .v_head_dim = vd};
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);
+  const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
+  c.memory(l, pass_kind::forward, 2 * P * E);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * gemm_flops, (2 * q + 2 * k + 2 * v + 4 * P + o) * E));
+  c.memory(l, pass_kind::backward_input, 3 * P * E);
+  if (c.s().enable_dropout) {
+    c.memory(l, pass_kind::forward, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::backward_input, 2 * P * E + dropout_mask);
+  }
+  l.input = (q + k + v) * E;
+  l.cache = (q + k + v) * E + P * E + dropout_mask + dropout_out;
+  l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + o * E;
+  l.bwd_peak = 2 * P * E + (q + k + v) * E;
+  return l;
+}
+
+/// A down projection of MLA under tp > 1: Megatron's TELinear with parallel_mode="duplicated" —
+/// the whole `in_features` x `out_features` weight on every tp rank, applied to the rank's own
+/// tokens (`local_tokens`: s/t with SP), no collective either way; three GEMMs as `linear_leaf`'s.
+/// With SP the weight gradient covers s/t tokens only (`tp_duplicated`: summed over tp later).
+constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
+                                      std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::linear_column;
+  const std::int64_t b = c.s().micro_batch_size;
+  const std::int64_t s = c.s().seq_len / (c.sequence_parallel() ? c.s().tp_size : 1);
+  const double E = c.element_bytes();
+  const double x = c.local_tokens() * static_cast<double>(in_features);
+  const double y = c.local_tokens() * static_cast<double>(out_features);
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               (x + y + w) * E + grad_w_bytes));
+  } else {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               (x + y + w) * E + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+  }
+  l.params = w;
+  l.tp_duplicated = c.sequence_parallel();
+  l.input = x * E;
+  l.cache = l.input;
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// An MLA down projection: with tp = 1 a plain linear, else the duplicated TELinear.
+constexpr leaf mla_down_leaf(const build_context& c, leaf_id id, std::int64_t in_features, std::int64_t out_features) {
+  if (c.s().tp_size == 1) return linear_leaf(c, id, true, in_features, out_features);
+  return duplicated_linear_leaf(c, id, in_features, out_features);
+}
+
+/// The attention half of an MLA layer (input norm … output projection, residual add); heads split
+/// over tp from the up projections on (see the file comment).
 constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
-  const std::int64_t h = m.hidden_size, H = m.head_num;
+  const std::int64_t h = m.hidden_size, H = m.head_num / c.s().tp_size;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
   b.push(norm_leaf(c, leaf_id::input_layernorm));
   if (m.q_lora_rank) {
-    b.push(linear_leaf(c, leaf_id::linear_q_down_proj, true, h, *m.q_lora_rank));
+    b.push(mla_down_leaf(c, leaf_id::linear_q_down_proj, h, *m.q_lora_rank));
     b.push(norm_leaf(c, leaf_id::q_layernorm, *m.q_lora_rank, norm_kind::rmsnorm));
     b.push(linear_leaf(c, leaf_id::linear_q_up_proj, true, *m.q_lora_rank, H * qd));
   } else {
     b.push(linear_leaf(c, leaf_id::linear_q_proj, true, h, H * qd));
   }
-  leaf kv_down = linear_leaf(c, leaf_id::linear_kv_down_proj, true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  leaf kv_down = mla_down_leaf(c, leaf_id::linear_kv_down_proj, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
+  if (c.sequence_parallel()) {
+    // k_pos_emb: gather_from_sequence_parallel_region (all-gather forward, reduce-scatter backward).
+    const double k_pos = c.tokens() * static_cast<double>(*m.qk_pos_emb_head_dim) * c.element_bytes();
+    c.collective(kv_down, pass_kind::forward, comm_group::tp, collective_kind::all_gather, k_pos);
+    c.collective(kv_down, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, k_pos);
+    kv_down.fwd_peak += k_pos;
+  }
   b.push(kv_down);
   b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  b.push(mla_attention_leaf(c, self_attention(c)));
+  if (c.s().use_flash_sdp)
+    b.push(mla_attention_leaf(c, self_attention(c)));
+  else
+    b.push(mla_math_attention_leaf(c, self_attention(c)));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }

@@ -99,6 +99,17 @@ constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timi
   return in;
 }
 
+/// Interleaved 1F1B on a prepared setup: `in.ranks` ranks of `in.chunks` chunks each with their
+/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`.
+constexpr pipeline_result simulate_interleaved_setup(const schedule_setup& in, std::int64_t m, std::int64_t g,
+                                                     std::vector<pipeline_event>* events = nullptr) {
+  const std::int64_t p = in.ranks, v = in.chunks;
+  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+}
+
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g` (schedule/engine.hpp; long runs with the steady-period extension, every
 /// micro-batch when `events` is given). Returns every rank's finish and the slowest.
@@ -111,11 +122,7 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
     none.finish.assign(timings.size(), seconds{});
     return none;
   }
-  const schedule_setup in = interleaved_setup(timings, v, async_p2p);
-  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
-  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
-  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
-  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+  return simulate_interleaved_setup(interleaved_setup(timings, v, async_p2p), m, g, events);
 }
 
 LLMSIM_END_NAMESPACE

@@ -48,6 +48,7 @@ struct field_list<model_spec> {
       field{"add_linear_bias", &m::add_linear_bias},
       field{"position_embedding_type", &m::position_embedding_type},
       field{"max_position_embeddings", &m::max_position_embeddings},
+      field{"mtp_num_layers", &m::mtp_num_layers},
   };
 };
 
@@ -127,6 +128,7 @@ struct field_list<strategy_spec> {
       field{"mem_factor", &s::mem_factor},
       field{"data_parallel_sharding_strategy", &s::data_parallel_sharding_strategy},
       field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
+      field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
   };
 };
 

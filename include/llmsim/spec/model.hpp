@@ -108,6 +108,9 @@ struct model_spec {
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
   /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
   std::optional<std::int64_t> max_position_embeddings = {};
+  /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
+  /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
+  std::int64_t mtp_num_layers = 0;
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -187,6 +190,7 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.q_lora_rank", m.q_lora_rank, 1);
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
+  require_size(api, "model.mtp_num_layers", m.mtp_num_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
   require_size(api, "model.max_position_embeddings", m.max_position_embeddings, 1);
   if (m.position_embedding_type == position_kind::learned_absolute && !m.max_position_embeddings)

@@ -276,6 +276,10 @@ struct strategy_spec {
   /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
   /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
   bool optimizer_cpu_offload = false;
+  /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
+  /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
+  /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
+  fixed_string<256> pipeline_model_parallel_layout = {};
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };

@@ -5,6 +5,7 @@
 
 #include <llmsim/schedule/dualpipev.hpp>
 #include <llmsim/spec/model.hpp>
+#include <llmsim/spec/pipeline_layout.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
@@ -36,11 +37,12 @@ constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec&
       report_error(api, "strategy.account_for_embedding_in_pipeline_split",
                    "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with "
                    "strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
-    if (s.interleaving_size > 1)
-      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
-                   "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not "
-                   "modelled yet",
-                   s.interleaving_size);
+    // Megatron get_num_layers_to_build: with vp, (layers + slots) / pp per rank must split into vp chunks.
+    if (s.interleaving_size > 1 && (m.layer_num + slots) % (pp * s.interleaving_size) != 0)
+      report_error(api, "strategy.interleaving_size",
+                   "strategy.pp_size * interleaving_size = {} must divide model.layer_num={} plus the {} "
+                   "embedding/loss slot(s) of account_for_*_in_pipeline_split",
+                   pp * s.interleaving_size, m.layer_num, slots);
     if ((m.layer_num + slots) % pp != 0)
       report_error(api, "strategy.pp_size",
                    "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of "
@@ -172,7 +174,10 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
                    "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  detail::validate_pipeline_split(m, s);
+  if (s.pipeline_model_parallel_layout.empty())
+    detail::validate_pipeline_split(m, s);
+  else
+    validate_pipeline_layout(m, s);
 }
 
 namespace detail {
