@@ -271,45 +271,7 @@ struct job_blocks {
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
   /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
-  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{},
-      moe_layer_bf16_recomputed {  /// MTP (model.mtp_num_layers > 0): embedding of the shifted tokens, enorm, hnorm, eh_proj — with
-    /// the embedding's own weight, or `_shared` with none where the stage holds the embedding — and
-    /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
-    /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
-    leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
-  };
-
-  /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
-  /// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
-  /// all-gather forward, a split backward), then with SP scattered back to s/t tokens
-  /// (scatter_to_sequence_parallel_region: a split forward, an all-gather backward).
-  constexpr leaf mtp_eh_proj_leaf(const build_context& c) {
-    const std::int64_t h = c.m().hidden_size;
-    leaf l = linear_leaf(c, leaf_id::mtp_eh_proj, true, 2 * h, h / c.s().tp_size);
-    const double out = c.tokens() * static_cast<double>(h) * c.element_bytes();
-    c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, out);
-    if (c.sequence_parallel())
-      c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
-    if (c.s().tp_size > 1) l.fwd_peak += out;
-    return l;
-  }
-
-  /// The MTP blocks of `j` (Megatron MultiTokenPredictionLayer: each depth embeds the tokens shifted
-  /// by one more, norms them and the previous hidden states, projects their concatenation, runs one
-  /// decoder layer and its own final norm, and computes a second loss through the shared output layer).
-  constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
-    j.mtp_prefix.push(embedding_leaf(c));
-    j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_enorm));
-    j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_hnorm));
-    j.mtp_prefix.push(mtp_eh_proj_leaf(c));
-    j.mtp_prefix_shared = j.mtp_prefix;
-    j.mtp_prefix_shared.leaves[0].params = 0;
-    j.mtp_suffix_own.push(norm_leaf(c, leaf_id::final_layernorm));
-    j.mtp_suffix_own.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
-    j.mtp_suffix_own.push(cross_entropy_leaf(c));
-    j.mtp_suffix = j.mtp_suffix_own;
-    j.mtp_suffix.leaves[1].params = 0;
-  }
+  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
 
   /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
   [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
@@ -320,7 +282,44 @@ struct job_blocks {
     if (dense) return recomputed ? dense_layer_recomputed : dense_layer;
     return recomputed ? moe_layer_recomputed : moe_layer;
   }
+  /// MTP (model.mtp_num_layers > 0): embedding of the shifted tokens, enorm, hnorm, eh_proj — with
+  /// the embedding's own weight, or `_shared` with none where the stage holds the embedding — and
+  /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
+  /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
+  leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
 };
+
+/// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
+/// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
+/// all-gather forward, a split backward), then with SP scattered back to s/t tokens
+/// (scatter_to_sequence_parallel_region: a split forward, an all-gather backward).
+constexpr leaf mtp_eh_proj_leaf(const build_context& c) {
+  const std::int64_t h = c.m().hidden_size;
+  leaf l = linear_leaf(c, leaf_id::mtp_eh_proj, true, 2 * h, h / c.s().tp_size);
+  const double out = c.tokens() * static_cast<double>(h) * c.element_bytes();
+  c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, out);
+  if (c.sequence_parallel())
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
+  if (c.s().tp_size > 1) l.fwd_peak += out;
+  return l;
+}
+
+/// The MTP blocks of `j` (Megatron MultiTokenPredictionLayer: each depth embeds the tokens shifted
+/// by one more, norms them and the previous hidden states, projects their concatenation, runs one
+/// decoder layer and its own final norm, and computes a second loss through the shared output layer).
+constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
+  j.mtp_prefix.push(embedding_leaf(c));
+  j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_enorm));
+  j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_hnorm));
+  j.mtp_prefix.push(mtp_eh_proj_leaf(c));
+  j.mtp_prefix_shared = j.mtp_prefix;
+  j.mtp_prefix_shared.leaves[0].params = 0;
+  j.mtp_suffix_own.push(norm_leaf(c, leaf_id::final_layernorm));
+  j.mtp_suffix_own.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.mtp_suffix_own.push(cross_entropy_leaf(c));
+  j.mtp_suffix = j.mtp_suffix_own;
+  j.mtp_suffix.leaves[1].params = 0;
+}
 
 /// Decoder layers (FP8 jobs: quantized, and bf16 twins for the first/last layers), embedding and
 /// head (always bf16: TE keeps the embedding, output layer and loss out of FP8).
