@@ -119,6 +119,7 @@ struct field_list<strategy_spec> {
       field{"edp_net", &s::edp_net},
       field{"dispatch_probs", &s::dispatch_probs},
       field{"mem_factor", &s::mem_factor},
+      field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
   };
 };
 

@@ -79,7 +79,8 @@ enum class option_key : std::uint8_t {
   recompute,
   sequence_parallel,
   pipeline_schedule,
-  custom
+  custom,
+  cp_comm_type,
 };
 
 /// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a
