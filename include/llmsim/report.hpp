@@ -126,7 +126,7 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
            ", ep " + std::string(comm.ep_net) + ")\n";
   else  // context parallelism's exposed exchanges are in the same bucket
     out += "    tp / expert / cp comm      " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
-           ", ep " + std::string(comm.ep_net) + ", cp a2a " + std::string(comm.cp_a2a_net) + ", cp ring " +
+           ", ep " + std::string(comm.ep_net) + ", cp a2a " + std::string(comm.cp_a2a_net) + ", cp KV " +
            std::string(comm.cp_ring_net) + ")\n";
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";

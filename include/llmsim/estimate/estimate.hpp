@@ -145,8 +145,8 @@ struct comm_summary {
       tp_time_per_iter{};  ///< tensor-, expert- and context-parallel collectives of the bounding stage over the iteration
   seconds p2p_time_per_transfer{};
   seconds dp_time{};
-  /// Context parallelism (cp_size > 1): the tiers of its all-to-all level and of its KV ring or
-  /// all-gather ("none" for a level of one rank).
+  /// Context parallelism (cp_size > 1): the tiers of its all-to-all level and of its KV exchange
+  /// (the ring, or the all-gather over the whole cp group); "none" for a level of one rank.
   std::string_view cp_a2a_net{}, cp_ring_net{};
 };
 
