@@ -214,6 +214,12 @@ inline void read(const value& v, const location& at, recompute_module_set& out) 
     out.insert(m);
   }
 }
+/// Megatron's hierarchical_context_parallel_sizes: two integers [a2a size, p2p size].
+inline void read(const value& v, const location& at, std::array<std::int64_t, 2>& out) {
+  if (!v.is_array() || v.size() != 2)
+    fail(at, "expected an array of two integers [a2a size, p2p size], got " + describe(v));
+  for (std::size_t i = 0; i < 2; ++i) read(v[i], at.child(std::to_string(i)), out[i]);
+}
 template <class T>
 void read(const value& v, const location& at, std::optional<T>& out) {
   if (v.is_null()) {
@@ -246,6 +252,7 @@ inline value write(const recompute_module_set& set) {
     if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
   return arr;
 }
+inline value write(const std::array<std::int64_t, 2>& v) { return value::array({v[0], v[1]}); }
 template <class T>
 value write(const std::optional<T>& v) {
   return v ? write(*v) : value(nullptr);
@@ -1071,6 +1078,10 @@ inline value to_json(const estimate_result& r) {
                          {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
                          {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)},
                          {"dp_time", ms(c.comm_result.dp_time)}};
+  if (!c.comm_result.cp_a2a_net.empty()) {  // context parallelism only (cp_size > 1)
+    cost["comm_result"]["cp_a2a_net"] = std::string(c.comm_result.cp_a2a_net);
+    cost["comm_result"]["cp_ring_net"] = std::string(c.comm_result.cp_ring_net);
+  }
   cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {
@@ -1128,7 +1139,11 @@ inline void write_trace_rank(std::ostream& out, const iteration_trace& t, std::i
   write_json_string(out, process);
   out << "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << rank << ",\"args\":{\"sort_index\":" << rank
       << "}}";
+  // The context-parallel thread only for jobs that use it (cp_size > 1).
+  const bool context_parallel = std::any_of(
+      t.spans.begin(), t.spans.end(), [](const trace_span& sp) { return sp.stream == trace_stream::context_parallel; });
   for (std::size_t k = 0; k < trace_stream_names.size(); ++k) {
+    if (k == static_cast<std::size_t>(trace_stream::context_parallel) && !context_parallel) continue;
     out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << rank << ",\"tid\":" << k << ",\"args\":{\"name\":";
     write_json_string(out, trace_stream_names[k]);
     out << "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" << rank << ",\"tid\":" << k

@@ -125,8 +125,13 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
   out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
   out += "    recompute                  " + to_string(b.recompute_time) + "\n";
-  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
-         ", ep " + std::string(comm.ep_net) + ")\n";
+  if (comm.cp_a2a_net.empty())
+    out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+           ", ep " + std::string(comm.ep_net) + ")\n";
+  else  // context parallelism's exposed exchanges are in the same bucket
+    out += "    tp / expert / cp comm      " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+           ", ep " + std::string(comm.ep_net) + ", cp a2a " + std::string(comm.cp_a2a_net) + ", cp KV " +
+           std::string(comm.cp_ring_net) + ")\n";
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
   out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
@@ -194,6 +199,16 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
       static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
       static_cast<long long>(s.zero_state));
   out += buf;
+  if (s.cp_size > 1) {  // how the attention exchanges the sequence (TE cp_comm_type)
+    if (s.cp_comm_type == cp_comm_kind::all_gather)
+      std::snprintf(buf, sizeof buf, "context parallelism: all_gather, K and V gathered over %lld ranks\n",
+                    static_cast<long long>(s.cp_size));
+    else
+      std::snprintf(buf, sizeof buf, "context parallelism: %s, all-to-all over %lld ranks, KV ring over %lld\n",
+                    std::string(enum_name(s.cp_comm_type)).c_str(), static_cast<long long>(cp_a2a_size(s)),
+                    static_cast<long long>(cp_ring_size(s)));
+    out += buf;
+  }
   if (s.pp_size > 1) {  // the schedule the pipeline runs (explicit, or implied by interleaving_size)
     out += "pipeline schedule: ";
     out += enum_name(pipeline_schedule_of(s));

@@ -175,11 +175,15 @@ TEST(Estimate, UnsupportedFeaturesAreRefusedClearly) {
   auto s = tp2_dp4();
   s.cp_size = 2;
   s.world_size = 16;
+  s.use_flash_sdp = false;
+  s.use_math_sdp = true;
   try {
     (void)estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
-    FAIL() << "cp is not modelled yet";
+    FAIL() << "cp with unfused attention is not modelled";
   } catch (const config_error& e) {
-    EXPECT_STREQ(e.what(), "llmsim::estimate: strategy.cp_size=2 (context parallelism) is not modelled yet");
+    EXPECT_STREQ(e.what(),
+                 "llmsim::estimate: strategy.cp_size=2 with strategy.use_flash_sdp=false is not modelled "
+                 "(TransformerEngine's context parallelism runs fused / flash attention only)");
   }
 }
 

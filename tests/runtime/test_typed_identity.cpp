@@ -77,6 +77,10 @@ using tp8_pp4_dp2_dualpipev = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, l
 using pp4_ep2_dp2_dualpipev = parallel<pp<4>, ep<2>, dp<2>, micro_batches<8>, llmsim::schedule::dualpipev>;
 using tp2_ep4_dp4 = parallel<tp<2>, ep<4>, dp<4>>;
 using ep4_dp8 = parallel<ep<4>, dp<8>>;
+using tp2_cp2_dp2_p2p = parallel<tp<2>, llmsim::cp<2>, dp<2>, llmsim::seq<16384>, llmsim::cp_comm::p2p>;
+using tp2_cp4_a2a = parallel<tp<2>, llmsim::cp<4>, dp<1>, llmsim::seq<16384>, llmsim::cp_comm::a2a>;
+using tp2_cp4_hierarchical =
+    parallel<tp<2>, llmsim::cp<4>, dp<1>, llmsim::seq<16384>, llmsim::cp_comm::hierarchical<2, 2>>;
 
 // ---- comparing two results bit for bit ------------------------------------------------------------
 
@@ -262,6 +266,9 @@ std::vector<compiled_case> compiled_cases() {
   out.push_back(
       make_case<mixtral_8x7b, pp4_ep2_dp2_dualpipev, hw::h100_sxm>("mixtral_8x7b pp4_ep2_dp2_mbc8_dualpipev h100_sxm"));
   out.push_back(make_case<deepseek_v3, ep4_dp8, hw::h100_sxm>("deepseek_v3 ep4_dp8 h100_sxm"));
+  out.push_back(make_case<llama3_8b, tp2_cp2_dp2_p2p, hw::h100_sxm>("llama3_8b tp2_cp2_dp2 p2p h100_sxm"));
+  out.push_back(make_case<llama3_8b, tp2_cp4_a2a, hw::a100_pcie>("llama3_8b tp2_cp4 a2a a100_pcie"));
+  out.push_back(make_case<qwen3_32b, tp2_cp4_hierarchical, hw::h100_sxm>("qwen3_32b tp2_cp4 a2a+p2p h100_sxm"));
   return out;
 }
 
@@ -302,7 +309,8 @@ TEST(TypedIdentity, CompileTimeEqualsRunTimeThroughJson) {
     expect_identical(*c.compiled, run_time.result);
     ++compared;
   }
-  EXPECT_GE(compared, 22);  // 3 dense x (2 strategies x 2 systems + interleaved + ZB-H1 + DualPipeV) + MoE DualPipeV
+  // 3 dense x (2 strategies x 2 systems + interleaved + ZB-H1 + DualPipeV) + MoE DualPipeV + 3 context-parallel
+  EXPECT_GE(compared, 25);
   RecordProperty("compared", compared);
 }
 

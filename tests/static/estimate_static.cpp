@@ -15,6 +15,25 @@ static_assert(llama3_8b_h100.cost.mfu > 0 && llama3_8b_h100.cost.mfu < 1);
 // Llama 3 8B: 8,030,261,248 parameters (32 layers of 218,112,000, two 128256 x 4096 embeddings, final norm).
 static_assert(parameter_count(catalogue::llama3_8b, 128256) == 8030261248.0);
 
+// Context parallelism (TE ring attention over cp 2) estimates in constant expressions too: each
+// rank holds half of every sequence, so its activations are half those of the same job at cp 1.
+constexpr strategy_spec tp2_cp2_dp2{.seq_len = 8192,
+                                    .micro_batch_size = 1,
+                                    .micro_batch_num = 8,
+                                    .world_size = 8,
+                                    .tp_size = 2,
+                                    .cp_size = 2,
+                                    .cp_comm_type = cp_comm_kind::p2p};
+constexpr strategy_spec tp2_dp4_8k{
+    .seq_len = 8192, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
+constexpr estimate_result llama3_8b_cp2 = estimate(catalogue::llama3_8b, tp2_cp2_dp2, catalogue::h100_sxm);
+constexpr estimate_result llama3_8b_cp1 = estimate(catalogue::llama3_8b, tp2_dp4_8k, catalogue::h100_sxm);
+constexpr std::int64_t cp2_cache = llama3_8b_cp2.stages[0].fwd_activation_cache_per_micro_batch.value;
+constexpr std::int64_t cp1_cache = llama3_8b_cp1.stages[0].fwd_activation_cache_per_micro_batch.value;
+static_assert(2 * cp2_cache - cp1_cache <= 2 && cp1_cache - 2 * cp2_cache <= 2);
+static_assert(llama3_8b_cp2.cost.mfu > 0 && llama3_8b_cp2.cost.mfu < 1);
+static_assert(llama3_8b_cp2.stages[0].optimizer_state_mem == llama3_8b_cp1.stages[0].optimizer_state_mem);
+
 // 1F1B with equal stages and free p2p: (m + p - 1) * (F + B).
 constexpr seconds pipeline_4x8 = [] {
   std::vector<stage_timing> t(4, stage_timing{1_s, 2_s, {}});

@@ -41,6 +41,10 @@ constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
       return {s.etp_size, s.etp_size, 1};
     case comm_group::edp:
       return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+    case comm_group::cp_a2a:  // the first level: neighbouring cp ranks (Megatron create_hierarchical_groups)
+      return {cp_a2a_size(s), tp * cp_a2a_size(s), tp};
+    case comm_group::cp_ring:  // the second level: every cp_a2a_size-th cp rank
+      return {cp_ring_size(s), tp * cp, tp * cp_a2a_size(s)};
   }
   return {};
 }
@@ -62,6 +66,9 @@ constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
       return s.etp_net;
     case comm_group::edp:
       return s.edp_net;
+    case comm_group::cp_a2a:
+    case comm_group::cp_ring:
+      return s.cp_net;
   }
   return s.tp_net;
 }
@@ -150,7 +157,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (tier_name == "inter_node") {
     const auto npn = static_cast<double>(sys.num_per_node);
     if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
-    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+    if (c.kind == collective_kind::all2all &&
+        (c.group == comm_group::ep || c.group == comm_group::cp || c.group == comm_group::cp_a2a)) {
       const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
       const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
       traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
@@ -158,9 +166,10 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     }
     if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather ||
         c.kind == collective_kind::reduce_scatter) {
-      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      // Groups of one node share its NICs: tp gradient groups (ep*etp expert ones) run side by side.
+      // The dense gradients reduce over dp*cp (Megatron's dp-cp group), whose members are tp apart.
       std::int64_t sharing = 1;
-      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (data_parallel) sharing = s.tp_size;
       if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
       bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }

@@ -11,7 +11,9 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
+/// Time of a collective of `bytes` over the job's `group` (tp, ep, etp, or a level of cp); nothing
+/// for a group of one. A p2p moves its buffer to one neighbour: priced as a pair (the KV ring of
+/// context parallelism sends to the next cp rank and receives from the previous one at once).
 constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
   const std::int64_t size = layout_of(c.s(), group).size;
   const network_tier* tier = group == comm_group::tp    ? c.tp_tier
@@ -19,6 +21,9 @@ constexpr seconds group_collective_time(const build_context& c, comm_group group
                              : group == comm_group::etp ? c.etp_tier
                                                         : nullptr;
   if (size <= 1) return {};
+  if (group == comm_group::cp || group == comm_group::cp_a2a || group == comm_group::cp_ring)
+    tier = &resolve_tier(c.sys(), c.s(), group);
+  if (kind == collective_kind::p2p) return collective_time(c.sys(), c.s(), *tier, {kind, bytes, 2, group});
   if (tier == nullptr)
     detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group",
                          comm_group_names[static_cast<std::size_t>(group)]);
@@ -76,7 +81,9 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
 constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
-    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is exposed.
+    const seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
     if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
     return t;
@@ -92,6 +99,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+  l.last_compute = t;
   return t;
 }
 

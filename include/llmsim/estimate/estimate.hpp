@@ -112,7 +112,7 @@ struct stage_program {
 /// The parts add up to `duration_time_per_iter`.
 struct time_breakdown {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
-  seconds intra_exposed_time{};  ///< tensor-parallel and expert-parallel collectives
+  seconds intra_exposed_time{};  ///< tensor-, expert- and context-parallel collectives (what the ring does not hide)
   seconds inter_exposed_time{};  ///< pipeline sends and receives
   seconds bubble_time{};         ///< waiting: pipeline fill and drain, and for faster stages their slack
   seconds dp_exposed_time{};
@@ -183,9 +183,13 @@ struct stage_result {
 /// Network tiers chosen for the groups.
 struct comm_summary {
   std::string_view tp_net{}, pp_net{}, dp_net{}, ep_net{};
-  seconds tp_time_per_iter{};  ///< tensor- and expert-parallel collectives of the bounding stage over the iteration
+  seconds
+      tp_time_per_iter{};  ///< tensor-, expert- and context-parallel collectives of the bounding stage over the iteration
   seconds p2p_time_per_transfer{};
   seconds dp_time{};
+  /// Context parallelism (cp_size > 1): the tiers of its all-to-all level and of its KV exchange
+  /// (the ring, or the all-gather over the whole cp group); "none" for a level of one rank.
+  std::string_view cp_a2a_net{}, cp_ring_net{};
 };
 
 /// Where the iteration's critical path ends on its critical rank (`cost_result::critical_stream`),
@@ -644,8 +648,11 @@ constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
   refuse_unmodelled_sharding(s);
-  if (s.cp_size > 1)
-    report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
+  if (s.cp_size > 1 && !s.use_flash_sdp)
+    report_error(api, "strategy.use_flash_sdp",
+                 "strategy.cp_size={} with strategy.use_flash_sdp=false is not modelled (TransformerEngine's context "
+                 "parallelism runs fused / flash attention only)",
+                 s.cp_size);
   if (s.fp8 && s.megatron_recompute &&
       (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
        s.megatron_recompute_modules.contains(recompute_module::moe_act)))
@@ -1454,6 +1461,14 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   cost.comm_result.ep_net = c.ep_tier != nullptr ? c.ep_tier->name.view() : std::string_view("none");
   cost.comm_result.dp_net =
       dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  if (s.cp_size > 1) {
+    const auto net_of = [&](comm_group g) {
+      return layout_of(s, g).size > 1 ? resolve_tier(sys, s, g).name.view() : std::string_view("none");
+    };
+    cost.comm_result.cp_a2a_net = net_of(comm_group::cp_a2a);
+    cost.comm_result.cp_ring_net =
+        s.cp_comm_type == cp_comm_kind::all_gather ? net_of(comm_group::cp) : net_of(comm_group::cp_ring);
+  }
   cost.comm_result.tp_time_per_iter = bound.breakdown.intra_exposed_time;
   cost.comm_result.p2p_time_per_transfer = p2p;
   cost.comm_result.dp_time = bound.dp_time;

@@ -14,7 +14,10 @@
 ///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
 ///   each other across the three threads and tile the pass span;
 /// - `pipeline`: sends and receives between neighbouring ranks;
-/// - `data_parallel`: the exposed gradient sync after the pipeline.
+/// - `data_parallel`: the exposed gradient sync after the pipeline;
+/// - `context_parallel`: context parallelism's all-to-all, all-gather and KV ring exchanges; a
+///   ring exchange (`op::beside_previous`) starts with the attention step it runs beside, and the
+///   pass waits only for what outlasts that step.
 ///
 /// ```cpp
 /// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.ops, t.memory
@@ -30,10 +33,19 @@
 LLMSIM_BEGIN_NAMESPACE
 
 /// The streams a rank's spans run on.
-enum class trace_stream : std::uint8_t { passes, compute, tensor_parallel, expert_parallel, pipeline, data_parallel };
-inline constexpr std::array<std::string_view, 6> trace_stream_names{"micro-batch passes",   "compute",
+enum class trace_stream : std::uint8_t {
+  passes,
+  compute,
+  tensor_parallel,
+  expert_parallel,
+  pipeline,
+  data_parallel,
+  context_parallel
+};
+inline constexpr std::array<std::string_view, 7> trace_stream_names{"micro-batch passes",   "compute",
                                                                     "tensor-parallel comm", "expert-parallel comm",
-                                                                    "pipeline p2p",         "data-parallel comm"};
+                                                                    "pipeline p2p",         "data-parallel comm",
+                                                                    "context-parallel comm"};
 
 /// Labels of an op span's pass: the forward, the input- and weight-gradient halves of the
 /// backward, and the forward a recompute segment replays before its backward.
@@ -84,6 +96,8 @@ struct iteration_trace {
 /// The stream an op runs on.
 constexpr trace_stream stream_of(const op& o) {
   if (o.kind != op_kind::collective) return trace_stream::compute;
+  if (o.group == comm_group::cp || o.group == comm_group::cp_a2a || o.group == comm_group::cp_ring)
+    return trace_stream::context_parallel;
   return o.group == comm_group::ep || o.group == comm_group::etp ? trace_stream::expert_parallel
                                                                  : trace_stream::tensor_parallel;
 }
@@ -226,11 +240,33 @@ struct chunk_ops {
          backward_weight_time = 0;  ///< sums of their priced times
 };
 
-/// The priced time of a list of op steps.
+/// Where each op of a list of steps runs, from `origin` with times scaled by `scale`: one after
+/// the other, except an op beside the previous compute op (`op::beside_previous`), which starts
+/// with that op; the next op waits for both.
+inline std::vector<std::pair<double, double>> lay_out_steps(const recorded_job& job, const std::vector<op_step>& steps,
+                                                            double origin, double scale) {
+  std::vector<std::pair<double, double>> out;
+  out.reserve(steps.size());
+  double at = origin, compute_start = origin;
+  for (const op_step& st : steps) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
+    if (p.o.beside_previous) {
+      out.emplace_back(compute_start, compute_start + p.time.value * scale);
+      at = at > out.back().second ? at : out.back().second;
+      continue;
+    }
+    if (p.o.kind != op_kind::collective) compute_start = at;
+    out.emplace_back(at, at + p.time.value * scale);
+    at = out.back().second;
+  }
+  return out;
+}
+
+/// The time a list of op steps takes (lay_out_steps).
 inline double steps_time(const recorded_job& job, const std::vector<op_step>& steps) {
-  double sum = 0;
-  for (const op_step& st : steps) sum += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
-  return sum;
+  double end = 0;
+  for (const auto& span : lay_out_steps(job, steps, 0, 1)) end = span.second > end ? span.second : end;
+  return end;
 }
 
 /// The op lists of one chunk program whose first decoder layer is `base`; `gather_in` /
@@ -315,12 +351,12 @@ inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipe
   const double scale = rescale && priced > 0 ? (e.end - e.start) / priced : 1.0;
   const double off = scale > 1 ? scale - 1 : 1 - scale;
   t.max_time_rescale = off > t.max_time_rescale ? off : t.max_time_rescale;
-  double at = e.start;
-  for (const op_step& st : steps) {
+  const std::vector<std::pair<double, double>> at = lay_out_steps(job, steps, e.start, scale);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const op_step& st = steps[i];
     const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
-    const double end = at + p.time.value * scale;
-    t.spans.push_back({e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at, end, st.op, st.layer, st.pass});
-    at = end;
+    t.spans.push_back(
+        {e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at[i].first, at[i].second, st.op, st.layer, st.pass});
   }
 }
 

@@ -71,7 +71,10 @@ struct build_context {
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
   [[nodiscard]] constexpr const system_spec& sys() const { return *system; }
-  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * s().seq_len); }
+  /// Tokens of one sequence on this rank: seq_len / cp_size under context parallelism (Megatron
+  /// get_batch_on_this_cp_rank); every module but core attention sees only these.
+  [[nodiscard]] constexpr std::int64_t sequence() const { return s().seq_len / s().cp_size; }
+  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * sequence()); }
   /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
   [[nodiscard]] constexpr double local_tokens() const {
     const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
@@ -141,7 +144,7 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
   leaf l;
   l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
   const double E = c.element_bytes();
   const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
   const double y = c.tokens() * static_cast<double>(out_features);  // output elements

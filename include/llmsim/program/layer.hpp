@@ -154,7 +154,10 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
     b.push(norm_leaf(c, leaf_id::input_layernorm));
     b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
     if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-    b.push(attention_leaf(c));
+    if (c.s().cp_size > 1)
+      b.push(context_parallel_attention_leaf(c));
+    else
+      b.push(attention_leaf(c));
     b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
     b.push(residual_leaf(c, leaf_id::attention_residual_add));
   }

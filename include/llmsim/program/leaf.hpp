@@ -162,6 +162,7 @@ struct leaf {
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+  seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
 
   /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
   [[nodiscard]] constexpr std::string_view name() const { return leaf_name(id); }

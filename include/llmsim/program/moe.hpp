@@ -25,6 +25,7 @@
 /// `moe_pad_expert_input_to_capacity` every expert receives exactly its capacity.
 #pragma once
 
+#include <llmsim/program/context_parallel.hpp>
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/leaf.hpp>
 
@@ -264,7 +265,9 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  if (c.s().use_flash_sdp)
+  if (c.s().cp_size > 1)
+    b.push(context_parallel_attention_leaf(c));
+  else if (c.s().use_flash_sdp)
     b.push(mla_attention_leaf(c, self_attention(c)));
   else
     b.push(mla_math_attention_leaf(c, self_attention(c)));

@@ -11,9 +11,13 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// The communication groups of a Megatron-LM job.
-enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
-inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
+/// The communication groups of a Megatron-LM job. Context parallelism's attention talks over two
+/// levels of the cp group (TransformerEngine context_parallel.py): `cp_a2a`, the ranks a Ulysses
+/// all-to-all spans (all of cp for "a2a", the first hierarchical level for "a2a+p2p"), and
+/// `cp_ring`, the ranks the KV ring passes through (all of cp for "p2p", the second level).
+enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp, cp_a2a, cp_ring };
+inline constexpr std::array<std::string_view, 9> comm_group_names{"tp",  "cp",  "pp",     "dp",     "ep",
+                                                                  "etp", "edp", "cp_a2a", "cp_ring"};
 
 /// Which pass of training runs an op. Backward is split into the input gradient and the weight
 /// gradient (what zero-bubble schedules move apart); a recompute replays the forward ops.
@@ -35,8 +39,12 @@ struct op {
   collective_kind collective = collective_kind::all_reduce;
   comm_group group = comm_group::tp;
   bool keyed = true;  ///< a compute op looked up by its shape key
-  double flops = 0;   ///< floating-point work (compute ops)
-  double bytes = 0;   ///< traffic (compute and memory ops) or buffer size (collectives)
+  /// A collective that runs beside the pass's previous compute op of its leaf, on its own stream
+  /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
+  /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
+  bool beside_previous = false;
+  double flops = 0;  ///< floating-point work (compute ops)
+  double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
   attention_shape attention{};
   grouped_gemm_shape grouped{};

@@ -129,6 +129,7 @@ struct field_list<strategy_spec> {
       field{"data_parallel_sharding_strategy", &s::data_parallel_sharding_strategy},
       field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
       field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
+      field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
   };
 };
 

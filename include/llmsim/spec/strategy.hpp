@@ -280,6 +280,10 @@ struct strategy_spec {
   /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
   /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
   fixed_string<256> pipeline_model_parallel_layout = {};
+  /// Megatron-LM --hierarchical-context-parallel-sizes for cp_comm_type "a2a+p2p": {a2a size, p2p
+  /// size}, product cp_size; the first level groups neighbouring cp ranks (parallel_state.py
+  /// create_hierarchical_groups), TE runs Ulysses all-to-all there and the KV ring over the second.
+  std::optional<std::array<std::int64_t, 2>> hierarchical_context_parallel_sizes = {};
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
@@ -296,6 +300,19 @@ constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s
 constexpr std::int64_t dp_size(const strategy_spec& s) { return s.world_size / shard_size(s); }
 /// Expert-data-parallel size: world_size / (ep * etp * pp) (Megatron's expert DP group).
 constexpr std::int64_t edp_size(const strategy_spec& s) { return s.world_size / (s.ep_size * s.etp_size * s.pp_size); }
+/// Context parallelism's Ulysses (all-to-all) level: the whole cp group for "a2a", the first
+/// hierarchical level for "a2a+p2p", none (1) for the ring ("p2p") and the KV all-gather.
+constexpr std::int64_t cp_a2a_size(const strategy_spec& s) {
+  if (s.cp_comm_type == cp_comm_kind::a2a) return s.cp_size;
+  if (s.cp_comm_type == cp_comm_kind::a2a_p2p && s.hierarchical_context_parallel_sizes)
+    return (*s.hierarchical_context_parallel_sizes)[0];
+  return 1;
+}
+/// Ranks of context parallelism's KV ring ("p2p", the second level of "a2a+p2p"); 1 without a ring.
+constexpr std::int64_t cp_ring_size(const strategy_spec& s) {
+  if (s.cp_comm_type == cp_comm_kind::all_gather) return 1;
+  return s.cp_size / cp_a2a_size(s);
+}
 /// Sequences per iteration over all data-parallel ranks.
 constexpr std::int64_t global_batch_size(const strategy_spec& s) {
   return s.micro_batch_size * s.micro_batch_num * dp_size(s);
@@ -388,6 +405,33 @@ constexpr void validate_sharding(const strategy_spec& s) {
                  enum_name(k), sharding_level_of(k), s.zero_state);
 }
 
+/// Context parallelism's layout (TransformerEngine context_parallel.py, Megatron-LM parallel_state.py).
+constexpr void validate_context_parallel(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  const auto& h = s.hierarchical_context_parallel_sizes;
+  if (h && s.cp_comm_type != cp_comm_kind::a2a_p2p)
+    report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                 "strategy.hierarchical_context_parallel_sizes is used only with strategy.cp_comm_type=\"a2a+p2p\"");
+  if (s.cp_size <= 1) return;
+  if (s.cp_comm_type == cp_comm_kind::a2a_p2p) {
+    if (!h)
+      report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                   "strategy.cp_comm_type=\"a2a+p2p\" needs strategy.hierarchical_context_parallel_sizes [a2a size, "
+                   "p2p size]");
+    if ((*h)[0] < 1 || (*h)[1] < 1 || (*h)[0] > s.cp_size || (*h)[1] > s.cp_size || (*h)[0] * (*h)[1] != s.cp_size)
+      report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                   "strategy.hierarchical_context_parallel_sizes=[{}, {}] must be positive with product "
+                   "strategy.cp_size={}",
+                   (*h)[0], (*h)[1], s.cp_size);
+  }
+  // Megatron's get_batch_on_this_cp_rank cuts each sequence into 2*cp chunks, rank r keeping chunks r
+  // and 2*cp-1-r (the load-balanced causal split TE's ring, all-to-all and all-gather all assume).
+  if (s.seq_len % (2 * s.cp_size) != 0)
+    report_error(api, "strategy.seq_len",
+                 "strategy.seq_len={} must be divisible by 2*cp_size={} (context parallelism's load-balanced split)",
+                 s.seq_len, 2 * s.cp_size);
+}
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -409,10 +453,18 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
   // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
   // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension))
+  // With context parallelism a rank holds seq_len/cp_size tokens of each sequence (its GEMMs' dimension).
+  const double rank_tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) /
+                             static_cast<double>(s.cp_size > 0 ? s.cp_size : 1);
+  if (rank_tokens > static_cast<double>(max_dimension)) {
+    if (s.cp_size > 1)
+      report_error(api, "strategy.micro_batch_size",
+                   "strategy.seq_len*micro_batch_size/cp_size={} tokens per micro-batch per rank exceeds {}",
+                   rank_tokens, max_dimension);
     report_error(api, "strategy.micro_batch_size",
                  "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}",
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  }
   if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
           static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) >
       9007199254740992.0)
@@ -468,6 +520,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  s.order_of_paralielism);
   if (s.seq_len % s.cp_size != 0)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
+  validate_context_parallel(s);
   if (s.world_size % shard_size(s) != 0)
     report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}",
                  s.world_size, shard_size(s));

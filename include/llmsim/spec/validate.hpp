@@ -161,6 +161,20 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
       *m.max_position_embeddings < s.seq_len)
     report_error(api, "strategy.seq_len", "strategy.seq_len={} exceeds model.max_position_embeddings={}", s.seq_len,
                  *m.max_position_embeddings);
+  // Ulysses all-to-all splits each tp rank's heads over its level (TE AttnFuncWithCPAndQKVOA2A asserts
+  // num_heads % cp_size == 0 for Q and for K, V).
+  if (const std::int64_t a2a = cp_a2a_size(s); s.cp_size > 1 && a2a > 1) {
+    if ((m.head_num / s.tp_size) % a2a != 0)
+      report_error(api, "strategy.cp_size",
+                   "strategy.cp_comm_type=\"{}\" splits the heads over an all-to-all of {} ranks, which must divide "
+                   "model.head_num/tp_size={}",
+                   enum_name(s.cp_comm_type), a2a, m.head_num / s.tp_size);
+    if (!mla && (m.kv_head_num / s.tp_size) % a2a != 0)
+      report_error(api, "strategy.cp_size",
+                   "strategy.cp_comm_type=\"{}\" splits the heads over an all-to-all of {} ranks, which must divide "
+                   "model.kv_head_num/tp_size={}",
+                   enum_name(s.cp_comm_type), a2a, m.kv_head_num / s.tp_size);
+  }
   if (is_moe(m)) {
     if (m.expert_num % s.ep_size != 0)
       report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,

@@ -80,7 +80,8 @@ enum class option_key : std::uint8_t {
   sequence_parallel,
   pipeline_schedule,
   fp8,
-  custom
+  custom,
+  cp_comm_type,
 };
 
 /// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a

@@ -172,6 +172,28 @@ struct fp8_training {
   }
 };
 
+/// How context parallelism exchanges the sequence (TransformerEngine `cp_comm_type`, with `cp<N>`):
+/// `cp_comm::p2p` (ring), `cp_comm::a2a` (Ulysses), `cp_comm::all_gather`, and
+/// `cp_comm::hierarchical<A, P>` ("a2a+p2p" with Megatron's hierarchical_context_parallel_sizes {A, P}).
+namespace cp_comm {
+template <cp_comm_kind K>
+struct kind {
+  static constexpr option_key key = option_key::cp_comm_type;
+  static constexpr void apply(strategy_draft& d) { d.spec.cp_comm_type = K; }
+};
+using p2p = kind<cp_comm_kind::p2p>;
+using a2a = kind<cp_comm_kind::a2a>;
+using all_gather = kind<cp_comm_kind::all_gather>;
+template <std::int64_t A2A, std::int64_t P2P>
+struct hierarchical {
+  static constexpr option_key key = option_key::cp_comm_type;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.cp_comm_type = cp_comm_kind::a2a_p2p;
+    d.spec.hierarchical_context_parallel_sizes = std::array<std::int64_t, 2>{A2A, P2P};
+  }
+};
+}  // namespace cp_comm
+
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
 inline constexpr strategy_spec parallel_defaults{
