@@ -148,8 +148,10 @@ TEST(MegatronBridgeMapping, DeepSeekV3OnGb300) {
   ASSERT_EQ(job.refused, "");
   EXPECT_EQ(job.model, "deepseek-v3");
   EXPECT_EQ(job.system, "gb300-nvl72");
-  EXPECT_EQ(job.model_overrides, (lj::value{{"mtp_num_layers", 1}}));
+  // The perf recipe runs the flex dispatcher (HybridEP on GB300), which pads nothing (dropless).
+  EXPECT_EQ(job.model_overrides, (lj::value{{"mtp_num_layers", 1}, {"moe_pad_expert_input_to_capacity", false}}));
   const auto& s = job.strategy;
+  EXPECT_EQ(s["moe_dispatcher_policy"], "flex");
   EXPECT_EQ(s["world_size"], 256);
   EXPECT_EQ(s["micro_batch_size"], 1);
   EXPECT_EQ(s["micro_batch_num"], 32);
@@ -183,6 +185,7 @@ TEST(MegatronBridgeMapping, Llama3_70bFsdpFp8) {
   EXPECT_EQ(job.strategy["ep_size"], 1);
   EXPECT_EQ(job.strategy["fp8_recipe"], "tensorwise");
   EXPECT_EQ(job.strategy["data_parallel_sharding_strategy"], "optim_grads_params");
+  EXPECT_EQ(job.strategy["zero_state"], 3);  // Megatron FSDP optim_grads_params is ZeRO-3
   EXPECT_EQ(job.formula, flop_formula::silu_gated_only);
 }
 

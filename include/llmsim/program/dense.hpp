@@ -216,7 +216,7 @@ constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool co
   l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
   const quantized_format f = c.format();
-  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
   const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
   const double x = c.tokens() * static_cast<double>(in_features), y = c.tokens() * static_cast<double>(out_features);
   const double w = static_cast<double>(in_features) * static_cast<double>(out_features);

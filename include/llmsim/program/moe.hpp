@@ -198,7 +198,7 @@ constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::i
   l.id = id;
   l.kind = leaf_kind::linear_column;
   const std::int64_t b = c.s().micro_batch_size;
-  const std::int64_t s = c.s().seq_len / (c.sequence_parallel() ? c.s().tp_size : 1);
+  const std::int64_t s = c.sequence() / (c.sequence_parallel() ? c.s().tp_size : 1);
   const double E = c.element_bytes();
   const double x = c.local_tokens() * static_cast<double>(in_features);
   const double y = c.local_tokens() * static_cast<double>(out_features);
