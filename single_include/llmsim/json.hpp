@@ -63,6 +63,8 @@ struct field_list<model_spec> {
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
       field{"position_embedding_type", &m::position_embedding_type},
+      field{"max_position_embeddings", &m::max_position_embeddings},
+      field{"mtp_num_layers", &m::mtp_num_layers},
   };
 };
 
@@ -75,6 +77,11 @@ struct field_list<strategy_spec> {
       field{"micro_batch_num", &s::micro_batch_num, presence::required},
       field{"dtype", &s::dtype},
       field{"fp8", &s::fp8},
+      field{"fp8_recipe", &s::fp8_recipe},
+      field{"fp8_param_gather", &s::fp8_param_gather},
+      field{"fp8_first_last_layers_bf16", &s::fp8_first_last_layers_bf16},
+      field{"fp8_layers_at_start_in_bf16", &s::fp8_layers_at_start_in_bf16},
+      field{"fp8_layers_at_end_in_bf16", &s::fp8_layers_at_end_in_bf16},
       field{"world_size", &s::world_size},
       field{"tp_size", &s::tp_size},
       field{"cp_size", &s::cp_size},
@@ -135,6 +142,10 @@ struct field_list<strategy_spec> {
       field{"edp_net", &s::edp_net},
       field{"dispatch_probs", &s::dispatch_probs},
       field{"mem_factor", &s::mem_factor},
+      field{"data_parallel_sharding_strategy", &s::data_parallel_sharding_strategy},
+      field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
+      field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
+      field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
   };
 };
 
@@ -339,6 +350,12 @@ inline void read(const value& v, const location& at, recompute_module_set& out) 
     out.insert(m);
   }
 }
+/// Megatron's hierarchical_context_parallel_sizes: two integers [a2a size, p2p size].
+inline void read(const value& v, const location& at, std::array<std::int64_t, 2>& out) {
+  if (!v.is_array() || v.size() != 2)
+    fail(at, "expected an array of two integers [a2a size, p2p size], got " + describe(v));
+  for (std::size_t i = 0; i < 2; ++i) read(v[i], at.child(std::to_string(i)), out[i]);
+}
 template <class T>
 void read(const value& v, const location& at, std::optional<T>& out) {
   if (v.is_null()) {
@@ -371,6 +388,7 @@ inline value write(const recompute_module_set& set) {
     if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
   return arr;
 }
+inline value write(const std::array<std::int64_t, 2>& v) { return value::array({v[0], v[1]}); }
 template <class T>
 value write(const std::optional<T>& v) {
   return v ? write(*v) : value(nullptr);
@@ -628,6 +646,9 @@ inline model_spec parse_model(const value& v, const std::string& source = {}, co
 /// A strategy from parsed JSON. Runs `validate(strategy)`.
 inline strategy_spec parse_strategy(const value& v, const std::string& source = {}, const load_options& opt = {}) {
   auto s = detail::read_fields<strategy_spec>(v, {source, ""}, opt);
+  // Megatron-FSDP's sharding strategy decides the ZeRO stage when zero_state is left out.
+  if (s.data_parallel_sharding_strategy && v.is_object() && !v.contains("zero_state"))
+    s.zero_state = sharding_level_of(*s.data_parallel_sharding_strategy);
   try {
     validate(s);
   } catch (const config_error& e) { throw e.in_file(source); }
@@ -1131,6 +1152,14 @@ inline value stage_time_json(const stage_result& st) {
             {"optim_time", ms(st.optim_time)},
             {"dp_buckets", st.dp_buckets},
             {"breakdown_result", to_json(st.breakdown)}});
+  // ZeRO-2/3 and optimizer offload only (the keys of other jobs stay as they were).
+  if (st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value > 0)
+    v.update({{"fwd_shard_comm_time", ms(st.fwd_shard_comm_time)},
+              {"bwd_shard_comm_time", ms(st.bwd_shard_comm_time)},
+              {"fwd_shard_exposed_time", ms(st.fwd_shard_exposed_time)},
+              {"bwd_shard_exposed_time", ms(st.bwd_shard_exposed_time)},
+              {"dp_comm_bytes", st.dp_comm_bytes}});
+  if (st.host_optimizer_time.value > 0) v["host_optimizer_time"] = ms(st.host_optimizer_time);
   return v;
 }
 inline value stage_memory_json(const estimate_result& r, std::size_t i) {
@@ -1153,6 +1182,8 @@ inline value stage_memory_json(const estimate_result& r, std::size_t i) {
             {"peak_mem_with_reserved", gib(st.peak_mem_with_reserved)},
             {"memory_reserved_ratio", r.mem.memory_reserved_ratio},
             {"peak_path", format_peak_path(r, i)}});
+  if (st.gathered_param_mem.value + st.unsharded_grad_mem.value > 0)
+    v.update({{"gathered_param_mem", gib(st.gathered_param_mem)}, {"unsharded_grad_mem", gib(st.unsharded_grad_mem)}});
   return v;
 }
 }  // namespace detail
@@ -1183,6 +1214,10 @@ inline value to_json(const estimate_result& r) {
                          {"tp_time_per_iter", ms(c.comm_result.tp_time_per_iter)},
                          {"p2p_time_per_transfer", ms(c.comm_result.p2p_time_per_transfer)},
                          {"dp_time", ms(c.comm_result.dp_time)}};
+  if (!c.comm_result.cp_a2a_net.empty()) {  // context parallelism only (cp_size > 1)
+    cost["comm_result"]["cp_a2a_net"] = std::string(c.comm_result.cp_a2a_net);
+    cost["comm_result"]["cp_ring_net"] = std::string(c.comm_result.cp_ring_net);
+  }
   cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {
@@ -1240,7 +1275,11 @@ inline void write_trace_rank(std::ostream& out, const iteration_trace& t, std::i
   write_json_string(out, process);
   out << "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << rank << ",\"args\":{\"sort_index\":" << rank
       << "}}";
+  // The context-parallel thread only for jobs that use it (cp_size > 1).
+  const bool context_parallel = std::any_of(
+      t.spans.begin(), t.spans.end(), [](const trace_span& sp) { return sp.stream == trace_stream::context_parallel; });
   for (std::size_t k = 0; k < trace_stream_names.size(); ++k) {
+    if (k == static_cast<std::size_t>(trace_stream::context_parallel) && !context_parallel) continue;
     out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << rank << ",\"tid\":" << k << ",\"args\":{\"name\":";
     write_json_string(out, trace_stream_names[k]);
     out << "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" << rank << ",\"tid\":" << k

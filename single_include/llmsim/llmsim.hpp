@@ -405,6 +405,11 @@ struct model_spec {
   bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
   bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
+  /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
+  std::optional<std::int64_t> max_position_embeddings = {};
+  /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
+  /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
+  std::int64_t mtp_num_layers = 0;
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -484,7 +489,13 @@ constexpr void validate(const model_spec& m) {
   require_size(api, "model.q_lora_rank", m.q_lora_rank, 1);
   require_size(api, "model.kv_lora_rank", m.kv_lora_rank, 1);
   require_size(api, "model.dense_layers", m.dense_layers, 0);
+  require_size(api, "model.mtp_num_layers", m.mtp_num_layers, 0);
   require_size(api, "model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1);
+  require_size(api, "model.max_position_embeddings", m.max_position_embeddings, 1);
+  if (m.position_embedding_type == position_kind::learned_absolute && !m.max_position_embeddings)
+    report_error(api, "model.max_position_embeddings",
+                 "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
+                 "of the position table, Megatron --max-position-embeddings)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
   if (m.head_num % m.kv_head_num != 0)
@@ -634,14 +645,20 @@ struct recompute_module_set {
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
 
-/// MoE token dispatcher (`all2all-seq` is SimuMax's legacy alias of `all2all`).
-enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq };
+/// MoE token dispatcher, Megatron-LM's `--moe-token-dispatcher-type` (megatron/core/transformer/moe/
+/// token_dispatcher.py): `all2all` (MoEAlltoAllTokenDispatcher; `all2all-seq` is SimuMax's legacy
+/// alias), `allgather` (MoEAllGatherTokenDispatcher: every rank gathers the tokens of its ep x etp
+/// group and keeps those of its own experts) and `flex` (MoEFlexTokenDispatcher with the DeepEP
+/// backend: fused permute + all-to-all that sends a token once to each rank holding one of its experts).
+enum class dispatcher_kind : std::uint8_t { invalid, all2all, all2all_seq, allgather, flex };
 template <>
 struct enum_names<dispatcher_kind> {
-  static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 3> value{
+  static constexpr std::array<std::pair<dispatcher_kind, std::string_view>, 5> value{
       {{dispatcher_kind::invalid, ""},
        {dispatcher_kind::all2all, "all2all"},
-       {dispatcher_kind::all2all_seq, "all2all-seq"}}};
+       {dispatcher_kind::all2all_seq, "all2all-seq"},
+       {dispatcher_kind::allgather, "allgather"},
+       {dispatcher_kind::flex, "flex"}}};
 };
 
 /// Context-parallel communication (TransformerEngine `cp_comm_type`).
@@ -662,6 +679,40 @@ struct enum_names<cp_a2a_kind> {
       {{cp_a2a_kind::invalid, ""}, {cp_a2a_kind::async_cp, "async_cp"}, {cp_a2a_kind::sync_cp, "sync_cp"}}};
 };
 
+/// Low-precision training recipe of TransformerEngine (Megatron-LM --fp8-recipe / --fp4-recipe):
+/// `delayed` DelayedScaling (one scale per tensor from an amax history), `tensorwise`
+/// Float8CurrentScaling (one scale per tensor from the tensor's own amax), `blockwise`
+/// Float8BlockScaling (1x128 activation and 128x128 weight blocks, fp32 scales; DeepSeek-V3 §3.3),
+/// `mxfp8` MXFP8BlockScaling (32-element blocks, E8M0 scales; Blackwell), `nvfp4`
+/// NVFP4BlockScaling (16-element blocks of E2M1, E4M3 scales + an fp32 tensor scale; Blackwell).
+enum class fp8_recipe_kind : std::uint8_t { invalid, delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+template <>
+struct enum_names<fp8_recipe_kind> {
+  static constexpr std::array<std::pair<fp8_recipe_kind, std::string_view>, 6> value{
+      {{fp8_recipe_kind::invalid, ""},
+       {fp8_recipe_kind::delayed, "delayed"},
+       {fp8_recipe_kind::tensorwise, "tensorwise"},
+       {fp8_recipe_kind::blockwise, "blockwise"},
+       {fp8_recipe_kind::mxfp8, "mxfp8"},
+       {fp8_recipe_kind::nvfp4, "nvfp4"}}};
+};
+/// Megatron-FSDP's `--data-parallel-sharding-strategy` (megatron/core/distributed/fsdp/
+/// mcore_fsdp_adapter.py): what the data-parallel ranks shard — nothing, the optimizer state
+/// (ZeRO-1), also the gradients (ZeRO-2), also the parameters (ZeRO-3).
+enum class dp_sharding_kind : std::uint8_t { invalid, no_shard, optim, optim_grads, optim_grads_params };
+template <>
+struct enum_names<dp_sharding_kind> {
+  static constexpr std::array<std::pair<dp_sharding_kind, std::string_view>, 5> value{
+      {{dp_sharding_kind::invalid, ""},
+       {dp_sharding_kind::no_shard, "no_shard"},
+       {dp_sharding_kind::optim, "optim"},
+       {dp_sharding_kind::optim_grads, "optim_grads"},
+       {dp_sharding_kind::optim_grads_params, "optim_grads_params"}}};
+};
+/// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
+/// optim_grads_params 3 (-1: invalid).
+constexpr std::int64_t sharding_level_of(dp_sharding_kind k) { return static_cast<std::int64_t>(k) - 1; }
+
 /// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
 using net_name = fixed_string<32>;
 /// A TransformerEngine version such as "2.11.0" (empty: unknown).
@@ -675,6 +726,16 @@ struct strategy_spec {
   std::int64_t micro_batch_num = 0;  ///< gradient-accumulation steps per iteration
   dtype_kind dtype = dtype_kind::bf16;
   bool fp8 = false;
+  /// The low-precision recipe of the decoder layers' linears when `fp8` (see fp8_recipe_kind).
+  fp8_recipe_kind fp8_recipe = fp8_recipe_kind::delayed;
+  /// Megatron --fp8-param-gather: the parameters of FP8 linears are kept quantized (no bf16 copy)
+  /// and the distributed optimizer all-gathers them in that format.
+  bool fp8_param_gather = false;
+  /// Megatron --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16:
+  /// that many decoder layers at each end of the model run in bf16.
+  bool fp8_first_last_layers_bf16 = false;
+  std::int64_t fp8_layers_at_start_in_bf16 = 1;
+  std::int64_t fp8_layers_at_end_in_bf16 = 1;
   // Parallel sizes; dp = world_size / (tp * pp * cp).
   std::int64_t world_size = 8;
   std::int64_t tp_size = 1;
@@ -712,7 +773,7 @@ struct strategy_spec {
   /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
   std::optional<pipeline_schedule_kind> pipeline_schedule = {};
   bool enable_straggler_model = true;
-  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1)
+  std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
   bool enable_dropout = false;
   bool use_fp32_accum_grad = true;
@@ -750,9 +811,29 @@ struct strategy_spec {
   net_name edp_net = "auto";
   bool dispatch_probs = false;  ///< newer Megatron multiplies routing probs in the expert activation
   double mem_factor = 0.94;     ///< reserved memory = peak allocated / mem_factor
+  /// Megatron-FSDP's sharding strategy; when given, the job runs Megatron-FSDP (else zero_state >= 2
+  /// is DeepSpeed ZeRO-2/3) and zero_state must equal its level (JSON: an absent zero_state takes it).
+  std::optional<dp_sharding_kind> data_parallel_sharding_strategy = {};
+  /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
+  /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
+  bool optimizer_cpu_offload = false;
+  /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
+  /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
+  /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
+  fixed_string<256> pipeline_model_parallel_layout = {};
+  /// Megatron-LM --hierarchical-context-parallel-sizes for cp_comm_type "a2a+p2p": {a2a size, p2p
+  /// size}, product cp_size; the first level groups neighbouring cp ranks (parallel_state.py
+  /// create_hierarchical_groups), TE runs Ulysses all-to-all there and the KV ring over the second.
+  std::optional<std::array<std::int64_t, 2>> hierarchical_context_parallel_sizes = {};
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
+
+/// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
+/// `data_parallel_sharding_strategy` when that is given.
+constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
+/// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
+constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
 
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
@@ -760,6 +841,19 @@ constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s
 constexpr std::int64_t dp_size(const strategy_spec& s) { return s.world_size / shard_size(s); }
 /// Expert-data-parallel size: world_size / (ep * etp * pp) (Megatron's expert DP group).
 constexpr std::int64_t edp_size(const strategy_spec& s) { return s.world_size / (s.ep_size * s.etp_size * s.pp_size); }
+/// Context parallelism's Ulysses (all-to-all) level: the whole cp group for "a2a", the first
+/// hierarchical level for "a2a+p2p", none (1) for the ring ("p2p") and the KV all-gather.
+constexpr std::int64_t cp_a2a_size(const strategy_spec& s) {
+  if (s.cp_comm_type == cp_comm_kind::a2a) return s.cp_size;
+  if (s.cp_comm_type == cp_comm_kind::a2a_p2p && s.hierarchical_context_parallel_sizes)
+    return (*s.hierarchical_context_parallel_sizes)[0];
+  return 1;
+}
+/// Ranks of context parallelism's KV ring ("p2p", the second level of "a2a+p2p"); 1 without a ring.
+constexpr std::int64_t cp_ring_size(const strategy_spec& s) {
+  if (s.cp_comm_type == cp_comm_kind::all_gather) return 1;
+  return s.cp_size / cp_a2a_size(s);
+}
 /// Sequences per iteration over all data-parallel ranks.
 constexpr std::int64_t global_batch_size(const strategy_spec& s) {
   return s.micro_batch_size * s.micro_batch_num * dp_size(s);
@@ -836,6 +930,49 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
                  s.interleaving_size);
 }
 
+/// Megatron-FSDP's sharding strategy against zero_state.
+constexpr void validate_sharding(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.data_parallel_sharding_strategy) return;
+  const dp_sharding_kind k = *s.data_parallel_sharding_strategy;
+  if (k == dp_sharding_kind::invalid)
+    report_error(api, "strategy.data_parallel_sharding_strategy",
+                 "strategy.data_parallel_sharding_strategy must be \"no_shard\", \"optim\", \"optim_grads\" or "
+                 "\"optim_grads_params\"");
+  if (sharding_level_of(k) != s.zero_state)
+    report_error(api, "strategy.data_parallel_sharding_strategy",
+                 "strategy.data_parallel_sharding_strategy=\"{}\" shards at ZeRO stage {}, but strategy.zero_state={}; "
+                 "the two fields must agree (or leave zero_state out)",
+                 enum_name(k), sharding_level_of(k), s.zero_state);
+}
+
+/// Context parallelism's layout (TransformerEngine context_parallel.py, Megatron-LM parallel_state.py).
+constexpr void validate_context_parallel(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  const auto& h = s.hierarchical_context_parallel_sizes;
+  if (h && s.cp_comm_type != cp_comm_kind::a2a_p2p)
+    report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                 "strategy.hierarchical_context_parallel_sizes is used only with strategy.cp_comm_type=\"a2a+p2p\"");
+  if (s.cp_size <= 1) return;
+  if (s.cp_comm_type == cp_comm_kind::a2a_p2p) {
+    if (!h)
+      report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                   "strategy.cp_comm_type=\"a2a+p2p\" needs strategy.hierarchical_context_parallel_sizes [a2a size, "
+                   "p2p size]");
+    if ((*h)[0] < 1 || (*h)[1] < 1 || (*h)[0] > s.cp_size || (*h)[1] > s.cp_size || (*h)[0] * (*h)[1] != s.cp_size)
+      report_error(api, "strategy.hierarchical_context_parallel_sizes",
+                   "strategy.hierarchical_context_parallel_sizes=[{}, {}] must be positive with product "
+                   "strategy.cp_size={}",
+                   (*h)[0], (*h)[1], s.cp_size);
+  }
+  // Megatron's get_batch_on_this_cp_rank cuts each sequence into 2*cp chunks, rank r keeping chunks r
+  // and 2*cp-1-r (the load-balanced causal split TE's ring, all-to-all and all-gather all assume).
+  if (s.seq_len % (2 * s.cp_size) != 0)
+    report_error(api, "strategy.seq_len",
+                 "strategy.seq_len={} must be divisible by 2*cp_size={} (context parallelism's load-balanced split)",
+                 s.seq_len, 2 * s.cp_size);
+}
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -857,10 +994,18 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
   require_size(api, "strategy.microbatch_group_size_per_vp_stage", s.microbatch_group_size_per_vp_stage, 1);
   // Products the estimate forms must stay exact: tokens of one micro-batch are a GEMM dimension
   // (int32 in cuBLAS); tokens of one iteration must stay below 2^53 (exact in a double).
-  if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) > static_cast<double>(max_dimension))
+  // With context parallelism a rank holds seq_len/cp_size tokens of each sequence (its GEMMs' dimension).
+  const double rank_tokens = static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) /
+                             static_cast<double>(s.cp_size > 0 ? s.cp_size : 1);
+  if (rank_tokens > static_cast<double>(max_dimension)) {
+    if (s.cp_size > 1)
+      report_error(api, "strategy.micro_batch_size",
+                   "strategy.seq_len*micro_batch_size/cp_size={} tokens per micro-batch per rank exceeds {}",
+                   rank_tokens, max_dimension);
     report_error(api, "strategy.micro_batch_size",
                  "strategy.seq_len*micro_batch_size={} tokens per micro-batch exceeds {}",
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size), max_dimension);
+  }
   if (static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
           static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size) >
       9007199254740992.0)
@@ -869,6 +1014,28 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
                  static_cast<double>(s.seq_len) * static_cast<double>(s.micro_batch_size) *
                      static_cast<double>(s.micro_batch_num) * static_cast<double>(s.world_size));
 }
+/// The low-precision fields: each needs `fp8`, counts are non-negative.
+constexpr void validate_fp8_fields(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.fp8_recipe == fp8_recipe_kind::invalid)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe must be \"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\" or \"nvfp4\"");
+  if (!s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed)
+    report_error(api, "strategy.fp8_recipe", "strategy.fp8_recipe=\"{}\" requires strategy.fp8=true",
+                 enum_name(s.fp8_recipe));
+  if (!s.fp8 && s.fp8_param_gather)
+    report_error(api, "strategy.fp8_param_gather", "strategy.fp8_param_gather=true requires strategy.fp8=true");
+  if (!s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true requires strategy.fp8=true");
+  if (s.fp8_param_gather && s.zero_state < 1)
+    report_error(api, "strategy.fp8_param_gather",
+                 "strategy.fp8_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as "
+                 "Megatron-LM's --fp8-param-gather");
+  detail::require_size(api, "strategy.fp8_layers_at_start_in_bf16", s.fp8_layers_at_start_in_bf16, 0);
+  detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
+}
+
 /// Element type, communication choices, divisibility, ZeRO and memory settings.
 constexpr void validate_strategy_choices(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -882,7 +1049,8 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
   if (s.cp_a2a_mode == cp_a2a_kind::invalid)
     report_error(api, "strategy.cp_a2a_mode", "strategy.cp_a2a_mode must be \"async_cp\" or \"sync_cp\"");
   if (s.moe_dispatcher_policy == dispatcher_kind::invalid)
-    report_error(api, "strategy.moe_dispatcher_policy", "strategy.moe_dispatcher_policy must be \"all2all\"");
+    report_error(api, "strategy.moe_dispatcher_policy",
+                 "strategy.moe_dispatcher_policy must be \"all2all\", \"all2all-seq\", \"allgather\" or \"flex\"");
   if (s.recompute_granularity == recompute_kind::invalid)
     report_error(api, "strategy.recompute_granularity",
                  "strategy.recompute_granularity must be null, \"full_block\", \"attn_only\", \"mlp_only\", "
@@ -893,6 +1061,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  s.order_of_paralielism);
   if (s.seq_len % s.cp_size != 0)
     report_error(api, "strategy.cp_size", "strategy.cp_size={} must divide strategy.seq_len={}", s.cp_size, s.seq_len);
+  validate_context_parallel(s);
   if (s.world_size % shard_size(s) != 0)
     report_error(api, "strategy.world_size", "strategy.world_size={} must be divisible by tp_size*pp_size*cp_size={}",
                  s.world_size, shard_size(s));
@@ -901,6 +1070,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  s.world_size, s.ep_size * s.etp_size * s.pp_size);
   if (s.zero_state < 0 || s.zero_state > 3)
     report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
+  validate_sharding(s);
   if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
     report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
   if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
@@ -919,6 +1089,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
     report_error(api, "strategy.microbatch_group_size_per_vp_stage",
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
+  validate_fp8_fields(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
@@ -1326,10 +1497,13 @@ enum class compute_kind : std::uint8_t {
   group_matmul,
   fp8_group_matmul,
   sdp_fwd,
-  sdp_bwd
+  sdp_bwd,
+  fp4_matmul,       ///< NVFP4 GEMMs (llmsim's extension of the SimuMax format)
+  fp4_group_matmul  ///< NVFP4 grouped GEMMs (likewise)
 };
-inline constexpr std::array<std::string_view, 7> compute_kind_names{
-    "default", "matmul", "fp8_matmul", "group_matmul", "fp8_group_matmul", "sdp_fwd", "sdp_bwd"};
+inline constexpr std::array<std::string_view, 9> compute_kind_names{
+    "default", "matmul",  "fp8_matmul", "group_matmul",    "fp8_group_matmul",
+    "sdp_fwd", "sdp_bwd", "fp4_matmul", "fp4_group_matmul"};
 
 /// Memory-bound op kinds of `accelerator.bandwidth`.
 enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
@@ -1590,6 +1764,12 @@ constexpr double compute_capability_from_name(std::string_view sys_name) {
   return 0;
 }
 
+/// The compute capability a system states, else the one its `sys_name` implies, else 0 (unknown).
+constexpr double known_compute_capability(const system_spec& sys) {
+  if (sys.accelerator.compute_capability > 0) return sys.accelerator.compute_capability;
+  return compute_capability_from_name(sys.sys_name.view());
+}
+
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/system.hpp --------------------------------------------------------------------
 
@@ -1692,6 +1872,7 @@ inline constexpr model_spec gpt3_175b{
     .tie_word_embeddings = true,
     .add_linear_bias = true,
     .position_embedding_type = position_kind::learned_absolute,
+    .max_position_embeddings = 2048,  // n_ctx = 2048 tokens (Brown et al. 2020, §2.1)
 };
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
 inline constexpr model_spec qwen3_32b{
@@ -1843,11 +2024,61 @@ inline constexpr model_spec qwen3_235b_a22b{
     .moe_ffn_hidden_size = 1536,
 };
 
+/// Kimi K2 (moonshotai/Kimi-K2-Instruct config.json): DeepSeek-V3's MLA shape with 64 heads, 61
+/// layers of which the first is dense (18432), 1 shared + 384 routed experts of 2048, top-8,
+/// vocabulary 163840, no multi-token prediction layer (num_nextn_predict_layers 0).
+inline constexpr model_spec kimi_k2{
+    .model_type = model_kind::moe,
+    .model_name = "kimi_k2",
+    .hidden_size = 7168,
+    .head_num = 64,
+    .kv_head_num = 64,
+    .head_size = 128,
+    .intermediate_size = 18432,
+    .layer_num = 61,
+    .vocab_size = 163840,
+    .use_swiglu = true,
+    .expert_num = 384,
+    .topk = 8,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 128,
+    .qk_head_dim = 128,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1536,
+    .kv_lora_rank = 512,
+    .dense_layers = 1,
+};
+/// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
+/// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
+/// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
+/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied), the
+/// sliding-window attention (window 128 on every other layer, `sliding_window`, `layer_types`) and
+/// the attention sinks; a caller prices the window with `strategy.attention_sparse_ratio` (see
+/// llmsim/validation/megatron_bridge_flops.hpp).
+inline constexpr model_spec gpt_oss_120b{
+    .model_type = model_kind::moe,
+    .model_name = "gpt_oss_120b",
+    .hidden_size = 2880,
+    .head_num = 64,
+    .kv_head_num = 8,
+    .head_size = 64,
+    .intermediate_size = 2880,
+    .layer_num = 36,
+    .vocab_size = 201088,
+    .use_swiglu = true,
+    .expert_num = 128,
+    .topk = 4,
+    .moe_ffn_hidden_size = 2880,
+};
+
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 15> models{{
+inline constexpr std::array<named_model, 17> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -1863,6 +2094,8 @@ inline constexpr std::array<named_model, 15> models{{
     {"mixtral-8x22b", &mixtral_8x22b},
     {"qwen3-30b-a3b", &qwen3_30b_a3b},
     {"qwen3-235b-a22b", &qwen3_235b_a22b},
+    {"kimi-k2", &kimi_k2},
+    {"gpt-oss-120b", &gpt_oss_120b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -1952,6 +2185,26 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
       tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
   return s;
 }
+
+/// `s` as one NVLink domain of `per_node` GPUs (GB200/GB300 NVL72: 72 GPUs behind NVLink switches
+/// count as one node of the system format) with one `nic_gb_per_s` NIC per GPU off the domain:
+/// the inter-node tier carries the domain's total, as in `node`.
+constexpr system_spec nvlink_domain(system_spec s, std::int64_t per_node, double nic_gb_per_s) {
+  s.num_per_node = per_node;
+  s.networks[s.network_count - 1] =
+      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), assumptions::inter_node_step_latency_us);
+  return s;
+}
+
+/// `s` with NVFP4 GEMM entries (`fp4_matmul`, `fp4_group_matmul`, llmsim's extension of the
+/// format) at `fp4_tflops` dense, with the bf16 GEMMs' assumed efficiencies.
+constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::gemm_efficiency};
+  s.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_group_matmul)] = {
+      .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::grouped_gemm_efficiency};
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -1963,8 +2216,33 @@ inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
-/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 dense, 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 = detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50);
+/// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
+/// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
+inline constexpr system_spec b200 =
+    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000);
+/// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
+/// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
+/// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
+inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50);
+/// NVIDIA HGX B300 288 GB (Blackwell Ultra): 36 / 72 PFLOPS BF16 / FP8 per 8 GPUs with sparsity
+/// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
+/// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
+/// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
+inline constexpr system_spec b300 =
+    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500);
+/// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
+/// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
+/// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
+/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
+inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
+    detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
+/// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
+/// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
+/// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
+/// 800 Gb/s per GPU.
+inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
+    detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72,
+    100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
@@ -1973,13 +2251,17 @@ struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 6> systems{{
+inline constexpr std::array<named_system, 10> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"h100-sxm", &h100_sxm},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},
+    {"h800", &h800},
+    {"b300", &b300},
+    {"gb200-nvl72", &gb200_nvl72},
+    {"gb300-nvl72", &gb300_nvl72},
 }};
 
 /// The catalogue model called `name`, or nullptr.
@@ -2172,6 +2454,47 @@ constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double b
   return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
 }
 
+/// The bf16 op kind a low-precision kind is the faster twin of (matmul for fp8_matmul and
+/// fp4_matmul, group_matmul for the grouped ones); any other kind is its own.
+constexpr compute_kind bf16_twin(compute_kind kind) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp4_matmul:
+      return compute_kind::matmul;
+    case compute_kind::fp8_group_matmul:
+    case compute_kind::fp4_group_matmul:
+      return compute_kind::group_matmul;
+    default:
+      return kind;
+  }
+}
+
+/// Dense tensor-core peak of a low-precision kind over BF16 dense on compute capability `cc`, from
+/// NVIDIA's data sheets: FP8 twice BF16 from Ada/Hopper on (H100 SXM 1979 vs 989 TFLOPS, B200 4.5
+/// vs 2.25 PFLOPS), FP4 four times on Blackwell (B200 9 PFLOPS); 0 where the GPU has no such
+/// tensor cores (A100 and older: no FP8) or `cc` is unknown.
+constexpr double low_precision_speedup(compute_kind kind, double cc) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp8_group_matmul:
+      return cc >= 8.9 ? 2.0 : 0.0;
+    case compute_kind::fp4_matmul:
+    case compute_kind::fp4_group_matmul:
+      return cc >= 10 ? 4.0 : 0.0;
+    default:
+      return 0.0;
+  }
+}
+
+/// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
+/// present and has an efficiency measured for the shape or a positive efficient_factor.
+/// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
+/// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
+constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
+  const auto& own = sys.op(kind);
+  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
+}
+
 /// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
@@ -2343,13 +2666,16 @@ struct grouped_gemm_shape {
   bool fp8 = false;
   bool main_grad_fp32 = true;
   grouped_stage stage = grouped_stage::forward;
+  bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
     s.append(", K=")
         .append(k)
         .append(", dtype=")
-        .append(fp8 ? "fp8" : "bf16")
+        .append(fp4   ? "fp4"
+                : fp8 ? "fp8"
+                      : "bf16")
         .append(", out_dtype=bf16, main_grad_dtype=")
         .append(main_grad_fp32 ? "fp32" : "bf16");
     switch (stage) {
@@ -2377,9 +2703,13 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// The communication groups of a Megatron-LM job.
-enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp };
-inline constexpr std::array<std::string_view, 7> comm_group_names{"tp", "cp", "pp", "dp", "ep", "etp", "edp"};
+/// The communication groups of a Megatron-LM job. Context parallelism's attention talks over two
+/// levels of the cp group (TransformerEngine context_parallel.py): `cp_a2a`, the ranks a Ulysses
+/// all-to-all spans (all of cp for "a2a", the first hierarchical level for "a2a+p2p"), and
+/// `cp_ring`, the ranks the KV ring passes through (all of cp for "p2p", the second level).
+enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp, cp_a2a, cp_ring };
+inline constexpr std::array<std::string_view, 9> comm_group_names{"tp",  "cp",  "pp",     "dp",     "ep",
+                                                                  "etp", "edp", "cp_a2a", "cp_ring"};
 
 /// Which pass of training runs an op. Backward is split into the input gradient and the weight
 /// gradient (what zero-bubble schedules move apart); a recompute replays the forward ops.
@@ -2401,8 +2731,12 @@ struct op {
   collective_kind collective = collective_kind::all_reduce;
   comm_group group = comm_group::tp;
   bool keyed = true;  ///< a compute op looked up by its shape key
-  double flops = 0;   ///< floating-point work (compute ops)
-  double bytes = 0;   ///< traffic (compute and memory ops) or buffer size (collectives)
+  /// A collective that runs beside the pass's previous compute op of its leaf, on its own stream
+  /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
+  /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
+  bool beside_previous = false;
+  double flops = 0;  ///< floating-point work (compute ops)
+  double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
   attention_shape attention{};
   grouped_gemm_shape grouped{};
@@ -2468,12 +2802,14 @@ constexpr op attention_op(pass_kind pass, const attention_shape& a, double traff
   o.bytes = traffic;
   return o;
 }
-/// A grouped GEMM (group_matmul, or fp8_group_matmul under FP8).
+/// A grouped GEMM (group_matmul; fp8_group_matmul or fp4_group_matmul in quantized layers).
 constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double flops, double traffic) {
   op o;
   o.kind = op_kind::grouped_gemm;
   o.pass = pass;
-  o.compute = g.fp8 ? compute_kind::fp8_group_matmul : compute_kind::group_matmul;
+  o.compute = g.fp4   ? compute_kind::fp4_group_matmul
+              : g.fp8 ? compute_kind::fp8_group_matmul
+                      : compute_kind::group_matmul;
   o.grouped = g;
   o.flops = flops;
   o.bytes = traffic;
@@ -2512,6 +2848,10 @@ constexpr group_layout layout_of(const strategy_spec& s, comm_group g) {
       return {s.etp_size, s.etp_size, 1};
     case comm_group::edp:
       return {edp_size(s), s.world_size / pp, s.ep_size * s.etp_size};
+    case comm_group::cp_a2a:  // the first level: neighbouring cp ranks (Megatron create_hierarchical_groups)
+      return {cp_a2a_size(s), tp * cp_a2a_size(s), tp};
+    case comm_group::cp_ring:  // the second level: every cp_a2a_size-th cp rank
+      return {cp_ring_size(s), tp * cp, tp * cp_a2a_size(s)};
   }
   return {};
 }
@@ -2533,6 +2873,9 @@ constexpr const net_name& requested_net(const strategy_spec& s, comm_group g) {
       return s.etp_net;
     case comm_group::edp:
       return s.edp_net;
+    case comm_group::cp_a2a:
+    case comm_group::cp_ring:
+      return s.cp_net;
   }
   return s.tp_net;
 }
@@ -2621,7 +2964,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (tier_name == "inter_node") {
     const auto npn = static_cast<double>(sys.num_per_node);
     if (c.kind == collective_kind::p2p) bandwidth /= npn;  // one NIC's share of the node's bandwidth
-    if (c.kind == collective_kind::all2all && (c.group == comm_group::ep || c.group == comm_group::cp)) {
+    if (c.kind == collective_kind::all2all &&
+        (c.group == comm_group::ep || c.group == comm_group::cp || c.group == comm_group::cp_a2a)) {
       const std::int64_t nodes = (n + sys.num_per_node - 1) / sys.num_per_node;
       const double k = static_cast<double>(nodes < 1 ? 1 : nodes);
       traffic *= (k - 1) / k;  // only the part leaving the node crosses the NIC
@@ -2629,9 +2973,10 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     }
     if (c.kind == collective_kind::all_reduce || c.kind == collective_kind::all_gather ||
         c.kind == collective_kind::reduce_scatter) {
-      // Groups of one node share its NICs: tp*cp data-parallel groups (ep*etp expert ones) run side by side.
+      // Groups of one node share its NICs: tp gradient groups (ep*etp expert ones) run side by side.
+      // The dense gradients reduce over dp*cp (Megatron's dp-cp group), whose members are tp apart.
       std::int64_t sharing = 1;
-      if (data_parallel) sharing = s.tp_size * s.cp_size;
+      if (data_parallel) sharing = s.tp_size;
       if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
       bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }
@@ -2746,9 +3091,12 @@ enum class leaf_id : std::uint8_t {
   final_layernorm,
   output_layer,
   cross_entropy,
+  mtp_enorm,    ///< MTP: norm of the shifted tokens' embedding (multi_token_prediction.py `enorm`)
+  mtp_hnorm,    ///< MTP: norm of the previous depth's hidden states (`hnorm`)
+  mtp_eh_proj,  ///< MTP: the 2h -> h projection of their concatenation (`eh_proj`)
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; cross_entropy is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::cross_entropy) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; mtp_eh_proj is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mtp_eh_proj) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -2792,6 +3140,9 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::final_layernorm: return "final_layernorm";
     case leaf_id::output_layer: return "output_layer";
     case leaf_id::cross_entropy: return "cross_entropy";
+    case leaf_id::mtp_enorm: return "mtp.enorm";
+    case leaf_id::mtp_hnorm: return "mtp.hnorm";
+    case leaf_id::mtp_eh_proj: return "mtp.eh_proj";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
@@ -2818,6 +3169,8 @@ struct leaf {
   double input = 0;              ///< bytes of its input (what a recompute segment starting here keeps)
   double fwd_peak = 0;           ///< transient bytes while its forward runs, on top of what is held
   double bwd_peak = 0;           ///< transient bytes while its backward runs
+  double quantized_params = 0;   ///< of `params`, the weight elements of a quantized (FP8/FP4) linear
+  double quantized_weight_bytes = 0;  ///< its quantized weight copies kept across micro-batches (TE workspace)
   std::int64_t weight_rows = 0,
                weight_cols = 0;  ///< local weight shape of a linear (TE's dummy wgrad buffer per shape)
   bool recompute = false;        ///< forward replayed in backward
@@ -2826,10 +3179,13 @@ struct leaf {
       false;  ///< forced start of a recompute segment (the layer's first leaf; a Megatron checkpoint boundary)
   bool expert_params = false;  ///< its parameters are routed-expert weights (sharded over ep·etp, synced over edp)
   bool grouped = false;        ///< a grouped GEMM (TE GroupedLinear)
+  bool tp_duplicated =
+      false;  ///< weight replicated over tp and fed s/tp tokens under SP: its gradient is all-reduced over tp
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+  seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
 
   /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
   [[nodiscard]] constexpr std::string_view name() const { return leaf_name(id); }
@@ -2957,6 +3313,88 @@ constexpr block_memory walk_memory(const leaf_block& b) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/leaf.hpp -------------------------------------------------------------------
+// ---- begin llmsim/program/quantize.hpp -------------------------------------------------------------
+/// \file llmsim/program/quantize.hpp
+/// What TransformerEngine's low-precision recipes store and move per element: bytes of one
+/// quantized copy with its scales, how many copies a tensor that feeds both a forward (or
+/// input-gradient) GEMM and a weight-gradient GEMM needs, whether the cast first reads the tensor
+/// for its amax, and which `accelerator.op` kinds price the GEMMs. Sources: TransformerEngine's
+/// docs/features/low_precision_training (fp8_current_scaling.rst, nvfp4.rst) and
+/// transformer_engine/pytorch (utils.py `is_non_tn_fp8_gemm_supported`, tensor/*_tensor.py).
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Byte figures of one recipe on one GPU generation.
+struct quantized_format {
+  double activation = 1;   ///< bytes per element of one quantized copy of an activation or gradient, scales included
+  double weight = 1;       ///< bytes per element of one quantized copy of a weight, scales included
+  double copies = 1;       ///< copies written by a cast whose tensor feeds two GEMMs of different layouts
+  bool amax_pass = false;  ///< the cast first reads the bf16 tensor for its amax (a second kernel)
+  bool tensor_scaled = false;  ///< one scale per tensor (delayed, tensorwise)
+  compute_kind gemm = compute_kind::fp8_matmul;
+  compute_kind grouped_gemm = compute_kind::fp8_group_matmul;
+};
+
+/// Whether FP8 GEMMs on compute capability `cc` accept every operand layout (TE utils.py
+/// `is_non_tn_fp8_gemm_supported`: 10.x, 11.x and >= 13); elsewhere (Ada 8.9, Hopper 9.0) only TN,
+/// so a tensor-scaled operand also needs a transposed copy (Float8TensorStorage `_transpose`).
+constexpr bool non_tn_fp8_gemm_supported(double cc) { return (cc >= 10 && cc < 12) || cc >= 13; }
+
+/// The byte figures of `recipe` on compute capability `cc`:
+/// - delayed / tensorwise: 1-byte E4M3/E5M2 elements, one fp32 scale per tensor (negligible); one
+///   copy where non-TN FP8 GEMMs exist, else the data and its transpose. Current scaling
+///   (tensorwise) reads the tensor twice, once for the amax and once to cast
+///   (fp8_current_scaling.rst, Figure 4); delayed scaling takes the scale from the amax history
+///   and records the amax inside the cast kernel.
+/// - blockwise: 1 byte plus an fp32 scale per 1x128 block of an activation or gradient (4/128)
+///   and per 128x128 block of a weight (4/16384); row-wise and column-wise (transposed) data.
+/// - mxfp8: 1 byte plus an E8M0 scale per 32 elements (1/32); the blocks run along the reduction
+///   dimension, so each GEMM direction needs its own copy (row-wise and column-wise).
+/// - nvfp4: 4-bit E2M1 (0.5 byte) plus an E4M3 scale per 16 elements (1/16); row-wise and
+///   column-wise copies; the fp32 global scale needs the tensor's amax first (nvfp4.rst,
+///   "hierarchical scaling"); GEMMs on the fp4 op kinds.
+constexpr quantized_format quantized_format_of(fp8_recipe_kind recipe, double cc) {
+  quantized_format f;
+  switch (recipe) {
+    case fp8_recipe_kind::tensorwise:
+      f.amax_pass = true;
+      [[fallthrough]];
+    case fp8_recipe_kind::delayed:
+      f.tensor_scaled = true;
+      f.copies = non_tn_fp8_gemm_supported(cc) ? 1 : 2;
+      break;
+    case fp8_recipe_kind::blockwise:
+      f.activation = 1 + 4.0 / 128;
+      f.weight = 1 + 4.0 / (128.0 * 128.0);
+      f.copies = 2;
+      break;
+    case fp8_recipe_kind::mxfp8:
+      f.activation = f.weight = 1 + 1.0 / 32;
+      f.copies = 2;
+      break;
+    case fp8_recipe_kind::nvfp4:
+      f.activation = f.weight = 0.5 + 1.0 / 16;
+      f.copies = 2;
+      f.amax_pass = true;
+      f.gemm = compute_kind::fp4_matmul;
+      f.grouped_gemm = compute_kind::fp4_group_matmul;
+      break;
+    default:
+      break;
+  }
+  return f;
+}
+
+/// The job's recipe on `sys` (an unknown compute capability counts as Hopper, 9.0, as the
+/// estimate assumes for TE's workspaces).
+constexpr quantized_format quantized_format_of(const strategy_spec& s, const system_spec& sys) {
+  const double cc = known_compute_capability(sys);
+  return quantized_format_of(s.fp8_recipe, cc > 0 ? cc : 9.0);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/quantize.hpp ---------------------------------------------------------------
 
 #include <vector>
 
@@ -2999,11 +3437,17 @@ struct build_context {
   const network_tier* etp_tier = nullptr;  ///< expert tensor parallel (MoE)
   op_pricing pricing = nullptr;
   op_record* record = nullptr;  ///< where `record_op` keeps every priced op (llmsim::trace_iteration)
+  /// The linears built with this context run the job's low-precision recipe (decoder layers of an
+  /// fp8 job, but not the bf16 first/last layers, the embedding, the output layer or the router).
+  bool quantized = false;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
   [[nodiscard]] constexpr const system_spec& sys() const { return *system; }
-  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * s().seq_len); }
+  /// Tokens of one sequence on this rank: seq_len / cp_size under context parallelism (Megatron
+  /// get_batch_on_this_cp_rank); every module but core attention sees only these.
+  [[nodiscard]] constexpr std::int64_t sequence() const { return s().seq_len / s().cp_size; }
+  [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * sequence()); }
   /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
   [[nodiscard]] constexpr double local_tokens() const {
     const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
@@ -3015,6 +3459,8 @@ struct build_context {
   [[nodiscard]] constexpr double main_grad_bytes() const {
     return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0;
   }
+  /// The recipe's byte figures on this system (meaningful when `quantized`).
+  [[nodiscard]] constexpr quantized_format format() const { return quantized_format_of(s(), sys()); }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
   constexpr void emit(leaf& l, const op& o) const {
     if (pricing == nullptr)
@@ -3032,20 +3478,46 @@ struct build_context {
 };
 
 namespace detail {
-/// A GEMM op of this job's precision (fp8_matmul under FP8).
+/// A GEMM op of this block's precision (the recipe's fp8 or fp4 kind in quantized layers).
 constexpr op job_gemm(const build_context& c, pass_kind pass, const gemm_shape& g, double traffic) {
-  return gemm_op(pass, g, traffic, c.s().fp8 ? compute_kind::fp8_matmul : compute_kind::matmul);
+  return gemm_op(pass, g, traffic, c.quantized ? c.format().gemm : compute_kind::matmul);
+}
+/// A TE quantize of `elements` bf16 values in `pass` writing `copies` copies of `copy_bytes` per
+/// element: with current scaling / NVFP4 first an amax kernel reading the tensor, then the cast
+/// (reads bf16, writes the copies; fp8_current_scaling.rst Figure 4).
+constexpr void quantize(const build_context& c, leaf& l, pass_kind pass, double elements, double copy_bytes,
+                        double copies) {
+  const double E = c.element_bytes();
+  if (c.format().amax_pass) c.memory(l, pass, elements * E);
+  c.memory(l, pass, elements * E + elements * copy_bytes * copies);
+}
+/// The per-iteration quantization of a linear's weight, spread over the micro-batches: Megatron
+/// passes `is_first_microbatch` to TE, which casts the weight on the first micro-batch and reuses
+/// the cached copies (TE module `get_weight_workspace`). With fp8_param_gather the optimizer step
+/// writes the quantized parameter; only a tensor-scaled transpose (Hopper) is made per iteration.
+/// (Each micro-batch still pays the kernel's latency: a small over-count.)
+constexpr void quantize_weight(const build_context& c, leaf& l, double w) {
+  const quantized_format f = c.format();
+  const double m = static_cast<double>(c.s().micro_batch_num);
+  if (!c.s().fp8_param_gather)
+    quantize(c, l, pass_kind::forward, w / m, f.weight, f.copies);
+  else if (f.tensor_scaled && f.copies == 2)
+    c.memory(l, pass_kind::forward, 2 * w * f.weight / m);
 }
 }  // namespace detail
+
+constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                                     std::int64_t out_features);
 
 /// A linear layer with local weight `in_features` x `out_features` (already split by tp).
 /// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
 constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                            std::int64_t out_features) {
+  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
   leaf l;
   l.id = id;
   l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const std::int64_t b = c.s().micro_batch_size, s = c.s().seq_len;
+  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
   const double E = c.element_bytes();
   const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
   const double y = c.tokens() * static_cast<double>(out_features);  // output elements
@@ -3094,6 +3566,80 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
   l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   l.fwd_peak = (x + y) * E;
   l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// A linear of a quantized layer (TE Linear under an FP8/FP4 recipe, transformer_engine/pytorch/
+/// module/linear.py), the same collectives and GEMMs as `linear_leaf` with:
+/// - casts: the input (local shard under SP, cast before the all-gather) in forward, the output
+///   gradient (local shard under SP for a row-parallel linear) in backward, the weight once per
+///   iteration (`detail::quantize_weight`). A tensor-scaled input that is all-gathered is cast
+///   row-wise only ("All-gather is not supported with FP8 column-wise data"); where the GEMMs need
+///   a transpose (Hopper) it is made after the backward's gather.
+/// - the all-gathers move the quantized row-wise data; reductions stay bf16;
+/// - GEMM operands read at the quantized size, outputs bf16 (fp32 main grad);
+/// - saved for backward: one quantized copy of the local input (TE keeps only the usage backward
+///   needs: `update_usage(rowwise_usage=False, columnwise_usage=True)`), not the bf16 input;
+/// - kept across micro-batches: the quantized weight copies (`quantized_weight_bytes`).
+constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                                     std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  const quantized_format f = c.format();
+  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
+  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
+  const double x = c.tokens() * static_cast<double>(in_features), y = c.tokens() * static_cast<double>(out_features);
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  const bool sp = c.sequence_parallel();
+  const double t = static_cast<double>(c.s().tp_size);
+  const double x_local = column && sp ? x / t : x, y_local = !column && sp ? y / t : y;
+  const bool gathered_x = sp && column, gathered_dy = sp && !column;
+  // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
+  const double x_copies = f.tensor_scaled && gathered_x ? 1 : f.copies;
+  const double dy_copies = f.tensor_scaled && gathered_dy ? 1 : f.copies;
+  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features);
+  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_copies);
+  detail::quantize_weight(c, l, w);
+  if (gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, x * qa);
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             x * qa + w * qw + y * E));
+  if (!column)
+    c.collective(l, pass_kind::forward, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
+  detail::quantize(c, l, pass_kind::backward_input, y_local, qa, dy_copies);
+  if (gathered_dy) c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, y * qa);
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             y * qa + w * qw + x * E));
+  if (column)
+    c.collective(l, pass_kind::backward_input, comm_group::tp,
+                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
+  if (gathered_x) c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, x * qa);
+  if (f.copies > x_copies) c.memory(l, pass_kind::backward_weight, 2 * x * qa);   // transpose of the gathered input
+  if (f.copies > dy_copies) c.memory(l, pass_kind::backward_weight, 2 * y * qa);  // ... of the gathered gradient
+  const double wgrad_inputs = (x + y) * qa + (column ? w * qw : 0);
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               wgrad_inputs + grad_w_bytes));
+  } else {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               wgrad_inputs + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+  }
+  l.params = l.quantized_params = w;
+  l.quantized_weight_bytes = w * qw * f.copies;
+  l.input = x_local * E;  // a recompute segment starting here keeps the bf16 input
+  l.cache = x_local * qa;
+  l.fwd_peak = (x + y) * E + x_local * qa * x_copies;
+  l.bwd_peak = (x + y) * E + y_local * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
   l.weight_rows = out_features;
   l.weight_cols = in_features;
   return l;
@@ -3172,6 +3718,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;
+  // Flash attention's backward reads its output O. In bf16 it is the tensor linear_proj keeps; in a
+  // quantized layer linear_proj keeps an FP8 copy instead, so O is held on its own (SimuMax
+  // `cache_outputs = use_flash_sdp and fp8`, dense_module.py).
+  if (c.quantized) l.cache += q * E;
   l.fwd_peak = (q + 2 * k + lse + q) * E;
   l.bwd_peak = (2 * q + 4 * k + lse + q) * E;
   return l;
@@ -3269,6 +3819,31 @@ constexpr leaf activation_leaf(const build_context& c) {
                          *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
+/// Learned absolute positions (Megatron LanguageModelEmbedding): a serial table of
+/// max_position_embeddings x h on every TP rank. The word embeddings are then all-reduced in full
+/// (`reduce_scatter_embeddings` is off with position embeddings), the looked-up positions added,
+/// the sum made [s, b, h]-contiguous and, with sequence parallelism, this rank's slice cloned out
+/// of it (scatter_to_sequence_parallel_region + clone); backward gathers the slices' gradients and
+/// adds them into the table's fp32 main gradient.
+constexpr void add_learned_positions(leaf& l, const build_context& c, double out) {
+  const double E = c.element_bytes();
+  const double h = static_cast<double>(c.m().hidden_size);
+  const double table_rows = static_cast<double>(c.m().max_position_embeddings.value_or(0));
+  const double local = c.sequence_parallel() ? out / static_cast<double>(c.s().tp_size) : out;
+  c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
+  c.memory(l, pass_kind::forward, 2 * out);  // position rows gathered
+  c.memory(l, pass_kind::forward, 3 * out);  // word + position
+  c.memory(l, pass_kind::forward, 2 * out);  // transpose to [s, b, h]
+  if (c.sequence_parallel()) {
+    c.memory(l, pass_kind::forward, 2 * local);  // clone of this rank's slice
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
+  }
+  c.memory(l, pass_kind::backward_weight, out + 2 * table_rows * h * c.main_grad_bytes());
+  l.params += table_rows * h;
+  l.fwd_peak += 2 * out;
+  l.bwd_peak += table_rows * h * E;  // the table's dense bf16 gradient
+}
+
 /// Vocabulary-parallel embedding (first stage): a row gather in forward; in backward the dense
 /// table gradient is built and added into the fp32 main gradient. Partial sums over the vocabulary
 /// shards are combined by a reduce-scatter into the sequence-parallel region (all-reduce without SP).
@@ -3284,16 +3859,18 @@ constexpr leaf embedding_leaf(const build_context& c) {
   const double table = rows * h * E;
   c.memory(l, pass_kind::forward, ids + 2 * out);
   c.memory(l, pass_kind::backward_weight, 2 * rows * h * c.main_grad_bytes());
-  if (c.sequence_parallel()) {
+  l.params = rows * h;
+  l.input = ids;
+  l.fwd_peak = ids + out;
+  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
+  if (c.m().position_embedding_type == position_kind::learned_absolute) {
+    add_learned_positions(l, c, out);
+  } else if (c.sequence_parallel()) {
     c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::reduce_scatter, out);
     c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
   } else {
     c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_reduce, out);
   }
-  l.params = rows * h;
-  l.input = ids;
-  l.fwd_peak = ids + out;
-  l.bwd_peak = table;  // the dense bf16 gradient of the table shard
   if (c.s().enable_dropout) {
     // Megatron's LanguageModelEmbedding applies hidden dropout to its (sequence-parallel local)
     // output: one pass writing the result and a one-byte keep-mask that backward reads.
@@ -3391,7 +3968,9 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Time of a collective of `bytes` over the job's `group` (tp, ep or etp); nothing for a group of one.
+/// Time of a collective of `bytes` over the job's `group` (tp, ep, etp, or a level of cp); nothing
+/// for a group of one. A p2p moves its buffer to one neighbour: priced as a pair (the KV ring of
+/// context parallelism sends to the next cp rank and receives from the previous one at once).
 constexpr seconds group_collective_time(const build_context& c, comm_group group, collective_kind kind, double bytes) {
   const std::int64_t size = layout_of(c.s(), group).size;
   const network_tier* tier = group == comm_group::tp    ? c.tp_tier
@@ -3399,6 +3978,9 @@ constexpr seconds group_collective_time(const build_context& c, comm_group group
                              : group == comm_group::etp ? c.etp_tier
                                                         : nullptr;
   if (size <= 1) return {};
+  if (group == comm_group::cp || group == comm_group::cp_a2a || group == comm_group::cp_ring)
+    tier = &resolve_tier(c.sys(), c.s(), group);
+  if (kind == collective_kind::p2p) return collective_time(c.sys(), c.s(), *tier, {kind, bytes, 2, group});
   if (tier == nullptr)
     detail::report_error("llmsim::cost", "", "no network tier resolved for the {} group",
                          comm_group_names[static_cast<std::size_t>(group)]);
@@ -3420,6 +4002,35 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
+/// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
+/// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
+/// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
+/// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
+/// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
+/// capability unknown or without such tensor cores) it is refused, never priced at 0 or inf.
+constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
+  const shape_key key = key_of(o);
+  const compute_kind twin = bf16_twin(o.compute);
+  if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
+    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+  const double cc = known_compute_capability(sys);
+  const double speedup = low_precision_speedup(o.compute, cc);
+  if (speedup <= 0)
+    detail::report_error(
+        "llmsim::estimate", "system.accelerator.op",
+        "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
+        "measured efficiency) and its rate cannot be derived from {}: system {} has compute capability "
+        "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
+        "an efficient_factor)",
+        compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
+        compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
+  op bf16 = o;
+  bf16.compute = twin;
+  bf16.grouped.fp8 = bf16.grouped.fp4 = false;
+  const shape_key twin_key = key_of(bf16);
+  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
+}
+
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
 /// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
@@ -3427,7 +4038,9 @@ constexpr shape_key key_of(const op& o) {
 constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
-    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += t;
+    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is exposed.
+    const seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
     if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
     return t;
@@ -3436,14 +4049,14 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::memory) {
     t = memory_time(c.sys(), o.memory, o.bytes);
   } else {
-    const shape_key key = key_of(o);
-    const kernel_cost cost = kernel_time(c.sys(), o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    const kernel_cost cost = compute_op_cost(c.sys(), o);
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
+  l.last_compute = t;
   return t;
 }
 
@@ -3482,6 +4095,20 @@ namespace parameters {
 /// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
 inline constexpr double ddp_bucket_min_elements = 40000000.0;
 inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// Optimizer CPU offload: each GPU's host link, PCIe 4.0 x16 before Hopper (A100) and PCIe 5.0 x16
+/// on Hopper and Blackwell: 16 / 32 GT/s per lane, about 32 / 64 GB/s per direction (PCI-SIG base
+/// specifications 4.0 and 5.0).
+inline constexpr double host_link_bytes_per_second_older = 32e9;
+inline constexpr double host_link_bytes_per_second_sm90 = 64e9;
+/// Host DRAM bandwidth of a node, shared by its GPUs' host optimizer steps: DGX A100 (2x EPYC 7742,
+/// 8 channels of DDR4-3200 each: 2*8*25.6 GB/s) and DGX H100 (2x Xeon 8480C, 8 channels of
+/// DDR5-4800 each: 2*8*38.4 GB/s), from the DGX user guides' system specifications.
+inline constexpr double host_memory_bytes_per_second_older = 409.6e9;
+inline constexpr double host_memory_bytes_per_second_sm90 = 614.4e9;
+/// A host Adam step is memory-bound: it reads the fp32 weight, gradient, m and v and writes the
+/// weight, m and v of every element (DeepSpeed csrc/adam/cpu_adam_impl.cpp, torch.optim.Adam on
+/// the CPU as Megatron's HybridDeviceOptimizer runs it): 7 x 4 bytes.
+inline constexpr double host_adam_bytes_per_element = 28.0;
 }  // namespace parameters
 
 namespace detail {
@@ -3502,8 +4129,9 @@ struct bucket_plan {
   [[nodiscard]] constexpr double total_elements() const { return per_bucket * static_cast<double>(full) + rest; }
 };
 
+/// `gather_bytes_per_param`: bytes one parameter moves in the all-gather (0: the job's dtype).
 constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& s, double params,
-                                   double grad_bytes_per_param, comm_group which) {
+                                   double grad_bytes_per_param, comm_group which, double gather_bytes_per_param = 0) {
   bucket_plan b;
   const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
   if (group <= 1 || params <= 0) return b;
@@ -3521,7 +4149,9 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
     if (elements <= 0 || s.zero_state < 1) return seconds{};
     return collective_time(
         sys, s, tier,
-        {collective_kind::all_gather, elements * static_cast<double>(dtype_bytes(s.dtype)), group, which});
+        {collective_kind::all_gather,
+         elements * (gather_bytes_per_param > 0 ? gather_bytes_per_param : static_cast<double>(dtype_bytes(s.dtype))),
+         group, which});
   };
   b.reduce_full = reduce(b.per_bucket);
   b.reduce_rest = reduce(b.rest);
@@ -3576,20 +4206,43 @@ constexpr seconds param_gather_wait(const bucket_plan& b, seconds forward) {
 /// zero the grad buffer; scale gradients by 1/dp before reduction (dp > 1); NaN/norm check of the
 /// local gradients; after the reduce-scatter, over this rank's shard: grad-norm, clip, Adam (reads
 /// grad, m, v, fp32 master; writes m, v, master), and the copy of the master weights to bf16.
+/// With ZeRO-2/3 the gradient buffer the first passes touch is this rank's shard. With
+/// optimizer_cpu_offload the Adam step and the master-weight copy leave the GPU (see
+/// `host_optimizer_time`).
 constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s, double params,
                                  double grad_bytes_per_param, double expert_params = 0) {
   if (params <= 0) return {};
   const double dense_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? 1.0 / static_cast<double>(edp_size(s)) : 1.0;
-  const double grads = params * grad_bytes_per_param;
   const double local = (params - expert_params) * dense_shard + expert_params * expert_shard;
+  const double grads = (s.zero_state >= 2 ? local : params) * grad_bytes_per_param;
   auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
+  if (s.optimizer_cpu_offload) return t;
   t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
   t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
   return t;
+}
+
+/// Megatron --optimizer-cpu-offload (core/optimizer/cpu_offloading/hybrid_optimizer.py, offload
+/// fraction 1): this rank's `local` gradient shard is copied to pinned host memory, the host runs
+/// Adam over it (its node's DRAM bandwidth shared by the node's GPUs), and the updated weights are
+/// copied back into the 16-bit parameters. Without --overlap-cpu-optimizer-d2h-h2d the three run
+/// one after the other. `current_gpu`: compute capability >= 9 (PCIe 5.0, DDR5 hosts).
+constexpr seconds host_optimizer_time(const system_spec& sys, const strategy_spec& s, double local,
+                                      double grad_bytes_per_param, bool current_gpu) {
+  if (!s.optimizer_cpu_offload || local <= 0) return {};
+  const double link =
+      current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+  const double host =
+      (current_gpu ? parameters::host_memory_bytes_per_second_sm90 : parameters::host_memory_bytes_per_second_older) /
+      static_cast<double>(sys.num_per_node);
+  const double d2h = local * grad_bytes_per_param / link;
+  const double step = local * parameters::host_adam_bytes_per_element / host;
+  const double h2d = local * static_cast<double>(dtype_bytes(s.dtype)) / link;
+  return seconds{d2h + step + h2d};
 }
 
 }  // namespace detail
@@ -3660,10 +4313,37 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
   return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
          experts * mlp_weight_params(m, expert_ffn_size(m));
 }
+/// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
+/// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
+/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here.
+constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
+  if (!m.add_linear_bias) return 0;
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  double attention = 0;
+  if (m.attention_type == attention_kind::mla) {
+    const double qd = static_cast<double>(*m.qk_head_dim + *m.qk_pos_emb_head_dim);
+    const double q = m.q_lora_rank ? static_cast<double>(*m.q_lora_rank) + H * qd : H * qd;
+    attention = q + static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) +
+                H * static_cast<double>(*m.qk_head_dim + *m.v_head_dim) + h;
+  } else {
+    attention = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m)) + h;
+  }
+  const std::int64_t ffn =
+      moe_layer ? m.moe_shared_expert_intermediate_size.value_or(0) : m.intermediate_size.value_or(0);
+  const double mlp = ffn > 0 ? static_cast<double>(mlp_fc1_width(m, ffn)) + h : 0.0;
+  return attention + mlp;
+}
 constexpr std::int64_t dense_layer_count(const model_spec& m) {
   return is_moe(m) ? (m.dense_layers < m.layer_num ? m.dense_layers : m.layer_num) : m.layer_num;
 }
 }  // namespace detail
+
+/// Learned absolute position table: max_position_embeddings x hidden (Megatron LanguageModelEmbedding
+/// `position_embeddings`); rotary and no positions have none.
+constexpr double position_table_params(const model_spec& m) {
+  if (m.position_embedding_type != position_kind::learned_absolute) return 0;
+  return static_cast<double>(m.max_position_embeddings.value_or(0)) * static_cast<double>(m.hidden_size);
+}
 
 namespace detail {
 /// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
@@ -3672,13 +4352,23 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double attn = attention_linear_params(m) + layer_norm_params(m);
   const auto dense = static_cast<double>(dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
-  const double embeddings = static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0);
+  const double embeddings =
+      static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  return dense * (attn + dense_mlp_params(m)) + moe * (attn + moe_mlp_params(m, routed)) + embeddings + final_norm;
+  const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
+                      moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
+  if (m.mtp_num_layers == 0) return body;
+  // MTP depths (multi_token_prediction.py): enorm, hnorm, eh_proj (2h x h), one decoder layer of the
+  // last layer's kind, its own final norm; embedding and output layer are the model's.
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  const double layer = attn + (moe > 0 ? moe_mlp_params(m, routed) + linear_bias_params(m, true)
+                                       : dense_mlp_params(m) + linear_bias_params(m, false));
+  return body + static_cast<double>(m.mtp_num_layers) * (3 * norm + 2 * h * h + layer);
 }
 }  // namespace detail
 
-/// Parameters of the whole model (embedding and LM head counted separately unless tied).
+/// Parameters of the whole model (embedding and LM head counted separately unless tied; linear
+/// biases and a learned position table included).
 /// MoE: all routed experts; see `active_parameter_count` for the ones a token uses.
 constexpr double parameter_count(const model_spec& m, std::int64_t vocab) {
   return detail::parameters_with_experts(m, vocab, static_cast<double>(m.expert_num));
@@ -3705,7 +4395,17 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const double v =
       m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
-  return 6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  const double flops =
+      6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  if (m.mtp_num_layers == 0) return flops;
+  // Megatron training.py (num_floating_point_operations) counts each MTP depth as one more decoder
+  // layer of the last layer's kind, its eh_proj (2h x h) and one more logits GEMM; it also counts
+  // 3h for the depth's norms, which this GEMM-only count leaves out.
+  const double k = static_cast<double>(m.mtp_num_layers);
+  const double layer = attn + (moe > 0 ? detail::moe_mlp_params(m, static_cast<double>(m.topk.value_or(1)))
+                                       : detail::dense_mlp_params(m));
+  return flops + 6.0 * k * (layer + 2 * h * h) + 6.0 * k * static_cast<double>(seq_len) * H * (qk + v) +
+         6.0 * k * h * static_cast<double>(vocab);
 }
 
 LLMSIM_END_NAMESPACE
@@ -3720,10 +4420,20 @@ LLMSIM_END_NAMESPACE
 /// Leaves of multi-head latent attention (DeepSeek-V2 §2.1) and of a mixture-of-experts MLP with
 /// Megatron-LM's all-to-all token dispatcher and grouped GEMMs (TransformerEngine GroupedLinear).
 ///
-/// MLA (tp = 1): q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
+/// MLA: q_down (h→q_lora_rank) + RMSNorm + q_up (→ heads·(qk+rope)), or one q projection
 /// without q compression; kv_down (h→kv_lora_rank+rope) + RMSNorm + kv_up (→ heads·(qk+v)); the
 /// rotary part and the q/k concatenations run as copies (Megatron's unfused MLA path makes q, k, v
 /// contiguous for TE); flash attention with qk head dim qk+rope and v head dim v; output projection.
+/// Under tensor parallelism (Megatron-LM `MLASelfAttention`, multi_latent_attention.py, with the
+/// TE layer spec of gpt_layer_specs.py): the down projections are TELinear with
+/// parallel_mode="duplicated" — the whole weight on every tp rank, run on the rank's own tokens
+/// (s/t under sequence parallelism, all s without), no collective; the latent norms run on those
+/// tokens; the up projections (and the q projection without q compression) are column-parallel
+/// over heads, the output projection row-parallel; with SP the rope part of the kv down
+/// projection (k_pos_emb) is gathered from the sequence-parallel region. transformer_engine.py
+/// gives duplicated weights the `sequence_parallel` attribute, so with SP their gradients (each
+/// rank's s/t tokens' share) are summed over tp in finalize_model_grads.py
+/// (`_allreduce_non_tensor_model_parallel_grads`, one coalesced all-reduce after the gradient sync).
 ///
 /// MoE: router GEMM (h→experts) with its softmax; permutation (two memory-bound kernels on the
 /// `permute_fwd` / `permute_bwd` bandwidth entries) and the all-to-all dispatch over ep (plus the
@@ -3732,18 +4442,259 @@ LLMSIM_END_NAMESPACE
 /// ordinary MLP; the shared + routed sum. Routing is balanced; with
 /// `moe_pad_expert_input_to_capacity` every expert receives exactly its capacity.
 
+// ---- begin llmsim/program/context_parallel.hpp -----------------------------------------------------
+/// \file llmsim/program/context_parallel.hpp
+/// Core attention under context parallelism as TransformerEngine runs it
+/// (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py) inside
+/// Megatron-LM's TEDotProductAttention (megatron/core/extensions/transformer_engine.py). Every other
+/// module of the layer only sees the seq_len / cp_size tokens of the rank (build_context::tokens):
+/// Megatron's get_batch_on_this_cp_rank (megatron/training/utils.py) cuts each sequence into 2·cp
+/// chunks and gives cp rank r chunks r and 2·cp − 1 − r, so every rank holds as much of the causal
+/// triangle as the others.
+///
+/// - `p2p` (AttnFuncWithCPAndKVP2P, ring attention): cp steps over the ring; step 0 is the causal
+///   diagonal block of the rank's own tokens, every other step half a block without a mask (all of
+///   its queries over the first half of the received KV, or its second-half queries over all of
+///   it); before a step's attention the next step's KV send / receive is posted on another stream,
+///   so the exchange runs beside that attention (`op::beside_previous`). Backward passes KV and the
+///   accumulated dKV along the ring the same way (step 0 KV only, the last step dKV only).
+/// - `a2a` (AttnFuncWithCPAndQKVOA2A, Ulysses): all-to-all of Q, K, V before attention (the rank
+///   then holds the whole sequence for heads / cp of its heads) and of the output after; backward
+///   mirrors it (dO before, dQ, dK, dV after; TE < 2.8 also exchanges the saved output again).
+/// - `a2a+p2p` (hierarchical, Megatron --hierarchical-context-parallel-sizes): the all-to-all over
+///   the first level, then the ring over the second on heads / a2a.
+/// - `all_gather` (AttnFuncWithCPAndKVAllGather, Llama 3 §3.3.2): K and V all-gathered (exposed),
+///   the rank's two query chunks each attend their causal prefix; backward gathers again and
+///   reduce-scatters dK and dV.
+///
+/// Attention FLOPs follow the tables' convention (shape_key.hpp `attention_pairs::all`): a causal
+/// block is counted over all its pairs as the sdp tables measure it, an unmasked half block is all
+/// pairs anyway. The ring's blocks are those of cp rank 0 (its steps 1.. take its second-half
+/// queries; rank r's first r steps take all queries over half the KV instead — the same pairs).
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Per-rank head layout of core attention under context parallelism (after tp, and after the
+/// Ulysses split by the all-to-all level).
+struct cp_heads {
+  std::int64_t heads = 0, kv_heads = 0, qk_dim = 0, v_dim = 0;
+  double k_width = 0, v_width = 0;  ///< elements per token of K and V (MLA: K and V as wide as all heads)
+};
+
+constexpr cp_heads cp_heads_of(const build_context& c) {
+  const model_spec& m = c.m();
+  const std::int64_t split = c.s().tp_size * cp_a2a_size(c.s());
+  cp_heads h;
+  h.heads = m.head_num / split;
+  h.kv_heads = m.kv_head_num / split;
+  if (m.attention_type == attention_kind::mla) {
+    h.qk_dim = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
+    h.v_dim = *m.v_head_dim;
+    h.k_width = static_cast<double>(h.heads * h.qk_dim);
+    h.v_width = static_cast<double>(h.heads * h.v_dim);
+  } else {
+    h.qk_dim = h.v_dim = head_dim(m);
+    h.k_width = h.v_width = static_cast<double>(h.kv_heads * h.qk_dim);
+  }
+  return h;
+}
+
+/// Elements of one attention call's tensors (q_len queries, kv_len keys) on this rank.
+struct cp_tensors {
+  double q = 0, k = 0, v = 0, o = 0, lse = 0;
+  [[nodiscard]] constexpr double qkv() const { return q + k + v; }
+};
+constexpr cp_tensors cp_tensors_of(const build_context& c, const cp_heads& h, std::int64_t q_len, std::int64_t kv_len) {
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(q_len), skv = static_cast<double>(kv_len);
+  return {b * sq * static_cast<double>(h.heads * h.qk_dim), b * skv * h.k_width, b * skv * h.v_width,
+          b * sq * static_cast<double>(h.heads * h.v_dim), b * sq * static_cast<double>(h.heads)};
+}
+
+namespace detail {
+/// One fused-attention call of `q_len` queries over `kv_len` keys in pass `pass` (forward or the
+/// input gradient); traffic as attention_leaf counts it (forward reads Q, K, V, writes O and the
+/// log-sum-exp; backward also reads O and dO and writes dQ, dK, dV).
+constexpr void cp_attention_call(const build_context& c, leaf& l, const cp_heads& h, pass_kind pass, std::int64_t q_len,
+                                 std::int64_t kv_len) {
+  const cp_tensors t = cp_tensors_of(c, h, q_len, kv_len);
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = q_len,
+                              .kv_len = kv_len,
+                              .head_num = h.heads,
+                              .kv_head_num = h.kv_heads,
+                              .qk_head_dim = h.qk_dim,
+                              .v_head_dim = h.v_dim,
+                              .qkv_contiguous = true,
+                              .pairs = attention_pairs::all};
+  const double traffic = pass == pass_kind::forward ? t.qkv() + t.o + t.lse : 2 * t.q + 2 * t.k + 2 * t.v + t.o + t.lse;
+  c.emit(l, attention_op(pass, shape, traffic * c.element_bytes(), c.s().attention_sparse_ratio));
+}
+
+/// An all-to-all of `bytes` over the Ulysses level: TE first lays the tensor out by destination
+/// (a contiguous copy, read and write), then exchanges it (flash_attn_a2a_communicate); the
+/// reordering of what arrives runs on TE's cp stream beside the next exchange.
+constexpr void cp_all_to_all(const build_context& c, leaf& l, pass_kind pass, double bytes) {
+  c.memory(l, pass, 2 * bytes);
+  c.collective(l, pass, comm_group::cp_a2a, collective_kind::all2all, bytes);
+}
+
+/// The ring's steps of one pass over `span` tokens of the ring rank: step 0 the diagonal block,
+/// steps 1..ring-1 half blocks (span/2 queries over span keys), each KV exchange beside the
+/// attention before it. Forward: the KV of the next step beside steps 0..ring-2. Backward: beside
+/// every step, KV (step 0), KV and dKV (middle steps), dKV (last step), as TE sends them.
+constexpr void cp_ring_steps(const build_context& c, leaf& l, const cp_heads& h, pass_kind pass, std::int64_t ring,
+                             std::int64_t span) {
+  const cp_tensors full = cp_tensors_of(c, h, span, span);
+  const double kv_bytes = (full.k + full.v) * c.element_bytes();
+  for (std::int64_t i = 0; i < ring; ++i) {
+    if (i == 0)
+      cp_attention_call(c, l, h, pass, span, span);
+    else
+      cp_attention_call(c, l, h, pass, span / 2, span);
+    double send = kv_bytes;
+    if (pass == pass_kind::forward && i == ring - 1) send = 0;  // nothing left to fetch
+    if (pass != pass_kind::forward && i > 0 && i < ring - 1) send = 2 * kv_bytes;
+    if (send <= 0 || ring == 1) continue;  // without a ring (plain all-to-all) nothing travels
+    op o = collective_op(pass, collective_kind::p2p, comm_group::cp_ring, send);
+    o.beside_previous = true;
+    c.emit(l, o);
+  }
+}
+
+/// KV all-gather (Llama 3 §3.3.2, TE AttnFuncWithCPAndKVAllGather): K and V gathered over cp
+/// (exposed), then the rank's two query chunks of span/2 tokens attend their causal prefixes — for
+/// cp rank 0 chunk 0 over span/2 keys and chunk 2cp−1 over the whole sequence.
+constexpr void cp_all_gather_pass(const build_context& c, leaf& l, const cp_heads& h, pass_kind pass,
+                                  std::int64_t span) {
+  const std::int64_t n = c.s().seq_len;
+  const cp_tensors own = cp_tensors_of(c, h, span, span);
+  const double E = c.element_bytes(), cp = static_cast<double>(c.s().cp_size);
+  c.collective(l, pass, comm_group::cp, collective_kind::all_gather, own.k * cp * E);
+  c.collective(l, pass, comm_group::cp, collective_kind::all_gather, own.v * cp * E);
+  cp_attention_call(c, l, h, pass, span / 2, span / 2);
+  cp_attention_call(c, l, h, pass, span / 2, n);
+  if (pass == pass_kind::forward) return;
+  c.collective(l, pass, comm_group::cp, collective_kind::reduce_scatter, own.k * cp * E);
+  c.collective(l, pass, comm_group::cp, collective_kind::reduce_scatter, own.v * cp * E);
+}
+}  // namespace detail
+
+/// Core attention of a context-parallel job (cp_size > 1, flash attention): the ops of its
+/// cp_comm_type (see the file comment) and its memory. Held for backward as without cp, over the
+/// rank's tokens: Q, K, V and the log-sum-exp (TE >= 2.8's all-to-all also keeps its output before
+/// the output exchange: te_cp_a2a_save_pre_posta2a_min_version). Transients on top of the plain
+/// flash-attention ones: the ring keeps every step's KV buffer, output and fp32 log-sum-exp until
+/// the last step's correction (forward), and two [KV, dKV] buffers plus a dQ accumulator
+/// (backward); the all-to-all keeps the caller's Q, K, V beside the exchanged ones and its helper's
+/// send copy, receive buffer and reordered result of the largest exchange; the all-gather the
+/// gathered KV (and in backward the full dKV).
+constexpr leaf context_parallel_attention_leaf(const build_context& c) {
+  const strategy_spec& s = c.s();
+  leaf l;
+  l.id = leaf_id::core_attention;
+  l.kind = leaf_kind::attention;
+  l.communicates_in_replay = true;  // a replayed forward exchanges again
+  const cp_heads h = cp_heads_of(c);
+  const std::int64_t a2a = cp_a2a_size(s), ring = cp_ring_size(s);
+  const bool all_gather = s.cp_comm_type == cp_comm_kind::all_gather;
+  // Tokens the rank's attention runs over: its own (all-gather), the ring rank's after the
+  // all-to-all gathered its level's (the whole sequence without a ring).
+  const std::int64_t span = all_gather ? s.seq_len / s.cp_size : s.seq_len / ring;
+  const cp_tensors t = cp_tensors_of(c, h, span, span);  // as many bytes as the rank's own Q, K, V, O
+  const double E = c.element_bytes();
+  const bool saves_output = a2a > 1 && te_at_least(s, s.te_cp_a2a_save_pre_posta2a_min_version);
+  // Forward: Q, K, V exchanged, attention, the output exchanged back. Backward: dO (and before TE
+  // 2.8 the saved output) exchanged, attention backward, dQ, dK, dV exchanged back.
+  if (a2a > 1)
+    for (const double x : {t.q, t.k, t.v}) detail::cp_all_to_all(c, l, pass_kind::forward, x * E);
+  if (all_gather)
+    detail::cp_all_gather_pass(c, l, h, pass_kind::forward, span);
+  else
+    detail::cp_ring_steps(c, l, h, pass_kind::forward, ring, span);
+  if (a2a > 1) {
+    detail::cp_all_to_all(c, l, pass_kind::forward, t.o * E);
+    detail::cp_all_to_all(c, l, pass_kind::backward_input, t.o * E);
+    if (!saves_output) detail::cp_all_to_all(c, l, pass_kind::backward_input, t.o * E);
+  }
+  if (all_gather)
+    detail::cp_all_gather_pass(c, l, h, pass_kind::backward_input, span);
+  else
+    detail::cp_ring_steps(c, l, h, pass_kind::backward_input, ring, span);
+  if (a2a > 1)
+    for (const double x : {t.q, t.k, t.v}) detail::cp_all_to_all(c, l, pass_kind::backward_input, x * E);
+  const double base_fwd = t.qkv() + t.lse + t.o, base_bwd = 2 * t.qkv() + t.lse + t.o;
+  const double kv = t.k + t.v;
+  const double r = static_cast<double>(ring);
+  double fwd_extra = 0, bwd_extra = 0;
+  if (ring > 1) {
+    fwd_extra = r * kv + (1 + (r - 1) / 2) * (t.o + t.lse * 4 / E);
+    bwd_extra = 4 * kv + t.q;
+  }
+  if (a2a > 1) {
+    fwd_extra += t.qkv() + (2 * t.qkv() > 3 * t.o ? 2 * t.qkv() : 3 * t.o);
+    bwd_extra += 3 * t.qkv() > 3 * t.o ? 3 * t.qkv() : 3 * t.o;
+  }
+  if (all_gather) {
+    const double gathered = kv * (static_cast<double>(s.cp_size) - 1);
+    fwd_extra = gathered;
+    bwd_extra = 2 * gathered;
+  }
+  l.input = t.qkv() * E;
+  l.cache = (t.qkv() + t.lse + (saves_output ? t.o : 0)) * E;
+  l.fwd_peak = (base_fwd + fwd_extra) * E;
+  l.bwd_peak = (base_bwd + bwd_extra) * E;
+  return l;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/context_parallel.hpp -------------------------------------------------------
 
 LLMSIM_BEGIN_NAMESPACE
 
 /// Token counts of one MoE layer on one rank.
 struct moe_tokens {
   double local = 0;       ///< tokens of the micro-batch on this rank (T0)
-  double dispatched = 0;  ///< token copies this rank sends to experts: topk·T0, padded to capacity
+  double dispatched = 0;  ///< token copies this rank's router keeps: topk·T0, padded to or cut at capacity
   double expert = 0;      ///< token copies entering this rank's grouped GEMMs (×etp: ETP ranks gather)
+  double sent_rows = 0;   ///< rows the flex (DeepEP) dispatch sends: T0 × distinct ranks per token
   std::int64_t local_experts = 1;
 };
 
-/// Megatron capacity with padding: ceil(topk·T0 / E) tokens per expert per source rank, × capacity.
+namespace detail {
+/// Smallest whole number >= x (x >= 0), in constant expressions.
+constexpr double ceil_nonnegative(double x) {
+  const auto whole = static_cast<double>(static_cast<std::int64_t>(x));
+  return whole < x ? whole + 1 : whole;
+}
+}  // namespace detail
+
+/// Token copies per expert that one rank's router keeps, Megatron-LM's expert capacity
+/// (megatron/core/transformer/moe/moe_utils.py `get_capacity`, called with num_tokens = T0·topk):
+/// ceil(topk·T0 / E × capacity factor). Padded (`moe_pad_expert_input_to_capacity`): every expert
+/// gets exactly that many; otherwise balanced routing sends topk·T0/E to each and copies beyond the
+/// capacity are dropped (only a factor below 1 drops any).
+constexpr double routed_copies(const model_spec& m, double copies) {
+  const double experts = static_cast<double>(m.expert_num);
+  const double capacity = detail::ceil_nonnegative(copies / experts * m.capacity);
+  if (m.moe_pad_expert_input_to_capacity) return capacity * experts;
+  return copies < capacity * experts ? copies : capacity * experts;
+}
+
+/// Expected number of distinct ranks a token's top-k experts sit on, with E experts split evenly
+/// over ep ranks and the k experts drawn uniformly without repeats (balanced routing):
+/// ep · (1 − C(E − E/ep, k) / C(E, k)). DeepEP (deepseek-ai/DeepEP `Buffer.get_dispatch_layout`,
+/// `is_token_in_rank`) sends a token once to each such rank, not once per expert.
+constexpr double distinct_expert_ranks(std::int64_t experts, std::int64_t ep, std::int64_t topk) {
+  const std::int64_t elsewhere = experts - experts / ep;  // experts not on a given rank
+  double none_here = 1;                                   // P(no expert of the token on that rank)
+  for (std::int64_t i = 0; i < topk; ++i)
+    none_here *= elsewhere - i > 0 ? static_cast<double>(elsewhere - i) / static_cast<double>(experts - i) : 0.0;
+  return static_cast<double>(ep) * (1 - none_here);
+}
+
+/// Token counts of one MoE layer on this rank, for the strategy's dispatcher.
 constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
@@ -3751,14 +4702,10 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   t.local = c.local_tokens();
   t.local_experts = m.expert_num / s.ep_size;
   const double topk = static_cast<double>(m.topk.value_or(1));
-  const double experts = static_cast<double>(m.expert_num);
-  auto padded = [&](double copies) {
-    if (!m.moe_pad_expert_input_to_capacity) return copies;
-    const double per_expert = static_cast<double>(static_cast<std::int64_t>((copies + experts - 1) / experts));  // ceil
-    return per_expert * experts * m.capacity;
-  };
-  t.dispatched = padded(topk * t.local);
-  t.expert = padded(topk * t.local * static_cast<double>(s.etp_size));
+  t.dispatched = routed_copies(m, topk * t.local);
+  t.expert = t.dispatched * static_cast<double>(s.etp_size);  // each ETP rank routed its own tokens
+  if (s.moe_dispatcher_policy == dispatcher_kind::flex)
+    t.sent_rows = t.local * distinct_expert_ranks(m.expert_num, s.ep_size, m.topk.value_or(1));
   return t;
 }
 
@@ -3772,8 +4719,8 @@ constexpr leaf mla_glue_leaf(const build_context& c) {
   l.kind = leaf_kind::activation;
   const auto& m = c.m();
   const double E = c.element_bytes();
-  const double T = c.local_tokens();
-  const double H = static_cast<double>(m.head_num);
+  const double T = c.tokens();  // after the up projections: the whole sequence, this rank's heads
+  const double H = static_cast<double>(m.head_num / c.s().tp_size);
   const double nope = static_cast<double>(*m.qk_head_dim), rope = static_cast<double>(*m.qk_pos_emb_head_dim),
                v = static_cast<double>(*m.v_head_dim);
   const double q = T * H * (nope + rope) * E, k = q, vv = T * H * v * E;
@@ -3816,38 +4763,147 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
   l.input = (q + k + v) * E;
   l.cache = (q + k + v + lse) * E;
+  if (c.quantized) l.cache += o * E;  // its output O, which linear_proj keeps only in FP8 (see attention_leaf)
   l.fwd_peak = (q + k + v + lse + o) * E;
   l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
   return l;
 }
 
-/// The attention half of an MLA layer (input norm … output projection, residual add).
+/// Unfused MLA attention (use_flash_sdp = false; Megatron's `DotProductAttention` core): as
+/// `math_attention_leaf`, with K as wide as Q (qk + rope per head, the rope part broadcast) and V
+/// and the output v_head_dim wide: batched Q·Kᵀ and P·V GEMMs over every pair, the softmax (and
+/// dropout) passes over the score matrix; Q, K, V and the probabilities (with dropout its mask and
+/// output) kept for backward, backward twice the forward GEMM FLOPs.
+constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_lengths& len) {
+  leaf l;
+  l.id = leaf_id::core_attention;
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t heads = m.head_num / c.s().tp_size;
+  const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim, vd = *m.v_head_dim;
+  const double E = c.element_bytes(), H = static_cast<double>(heads);
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * H * static_cast<double>(qd), k = b * skv * H * static_cast<double>(qd),
+               v = b * skv * H * static_cast<double>(vd), o = b * sq * H * static_cast<double>(vd);
+  const double P = b * H * sq * skv;  // elements of one score matrix over this rank's heads
+  const attention_shape counted{.batch = c.s().micro_batch_size,
+                                .q_len = len.q,
+                                .kv_len = len.kv,
+                                .head_num = heads,
+                                .qk_head_dim = qd,
+                                .v_head_dim = vd};
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);
+  const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
+  c.memory(l, pass_kind::forward, 2 * P * E);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * gemm_flops, (2 * q + 2 * k + 2 * v + 4 * P + o) * E));
+  c.memory(l, pass_kind::backward_input, 3 * P * E);
+  if (c.s().enable_dropout) {
+    c.memory(l, pass_kind::forward, 2 * P * E + dropout_mask);
+    c.memory(l, pass_kind::backward_input, 2 * P * E + dropout_mask);
+  }
+  l.input = (q + k + v) * E;
+  l.cache = (q + k + v) * E + P * E + dropout_mask + dropout_out;
+  l.fwd_peak = 2 * P * E + dropout_mask + dropout_out + o * E;
+  l.bwd_peak = 2 * P * E + (q + k + v) * E;
+  return l;
+}
+
+/// A down projection of MLA under tp > 1: Megatron's TELinear with parallel_mode="duplicated" —
+/// the whole `in_features` x `out_features` weight on every tp rank, applied to the rank's own
+/// tokens (`local_tokens`: s/t with SP), no collective either way; three GEMMs as `linear_leaf`'s.
+/// With SP the weight gradient covers s/t tokens only (`tp_duplicated`: summed over tp later).
+constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
+                                      std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::linear_column;
+  const std::int64_t b = c.s().micro_batch_size;
+  const std::int64_t s = c.sequence() / (c.sequence_parallel() ? c.s().tp_size : 1);
+  const double E = c.element_bytes();
+  const double x = c.local_tokens() * static_cast<double>(in_features);
+  const double y = c.local_tokens() * static_cast<double>(out_features);
+  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double grad_w_bytes = w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  c.emit(l, detail::job_gemm(c, pass_kind::forward,
+                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
+                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
+                             (x + y + w) * E));
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
+                               (x + y + w) * E + grad_w_bytes));
+  } else {
+    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
+                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
+                               (x + y + w) * E + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+  }
+  l.params = w;
+  l.tp_duplicated = c.sequence_parallel();
+  l.input = x * E;
+  l.cache = l.input;
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  return l;
+}
+
+/// An MLA down projection: with tp = 1 a plain linear, else the duplicated TELinear.
+constexpr leaf mla_down_leaf(const build_context& c, leaf_id id, std::int64_t in_features, std::int64_t out_features) {
+  if (c.s().tp_size == 1) return linear_leaf(c, id, true, in_features, out_features);
+  return duplicated_linear_leaf(c, id, in_features, out_features);
+}
+
+/// The attention half of an MLA layer (input norm … output projection, residual add); heads split
+/// over tp from the up projections on (see the file comment).
 constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
-  const std::int64_t h = m.hidden_size, H = m.head_num;
+  const std::int64_t h = m.hidden_size, H = m.head_num / c.s().tp_size;
   const std::int64_t qd = *m.qk_head_dim + *m.qk_pos_emb_head_dim;
   b.push(norm_leaf(c, leaf_id::input_layernorm));
   if (m.q_lora_rank) {
-    b.push(linear_leaf(c, leaf_id::linear_q_down_proj, true, h, *m.q_lora_rank));
+    b.push(mla_down_leaf(c, leaf_id::linear_q_down_proj, h, *m.q_lora_rank));
     b.push(norm_leaf(c, leaf_id::q_layernorm, *m.q_lora_rank, norm_kind::rmsnorm));
     b.push(linear_leaf(c, leaf_id::linear_q_up_proj, true, *m.q_lora_rank, H * qd));
   } else {
     b.push(linear_leaf(c, leaf_id::linear_q_proj, true, h, H * qd));
   }
-  leaf kv_down = linear_leaf(c, leaf_id::linear_kv_down_proj, true, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
+  leaf kv_down = mla_down_leaf(c, leaf_id::linear_kv_down_proj, h, *m.kv_lora_rank + *m.qk_pos_emb_head_dim);
   kv_down.cache = 0;  // reads the same normed input the q projection keeps
+  if (c.sequence_parallel()) {
+    // k_pos_emb: gather_from_sequence_parallel_region (all-gather forward, reduce-scatter backward).
+    const double k_pos = c.tokens() * static_cast<double>(*m.qk_pos_emb_head_dim) * c.element_bytes();
+    c.collective(kv_down, pass_kind::forward, comm_group::tp, collective_kind::all_gather, k_pos);
+    c.collective(kv_down, pass_kind::backward_input, comm_group::tp, collective_kind::reduce_scatter, k_pos);
+    kv_down.fwd_peak += k_pos;
+  }
   b.push(kv_down);
   b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  b.push(mla_attention_leaf(c, self_attention(c)));
+  if (c.s().cp_size > 1)
+    b.push(context_parallel_attention_leaf(c));
+  else if (c.s().use_flash_sdp)
+    b.push(mla_attention_leaf(c, self_attention(c)));
+  else
+    b.push(mla_math_attention_leaf(c, self_attention(c)));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
 
+constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
+                                             std::int64_t in_features, std::int64_t out_features);
+
 /// A grouped GEMM over this rank's experts: `tokens` rows in total, weights in × out per expert.
 constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                    std::int64_t in_features, std::int64_t out_features) {
+  if (c.quantized) return quantized_grouped_linear_leaf(c, id, experts, tokens, in_features, out_features);
   leaf l;
   l.id = id;
   l.kind = leaf_kind::linear_column;
@@ -3857,8 +4913,8 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts,   tokens_per_expert,          out_features, in_features,
-                              c.s().fp8, c.main_grad_bytes() == 4.0, stage};
+    return grouped_gemm_shape{experts, tokens_per_expert,          out_features, in_features,
+                              false,   c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
@@ -3884,6 +4940,60 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   return l;
 }
 
+/// A grouped GEMM of a quantized layer (TE GroupedLinear under the recipe): the stages of
+/// `grouped_linear_leaf` on the recipe's grouped op kind (keyed `dtype=fp8`, or `fp4` for NVFP4),
+/// operands read quantized, with the casts of `quantized_linear_leaf` (no tensor-parallel gathers:
+/// the tokens arrive by the dispatcher). fc1's input follows SimuMax's `QuantizedGroupLinearCol`:
+/// by default the bf16 input is saved and re-quantized column-wise in backward (its quantizer is
+/// recomputed); with `cache_groupgemm_col_fp8_inputs` the quantized input is saved instead. fc2
+/// saves its quantized input, as TE does.
+constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
+                                             std::int64_t in_features, std::int64_t out_features) {
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::linear_column;
+  const quantized_format f = c.format();
+  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
+  const double x = tokens * static_cast<double>(in_features), y = tokens * static_cast<double>(out_features);
+  const double w = static_cast<double>(experts) * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
+  const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
+  const bool fp4 = f.grouped_gemm == compute_kind::fp4_group_matmul;
+  auto shape = [&](grouped_stage stage) {
+    grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
+                         true,    c.main_grad_bytes() == 4.0, stage};
+    g.fp4 = fp4;
+    return g;
+  };
+  const bool bf16_input_saved = id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs;
+  detail::quantize(c, l, pass_kind::forward, x, qa, bf16_input_saved ? 1 : f.copies);
+  detail::quantize_weight(c, l, w);
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, x * qa + w * qw + y * E));
+  detail::quantize(c, l, pass_kind::backward_input, y, qa, f.copies);
+  c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count,
+                            y * qa + w * qw + x * E));
+  if (bf16_input_saved) detail::quantize(c, l, pass_kind::backward_weight, x, qa, 1);  // the column-wise copy
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient), flop_count,
+                              (x + y) * qa + w * qw + w * c.main_grad_bytes()));
+  } else {
+    c.emit(l, grouped_gemm_op(pass_kind::backward_weight, shape(grouped_stage::weight_gradient_unaccumulated),
+                              flop_count, (x + y) * qa + w * qw + w * E));
+    c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
+  }
+  l.params = l.quantized_params = w;
+  l.quantized_weight_bytes = w * qw * f.copies;
+  l.expert_params = true;
+  l.input = x * E;
+  l.cache = bf16_input_saved ? x * E : x * qa;
+  l.fwd_peak = (x + y) * E + x * qa * f.copies;
+  l.bwd_peak = (x + y) * E + y * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
+  l.weight_rows = out_features;
+  l.weight_cols = in_features;
+  l.grouped = true;
+  return l;
+}
+
 /// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
 constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
@@ -3897,31 +5007,24 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto rows = static_cast<std::int64_t>(tok.local);
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
   const std::int64_t b = s.micro_batch_size;
-  c.emit(r, detail::job_gemm(c, pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
-                             in + w + 3 * logits));
-  c.emit(r, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16}, in + w + 4 * logits));
-  c.emit(r, detail::job_gemm(c, pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out},
-                             in + w + logits));
+  // Megatron's TopKRouter runs its gate as a plain torch linear, outside TE's FP8 autocast: bf16 GEMMs.
+  c.emit(r, gemm_op(pass_kind::forward, {b, rows / b, h, X, gemm_layout::tn, false, dtype_kind::bf16},
+                    in + w + 3 * logits));
+  c.emit(r, gemm_op(pass_kind::backward_input, {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16},
+                    in + w + 4 * logits));
+  c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
   r.params = static_cast<double>(h * X);
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;
   return r;
 }
 
-/// Permutation (two memory-bound kernels each way) and the all-to-all dispatch over ep (plus the
-/// routing probabilities with `dispatch_probs`), then the ETP all-gather.
-constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+/// The dispatch's communication: all-to-all dispatch over ep (plus the routing probabilities with
+/// `dispatch_probs`), then the ETP all-gather; backward mirrors it (Megatron MoEAlltoAllTokenDispatcher).
+constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
-  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
-  leaf p;
-  p.id = leaf_id::permutation;
-  p.kind = leaf_kind::activation;
-  const double k1 = (tok.local + tok.dispatched) * h * E, k2 = 2 * tok.dispatched * h * E;
-  // Forward: permute, then dispatch; backward: the gradients come back before they are unpermuted.
-  c.memory(p, pass_kind::forward, k1, memory_kind::permute_fwd);
-  c.memory(p, pass_kind::forward, k2, memory_kind::permute_fwd);
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
@@ -3930,15 +5033,103 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.memory(p, pass_kind::backward_input, k1, memory_kind::permute_bwd);
-  c.memory(p, pass_kind::backward_input, k2, memory_kind::permute_bwd);
+}
+
+/// Megatron MoEAllGatherTokenDispatcher: the tokens, their probabilities and routing map are
+/// gathered over the ep x etp group (here over ep, then etp: the same bytes reach each rank), each
+/// rank permutes out the copies for its own experts; backward reduce-scatters the gradients.
+constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double map = tok.local * static_cast<double>(c.m().expert_num);  // probs (E bytes) + bool map
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const double per_rank = tok.local * h * E + map * (E + 1);
+  c.collective(p, pass_kind::forward, comm_group::ep, collective_kind::all_gather, per_rank * ep);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, per_rank * ep * etp);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter,
+               tok.local * h * E * ep * etp);
+  c.collective(p, pass_kind::backward_input, comm_group::ep, collective_kind::reduce_scatter, tok.local * h * E * ep);
+}
+
+/// DeepEP's fused dispatch (Megatron MoEFlexTokenDispatcher, `_DeepepManager.dispatch`): each token
+/// goes once to every rank holding one of its experts, with its top-k expert indices (int64) and
+/// weights (fp32); backward is the combine of the gradients, the same bytes.
+constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double topk = static_cast<double>(c.m().topk.value_or(1));
+  const double payload = tok.sent_rows * (h * E + topk * (8 + 4));
+  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
+    c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
+}
+
+/// Permutation and the dispatch. All-to-all: permute (two memory-bound kernels) before the
+/// dispatch; all-gather: one permute of the gathered tokens after it; flex: DeepEP permutes while
+/// sending, then one permute of the received rows into expert order.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
+  leaf p;
+  p.id = leaf_id::permutation;
+  p.kind = leaf_kind::activation;
+  double kernels[2] = {(tok.local + tok.dispatched) * h * E, 2 * tok.dispatched * h * E};
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
+    kernels[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
+    kernels[1] = 0;
+    p.fwd_peak = gathered * h * E + tok.expert * h * E;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    kernels[0] = (tok.sent_rows + tok.expert) * h * E;
+    kernels[1] = 0;
+    p.fwd_peak = (tok.sent_rows + tok.expert) * h * E;
+  }
+  // Forward: permute around the dispatch; backward: the gradients come back before they are unpermuted.
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(p, pass_kind::forward, bytes, memory_kind::permute_fwd);
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    allgather_dispatch_comm(p, c, tok);
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    flex_dispatch_comm(p, c, tok);
+  } else {
+    all2all_dispatch_comm(p, c, tok);
+  }
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(p, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
   return p;
 }
 
-/// Unpermutation and the all-to-all combine over ep, with the ETP reduce-scatter first.
+/// The combine's communication in `pass`, the mirror of the dispatch: ETP reduce-scatter then
+/// all-to-all (all2all); the unpermuted full buffer reduce-scattered over etp then ep (allgather);
+/// DeepEP's combine sending each token's locally reduced output back once per rank (flex).
+constexpr void combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double A = tok.expert * h * E;
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const bool fwd = pass == pass_kind::forward;
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double full = tok.local * h * E * ep * etp;
+    if (fwd) {
+      c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
+      c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
+    } else {
+      c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
+      c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
+    }
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    c.collective(u, pass, comm_group::ep, collective_kind::all2all, tok.sent_rows * h * E);
+  } else {
+    c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
+                 A * etp);
+    c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
+  }
+}
+
+/// Unpermutation and the combine. The rows the unpermute writes: the tokens this rank routed
+/// (all2all), the whole gathered buffer (allgather), the rows DeepEP sends back (flex).
 constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
@@ -3946,16 +5137,21 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
-  // Forward: the combine (ETP reduce-scatter, all-to-all) brings the expert outputs home, then they are unpermuted.
-  const double gathered = A * static_cast<double>(s.etp_size);
-  c.collective(u, pass_kind::forward, comm_group::etp, collective_kind::reduce_scatter, gathered);
-  c.collective(u, pass_kind::forward, comm_group::ep, collective_kind::all2all, A);
-  c.memory(u, pass_kind::forward, 2 * A, memory_kind::permute_fwd);
-  c.memory(u, pass_kind::forward, A + out, memory_kind::permute_fwd);
-  c.memory(u, pass_kind::backward_input, 2 * A, memory_kind::permute_bwd);
-  c.memory(u, pass_kind::backward_input, A + out, memory_kind::permute_bwd);
-  c.collective(u, pass_kind::backward_input, comm_group::etp, collective_kind::all_gather, gathered);
-  c.collective(u, pass_kind::backward_input, comm_group::ep, collective_kind::all2all, A);
+  double kernels[2] = {2 * A, A + out};
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    kernels[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
+    kernels[1] = 0;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    kernels[0] = A + tok.sent_rows * h * E;
+    kernels[1] = 0;
+  }
+  // Forward: the combine brings the expert outputs home, then they are unpermuted; backward mirrors it.
+  combine_comm(u, c, tok, pass_kind::forward);
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(u, pass_kind::forward, bytes, memory_kind::permute_fwd);
+  for (const double bytes : kernels)
+    if (bytes > 0) c.memory(u, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
+  combine_comm(u, c, tok, pass_kind::backward_input);
   u.communicates_in_replay = true;
   u.input = A;
   if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
@@ -4149,7 +5345,10 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
     b.push(norm_leaf(c, leaf_id::input_layernorm));
     b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
     if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-    b.push(attention_leaf(c));
+    if (c.s().cp_size > 1)
+      b.push(context_parallel_attention_leaf(c));
+    else
+      b.push(attention_leaf(c));
     b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
     b.push(residual_leaf(c, leaf_id::attention_residual_add));
   }
@@ -5179,6 +6378,17 @@ constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timi
   return in;
 }
 
+/// Interleaved 1F1B on a prepared setup: `in.ranks` ranks of `in.chunks` chunks each with their
+/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`.
+constexpr pipeline_result simulate_interleaved_setup(const schedule_setup& in, std::int64_t m, std::int64_t g,
+                                                     std::vector<pipeline_event>* events = nullptr) {
+  const std::int64_t p = in.ranks, v = in.chunks;
+  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+}
+
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
 /// in groups of `g` (schedule/engine.hpp; long runs with the steady-period extension, every
 /// micro-batch when `events` is given). Returns every rank's finish and the slowest.
@@ -5191,15 +6401,328 @@ constexpr pipeline_result simulate_interleaved(const std::vector<stage_timing>& 
     none.finish.assign(timings.size(), seconds{});
     return none;
   }
-  const schedule_setup in = interleaved_setup(timings, v, async_p2p);
-  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
-  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
-  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
-  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+  return simulate_interleaved_setup(interleaved_setup(timings, v, async_p2p), m, g, events);
 }
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/interleaved.hpp -----------------------------------------------------------
+// ---- begin llmsim/schedule/sharded_dp.hpp ----------------------------------------------------------
+/// \file llmsim/schedule/sharded_dp.hpp
+/// The data-parallel stream of one micro-batch's forward and backward under ZeRO-2/3 and FSDP:
+/// per-unit parameter all-gathers (ZeRO-3) prefetched one unit ahead, and per-unit gradient
+/// reduce-scatters (ZeRO-2/3) issued as each unit's backward ends. A unit is what the framework
+/// gathers and frees as one: a decoder layer for Megatron-FSDP (`fsdp_unit_modules` =
+/// TransformerLayer, megatron/core/distributed/fsdp/mcore_fsdp_adapter.py) and for PyTorch FSDP2
+/// wrapped per layer (torch/distributed/fsdp/_fully_shard); the embedding and the output layer
+/// with the loss are units of their own. The stream runs in issue order (one NCCL stream, as
+/// Megatron-FSDP's runtime_schedule.md describes for a shared communicator):
+/// - forward: AG_0 at the start; when unit i's compute starts (its gather done), AG_{i+1} is
+///   issued (prefetch); unit i's compute waits for AG_i;
+/// - backward, units in reverse: AG_{n-1} at the start; when unit i's backward starts, AG_{i-1}
+///   is issued, when it ends RS_i; the backward ends when the stream has drained (DeepSpeed
+///   stage3.py `independent_gradient_partition_epilogue` synchronises its reduce stream, FSDP2's
+///   post-backward callback waits for the last reduce-scatter). Without overlap the reduce-scatter
+///   runs on the compute stream after each unit's backward (DeepSpeed ZeRO-2 with overlap_comm off).
+/// The exposed time of a pass is its length minus its compute.
+
+
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One unit of a stage (seconds of one micro-batch); `repeat` identical units in a row.
+struct shard_unit {
+  double forward = 0, backward = 0;  ///< compute, with the unit's own tensor-parallel collectives
+  double gather = 0;                 ///< all-gather of its parameters (ZeRO-3), else 0
+  double reduce = 0;                 ///< reduce-scatter of its gradients (ZeRO-2/3)
+  std::int64_t repeat = 1;
+};
+
+namespace detail {
+/// The unit list with every repetition written out.
+constexpr std::vector<shard_unit> expand_units(const std::vector<shard_unit>& units) {
+  std::vector<shard_unit> out;
+  for (const shard_unit& u : units)
+    for (std::int64_t k = 0; k < u.repeat; ++k) out.push_back({u.forward, u.backward, u.gather, u.reduce, 1});
+  return out;
+}
+constexpr double later(double a, double b) { return a > b ? a : b; }
+}  // namespace detail
+
+/// Exposed time of one forward over `units`: AG_0 up front, AG_{i+1} issued as unit i starts.
+constexpr double sharded_forward_exposed(const std::vector<shard_unit>& units) {
+  const std::vector<shard_unit> u = detail::expand_units(units);
+  if (u.empty()) return 0;
+  double stream = u[0].gather, ready = u[0].gather, t = 0, compute = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    const double start = detail::later(t, ready);
+    if (i + 1 < u.size()) {
+      stream = detail::later(stream, start) + u[i + 1].gather;
+      ready = stream;
+    }
+    t = start + u[i].forward;
+    compute += u[i].forward;
+  }
+  return t - compute;
+}
+
+/// Exposed time of one backward over `units` (run last to first): AG_{i-1} issued as unit i
+/// starts, RS_i as it ends; `overlap_reduce`: the reduce-scatter runs beside the next unit's
+/// compute, else the compute waits for it. The pass ends when the stream is drained.
+constexpr double sharded_backward_exposed(const std::vector<shard_unit>& units, bool overlap_reduce) {
+  const std::vector<shard_unit> u = detail::expand_units(units);
+  if (u.empty()) return 0;
+  const std::size_t n = u.size();
+  double stream = u[n - 1].gather, ready = u[n - 1].gather, t = 0, compute = 0;
+  for (std::size_t k = n; k > 0; --k) {
+    const std::size_t i = k - 1;
+    const double start = detail::later(t, ready);
+    if (i > 0) {
+      stream = detail::later(stream, start) + u[i - 1].gather;
+      ready = stream;
+    }
+    t = start + u[i].backward;
+    compute += u[i].backward;
+    if (u[i].reduce > 0) {
+      stream = detail::later(stream, t) + u[i].reduce;
+      if (!overlap_reduce) t = stream;
+    }
+  }
+  return detail::later(t, stream) - compute;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/schedule/sharded_dp.hpp ------------------------------------------------------------
+// ---- begin llmsim/spec/pipeline_layout.hpp ---------------------------------------------------------
+/// \file llmsim/spec/pipeline_layout.hpp
+/// Megatron-LM's --pipeline-model-parallel-layout (megatron/core/transformer/
+/// pipeline_parallel_layer_layout.py), read and checked at compile time or run time.
+///
+/// Syntax: stages separated by '|'; in a stage 'E' the embedding, 't' a decoder ("transformer")
+/// layer, 'm' a multi-token-prediction layer, 'L' the loss (final norm, output layer, cross
+/// entropy); 'X*N' repeats one symbol N times (also '|*N'), '(...)*N' repeats a group (one level,
+/// no nesting, as Megatron's two regular expressions expand them); commas are cosmetic.
+/// "Et*3|(tt|)*29,m|L" is [E t t t] [t t] x 29 [m] [L]: 32 stages.
+/// Stage k of the pp·vp stages runs on pipeline rank k mod pp as its model chunk k / pp (Megatron
+/// turns the list into layout[pp_rank][vpp_rank] = list[vpp_rank·pp + pp_rank]); layers are
+/// numbered in string order (`get_layer_offset`), so the first 'k' decoder layers of the string
+/// are --first-k-dense-replace's dense ones.
+///
+/// ```cpp
+/// static_assert(llmsim::parse_pipeline_layout("Et*3|(tt|)*29,m|L").size() == 32);
+/// ```
+
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// What one of the pp·vp stages of a layout holds.
+struct layout_stage {
+  std::int64_t layers = 0;  ///< decoder layers ('t')
+  std::int64_t mtp = 0;     ///< multi-token-prediction layers ('m')
+  std::int64_t embeddings = 0, losses = 0;
+  std::int64_t first_layer = 0;  ///< index of its first decoder layer in the model
+};
+
+namespace detail {
+inline constexpr std::string_view layout_field = "strategy.pipeline_model_parallel_layout";
+
+/// One symbol of the layout repeated `count` times, and where it stood.
+struct layout_run {
+  char symbol = 't';
+  std::int64_t count = 1;
+  std::size_t at = 0;
+};
+
+/// Reads the digits of N after a '*' at `i` (the '*' itself); returns N and moves `i` past them.
+constexpr std::int64_t layout_repeat(std::string_view text, std::size_t& i) {
+  const std::size_t star = i++;
+  if (i >= text.size() || text[i] < '0' || text[i] > '9')
+    report_error("llmsim::strategy", layout_field, "{}=\"{}\": '*' at position {} must be followed by a count N",
+                 layout_field, text, star);
+  std::int64_t n = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    n = n * 10 + (text[i++] - '0');
+    if (n > 1000000)
+      report_error("llmsim::strategy", layout_field, "{}=\"{}\": the count after position {} is too large",
+                   layout_field, text, star);
+  }
+  return n;
+}
+
+constexpr bool layout_symbol(char c) { return c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|'; }
+
+/// The layout as runs of symbols, every '*N' applied (Megatron's two expansion passes).
+constexpr std::vector<layout_run> layout_runs(std::string_view text) {
+  std::vector<layout_run> out;
+  std::size_t i = 0;
+  auto skip_commas = [&] {
+    while (i < text.size() && text[i] == ',') ++i;
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == ',') {
+      ++i;
+      continue;
+    }
+    if (c == '(') {
+      const std::size_t open = i++;
+      std::vector<layout_run> group;
+      while (i < text.size() && text[i] != ')') {
+        const char g = text[i];
+        if (g == ',') {
+          ++i;
+          continue;
+        }
+        if (g == '(')
+          report_error("llmsim::strategy", layout_field,
+                       "{}=\"{}\": '(' at position {} inside the group opened at {}: groups do not nest", layout_field,
+                       text, i, open);
+        if (!layout_symbol(g))
+          report_error("llmsim::strategy", layout_field,
+                       "{}=\"{}\": '{}' at position {} is not a layout symbol (E, t, m, L, |, (...)*N, X*N, ',')",
+                       layout_field, text, std::string_view(&text[i], 1), i);
+        group.push_back({g, 1, i++});
+        skip_commas();
+        if (i < text.size() && text[i] == '*') group.back().count = layout_repeat(text, i);
+      }
+      if (i >= text.size())
+        report_error("llmsim::strategy", layout_field, "{}=\"{}\": the group opened at position {} is not closed",
+                     layout_field, text, open);
+      if (group.empty())
+        report_error("llmsim::strategy", layout_field, "{}=\"{}\": the group at position {} is empty", layout_field,
+                     text, open);
+      ++i;  // ')'
+      if (i >= text.size() || text[i] != '*')
+        report_error("llmsim::strategy", layout_field,
+                     "{}=\"{}\": the group closed at position {} must be followed by *N", layout_field, text, i - 1);
+      const std::int64_t n = layout_repeat(text, i);
+      for (std::int64_t k = 0; k < n; ++k) out.insert(out.end(), group.begin(), group.end());
+      continue;
+    }
+    if (!layout_symbol(c))
+      report_error("llmsim::strategy", layout_field,
+                   "{}=\"{}\": '{}' at position {} is not a layout symbol (E, t, m, L, |, (...)*N, X*N, ',')",
+                   layout_field, text, std::string_view(&text[i], 1), i);
+    out.push_back({c, 1, i++});
+    skip_commas();
+    if (i < text.size() && text[i] == '*') out.back().count = layout_repeat(text, i);
+    if (i < text.size() && text[i] == '*')
+      report_error("llmsim::strategy", layout_field, "{}=\"{}\": a second '*' at position {}", layout_field, text, i);
+  }
+  return out;
+}
+}  // namespace detail
+
+/// The stages of a layout string in Megatron's list order (index vpp_rank·pp + pp_rank), with
+/// each stage's first decoder layer. Syntax errors name the position and the rule.
+constexpr std::vector<layout_stage> parse_pipeline_layout(std::string_view text) {
+  std::vector<layout_stage> stages(1);
+  std::int64_t layer = 0;
+  for (const detail::layout_run& r : detail::layout_runs(text)) {
+    for (std::int64_t k = 0; k < r.count && r.symbol == '|'; ++k) stages.push_back({.first_layer = layer});
+    if (r.symbol == 't') {
+      stages.back().layers += r.count;
+      layer += r.count;
+    }
+    if (r.symbol == 'm') stages.back().mtp += r.count;
+    if (r.symbol == 'E') stages.back().embeddings += r.count;
+    if (r.symbol == 'L') stages.back().losses += r.count;
+  }
+  return stages;
+}
+
+namespace detail {
+/// The first and last symbol of a layout other than '|' (Megatron: the flattened layout starts
+/// with the embedding and ends with the loss), and whether a 't' follows an 'm'.
+struct layout_order {
+  char first = 0, last = 0;
+  bool decoder_after_mtp = false;
+};
+constexpr layout_order layout_order_of(std::string_view text) {
+  layout_order o;
+  bool mtp_seen = false;
+  for (const layout_run& r : layout_runs(text)) {
+    if (r.symbol == '|' || r.count == 0) continue;
+    if (o.first == 0) o.first = r.symbol;
+    o.last = r.symbol;
+    mtp_seen = mtp_seen || r.symbol == 'm';
+    o.decoder_after_mtp = o.decoder_after_mtp || (mtp_seen && r.symbol == 't');
+  }
+  return o;
+}
+}  // namespace detail
+
+/// Megatron's rules for a layout (`PipelineParallelLayerLayout.__init__` and
+/// `validate_layer_layout`): pp·vp stages; the embedding first and once, the loss last and once;
+/// exactly model.layer_num decoder layers and model.mtp_num_layers MTP layers, all MTP layers
+/// after the decoder layers, in one stage that is the last model chunk of a rank other than the
+/// first. And what llmsim then refuses: the other split settings beside a layout, DualPipeV.
+constexpr void validate_pipeline_layout(const model_spec& m, const strategy_spec& s) {
+  using detail::layout_field;
+  using detail::report_error;
+  constexpr std::string_view api = "llmsim::strategy";
+  const std::string_view text = s.pipeline_model_parallel_layout.view();
+  const std::vector<layout_stage> stages = parse_pipeline_layout(text);
+  const auto count = static_cast<std::int64_t>(stages.size());
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (count != p * v)
+    report_error(api, layout_field,
+                 "{} has {} stages; it needs strategy.pp_size * interleaving_size = {} * {} = {} (Megatron takes vp "
+                 "= stages / pp)",
+                 layout_field, count, p, v, p * v);
+  std::int64_t layers = 0, mtp = 0, embeddings = 0, losses = 0;
+  for (const layout_stage& st : stages) {
+    layers += st.layers;
+    mtp += st.mtp;
+    embeddings += st.embeddings;
+    losses += st.losses;
+  }
+  if (layers != m.layer_num)
+    report_error(api, layout_field, "{} places {} decoder layers ('t'); model.layer_num={}", layout_field, layers,
+                 m.layer_num);
+  if (embeddings != 1 || losses != 1)
+    report_error(api, layout_field, "{} must hold the embedding 'E' and the loss 'L' exactly once each (got {} and {})",
+                 layout_field, embeddings, losses);
+  const detail::layout_order order = detail::layout_order_of(text);
+  if (order.first != 'E' || order.last != 'L')
+    report_error(api, layout_field, "{} must start with the embedding 'E' and end with the loss 'L'", layout_field);
+  if (mtp != m.mtp_num_layers)
+    report_error(api, layout_field, "{} places {} MTP layers ('m'); model.mtp_num_layers={}", layout_field, mtp,
+                 m.mtp_num_layers);
+  if (order.decoder_after_mtp)
+    report_error(api, layout_field, "{}: decoder layers ('t') must come before the MTP layers ('m')", layout_field);
+  for (std::int64_t k = 0; k < count && mtp > 0; ++k) {
+    const layout_stage& st = stages[static_cast<std::size_t>(k)];
+    if (st.mtp == 0) continue;
+    if (st.mtp != mtp) report_error(api, layout_field, "{}: all MTP layers must be in one stage", layout_field);
+    if (k / p != v - 1 || k % p == 0)
+      report_error(api, layout_field,
+                   "{}: the MTP layers must be in the last model chunk of a pipeline rank other than the first (stage "
+                   "{} is chunk {} of rank {})",
+                   layout_field, k, k / p, k % p);
+  }
+  if (s.num_layers_in_first_pipeline_stage || s.num_layers_in_last_pipeline_stage ||
+      s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split)
+    report_error(api, layout_field,
+                 "{} cannot be combined with strategy.num_layers_in_first/last_pipeline_stage or "
+                 "account_for_embedding/loss_in_pipeline_split (Megatron-LM refuses both)",
+                 layout_field);
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, layout_field, "{} with the DualPipeV schedule is not modelled (its V split is even)",
+                 layout_field);
+  if (v > 1 && s.micro_batch_num % p != 0)
+    report_error(api, "strategy.micro_batch_num",
+                 "the interleaved schedule needs strategy.micro_batch_num={} to be a multiple of strategy.pp_size={}",
+                 s.micro_batch_num, p);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/spec/pipeline_layout.hpp -----------------------------------------------------------
 // ---- begin llmsim/spec/validate.hpp ----------------------------------------------------------------
 /// \file llmsim/spec/validate.hpp
 /// The rules that tie a model, a strategy and a system together (Megatron-LM's argument checks
@@ -5234,11 +6757,12 @@ constexpr void validate_pipeline_split(const model_spec& m, const strategy_spec&
       report_error(api, "strategy.account_for_embedding_in_pipeline_split",
                    "strategy.account_for_embedding/loss_in_pipeline_split cannot be combined with "
                    "strategy.num_layers_in_first/last_pipeline_stage (Megatron-LM refuses both)");
-    if (s.interleaving_size > 1)
-      report_error(api, "strategy.account_for_embedding_in_pipeline_split",
-                   "strategy.account_for_embedding/loss_in_pipeline_split with strategy.interleaving_size={} is not "
-                   "modelled yet",
-                   s.interleaving_size);
+    // Megatron get_num_layers_to_build: with vp, (layers + slots) / pp per rank must split into vp chunks.
+    if (s.interleaving_size > 1 && (m.layer_num + slots) % (pp * s.interleaving_size) != 0)
+      report_error(api, "strategy.interleaving_size",
+                   "strategy.pp_size * interleaving_size = {} must divide model.layer_num={} plus the {} "
+                   "embedding/loss slot(s) of account_for_*_in_pipeline_split",
+                   pp * s.interleaving_size, m.layer_num, slots);
     if ((m.layer_num + slots) % pp != 0)
       report_error(api, "strategy.pp_size",
                    "strategy.pp_size={} must divide model.layer_num={} plus the {} embedding/loss slot(s) of "
@@ -5352,6 +6876,25 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
                  s.tp_size, s.seq_len / s.cp_size);
+  // Megatron-LM arguments.py: the position table must cover the sequence.
+  if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&
+      *m.max_position_embeddings < s.seq_len)
+    report_error(api, "strategy.seq_len", "strategy.seq_len={} exceeds model.max_position_embeddings={}", s.seq_len,
+                 *m.max_position_embeddings);
+  // Ulysses all-to-all splits each tp rank's heads over its level (TE AttnFuncWithCPAndQKVOA2A asserts
+  // num_heads % cp_size == 0 for Q and for K, V).
+  if (const std::int64_t a2a = cp_a2a_size(s); s.cp_size > 1 && a2a > 1) {
+    if ((m.head_num / s.tp_size) % a2a != 0)
+      report_error(api, "strategy.cp_size",
+                   "strategy.cp_comm_type=\"{}\" splits the heads over an all-to-all of {} ranks, which must divide "
+                   "model.head_num/tp_size={}",
+                   enum_name(s.cp_comm_type), a2a, m.head_num / s.tp_size);
+    if (!mla && (m.kv_head_num / s.tp_size) % a2a != 0)
+      report_error(api, "strategy.cp_size",
+                   "strategy.cp_comm_type=\"{}\" splits the heads over an all-to-all of {} ranks, which must divide "
+                   "model.kv_head_num/tp_size={}",
+                   enum_name(s.cp_comm_type), a2a, m.kv_head_num / s.tp_size);
+  }
   if (is_moe(m)) {
     if (m.expert_num % s.ep_size != 0)
       report_error(api, "strategy.ep_size", "strategy.ep_size={} must divide model.expert_num={}", s.ep_size,
@@ -5359,9 +6902,49 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
     if (expert_ffn_size(m) % s.etp_size != 0)
       report_error(api, "strategy.etp_size", "strategy.etp_size={} must divide model.moe_ffn_hidden_size={}",
                    s.etp_size, expert_ffn_size(m));
+    // Megatron-LM transformer_config.py: the DeepEP flex dispatcher drops no tokens and pads none.
+    if (s.moe_dispatcher_policy == dispatcher_kind::flex && m.moe_pad_expert_input_to_capacity)
+      report_error(api, "strategy.moe_dispatcher_policy",
+                   "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
+                   "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  detail::validate_pipeline_split(m, s);
+  if (s.pipeline_model_parallel_layout.empty())
+    detail::validate_pipeline_split(m, s);
+  else
+    validate_pipeline_layout(m, s);
 }
+
+namespace detail {
+/// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
+/// FP8 tensor cores from Ada/Hopper (8.9) on; MXFP8 and NVFP4 are Blackwell formats (TE: MXFP8
+/// and NVFP4 recipes need compute capability >= 10.0); with an unknown GPU the recipe's GEMM entry
+/// must be in the system file; the bf16 first and last layers must exist.
+constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.fp8) return;
+  const double cc = known_compute_capability(sys);
+  if (cc > 0 && cc < 8.9)
+    report_error(api, "strategy.fp8",
+                 "strategy.fp8=true needs FP8 tensor cores (compute capability >= 8.9: Ada, Hopper, Blackwell); "
+                 "system {} has compute capability {}",
+                 sys.sys_name, cc);
+  const bool blackwell_only = s.fp8_recipe == fp8_recipe_kind::mxfp8 || s.fp8_recipe == fp8_recipe_kind::nvfp4;
+  if (blackwell_only && cc < 10)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
+                 "compute capability {}",
+                 enum_name(s.fp8_recipe), sys.sys_name, cc);
+  const compute_kind gemm =
+      s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
+  if (cc <= 0 && !sys.op(gemm).present)
+    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.{} in system {}",
+                 compute_kind_names[static_cast<std::size_t>(gemm)], sys.sys_name);
+  if (s.fp8_first_last_layers_bf16 && s.fp8_layers_at_start_in_bf16 + s.fp8_layers_at_end_in_bf16 > m.layer_num)
+    report_error(api, "strategy.fp8_layers_at_start_in_bf16",
+                 "strategy.fp8_layers_at_start_in_bf16={} + fp8_layers_at_end_in_bf16={} exceeds model.layer_num={}",
+                 s.fp8_layers_at_start_in_bf16, s.fp8_layers_at_end_in_bf16, m.layer_num);
+}
+}  // namespace detail
 
 /// Checks each spec and then the rules between them: `validate(m, s)`, then the rules that need
 /// the system (network tier names, the fp8 op). `validate(m, s, sys)` is the gate every estimate
@@ -5369,8 +6952,6 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
 constexpr void validate(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   validate(m, s);
   validate(sys);
-  constexpr std::string_view api = "llmsim::strategy";
-  using detail::report_error;
   detail::require_network(sys, "strategy.tp_net", s.tp_net);
   detail::require_network(sys, "strategy.cp_net", s.cp_net);
   detail::require_network(sys, "strategy.pp_net", s.pp_net);
@@ -5378,9 +6959,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.ep_net", s.ep_net);
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
-  if (s.fp8 && !sys.op(compute_kind::fp8_matmul).present)
-    report_error(api, "strategy.fp8", "strategy.fp8=true needs system.accelerator.op.fp8_matmul in system {}",
-                 sys.sys_name);
+  detail::validate_fp8_on_system(m, s, sys);
 }
 
 LLMSIM_END_NAMESPACE
@@ -5412,6 +6991,21 @@ inline constexpr double te_grouped_gemm_streams = 4;
 enum class stage_kind : std::uint8_t { first, middle, last };
 inline constexpr std::array<std::string_view, 3> stage_kind_names{"first_stage", "middle_stage", "last_stage"};
 
+/// What one model chunk of a rank holds when the chunks are described one by one (a
+/// pipeline_model_parallel_layout, or MTP layers, which sit in the last chunk of their rank).
+struct chunk_layout {
+  std::int64_t layers = 0, dense_layers = 0, mtp_layers = 0;
+  std::int64_t first_layer = 0;  ///< index of its first decoder layer in the model (names only)
+  bool embedding = false, head = false;
+  /// Equal programs: the same layers of the same kinds, wherever they sit in the model.
+  friend constexpr bool operator==(const chunk_layout& a, const chunk_layout& b) {
+    return a.layers == b.layers && a.dense_layers == b.dense_layers && a.mtp_layers == b.mtp_layers &&
+           a.embedding == b.embedding && a.head == b.head;
+  }
+};
+/// Most model chunks per rank a described layout may have.
+inline constexpr std::size_t max_rank_chunks = 16;
+
 /// What one pipeline rank runs. Ranks with equal layouts run the same program, so they are
 /// priced once; their memory differs only by the micro-batches they hold in flight.
 struct rank_layout {
@@ -5420,6 +7014,12 @@ struct rank_layout {
   std::int64_t chunk_layers = 0;        ///< layers of one model chunk (interleaved: layers / v)
   std::int64_t chunk_dense_layers = 0;  ///< dense layers of its first model chunk
   bool embedding = false, head = false;
+  /// FP8 jobs with fp8_first_last_layers_bf16: its first / last layers that are among the model's
+  /// bf16 first / last layers (Megatron --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16).
+  std::int64_t bf16_head_layers = 0, bf16_tail_layers = 0;
+  std::int64_t mtp_layers = 0;   ///< multi-token-prediction layers (model.mtp_num_layers, in its last chunk)
+  std::int64_t chunk_count = 0;  ///< model chunks described in `chunks` (0: the even split above)
+  std::array<chunk_layout, max_rank_chunks> chunks{};
   friend constexpr bool operator==(const rank_layout&, const rank_layout&) = default;
 };
 
@@ -5430,9 +7030,13 @@ struct stage_block {
   std::int64_t first_layer = -1;  ///< index of its first decoder layer in the stage (-1: not layers)
 };
 
-/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [final norm, LM head, loss].
+/// Most blocks of a stage program: embedding, up to five runs of decoder layers (dense / MoE,
+/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head.
+inline constexpr std::size_t max_stage_blocks = 10;
+
+/// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [MTP] [final norm, LM head, loss].
 struct stage_program {
-  std::array<stage_block, 6> blocks{};
+  std::array<stage_block, max_stage_blocks> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
 
@@ -5447,7 +7051,7 @@ struct stage_program {
 /// The parts add up to `duration_time_per_iter`.
 struct time_breakdown {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
-  seconds intra_exposed_time{};  ///< tensor-parallel and expert-parallel collectives
+  seconds intra_exposed_time{};  ///< tensor-, expert- and context-parallel collectives (what the ring does not hide)
   seconds inter_exposed_time{};  ///< pipeline sends and receives
   seconds bubble_time{};         ///< waiting: pipeline fill and drain, and for faster stages their slack
   seconds dp_exposed_time{};
@@ -5472,6 +7076,7 @@ struct stage_result {
   seconds hidden_comm_time{};  ///< DualPipeV: expert exchange its overlapped pairs hide over the iteration (at `rank`)
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
+  std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
   std::array<double, 2> v_chunk_fwd_peak{}, v_chunk_bwd_peak{};  ///< DualPipeV: each chunk's own transient peaks
   seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
@@ -5483,13 +7088,27 @@ struct stage_result {
   seconds grad_reduce_tail{};   ///< overlap_grad_reduce: the reductions running past the last backward
   seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
-  seconds optim_time{};                             ///< optimizer step
+  seconds tp_grad_allreduce_time{};  ///< of dp_time, the tp all-reduce of duplicated weights' gradients (SP; MLA)
+  seconds optim_time{};              ///< optimizer step
   std::int64_t dp_buckets = 0;
-  time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
+  // ZeRO-2/3 and FSDP (zero_state >= 2): the per-unit collectives of one micro-batch on the
+  // data-parallel stream (schedule/sharded_dp.hpp), and what of them each pass waits for.
+  seconds fwd_shard_comm_time{}, bwd_shard_comm_time{};        ///< all-gathers; all-gathers + reduce-scatters
+  seconds fwd_shard_exposed_time{}, bwd_shard_exposed_time{};  ///< of them, added to the pass
+  seconds host_optimizer_time{};  ///< optimizer_cpu_offload: of optim_time, D2H grads + host Adam + H2D weights
+  double dp_comm_bytes = 0;       ///< data-parallel collective payload (whole tensors) over the iteration
+  time_breakdown breakdown{};     ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
+  double tp_duplicated_params =
+      0;  ///< of which weights replicated over tp whose gradients tp sums (MLA down projections)
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
+  double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
+  double quantized_expert_params = 0;  ///< of which routed-expert weights
+  bytes quantized_weight_mem{};        ///< their quantized copies (TE weight workspaces, or the fp8 parameters)
+  bytes gathered_param_mem{};  ///< ZeRO-3: the gathered 16-bit weights of the unit running and the one prefetched
+  bytes unsharded_grad_mem{};  ///< ZeRO-2/3: one unit's whole gradients waiting for their reduce-scatter
   bytes fwd_activation_cache_per_micro_batch{};
   bytes peak_activation_mem_in_1F1B{};
   bytes fwd_transient_mem{}, bwd_transient_mem{};  ///< one micro-batch's (chunk's) own peak in its forward / backward
@@ -5503,9 +7122,13 @@ struct stage_result {
 /// Network tiers chosen for the groups.
 struct comm_summary {
   std::string_view tp_net{}, pp_net{}, dp_net{}, ep_net{};
-  seconds tp_time_per_iter{};  ///< tensor- and expert-parallel collectives of the bounding stage over the iteration
+  seconds
+      tp_time_per_iter{};  ///< tensor-, expert- and context-parallel collectives of the bounding stage over the iteration
   seconds p2p_time_per_transfer{};
   seconds dp_time{};
+  /// Context parallelism (cp_size > 1): the tiers of its all-to-all level and of its KV exchange
+  /// (the ring, or the all-gather over the whole cp group); "none" for a level of one rank.
+  std::string_view cp_a2a_net{}, cp_ring_net{};
 };
 
 /// Where the iteration's critical path ends on its critical rank (`cost_result::critical_stream`),
@@ -5553,8 +7176,9 @@ enum class estimate_note : std::uint8_t {
   compute_capability_assumed,    ///< ... and not inferable: assumed a current GPU (>= 9.0)
   processor_usage_not_modelled,  ///< a network tier's processor_usage (SimuMax: "reserved") is not 0
   math_sdp_shadowed_by_flash,    ///< use_math_sdp=true with use_flash_sdp=true: flash attention runs
+  low_precision_rate_derived,    ///< fp8/fp4 GEMMs without usable system figures: bf16 twin at the data-sheet ratio
 };
-inline constexpr std::size_t estimate_note_count = 4;
+inline constexpr std::size_t estimate_note_count = 5;
 
 /// Most distinct pipeline-stage programs a job can have: first, last, and middle ranks that are
 /// all dense, mixed, or all MoE (interleaving adds ranks whose first chunk is partly dense).
@@ -5589,45 +7213,118 @@ struct job_blocks {
   leaf_block embedding{}, head{};
   leaf_block tied_head{};  ///< the head on the embedding's stage when it shares the embedding weight
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
+  /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
+  leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
+
+  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
+  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
+    if (bf16) {
+      if (dense) return recomputed ? dense_layer_bf16_recomputed : dense_layer_bf16;
+      return recomputed ? moe_layer_bf16_recomputed : moe_layer_bf16;
+    }
+    if (dense) return recomputed ? dense_layer_recomputed : dense_layer;
+    return recomputed ? moe_layer_recomputed : moe_layer;
+  }
+  /// MTP (model.mtp_num_layers > 0): embedding of the shifted tokens, enorm, hnorm, eh_proj — with
+  /// the embedding's own weight, or `_shared` with none where the stage holds the embedding — and
+  /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
+  /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
+  leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
 };
 
+/// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
+/// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
+/// all-gather forward, a split backward), then with SP scattered back to s/t tokens
+/// (scatter_to_sequence_parallel_region: a split forward, an all-gather backward).
+constexpr leaf mtp_eh_proj_leaf(const build_context& c) {
+  const std::int64_t h = c.m().hidden_size;
+  leaf l = linear_leaf(c, leaf_id::mtp_eh_proj, true, 2 * h, h / c.s().tp_size);
+  const double out = c.tokens() * static_cast<double>(h) * c.element_bytes();
+  c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, out);
+  if (c.sequence_parallel())
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, out);
+  if (c.s().tp_size > 1) l.fwd_peak += out;
+  return l;
+}
+
+/// The MTP blocks of `j` (Megatron MultiTokenPredictionLayer: each depth embeds the tokens shifted
+/// by one more, norms them and the previous hidden states, projects their concatenation, runs one
+/// decoder layer and its own final norm, and computes a second loss through the shared output layer).
+constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
+  j.mtp_prefix.push(embedding_leaf(c));
+  j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_enorm));
+  j.mtp_prefix.push(norm_leaf(c, leaf_id::mtp_hnorm));
+  j.mtp_prefix.push(mtp_eh_proj_leaf(c));
+  j.mtp_prefix_shared = j.mtp_prefix;
+  j.mtp_prefix_shared.leaves[0].params = 0;
+  j.mtp_suffix_own.push(norm_leaf(c, leaf_id::final_layernorm));
+  j.mtp_suffix_own.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
+  j.mtp_suffix_own.push(cross_entropy_leaf(c));
+  j.mtp_suffix = j.mtp_suffix_own;
+  j.mtp_suffix.leaves[1].params = 0;
+}
+
+/// Decoder layers (FP8 jobs: quantized, and bf16 twins for the first/last layers), embedding and
+/// head (always bf16: TE keeps the embedding, output layer and loss out of FP8).
 constexpr job_blocks build_blocks(const build_context& c) {
   job_blocks j;
   j.embedding.push(embedding_leaf(c));
   const bool rc = recompute_active(c.s());
+  build_context layer_context = c;
+  layer_context.quantized = c.s().fp8;
+  const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
   if (detail::dense_layer_count(c.m()) > 0) {
-    j.dense_layer = decoder_layer_leaves(c, false, false);
-    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(c, false, true);
+    j.dense_layer = decoder_layer_leaves(layer_context, false, false);
+    if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
+    if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
+    if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
   if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
-    j.moe_layer = decoder_layer_leaves(c, true, false);
-    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(c, true, true);
+    j.moe_layer = decoder_layer_leaves(layer_context, true, false);
+    if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
+    if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
+    if (bf16_twins && rc) j.moe_layer_bf16_recomputed = decoder_layer_leaves(c, true, true);
   }
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
+  if (c.m().mtp_num_layers > 0) build_mtp_blocks(j, c);
   return j;
 }
 
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
-/// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block).
+/// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block);
+/// its first `bf16_head` and last `bf16_tail` layers run in bf16 (FP8 jobs, see rank_layout). The
+/// layers are cut into runs at those boundaries, in layer order, one block per run.
 constexpr stage_program build_stage(const job_blocks& j, const build_context& c, std::int64_t layers,
-                                    std::int64_t dense, bool has_embedding, bool has_head) {
+                                    std::int64_t dense, bool has_embedding, bool has_head, std::int64_t mtp = 0,
+                                    std::int64_t bf16_head = 0, std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
-  const std::int64_t moe = layers - dense;
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  const std::int64_t dense_rc = recomputed < dense ? recomputed : dense;
-  const std::int64_t moe_rc = recomputed - dense_rc < moe ? recomputed - dense_rc : moe;
-  if (dense_rc > 0) p.add(j.dense_layer_recomputed, dense_rc, 0);
-  if (dense - dense_rc > 0) p.add(j.dense_layer, dense - dense_rc, dense_rc);
-  if (moe_rc > 0) p.add(j.moe_layer_recomputed, moe_rc, dense);
-  if (moe - moe_rc > 0) p.add(j.moe_layer, moe - moe_rc, dense + moe_rc);
+  const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
+  std::int64_t start = 0;
+  while (start < layers) {
+    std::int64_t end = layers;
+    for (const std::int64_t cut : cuts)
+      if (cut > start && cut < end) end = cut;
+    const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
+    p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
+    start = end;
+  }
+  if (mtp > 0) {
+    // Each depth's decoder layer is of the model's last layer's kind (Megatron training.py counts
+    // MTP layers as MoE when the last layer is), without recompute.
+    const bool moe_last = is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num;
+    p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, mtp, -1);
+    p.add(moe_last ? j.moe_layer : j.dense_layer, mtp, -1);
+    p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, mtp, -1);
+  }
   if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
   return p;
 }
@@ -5651,6 +7348,37 @@ constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, cons
   return i;
 }
 
+/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks
+/// (Megatron get_num_layers_to_build): every one of the p·v virtual stages gets (layers + slots)
+/// / (p·v) slots; the first virtual stage (rank 0, chunk 0) builds one layer fewer for the
+/// embedding, the last (rank p - 1, chunk v - 1) one fewer for the loss. Virtual stage k = c·p + r.
+constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  const std::int64_t each = (m.layer_num + emb + loss) / (p * v), dense_total = detail::dense_layer_count(m);
+  rank_layout out;
+  out.chunk_count = v;
+  out.embedding = r == 0;
+  out.head = r == p - 1;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t k = c * p + r;
+    const bool first = k == 0, last = k == p * v - 1;
+    const std::int64_t layers = each - (first ? emb : 0) - (last ? loss : 0);
+    const std::int64_t start = k * each - (k > 0 ? emb : 0);
+    std::int64_t dense = dense_total - start;
+    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
+    const std::int64_t mtp = last ? m.mtp_num_layers : 0;
+    out.chunks[static_cast<std::size_t>(c)] = {layers, dense, mtp, start, first, last};
+    out.layers += layers;
+    out.dense_layers += dense;
+    out.mtp_layers += mtp;
+    out.chunk_layers = layers > out.chunk_layers ? layers : out.chunk_layers;
+  }
+  out.chunk_dense_layers = out.chunks[0].dense_layers;
+  return out;
+}
+
 /// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
 /// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
 /// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
@@ -5664,13 +7392,55 @@ constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s
   out.head = r == p - 1;
   const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
   const std::int64_t dense_total = detail::dense_layer_count(m);
+  const bool described = m.mtp_num_layers > 0;  // MTP sits in one chunk: describe them one by one
+  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return slot_layout_of_rank(m, s, r);
   for (std::int64_t chunk = 0; chunk < v; ++chunk) {
     const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
     std::int64_t dense = dense_total - offset;
     dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
     out.dense_layers += dense;
     if (chunk == 0) out.chunk_dense_layers = dense;
+    if (described) {
+      const bool head = out.head && chunk == v - 1;
+      out.chunks[static_cast<std::size_t>(chunk)] = {
+          out.chunk_layers, dense, head ? m.mtp_num_layers : 0, offset, out.embedding && chunk == 0, head};
+    }
   }
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
+    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
+    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
+    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
+  }
+  if (described) {
+    out.chunk_count = v;
+    out.mtp_layers = out.head ? m.mtp_num_layers : 0;
+  }
+  return out;
+}
+
+/// What rank `r` holds under a pipeline_model_parallel_layout (spec/pipeline_layout.hpp): its
+/// model chunk c is stage c·p + r of the layout; dense layers are the model's first ones.
+constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, const std::vector<layout_stage>& stages,
+                                  std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  const std::int64_t dense_total = detail::dense_layer_count(m);
+  rank_layout out;
+  out.chunk_count = v;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const layout_stage& st = stages[static_cast<std::size_t>(c * p + r)];
+    std::int64_t dense = dense_total - st.first_layer;
+    dense = dense < 0 ? 0 : (dense > st.layers ? st.layers : dense);
+    out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
+                                               st.embeddings > 0, st.losses > 0};
+    out.layers += st.layers;
+    out.dense_layers += dense;
+    out.mtp_layers += st.mtp;
+    out.embedding = out.embedding || st.embeddings > 0;
+    out.head = out.head || st.losses > 0;
+    out.chunk_layers = st.layers > out.chunk_layers ? st.layers : out.chunk_layers;
+  }
+  out.chunk_dense_layers = out.chunks[0].dense_layers;
   return out;
 }
 
@@ -5707,7 +7477,16 @@ constexpr bool v_shaped(const strategy_spec& s) { return pipeline_schedule_of(s)
 /// What rank `rank` holds under the strategy's placement (looped or V-shaped).
 constexpr rank_layout placed_layout(const model_spec& m, const strategy_spec& s, const stage_layers& split,
                                     std::int64_t rank) {
+  if (!s.pipeline_model_parallel_layout.empty())
+    return layout_rank(m, s, parse_pipeline_layout(s.pipeline_model_parallel_layout.view()), rank);
   return v_shaped(s) ? v_shape_layout_of_rank(m, s, rank) : layout_of_rank(m, s, split, rank);
+}
+
+/// The program of described model chunk `c` of a rank (see rank_layout::chunks).
+constexpr stage_program described_chunk_program(const job_blocks& j, const build_context& c, const rank_layout& lay,
+                                                std::size_t chunk) {
+  const chunk_layout& k = lay.chunks[chunk];
+  return build_stage(j, c, k.layers, k.dense_layers, k.embedding, k.head, k.mtp_layers);
 }
 
 /// Pipeline boundaries rank `rank` of `p` exchanges with other ranks per micro-batch and direction:
@@ -5758,7 +7537,7 @@ struct stage_memory {
 /// backward in reverse, the first repetition processed does.
 constexpr stage_memory walk_stage(const stage_program& prog) {
   stage_memory out;
-  std::array<block_memory, 6> walks{};
+  std::array<block_memory, max_stage_blocks> walks{};
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
@@ -5786,16 +7565,46 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
 }
 
 namespace detail {
+/// ZeRO-2/3 combinations the estimate refuses.
+constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (s.zero_state < 2) return;
+  if (!megatron_fsdp(s) && s.pp_size > 1)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} (DeepSpeed ZeRO-{}) with strategy.pp_size={}: DeepSpeed's pipeline engine "
+                 "refuses ZeRO-2/3 with pipeline parallelism (deepspeed/runtime/pipe/engine.py); for Megatron-FSDP set "
+                 "strategy.data_parallel_sharding_strategy",
+                 s.zero_state, s.zero_state, s.pp_size);
+  if (s.interleaving_size > 1 || pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1 ||
+      pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.zero_state",
+                 "strategy.zero_state={} (ZeRO-2/3, FSDP) with the \"{}\" pipeline schedule is not modelled yet (only "
+                 "1f1b)",
+                 s.zero_state, enum_name(pipeline_schedule_of(s)));
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.zero_state >= 2)
-    report_error(api, "strategy.zero_state",
-                 "strategy.zero_state={} is not modelled (Megatron-LM's distributed optimizer is ZeRO-1; use 0 or 1)",
-                 s.zero_state);
-  if (s.cp_size > 1)
-    report_error(api, "strategy.cp_size", "strategy.cp_size={} (context parallelism) is not modelled yet", s.cp_size);
-  if (s.fp8) report_error(api, "strategy.fp8", "strategy.fp8=true is not modelled yet");
+  refuse_unmodelled_sharding(s);
+  if (s.cp_size > 1 && !s.use_flash_sdp)
+    report_error(api, "strategy.use_flash_sdp",
+                 "strategy.cp_size={} with strategy.use_flash_sdp=false is not modelled (TransformerEngine's context "
+                 "parallelism runs fused / flash attention only)",
+                 s.cp_size);
+  if (s.fp8 && s.megatron_recompute &&
+      (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
+       s.megatron_recompute_modules.contains(recompute_module::moe_act)))
+    report_error(api, "strategy.megatron_recompute_modules",
+                 "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
+                 "modelled (SimuMax refuses the combination too: perf_llm.py)");
+  if (s.fp8 && s.fp8_first_last_layers_bf16 &&
+      (s.interleaving_size > 1 || v_shaped(s) || !s.pipeline_model_parallel_layout.empty()))
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true with interleaving_size={}, pipeline_schedule "
+                 "\"dualpipev\" or a pipeline_model_parallel_layout is not modelled yet (only plain pipeline stages "
+                 "place the bf16 layers)",
+                 s.interleaving_size);
   if (s.dtype == dtype_kind::fp32)
     report_error(api, "strategy.dtype",
                  "strategy.dtype=\"fp32\" is not modelled (GEMMs are priced at the 16-bit rate and the optimizer state "
@@ -5813,15 +7622,20 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.group_linear_mode",
                  "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
                  "yet; use \"parallel\" (grouped GEMM)");
-  if (m.attention_type == attention_kind::mla && !s.use_flash_sdp)
-    report_error(
-        api, "strategy.use_flash_sdp",
-        "strategy.use_flash_sdp=false (unfused attention) with multi-head latent attention is not modelled yet");
-  if (m.attention_type == attention_kind::mla && s.tp_size > 1)
-    report_error(api, "strategy.tp_size",
-                 "strategy.tp_size={} with multi-head latent attention is not modelled yet (MLA is modelled with tp=1, "
-                 "experts split by ep)",
-                 s.tp_size);
+  if (is_moe(m) && s.moe_dispatcher_policy == dispatcher_kind::flex && s.etp_size > 1)
+    report_error(api, "strategy.etp_size",
+                 "strategy.etp_size={} with strategy.moe_dispatcher_policy=\"flex\" is not modelled yet (DeepEP's "
+                 "group spans ep x etp; use etp_size=1)",
+                 s.etp_size);
+  if (m.mtp_num_layers > 0 && pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "model.mtp_num_layers",
+                 "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
+                 m.mtp_num_layers);
+  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty()) &&
+      s.interleaving_size > static_cast<std::int64_t>(max_rank_chunks))
+    report_error(api, "strategy.interleaving_size",
+                 "strategy.interleaving_size={} with MTP layers or a pipeline layout: at most {} model chunks per rank",
+                 s.interleaving_size, max_rank_chunks);
 }
 
 constexpr void add_note(std::uint32_t& notes, estimate_note n) { notes |= 1U << static_cast<unsigned>(n); }
@@ -5853,6 +7667,7 @@ struct job_context {
   double grad_bytes = 0;       ///< bytes of one main-gradient element
   double workspace_bytes = 0;  ///< TE's cuBLAS workspace per GEMM stream
   bool te_dummy = false, te_grouped_dummy = false;
+  bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
@@ -5876,6 +7691,10 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       r.recompute_tp_comm_time += l.replay_comm() * n;
       r.params += l.params * n;
       if (l.expert_params) r.expert_params += l.params * n;
+      r.quantized_params += l.quantized_params * n;
+      if (l.expert_params) r.quantized_expert_params += l.quantized_params * n;
+      r.quantized_weight_mem += bytes{static_cast<std::int64_t>(l.quantized_weight_bytes * n)};
+      if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
@@ -5893,6 +7712,99 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   return dummy;
 }
 
+/// Bytes of one gradient element a stage keeps and reduces: Megatron's main gradient (fp32 unless
+/// grad_reduce_in_bf16), except under DeepSpeed ZeRO-2/3, which accumulates and reduces gradients
+/// in the model's 16-bit type (deepspeed/runtime/engine.py `get_data_types`: grad_accum_dtype is
+/// the model dtype under ZeRO; the ZeRO paper's 2 bytes of fp16 gradients per parameter, §3.1).
+constexpr double stage_grad_bytes(const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  return s.zero_state >= 2 && !megatron_fsdp(s) ? j.c->element_bytes() : j.grad_bytes;
+}
+
+/// Parameters this rank's optimizer updates: dense ones sharded over dp·cp, expert ones over edp
+/// (ZeRO >= 1), else all.
+constexpr double local_params(const stage_result& r, const strategy_spec& s) {
+  if (s.zero_state < 1) return r.params;
+  return (r.params - r.expert_params) / static_cast<double>(dp_size(s) * s.cp_size) +
+         r.expert_params / static_cast<double>(edp_size(s));
+}
+
+/// A collective over the data-parallel group of dense (dp·cp) or expert (edp) parameters.
+constexpr seconds data_parallel_collective(const job_context& j, comm_group which, collective_kind kind, double bytes) {
+  const strategy_spec& s = j.c->s();
+  const std::int64_t group = which == comm_group::edp ? edp_size(s) : dp_size(s) * s.cp_size;
+  if (group <= 1 || bytes <= 0) return {};
+  return collective_time(j.c->sys(), s, resolve_tier(j.c->sys(), s, which), {kind, bytes, group, which});
+}
+
+/// The units of a stage under ZeRO-2/3 (schedule/sharded_dp.hpp): each decoder layer, and the
+/// embedding and the head blocks, with their compute of one micro-batch, the all-gather of their
+/// 16-bit weights (ZeRO-3) and the reduce-scatter of their gradients; `params` per unit.
+struct shard_plan {
+  std::vector<shard_unit> units;
+  std::vector<double> params;  ///< parameters of one unit of each entry
+};
+constexpr shard_plan plan_shard_units(const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const double eb = j.c->element_bytes(), gb = stage_grad_bytes(j);
+  shard_plan out;
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    shard_unit u;
+    u.repeat = sb.repeat;
+    double dense = 0, expert = 0;
+    for (const leaf& l : *sb.block) {
+      u.forward += (l.fwd + l.fwd_comm).value;
+      u.backward += (l.bwd + l.replay() + l.bwd_comm + l.replay_comm()).value;
+      (l.expert_params ? expert : dense) += l.params;
+    }
+    if (s.zero_state >= 3)
+      u.gather = (data_parallel_collective(j, comm_group::dp, collective_kind::all_gather, dense * eb) +
+                  data_parallel_collective(j, comm_group::edp, collective_kind::all_gather, expert * eb))
+                     .value;
+    u.reduce = (data_parallel_collective(j, comm_group::dp, collective_kind::reduce_scatter, dense * gb) +
+                data_parallel_collective(j, comm_group::edp, collective_kind::reduce_scatter, expert * gb))
+                   .value;
+    out.units.push_back(u);
+    out.params.push_back(dense + expert);
+  }
+  return out;
+}
+
+/// ZeRO-2/3 (DeepSpeed stage_1_and_2.py with partition_grads, stage3.py; Megatron-FSDP optim_grads /
+/// optim_grads_params: "RS on all microbatches", "RS & AG on all microbatches", mcore_fsdp_adapter.py):
+/// every micro-batch's forward gathers each unit (ZeRO-3) and its backward gathers it again and
+/// reduce-scatters its gradients; what the layer compute cannot hide is added to the passes. The
+/// gathers are always prefetched (DeepSpeed's stage3_prefetch_bucket_size, FSDP's one-unit
+/// prefetch); ZeRO-3's reduce-scatter runs on its own stream (DeepSpeed stage 3's overlap_comm
+/// default), ZeRO-2's beside the compute only with overlap_grad_reduce (DeepSpeed overlap_comm).
+/// Memory in flight: two units' gathered weights (the running one and the prefetched one, the
+/// largest neighbouring pair) and one unit's whole gradients before their reduce-scatter.
+constexpr void plan_sharded_passes(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  if (s.zero_state < 2) return;
+  const shard_plan plan = plan_shard_units(j, prog);
+  double gather = 0, reduce = 0, pair = 0, largest = 0, previous = 0;
+  for (std::size_t i = 0; i < plan.units.size(); ++i) {
+    const auto n = static_cast<double>(plan.units[i].repeat);
+    gather += plan.units[i].gather * n;
+    reduce += plan.units[i].reduce * n;
+    const double p = plan.params[i];
+    if (previous + p > pair) pair = previous + p;                // the last unit of the block before and this one
+    if (plan.units[i].repeat > 1 && 2 * p > pair) pair = 2 * p;  // two units of this block
+    if (p > largest) largest = p;
+    previous = p;
+  }
+  r.fwd_shard_comm_time = seconds{gather};
+  r.bwd_shard_comm_time = seconds{gather + reduce};
+  r.fwd_shard_exposed_time = seconds{s.zero_state >= 3 ? sharded_forward_exposed(plan.units) : 0.0};
+  r.bwd_shard_exposed_time = seconds{sharded_backward_exposed(plan.units, s.zero_state >= 3 || s.overlap_grad_reduce)};
+  // Groups of one rank (dense dp·cp; edp when there are experts): every shard is the whole tensor.
+  if (dp_size(s) * s.cp_size == 1 && (r.expert_params <= 0 || edp_size(s) == 1)) return;
+  if (s.zero_state >= 3) r.gathered_param_mem = bytes{static_cast<std::int64_t>(pair * j.c->element_bytes())};
+  r.unsharded_grad_mem = bytes{static_cast<std::int64_t>(largest * stage_grad_bytes(j))};
+}
+
 /// Model memory of a stage: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1
 /// over dp·cp (dense parameters) and over the expert-data-parallel group (expert parameters),
 /// TE's dummy wgrad buffers, and cuBLAS workspaces (one per GEMM stream; MoE adds the grouped
@@ -5901,14 +7813,28 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const strategy_spec& s = j.c->s();
   const double shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
+  // ZeRO-2 shards the gradients, ZeRO-3 also the weights, as the optimizer state (ZeRO paper §5.1-5.3).
+  const auto sharded = [&](double per_param) {
+    return bytes{static_cast<std::int64_t>((r.params - r.expert_params) * per_param / shard +
+                                           r.expert_params * per_param / expert_shard)};
+  };
   r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
+  // FP8 (TE): quantized weight copies beside the bf16 weights; with fp8_param_gather (Megatron
+  // --fp8-param-gather) the quantized copies are the parameters and the bf16 copy is gone.
+  if (s.fp8 && s.fp8_param_gather)
+    r.weight_mem = bytes{static_cast<std::int64_t>((r.params - r.quantized_params) * j.c->element_bytes())};
+  r.weight_mem += r.quantized_weight_mem;
   r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
+  if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
+  if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+  if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
   r.workspace_mem = bytes{static_cast<std::int64_t>(
       j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
+  if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
@@ -5964,18 +7890,50 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
 /// (`dp_time`), and the parts the overlap settings can hide.
 constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
-  const bucket_plan dense = plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp);
-  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp);
+  // fp8_param_gather: Megatron buffers the quantized parameters apart from the bf16 ones (one buffer
+  // per dtype, param_and_grad_buffer.py) and all-gathers them quantized: the gathered bytes per
+  // parameter are the buffers' mix, each bucket gathering that mean (a simplification of two buffers).
+  double dense_gather = 0, expert_gather = 0;
+  if (s.fp8 && s.fp8_param_gather) {
+    const double E = j.c->element_bytes(), q = j.c->format().weight;
+    const double dense_params = r.params - r.expert_params, dense_q = r.quantized_params - r.quantized_expert_params;
+    if (dense_params > 0) dense_gather = ((dense_params - dense_q) * E + dense_q * q) / dense_params;
+    if (r.expert_params > 0)
+      expert_gather =
+          ((r.expert_params - r.quantized_expert_params) * E + r.quantized_expert_params * q) / r.expert_params;
+  }
+  const bucket_plan dense =
+      plan_buckets(j.c->sys(), s, r.params - r.expert_params, j.grad_bytes, comm_group::dp, dense_gather);
+  const bucket_plan expert = plan_buckets(j.c->sys(), s, r.expert_params, j.grad_bytes, comm_group::edp, expert_gather);
   for (const bucket_plan* b : {&dense, &expert}) {
     r.grad_reduce_time += b->reduce_full * static_cast<double>(b->full) + b->reduce_rest;
     r.param_gather_time += b->gather_full * static_cast<double>(b->full) + b->gather_rest;
     r.dp_buckets += b->count();
   }
-  r.dp_time = r.grad_reduce_time + r.param_gather_time;
+  // ZeRO-2/3 reduce-scatter every micro-batch in its backward (plan_sharded_passes); ZeRO-3 keeps
+  // its weights sharded, so nothing is gathered after the step.
+  const double m = static_cast<double>(s.micro_batch_num), p = r.params, eb = j.c->element_bytes();
+  r.dp_comm_bytes = p * j.grad_bytes + (s.zero_state >= 1 ? p * eb : 0.0);
+  if (s.zero_state >= 2) {
+    r.grad_reduce_time = seconds{};
+    r.dp_comm_bytes = m * p * stage_grad_bytes(j) + p * eb;
+  }
+  if (s.zero_state >= 3) {
+    r.param_gather_time = seconds{};
+    r.dp_comm_bytes += (2 * m - 1) * p * eb;  // two gathers per micro-batch, none after the step
+  }
+  // Megatron finalize_model_grads.py: after the data-parallel sync, one coalesced all-reduce over tp
+  // of the gradients of `sequence_parallel`-marked weights (here MLA's duplicated down projections).
+  if (r.tp_duplicated_params > 0)
+    r.tp_grad_allreduce_time =
+        group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);
+  r.dp_time = r.grad_reduce_time + r.param_gather_time + r.tp_grad_allreduce_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
                         param_gather_wait(expert, r.fwd_compute_time + r.fwd_tp_comm_time);
+  if (s.zero_state >= 2) r.grad_reduce_tail = seconds{};
+  if (s.zero_state >= 3) r.param_gather_wait = seconds{};
 }
 
 /// The data-parallel time stage `st` adds to the iteration: all of `dp_time` without overlap;
@@ -5992,7 +7950,7 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
       grad = late > grad ? late : grad;
     }
   }
-  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time);
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time) + st.tp_grad_allreduce_time;
 }
 
 /// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble
@@ -6112,6 +8070,72 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// Interleaved 1F1B over described chunks: each chunk's own forward and backward time (what the
+/// engine runs for it; Megatron runs each chunk's layers, not 1/v of the rank's), the pipeline's tp
+/// gather after a receive shared evenly by the chunks as in the even split.
+constexpr void price_described_chunks(stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const auto v = static_cast<double>(r.layout.chunk_count);
+  for (std::size_t c = 0; c < static_cast<std::size_t>(r.layout.chunk_count); ++c) {
+    stage_result part;
+    price_program(part, described_chunk_program(*j.blocks, *j.c, r.layout, c), j);
+    if (r.rank != 0) part.fwd_tp_comm_time += j.p2p_gather / v;
+    if (r.rank != s.pp_size - 1) part.bwd_tp_comm_time += j.p2p_gather / v;
+    r.layout_chunks[c] = {
+        (part.fwd_compute_time + part.fwd_tp_comm_time).value,
+        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value, 0.0,
+        0.0, 0.0};
+  }
+}
+
+/// Activations of a rank with described chunks under interleaved 1F1B, walked over its pass order
+/// (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its transient
+/// peak on top), a chunk-backward frees them (its peak counted without its own set); the peak
+/// is the largest point of the walk.
+constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog) {
+  const strategy_spec& s = j.c->s();
+  const std::int64_t p = s.pp_size, v = r.layout.chunk_count, m = s.micro_batch_num;
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p);
+  std::array<stage_memory, max_rank_chunks> chunk{};
+  for (std::size_t c = 0; c < static_cast<std::size_t>(v); ++c)
+    chunk[c] = walk_stage(described_chunk_program(*j.blocks, *j.c, r.layout, c));
+  double held = 0, fwd_top = 0, bwd_top = 0, fwd = 0, bwd = 0;
+  std::int64_t sets = 0, peak_sets = 0;
+  peak_site fwd_site{}, bwd_site{};
+  for (std::int64_t i = 0; i < 2 * m * v; ++i) {
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
+    fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
+    bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
+    if (c.forward) {
+      if (held + k.fwd_peak > fwd_top) {
+        fwd_top = held + k.fwd_peak;
+        fwd_site = k.fwd_site;
+      }
+      held += k.held;
+      peak_sets = ++sets > peak_sets ? sets : peak_sets;
+      continue;
+    }
+    if (held - k.held + k.bwd_peak > bwd_top) {
+      bwd_top = held - k.held + k.bwd_peak;
+      bwd_site = k.bwd_site;
+    }
+    held -= k.held;
+    --sets;
+  }
+  r.micro_batches_in_flight = (peak_sets + v - 1) / v;
+  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
+  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
+  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
+  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
+  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
+  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.peak_mem =
+      r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
+  r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
+  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -6121,8 +8145,10 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   r.rank = r.last_rank = rank;
   r.layout = lay;
   r.layers = lay.layers;
-  const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head);
+  const stage_program prog = build_stage(*j.blocks, *j.c, lay.layers, lay.dense_layers, lay.embedding, lay.head,
+                                         lay.mtp_layers, lay.bf16_head_layers, lay.bf16_tail_layers);
   const double dummy = price_program(r, prog, j);
+  if (lay.chunk_count > 1) price_described_chunks(r, j);
   // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
   const bool receives = rank != 0, sends = rank != p - 1;
   double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
@@ -6140,13 +8166,18 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
     if (sends) r.bwd_tp_comm_time += j.p2p_gather;     // the gradient from the next stage
   }
   r.p2p_time = j.p2p * transfers;
+  plan_sharded_passes(r, j, prog);
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
-                 r.recompute_tp_comm_time + r.p2p_time;
-  r.optim_time = optimizer_time(j.c->sys(), s, r.params, j.grad_bytes, r.expert_params);
+                 r.recompute_tp_comm_time + r.p2p_time + r.fwd_shard_exposed_time + r.bwd_shard_exposed_time;
+  r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
+  r.host_optimizer_time = host_optimizer_time(j.c->sys(), s, local_params(r, s), stage_grad_bytes(j), j.current_gpu);
+  r.optim_time += r.host_optimizer_time;
   plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   if (v_shaped(s))
     size_v_activations(r, j, prog);
+  else if (lay.chunk_count > 1)
+    size_described_activations(r, j, prog);
   else
     size_activations(r, j, prog);
   return r;
@@ -6211,6 +8242,23 @@ constexpr pipeline_result run_dualpipev(const estimate_result& out, const strate
   return simulate_dualpipev(in, s.micro_batch_num, events).pipe;
 }
 
+/// Interleaved 1F1B over described chunks: the engine with each chunk's own times.
+constexpr pipeline_result run_described_chunks(const estimate_result& out, const strategy_spec& s,
+                                               const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                               std::vector<pipeline_event>* events) {
+  schedule_setup in;
+  in.ranks = s.pp_size;
+  in.chunks = s.interleaving_size;
+  in.async_p2p = s.pp_comm_async;
+  for (const std::uint8_t i : rank_stage) {
+    for (std::int64_t c = 0; c < s.interleaving_size; ++c)
+      in.durations.push_back(out.stages[i].layout_chunks[static_cast<std::size_t>(c)]);
+    in.p2p.push_back(p2p.value);
+  }
+  return simulate_interleaved_setup(in, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size),
+                                    events);
+}
+
 /// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
 /// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
 /// is simulated (no steady-state extension) and every span recorded.
@@ -6221,8 +8269,10 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
     const stage_result& st = out.stages[i];
-    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time,
-                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time, p2p});
+    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time,
+                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
+                           st.bwd_shard_exposed_time,
+                       p2p});
   }
   // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
@@ -6231,6 +8281,7 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
     if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
     return simulate_1f1b(timings, s.micro_batch_num);
   }
+  if (out.stages[rank_stage[0]].layout.chunk_count > 1) return run_described_chunks(out, s, rank_stage, p2p, events);
   return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
                               s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
 }
@@ -6281,7 +8332,7 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb -
                           st.hidden_comm_time;  // DualPipeV: the exchange its pairs hide
   br.inter_exposed_time = st.p2p_time * mb;
-  br.dp_exposed_time = st.dp_exposed_time;
+  br.dp_exposed_time = st.dp_exposed_time + (st.fwd_shard_exposed_time + st.bwd_shard_exposed_time) * mb;
   br.optim_time = st.optim_time;
   br.straggler_time = straggler;
   br.bubble_time = duration - st.chunk_time * mb + st.hidden_comm_time - st.dp_exposed_time - st.optim_time - straggler;
@@ -6349,6 +8400,14 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
   cost.comm_result.ep_net = c.ep_tier != nullptr ? c.ep_tier->name.view() : std::string_view("none");
   cost.comm_result.dp_net =
       dp_size(s) * s.cp_size > 1 ? resolve_tier(sys, s, comm_group::dp).name.view() : std::string_view("none");
+  if (s.cp_size > 1) {
+    const auto net_of = [&](comm_group g) {
+      return layout_of(s, g).size > 1 ? resolve_tier(sys, s, g).name.view() : std::string_view("none");
+    };
+    cost.comm_result.cp_a2a_net = net_of(comm_group::cp_a2a);
+    cost.comm_result.cp_ring_net =
+        s.cp_comm_type == cp_comm_kind::all_gather ? net_of(comm_group::cp) : net_of(comm_group::cp_ring);
+  }
   cost.comm_result.tp_time_per_iter = bound.breakdown.intra_exposed_time;
   cost.comm_result.p2p_time_per_transfer = p2p;
   cost.comm_result.dp_time = bound.dp_time;
@@ -6384,6 +8443,11 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   out.compute_capability = detail::effective_compute_capability(sys, out.notes);
   detail::note_unmodelled_system(sys, out.notes);
   if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
+  if (s.fp8) {
+    const compute_kind gemm = quantized_format_of(s, sys).gemm;
+    if (!sys.op(gemm).present || sys.op(gemm).efficient_factor <= 0)
+      detail::add_note(out.notes, estimate_note::low_precision_rate_derived);
+  }
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   const job_blocks blocks = build_blocks(c);
   detail::job_context j{&c, &blocks};
@@ -6395,6 +8459,7 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
       out.compute_capability >= 9 ? parameters::te_workspace_bytes_sm90 : parameters::te_workspace_bytes_older;
   j.te_dummy = te_at_least(s, s.te_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
   j.te_grouped_dummy = te_at_least(s, s.te_grouped_linear_dummy_wgrad_min_version) && s.use_fused_grad_accumulation;
+  j.current_gpu = out.compute_capability >= 9;
 
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);
@@ -6428,7 +8493,10 @@ LLMSIM_END_NAMESPACE
 ///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
 ///   each other across the three threads and tile the pass span;
 /// - `pipeline`: sends and receives between neighbouring ranks;
-/// - `data_parallel`: the exposed gradient sync after the pipeline.
+/// - `data_parallel`: the exposed gradient sync after the pipeline;
+/// - `context_parallel`: context parallelism's all-to-all, all-gather and KV ring exchanges; a
+///   ring exchange (`op::beside_previous`) starts with the attention step it runs beside, and the
+///   pass waits only for what outlasts that step.
 ///
 /// ```cpp
 /// const auto t = llmsim::trace_iteration(model, strategy, system);   // t.spans, t.ops, t.memory
@@ -6442,10 +8510,19 @@ LLMSIM_END_NAMESPACE
 LLMSIM_BEGIN_NAMESPACE
 
 /// The streams a rank's spans run on.
-enum class trace_stream : std::uint8_t { passes, compute, tensor_parallel, expert_parallel, pipeline, data_parallel };
-inline constexpr std::array<std::string_view, 6> trace_stream_names{"micro-batch passes",   "compute",
+enum class trace_stream : std::uint8_t {
+  passes,
+  compute,
+  tensor_parallel,
+  expert_parallel,
+  pipeline,
+  data_parallel,
+  context_parallel
+};
+inline constexpr std::array<std::string_view, 7> trace_stream_names{"micro-batch passes",   "compute",
                                                                     "tensor-parallel comm", "expert-parallel comm",
-                                                                    "pipeline p2p",         "data-parallel comm"};
+                                                                    "pipeline p2p",         "data-parallel comm",
+                                                                    "context-parallel comm"};
 
 /// Labels of an op span's pass: the forward, the input- and weight-gradient halves of the
 /// backward, and the forward a recompute segment replays before its backward.
@@ -6496,6 +8573,8 @@ struct iteration_trace {
 /// The stream an op runs on.
 constexpr trace_stream stream_of(const op& o) {
   if (o.kind != op_kind::collective) return trace_stream::compute;
+  if (o.group == comm_group::cp || o.group == comm_group::cp_a2a || o.group == comm_group::cp_ring)
+    return trace_stream::context_parallel;
   return o.group == comm_group::ep || o.group == comm_group::etp ? trace_stream::expert_parallel
                                                                  : trace_stream::tensor_parallel;
 }
@@ -6638,11 +8717,33 @@ struct chunk_ops {
          backward_weight_time = 0;  ///< sums of their priced times
 };
 
-/// The priced time of a list of op steps.
+/// Where each op of a list of steps runs, from `origin` with times scaled by `scale`: one after
+/// the other, except an op beside the previous compute op (`op::beside_previous`), which starts
+/// with that op; the next op waits for both.
+inline std::vector<std::pair<double, double>> lay_out_steps(const recorded_job& job, const std::vector<op_step>& steps,
+                                                            double origin, double scale) {
+  std::vector<std::pair<double, double>> out;
+  out.reserve(steps.size());
+  double at = origin, compute_start = origin;
+  for (const op_step& st : steps) {
+    const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
+    if (p.o.beside_previous) {
+      out.emplace_back(compute_start, compute_start + p.time.value * scale);
+      at = at > out.back().second ? at : out.back().second;
+      continue;
+    }
+    if (p.o.kind != op_kind::collective) compute_start = at;
+    out.emplace_back(at, at + p.time.value * scale);
+    at = out.back().second;
+  }
+  return out;
+}
+
+/// The time a list of op steps takes (lay_out_steps).
 inline double steps_time(const recorded_job& job, const std::vector<op_step>& steps) {
-  double sum = 0;
-  for (const op_step& st : steps) sum += job.record.ops[static_cast<std::size_t>(st.op)].time.value;
-  return sum;
+  double end = 0;
+  for (const auto& span : lay_out_steps(job, steps, 0, 1)) end = span.second > end ? span.second : end;
+  return end;
 }
 
 /// The op lists of one chunk program whose first decoder layer is `base`; `gather_in` /
@@ -6677,6 +8778,16 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
   const stage_layers split = split_layers(m, s);
   const rank_layout lay = placed_layout(m, s, split, rank);
   if (v_shaped(s)) return v_chunk_ops(job, lay, rank, p, chunk);
+  if (lay.chunk_count > 0) {  // described chunks (a pipeline layout, MTP layers)
+    const std::size_t c = v > 1 ? static_cast<std::size_t>(chunk) : 0;
+    if (v > 1)
+      return chunk_ops_of(job, described_chunk_program(job.blocks, job.context, lay, c), lay.chunks[c].first_layer,
+                          rank != 0, rank != p - 1);
+    return chunk_ops_of(job,
+                        build_stage(job.blocks, job.context, lay.layers, lay.dense_layers, lay.embedding, lay.head,
+                                    lay.mtp_layers, lay.bf16_head_layers, lay.bf16_tail_layers),
+                        lay.chunks[0].first_layer, rank != 0, rank != p - 1);
+  }
   const std::int64_t before = rank == 0 ? 0 : split.first + (rank - 1) * split.middle;
   // Megatron get_transformer_layer_offset: chunk c of rank r starts at c·L/v + (layers below r)/v.
   const std::int64_t base = v > 1 ? chunk * (m.layer_num / v) + before / v : before;
@@ -6687,8 +8798,10 @@ inline chunk_ops ops_of_chunk(const recorded_job& job, const model_spec& m, cons
     dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
   }
   const bool embedding = lay.embedding && chunk == 0, head = lay.head && chunk == v - 1;
-  return chunk_ops_of(job, build_stage(job.blocks, job.context, layers, dense, embedding, head), base, rank != 0,
-                      rank != p - 1);
+  const std::int64_t bf16_head = v > 1 ? 0 : lay.bf16_head_layers, bf16_tail = v > 1 ? 0 : lay.bf16_tail_layers;
+  return chunk_ops_of(job,
+                      build_stage(job.blocks, job.context, layers, dense, embedding, head, 0, bf16_head, bf16_tail),
+                      base, rank != 0, rank != p - 1);
 }
 
 /// DualPipeV: a forward and a backward that ran as one overlapped pair share one interval in the
@@ -6715,12 +8828,12 @@ inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipe
   const double scale = rescale && priced > 0 ? (e.end - e.start) / priced : 1.0;
   const double off = scale > 1 ? scale - 1 : 1 - scale;
   t.max_time_rescale = off > t.max_time_rescale ? off : t.max_time_rescale;
-  double at = e.start;
-  for (const op_step& st : steps) {
+  const std::vector<std::pair<double, double>> at = lay_out_steps(job, steps, e.start, scale);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const op_step& st = steps[i];
     const priced_op& p = job.record.ops[static_cast<std::size_t>(st.op)];
-    const double end = at + p.time.value * scale;
-    t.spans.push_back({e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at, end, st.op, st.layer, st.pass});
-    at = end;
+    t.spans.push_back(
+        {e.rank, stream_of(p.o), st.leaf, e.micro_batch, e.chunk, at[i].first, at[i].second, st.op, st.layer, st.pass});
   }
 }
 
@@ -6959,6 +9072,10 @@ inline std::string note_text(const estimate_result& r, estimate_note n) {
     case estimate_note::processor_usage_not_modelled:
       return "system.networks.*.processor_usage is not 0 but is not modelled (SimuMax reserves the field): "
              "communication does not slow compute";
+    case estimate_note::low_precision_rate_derived:
+      return "the system's fp8/fp4 GEMM entry has no usable figures (absent, or efficient_factor 0): shapes it "
+             "does not measure are priced as the bf16 GEMM of the same shape at the data-sheet FP8 (x2) / FP4 (x4) "
+             "dense peak";
   }
   return {};
 }
@@ -7014,12 +9131,25 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   out += "    forward compute            " + to_string(b.fwd_compute_time) + "\n";
   out += "    backward compute           " + to_string(b.bwd_compute_time) + "\n";
   out += "    recompute                  " + to_string(b.recompute_time) + "\n";
-  out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
-         ", ep " + std::string(comm.ep_net) + ")\n";
+  if (comm.cp_a2a_net.empty())
+    out += "    tp / expert comm           " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+           ", ep " + std::string(comm.ep_net) + ")\n";
+  else  // context parallelism's exposed exchanges are in the same bucket
+    out += "    tp / expert / cp comm      " + to_string(b.intra_exposed_time) + " (tp " + std::string(comm.tp_net) +
+           ", ep " + std::string(comm.ep_net) + ", cp a2a " + std::string(comm.cp_a2a_net) + ", cp KV " +
+           std::string(comm.cp_ring_net) + ")\n";
   out += "    pipeline p2p               " + to_string(b.inter_exposed_time) + " (" + std::string(comm.pp_net) + ")\n";
   out += "    waiting (bubble)           " + to_string(b.bubble_time) + "\n";
   out += "    data-parallel sync         " + to_string(b.dp_exposed_time) + " (" + std::string(comm.dp_net) + ")\n";
+  const stage_result& st = r.stages[i];
+  if (st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value > 0)
+    out += "      ZeRO-2/3 per micro-batch forward gathers " + to_string(st.fwd_shard_comm_time) + ", exposed " +
+           to_string(st.fwd_shard_exposed_time) + "; backward gathers + reduce-scatters " +
+           to_string(st.bwd_shard_comm_time) + ", exposed " + to_string(st.bwd_shard_exposed_time) + "\n";
   out += "    optimizer step             " + to_string(b.optim_time) + "\n";
+  if (st.host_optimizer_time.value > 0)
+    out += "      of which on the host     " + to_string(st.host_optimizer_time) +
+           " (optimizer_cpu_offload: gradients to the host, Adam there, weights back)\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
            " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "
@@ -7031,19 +9161,26 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
 inline std::string stage_memory_lines(const estimate_result& r, std::size_t i) {
   const auto& st = r.stages[i];
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s, chunk_time %s, micro-batches in flight "
-                "at rank %lld: %lld\n",
-                stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
-                st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
-                static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
-                static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
-                st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
-                static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
+  std::string mtp;  // (append: GCC 12's -Wrestrict misfires on "literal" + std::string&&)
+  if (st.layout.mtp_layers > 0) mtp.append(" + ").append(std::to_string(st.layout.mtp_layers)).append(" MTP layer(s)");
+  std::snprintf(
+      buf, sizeof buf,
+      "  %s: rank%s %lld%s%s, %lld layers (%lld dense, %lld MoE)%s%s%s, chunk_time %s, micro-batches in flight "
+      "at rank %lld: %lld\n",
+      stage_name(r, i).c_str(), st.rank_count > 1 ? "s" : "", static_cast<long long>(st.rank),
+      st.rank_count > 1 ? "-" : "", st.rank_count > 1 ? std::to_string(st.last_rank).c_str() : "",
+      static_cast<long long>(st.layers), static_cast<long long>(st.layout.dense_layers),
+      static_cast<long long>(st.layers - st.layout.dense_layers), st.layout.embedding ? " + embedding" : "",
+      mtp.c_str(), st.layout.head ? " + LM head and loss" : "", to_string(st.chunk_time).c_str(),
+      static_cast<long long>(st.rank), static_cast<long long>(st.micro_batches_in_flight));
   std::string out = buf;
   out += "    model_mem                  " + to_string(st.model_mem) + " (weights " + to_string(st.weight_mem) +
          ", grads " + to_string(st.grad_mem) + ", optimizer " + to_string(st.optimizer_state_mem) +
          (st.te_dummy_wgrad_mem.value > 0 ? ", TE wgrad buffers " + to_string(st.te_dummy_wgrad_mem) : std::string()) +
+         (st.gathered_param_mem.value > 0 ? ", gathered weights in flight " + to_string(st.gathered_param_mem)
+                                          : std::string()) +
+         (st.unsharded_grad_mem.value > 0 ? ", unsharded grads in flight " + to_string(st.unsharded_grad_mem)
+                                          : std::string()) +
          ", cuBLAS workspaces " + to_string(st.workspace_mem) + ")\n";
   out += "    activations / micro-batch  " + to_string(st.fwd_activation_cache_per_micro_batch) + "\n";
   out += "    peak_mem                   " + to_string(st.peak_mem) + " (reserved " +
@@ -7068,6 +9205,16 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
       static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
       static_cast<long long>(s.zero_state));
   out += buf;
+  if (s.cp_size > 1) {  // how the attention exchanges the sequence (TE cp_comm_type)
+    if (s.cp_comm_type == cp_comm_kind::all_gather)
+      std::snprintf(buf, sizeof buf, "context parallelism: all_gather, K and V gathered over %lld ranks\n",
+                    static_cast<long long>(s.cp_size));
+    else
+      std::snprintf(buf, sizeof buf, "context parallelism: %s, all-to-all over %lld ranks, KV ring over %lld\n",
+                    std::string(enum_name(s.cp_comm_type)).c_str(), static_cast<long long>(cp_a2a_size(s)),
+                    static_cast<long long>(cp_ring_size(s)));
+    out += buf;
+  }
   if (s.pp_size > 1) {  // the schedule the pipeline runs (explicit, or implied by interleaving_size)
     out += "pipeline schedule: ";
     out += enum_name(pipeline_schedule_of(s));
@@ -7213,7 +9360,9 @@ enum class option_key : std::uint8_t {
   recompute,
   sequence_parallel,
   pipeline_schedule,
-  custom
+  fp8,
+  custom,
+  cp_comm_type,
 };
 
 /// An option of `llmsim::parallel<...>`: `tp<8>`, `recompute::selective`, ... A user option is a
@@ -7339,6 +9488,7 @@ struct embedding {
   std::int64_t vocab = 0;
   std::int64_t hidden = 0;
   position_kind position = position_kind::rope;
+  std::int64_t max_positions = 0;  ///< rows of a learned_absolute position table (0: none given)
 };
 
 /// Final norm, output projection and loss. `tied`: reuses the embedding weight (GPT-3).
@@ -7467,6 +9617,7 @@ constexpr void lower_into(model_spec& m, const embedding& e) {
   m.vocab_size = e.vocab;
   m.hidden_size = e.hidden;
   m.position_embedding_type = e.position;
+  if (e.max_positions > 0) m.max_position_embeddings = e.max_positions;
 }
 constexpr void lower_into(model_spec& m, const lm_head& h) { m.tie_word_embeddings = h.tied; }
 constexpr void lower_into(model_spec& m, const gqa_attention& a) {
@@ -7815,7 +9966,7 @@ struct vpp {
   static constexpr option_key key = option_key::vpp;
   static constexpr void apply(strategy_draft& d) { d.spec.interleaving_size = N; }
 };
-/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer.
+/// ZeRO stage: 0 plain data parallelism, 1 Megatron's distributed optimizer, 2 and 3 DeepSpeed ZeRO-2/3.
 template <std::int64_t N>
 struct zero {
   static constexpr option_key key = option_key::zero;
@@ -7909,6 +10060,39 @@ using zb_h1 = kind<pipeline_schedule_kind::zb_h1>;
 using dualpipev = kind<pipeline_schedule_kind::dualpipev>;
 }  // namespace schedule
 
+/// FP8 / NVFP4 training of the decoder layers with a TransformerEngine recipe (Megatron --fp8-recipe,
+/// --fp4-recipe): `fp8_training<>` (delayed scaling), `fp8_training<fp8_recipe_kind::mxfp8>`.
+template <fp8_recipe_kind Recipe = fp8_recipe_kind::delayed>
+struct fp8_training {
+  static constexpr option_key key = option_key::fp8;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.fp8 = true;
+    d.spec.fp8_recipe = Recipe;
+  }
+};
+
+/// How context parallelism exchanges the sequence (TransformerEngine `cp_comm_type`, with `cp<N>`):
+/// `cp_comm::p2p` (ring), `cp_comm::a2a` (Ulysses), `cp_comm::all_gather`, and
+/// `cp_comm::hierarchical<A, P>` ("a2a+p2p" with Megatron's hierarchical_context_parallel_sizes {A, P}).
+namespace cp_comm {
+template <cp_comm_kind K>
+struct kind {
+  static constexpr option_key key = option_key::cp_comm_type;
+  static constexpr void apply(strategy_draft& d) { d.spec.cp_comm_type = K; }
+};
+using p2p = kind<cp_comm_kind::p2p>;
+using a2a = kind<cp_comm_kind::a2a>;
+using all_gather = kind<cp_comm_kind::all_gather>;
+template <std::int64_t A2A, std::int64_t P2P>
+struct hierarchical {
+  static constexpr option_key key = option_key::cp_comm_type;
+  static constexpr void apply(strategy_draft& d) {
+    d.spec.cp_comm_type = cp_comm_kind::a2a_p2p;
+    d.spec.hierarchical_context_parallel_sizes = std::array<std::int64_t, 2>{A2A, P2P};
+  }
+};
+}  // namespace cp_comm
+
 /// The starting point of `parallel<...>`: the defaults of strategy names
 /// (`catalogue::parse_strategy_name`; tests/static/typed_api_static.cpp checks they agree).
 inline constexpr strategy_spec parallel_defaults{
@@ -7923,7 +10107,7 @@ struct parallel_option {
                 "llmsim::parallel: an option is not a strategy option (tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, "
                 "vpp<N>, zero<N>, seq<N>, micro_batch<N>, micro_batches<N>, first_stage_layers<N>, "
                 "last_stage_layers<N>, recompute::none/selective/full/full_layers<N>, sequence_parallel<bool>, "
-                "schedule::zb_h1/...); "
+                "schedule::zb_h1/..., fp8_training<recipe>); "
                 "parallel_option<index, type> in the notes names it");
 };
 /// Instantiates `parallel_option<I, Option>` for every option: a static_assert per unknown one.
