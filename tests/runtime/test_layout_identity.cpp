@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sanitized_build.hpp"
+
 using namespace llmsim;
 
 namespace {
@@ -39,6 +41,10 @@ T at_run_time(const T& v) {
 }  // namespace
 
 TEST(LayoutIdentity, CompileTimeEqualsRunTime) {
+#ifdef LLMSIM_SANITIZED_BUILD
+  GTEST_SKIP() << "sanitizer instrumentation keeps GCC from evaluating the estimate as a constant; the plain GCC and "
+                  "Clang builds run this test";
+#else
   constexpr estimate_result a = estimate(catalogue::llama3_8b, layout_job, catalogue::h100_sxm);
   const estimate_result b = estimate(catalogue::llama3_8b, at_run_time(layout_job), catalogue::h100_sxm);
   EXPECT_EQ(a.cost.duration_time_per_iter.value, b.cost.duration_time_per_iter.value);
@@ -48,4 +54,5 @@ TEST(LayoutIdentity, CompileTimeEqualsRunTime) {
   EXPECT_EQ(c.cost.duration_time_per_iter.value, d.cost.duration_time_per_iter.value);
   EXPECT_EQ(c.mem.peak_mem.value, d.mem.peak_mem.value);
   EXPECT_EQ(c.cost.mfu, d.cost.mfu);
+#endif
 }
