@@ -9,7 +9,10 @@ llmsim="${1:-$here/build/dev/bin/llmsim}"
 cases="${2:-$here/../shared/validation/megatron_bridge_cases.json}"
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-"$llmsim" validate "$cases" --recipes "$here/configs/megatron_bridge/recipes.json" --format json >"$out"
+# Status 5 says some rows were not estimated: the tables list them with their reasons.
+status=0
+"$llmsim" validate "$cases" --recipes "$here/configs/megatron_bridge/recipes.json" --format json >"$out" || status=$?
+if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then exit "$status"; fi
 python3 - "$out" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))

@@ -50,7 +50,8 @@ enum exit_status : int {
   exit_input_error = 1,
   exit_usage_error = 2,
   exit_does_not_fit = 3,
-  exit_internal_error = 4
+  exit_internal_error = 4,
+  exit_not_all_estimated = 5
 };
 
 constexpr const char* exit_status_help =
@@ -61,6 +62,8 @@ constexpr const char* exit_status_help =
     "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
     "     --strategy and --model), unless --allow-oom\n"
     "  4  unexpected internal error\n"
+    "  5  validate: some cases could not be estimated (each is listed with its reason; the others\n"
+    "     are compared as usual)\n"
     "With --format json an error also prints {\"error\": {\"message\", \"field\", \"file\", ...},\n"
     "\"exit_status\": N} on stdout; the message always goes to stderr.";
 
@@ -635,11 +638,25 @@ int run_validate_mb(const lj::value& doc, const std::string& file, const std::st
     rows.push_back(std::move(out));
   }
   const lj::value summary = mb_summary(rows);
+  // A row llmsim refuses is a gap in the comparison, not a pass: it decides the exit status.
+  const int status = summary["n_not_estimated"].get<std::size_t>() > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json")
-    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", exit_success}}).c_str());
+    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
   else
     print_mb_text(rows, summary);
-  return exit_success;
+  return status;
+}
+
+/// A JSON number printed with `format`, or "-" when it is absent or not a number (a case may give
+/// a real time without a real memory, or the reverse).
+std::string number_or_dash(const lj::value& v, const char* format) {
+  if (!v.is_number()) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, format, v.get<double>());
+  return text;
+}
+std::string number_or_dash(const lj::value& object, const char* key, const char* format) {
+  return object.is_object() && object.contains(key) ? number_or_dash(object[key], format) : "-";
 }
 
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
@@ -704,9 +721,11 @@ int run_validate(const std::string& file, const std::string& format, const std::
                        {"mem_n", mem_n},
                        {"mem_mean_abs_err", mem_n ? mem_sum / static_cast<double>(mem_n) : 0.0},
                        {"mem_max_abs_err", mem_max}};
+  // A case llmsim refuses is a gap in the comparison, not a pass: it decides the exit status.
+  const int status = n_failed > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json") {
-    std::printf("%s\n", dump(lj::value{{"cases", cases}, {"summary", summary}, {"exit_status", exit_success}}).c_str());
-    return exit_success;
+    std::printf("%s\n", dump(lj::value{{"cases", cases}, {"summary", summary}, {"exit_status", status}}).c_str());
+    return status;
   }
   std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB",
               "err");
@@ -717,18 +736,20 @@ int run_validate(const std::string& file, const std::string& format, const std::
       continue;
     }
     const bool verified = r["real"].value("memory_verified", false);
-    std::printf("%-46s %12.1f %12.1f %+7.2f%% %10.3f %10.2f %+7.2f%%%s\n", r["name"].get<std::string>().c_str(),
-                r["predicted"]["iter_time_ms"].get<double>(), r["real"].value("iter_time_ms", 0.0),
-                100 * r["time_err"].get<double>(), r["predicted"]["peak_alloc_gib"].get<double>(),
-                r["real"].value("peak_alloc_gib", 0.0), 100 * r.value("mem_err", 0.0),
-                verified ? "" : " (memory unverified)");
+    const auto& real = r["real"];
+    const auto percent = [](const lj::value& e) { return e.is_number() ? lj::value(100 * e.get<double>()) : e; };
+    std::printf("%-46s %12.1f %12s %8s %10.3f %10s %8s%s\n", r["name"].get<std::string>().c_str(),
+                r["predicted"]["iter_time_ms"].get<double>(), number_or_dash(real, "iter_time_ms", "%.1f").c_str(),
+                number_or_dash(percent(r["time_err"]), "%+.2f%%").c_str(),
+                r["predicted"]["peak_alloc_gib"].get<double>(), number_or_dash(real, "peak_alloc_gib", "%.2f").c_str(),
+                number_or_dash(percent(r["mem_err"]), "%+.2f%%").c_str(), verified ? "" : " (memory unverified)");
   }
   std::printf(
       "\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max "
       "%.2f%%\n",
       cases.size(), n_failed, 100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n,
       100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
-  return exit_success;
+  return status;
 }
 
 /// Whether the raw command line asks for JSON, known before CLI11 has parsed it so that a usage

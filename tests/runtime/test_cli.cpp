@@ -422,9 +422,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   const fs::path file = fs::path(LLMSIM_SHARED_DIR) / "validation" / "megatron_bridge_cases.json";
   if (!fs::exists(file)) GTEST_SKIP() << file << " not found (tests that read ../shared skip when it is absent)";
   const auto r = run_cli("validate --format json '" + file.string() + "'");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = r.out_json();
-  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
   ASSERT_EQ(j["rows"].size(), 132U);
   std::size_t estimated = 0, reasons = 0;
   for (const auto& row : j["rows"]) {
@@ -439,6 +438,10 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   EXPECT_EQ(j["summary"]["all"]["rows"], 132);
   EXPECT_EQ(j["summary"]["all"]["estimated"], estimated);
   EXPECT_EQ(reasons + estimated, 132U);
+  // Exit status 5 (documented in --help) exactly when some row was not estimated.
+  const int expected_status = estimated == 132U ? 0 : 5;
+  EXPECT_EQ(r.exit_code, expected_status) << r.err;
+  EXPECT_EQ(j["exit_status"], expected_status);
   EXPECT_GE(estimated, 10U);  // the BF16 gpt-oss rows need nothing llmsim lacks
   EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.01);
   const auto text = run_cli("validate '" + file.string() + "'");
@@ -454,12 +457,34 @@ TEST(CliValidate, CaseSystemOverridesApply) {
        "system_overrides": {"accelerator.mem_gbs": -1}}]})";
   const auto r = run_cli("validate --format json '" + file.string() + "'");
   fs::remove(file);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 5) << r.err;  // the one case is not estimated: documented status 5
   const json j = r.out_json();
   ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 5);
   ASSERT_EQ(j["cases"].size(), 1U);
   EXPECT_EQ(j["cases"][0]["error"], (source_dir / "configs" / "system" / "h100_sxm.json").string() +
                                         ": llmsim::system: system.accelerator.mem_gbs=-1 must be a positive number");
+}
+
+// Every case estimated: status 0, and the text and JSON outputs agree on it.
+TEST(CliValidate, AllCasesEstimatedExitsZero) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::temp_directory_path() / ("llmsim_cli_all_estimated_" + unique_suffix() + ".json");
+  std::ofstream(file) << R"({"config_root": ")" << (source_dir / "configs").string() << R"(", "cases": [
+      {"name": "ok", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json",
+       "real": {"iter_time_ms": 1000}}]})";
+  const auto r = run_cli("validate --format json '" + file.string() + "'");
+  const auto text = run_cli("validate '" + file.string() + "'");
+  fs::remove(file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["exit_status"], 0);
+  EXPECT_EQ(j["summary"]["n_failed"], 0);
+  // No real memory given: the memory columns say "-" (the text output once failed on the missing value).
+  EXPECT_NE(text.out.find("1 cases, 0 not estimated"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("          -        - (memory unverified)"), std::string::npos) << text.out;
 }
 
 // ---- item: --format json answers on stdout, errors included -----------------------------------------
