@@ -6,7 +6,8 @@
 
 Only `#include <llmsim/...>` lines are inlined, recursively, each header once and before the
 header that first includes it (dependency order); their `#pragma once` lines are dropped. Every
-other include stays as written. single_include/llmsim/json.hpp does not repeat the core: where
+other include stays as written. The JSON single header also carries the adapters built on json.hpp
+(JSON_ADAPTER_EXTENSIONS), after it. single_include/llmsim/json.hpp does not repeat the core: where
 include/llmsim/json.hpp includes a core header it has `#include "llmsim.hpp"`, which finds the
 single core header next to it, so both single headers can be used in one program.
 The output depends only on the sources (no dates, no absolute paths), so `--check` can compare.
@@ -24,6 +25,8 @@ OUTPUT_DIR = ROOT / "single_include" / "llmsim"
 REGENERATE = "python3 scripts/amalgamate.py"
 
 LLMSIM_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](llmsim/[^>"]+)[>"]')
+# Headers built on json.hpp (they include it) that the single json.hpp carries after it.
+JSON_ADAPTER_EXTENSIONS = ["llmsim/json/megatron_bridge.hpp"]
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\b")
 CONDITIONAL_OPEN = re.compile(r"^\s*#\s*if")  # #if, #ifdef, #ifndef
 CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif\b")
@@ -109,6 +112,8 @@ def generate():
     json = Amalgamation(external=set(core.done),
                         external_line='#include "llmsim.hpp"  // the single core header next to this file')
     json.inline("llmsim/json.hpp", root=True)
+    for name in JSON_ADAPTER_EXTENSIONS:  # they include json.hpp, so they follow it
+        json.include(name)
 
     every = {p.relative_to(INCLUDE_DIR).as_posix() for p in (INCLUDE_DIR / "llmsim").rglob("*.hpp")}
     missed = sorted(every - set(core.done) - set(json.done))

@@ -34,4 +34,5 @@
 #include <llmsim/spec/system.hpp>
 #include <llmsim/spec/validate.hpp>
 #include <llmsim/typed.hpp>
+#include <llmsim/validation/megatron_bridge_flops.hpp>
 #include <llmsim/version.hpp>

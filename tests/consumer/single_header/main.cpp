@@ -29,6 +29,11 @@ int main() {
     std::fprintf(stderr, "the parsed model differs from the constexpr one\n");
     return 1;
   }
+  // The Megatron-Bridge adapter travels in the JSON single header (it recognises its documents by their "format").
+  if (lj::megatron_bridge::is_cases_document(lj::value::object())) {
+    std::fprintf(stderr, "an empty object was taken for a Megatron-Bridge cases document\n");
+    return 1;
+  }
   std::printf("llmsim %s single headers: ok\n", LLMSIM_VERSION_STRING);
   return 0;
 }
