@@ -66,8 +66,8 @@ TEST(Fp8SelectiveRecompute, NormConsumerKeepsItsBf16InputAndRequantizesInBackwar
   // Saved for backward: the bf16 input, 2x bytes (the checkpoint frees and re-creates it).
   const double x = 4096.0 * 4096, y = 4096.0 * 14336, w = 4096.0 * 14336;
   op_record rec;
-  build_context c =
-      make_build_context(catalogue::llama3_8b, mxfp8_recompute({recompute_module::layernorm}), catalogue::b200, 128256);
+  const strategy_spec s = mxfp8_recompute({recompute_module::layernorm});  // the context points to it
+  build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::b200, 128256);
   c.pricing = &record_op;
   c.record = &rec;
   c.quantized = true;
@@ -292,7 +292,8 @@ TEST(ActivationOffload, JsonReadsMegatronsNames) {
   EXPECT_FALSE(s.offload_modules.contains(offload_module::attn_norm));
   EXPECT_NE(error_of([] {
               (void)json::parse_strategy(json::value::parse(
-                  R"({"fine_grained_activation_offloading": true, "offload_modules": ["fused_group_mlp"]})"));
+                  R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 1,
+                      "fine_grained_activation_offloading": true, "offload_modules": ["fused_group_mlp"]})"));
             }).find("offload_modules"),
             std::string::npos);
 }
