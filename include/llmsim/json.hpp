@@ -214,6 +214,16 @@ inline void read(const value& v, const location& at, recompute_module_set& out) 
     out.insert(m);
   }
 }
+inline void read(const value& v, const location& at, offload_module_set& out) {
+  out = {};
+  if (v.is_null()) return;
+  if (!v.is_array()) fail(at, "expected an array of module names, got " + describe(v));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    offload_module m{};
+    read(v[i], at.child(std::to_string(i)), m);
+    out.insert(m);
+  }
+}
 /// Megatron's hierarchical_context_parallel_sizes: two integers [a2a size, p2p size].
 inline void read(const value& v, const location& at, std::array<std::int64_t, 2>& out) {
   if (!v.is_array() || v.size() != 2)
@@ -249,6 +259,13 @@ inline value write(const recompute_module_set& set) {
   if (set.empty()) return nullptr;
   value arr = value::array();
   for (const auto& [m, name] : enum_names<recompute_module>::value)
+    if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
+  return arr;
+}
+inline value write(const offload_module_set& set) {
+  if (set.empty()) return nullptr;
+  value arr = value::array();
+  for (const auto& [m, name] : enum_names<offload_module>::value)
     if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
   return arr;
 }

@@ -324,9 +324,13 @@ TEST(Fp8, Refusals) {
   norm_recompute.recompute_layer_num = 1;
   norm_recompute.megatron_recompute = true;
   norm_recompute.megatron_recompute_modules.insert(recompute_module::layernorm);
+  // Modelled since TE's save_original_input (test_activation_offload.cpp), except MLA without q_lora_rank.
+  EXPECT_EQ(error_of([&] { (void)estimate(m, norm_recompute, catalogue::h100_sxm); }), "");
+  model_spec mla_without_q_lora = catalogue::deepseek_v2_lite;
+  mla_without_q_lora.q_lora_rank.reset();
   EXPECT_NE(error_of([&] {
-              (void)estimate(m, norm_recompute, catalogue::h100_sxm);
-            }).find("strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true"),
+              (void)estimate(mla_without_q_lora, norm_recompute, catalogue::h100_sxm);
+            }).find("strategy.megatron_recompute_modules \"layernorm\" with strategy.fp8=true and an MLA model"),
             std::string::npos);
   ends.fp8_layers_at_start_in_bf16 = ends.fp8_layers_at_end_in_bf16 = 1;
   ends.pp_size = 2;

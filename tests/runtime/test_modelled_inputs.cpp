@@ -210,10 +210,14 @@ TEST(ModelledInputs, WhatIsNotModelledIsRefusedByName) {
   s.dtype = dtype_kind::fp32;
   EXPECT_NE(error_of(catalogue::llama3_8b, s).find("strategy.dtype=\"fp32\" is not modelled"), std::string::npos);
   strategy_spec moe{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
-  moe.offload_groupgemm_col_inputs = true;
-  EXPECT_NE(error_of(catalogue::mixtral_8x7b, moe).find("strategy.offload_groupgemm_col_inputs=true"),
+  moe.offload_groupgemm_col_inputs = true;  // modelled (test_activation_offload.cpp), but not with mlp_only recompute
+  moe.recompute_granularity = recompute_kind::mlp_only;
+  moe.recompute_layer_num = 1;
+  EXPECT_NE(error_of(catalogue::mixtral_8x7b, moe).find("strategy.offload_groupgemm_col_inputs=true with"),
             std::string::npos);
   moe.offload_groupgemm_col_inputs = false;
+  moe.recompute_granularity = recompute_kind::none;
+  moe.recompute_layer_num = 0;
   model_spec sequential = catalogue::mixtral_8x7b;
   sequential.group_linear_mode = group_linear_kind::sequential;
   EXPECT_NE(error_of(sequential, moe).find("model.group_linear_mode=\"sequential\""), std::string::npos);

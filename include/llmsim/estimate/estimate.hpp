@@ -15,6 +15,7 @@
 #include <llmsim/cost/op_cost.hpp>
 #include <llmsim/cost/step_cost.hpp>
 #include <llmsim/estimate/model_counts.hpp>
+#include <llmsim/estimate/offload.hpp>
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
@@ -346,6 +347,10 @@ constexpr job_blocks build_blocks(const build_context& c) {
     if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
     if (bf16_twins && rc) j.moe_layer_bf16_recomputed = decoder_layer_leaves(c, true, true);
   }
+  for (leaf_block* layer :
+       {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
+        &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
+    plan_activation_offload(*layer, c);
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
@@ -603,24 +608,29 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
     walks[bi] = walk_memory(*sb.block);
-    const double f = out.held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
+    // Activation offload: an earlier layer's offloaded bytes have left the device by now.
+    const double f = out.held + (n - 1) * (walks[bi].held - walks[bi].offloaded) + walks[bi].fwd_peak;
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
       out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
                       sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
-    out.held += n * walks[bi].held;
+    out.held += n * (walks[bi].held - walks[bi].offloaded);
   }
   double g = out.held;
   for (std::size_t bi = prog.count; bi > 0; --bi) {
     const stage_block& sb = prog.blocks[bi - 1];
-    const double v = g + walks[bi - 1].bwd_peak;
+    // Activation offload: the layer in backward has its bytes back, and the one before it is
+    // being reloaded (prefetch one layer ahead, estimate/offload.hpp).
+    const double own = walks[bi - 1].offloaded;
+    const double prefetched = sb.repeat > 1 ? own : (bi >= 2 ? walks[bi - 2].offloaded : 0.0);
+    const double v = g + own + prefetched + walks[bi - 1].bwd_peak;
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
       out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
                       sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
     }
-    g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
+    g -= static_cast<double>(sb.repeat) * (walks[bi - 1].held - walks[bi - 1].offloaded);
   }
   return out;
 }
@@ -644,6 +654,30 @@ constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
                  s.zero_state, enum_name(pipeline_schedule_of(s)));
 }
 
+/// Activation offload combinations the estimate refuses.
+constexpr void refuse_unmodelled_offload(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (s.cpu_offloading)
+    report_error(
+        api, "strategy.cpu_offloading",
+        "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) is not modelled; "
+        "use strategy.fine_grained_activation_offloading with strategy.offload_modules");
+  if (!activation_offload_active(s)) return;
+  const std::string_view field = s.fine_grained_activation_offloading ? "strategy.fine_grained_activation_offloading"
+                                                                      : "strategy.offload_groupgemm_col_inputs";
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1 || v_shaped(s))
+    report_error(api, field,
+                 "{}=true with the \"{}\" pipeline schedule is not modelled (only 1f1b and interleaved_1f1b)", field,
+                 enum_name(pipeline_schedule_of(s)));
+  if (recompute_active(s) && s.recompute_granularity != recompute_kind::selective_recompute)
+    report_error(api, field,
+                 "{}=true with strategy.recompute_granularity \"{}\" is not modelled (only selective recompute)", field,
+                 enum_name(s.recompute_granularity));
+  if (s.offload_modules.contains(offload_module::qkv_linear) && m.attention_type == attention_kind::mla)
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules \"qkv_linear\" with an MLA model is not modelled (MLA has no linear_qkv)");
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
@@ -653,12 +687,13 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  "strategy.cp_size={} with strategy.use_flash_sdp=false is not modelled (TransformerEngine's context "
                  "parallelism runs fused / flash attention only)",
                  s.cp_size);
-  if (s.fp8 && s.megatron_recompute &&
-      (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
-       s.megatron_recompute_modules.contains(recompute_module::moe_act)))
+  // Megatron's MLA without q_lora_rank leaves linear_q_proj keeping its quantized input under FP8
+  // layernorm recompute (set_for_recompute_input_layernorm marks only the down projections).
+  if (s.fp8 && s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::layernorm) &&
+      m.attention_type == attention_kind::mla && !m.q_lora_rank)
     report_error(api, "strategy.megatron_recompute_modules",
-                 "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
-                 "modelled (SimuMax refuses the combination too: perf_llm.py)");
+                 "strategy.megatron_recompute_modules \"layernorm\" with strategy.fp8=true and an MLA model without "
+                 "model.q_lora_rank is not modelled (linear_q_proj keeps its quantized input)");
   if (s.fp8 && s.fp8_first_last_layers_bf16 &&
       (s.interleaving_size > 1 || v_shaped(s) || !s.pipeline_model_parallel_layout.empty()))
     report_error(api, "strategy.fp8_first_last_layers_bf16",
@@ -676,9 +711,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  "fused norm (TENorm)");
   if (!s.use_accm_weight)
     report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
-  if (s.offload_groupgemm_col_inputs)
-    report_error(api, "strategy.offload_groupgemm_col_inputs",
-                 "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  refuse_unmodelled_offload(m, s);
   if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential)
     report_error(api, "model.group_linear_mode",
                  "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "

@@ -67,6 +67,8 @@ struct build_context {
   /// The linears built with this context run the job's low-precision recipe (decoder layers of an
   /// fp8 job, but not the bf16 first/last layers, the embedding, the output layer or the router).
   bool quantized = false;
+  /// The leaves built with this context belong to a layer the recompute plan applies to.
+  bool recomputed_layer = false;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -130,6 +132,27 @@ constexpr void quantize_weight(const build_context& c, leaf& l, double w) {
     quantize(c, l, pass_kind::forward, w / m, f.weight, f.copies);
   else if (f.tensor_scaled && f.copies == 2)
     c.memory(l, pass_kind::forward, 2 * w * f.weight / m);
+}
+/// Whether TE linear `id` keeps its bf16 input for backward instead of a quantized copy (TE
+/// `save_original_input`). Megatron sets it under FP8/FP4 on the linears that read the output of
+/// a recomputed norm (megatron/core/transformer/transformer_layer.py: the attention's
+/// `set_for_recompute_input_layernorm`, the MoE layer's `set_for_recompute_pre_mlp_layernorm`, a
+/// dense MLP's linear_fc1) and on the experts' fc2 under moe_act recompute (moe/experts.py):
+/// CheckpointWithoutOutput frees that bf16 output and re-creates it in backward, so the linear
+/// casts only the row-wise copy its forward GEMM reads and re-quantizes the re-created input
+/// column-wise for its weight gradient (TE module/linear.py, grouped_linear.py).
+constexpr bool saves_original_input(const build_context& c, leaf_id id) {
+  const strategy_spec& s = c.s();
+  if (!c.quantized || !c.recomputed_layer || !s.megatron_recompute ||
+      s.recompute_granularity != recompute_kind::selective_recompute)
+    return false;
+  const auto& mods = s.megatron_recompute_modules;
+  if (mods.contains(recompute_module::layernorm) &&
+      (id == leaf_id::linear_qkv || id == leaf_id::linear_q_down_proj || id == leaf_id::linear_kv_down_proj ||
+       id == leaf_id::linear_fc1 || id == leaf_id::shared_experts_linear_fc1))
+    return true;
+  return id == leaf_id::experts_linear_fc2 && mods.contains(recompute_module::moe_act) &&
+         !mods.contains(recompute_module::moe);
 }
 }  // namespace detail
 
@@ -230,7 +253,9 @@ constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool co
   const double x_copies = f.tensor_scaled && gathered_x ? 1 : f.copies;
   const double dy_copies = f.tensor_scaled && gathered_dy ? 1 : f.copies;
   const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features);
-  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_copies);
+  const bool original = detail::saves_original_input(c, id);  // forward casts the row-wise copy only
+  const double x_fwd_copies = original ? 1 : x_copies;
+  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_fwd_copies);
   detail::quantize_weight(c, l, w);
   if (gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, x * qa);
   c.emit(l, detail::job_gemm(c, pass_kind::forward,
@@ -247,6 +272,7 @@ constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool co
   if (column)
     c.collective(l, pass_kind::backward_input, comm_group::tp,
                  sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
+  if (original) detail::quantize(c, l, pass_kind::backward_weight, x_local, qa, 1);  // from the re-created input
   if (gathered_x) c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, x * qa);
   if (f.copies > x_copies) c.memory(l, pass_kind::backward_weight, 2 * x * qa);   // transpose of the gathered input
   if (f.copies > dy_copies) c.memory(l, pass_kind::backward_weight, 2 * y * qa);  // ... of the gathered gradient
@@ -264,8 +290,8 @@ constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool co
   l.params = l.quantized_params = w;
   l.quantized_weight_bytes = w * qw * f.copies;
   l.input = x_local * E;  // a recompute segment starting here keeps the bf16 input
-  l.cache = x_local * qa;
-  l.fwd_peak = (x + y) * E + x_local * qa * x_copies;
+  l.cache = original ? x_local * E : x_local * qa;
+  l.fwd_peak = (x + y) * E + x_local * qa * x_fwd_copies;
   l.bwd_peak = (x + y) * E + y_local * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
   l.weight_rows = out_features;
   l.weight_cols = in_features;

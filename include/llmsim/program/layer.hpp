@@ -33,7 +33,8 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
   const auto& mods = s.megatron_recompute_modules;
   if (mods.contains(recompute_module::layernorm)) {
     mark(b, {input_layernorm, pre_mlp_layernorm});
-    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1, router}) {
+    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1,
+                          shared_experts_linear_fc1, router}) {
       if (leaf* l = find_leaf(b, consumer)) {
         l->recompute = true;
         l->replay_free = true;
@@ -143,7 +144,9 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
 }
 
 /// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
-constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, bool recomputed) {
+constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed;  // which linears keep their bf16 input (detail::saves_original_input)
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t h = m.hidden_size, d = head_dim(m);

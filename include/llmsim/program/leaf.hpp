@@ -71,9 +71,11 @@ enum class leaf_id : std::uint8_t {
   mtp_enorm,    ///< MTP: norm of the shifted tokens' embedding (multi_token_prediction.py `enorm`)
   mtp_hnorm,    ///< MTP: norm of the previous depth's hidden states (`hnorm`)
   mtp_eh_proj,  ///< MTP: the 2h -> h projection of their concatenation (`eh_proj`)
+  /// The exposed part of a layer's host copies (fine-grained activation offloading).
+  activation_offload
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; mtp_eh_proj is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mtp_eh_proj) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; activation_offload is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::activation_offload) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -120,6 +122,7 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mtp_enorm: return "mtp.enorm";
     case leaf_id::mtp_hnorm: return "mtp.hnorm";
     case leaf_id::mtp_eh_proj: return "mtp.eh_proj";
+    case leaf_id::activation_offload: return "activation_offload";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
@@ -160,6 +163,8 @@ struct leaf {
       false;  ///< weight replicated over tp and fed s/tp tokens under SP: its gradient is all-reduced over tp
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
+  /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
+  double offloaded = 0;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
   seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
@@ -228,6 +233,8 @@ struct block_memory {
   double bwd_peak = 0;  ///< max over its backward, one repetition, relative to the bytes held at its end
   std::size_t fwd_leaf = 0, bwd_leaf = 0;
   std::string_view bwd_pass = "backward";
+  /// Of `held`, the bytes one repetition sends to the host (leaf::offloaded).
+  double offloaded = 0;
 };
 
 /// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
@@ -244,6 +251,7 @@ constexpr block_memory walk_memory(const leaf_block& b) {
       m.fwd_leaf = i;
     }
     held += l.held();
+    m.offloaded += l.offloaded;
   }
   m.held = held;
   // Backward, relative to `held` at the end of the block's forward.

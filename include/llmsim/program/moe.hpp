@@ -324,7 +324,8 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
 /// the tokens arrive by the dispatcher). fc1's input follows SimuMax's `QuantizedGroupLinearCol`:
 /// by default the bf16 input is saved and re-quantized column-wise in backward (its quantizer is
 /// recomputed); with `cache_groupgemm_col_fp8_inputs` the quantized input is saved instead. fc2
-/// saves its quantized input, as TE does.
+/// saves its quantized input, as TE does, but its bf16 input under moe_act recompute
+/// (`detail::saves_original_input`).
 constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                              std::int64_t in_features, std::int64_t out_features) {
   leaf l;
@@ -343,7 +344,8 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
     g.fp4 = fp4;
     return g;
   };
-  const bool bf16_input_saved = id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs;
+  const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||
+                                detail::saves_original_input(c, id);
   detail::quantize(c, l, pass_kind::forward, x, qa, bf16_input_saved ? 1 : f.copies);
   detail::quantize_weight(c, l, w);
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, x * qa + w * qw + y * E));

@@ -130,6 +130,10 @@ struct field_list<strategy_spec> {
       field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
       field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
       field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
+      field{"fine_grained_activation_offloading", &s::fine_grained_activation_offloading},
+      field{"offload_modules", &s::offload_modules},
+      field{"cpu_offloading", &s::cpu_offloading},
+      field{"cpu_offloading_num_layers", &s::cpu_offloading_num_layers},
   };
 };
 

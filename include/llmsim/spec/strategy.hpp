@@ -104,6 +104,41 @@ struct recompute_module_set {
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
 
+/// A module whose saved input Megatron's fine-grained activation offloading sends to the host
+/// (`--offload-modules`, transformer_config.py `offload_modules`): the input of the attention norm,
+/// the QKV linear, core attention, the attention output projection, the MLP norm, the experts' fc1
+/// and the experts' activation.
+enum class offload_module : std::uint8_t {
+  invalid,
+  attn_norm,
+  qkv_linear,
+  core_attn,
+  attn_proj,
+  mlp_norm,
+  expert_fc1,
+  moe_act
+};
+template <>
+struct enum_names<offload_module> {
+  static constexpr std::array<std::pair<offload_module, std::string_view>, 8> value{
+      {{offload_module::invalid, ""},
+       {offload_module::attn_norm, "attn_norm"},
+       {offload_module::qkv_linear, "qkv_linear"},
+       {offload_module::core_attn, "core_attn"},
+       {offload_module::attn_proj, "attn_proj"},
+       {offload_module::mlp_norm, "mlp_norm"},
+       {offload_module::expert_fc1, "expert_fc1"},
+       {offload_module::moe_act, "moe_act"}}};
+};
+/// A set of `offload_module`s (JSON: an array of names, or null for the empty set).
+struct offload_module_set {
+  std::uint32_t bits = 0;
+  [[nodiscard]] constexpr bool contains(offload_module m) const { return (bits >> static_cast<unsigned>(m)) & 1U; }
+  constexpr void insert(offload_module m) { bits |= 1U << static_cast<unsigned>(m); }
+  [[nodiscard]] constexpr bool empty() const { return bits == 0; }
+  friend constexpr bool operator==(offload_module_set, offload_module_set) = default;
+};
+
 /// MoE token dispatcher, Megatron-LM's `--moe-token-dispatcher-type` (megatron/core/transformer/moe/
 /// token_dispatcher.py): `all2all` (MoEAlltoAllTokenDispatcher; `all2all-seq` is SimuMax's legacy
 /// alias), `allgather` (MoEAllGatherTokenDispatcher: every rank gathers the tokens of its ep x etp
@@ -276,6 +311,16 @@ struct strategy_spec {
   /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
   /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
   bool optimizer_cpu_offload = false;
+  /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
+  /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
+  /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
+  /// H2D stream one layer ahead of its backward (see estimate/offload.hpp).
+  bool fine_grained_activation_offloading = false;
+  offload_module_set offload_modules = {};
+  /// Megatron --cpu-offloading / --cpu-offloading-num-layers (TransformerEngine cpu_offload.py,
+  /// layer-level offloading): read so that it can be refused (not modelled).
+  bool cpu_offloading = false;
+  std::int64_t cpu_offloading_num_layers = 0;
   /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
   /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
   /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
@@ -605,10 +650,33 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
 }  // namespace detail
 
 /// Checks one strategy on its own.
+/// Fine-grained activation offloading's own rules (Megatron transformer_config.py __post_init__).
+constexpr void validate_activation_offload(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  if (!s.fine_grained_activation_offloading && !s.offload_modules.empty())
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules requires strategy.fine_grained_activation_offloading=true");
+  if (s.fine_grained_activation_offloading && s.offload_modules.empty())
+    report_error(api, "strategy.offload_modules",
+                 "strategy.fine_grained_activation_offloading=true requires a non-empty strategy.offload_modules");
+  if (s.offload_modules.contains(offload_module::attn_proj) && !s.offload_modules.contains(offload_module::core_attn))
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules: \"attn_proj\" requires \"core_attn\" (Megatron transformer_config.py)");
+  if (s.fine_grained_activation_offloading && s.cpu_offloading)
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true excludes strategy.fine_grained_activation_offloading=true (Megatron "
+                 "transformer_config.py)");
+  if (s.cpu_offloading_num_layers < 0)
+    report_error(api, "strategy.cpu_offloading_num_layers", "strategy.cpu_offloading_num_layers={} must be >= 0",
+                 s.cpu_offloading_num_layers);
+}
+
 constexpr void validate(const strategy_spec& s) {
   detail::validate_strategy_sizes(s);
   detail::validate_strategy_choices(s);
   detail::validate_strategy_recompute_and_kernels(s);
+  validate_activation_offload(s);
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
