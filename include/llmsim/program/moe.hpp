@@ -194,42 +194,9 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
 /// With SP the weight gradient covers s/t tokens only (`tp_duplicated`: summed over tp later).
 constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
                                       std::int64_t out_features) {
-  leaf l;
-  l.id = id;
-  l.kind = leaf_kind::linear_column;
-  const std::int64_t b = c.s().micro_batch_size;
   const std::int64_t s = c.sequence() / (c.sequence_parallel() ? c.s().tp_size : 1);
-  const double E = c.element_bytes();
-  const double x = c.local_tokens() * static_cast<double>(in_features);
-  const double y = c.local_tokens() * static_cast<double>(out_features);
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               (x + y + w) * E + grad_w_bytes));
-  } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               (x + y + w) * E + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  l.params = w;
-  l.tp_duplicated = c.sequence_parallel();
-  l.input = x * E;
-  l.cache = l.input;
-  l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
-  return l;
+  return detail::linear_gemms(
+      c, id, detail::linear_geometry_of(c, true, false, false, in_features, out_features, s, c.local_tokens()));
 }
 
 /// An MLA down projection: with tp = 1 a plain linear, else the duplicated TELinear.
