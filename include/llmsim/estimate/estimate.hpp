@@ -695,10 +695,13 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
-  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty()) &&
+  // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
+  const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
+  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&
       s.interleaving_size > static_cast<std::int64_t>(max_rank_chunks))
     report_error(api, "strategy.interleaving_size",
-                 "strategy.interleaving_size={} with MTP layers or a pipeline layout: at most {} model chunks per rank",
+                 "strategy.interleaving_size={} with MTP layers, a pipeline layout or "
+                 "account_for_embedding/loss_in_pipeline_split: at most {} model chunks per rank",
                  s.interleaving_size, max_rank_chunks);
 }
 
