@@ -221,6 +221,30 @@ TEST(PipelineLayout, EmbeddingAndLossSlotsWithInterleavingAreThatLayout) {
   }
 }
 
+TEST(PipelineLayout, SlotsWithMoreChunksThanARankDescribesAreRefused) {
+  // The embedding/loss slots describe every model chunk of a rank, and a rank describes at most
+  // max_rank_chunks = 16 (without the refusal the 17th chunk was written past the array).
+  // llama3-8b with 32 + 2 = 34 slots over pp2 x vp17 = 34 virtual stages: one slot each.
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 68,
+                  .world_size = 8,
+                  .pp_size = 2,
+                  .account_for_embedding_in_pipeline_split = true,
+                  .account_for_loss_in_pipeline_split = true,
+                  .interleaving_size = 17};
+  try {
+    (void)estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+    FAIL() << "expected a refusal";
+  } catch (const config_error& e) {
+    EXPECT_EQ(e.field(), "strategy.interleaving_size");
+    EXPECT_NE(std::string(e.what()).find("at most 16 model chunks per rank"), std::string::npos);
+  }
+  s.interleaving_size = 16;  // 34 slots over 32 virtual stages do not split: the usual refusal, no more
+  s.micro_batch_num = 64;
+  EXPECT_NE(error_of(catalogue::llama3_8b, s).find("must divide"), std::string::npos);
+}
+
 TEST(PipelineLayout, WithoutInterleavingALayoutIsTheFirstLastSplit) {
   // "Et*15|(t*16|)*6,t*15L" on pp8 is num_layers_in_first/last_pipeline_stage = 15: the same
   // programs, the same schedule, bit for bit.

@@ -414,91 +414,28 @@ constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, cons
   return i;
 }
 
-/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks
-/// (Megatron get_num_layers_to_build): every one of the p·v virtual stages gets (layers + slots)
-/// / (p·v) slots; the first virtual stage (rank 0, chunk 0) builds one layer fewer for the
-/// embedding, the last (rank p - 1, chunk v - 1) one fewer for the loss. Virtual stage k = c·p + r.
-constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
-  const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
-  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
-  const std::int64_t each = (m.layer_num + emb + loss) / (p * v), dense_total = detail::dense_layer_count(m);
-  rank_layout out;
-  out.chunk_count = v;
-  out.embedding = r == 0;
-  out.head = r == p - 1;
-  for (std::int64_t c = 0; c < v; ++c) {
-    const std::int64_t k = c * p + r;
-    const bool first = k == 0, last = k == p * v - 1;
-    const std::int64_t layers = each - (first ? emb : 0) - (last ? loss : 0);
-    const std::int64_t start = k * each - (k > 0 ? emb : 0);
-    std::int64_t dense = dense_total - start;
-    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
-    const std::int64_t mtp = last ? m.mtp_num_layers : 0;
-    out.chunks[static_cast<std::size_t>(c)] = {layers, dense, mtp, start, first, last};
-    out.layers += layers;
-    out.dense_layers += dense;
-    out.mtp_layers += mtp;
-    out.chunk_layers = layers > out.chunk_layers ? layers : out.chunk_layers;
-  }
-  out.chunk_dense_layers = out.chunks[0].dense_layers;
-  return out;
+/// Dense layers among `layers` decoder layers from model layer `first_layer`: the model's dense
+/// layers come first in model order (Megatron --first-k-dense-replace).
+constexpr std::int64_t dense_layers_from(const model_spec& m, std::int64_t first_layer, std::int64_t layers) {
+  const std::int64_t dense = detail::dense_layer_count(m) - first_layer;
+  return dense < 0 ? 0 : (dense > layers ? layers : dense);
 }
 
-/// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
-/// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
-/// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
-constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
-                                     std::int64_t r) {
-  const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  rank_layout out;
-  out.layers = stage_layer_count(split, r, p);
-  out.chunk_layers = out.layers / v;
-  out.embedding = r == 0;
-  out.head = r == p - 1;
-  const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
-  const std::int64_t dense_total = detail::dense_layer_count(m);
-  const bool described = m.mtp_num_layers > 0;  // MTP sits in one chunk: describe them one by one
-  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
-    return slot_layout_of_rank(m, s, r);
-  for (std::int64_t chunk = 0; chunk < v; ++chunk) {
-    const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
-    std::int64_t dense = dense_total - offset;
-    dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
-    out.dense_layers += dense;
-    if (chunk == 0) out.chunk_dense_layers = dense;
-    if (described) {
-      const bool head = out.head && chunk == v - 1;
-      out.chunks[static_cast<std::size_t>(chunk)] = {
-          out.chunk_layers, dense, head ? m.mtp_num_layers : 0, offset, out.embedding && chunk == 0, head};
-    }
-  }
-  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
-    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
-    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
-    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
-  }
-  if (described) {
-    out.chunk_count = v;
-    out.mtp_layers = out.head ? m.mtp_num_layers : 0;
-  }
-  return out;
-}
-
-/// What rank `r` holds under a pipeline_model_parallel_layout (spec/pipeline_layout.hpp): its
-/// model chunk c is stage c·p + r of the layout; dense layers are the model's first ones.
+/// What rank `r` holds given every virtual stage of the pipeline (`stages`, p·v of them): its model
+/// chunk c is virtual stage c·p + r (Megatron's interleaved placement). The one derivation of a
+/// rank's chunks; the even split, the embedding/loss slots and a pipeline_model_parallel_layout
+/// (spec/pipeline_layout.hpp) only describe the stages differently.
 constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, const std::vector<layout_stage>& stages,
                                   std::int64_t r) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  const std::int64_t dense_total = detail::dense_layer_count(m);
   rank_layout out;
   out.chunk_count = v;
   for (std::int64_t c = 0; c < v; ++c) {
     const layout_stage& st = stages[static_cast<std::size_t>(c * p + r)];
-    std::int64_t dense = dense_total - st.first_layer;
-    dense = dense < 0 ? 0 : (dense > st.layers ? st.layers : dense);
-    out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
-                                               st.embeddings > 0, st.losses > 0};
+    const std::int64_t dense = dense_layers_from(m, st.first_layer, st.layers);
+    if (c < static_cast<std::int64_t>(max_rank_chunks))  // more chunks are refused where they are described
+      out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
+                                                 st.embeddings > 0, st.losses > 0};
     out.layers += st.layers;
     out.dense_layers += dense;
     out.mtp_layers += st.mtp;
@@ -506,7 +443,77 @@ constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, c
     out.head = out.head || st.losses > 0;
     out.chunk_layers = st.layers > out.chunk_layers ? st.layers : out.chunk_layers;
   }
-  out.chunk_dense_layers = out.chunks[0].dense_layers;
+  out.chunk_dense_layers =
+      dense_layers_from(m, stages[static_cast<std::size_t>(r)].first_layer, stages[static_cast<std::size_t>(r)].layers);
+  return out;
+}
+
+/// The p·v virtual stages with the embedding / loss counted as layers (Megatron
+/// get_num_layers_to_build): each gets (layers + slots) / (p·v) slots; the first virtual stage
+/// builds one layer fewer for the embedding, the last one fewer for the loss (and holds the MTP layers).
+constexpr std::vector<layout_stage> slot_stages(const model_spec& m, const strategy_spec& s) {
+  const std::int64_t n = s.pp_size * s.interleaving_size;
+  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  const std::int64_t each = (m.layer_num + emb + loss) / n;
+  std::vector<layout_stage> stages(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    const bool first = k == 0, last = k == n - 1;
+    stages[static_cast<std::size_t>(k)] = {.layers = each - (first ? emb : 0) - (last ? loss : 0),
+                                           .mtp = last ? m.mtp_num_layers : 0,
+                                           .embeddings = first ? 1 : 0,
+                                           .losses = last ? 1 : 0,
+                                           .first_layer = k * each - (k > 0 ? emb : 0)};
+  }
+  return stages;
+}
+
+/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks.
+constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  return layout_rank(m, s, slot_stages(m, s), r);
+}
+
+/// The p·v virtual stages of the even split. Plain 1F1B: a rank's layers follow the earlier
+/// ranks' in model order. Interleaved: model chunk c·p + r holds layers/v of rank r's layers,
+/// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
+constexpr std::vector<layout_stage> even_stages(const model_spec& m, const strategy_spec& s,
+                                                const stage_layers& split) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  std::vector<layout_stage> stages(static_cast<std::size_t>(p * v));
+  for (std::int64_t r = 0; r < p; ++r) {
+    const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
+    for (std::int64_t c = 0; c < v; ++c) {
+      const bool last = r == p - 1 && c == v - 1;
+      stages[static_cast<std::size_t>(c * p + r)] = {.layers = stage_layer_count(split, r, p) / v,
+                                                     .mtp = last ? m.mtp_num_layers : 0,
+                                                     .embeddings = r == 0 && c == 0 ? 1 : 0,
+                                                     .losses = last ? 1 : 0,
+                                                     .first_layer = c * (m.layer_num / v) + before / v};
+    }
+  }
+  return stages;
+}
+
+/// What rank `r` holds under the even split (or the slots of account_for_*_in_pipeline_split).
+/// Its chunks are described (`chunk_count`) only with MTP layers, which sit in one chunk; FP8 jobs
+/// note which of its layers are the model's bf16 first / last layers.
+constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
+                                     std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return slot_layout_of_rank(m, s, r);
+  rank_layout out = layout_rank(m, s, even_stages(m, s, split), r);
+  out.layers = stage_layer_count(split, r, p);
+  if (m.mtp_num_layers == 0) {  // not described: the even split of `layers` says it all
+    out.chunk_count = 0;
+    out.chunks = {};
+  }
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
+    const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;
+    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
+    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
+    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
+  }
   return out;
 }
 
@@ -522,11 +529,7 @@ constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, c
 /// `layout_of_rank` without the looped split.
 constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
   const std::int64_t p = s.pp_size, per_stage = m.layer_num / (2 * p);
-  const std::int64_t dense_total = detail::dense_layer_count(m);
-  auto dense_of_stage = [&](std::int64_t stage) {  // dense layers come first in model order
-    const std::int64_t dense = dense_total - stage * per_stage;
-    return dense < 0 ? 0 : (dense > per_stage ? per_stage : dense);
-  };
+  auto dense_of_stage = [&](std::int64_t stage) { return dense_layers_from(m, stage * per_stage, per_stage); };
   rank_layout out;
   out.layers = 2 * per_stage;
   out.chunk_layers = per_stage;
@@ -725,10 +728,13 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
-  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty()) &&
+  // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
+  const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
+  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&
       s.interleaving_size > static_cast<std::int64_t>(max_rank_chunks))
     report_error(api, "strategy.interleaving_size",
-                 "strategy.interleaving_size={} with MTP layers or a pipeline layout: at most {} model chunks per rank",
+                 "strategy.interleaving_size={} with MTP layers, a pipeline layout or "
+                 "account_for_embedding/loss_in_pipeline_split: at most {} model chunks per rank",
                  s.interleaving_size, max_rank_chunks);
 }
 

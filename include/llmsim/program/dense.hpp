@@ -154,72 +154,148 @@ constexpr bool saves_original_input(const build_context& c, leaf_id id) {
   return id == leaf_id::experts_linear_fc2 && mods.contains(recompute_module::moe_act) &&
          !mods.contains(recompute_module::moe);
 }
-}  // namespace detail
 
-constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
-                                     std::int64_t out_features);
+/// What one linear's three GEMMs see on this rank: the geometry shared by `linear_leaf`,
+/// `quantized_linear_leaf` and `duplicated_linear_leaf`, so that one emitter serves all three.
+/// `tp_comm`: the tensor-parallel collectives of Megatron's
+/// `LinearWithGradAccumulationAndAsyncCommunication` (false for a duplicated weight, which runs on
+/// the rank's own tokens alone).
+/// `quantized`: operands cast and read at the recipe's sizes (`quantized_linear_leaf`).
+struct linear_geometry {
+  bool column = true, tp_comm = true, quantized = false;
+  std::int64_t in = 0, out = 0, b = 0, s = 0;  ///< weight in x out; GEMM rows b x s
+  double E = 0, qa = 0, qw = 0;                ///< bf16 and quantized activation / weight bytes
+  double x = 0, y = 0, w = 0;                  ///< input, output and weight elements the GEMMs see
+  double t = 1, x_local = 0, y_local = 0;      ///< tp; the input / output gradient before a gather
+  bool gathered_x = false, gathered_dy = false;
+  double x_copies = 1, dy_copies = 1;  ///< quantized copies each cast writes
+  /// TE `save_original_input` (`saves_original_input`): backward keeps the bf16 input, forward
+  /// casts only the row-wise copy and the weight-gradient pass re-casts the re-created input.
+  bool original_input = false;
+  quantized_format f{};
 
-/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
-/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
-                           std::int64_t out_features) {
-  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
+  /// Bytes of `elements` of an activation as a gather moves it (quantized row-wise data, else bf16).
+  [[nodiscard]] constexpr double moved(double elements) const { return quantized ? elements * qa : elements * E; }
+};
+
+/// The geometry of a linear over `tokens` rows per rank (`s` of them per sample).
+constexpr linear_geometry linear_geometry_of(const build_context& c, bool column, bool tp_comm, bool quantized,
+                                             std::int64_t in_features, std::int64_t out_features, std::int64_t s,
+                                             double tokens) {
+  linear_geometry g{.column = column,
+                    .tp_comm = tp_comm,
+                    .quantized = quantized,
+                    .in = in_features,
+                    .out = out_features,
+                    .b = c.s().micro_batch_size,
+                    .s = s};
+  g.E = c.element_bytes();
+  g.x = tokens * static_cast<double>(in_features);
+  g.y = tokens * static_cast<double>(out_features);
+  g.w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const bool sp = tp_comm && c.sequence_parallel();
+  g.t = static_cast<double>(c.s().tp_size);
+  g.gathered_x = sp && column;
+  g.gathered_dy = sp && !column;
+  g.x_local = g.gathered_x ? g.x / g.t : g.x;
+  g.y_local = g.gathered_dy ? g.y / g.t : g.y;
+  if (quantized) {
+    g.f = c.format();
+    g.qa = g.f.activation;
+    g.qw = g.f.weight;
+    // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
+    g.x_copies = g.f.tensor_scaled && g.gathered_x ? 1 : g.f.copies;
+    g.dy_copies = g.f.tensor_scaled && g.gathered_dy ? 1 : g.f.copies;
+  }
+  return g;
+}
+
+/// The reduction of a linear's partial sums over tp (reduce-scatter under SP, else all-reduce).
+constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, double bytes) {
+  c.collective(l, pass, comm_group::tp,
+               c.sequence_parallel() ? collective_kind::reduce_scatter : collective_kind::all_reduce, bytes);
+}
+
+/// Forward and input-gradient passes, in the order Megatron runs them: a column-parallel linear
+/// gathers its input before the GEMM and reduces its input gradient after the dgrad GEMM; a
+/// row-parallel one reduces its output after the GEMM and gathers the output gradient before the
+/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather.
+constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const linear_geometry& g) {
+  const double E = g.E;
+  if (g.quantized) {
+    quantize(c, l, pass_kind::forward, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
+    quantize_weight(c, l, g.w);
+  }
+  if (g.gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  const double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
+  c.emit(l,
+         job_gemm(c, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
+  if (g.tp_comm && !g.column) linear_reduce(c, l, pass_kind::forward, g.y * E);
+  if (g.quantized) quantize(c, l, pass_kind::backward_input, g.y_local, g.qa, g.dy_copies);
+  if (g.gathered_dy)
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
+  const double dgrad_bytes = g.quantized ? g.y * g.qa + g.w * g.qw + g.x * E : (g.x + g.y + g.w) * E;
+  c.emit(l, job_gemm(c, pass_kind::backward_input, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16},
+                     dgrad_bytes));
+  if (g.tp_comm && g.column) linear_reduce(c, l, pass_kind::backward_input, g.x * E);
+}
+
+/// Weight-gradient pass: with SP the input is re-gathered (and, quantized on Hopper, transposed);
+/// the GEMM reads input and output gradient (column also the weight shard layout) and accumulates
+/// into the main grad (TE gradient_accumulation_fusion). Without the fusion it is written in bf16
+/// and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
+constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const linear_geometry& g) {
+  const double E = g.E;
+  if (g.original_input) quantize(c, l, pass_kind::backward_weight, g.x_local, g.qa, 1);  // the re-created input
+  if (g.gathered_x)
+    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  if (g.quantized && g.f.copies > g.x_copies)
+    c.memory(l, pass_kind::backward_weight, 2 * g.x * g.qa);  // transpose of the gathered input
+  if (g.quantized && g.f.copies > g.dy_copies)
+    c.memory(l, pass_kind::backward_weight, 2 * g.y * g.qa);  // ... of the gathered gradient
+  double inputs = (g.column ? (g.x + g.y + g.w) : (g.x + g.y)) * E;
+  if (g.quantized) inputs = (g.x + g.y) * g.qa + (g.column ? g.w * g.qw : 0);
+  const double grad_w_bytes = g.w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, job_gemm(c, pass_kind::backward_weight, {1, g.out, g.b * g.s, g.in, gemm_layout::nt, true, wgrad_out},
+                       inputs + grad_w_bytes));
+  } else {
+    c.emit(l, job_gemm(c, pass_kind::backward_weight,
+                       {1, g.out, g.b * g.s, g.in, gemm_layout::nt, false, dtype_kind::bf16}, inputs + g.w * E));
+    c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
+  }
+}
+
+/// The leaf of one linear: its three GEMMs with their collectives and casts, and what it keeps.
+/// Saved for backward: the local input (SP: the s/t shard a column-parallel linear re-gathers;
+/// quantized: one quantized copy, TE `update_usage(rowwise_usage=False, columnwise_usage=True)`).
+constexpr leaf linear_gemms(const build_context& c, leaf_id id, const linear_geometry& g) {
   leaf l;
   l.id = id;
-  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
-  const double E = c.element_bytes();
-  const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
-  const double y = c.tokens() * static_cast<double>(out_features);  // output elements
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  // Each pass's ops in the order Megatron runs them (`LinearWithGradAccumulationAndAsyncCommunication`):
-  // a column-parallel linear gathers its input before the GEMM and reduces its input gradient
-  // after the dgrad GEMM; a row-parallel one reduces its output after the GEMM and gathers the
-  // output gradient before the dgrad GEMM; with SP the input is re-gathered before the wgrad GEMM.
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  const bool sp = c.sequence_parallel();
-  if (sp && column) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (!column)
-    c.collective(l, pass_kind::forward, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
-  if (sp && !column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
-  if (sp && column)
-    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
-  // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
-  // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
-  // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
-  const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               wgrad_inputs + grad_w_bytes));
+  l.kind = g.column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  emit_linear_data_passes(c, l, g);
+  emit_linear_weight_pass(c, l, g);
+  const double E = g.E;
+  l.params = g.w;
+  if (g.quantized) {
+    l.quantized_params = g.w;
+    l.quantized_weight_bytes = g.w * g.qw * g.f.copies;
+    l.input = g.x_local * E;  // a recompute segment starting here keeps the bf16 input
+    l.cache = g.original_input ? g.x_local * E : g.x_local * g.qa;
   } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               wgrad_inputs + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+    l.input = g.x * E / (g.gathered_x ? g.t : 1.0);
+    l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   }
-  l.params = w;
-  l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
-  l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
-  l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
+  l.tp_duplicated = !g.tp_comm && c.sequence_parallel();
+  l.fwd_peak = (g.x + g.y) * E + (g.quantized ? g.x_local * g.qa * (g.original_input ? 1 : g.x_copies) : 0);
+  l.bwd_peak = (g.x + g.y) * E + (g.quantized ? g.y_local * g.qa * g.f.copies : 0) +
+               (c.s().use_fused_grad_accumulation ? 0 : g.w * E);  // the unfused bf16 weight gradient
+  l.weight_rows = g.out;
+  l.weight_cols = g.in;
   return l;
 }
+}  // namespace detail
 
 /// A linear of a quantized layer (TE Linear under an FP8/FP4 recipe, transformer_engine/pytorch/
 /// module/linear.py), the same collectives and GEMMs as `linear_leaf` with:
@@ -235,67 +311,19 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
 /// - kept across micro-batches: the quantized weight copies (`quantized_weight_bytes`).
 constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                                      std::int64_t out_features) {
-  leaf l;
-  l.id = id;
-  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const quantized_format f = c.format();
-  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
-  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
-  const double x = c.tokens() * static_cast<double>(in_features), y = c.tokens() * static_cast<double>(out_features);
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  const bool sp = c.sequence_parallel();
-  const double t = static_cast<double>(c.s().tp_size);
-  const double x_local = column && sp ? x / t : x, y_local = !column && sp ? y / t : y;
-  const bool gathered_x = sp && column, gathered_dy = sp && !column;
-  // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
-  const double x_copies = f.tensor_scaled && gathered_x ? 1 : f.copies;
-  const double dy_copies = f.tensor_scaled && gathered_dy ? 1 : f.copies;
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features);
-  const bool original = detail::saves_original_input(c, id);  // forward casts the row-wise copy only
-  const double x_fwd_copies = original ? 1 : x_copies;
-  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_fwd_copies);
-  detail::quantize_weight(c, l, w);
-  if (gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, x * qa);
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             x * qa + w * qw + y * E));
-  if (!column)
-    c.collective(l, pass_kind::forward, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
-  detail::quantize(c, l, pass_kind::backward_input, y_local, qa, dy_copies);
-  if (gathered_dy) c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, y * qa);
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             y * qa + w * qw + x * E));
-  if (column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
-  if (original) detail::quantize(c, l, pass_kind::backward_weight, x_local, qa, 1);  // from the re-created input
-  if (gathered_x) c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, x * qa);
-  if (f.copies > x_copies) c.memory(l, pass_kind::backward_weight, 2 * x * qa);   // transpose of the gathered input
-  if (f.copies > dy_copies) c.memory(l, pass_kind::backward_weight, 2 * y * qa);  // ... of the gathered gradient
-  const double wgrad_inputs = (x + y) * qa + (column ? w * qw : 0);
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               wgrad_inputs + grad_w_bytes));
-  } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               wgrad_inputs + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  l.params = l.quantized_params = w;
-  l.quantized_weight_bytes = w * qw * f.copies;
-  l.input = x_local * E;  // a recompute segment starting here keeps the bf16 input
-  l.cache = original ? x_local * E : x_local * qa;
-  l.fwd_peak = (x + y) * E + x_local * qa * x_fwd_copies;
-  l.bwd_peak = (x + y) * E + y_local * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
-  return l;
+  auto g = detail::linear_geometry_of(c, column, true, true, in_features, out_features, c.sequence(), c.tokens());
+  g.original_input = detail::saves_original_input(c, id);
+  return detail::linear_gemms(c, id, g);
+}
+
+/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
+/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2). The full
+/// sequence, with Megatron's `LinearWithGradAccumulationAndAsyncCommunication` collectives.
+constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                           std::int64_t out_features) {
+  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
+  return detail::linear_gemms(
+      c, id, detail::linear_geometry_of(c, column, true, false, in_features, out_features, c.sequence(), c.tokens()));
 }
 
 /// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes

@@ -194,42 +194,9 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
 /// With SP the weight gradient covers s/t tokens only (`tp_duplicated`: summed over tp later).
 constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
                                       std::int64_t out_features) {
-  leaf l;
-  l.id = id;
-  l.kind = leaf_kind::linear_column;
-  const std::int64_t b = c.s().micro_batch_size;
   const std::int64_t s = c.sequence() / (c.sequence_parallel() ? c.s().tp_size : 1);
-  const double E = c.element_bytes();
-  const double x = c.local_tokens() * static_cast<double>(in_features);
-  const double y = c.local_tokens() * static_cast<double>(out_features);
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               (x + y + w) * E + grad_w_bytes));
-  } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               (x + y + w) * E + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  l.params = w;
-  l.tp_duplicated = c.sequence_parallel();
-  l.input = x * E;
-  l.cache = l.input;
-  l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
-  return l;
+  return detail::linear_gemms(
+      c, id, detail::linear_geometry_of(c, true, false, false, in_features, out_features, s, c.local_tokens()));
 }
 
 /// An MLA down projection: with tp = 1 a plain linear, else the duplicated TELinear.
@@ -442,105 +409,132 @@ constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tok
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
 }
 
-/// Permutation and the dispatch. All-to-all: permute (two memory-bound kernels) before the
-/// dispatch; all-gather: one permute of the gathered tokens after it; flex: DeepEP permutes while
-/// sending, then one permute of the received rows into expert order.
-constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+/// The combine's communication in `pass` for the all-to-all dispatcher, the mirror of its
+/// dispatch: ETP reduce-scatter (all-gather backward) then the all-to-all over ep.
+constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  const double A = tok.expert * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  const bool fwd = pass == pass_kind::forward;
+  c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
+               A * static_cast<double>(c.s().etp_size));
+  c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
+}
+
+/// The combine of Megatron's MoEAllGatherTokenDispatcher: the unpermuted full buffer
+/// reduce-scattered over etp then ep (backward: all-gathered over ep then etp).
+constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   const auto& s = c.s();
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const double full = tok.local * static_cast<double>(c.m().hidden_size) * c.element_bytes() * ep * etp;
+  if (pass == pass_kind::forward) {
+    c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
+    c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
+  } else {
+    c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
+    c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
+  }
+}
+
+/// DeepEP's combine (flex): each token's locally reduced output goes back once per rank.
+constexpr void flex_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  c.collective(u, pass, comm_group::ep, collective_kind::all2all,
+               tok.sent_rows * static_cast<double>(c.m().hidden_size) * c.element_bytes());
+}
+
+/// What the strategy's token dispatcher does around the experts, decided once per MoE layer: the
+/// permute kernels before/after the dispatch and the combine, and their collectives. All-to-all:
+/// permute (two memory-bound kernels) before the dispatch; all-gather: one permute of the gathered
+/// tokens after it; flex: DeepEP permutes while sending, then one permute of the received rows into
+/// expert order. The unpermute writes the tokens this rank routed (all2all), the whole gathered
+/// buffer (allgather), the rows DeepEP sends back (flex).
+struct dispatch_plan {
+  double permute[2] = {0, 0};    ///< bytes of the permute kernels (0: no such kernel)
+  double permute_peak = 0;       ///< the permutation's forward transient
+  double unpermute[2] = {0, 0};  ///< bytes of the unpermute kernels
+  void (*dispatch)(leaf&, const build_context&, const moe_tokens&) = nullptr;
+  void (*combine)(leaf&, const build_context&, const moe_tokens&, pass_kind) = nullptr;
+};
+
+/// The dispatch plan of the strategy's `moe_dispatcher_policy` (Megatron token_dispatcher.py).
+constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double A = tok.expert * h * E, out = tok.local * h * E;
+  dispatch_plan d;
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
+    d.permute[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
+    d.permute_peak = gathered * h * E + tok.expert * h * E;
+    d.unpermute[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
+    d.dispatch = allgather_dispatch_comm;
+    d.combine = allgather_combine_comm;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    d.permute[0] = (tok.sent_rows + tok.expert) * h * E;
+    d.permute_peak = (tok.sent_rows + tok.expert) * h * E;
+    d.unpermute[0] = A + tok.sent_rows * h * E;
+    d.dispatch = flex_dispatch_comm;
+    d.combine = flex_combine_comm;
+  } else {
+    d.permute[0] = (tok.local + tok.dispatched) * h * E;
+    d.permute[1] = 2 * tok.dispatched * h * E;
+    d.unpermute[0] = 2 * A;
+    d.unpermute[1] = A + out;
+    d.dispatch = all2all_dispatch_comm;
+    d.combine = all2all_combine_comm;
+  }
+  return d;
+}
+
+/// Permutation and the dispatch, as `plan` lays them out.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
   p.id = leaf_id::permutation;
   p.kind = leaf_kind::activation;
-  double kernels[2] = {(tok.local + tok.dispatched) * h * E, 2 * tok.dispatched * h * E};
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
-    kernels[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
-    kernels[1] = 0;
-    p.fwd_peak = gathered * h * E + tok.expert * h * E;
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    kernels[0] = (tok.sent_rows + tok.expert) * h * E;
-    kernels[1] = 0;
-    p.fwd_peak = (tok.sent_rows + tok.expert) * h * E;
-  }
+  p.fwd_peak = plan.permute_peak;
   // Forward: permute around the dispatch; backward: the gradients come back before they are unpermuted.
-  for (const double bytes : kernels)
+  for (const double bytes : plan.permute)
     if (bytes > 0) c.memory(p, pass_kind::forward, bytes, memory_kind::permute_fwd);
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    allgather_dispatch_comm(p, c, tok);
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    flex_dispatch_comm(p, c, tok);
-  } else {
-    all2all_dispatch_comm(p, c, tok);
-  }
-  for (const double bytes : kernels)
+  plan.dispatch(p, c, tok);
+  for (const double bytes : plan.permute)
     if (bytes > 0) c.memory(p, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
   return p;
 }
-
-/// The combine's communication in `pass`, the mirror of the dispatch: ETP reduce-scatter then
-/// all-to-all (all2all); the unpermuted full buffer reduce-scattered over etp then ep (allgather);
-/// DeepEP's combine sending each token's locally reduced output back once per rank (flex).
-constexpr void combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
-  const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
-  const double A = tok.expert * h * E;
-  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
-  const bool fwd = pass == pass_kind::forward;
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    const double full = tok.local * h * E * ep * etp;
-    if (fwd) {
-      c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
-      c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
-    } else {
-      c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
-      c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
-    }
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    c.collective(u, pass, comm_group::ep, collective_kind::all2all, tok.sent_rows * h * E);
-  } else {
-    c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
-                 A * etp);
-    c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
-  }
+/// Permutation and the dispatch of the strategy's dispatcher.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  return permutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
-/// Unpermutation and the combine. The rows the unpermute writes: the tokens this rank routed
-/// (all2all), the whole gathered buffer (allgather), the rows DeepEP sends back (flex).
-constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
-  const auto& s = c.s();
+/// Unpermutation and the combine, as `plan` lays them out.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   leaf u;
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
-  double kernels[2] = {2 * A, A + out};
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    kernels[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
-    kernels[1] = 0;
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    kernels[0] = A + tok.sent_rows * h * E;
-    kernels[1] = 0;
-  }
   // Forward: the combine brings the expert outputs home, then they are unpermuted; backward mirrors it.
-  combine_comm(u, c, tok, pass_kind::forward);
-  for (const double bytes : kernels)
+  plan.combine(u, c, tok, pass_kind::forward);
+  for (const double bytes : plan.unpermute)
     if (bytes > 0) c.memory(u, pass_kind::forward, bytes, memory_kind::permute_fwd);
-  for (const double bytes : kernels)
+  for (const double bytes : plan.unpermute)
     if (bytes > 0) c.memory(u, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
-  combine_comm(u, c, tok, pass_kind::backward_input);
+  plan.combine(u, c, tok, pass_kind::backward_input);
   u.communicates_in_replay = true;
   u.input = A;
-  if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+  if (c.s().dispatch_probs) {  // probabilities already applied: nothing kept for backward
     u.fwd_peak = (A > out ? A : out);
   } else {  // combine weights the expert outputs by the probabilities: keeps them
     u.cache = A;
     u.fwd_peak = u.bwd_peak = A + out;
   }
   return u;
+}
+/// Unpermutation and the combine of the strategy's dispatcher.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
+  return unpermutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
@@ -561,15 +555,16 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
                            fs / t, m.use_swiglu));
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
+  const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer
   b.push(router_leaf(c, tok));
-  b.push(permutation_leaf(c, tok));
+  b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
-  b.push(unpermutation_leaf(c, tok));
+  b.push(unpermutation_leaf(c, tok, plan));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
   b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }
