@@ -17,12 +17,8 @@ static_assert(parameter_count(catalogue::llama3_8b, 128256) == 8030261248.0);
 
 // A hybrid Mamba-2 / attention / MoE model estimates in constant expressions: Nemotron 3 Nano
 // 30B-A3B on 8 B200 (ep 8). Parameters by hand in tests/runtime/test_mamba.cpp (model card: 31.6B).
-constexpr strategy_spec nano_ep8{.seq_len = 8192,
-                                 .micro_batch_size = 1,
-                                 .micro_batch_num = 8,
-                                 .world_size = 8,
-                                 .ep_size = 8,
-                                 .moe_dispatcher_policy = dispatcher_kind::flex};
+constexpr strategy_spec nano_ep8{
+    .seq_len = 8192, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .ep_size = 8};
 constexpr estimate_result nano_b200 = estimate(catalogue::nemotron_3_nano_30b_a3b, nano_ep8, catalogue::b200);
 static_assert(nano_b200.mem.peak_mem < 180_GiB);
 static_assert(nano_b200.cost.mfu > 0 && nano_b200.cost.mfu < 1);
