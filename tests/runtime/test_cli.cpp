@@ -440,7 +440,9 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   EXPECT_EQ(j["summary"]["all"]["estimated"], estimated);
   EXPECT_EQ(reasons + estimated, 132U);
   EXPECT_GE(estimated, 10U);  // the BF16 gpt-oss rows need nothing llmsim lacks
-  EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.01);
+  // Under 1.5 %: the Nemotron 3 Nano rows of 26.06.01 / 26.08 print tokens/s rounded to multiples
+  // of 512 (39936 = 78 x 512), which alone moves their quotient by up to 1.3 %.
+  EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.015);
   const auto text = run_cli("validate '" + file.string() + "'");
   EXPECT_NE(text.out.find("132 rows, " + std::to_string(estimated) + " estimated"), std::string::npos) << text.out;
 }
