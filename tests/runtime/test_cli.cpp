@@ -443,7 +443,9 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   EXPECT_EQ(r.exit_code, expected_status) << r.err;
   EXPECT_EQ(j["exit_status"], expected_status);
   EXPECT_GE(estimated, 10U);  // the BF16 gpt-oss rows need nothing llmsim lacks
-  EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.01);
+  // Under 1.5 %: the Nemotron 3 Nano rows of 26.06.01 / 26.08 print tokens/s rounded to multiples
+  // of 512 (39936 = 78 x 512), which alone moves their quotient by up to 1.3 %.
+  EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.015);
   const auto text = run_cli("validate '" + file.string() + "'");
   EXPECT_NE(text.out.find("132 rows, " + std::to_string(estimated) + " estimated"), std::string::npos) << text.out;
 }
@@ -557,7 +559,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
       if (e["name"] == name) return e;
     return json();
   };
-  ASSERT_EQ(j["models"].size(), 17U);
+  ASSERT_EQ(j["models"].size(), 18U);
   const json llama = find("models", "llama3-70b");
   EXPECT_EQ(llama["model_type"], "dense");
   EXPECT_EQ(llama["hidden_size"], 8192);

@@ -226,9 +226,10 @@ TEST(MegatronBridgeMapping, RefusedRowsSayWhy) {
   const auto reason = [&](const std::string& model) {
     return mbj::estimate_row(row(model, "GB200", "MXFP8", 8, 512, 1, 8192, 1, 1, 1, nullptr, 8, nullptr), rec).reason;
   };
-  for (const char* nemotron : {"Nemotron_3_Nano", "Nemotron_3_Super", "Nemotron_3_Ultra"})
-    EXPECT_EQ(reason(nemotron),
-              "Mamba layers are not modelled (Nemotron 3 is a hybrid Mamba-2 / attention / MoE model)");
+  EXPECT_EQ(reason("Nemotron_3_Nano"), "");  // estimated (hybrid Mamba-2 / attention / MoE)
+  EXPECT_NE(reason("Nemotron_3_Super").find("LatentMoE"), std::string::npos);
+  EXPECT_NE(reason("Nemotron_3_Ultra").find("LatentMoE"), std::string::npos);
+  EXPECT_NE(reason("Nemotron_3_5_Lightning").find("multi-token prediction in a hybrid model"), std::string::npos);
   EXPECT_EQ(reason("DeepSeekV4 Flash"),
             "DeepSeek-V4's hybrid sparse attention (compressed KV, sliding window, lightning indexer) is not modelled");
   EXPECT_EQ(reason("Kimi_K2"),
@@ -300,7 +301,11 @@ TEST(MegatronBridgeFlops, PublishedRowsFollowTheirReleasesFormula) {
     const double printed =
         r["model_tflops_per_sec_per_gpu"].get<double>() * 1e3 / r["tokens_per_sec_per_gpu"].get<double>();
     const double formula = mb::model_flops_per_token(*job.flops, job.formula) / 1e9;
-    EXPECT_NEAR(printed / formula, 1.0, 0.01) << job.id << ": printed " << printed << " formula " << formula;
+    // Some 26.06.01 / 26.08 rows print tokens/s rounded to a multiple of 512 (e.g. Nemotron 3 Nano
+    // GB300 39936 = 78 x 512): their quotient is good to about 1.3 % only.
+    const bool coarse = static_cast<std::int64_t>(r["tokens_per_sec_per_gpu"].get<double>()) % 512 == 0;
+    EXPECT_NEAR(printed / formula, 1.0, coarse ? 0.015 : 0.01)
+        << job.id << ": printed " << printed << " formula " << formula;
     ++checked;
     // The releases before baa0259bd printed gpt-oss with the old formula: the current one is 20 % above.
     const double other =
@@ -309,7 +314,7 @@ TEST(MegatronBridgeFlops, PublishedRowsFollowTheirReleasesFormula) {
         1e9;
     if (std::fabs(printed / other - 1) > 0.1) ++formula_changed;
   }
-  EXPECT_EQ(checked, 102);         // all but the Nemotron 3 (28) and DeepSeek-V4 Flash (2) rows
+  EXPECT_EQ(checked, 113);         // all but the Nemotron 3 Super/Ultra/Lightning (17) and DeepSeek-V4 Flash (2) rows
   EXPECT_EQ(formula_changed, 17);  // every gpt-oss row, and only those
 }
 

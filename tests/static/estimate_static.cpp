@@ -15,6 +15,15 @@ static_assert(llama3_8b_h100.cost.mfu > 0 && llama3_8b_h100.cost.mfu < 1);
 // Llama 3 8B: 8,030,261,248 parameters (32 layers of 218,112,000, two 128256 x 4096 embeddings, final norm).
 static_assert(parameter_count(catalogue::llama3_8b, 128256) == 8030261248.0);
 
+// A hybrid Mamba-2 / attention / MoE model estimates in constant expressions: Nemotron 3 Nano
+// 30B-A3B on 8 B200 (ep 8). Parameters by hand in tests/runtime/test_mamba.cpp (model card: 31.6B).
+constexpr strategy_spec nano_ep8{
+    .seq_len = 8192, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .ep_size = 8};
+constexpr estimate_result nano_b200 = estimate(catalogue::nemotron_3_nano_30b_a3b, nano_ep8, catalogue::b200);
+static_assert(nano_b200.mem.peak_mem < 180_GiB);
+static_assert(nano_b200.cost.mfu > 0 && nano_b200.cost.mfu < 1);
+static_assert(parameter_count(catalogue::nemotron_3_nano_30b_a3b, 131072) == 31577937344.0);
+
 // Context parallelism (TE ring attention over cp 2) estimates in constant expressions too: each
 // rank holds half of every sequence, so its activations are half those of the same job at cp 1.
 constexpr strategy_spec tp2_cp2_dp2{.seq_len = 8192,

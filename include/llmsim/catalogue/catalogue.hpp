@@ -312,12 +312,40 @@ inline constexpr model_spec gpt_oss_120b{
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
 };
+/// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
+/// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge
+/// recipes/nemotronh/h100/nemotron_3_nano.py (`hybrid_layer_pattern`, 52 layers: 23 Mamba-2, 23
+/// MoE, 6 attention; 128 experts of 1856, top-6, one shared expert of 3712; squared-ReLU
+/// activation, not gated; GQA 32/2 heads of 128; no position embedding; untied embeddings;
+/// vocabulary 131072). Model card: 31.6B parameters in total.
+inline constexpr model_spec nemotron_3_nano_30b_a3b{
+    .model_type = model_kind::moe,
+    .model_name = "nemotron_3_nano_30b_a3b",
+    .hidden_size = 2688,
+    .head_num = 32,
+    .kv_head_num = 2,
+    .head_size = 128,
+    .intermediate_size = 1856,
+    .layer_num = 52,
+    .vocab_size = 131072,
+    .use_swiglu = false,
+    .expert_num = 128,
+    .topk = 6,
+    .moe_ffn_hidden_size = 1856,
+    .moe_shared_expert_intermediate_size = 3712,
+    .position_embedding_type = position_kind::none,
+    .hybrid_override_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    .mamba_state_dim = 128,
+    .mamba_head_dim = 64,
+    .mamba_num_heads = 64,
+    .mamba_num_groups = 8,
+};
 
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 17> models{{
+inline constexpr std::array<named_model, 18> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -335,6 +363,7 @@ inline constexpr std::array<named_model, 17> models{{
     {"qwen3-235b-a22b", &qwen3_235b_a22b},
     {"kimi-k2", &kimi_k2},
     {"gpt-oss-120b", &gpt_oss_120b},
+    {"nemotron-3-nano-30b-a3b", &nemotron_3_nano_30b_a3b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include <llmsim/program/dense.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
+#include <llmsim/program/mamba.hpp>
 #include <llmsim/schedule/engine.hpp>
 #include <llmsim/schedule/interleaved.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
@@ -292,6 +293,8 @@ struct job_blocks {
   /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
   /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
   leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
+  /// Hybrid models: one layer of each kind of `hybrid_symbols` ('M', '*', '-', 'E') in the pattern.
+  std::array<leaf_block, hybrid_symbols.size()> hybrid_layer{};
 };
 
 /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
@@ -335,13 +338,17 @@ constexpr job_blocks build_blocks(const build_context& c) {
   build_context layer_context = c;
   layer_context.quantized = c.s().fp8;
   const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
-  if (detail::dense_layer_count(c.m()) > 0) {
+  if (is_hybrid(c.m())) {
+    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+        j.hybrid_layer[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], false);
+  } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
     if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
     if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
-  if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+  if (!is_hybrid(c.m()) && is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
     j.moe_layer = decoder_layer_leaves(layer_context, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
     if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
@@ -371,6 +378,16 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  if (is_hybrid(c.m())) {
+    // One stage holds the whole pattern (refuse_unmodelled_hybrid): each kind's layers priced once
+    // and counted, placed at the kind's first layer.
+    const std::string_view pattern = c.m().hybrid_override_pattern.view();
+    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+      p.add(j.hybrid_layer[k], hybrid_layer_count(c.m(), hybrid_symbols[k]),
+            static_cast<std::int64_t>(pattern.find(hybrid_symbols[k])));
+    if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+    return p;
+  }
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
   const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
@@ -681,10 +698,47 @@ constexpr void refuse_unmodelled_offload(const model_spec& m, const strategy_spe
                  "strategy.offload_modules \"qkv_linear\" with an MLA model is not modelled (MLA has no linear_qkv)");
 }
 
+/// Refuses what a hybrid model (model.hybrid_override_pattern) does not model yet.
+constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (!is_hybrid(m)) return;
+  if (s.pp_size > 1 || s.interleaving_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.pp_size",
+                 "model.hybrid_override_pattern with strategy.pp_size={} (or interleaving / a pipeline layout) is not "
+                 "modelled yet: hybrid layers are placed on one pipeline stage only",
+                 s.pp_size);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size",
+                 "model.hybrid_override_pattern with strategy.cp_size={} is not modelled yet (Mamba's context-parallel "
+                 "all-to-alls, mamba_context_parallel.py)",
+                 s.cp_size);
+  if (recompute_active(s))
+    report_error(api, "strategy.enable_recompute",
+                 "model.hybrid_override_pattern with recompute is not modelled yet (Megatron's recompute modules of "
+                 "hybrid layers)");
+  if (s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");
+  if (m.mtp_num_layers > 0)
+    report_error(api, "model.mtp_num_layers",
+                 "model.mtp_num_layers={} with model.hybrid_override_pattern is not modelled yet (Megatron "
+                 "--mtp-hybrid-override-pattern depths)",
+                 m.mtp_num_layers);
+  if (activation_offload_active(s))
+    report_error(api, "strategy.fine_grained_activation_offloading",
+                 "activation offload with model.hybrid_override_pattern is not modelled yet (the offloaded modules of "
+                 "Mamba layers)");
+  if (m.add_linear_bias)
+    report_error(api, "model.add_linear_bias",
+                 "model.add_linear_bias=true with model.hybrid_override_pattern is not modelled (Mamba's in_proj and "
+                 "out_proj have no bias: mamba_mixer.py asserts not bias)");
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
   refuse_unmodelled_sharding(s);
+  refuse_unmodelled_hybrid(m, s);
   if (s.cp_size > 1 && !s.use_flash_sdp)
     report_error(api, "strategy.use_flash_sdp",
                  "strategy.cp_size={} with strategy.use_flash_sdp=false is not modelled (TransformerEngine's context "

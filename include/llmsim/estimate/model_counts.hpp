@@ -78,6 +78,31 @@ constexpr double position_table_params(const model_spec& m) {
 }
 
 namespace detail {
+/// GEMM parameters of one Mamba-2 mixer: in_proj h x (2·d_inner + 2·G·N + H) and out_proj d_inner x h
+/// (megatron/core/ssm/mamba_mixer.py).
+constexpr double mamba_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), di = static_cast<double>(mamba_inner(m));
+  const double gn = static_cast<double>(m.mamba_num_groups * m.mamba_state_dim);
+  return h * (2 * di + 2 * gn + static_cast<double>(m.mamba_num_heads)) + di * h;
+}
+/// The other parameters of one Mamba-2 mixer: conv1d weight and bias over d_inner + 2·G·N channels
+/// (width mamba_conv_width), dt_bias, A_log and D per head, the gated norm's d_inner weights (mamba_mixer.py).
+constexpr double mamba_other_params(const model_spec& m) {
+  const double channels = static_cast<double>(mamba_inner(m) + 2 * m.mamba_num_groups * m.mamba_state_dim);
+  return channels * static_cast<double>(mamba_conv_width + 1) + 3 * static_cast<double>(m.mamba_num_heads) +
+         static_cast<double>(mamba_inner(m));
+}
+/// Decoder-layer parameters of a hybrid model with `routed` experts counted per MoE layer: each
+/// symbol of the pattern one layer with its own norm (hybrid_layer_allocation.py): 'M' a Mamba-2
+/// mixer, '*' attention, '-' a dense MLP, 'E' an MoE.
+constexpr double hybrid_layer_params(const model_spec& m, double routed) {
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * static_cast<double>(m.hidden_size);
+  const auto n = [&](char symbol) { return static_cast<double>(hybrid_layer_count(m, symbol)); };
+  return static_cast<double>(m.layer_num) * norm + n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
+         n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
+         (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+}
+
 /// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
 constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
   const double h = static_cast<double>(m.hidden_size);
@@ -87,6 +112,7 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  if (is_hybrid(m)) return hybrid_layer_params(m, routed) + embeddings + final_norm;  // MTP is refused with it
   const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
                       moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
   if (m.mtp_num_layers == 0) return body;
@@ -127,6 +153,18 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const double v =
       m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
+  if (is_hybrid(m)) {
+    // Hybrid: 6 per GEMM parameter of each layer, attention scores in the '*' layers only, and the
+    // Mamba layers' SSD scan (forward FLOPs of program/mamba.hpp's count at tp 1, times 3).
+    const double mamba_gemm = detail::mamba_linear_params(m), topk = static_cast<double>(m.topk.value_or(1));
+    const auto n = [&](char symbol) { return static_cast<double>(hybrid_layer_count(m, symbol)); };
+    const double layer_gemm = n('M') * mamba_gemm + n('*') * attn + n('-') * detail::dense_mlp_params(m) +
+                              (n('E') > 0 ? n('E') * detail::moe_mlp_params(m, topk) : 0.0);
+    const double scan =
+        mamba_scan_flops_per_token(m.mamba_num_heads, m.mamba_num_groups, m.mamba_state_dim, m.mamba_head_dim);
+    return 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) + 3.0 * n('M') * scan +
+           6.0 * h * static_cast<double>(vocab);
+  }
   const double flops =
       6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
   if (m.mtp_num_layers == 0) return flops;

@@ -143,37 +143,51 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   b.assign_roles();
 }
 
+/// The attention half of a decoder layer: MHA/GQA (input norm, QKV, RoPE, attention, output
+/// projection, residual) or MLA.
+constexpr void push_attention(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t h = m.hidden_size, d = head_dim(m);
+  if (m.attention_type == attention_kind::mla) {
+    push_mla_attention(b, c);
+    return;
+  }
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
+  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
+  if (c.s().cp_size > 1)
+    b.push(context_parallel_attention_leaf(c));
+  else
+    b.push(attention_leaf(c));
+  b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
+  b.push(residual_leaf(c, leaf_id::attention_residual_add));
+}
+
+/// The dense MLP half of a decoder layer: pre-MLP norm, fc1, activation, fc2, residual.
+constexpr void push_dense_mlp(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t h = m.hidden_size, ffn = *m.intermediate_size;
+  b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
+  b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
+  b.push(activation_leaf(c));
+  b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
+  b.push(residual_leaf(c, leaf_id::mlp_residual_add));
+}
+
 /// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
 constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp, bool recomputed) {
   build_context c = job;
   c.recomputed_layer = recomputed;  // which linears keep their bf16 input (detail::saves_original_input)
   const auto& m = c.m();
-  const std::int64_t t = c.s().tp_size;
-  const std::int64_t h = m.hidden_size, d = head_dim(m);
+  const std::int64_t h = m.hidden_size;
   leaf_block b;
-  if (m.attention_type == attention_kind::mla) {
-    push_mla_attention(b, c);
-  } else {
-    b.push(norm_leaf(c, leaf_id::input_layernorm));
-    b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
-    if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-    if (c.s().cp_size > 1)
-      b.push(context_parallel_attention_leaf(c));
-    else
-      b.push(attention_leaf(c));
-    b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
-    b.push(residual_leaf(c, leaf_id::attention_residual_add));
-  }
-  if (moe_mlp) {
+  push_attention(b, c);
+  if (moe_mlp)
     push_moe_mlp(b, c);
-  } else {
-    const std::int64_t ffn = *m.intermediate_size;
-    b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
-    b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
-    b.push(activation_leaf(c));
-    b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
-    b.push(residual_leaf(c, leaf_id::mlp_residual_add));
-  }
+  else
+    push_dense_mlp(b, c);
   if (m.add_linear_bias) {
     // Biases: column-parallel shards, row-parallel full (added after the reduction).
     for (std::size_t i = 0; i < b.count; ++i) {

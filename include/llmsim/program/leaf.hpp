@@ -72,10 +72,16 @@ enum class leaf_id : std::uint8_t {
   mtp_hnorm,    ///< MTP: norm of the previous depth's hidden states (`hnorm`)
   mtp_eh_proj,  ///< MTP: the 2h -> h projection of their concatenation (`eh_proj`)
   /// The exposed part of a layer's host copies (fine-grained activation offloading).
-  activation_offload
+  activation_offload,
+  // Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; mamba_layer.py MambaLayer).
+  mamba_in_proj,      ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
+  mamba_conv_scan,    ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
+  mamba_norm,         ///< `norm`: the gated group RMSNorm over d_inner
+  mamba_out_proj,     ///< `out_proj`: d_inner -> h, row-parallel
+  mamba_residual_add  ///< the layer's residual add
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; activation_offload is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::activation_offload) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; mamba_residual_add is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mamba_residual_add) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -123,6 +129,11 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mtp_hnorm: return "mtp.hnorm";
     case leaf_id::mtp_eh_proj: return "mtp.eh_proj";
     case leaf_id::activation_offload: return "activation_offload";
+    case leaf_id::mamba_in_proj: return "mixer.in_proj";
+    case leaf_id::mamba_conv_scan: return "mixer.conv1d_ssd_scan";
+    case leaf_id::mamba_norm: return "mixer.norm";
+    case leaf_id::mamba_out_proj: return "mixer.out_proj";
+    case leaf_id::mamba_residual_add: return "mamba_residual_add";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name

@@ -49,6 +49,11 @@ struct field_list<model_spec> {
       field{"position_embedding_type", &m::position_embedding_type},
       field{"max_position_embeddings", &m::max_position_embeddings},
       field{"mtp_num_layers", &m::mtp_num_layers},
+      field{"hybrid_override_pattern", &m::hybrid_override_pattern},
+      field{"mamba_state_dim", &m::mamba_state_dim},
+      field{"mamba_head_dim", &m::mamba_head_dim},
+      field{"mamba_num_heads", &m::mamba_num_heads},
+      field{"mamba_num_groups", &m::mamba_num_groups},
   };
 };
 

@@ -111,6 +111,15 @@ struct model_spec {
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
+  /// Hybrid models (Megatron --hybrid-override-pattern, megatron/core/models/hybrid/
+  /// hybrid_layer_allocation.py): one symbol per decoder layer, each layer one norm, one mixer and
+  /// a residual: 'M' Mamba-2, '*' self-attention, '-' dense MLP, 'E' MoE. Empty: every layer is
+  /// attention + MLP (or MoE) as usual.
+  fixed_string<256> hybrid_override_pattern = {};
+  std::int64_t mamba_state_dim = 0;   ///< Megatron --mamba-state-dim (SSM state size N per group)
+  std::int64_t mamba_head_dim = 0;    ///< Megatron --mamba-head-dim (P)
+  std::int64_t mamba_num_heads = 0;   ///< Megatron --mamba-num-heads (d_inner = heads x head_dim)
+  std::int64_t mamba_num_groups = 0;  ///< Megatron --mamba-num-groups (groups sharing B and C)
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -143,6 +152,34 @@ constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
   return (orig + multiple - 1) / multiple * multiple;
 }
 
+/// Whether the model is a hybrid (has a `hybrid_override_pattern`).
+constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_pattern.empty(); }
+/// Layers of the pattern with symbol `symbol` ('M', '*', '-', 'E').
+constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+  std::int64_t n = 0;
+  for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  return n;
+}
+/// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
+/// default d_conv=4; Megatron builds the mixer with the default).
+inline constexpr std::int64_t mamba_conv_width = 4;
+/// Tokens per SSD chunk (mamba_mixer.py default chunk_size=128, passed to the scan as `chunk_size`).
+inline constexpr std::int64_t mamba_chunk_size = 128;
+/// Forward FLOPs per token of the SSD chunked scan over `heads` heads of `head_dim` and `groups`
+/// groups of state size `state` (Dao & Gu 2024, "Transformers are SSMs" §6; mamba_ssm
+/// ssd_combined.py `_mamba_chunk_scan_combined_fwd`): per group C·Bᵀ within each chunk (2·Q·N),
+/// per head the chunk states Bᵀ·x (2·N·P), the intra-chunk output (C·Bᵀ ∘ decay)·x (2·Q·P, all Q
+/// pairs counted, as the kernel computes whole blocks) and the state output C·state (2·N·P).
+/// Backward is twice this (each product has two operand gradients).
+constexpr double mamba_scan_flops_per_token(std::int64_t heads, std::int64_t groups, std::int64_t state,
+                                            std::int64_t head_dim) {
+  const auto Q = static_cast<double>(mamba_chunk_size), N = static_cast<double>(state),
+             P = static_cast<double>(head_dim);
+  return 2 * (static_cast<double>(groups) * Q * N + static_cast<double>(heads) * P * (Q + 2 * N));
+}
+/// Mamba-2 inner width d_inner = heads x head_dim (mamba_mixer.py with mamba_num_heads set).
+constexpr std::int64_t mamba_inner(const model_spec& m) { return m.mamba_num_heads * m.mamba_head_dim; }
+
 namespace detail {
 constexpr void require_size(std::string_view api, std::string_view name, std::int64_t v, std::int64_t minimum) {
   if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
@@ -153,6 +190,48 @@ constexpr void require_size(std::string_view api, std::string_view name, const s
   if (v) require_size(api, name, *v, minimum);
 }
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
+}  // namespace detail
+
+namespace detail {
+/// The hybrid pattern and the Mamba sizes (hybrid_layer_allocation.py `validate_segment_layers`,
+/// mamba_mixer.py asserts).
+constexpr void validate_hybrid(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const std::string_view p = m.hybrid_override_pattern.view();
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != 'M' && p[i] != '*' && p[i] != '-' && p[i] != 'E')
+      report_error(api, "model.hybrid_override_pattern",
+                   "model.hybrid_override_pattern: symbol '{}' at position {} is not one of 'M' (Mamba), '*' "
+                   "(attention), '-' (MLP), 'E' (MoE)",
+                   std::string_view(&p[i], 1), i);
+  if (static_cast<std::int64_t>(p.size()) != m.layer_num)
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern has {} symbols but model.layer_num={} (one symbol per layer)", p.size(),
+                 m.layer_num);
+  if (hybrid_layer_count(m, 'M') > 0) {
+    require_size(api, "model.mamba_state_dim", m.mamba_state_dim, 1);
+    require_size(api, "model.mamba_head_dim", m.mamba_head_dim, 1);
+    require_size(api, "model.mamba_num_heads", m.mamba_num_heads, 1);
+    require_size(api, "model.mamba_num_groups", m.mamba_num_groups, 1);
+    if (m.mamba_num_heads % m.mamba_num_groups != 0)
+      report_error(api, "model.mamba_num_groups",
+                   "model.mamba_num_groups={} must divide model.mamba_num_heads={} (each group serves whole heads)",
+                   m.mamba_num_groups, m.mamba_num_heads);
+  }
+  if (hybrid_layer_count(m, 'E') > 0 && !is_moe(m))
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern has 'E' (MoE) layers but the model has no experts (model.expert_num)");
+  if (hybrid_layer_count(m, 'E') == 0 && is_moe(m))
+    report_error(api, "model.expert_num", "model.expert_num={} but model.hybrid_override_pattern has no 'E' layer",
+                 m.expert_num);
+  if (hybrid_layer_count(m, '-') > 0 && !m.intermediate_size)
+    report_error(api, "model.intermediate_size",
+                 "model.intermediate_size is required for the '-' (MLP) layers of model.hybrid_override_pattern");
+  if (m.dense_layers != 0)
+    report_error(api, "model.dense_layers",
+                 "model.dense_layers={} with model.hybrid_override_pattern: the pattern places the MLP layers ('-')",
+                 m.dense_layers);
+}
 }  // namespace detail
 
 /// Checks one model on its own; throws `config_error` at run time, fails to compile in a constant expression.
@@ -219,6 +298,7 @@ constexpr void validate(const model_spec& m) {
     if (!m.v_head_dim)
       report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
+  if (is_hybrid(m)) detail::validate_hybrid(m);
   if (is_moe(m)) {
     if (m.expert_num < 2)
       report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);

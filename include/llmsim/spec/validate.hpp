@@ -148,6 +148,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (!mla && m.kv_head_num % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
                  m.kv_head_num);
+  if (hybrid_layer_count(m, 'M') > 0 && (m.mamba_num_heads % s.tp_size != 0 || m.mamba_num_groups % s.tp_size != 0))
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} must divide model.mamba_num_heads={} and model.mamba_num_groups={} "
+                 "(mamba_mixer.py: each tensor-parallel rank holds whole heads and groups)",
+                 s.tp_size, m.mamba_num_heads, m.mamba_num_groups);
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);

@@ -3,8 +3,9 @@
 /// column of its performance tables (NVIDIA-NeMo/Megatron-Bridge
 /// src/megatron/bridge/training/utils/flop_utils.py, `num_floating_point_operations` /
 /// `transformer_flops`), for dense GQA, MoE (leading dense layers, shared experts), MLA and
-/// multi-token-prediction models, in the two revisions the published tables used. Hybrid (Mamba),
-/// gated-delta-net and DeepSeek-V4 sparse attention are not implemented.
+/// multi-token-prediction models, in the two revisions the published tables used, and hybrid
+/// Mamba / attention / MLP / MoE models (`hybrid_flops`). Gated-delta-net and DeepSeek-V4 sparse
+/// attention are not implemented.
 ///
 /// ```cpp
 /// constexpr llmsim::megatron_bridge::flop_inputs in{.model = llmsim::catalogue::llama3_70b, .seq_len = 8192};
@@ -68,6 +69,28 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
   return q_term + kv_lora * (h + n * (qk + v) + 1) + h * rope + n * v * h + d(s) * n * (qk + rope) / 2 +
          d(s) * n * v / 2;
 }
+
+/// flop_utils.py `hybrid_flops` per token (its total over batch x seq_len): per layer kind of the
+/// pattern, forward, times 3. Its Mamba term takes d_in = 2·hidden (Mamba's default expand=2),
+/// not mamba_num_heads·mamba_head_dim, and 7·d_in·N for the scan; its attention term counts the
+/// projections as 4·h·p·(h + h·g/n) with p = kv_channels·n/h and the scores as 2·h·p·s.
+constexpr double hybrid_flops_per_token(const flop_inputs& in) {
+  const model_spec& m = in.model;
+  const auto n = [&](char symbol) { return d(hybrid_layer_count(m, symbol)); };
+  const double h = d(m.hidden_size), s = d(in.seq_len);
+  const double gated = m.use_swiglu ? 1.5 : 1.0;  // flop_utils.py scale_factor of a gated_linear_unit MLP
+  const double heads = d(m.head_num), p = d(m.head_size.value_or(m.hidden_size / m.head_num)) * heads / h;
+  const double attention = 4 * h * p * (h + h * d(m.kv_head_num) / heads) + 2 * h * p * s;
+  const double mlp = 4 * d(m.intermediate_size.value_or(0)) * gated * h;
+  const double d_in = 2 * h;
+  const double mamba = 2 * h * (2 * d_in + 2 * d(m.mamba_num_groups * m.mamba_state_dim) + d(m.mamba_num_heads)) +
+                       7 * d_in * d(m.mamba_state_dim) + 2 * d_in * h;
+  const double moe =
+      4 * h * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
+      4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
+  const double logits = 2 * h * d(padded_vocab(m, in.tp_size)) * d(in.mtp_num_layers + 1);
+  return 3 * (n('*') * attention + n('-') * mlp + n('M') * mamba + n('E') * moe + logits);
+}
 }  // namespace detail
 
 /// Model FLOPs per token of one training step (forward + backward = 3x forward GEMMs), as
@@ -75,6 +98,7 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
 constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
   using detail::d;
   const model_spec& m = in.model;
+  if (is_hybrid(m)) return detail::hybrid_flops_per_token(in);  // one formula in both revisions
   const std::int64_t mtp = in.mtp_num_layers;
   const std::int64_t layers = m.layer_num + mtp;  // MTP layers repeat the last decoder layer's kind
   const bool moe = m.expert_num > 1;

@@ -1,0 +1,164 @@
+/// \file llmsim/program/mamba.hpp
+/// The layers of a hybrid model (Megatron `--hybrid-override-pattern`): the Mamba-2 mixer layer
+/// and the attention-only, MLP-only and MoE-only layers, one symbol each (megatron/core/models/
+/// hybrid/hybrid_layer_allocation.py; every layer is a norm, one mixer and a residual add).
+///
+/// The Mamba-2 mixer as Megatron-LM trains it (megatron/core/ssm/mamba_mixer.py `MambaMixer`,
+/// `_ssm_training`), with H heads of head_dim P (d_inner = H·P), G groups of state size N, t
+/// tensor-parallel ranks, T = b·s tokens:
+/// - `in_proj`: column-parallel h -> [z, x, B, C, dt], (2·d_inner + 2·G·N + H)/t local outputs
+///   (heads and groups are split over tp: Megatron asserts t | H and t | G);
+/// - `mamba_split_conv1d_scan_combined` (mamba_ssm ssd_combined.py): the depthwise causal conv1d of
+///   width d_conv over xBC (d_inner + 2·G·N channels) with SiLU, then the SSD chunked scan (Dao & Gu
+///   2024, "Transformers are SSMs", §6: chunks of Q tokens), gated by SiLU(z). It saves the in_proj
+///   output zxBCdt and the scan output for backward and recomputes the convolution there;
+/// - `norm`: RMSNorm over groups of d_inner/G (norm_before_gate=False: the gate is applied first);
+/// - `out_proj`: row-parallel d_inner/t -> h.
+/// The mixer sees the full sequence (column-parallel in_proj gathers it under SP; out_proj
+/// reduce-scatters it back).
+#pragma once
+
+#include <llmsim/program/layer.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Sizes of one tensor-parallel rank's share of a Mamba-2 mixer.
+struct mamba_local_sizes {
+  std::int64_t heads = 0, groups = 0, inner = 0, state = 0, head_dim = 0;
+  /// in_proj outputs: z, x (inner each), B, C (groups·state each), dt (heads).
+  [[nodiscard]] constexpr std::int64_t in_proj_width() const { return 2 * inner + 2 * groups * state + heads; }
+  /// Channels of the convolution: x, B, C.
+  [[nodiscard]] constexpr std::int64_t conv_channels() const { return inner + 2 * groups * state; }
+};
+constexpr mamba_local_sizes mamba_local(const model_spec& m, std::int64_t tp) {
+  return {m.mamba_num_heads / tp, m.mamba_num_groups / tp, mamba_inner(m) / tp, m.mamba_state_dim, m.mamba_head_dim};
+}
+
+/// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
+/// `mamba_scan_flops_per_token`; backward is twice this).
+constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
+  return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
+}
+
+/// Parameters of one rank's conv1d (weight and bias), dt_bias, A_log and D (mamba_mixer.py; D per
+/// head: D_has_hdim=False).
+constexpr double mamba_conv_scan_params(const mamba_local_sizes& l) {
+  return static_cast<double>(l.conv_channels() * (mamba_conv_width + 1) + 3 * l.heads);
+}
+
+/// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
+/// backward, from the tensors they read and write: x and z (and out, out_x, dout) of T·d_inner,
+/// B and C of T·G·N, dt of T·H in bf16; dt after softplus and its cumulative sum dA (fp32, T·H
+/// each); the chunk states (fp32 P x N per head and chunk of Q tokens) and C·Bᵀ per chunk (fp32
+/// G·Q·Q per chunk, i.e. T·G·Q).
+struct mamba_scan_bytes {
+  double forward = 0, backward = 0;
+};
+constexpr mamba_scan_bytes mamba_scan_traffic(const mamba_local_sizes& n, double T, double E) {
+  const double x = T * static_cast<double>(n.inner) * E;             // also z, out, out_x, dout, dx, dz
+  const double b = T * static_cast<double>(n.groups * n.state) * E;  // also C, dB, dC
+  const double dt = T * static_cast<double>(n.heads) * E;
+  const double f = T * static_cast<double>(n.heads) * 4.0;  // dt (fp32) or dA_cumsum
+  const double st = T / static_cast<double>(mamba_chunk_size) * static_cast<double>(n.heads * n.head_dim) *
+                    static_cast<double>(n.state) * 4.0;
+  const double cb = T * static_cast<double>(n.groups * mamba_chunk_size) * 4.0;
+  // Forward kernels: chunk_cumsum (dt -> dt, dA), chunk_state (B, x, dt, dA -> states),
+  // state_passing (states -> states), bmm_chunk (C, B -> CB), chunk_scan (CB, x, dt, dA, C,
+  // states, z -> out, out_x).
+  const double cumsum = dt + 2 * f, chunk_state = b + x + 2 * f + st, passing = 2 * st, bmm = 2 * b + cb;
+  const double forward = cumsum + chunk_state + passing + bmm + (cb + x + 2 * f + b + st + x + 2 * x);
+  // Backward (`_mamba_chunk_scan_combined_bwd`): the first four forward kernels again, then the
+  // gradients: dz and the gated dout (dout, out_x, z -> dz, dout), dstates (C, dout, dA -> dstates),
+  // state passing backward (states, dstates -> dstates), dx / ddt (x, CB, dout, dt, dA, B, dstates ->
+  // dx, ddt), dC (states, dout, C, dA -> dC), dB (x, dt, dA, dstates -> dB), dCB and its bmm
+  // backward (x, dout, dt, dA -> dCB; dCB, B, C -> dB, dC), ddA (x, dout, dt, dA -> ddA).
+  const double grads = 5 * x + (b + x + f + st) + 3 * st + (3 * x + cb + 3 * f + b + st) + (st + x + f + 2 * b) +
+                       (x + 2 * f + st + b) + (2 * x + 2 * f + cb) + (cb + 4 * b) + (2 * x + 4 * f);
+  return {forward, cumsum + chunk_state + passing + bmm + grads};
+}
+
+/// The conv1d + SSD scan of one rank (`mamba_split_conv1d_scan_combined`).
+constexpr leaf mamba_conv_scan_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::mamba_conv_scan;
+  l.kind = leaf_kind::activation;
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  const double T = c.tokens(), E = c.element_bytes();
+  const double zxbcdt = T * static_cast<double>(n.in_proj_width()) * E;
+  const double xbc = T * static_cast<double>(n.conv_channels()) * E;
+  const double y = T * static_cast<double>(n.inner) * E;
+  const mamba_scan_bytes bytes = mamba_scan_traffic(n, T, E);
+  // Forward: the conv (causal_conv1d_fwd) reads xBC and writes its output, then the scan kernels.
+  c.memory(l, pass_kind::forward, 2 * xbc);
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, mamba_scan_flops(n, T), bytes.forward));
+  // Backward: the conv is recomputed, the scan's backward kernels run, then the conv's backward
+  // reads xBC and the gradient of its output and writes the gradient of xBC.
+  c.memory(l, pass_kind::backward_input, 2 * xbc);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * mamba_scan_flops(n, T), bytes.backward));
+  c.memory(l, pass_kind::backward_input, 3 * xbc);
+  l.params = mamba_conv_scan_params(n);
+  l.input = zxbcdt;
+  l.cache = zxbcdt + y;  // ctx.save_for_backward(zxbcdt, ..., out_x, ...)
+  l.fwd_peak = xbc + 2 * y;
+  l.bwd_peak = xbc + zxbcdt + y;
+  return l;
+}
+
+/// The mixer's gated group RMSNorm over the rank's d_inner/t channels of the full sequence: it
+/// reads its input and writes its output; backward reads input, output gradient and rstd (one per
+/// group and token) and writes the input gradient, then reduces the weight gradient.
+constexpr leaf mamba_norm_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::mamba_norm;
+  l.kind = leaf_kind::norm;
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  const double E = c.element_bytes();
+  const double X = c.tokens() * static_cast<double>(n.inner) * E;
+  const double w = static_cast<double>(n.inner) * E;
+  const double stats = c.tokens() * static_cast<double>(n.groups) * 4.0;  // fp32 rstd per group
+  c.memory(l, pass_kind::forward, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_weight, X + 2 * w);
+  l.params = static_cast<double>(n.inner);
+  l.input = X;
+  l.cache = X + stats;
+  l.fwd_peak = X + stats;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// One Mamba-2 layer (mamba_layer.py `MambaLayer`): norm, mixer, residual add.
+constexpr void push_mamba_mixer(leaf_block& b, const build_context& c) {
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
+  b.push(linear_leaf(c, leaf_id::mamba_in_proj, true, c.m().hidden_size, n.in_proj_width()));
+  b.push(mamba_conv_scan_leaf(c));
+  b.push(mamba_norm_leaf(c));
+  b.push(linear_leaf(c, leaf_id::mamba_out_proj, false, n.inner, c.m().hidden_size));
+  b.push(residual_leaf(c, leaf_id::mamba_residual_add));
+}
+
+/// The kinds of hybrid layer, in the order `job_blocks::hybrid_layer` holds them.
+inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
+
+/// One layer of a hybrid model of kind `symbol`: 'M' a Mamba-2 layer, '*' attention alone, '-' a
+/// dense MLP alone, 'E' an MoE alone (hybrid_layer_allocation.py Symbols), each with its norm and
+/// residual; recompute plans apply to them as to the halves of a decoder layer.
+constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bool recomputed) {
+  leaf_block b;
+  if (symbol == 'M')
+    push_mamba_mixer(b, c);
+  else if (symbol == '*')
+    push_attention(b, c);
+  else if (symbol == '-')
+    push_dense_mlp(b, c);
+  else
+    push_moe_mlp(b, c);
+  if (recomputed)
+    plan_recompute(b, c.s());
+  else
+    b.assign_roles();
+  return b;
+}
+
+LLMSIM_END_NAMESPACE
