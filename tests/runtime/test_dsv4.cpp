@@ -108,9 +108,7 @@ TEST(DeepSeekV4, MegatronBridgeFlopsByHand) {
 std::string rule_of(const model_spec& m) {
   try {
     llmsim::validate(m);
-  } catch (const config_error& e) {
-    return e.field() + ": " + e.rule();
-  }
+  } catch (const config_error& e) { return e.field() + ": " + e.rule(); }
   return "accepted";
 }
 
@@ -155,17 +153,12 @@ TEST(DeepSeekV4, JsonRoundTrip) {
 }
 
 TEST(DeepSeekV4, EstimateRefusesNamingTheField) {
-  const llmsim::strategy_spec s{.seq_len = 4096,
-                                .micro_batch_size = 1,
-                                .micro_batch_num = 16,
-                                .world_size = 128,
-                                .ep_size = 64};
+  const llmsim::strategy_spec s{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 128, .ep_size = 64};
   try {
     (void)llmsim::estimate(deepseek_v4_flash, s, llmsim::catalogue::gb200_nvl72);
     ADD_FAILURE() << "DeepSeek-V4 estimated";
-  } catch (const config_error& e) {
-    EXPECT_EQ(e.field(), "model.experimental_attention_variant");
-  }
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "model.experimental_attention_variant"); }
 }
 
 }  // namespace

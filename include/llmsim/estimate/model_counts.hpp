@@ -173,6 +173,8 @@ constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab)
 /// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
 /// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
 /// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
+/// DeepSeek-V4's sparse attention (experimental_attention_variant) is not counted here: the estimate
+/// refuses it, and megatron_bridge::model_flops_per_token counts it as Megatron-Bridge does.
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
