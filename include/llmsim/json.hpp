@@ -230,6 +230,21 @@ inline void read(const value& v, const location& at, std::array<std::int64_t, 2>
     fail(at, "expected an array of two integers [a2a size, p2p size], got " + describe(v));
   for (std::size_t i = 0; i < 2; ++i) read(v[i], at.child(std::to_string(i)), out[i]);
 }
+/// Megatron's csa_compress_ratios: an array of integers, one per decoder and MTP layer.
+inline void read(const value& v, const location& at, compress_ratio_list& out) {
+  out = {};
+  if (v.is_null()) return;
+  if (!v.is_array()) fail(at, "expected an array of integers (one compression ratio per layer), got " + describe(v));
+  if (v.size() > compress_ratio_list::capacity)
+    fail(at, "array of " + std::to_string(v.size()) + " ratios exceeds the limit of " +
+                 std::to_string(compress_ratio_list::capacity) + " layers");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::int64_t r = 0;
+    read(v[i], at.child(std::to_string(i)), r);
+    if (r < 0 || r > 32767) fail(at.child(std::to_string(i)), "expected a ratio in [0, 32767], got " + show(v[i]));
+    out.push_back(r);
+  }
+}
 template <class T>
 void read(const value& v, const location& at, std::optional<T>& out) {
   if (v.is_null()) {
@@ -270,6 +285,12 @@ inline value write(const offload_module_set& set) {
   return arr;
 }
 inline value write(const std::array<std::int64_t, 2>& v) { return value::array({v[0], v[1]}); }
+inline value write(const compress_ratio_list& list) {
+  if (list.empty()) return nullptr;
+  value arr = value::array();
+  for (std::size_t i = 0; i < list.size(); ++i) arr.push_back(list[i]);
+  return arr;
+}
 template <class T>
 value write(const std::optional<T>& v) {
   return v ? write(*v) : value(nullptr);

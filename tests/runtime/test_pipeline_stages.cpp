@@ -69,6 +69,7 @@ TEST(PipelineStages, ParametersOfAllRanksAddUpToTheModel) {
   // Each parameter lives on exactly one pipeline rank (untied embeddings), so the stages' parameters
   // times the ranks running them add up to parameter_count, for SwiGLU and GeLU MLPs alike.
   for (const auto& named : catalogue::models) {
+    if (named.spec->experimental_attention_variant) continue;  // DeepSeek-V4: the estimate refuses it
     for (const bool swiglu : {true, false}) {
       model_spec m = *named.spec;
       m.use_swiglu = swiglu;

@@ -341,11 +341,66 @@ inline constexpr model_spec nemotron_3_nano_30b_a3b{
     .mamba_num_groups = 8,
 };
 
+/// DeepSeek-V4's csa_compress_ratios for Flash: layers 0 and 1 sliding window only (0), then
+/// CSA (4) and HCA (128) alternating up to layer 42 (CSA), and the MTP layer 0 (HF config.json
+/// `compress_ratios`, 43 + 1 entries; deepseek_v4_bridge.py `_dsv4_compress_ratios`).
+constexpr compress_ratio_list deepseek_v4_flash_compress_ratios() {
+  compress_ratio_list r;
+  r.push_back(0);
+  r.push_back(0);
+  for (int i = 0; i < 20; ++i) {
+    r.push_back(4);
+    r.push_back(128);
+  }
+  r.push_back(4);
+  r.push_back(0);  // the MTP layer
+  return r;
+}
+/// DeepSeek-V4-Flash (deepseek-ai/DeepSeek-V4-Flash config.json, as Megatron-Bridge's
+/// models/deepseek/deepseek_v4_bridge.py maps it): 43 MoE layers of hidden 4096 (256 routed experts
+/// of 2048 top-6 + 1 shared, the first 3 hash-routed), 64 query heads of 512 (448 + 64 rotary) through
+/// q_lora_rank 1024, one shared 512-wide key/value (kv_lora_rank: the bridge derives it as the head
+/// width), the grouped output projection (8 groups, rank 1024), sliding window 128, lightning indexer
+/// 64 heads x 128 top-512, 4 hyper-connection streams, one MTP layer, vocabulary 129280 padded to a
+/// multiple of 1280. 284B parameters without the MTP layer, 13B active (model card).
+inline constexpr model_spec deepseek_v4_flash{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v4_flash",
+    .hidden_size = 4096,
+    .head_num = 64,
+    .kv_head_num = 1,
+    .head_size = 512,
+    .layer_num = 43,
+    .vocab_size = 129280,
+    .use_swiglu = true,
+    .expert_num = 256,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 512,
+    .qk_head_dim = 448,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1024,
+    .kv_lora_rank = 512,
+    .make_vocab_size_divisible_by = 1280,
+    .mtp_num_layers = 1,
+    .experimental_attention_variant = experimental_attention_kind::dsv4_hybrid,
+    .csa_compress_ratios = deepseek_v4_flash_compress_ratios(),
+    .csa_window_size = 128,
+    .dsa_indexer_n_heads = 64,
+    .dsa_indexer_head_dim = 128,
+    .dsa_indexer_topk = 512,
+    .o_groups = 8,
+    .o_lora_rank = 1024,
+    .num_residual_streams = 4,
+};
+
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 18> models{{
+inline constexpr std::array<named_model, 19> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -364,6 +419,7 @@ inline constexpr std::array<named_model, 18> models{{
     {"kimi-k2", &kimi_k2},
     {"gpt-oss-120b", &gpt_oss_120b},
     {"nemotron-3-nano-30b-a3b", &nemotron_3_nano_30b_a3b},
+    {"deepseek-v4-flash", &deepseek_v4_flash},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------

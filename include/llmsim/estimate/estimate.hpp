@@ -782,6 +782,12 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
+  if (m.experimental_attention_variant)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant=\"dsv4_hybrid\" (DeepSeek-V4) is described (parameters, "
+                 "Megatron-Bridge FLOPs) but not priced: the stage programs do not yet emit its per-layer attention "
+                 "(sliding window, CSA compressor + lightning indexer top-k, HCA compressor, grouped output "
+                 "projection) nor the model.num_residual_streams hyper-connection streams");
   // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
   const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
   if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&

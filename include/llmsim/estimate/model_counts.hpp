@@ -103,8 +103,67 @@ constexpr double hybrid_layer_params(const model_spec& m, double routed) {
          (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
 }
 
+/// One DeepSeek-V4 attention (experimental_attention_variant "dsv4_hybrid") of compression ratio
+/// `ratio`, weights and norms, as DeepSeek-V4's reference model (deepseek-ai/DeepSeek-V4-Flash
+/// inference/model.py; Megatron-Bridge maps the same tensors in models/deepseek/deepseek_v4_bridge.py):
+/// wq_a (h x q_lora), q_norm, wq_b (q_lora x heads (qk + rope)); one wkv (h x v, the single
+/// shared key/value) and kv_norm; the grouped output projection wo_a (heads v x o_lora in total
+/// over its o_groups) and wo_b (o_groups o_lora x h); one attention sink per head. A compressed
+/// layer adds a Compressor: wkv and wgate (h x c v each, c = 2 for the overlapping ratio-4 windows,
+/// else 1), ape (ratio x c v), norm (v); a ratio-4 layer the lightning Indexer: wq_b
+/// (q_lora x n_idx d_idx), weights_proj (h x n_idx) and its own Compressor at width d_idx.
+constexpr double dsv4_attention_params(const model_spec& m, std::int64_t ratio) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden_size), n = d(m.head_num), q_lora = d(*m.q_lora_rank), v = d(*m.v_head_dim);
+  const double qd = d(*m.qk_head_dim + *m.qk_pos_emb_head_dim);
+  const double o = n * v * d(*m.o_lora_rank) + d(*m.o_groups * *m.o_lora_rank) * h;
+  double p = h * q_lora + q_lora + q_lora * n * qd + h * v + v + o + n;
+  const auto compressor = [&](double width) {
+    const double c = ratio == 4 ? 2.0 : 1.0;
+    return 2 * h * c * width + d(ratio) * c * width + width;
+  };
+  if (ratio > 0) p += compressor(v);
+  if (ratio == 4) {
+    const double n_idx = d(*m.dsa_indexer_n_heads), d_idx = d(*m.dsa_indexer_head_dim);
+    p += q_lora * n_idx * d_idx + h * n_idx + compressor(d_idx);
+  }
+  return p;
+}
+/// Manifold-constrained hyper-connections of one sublayer with k = num_residual_streams streams
+/// (reference model.py `hc_attn_*` / `hc_ffn_*`): fn ((2 + k) k x k h), base ((2 + k) k), scale (3).
+constexpr double hyper_connection_params(const model_spec& m) {
+  if (!m.num_residual_streams) return 0;
+  const double k = static_cast<double>(*m.num_residual_streams), h = static_cast<double>(m.hidden_size);
+  return (2 + k) * k * k * h + (2 + k) * k + 3;
+}
+/// The learned contraction of the k streams before a final norm (`hc_head_*`): fn (k x k h), base (k), scale (1).
+constexpr double hyper_connection_head_params(const model_spec& m) {
+  if (!m.num_residual_streams) return 0;
+  const double k = static_cast<double>(*m.num_residual_streams), h = static_cast<double>(m.hidden_size);
+  return k * k * h + k + 1;
+}
+/// DeepSeek-V4's parameters with `routed` experts per MoE layer: each layer's attention by its
+/// compression ratio, two RMSNorms and two hyper-connections; each MTP depth its enorm, hnorm,
+/// e_proj and h_proj (h x h each), a layer of its own ratio, a final norm and a stream contraction.
+constexpr double dsv4_parameters(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const std::int64_t dense = dense_layer_count(m);
+  const auto layer = [&](std::int64_t i) {
+    const double mlp = i < dense ? dense_mlp_params(m) : moe_mlp_params(m, routed);
+    return dsv4_attention_params(m, m.csa_compress_ratios[static_cast<std::size_t>(i)]) + 2 * h + mlp +
+           2 * hyper_connection_params(m);
+  };
+  double total =
+      static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + h + hyper_connection_head_params(m);
+  for (std::int64_t i = 0; i < m.layer_num; ++i) total += layer(i);
+  for (std::int64_t k = 0; k < m.mtp_num_layers; ++k)
+    total += 3 * h + 2 * h * h + layer(m.layer_num + k) + hyper_connection_head_params(m);
+  return total;
+}
+
 /// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
 constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  if (m.experimental_attention_variant) return dsv4_parameters(m, vocab, routed);
   const double h = static_cast<double>(m.hidden_size);
   const double attn = attention_linear_params(m) + layer_norm_params(m);
   const auto dense = static_cast<double>(dense_layer_count(m));
@@ -140,6 +199,8 @@ constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab)
 /// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
 /// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
 /// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
+/// DeepSeek-V4's sparse attention (experimental_attention_variant) is not counted here: the estimate
+/// refuses it, and megatron_bridge::model_flops_per_token counts it as Megatron-Bridge does.
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   const auto dense = static_cast<double>(detail::dense_layer_count(m));

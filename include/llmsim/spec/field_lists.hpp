@@ -54,6 +54,15 @@ struct field_list<model_spec> {
       field{"mamba_head_dim", &m::mamba_head_dim},
       field{"mamba_num_heads", &m::mamba_num_heads},
       field{"mamba_num_groups", &m::mamba_num_groups},
+      field{"experimental_attention_variant", &m::experimental_attention_variant},
+      field{"csa_compress_ratios", &m::csa_compress_ratios},
+      field{"csa_window_size", &m::csa_window_size},
+      field{"dsa_indexer_n_heads", &m::dsa_indexer_n_heads},
+      field{"dsa_indexer_head_dim", &m::dsa_indexer_head_dim},
+      field{"dsa_indexer_topk", &m::dsa_indexer_topk},
+      field{"o_groups", &m::o_groups},
+      field{"o_lora_rank", &m::o_lora_rank},
+      field{"num_residual_streams", &m::num_residual_streams},
   };
 };
 

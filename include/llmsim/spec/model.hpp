@@ -68,6 +68,43 @@ struct enum_names<group_linear_kind> {
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
+/// Megatron's --experimental-attention-variant as far as llmsim knows it: `dsv4_hybrid` is
+/// DeepSeek-V4's per-layer mix of sliding-window, compressed sparse (CSA, ratio 4, lightning
+/// indexer top-k) and heavily compressed (HCA, ratio 128) attention (Megatron-Bridge
+/// models/deepseek/deepseek_v4_bridge.py sets it with multi_latent_attention).
+enum class experimental_attention_kind : std::uint8_t { invalid, dsv4_hybrid };
+template <>
+struct enum_names<experimental_attention_kind> {
+  static constexpr std::array<std::pair<experimental_attention_kind, std::string_view>, 2> value{
+      {{experimental_attention_kind::invalid, ""}, {experimental_attention_kind::dsv4_hybrid, "dsv4_hybrid"}}};
+};
+
+/// Megatron's csa_compress_ratios: one KV compression ratio per decoder layer, then one per MTP
+/// layer (0: sliding window only, 4: CSA, 128: HCA). A fixed-capacity list so that models stay
+/// literal types.
+struct compress_ratio_list {
+  static constexpr std::size_t capacity = 256;
+  std::array<std::int16_t, capacity> values{};
+  std::size_t count = 0;
+
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  [[nodiscard]] constexpr std::size_t size() const { return count; }
+  [[nodiscard]] constexpr std::int64_t operator[](std::size_t i) const { return values[i]; }
+  /// Layers (decoder + MTP) with compression ratio `r`.
+  [[nodiscard]] constexpr std::int64_t layers_with(std::int64_t r) const {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < count; ++i) n += values[i] == r ? 1 : 0;
+    return n;
+  }
+  constexpr void push_back(std::int64_t r) { values[count++] = static_cast<std::int16_t>(r); }
+  friend constexpr bool operator==(const compress_ratio_list& a, const compress_ratio_list& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (a.values[i] != b.values[i]) return false;
+    return true;
+  }
+};
+
 /// Largest size llmsim accepts for any one dimension or count: 2^31 - 1, the range of the int32
 /// dimensions cuBLAS and the attention kernels take. Products of a few stay inside int64.
 inline constexpr std::int64_t max_dimension = 2147483647;
@@ -120,6 +157,18 @@ struct model_spec {
   std::int64_t mamba_head_dim = 0;    ///< Megatron --mamba-head-dim (P)
   std::int64_t mamba_num_heads = 0;   ///< Megatron --mamba-num-heads (d_inner = heads x head_dim)
   std::int64_t mamba_num_groups = 0;  ///< Megatron --mamba-num-groups (groups sharing B and C)
+  // DeepSeek-V4 hybrid attention (Megatron-Core DSv4HybridSelfAttention; field names as the
+  // Megatron-Bridge provider sets them in models/deepseek/deepseek_v4_bridge.py).
+  std::optional<experimental_attention_kind> experimental_attention_variant = {};  ///< absent: none
+  compress_ratio_list csa_compress_ratios = {};           ///< per decoder layer, then per MTP layer
+  std::optional<std::int64_t> csa_window_size = {};       ///< sliding window of raw keys (HF sliding_window)
+  std::optional<std::int64_t> dsa_indexer_n_heads = {};   ///< lightning indexer heads (HF index_n_heads)
+  std::optional<std::int64_t> dsa_indexer_head_dim = {};  ///< lightning indexer head width (HF index_head_dim)
+  std::optional<std::int64_t> dsa_indexer_topk = {};      ///< compressed keys each query selects (HF index_topk)
+  std::optional<std::int64_t> o_groups = {};              ///< grouped low-rank output projection: groups of heads
+  std::optional<std::int64_t> o_lora_rank = {};           ///< its rank per group
+  /// Manifold-constrained hyper-connections: residual streams per token (HF hc_mult); absent: none.
+  std::optional<std::int64_t> num_residual_streams = {};
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -232,6 +281,62 @@ constexpr void validate_hybrid(const model_spec& m) {
                  "model.dense_layers={} with model.hybrid_override_pattern: the pattern places the MLP layers ('-')",
                  m.dense_layers);
 }
+
+/// The DeepSeek-V4 fields: all of them with experimental_attention_variant "dsv4_hybrid", none without.
+constexpr void validate_dsv4(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const bool dsv4 = m.experimental_attention_variant.has_value();
+  if (dsv4 && *m.experimental_attention_variant == experimental_attention_kind::invalid)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant must be \"dsv4_hybrid\" or null");
+  for (const auto& [name, v] : {std::pair{"model.csa_window_size", m.csa_window_size},
+                                std::pair{"model.dsa_indexer_n_heads", m.dsa_indexer_n_heads},
+                                std::pair{"model.dsa_indexer_head_dim", m.dsa_indexer_head_dim},
+                                std::pair{"model.dsa_indexer_topk", m.dsa_indexer_topk},
+                                std::pair{"model.o_groups", m.o_groups}, std::pair{"model.o_lora_rank", m.o_lora_rank},
+                                std::pair{"model.num_residual_streams", m.num_residual_streams}}) {
+    require_size(api, name, v, 1);
+    if (v && !dsv4)
+      report_error(api, name,
+                   "{} is a DeepSeek-V4 field: it needs model.experimental_attention_variant "
+                   "\"dsv4_hybrid\"",
+                   name);
+  }
+  if (!m.csa_compress_ratios.empty() && !dsv4)
+    report_error(api, "model.csa_compress_ratios",
+                 "model.csa_compress_ratios is a DeepSeek-V4 field: it needs model.experimental_attention_variant "
+                 "\"dsv4_hybrid\"");
+  if (!dsv4) return;
+  if (m.attention_type != attention_kind::mla || !m.q_lora_rank)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" needs model.attention_type \"mla\" and "
+                 "model.q_lora_rank (DeepSeek-V4 compresses its queries)");
+  if (!m.csa_window_size || !m.o_groups || !m.o_lora_rank)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" needs model.csa_window_size, model.o_groups "
+                 "and model.o_lora_rank");
+  if (m.head_num % *m.o_groups != 0)
+    report_error(api, "model.o_groups", "model.o_groups={} must divide model.head_num={}", *m.o_groups, m.head_num);
+  const std::int64_t layers = m.layer_num + m.mtp_num_layers;
+  if (static_cast<std::int64_t>(m.csa_compress_ratios.size()) != layers)
+    report_error(api, "model.csa_compress_ratios",
+                 "model.csa_compress_ratios has {} entries; it needs one per decoder and MTP layer: model.layer_num + "
+                 "model.mtp_num_layers = {}",
+                 m.csa_compress_ratios.size(), layers);
+  for (std::size_t i = 0; i < m.csa_compress_ratios.size(); ++i) {
+    const std::int64_t r = m.csa_compress_ratios[i];
+    if (r != 0 && r != 4 && r != 128)
+      report_error(api, "model.csa_compress_ratios",
+                   "model.csa_compress_ratios[{}]={} must be 0 (sliding window), 4 (CSA) or 128 (HCA), the ratios "
+                   "Megatron-Core's DeepSeek-V4 attention implements",
+                   i, r);
+  }
+  if (m.csa_compress_ratios.layers_with(4) > 0 &&
+      (!m.dsa_indexer_n_heads || !m.dsa_indexer_head_dim || !m.dsa_indexer_topk))
+    report_error(api, "model.dsa_indexer_topk",
+                 "model.csa_compress_ratios has ratio-4 (CSA) layers: they need model.dsa_indexer_n_heads, "
+                 "model.dsa_indexer_head_dim and model.dsa_indexer_topk (the lightning indexer)");
+}
 }  // namespace detail
 
 /// Checks one model on its own; throws `config_error` at run time, fails to compile in a constant expression.
@@ -299,6 +404,7 @@ constexpr void validate(const model_spec& m) {
       report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
   if (is_hybrid(m)) detail::validate_hybrid(m);
+  detail::validate_dsv4(m);
   if (is_moe(m)) {
     if (m.expert_num < 2)
       report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);

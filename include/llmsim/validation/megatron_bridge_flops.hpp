@@ -3,9 +3,9 @@
 /// column of its performance tables (NVIDIA-NeMo/Megatron-Bridge
 /// src/megatron/bridge/training/utils/flop_utils.py, `num_floating_point_operations` /
 /// `transformer_flops`), for dense GQA, MoE (leading dense layers, shared experts), MLA and
-/// multi-token-prediction models, in the two revisions the published tables used, and hybrid
-/// Mamba / attention / MLP / MoE models (`hybrid_flops`). Gated-delta-net and DeepSeek-V4 sparse
-/// attention are not implemented.
+/// multi-token-prediction models, in the two revisions the published tables used, hybrid
+/// Mamba / attention / MLP / MoE models (`hybrid_flops`) and DeepSeek-V4's hybrid attention
+/// (`dsv4_hybrid`). Gated-delta-net is not implemented.
 ///
 /// ```cpp
 /// constexpr llmsim::megatron_bridge::flop_inputs in{.model = llmsim::catalogue::llama3_70b, .seq_len = 8192};
@@ -91,6 +91,42 @@ constexpr double hybrid_flops_per_token(const flop_inputs& in) {
   const double logits = 2 * h * d(padded_vocab(m, in.tp_size)) * d(in.mtp_num_layers + 1);
   return 3 * (n('*') * attention + n('-') * mlp + n('M') * mamba + n('E') * moe + logits);
 }
+
+/// DeepSeek-V4's attention per token, forward + backward (x 3 x 2 applied), as flop_utils.py's
+/// `dsv4_hybrid` branch counts it for a fixed-length batch of sequence length s. Every layer
+/// (decoder + MTP): the query (q_lora down, its norm, up to heads x (qk + rope)), the one v-wide KV
+/// projection and its norm, the grouped output projection (heads x v -> o_groups x o_lora_rank ->
+/// hidden). Ratio-0 and ratio-128 layers: every head over the W-token window (n W v x 2); ratio-128
+/// also over the s/128 compressed keys (n v s/128, the formula's s^2 term). Ratio-4 layers: the
+/// window and k' = min(top-k, s/4) selected keys, k'(1 - 4k'/(2s)) on average (n (W + that) v x 2),
+/// the indexer's compressor (h -> 2d, twice), query (q_lora -> n_idx d) and weights (h -> n_idx),
+/// and its dense scoring over the compressed keys (n_idx d s/4, an s^2 term). Compressors: h -> 2v
+/// twice per ratio-4 layer, h -> v twice per ratio-128 layer (kv and gate).
+constexpr double dsv4_attention(const model_spec& m, std::int64_t layers, std::int64_t seq_len) {
+  const double h = d(m.hidden_size), n = d(m.head_num), s = d(seq_len);
+  const double q_lora = d(m.q_lora_rank.value_or(0)), qk = d(m.qk_head_dim.value_or(64));
+  const double rope = d(m.qk_pos_emb_head_dim.value_or(0)), v = d(m.v_head_dim.value_or(64));
+  const double o_lora = d(m.o_lora_rank.value_or(0)), o_groups = d(m.o_groups.value_or(1));
+  const double w = d(m.csa_window_size.value_or(128));
+  const double r0 = d(m.csa_compress_ratios.layers_with(0)), r4 = d(m.csa_compress_ratios.layers_with(4)),
+               r128 = d(m.csa_compress_ratios.layers_with(128));
+  const double projections =
+      q_lora * (h + n * (qk + rope) + 1) + (h * v + v) + (n * v * o_lora + o_groups * o_lora * h);
+  double linear = d(layers) * projections;
+  linear += (r0 + r128) * n * w * v * 2;              // window attention of ratio-0 and ratio-128 layers
+  linear += r4 * h * (2 * v) * 2 + r128 * h * v * 2;  // the main compressors
+  double quadratic = r128 * n * v / 128;              // ratio-128 compressed keys: x s (the s^2 term)
+  if (r4 > 0) {
+    const double n_idx = d(m.dsa_indexer_n_heads.value_or(0)), d_idx = d(m.dsa_indexer_head_dim.value_or(0));
+    const std::int64_t topk_cap = seq_len / 4;
+    const double k = d(m.dsa_indexer_topk.value_or(0) < topk_cap ? m.dsa_indexer_topk.value_or(0) : topk_cap);
+    const double selected = k * (1 - k * 4 / (2 * s));  // average selected keys of a causal query
+    linear += r4 * n * (w + selected) * v * 2;
+    linear += r4 * h * (2 * d_idx) * 2 + r4 * q_lora * n_idx * d_idx + r4 * h * n_idx;
+    quadratic += r4 * n_idx * d_idx / 4;  // dense indexer scoring over the compressed keys
+  }
+  return 6 * linear + 6 * quadratic * s;
+}
 }  // namespace detail
 
 /// Model FLOPs per token of one training step (forward + backward = 3x forward GEMMs), as
@@ -113,7 +149,9 @@ constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
   const double mlp = 6 * h * (ffn * gemms * d(dense_layers) + (moe_ffn * topk + shared) * gemms * d(moe_layers));
 
   double attention = 0;
-  if (m.attention_type == attention_kind::mla) {
+  if (m.experimental_attention_variant == experimental_attention_kind::dsv4_hybrid) {
+    attention = detail::dsv4_attention(m, layers, in.seq_len);
+  } else if (m.attention_type == attention_kind::mla) {
     attention = 6 * d(layers) * detail::mla_layer_terms(m, in.seq_len);
   } else {
     const double head = d(m.head_size.value_or(m.hidden_size / m.head_num));
