@@ -130,6 +130,10 @@ struct field_list<strategy_spec> {
       field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
       field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
       field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
+      field{"optimizer", &s::optimizer},
+      field{"muon_num_ns_steps", &s::muon_num_ns_steps},
+      field{"muon_tp_mode", &s::muon_tp_mode},
+      field{"muon_split_qkv", &s::muon_split_qkv},
   };
 };
 
