@@ -1062,6 +1062,10 @@ inline value stage_time_json(const stage_result& st) {
               {"bwd_shard_exposed_time", ms(st.bwd_shard_exposed_time)},
               {"dp_comm_bytes", st.dp_comm_bytes}});
   if (st.host_optimizer_time.value > 0) v["host_optimizer_time"] = ms(st.host_optimizer_time);
+  if (st.muon_ns_time.value > 0) {
+    v["muon_ns_time"] = ms(st.muon_ns_time);
+    v["muon_params"] = st.muon_params;
+  }
   return v;
 }
 inline value stage_memory_json(const estimate_result& r, std::size_t i) {

@@ -144,6 +144,9 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   if (st.host_optimizer_time.value > 0)
     out += "      of which on the host     " + to_string(st.host_optimizer_time) +
            " (optimizer_cpu_offload: gradients to the host, Adam there, weights back)\n";
+  if (st.muon_ns_time.value > 0)
+    out += "      of which Newton-Schulz   " + to_string(st.muon_ns_time) +
+           " (optimizer muon: this rank's share of the orthogonalisation GEMMs)\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
            " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "

@@ -409,7 +409,7 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
             "qwen3-30b-a3b qwen3-235b-a22b kimi-k2 gpt-oss-120b nemotron-3-nano-30b-a3b deepseek-v4-flash");
   EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
             "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
-            "h100-sxm h200 b200 mi300x h800 b300 gb200-nvl72 gb300-nvl72");
+            "h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");
   EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
             "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, "
             "e.g. tp2_pp1_dp4 or "

@@ -570,18 +570,25 @@ inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
+/// AMD Instinct MI355X (CDNA 4, OAM, 8 per node; AMD Instinct MI355X data sheet and product page):
+/// peak dense matrix 2516.6 TFLOPS BF16 ("2.5 PFLOPS"), 5033.2 FP8 ("5 PFLOPS"), 10066.3 MXFP4
+/// ("10 PFLOPS"); 288 GB HBM3E at 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s (both directions) to
+/// the other GPUs of the node: 7 x 76.8 = 537.6 GB/s each way; 400 Gb/s NIC per GPU.
+inline constexpr system_spec mi355x =
+    detail::with_fp4(detail::node("mi355x", "rocm", 0, 2516.6, 5033.2, 8000, 288, 537.6, false, 50), 10066.3);
 
 struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 10> systems{{
+inline constexpr std::array<named_system, 11> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"h100-sxm", &h100_sxm},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},
+    {"mi355x", &mi355x},
     {"h800", &h800},
     {"b300", &b300},
     {"gb200-nvl72", &gb200_nvl72},

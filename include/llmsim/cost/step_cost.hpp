@@ -59,7 +59,11 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
   b.rest = params - static_cast<double>(b.full) * b.per_bucket;
   auto reduce = [&](double elements) {
     if (elements <= 0) return seconds{};
-    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    // Muon's layer-wise distributed optimizer keeps whole gradients on every rank: plain DDP
+    // all-reduce (layer_wise_optimizer.py: "Megatron DDP handle allreduce grad").
+    const collective_kind kind = s.zero_state >= 1 && s.optimizer != optimizer_kind::muon
+                                     ? collective_kind::reduce_scatter
+                                     : collective_kind::all_reduce;
     return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
   };
   auto gather = [&](double elements) {

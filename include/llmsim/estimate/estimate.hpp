@@ -11,6 +11,7 @@
 
 #include <llmsim/core/units.hpp>
 #include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/muon_cost.hpp>
 #include <llmsim/cost/network_cost.hpp>
 #include <llmsim/cost/op_cost.hpp>
 #include <llmsim/cost/step_cost.hpp>
@@ -159,8 +160,10 @@ struct stage_result {
   seconds fwd_shard_comm_time{}, bwd_shard_comm_time{};        ///< all-gathers; all-gathers + reduce-scatters
   seconds fwd_shard_exposed_time{}, bwd_shard_exposed_time{};  ///< of them, added to the pass
   seconds host_optimizer_time{};  ///< optimizer_cpu_offload: of optim_time, D2H grads + host Adam + H2D weights
-  double dp_comm_bytes = 0;       ///< data-parallel collective payload (whole tensors) over the iteration
-  time_breakdown breakdown{};     ///< the whole iteration as this stage sees it
+  seconds muon_ns_time{};         ///< optimizer "muon": of optim_time, this rank's Newton-Schulz GEMMs (and tp gathers)
+  double muon_params = 0, muon_expert_params = 0;  ///< optimizer "muon": of params, the Muon-managed matrices
+  double dp_comm_bytes = 0;    ///< data-parallel collective payload (whole tensors) over the iteration
+  time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
@@ -990,6 +993,16 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
+  if (s.optimizer == optimizer_kind::muon) {  // fp32 master + momentum for Muon's matrices, Adam's for the rest
+    const double muon_dense = r.muon_params - r.muon_expert_params;
+    r.optimizer_state_mem = bytes{
+        static_cast<std::int64_t>((muon_dense * parameters::muon_state_bytes_per_param +
+                                   (r.params - r.expert_params - muon_dense) * parameters::adam_state_bytes_per_param) /
+                                      shard +
+                                  (r.muon_expert_params * parameters::muon_state_bytes_per_param +
+                                   (r.expert_params - r.muon_expert_params) * parameters::adam_state_bytes_per_param) /
+                                      expert_shard)};
+  }
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
   r.workspace_mem = bytes{static_cast<std::int64_t>(
       j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
@@ -1296,6 +1309,87 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// The matrices one leaf hands to Muon (Megatron layer_wise_optimizer.py
+/// is_managed_by_layer_wise_optimizer: every 2-D weight but the embedding and the output layer; the
+/// router's gate too; each routed expert's weight apart, TE GroupedLinear keeping one weight per
+/// expert) and the time this rank spends orthogonalising them when it owns all of them.
+struct muon_leaf_plan {
+  double params = 0;  ///< Muon-managed parameters of the leaf (its matrices, not its bias)
+  seconds ns{};       ///< Newton-Schulz of all of them, with the tp all-gathers of "duplicated"
+};
+constexpr muon_leaf_plan plan_muon_leaf(const leaf& l, const job_context& j) {
+  const model_spec& m = j.c->m();
+  const strategy_spec& s = j.c->s();
+  muon_leaf_plan out;
+  if (l.id == leaf_id::embedding || l.id == leaf_id::output_layer) return out;
+  std::int64_t rows = l.weight_rows, cols = l.weight_cols;
+  if (l.id == leaf_id::router) {  // the gate: experts x hidden (no weight shape recorded for TE)
+    rows = static_cast<std::int64_t>(l.params) / m.hidden_size;
+    cols = m.hidden_size;
+  }
+  if (rows <= 0 || cols <= 0) return out;
+  const double matrix = static_cast<double>(rows) * static_cast<double>(cols);
+  const double count = l.grouped ? static_cast<double>(static_cast<std::int64_t>(l.params / matrix + 0.5)) : 1.0;
+  out.params = matrix * count;
+  // "duplicated": a tp-sharded weight is gathered over its tp group and orthogonalised whole on
+  // every rank (emerging_optimizers.py newton_schulz_tp); "blockwise": each rank its own shard.
+  const std::int64_t t = l.expert_params ? s.etp_size : s.tp_size;
+  const bool whole = s.muon_tp_mode == muon_tp_mode_kind::duplicated && t > 1 && !l.tp_duplicated &&
+                     (l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row);
+  if (whole) (l.kind == leaf_kind::linear_column ? rows : cols) *= t;
+  seconds one{};
+  // --muon-split-qkv (emerging_optimizers.py orthogonalize): Q, K and V of linear_qkv apart.
+  const std::int64_t hd = head_dim(m), share = whole ? 1 : s.tp_size;
+  const std::int64_t q = m.head_num * hd / share, kv = m.kv_head_num * hd / share;
+  if (l.id == leaf_id::linear_qkv && s.muon_split_qkv && q + 2 * kv == rows)
+    one = muon_ns_time(j.c->sys(), q, cols, s.muon_num_ns_steps) +
+          muon_ns_time(j.c->sys(), kv, cols, s.muon_num_ns_steps) * 2.0;
+  else
+    one = muon_ns_time(j.c->sys(), rows, cols, s.muon_num_ns_steps);
+  if (whole)
+    one += group_collective_time(*j.c, l.expert_params ? comm_group::etp : comm_group::tp, collective_kind::all_gather,
+                                 static_cast<double>(rows) * static_cast<double>(cols) * 4.0);
+  out.ns = one * count;
+  return out;
+}
+
+/// Optimizer "muon": the stage's Muon-managed parameters and this rank's Newton-Schulz time. The
+/// layer-wise distributed optimizer (zero_state 1) assigns whole parameters to the ranks of the
+/// dense (dp·cp) and expert (edp) data-parallel groups, balanced by Newton-Schulz cost
+/// (layer_wise_optimizer.py _compute_per_buffer_param_layout): each rank does its group's share.
+constexpr void plan_muon(stage_result& r, const stage_program& prog, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  if (s.optimizer != optimizer_kind::muon) return;
+  double dense_ns = 0, expert_ns = 0;
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    const double n = static_cast<double>(sb.repeat);
+    for (const leaf& l : *sb.block) {
+      const muon_leaf_plan p = plan_muon_leaf(l, j);
+      r.muon_params += p.params * n;
+      if (l.expert_params) r.muon_expert_params += p.params * n;
+      (l.expert_params ? expert_ns : dense_ns) += p.ns.value * n;
+    }
+  }
+  if (s.zero_state >= 1) {
+    dense_ns /= static_cast<double>(dp_size(s) * s.cp_size);
+    expert_ns /= static_cast<double>(edp_size(s));
+  }
+  r.muon_ns_time = seconds{dense_ns + expert_ns};
+}
+
+/// The optimizer step of a Muon stage: memory passes (muon_step_time) and the Newton-Schulz time.
+constexpr seconds muon_optimizer_time(const stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const double dense_shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
+  const double muon_dense = r.muon_params - r.muon_expert_params;
+  const double muon_local = muon_dense / dense_shard + r.muon_expert_params / expert_shard;
+  const double adam_local =
+      (r.params - r.expert_params - muon_dense) / dense_shard + (r.expert_params - r.muon_expert_params) / expert_shard;
+  return muon_step_time(j.c->sys(), s, r.params, muon_local, adam_local, stage_grad_bytes(j)) + r.muon_ns_time;
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -1332,6 +1426,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
   r.host_optimizer_time = host_optimizer_time(j.c->sys(), s, local_params(r, s), stage_grad_bytes(j), j.current_gpu);
   r.optim_time += r.host_optimizer_time;
+  plan_muon(r, prog, j);
+  if (s.optimizer == optimizer_kind::muon) r.optim_time = muon_optimizer_time(r, j);
   plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   if (v_shaped(s))

@@ -148,6 +148,10 @@ struct field_list<strategy_spec> {
       field{"offload_modules", &s::offload_modules},
       field{"cpu_offloading", &s::cpu_offloading},
       field{"cpu_offloading_num_layers", &s::cpu_offloading_num_layers},
+      field{"optimizer", &s::optimizer},
+      field{"muon_num_ns_steps", &s::muon_num_ns_steps},
+      field{"muon_tp_mode", &s::muon_tp_mode},
+      field{"muon_split_qkv", &s::muon_split_qkv},
   };
 };
 

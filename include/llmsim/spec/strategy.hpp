@@ -203,6 +203,27 @@ struct enum_names<dp_sharding_kind> {
        {dp_sharding_kind::optim_grads, "optim_grads"},
        {dp_sharding_kind::optim_grads_params, "optim_grads_params"}}};
 };
+/// Megatron-LM --optimizer (megatron/core/optimizer/__init__.py): Adam, or Muon
+/// (emerging_optimizers.py TensorParallelMuon: momentum SGD whose update is orthogonalised by
+/// Newton-Schulz iterations, for the 2-D weight matrices; the rest fall back to Adam).
+enum class optimizer_kind : std::uint8_t { invalid, adam, muon };
+template <>
+struct enum_names<optimizer_kind> {
+  static constexpr std::array<std::pair<optimizer_kind, std::string_view>, 3> value{
+      {{optimizer_kind::invalid, ""}, {optimizer_kind::adam, "adam"}, {optimizer_kind::muon, "muon"}}};
+};
+/// Megatron-LM --muon-tp-mode (optimizer_config.py muon_tp_mode): how a tensor-parallel weight is
+/// orthogonalised: each rank its own shard (blockwise), or the whole matrix gathered over tp on
+/// every rank (duplicated). "distributed" (a Gram-matrix all-reduce per iteration) is not modelled.
+enum class muon_tp_mode_kind : std::uint8_t { invalid, blockwise, duplicated, distributed };
+template <>
+struct enum_names<muon_tp_mode_kind> {
+  static constexpr std::array<std::pair<muon_tp_mode_kind, std::string_view>, 4> value{
+      {{muon_tp_mode_kind::invalid, ""},
+       {muon_tp_mode_kind::blockwise, "blockwise"},
+       {muon_tp_mode_kind::duplicated, "duplicated"},
+       {muon_tp_mode_kind::distributed, "distributed"}}};
+};
 /// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
 /// optim_grads_params 3 (-1: invalid).
 constexpr std::int64_t sharding_level_of(dp_sharding_kind k) { return static_cast<std::int64_t>(k) - 1; }
@@ -329,6 +350,17 @@ struct strategy_spec {
   /// size}, product cp_size; the first level groups neighbouring cp ranks (parallel_state.py
   /// create_hierarchical_groups), TE runs Ulysses all-to-all there and the KV ring over the second.
   std::optional<std::array<std::int64_t, 2>> hierarchical_context_parallel_sizes = {};
+  /// Megatron-LM --optimizer: "adam" or "muon". With zero_state 1, Muon runs as Megatron's
+  /// layer-wise distributed optimizer (--optimizer dist_muon, layer_wise_optimizer.py): whole
+  /// parameters assigned to data-parallel ranks, gradients all-reduced, parameters all-gathered.
+  optimizer_kind optimizer = optimizer_kind::adam;
+  /// Megatron-LM --muon-num-ns-steps (optimizer_config.py default 5): Newton-Schulz iterations per step.
+  std::int64_t muon_num_ns_steps = 5;
+  /// Megatron-LM --muon-tp-mode (optimizer_config.py default "duplicated").
+  muon_tp_mode_kind muon_tp_mode = muon_tp_mode_kind::duplicated;
+  /// Megatron-LM --muon-split-qkv (optimizer_config.py default true): linear_qkv's Q, K and V
+  /// blocks are orthogonalised as three matrices.
+  bool muon_split_qkv = true;
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
@@ -432,6 +464,34 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
     report_error(api, "strategy.pipeline_schedule",
                  "strategy.pipeline_schedule=\"1f1b\" with strategy.interleaving_size={} is interleaved_1f1b",
                  s.interleaving_size);
+}
+
+/// The optimizer choice and Muon's settings.
+constexpr void validate_muon(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.optimizer == optimizer_kind::invalid)
+    report_error(api, "strategy.optimizer", "strategy.optimizer must be \"adam\" or \"muon\"");
+  if (s.muon_tp_mode == muon_tp_mode_kind::invalid)
+    report_error(api, "strategy.muon_tp_mode",
+                 "strategy.muon_tp_mode must be \"blockwise\", \"duplicated\" or \"distributed\"");
+  if (s.optimizer != optimizer_kind::muon) return;
+  if (s.muon_num_ns_steps < 1)
+    report_error(api, "strategy.muon_num_ns_steps", "strategy.muon_num_ns_steps={} must be >= 1", s.muon_num_ns_steps);
+  if (s.muon_tp_mode == muon_tp_mode_kind::distributed)
+    report_error(api, "strategy.muon_tp_mode",
+                 "strategy.muon_tp_mode=\"distributed\" is not modelled (use \"blockwise\" or \"duplicated\")");
+  if (s.zero_state >= 2)
+    report_error(api, "strategy.optimizer",
+                 "strategy.optimizer=\"muon\" with strategy.zero_state={} is not modelled: Megatron runs Muon "
+                 "plain (zero_state 0) or as its layer-wise distributed optimizer (zero_state 1)",
+                 s.zero_state);
+  if (s.optimizer_cpu_offload)
+    report_error(api, "strategy.optimizer_cpu_offload",
+                 "strategy.optimizer_cpu_offload=true with strategy.optimizer=\"muon\" is not modelled");
+  if (s.overlap_param_gather)
+    report_error(api, "strategy.overlap_param_gather",
+                 "strategy.overlap_param_gather=true with strategy.optimizer=\"muon\" is not modelled (the layer-wise "
+                 "optimizer all-gathers the parameters after its step)");
 }
 
 /// Megatron-FSDP's sharding strategy against zero_state.
@@ -640,6 +700,7 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
                    "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
                    "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
+  validate_muon(s);
   if (s.overlap_param_gather && s.zero_state < 1)
     report_error(api, "strategy.overlap_param_gather",
                  "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in "
