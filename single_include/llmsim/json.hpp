@@ -65,6 +65,20 @@ struct field_list<model_spec> {
       field{"position_embedding_type", &m::position_embedding_type},
       field{"max_position_embeddings", &m::max_position_embeddings},
       field{"mtp_num_layers", &m::mtp_num_layers},
+      field{"hybrid_override_pattern", &m::hybrid_override_pattern},
+      field{"mamba_state_dim", &m::mamba_state_dim},
+      field{"mamba_head_dim", &m::mamba_head_dim},
+      field{"mamba_num_heads", &m::mamba_num_heads},
+      field{"mamba_num_groups", &m::mamba_num_groups},
+      field{"experimental_attention_variant", &m::experimental_attention_variant},
+      field{"csa_compress_ratios", &m::csa_compress_ratios},
+      field{"csa_window_size", &m::csa_window_size},
+      field{"dsa_indexer_n_heads", &m::dsa_indexer_n_heads},
+      field{"dsa_indexer_head_dim", &m::dsa_indexer_head_dim},
+      field{"dsa_indexer_topk", &m::dsa_indexer_topk},
+      field{"o_groups", &m::o_groups},
+      field{"o_lora_rank", &m::o_lora_rank},
+      field{"num_residual_streams", &m::num_residual_streams},
   };
 };
 
@@ -146,6 +160,14 @@ struct field_list<strategy_spec> {
       field{"optimizer_cpu_offload", &s::optimizer_cpu_offload},
       field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
       field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
+      field{"fine_grained_activation_offloading", &s::fine_grained_activation_offloading},
+      field{"offload_modules", &s::offload_modules},
+      field{"cpu_offloading", &s::cpu_offloading},
+      field{"cpu_offloading_num_layers", &s::cpu_offloading_num_layers},
+      field{"optimizer", &s::optimizer},
+      field{"muon_num_ns_steps", &s::muon_num_ns_steps},
+      field{"muon_tp_mode", &s::muon_tp_mode},
+      field{"muon_split_qkv", &s::muon_split_qkv},
   };
 };
 
@@ -350,11 +372,36 @@ inline void read(const value& v, const location& at, recompute_module_set& out) 
     out.insert(m);
   }
 }
+inline void read(const value& v, const location& at, offload_module_set& out) {
+  out = {};
+  if (v.is_null()) return;
+  if (!v.is_array()) fail(at, "expected an array of module names, got " + describe(v));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    offload_module m{};
+    read(v[i], at.child(std::to_string(i)), m);
+    out.insert(m);
+  }
+}
 /// Megatron's hierarchical_context_parallel_sizes: two integers [a2a size, p2p size].
 inline void read(const value& v, const location& at, std::array<std::int64_t, 2>& out) {
   if (!v.is_array() || v.size() != 2)
     fail(at, "expected an array of two integers [a2a size, p2p size], got " + describe(v));
   for (std::size_t i = 0; i < 2; ++i) read(v[i], at.child(std::to_string(i)), out[i]);
+}
+/// Megatron's csa_compress_ratios: an array of integers, one per decoder and MTP layer.
+inline void read(const value& v, const location& at, compress_ratio_list& out) {
+  out = {};
+  if (v.is_null()) return;
+  if (!v.is_array()) fail(at, "expected an array of integers (one compression ratio per layer), got " + describe(v));
+  if (v.size() > compress_ratio_list::capacity)
+    fail(at, "array of " + std::to_string(v.size()) + " ratios exceeds the limit of " +
+                 std::to_string(compress_ratio_list::capacity) + " layers");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::int64_t r = 0;
+    read(v[i], at.child(std::to_string(i)), r);
+    if (r < 0 || r > 32767) fail(at.child(std::to_string(i)), "expected a ratio in [0, 32767], got " + show(v[i]));
+    out.push_back(r);
+  }
 }
 template <class T>
 void read(const value& v, const location& at, std::optional<T>& out) {
@@ -388,7 +435,20 @@ inline value write(const recompute_module_set& set) {
     if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
   return arr;
 }
+inline value write(const offload_module_set& set) {
+  if (set.empty()) return nullptr;
+  value arr = value::array();
+  for (const auto& [m, name] : enum_names<offload_module>::value)
+    if (!name.empty() && set.contains(m)) arr.push_back(std::string(name));
+  return arr;
+}
 inline value write(const std::array<std::int64_t, 2>& v) { return value::array({v[0], v[1]}); }
+inline value write(const compress_ratio_list& list) {
+  if (list.empty()) return nullptr;
+  value arr = value::array();
+  for (std::size_t i = 0; i < list.size(); ++i) arr.push_back(list[i]);
+  return arr;
+}
 template <class T>
 value write(const std::optional<T>& v) {
   return v ? write(*v) : value(nullptr);
@@ -1160,6 +1220,10 @@ inline value stage_time_json(const stage_result& st) {
               {"bwd_shard_exposed_time", ms(st.bwd_shard_exposed_time)},
               {"dp_comm_bytes", st.dp_comm_bytes}});
   if (st.host_optimizer_time.value > 0) v["host_optimizer_time"] = ms(st.host_optimizer_time);
+  if (st.muon_ns_time.value > 0) {
+    v["muon_ns_time"] = ms(st.muon_ns_time);
+    v["muon_params"] = st.muon_params;
+  }
   return v;
 }
 inline value stage_memory_json(const estimate_result& r, std::size_t i) {

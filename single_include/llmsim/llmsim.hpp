@@ -367,6 +367,43 @@ struct enum_names<group_linear_kind> {
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
+/// Megatron's --experimental-attention-variant as far as llmsim knows it: `dsv4_hybrid` is
+/// DeepSeek-V4's per-layer mix of sliding-window, compressed sparse (CSA, ratio 4, lightning
+/// indexer top-k) and heavily compressed (HCA, ratio 128) attention (Megatron-Bridge
+/// models/deepseek/deepseek_v4_bridge.py sets it with multi_latent_attention).
+enum class experimental_attention_kind : std::uint8_t { invalid, dsv4_hybrid };
+template <>
+struct enum_names<experimental_attention_kind> {
+  static constexpr std::array<std::pair<experimental_attention_kind, std::string_view>, 2> value{
+      {{experimental_attention_kind::invalid, ""}, {experimental_attention_kind::dsv4_hybrid, "dsv4_hybrid"}}};
+};
+
+/// Megatron's csa_compress_ratios: one KV compression ratio per decoder layer, then one per MTP
+/// layer (0: sliding window only, 4: CSA, 128: HCA). A fixed-capacity list so that models stay
+/// literal types.
+struct compress_ratio_list {
+  static constexpr std::size_t capacity = 256;
+  std::array<std::int16_t, capacity> values{};
+  std::size_t count = 0;
+
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  [[nodiscard]] constexpr std::size_t size() const { return count; }
+  [[nodiscard]] constexpr std::int64_t operator[](std::size_t i) const { return values[i]; }
+  /// Layers (decoder + MTP) with compression ratio `r`.
+  [[nodiscard]] constexpr std::int64_t layers_with(std::int64_t r) const {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < count; ++i) n += values[i] == r ? 1 : 0;
+    return n;
+  }
+  constexpr void push_back(std::int64_t r) { values[count++] = static_cast<std::int16_t>(r); }
+  friend constexpr bool operator==(const compress_ratio_list& a, const compress_ratio_list& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (a.values[i] != b.values[i]) return false;
+    return true;
+  }
+};
+
 /// Largest size llmsim accepts for any one dimension or count: 2^31 - 1, the range of the int32
 /// dimensions cuBLAS and the attention kernels take. Products of a few stay inside int64.
 inline constexpr std::int64_t max_dimension = 2147483647;
@@ -410,6 +447,27 @@ struct model_spec {
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
+  /// Hybrid models (Megatron --hybrid-override-pattern, megatron/core/models/hybrid/
+  /// hybrid_layer_allocation.py): one symbol per decoder layer, each layer one norm, one mixer and
+  /// a residual: 'M' Mamba-2, '*' self-attention, '-' dense MLP, 'E' MoE. Empty: every layer is
+  /// attention + MLP (or MoE) as usual.
+  fixed_string<256> hybrid_override_pattern = {};
+  std::int64_t mamba_state_dim = 0;   ///< Megatron --mamba-state-dim (SSM state size N per group)
+  std::int64_t mamba_head_dim = 0;    ///< Megatron --mamba-head-dim (P)
+  std::int64_t mamba_num_heads = 0;   ///< Megatron --mamba-num-heads (d_inner = heads x head_dim)
+  std::int64_t mamba_num_groups = 0;  ///< Megatron --mamba-num-groups (groups sharing B and C)
+  // DeepSeek-V4 hybrid attention (Megatron-Core DSv4HybridSelfAttention; field names as the
+  // Megatron-Bridge provider sets them in models/deepseek/deepseek_v4_bridge.py).
+  std::optional<experimental_attention_kind> experimental_attention_variant = {};  ///< absent: none
+  compress_ratio_list csa_compress_ratios = {};           ///< per decoder layer, then per MTP layer
+  std::optional<std::int64_t> csa_window_size = {};       ///< sliding window of raw keys (HF sliding_window)
+  std::optional<std::int64_t> dsa_indexer_n_heads = {};   ///< lightning indexer heads (HF index_n_heads)
+  std::optional<std::int64_t> dsa_indexer_head_dim = {};  ///< lightning indexer head width (HF index_head_dim)
+  std::optional<std::int64_t> dsa_indexer_topk = {};      ///< compressed keys each query selects (HF index_topk)
+  std::optional<std::int64_t> o_groups = {};              ///< grouped low-rank output projection: groups of heads
+  std::optional<std::int64_t> o_lora_rank = {};           ///< its rank per group
+  /// Manifold-constrained hyper-connections: residual streams per token (HF hc_mult); absent: none.
+  std::optional<std::int64_t> num_residual_streams = {};
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -442,6 +500,34 @@ constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
   return (orig + multiple - 1) / multiple * multiple;
 }
 
+/// Whether the model is a hybrid (has a `hybrid_override_pattern`).
+constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_pattern.empty(); }
+/// Layers of the pattern with symbol `symbol` ('M', '*', '-', 'E').
+constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+  std::int64_t n = 0;
+  for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  return n;
+}
+/// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
+/// default d_conv=4; Megatron builds the mixer with the default).
+inline constexpr std::int64_t mamba_conv_width = 4;
+/// Tokens per SSD chunk (mamba_mixer.py default chunk_size=128, passed to the scan as `chunk_size`).
+inline constexpr std::int64_t mamba_chunk_size = 128;
+/// Forward FLOPs per token of the SSD chunked scan over `heads` heads of `head_dim` and `groups`
+/// groups of state size `state` (Dao & Gu 2024, "Transformers are SSMs" §6; mamba_ssm
+/// ssd_combined.py `_mamba_chunk_scan_combined_fwd`): per group C·Bᵀ within each chunk (2·Q·N),
+/// per head the chunk states Bᵀ·x (2·N·P), the intra-chunk output (C·Bᵀ ∘ decay)·x (2·Q·P, all Q
+/// pairs counted, as the kernel computes whole blocks) and the state output C·state (2·N·P).
+/// Backward is twice this (each product has two operand gradients).
+constexpr double mamba_scan_flops_per_token(std::int64_t heads, std::int64_t groups, std::int64_t state,
+                                            std::int64_t head_dim) {
+  const auto Q = static_cast<double>(mamba_chunk_size), N = static_cast<double>(state),
+             P = static_cast<double>(head_dim);
+  return 2 * (static_cast<double>(groups) * Q * N + static_cast<double>(heads) * P * (Q + 2 * N));
+}
+/// Mamba-2 inner width d_inner = heads x head_dim (mamba_mixer.py with mamba_num_heads set).
+constexpr std::int64_t mamba_inner(const model_spec& m) { return m.mamba_num_heads * m.mamba_head_dim; }
+
 namespace detail {
 constexpr void require_size(std::string_view api, std::string_view name, std::int64_t v, std::int64_t minimum) {
   if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
@@ -452,6 +538,104 @@ constexpr void require_size(std::string_view api, std::string_view name, const s
   if (v) require_size(api, name, *v, minimum);
 }
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
+}  // namespace detail
+
+namespace detail {
+/// The hybrid pattern and the Mamba sizes (hybrid_layer_allocation.py `validate_segment_layers`,
+/// mamba_mixer.py asserts).
+constexpr void validate_hybrid(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const std::string_view p = m.hybrid_override_pattern.view();
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != 'M' && p[i] != '*' && p[i] != '-' && p[i] != 'E')
+      report_error(api, "model.hybrid_override_pattern",
+                   "model.hybrid_override_pattern: symbol '{}' at position {} is not one of 'M' (Mamba), '*' "
+                   "(attention), '-' (MLP), 'E' (MoE)",
+                   std::string_view(&p[i], 1), i);
+  if (static_cast<std::int64_t>(p.size()) != m.layer_num)
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern has {} symbols but model.layer_num={} (one symbol per layer)", p.size(),
+                 m.layer_num);
+  if (hybrid_layer_count(m, 'M') > 0) {
+    require_size(api, "model.mamba_state_dim", m.mamba_state_dim, 1);
+    require_size(api, "model.mamba_head_dim", m.mamba_head_dim, 1);
+    require_size(api, "model.mamba_num_heads", m.mamba_num_heads, 1);
+    require_size(api, "model.mamba_num_groups", m.mamba_num_groups, 1);
+    if (m.mamba_num_heads % m.mamba_num_groups != 0)
+      report_error(api, "model.mamba_num_groups",
+                   "model.mamba_num_groups={} must divide model.mamba_num_heads={} (each group serves whole heads)",
+                   m.mamba_num_groups, m.mamba_num_heads);
+  }
+  if (hybrid_layer_count(m, 'E') > 0 && !is_moe(m))
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern has 'E' (MoE) layers but the model has no experts (model.expert_num)");
+  if (hybrid_layer_count(m, 'E') == 0 && is_moe(m))
+    report_error(api, "model.expert_num", "model.expert_num={} but model.hybrid_override_pattern has no 'E' layer",
+                 m.expert_num);
+  if (hybrid_layer_count(m, '-') > 0 && !m.intermediate_size)
+    report_error(api, "model.intermediate_size",
+                 "model.intermediate_size is required for the '-' (MLP) layers of model.hybrid_override_pattern");
+  if (m.dense_layers != 0)
+    report_error(api, "model.dense_layers",
+                 "model.dense_layers={} with model.hybrid_override_pattern: the pattern places the MLP layers ('-')",
+                 m.dense_layers);
+}
+
+/// The DeepSeek-V4 fields: all of them with experimental_attention_variant "dsv4_hybrid", none without.
+constexpr void validate_dsv4(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const bool dsv4 = m.experimental_attention_variant.has_value();
+  if (dsv4 && *m.experimental_attention_variant == experimental_attention_kind::invalid)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant must be \"dsv4_hybrid\" or null");
+  for (const auto& [name, v] : {std::pair{"model.csa_window_size", m.csa_window_size},
+                                std::pair{"model.dsa_indexer_n_heads", m.dsa_indexer_n_heads},
+                                std::pair{"model.dsa_indexer_head_dim", m.dsa_indexer_head_dim},
+                                std::pair{"model.dsa_indexer_topk", m.dsa_indexer_topk},
+                                std::pair{"model.o_groups", m.o_groups}, std::pair{"model.o_lora_rank", m.o_lora_rank},
+                                std::pair{"model.num_residual_streams", m.num_residual_streams}}) {
+    require_size(api, name, v, 1);
+    if (v && !dsv4)
+      report_error(api, name,
+                   "{} is a DeepSeek-V4 field: it needs model.experimental_attention_variant "
+                   "\"dsv4_hybrid\"",
+                   name);
+  }
+  if (!m.csa_compress_ratios.empty() && !dsv4)
+    report_error(api, "model.csa_compress_ratios",
+                 "model.csa_compress_ratios is a DeepSeek-V4 field: it needs model.experimental_attention_variant "
+                 "\"dsv4_hybrid\"");
+  if (!dsv4) return;
+  if (m.attention_type != attention_kind::mla || !m.q_lora_rank)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" needs model.attention_type \"mla\" and "
+                 "model.q_lora_rank (DeepSeek-V4 compresses its queries)");
+  if (!m.csa_window_size || !m.o_groups || !m.o_lora_rank)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" needs model.csa_window_size, model.o_groups "
+                 "and model.o_lora_rank");
+  if (m.head_num % *m.o_groups != 0)
+    report_error(api, "model.o_groups", "model.o_groups={} must divide model.head_num={}", *m.o_groups, m.head_num);
+  const std::int64_t layers = m.layer_num + m.mtp_num_layers;
+  if (static_cast<std::int64_t>(m.csa_compress_ratios.size()) != layers)
+    report_error(api, "model.csa_compress_ratios",
+                 "model.csa_compress_ratios has {} entries; it needs one per decoder and MTP layer: model.layer_num + "
+                 "model.mtp_num_layers = {}",
+                 m.csa_compress_ratios.size(), layers);
+  for (std::size_t i = 0; i < m.csa_compress_ratios.size(); ++i) {
+    const std::int64_t r = m.csa_compress_ratios[i];
+    if (r != 0 && r != 4 && r != 128)
+      report_error(api, "model.csa_compress_ratios",
+                   "model.csa_compress_ratios[{}]={} must be 0 (sliding window), 4 (CSA) or 128 (HCA), the ratios "
+                   "Megatron-Core's DeepSeek-V4 attention implements",
+                   i, r);
+  }
+  if (m.csa_compress_ratios.layers_with(4) > 0 &&
+      (!m.dsa_indexer_n_heads || !m.dsa_indexer_head_dim || !m.dsa_indexer_topk))
+    report_error(api, "model.dsa_indexer_topk",
+                 "model.csa_compress_ratios has ratio-4 (CSA) layers: they need model.dsa_indexer_n_heads, "
+                 "model.dsa_indexer_head_dim and model.dsa_indexer_topk (the lightning indexer)");
+}
 }  // namespace detail
 
 /// Checks one model on its own; throws `config_error` at run time, fails to compile in a constant expression.
@@ -518,6 +702,8 @@ constexpr void validate(const model_spec& m) {
     if (!m.v_head_dim)
       report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
+  if (is_hybrid(m)) detail::validate_hybrid(m);
+  detail::validate_dsv4(m);
   if (is_moe(m)) {
     if (m.expert_num < 2)
       report_error(api, "model.expert_num", "model.expert_num={} must be at least 2 for a \"moe\" model", m.expert_num);
@@ -645,6 +831,41 @@ struct recompute_module_set {
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
 
+/// A module whose saved input Megatron's fine-grained activation offloading sends to the host
+/// (`--offload-modules`, transformer_config.py `offload_modules`): the input of the attention norm,
+/// the QKV linear, core attention, the attention output projection, the MLP norm, the experts' fc1
+/// and the experts' activation.
+enum class offload_module : std::uint8_t {
+  invalid,
+  attn_norm,
+  qkv_linear,
+  core_attn,
+  attn_proj,
+  mlp_norm,
+  expert_fc1,
+  moe_act
+};
+template <>
+struct enum_names<offload_module> {
+  static constexpr std::array<std::pair<offload_module, std::string_view>, 8> value{
+      {{offload_module::invalid, ""},
+       {offload_module::attn_norm, "attn_norm"},
+       {offload_module::qkv_linear, "qkv_linear"},
+       {offload_module::core_attn, "core_attn"},
+       {offload_module::attn_proj, "attn_proj"},
+       {offload_module::mlp_norm, "mlp_norm"},
+       {offload_module::expert_fc1, "expert_fc1"},
+       {offload_module::moe_act, "moe_act"}}};
+};
+/// A set of `offload_module`s (JSON: an array of names, or null for the empty set).
+struct offload_module_set {
+  std::uint32_t bits = 0;
+  [[nodiscard]] constexpr bool contains(offload_module m) const { return (bits >> static_cast<unsigned>(m)) & 1U; }
+  constexpr void insert(offload_module m) { bits |= 1U << static_cast<unsigned>(m); }
+  [[nodiscard]] constexpr bool empty() const { return bits == 0; }
+  friend constexpr bool operator==(offload_module_set, offload_module_set) = default;
+};
+
 /// MoE token dispatcher, Megatron-LM's `--moe-token-dispatcher-type` (megatron/core/transformer/moe/
 /// token_dispatcher.py): `all2all` (MoEAlltoAllTokenDispatcher; `all2all-seq` is SimuMax's legacy
 /// alias), `allgather` (MoEAllGatherTokenDispatcher: every rank gathers the tokens of its ep x etp
@@ -708,6 +929,27 @@ struct enum_names<dp_sharding_kind> {
        {dp_sharding_kind::optim, "optim"},
        {dp_sharding_kind::optim_grads, "optim_grads"},
        {dp_sharding_kind::optim_grads_params, "optim_grads_params"}}};
+};
+/// Megatron-LM --optimizer (megatron/core/optimizer/__init__.py): Adam, or Muon
+/// (emerging_optimizers.py TensorParallelMuon: momentum SGD whose update is orthogonalised by
+/// Newton-Schulz iterations, for the 2-D weight matrices; the rest fall back to Adam).
+enum class optimizer_kind : std::uint8_t { invalid, adam, muon };
+template <>
+struct enum_names<optimizer_kind> {
+  static constexpr std::array<std::pair<optimizer_kind, std::string_view>, 3> value{
+      {{optimizer_kind::invalid, ""}, {optimizer_kind::adam, "adam"}, {optimizer_kind::muon, "muon"}}};
+};
+/// Megatron-LM --muon-tp-mode (optimizer_config.py muon_tp_mode): how a tensor-parallel weight is
+/// orthogonalised: each rank its own shard (blockwise), or the whole matrix gathered over tp on
+/// every rank (duplicated). "distributed" (a Gram-matrix all-reduce per iteration) is not modelled.
+enum class muon_tp_mode_kind : std::uint8_t { invalid, blockwise, duplicated, distributed };
+template <>
+struct enum_names<muon_tp_mode_kind> {
+  static constexpr std::array<std::pair<muon_tp_mode_kind, std::string_view>, 4> value{
+      {{muon_tp_mode_kind::invalid, ""},
+       {muon_tp_mode_kind::blockwise, "blockwise"},
+       {muon_tp_mode_kind::duplicated, "duplicated"},
+       {muon_tp_mode_kind::distributed, "distributed"}}};
 };
 /// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
 /// optim_grads_params 3 (-1: invalid).
@@ -817,6 +1059,16 @@ struct strategy_spec {
   /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
   /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
   bool optimizer_cpu_offload = false;
+  /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
+  /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
+  /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
+  /// H2D stream one layer ahead of its backward (see estimate/offload.hpp).
+  bool fine_grained_activation_offloading = false;
+  offload_module_set offload_modules = {};
+  /// Megatron --cpu-offloading / --cpu-offloading-num-layers (TransformerEngine cpu_offload.py,
+  /// layer-level offloading): read so that it can be refused (not modelled).
+  bool cpu_offloading = false;
+  std::int64_t cpu_offloading_num_layers = 0;
   /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
   /// embedding (E), decoder (t), MTP (m) and loss (L) layers each of the pp·vp stages holds, e.g.
   /// "Et*3|(tt|)*29,m|L"; empty: the split of num_layers_in_first/last_pipeline_stage (spec/pipeline_layout.hpp).
@@ -825,6 +1077,17 @@ struct strategy_spec {
   /// size}, product cp_size; the first level groups neighbouring cp ranks (parallel_state.py
   /// create_hierarchical_groups), TE runs Ulysses all-to-all there and the KV ring over the second.
   std::optional<std::array<std::int64_t, 2>> hierarchical_context_parallel_sizes = {};
+  /// Megatron-LM --optimizer: "adam" or "muon". With zero_state 1, Muon runs as Megatron's
+  /// layer-wise distributed optimizer (--optimizer dist_muon, layer_wise_optimizer.py): whole
+  /// parameters assigned to data-parallel ranks, gradients all-reduced, parameters all-gathered.
+  optimizer_kind optimizer = optimizer_kind::adam;
+  /// Megatron-LM --muon-num-ns-steps (optimizer_config.py default 5): Newton-Schulz iterations per step.
+  std::int64_t muon_num_ns_steps = 5;
+  /// Megatron-LM --muon-tp-mode (optimizer_config.py default "duplicated").
+  muon_tp_mode_kind muon_tp_mode = muon_tp_mode_kind::duplicated;
+  /// Megatron-LM --muon-split-qkv (optimizer_config.py default true): linear_qkv's Q, K and V
+  /// blocks are orthogonalised as three matrices.
+  bool muon_split_qkv = true;
 
   friend constexpr bool operator==(const strategy_spec&, const strategy_spec&) = default;
 };
@@ -928,6 +1191,34 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
     report_error(api, "strategy.pipeline_schedule",
                  "strategy.pipeline_schedule=\"1f1b\" with strategy.interleaving_size={} is interleaved_1f1b",
                  s.interleaving_size);
+}
+
+/// The optimizer choice and Muon's settings.
+constexpr void validate_muon(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.optimizer == optimizer_kind::invalid)
+    report_error(api, "strategy.optimizer", "strategy.optimizer must be \"adam\" or \"muon\"");
+  if (s.muon_tp_mode == muon_tp_mode_kind::invalid)
+    report_error(api, "strategy.muon_tp_mode",
+                 "strategy.muon_tp_mode must be \"blockwise\", \"duplicated\" or \"distributed\"");
+  if (s.optimizer != optimizer_kind::muon) return;
+  if (s.muon_num_ns_steps < 1)
+    report_error(api, "strategy.muon_num_ns_steps", "strategy.muon_num_ns_steps={} must be >= 1", s.muon_num_ns_steps);
+  if (s.muon_tp_mode == muon_tp_mode_kind::distributed)
+    report_error(api, "strategy.muon_tp_mode",
+                 "strategy.muon_tp_mode=\"distributed\" is not modelled (use \"blockwise\" or \"duplicated\")");
+  if (s.zero_state >= 2)
+    report_error(api, "strategy.optimizer",
+                 "strategy.optimizer=\"muon\" with strategy.zero_state={} is not modelled: Megatron runs Muon "
+                 "plain (zero_state 0) or as its layer-wise distributed optimizer (zero_state 1)",
+                 s.zero_state);
+  if (s.optimizer_cpu_offload)
+    report_error(api, "strategy.optimizer_cpu_offload",
+                 "strategy.optimizer_cpu_offload=true with strategy.optimizer=\"muon\" is not modelled");
+  if (s.overlap_param_gather)
+    report_error(api, "strategy.overlap_param_gather",
+                 "strategy.overlap_param_gather=true with strategy.optimizer=\"muon\" is not modelled (the layer-wise "
+                 "optimizer all-gathers the parameters after its step)");
 }
 
 /// Megatron-FSDP's sharding strategy against zero_state.
@@ -1136,6 +1427,7 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
                    "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
                    "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
+  validate_muon(s);
   if (s.overlap_param_gather && s.zero_state < 1)
     report_error(api, "strategy.overlap_param_gather",
                  "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in "
@@ -1146,10 +1438,33 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
 }  // namespace detail
 
 /// Checks one strategy on its own.
+/// Fine-grained activation offloading's own rules (Megatron transformer_config.py __post_init__).
+constexpr void validate_activation_offload(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  if (!s.fine_grained_activation_offloading && !s.offload_modules.empty())
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules requires strategy.fine_grained_activation_offloading=true");
+  if (s.fine_grained_activation_offloading && s.offload_modules.empty())
+    report_error(api, "strategy.offload_modules",
+                 "strategy.fine_grained_activation_offloading=true requires a non-empty strategy.offload_modules");
+  if (s.offload_modules.contains(offload_module::attn_proj) && !s.offload_modules.contains(offload_module::core_attn))
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules: \"attn_proj\" requires \"core_attn\" (Megatron transformer_config.py)");
+  if (s.fine_grained_activation_offloading && s.cpu_offloading)
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true excludes strategy.fine_grained_activation_offloading=true (Megatron "
+                 "transformer_config.py)");
+  if (s.cpu_offloading_num_layers < 0)
+    report_error(api, "strategy.cpu_offloading_num_layers", "strategy.cpu_offloading_num_layers={} must be >= 0",
+                 s.cpu_offloading_num_layers);
+}
+
 constexpr void validate(const strategy_spec& s) {
   detail::validate_strategy_sizes(s);
   detail::validate_strategy_choices(s);
   detail::validate_strategy_recompute_and_kernels(s);
+  validate_activation_offload(s);
 }
 
 /// Layers held by each pipeline stage (Megatron: first/last overrides, middle stages share the rest evenly).
@@ -2073,12 +2388,95 @@ inline constexpr model_spec gpt_oss_120b{
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
 };
+/// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
+/// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge
+/// recipes/nemotronh/h100/nemotron_3_nano.py (`hybrid_layer_pattern`, 52 layers: 23 Mamba-2, 23
+/// MoE, 6 attention; 128 experts of 1856, top-6, one shared expert of 3712; squared-ReLU
+/// activation, not gated; GQA 32/2 heads of 128; no position embedding; untied embeddings;
+/// vocabulary 131072). Model card: 31.6B parameters in total.
+inline constexpr model_spec nemotron_3_nano_30b_a3b{
+    .model_type = model_kind::moe,
+    .model_name = "nemotron_3_nano_30b_a3b",
+    .hidden_size = 2688,
+    .head_num = 32,
+    .kv_head_num = 2,
+    .head_size = 128,
+    .intermediate_size = 1856,
+    .layer_num = 52,
+    .vocab_size = 131072,
+    .use_swiglu = false,
+    .expert_num = 128,
+    .topk = 6,
+    .moe_ffn_hidden_size = 1856,
+    .moe_shared_expert_intermediate_size = 3712,
+    .position_embedding_type = position_kind::none,
+    .hybrid_override_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    .mamba_state_dim = 128,
+    .mamba_head_dim = 64,
+    .mamba_num_heads = 64,
+    .mamba_num_groups = 8,
+};
+
+/// DeepSeek-V4's csa_compress_ratios for Flash: layers 0 and 1 sliding window only (0), then
+/// CSA (4) and HCA (128) alternating up to layer 42 (CSA), and the MTP layer 0 (HF config.json
+/// `compress_ratios`, 43 + 1 entries; deepseek_v4_bridge.py `_dsv4_compress_ratios`).
+constexpr compress_ratio_list deepseek_v4_flash_compress_ratios() {
+  compress_ratio_list r;
+  r.push_back(0);
+  r.push_back(0);
+  for (int i = 0; i < 20; ++i) {
+    r.push_back(4);
+    r.push_back(128);
+  }
+  r.push_back(4);
+  r.push_back(0);  // the MTP layer
+  return r;
+}
+/// DeepSeek-V4-Flash (deepseek-ai/DeepSeek-V4-Flash config.json, as Megatron-Bridge's
+/// models/deepseek/deepseek_v4_bridge.py maps it): 43 MoE layers of hidden 4096 (256 routed experts
+/// of 2048 top-6 + 1 shared, the first 3 hash-routed), 64 query heads of 512 (448 + 64 rotary) through
+/// q_lora_rank 1024, one shared 512-wide key/value (kv_lora_rank: the bridge derives it as the head
+/// width), the grouped output projection (8 groups, rank 1024), sliding window 128, lightning indexer
+/// 64 heads x 128 top-512, 4 hyper-connection streams, one MTP layer, vocabulary 129280 padded to a
+/// multiple of 1280. 284B parameters without the MTP layer, 13B active (model card).
+inline constexpr model_spec deepseek_v4_flash{
+    .model_type = model_kind::moe,
+    .model_name = "deepseek_v4_flash",
+    .hidden_size = 4096,
+    .head_num = 64,
+    .kv_head_num = 1,
+    .head_size = 512,
+    .layer_num = 43,
+    .vocab_size = 129280,
+    .use_swiglu = true,
+    .expert_num = 256,
+    .topk = 6,
+    .attention_type = attention_kind::mla,
+    .moe_ffn_hidden_size = 2048,
+    .moe_shared_expert_intermediate_size = 2048,
+    .v_head_dim = 512,
+    .qk_head_dim = 448,
+    .qk_pos_emb_head_dim = 64,
+    .q_lora_rank = 1024,
+    .kv_lora_rank = 512,
+    .make_vocab_size_divisible_by = 1280,
+    .mtp_num_layers = 1,
+    .experimental_attention_variant = experimental_attention_kind::dsv4_hybrid,
+    .csa_compress_ratios = deepseek_v4_flash_compress_ratios(),
+    .csa_window_size = 128,
+    .dsa_indexer_n_heads = 64,
+    .dsa_indexer_head_dim = 128,
+    .dsa_indexer_topk = 512,
+    .o_groups = 8,
+    .o_lora_rank = 1024,
+    .num_residual_streams = 4,
+};
 
 struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 17> models{{
+inline constexpr std::array<named_model, 19> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -2096,6 +2494,8 @@ inline constexpr std::array<named_model, 17> models{{
     {"qwen3-235b-a22b", &qwen3_235b_a22b},
     {"kimi-k2", &kimi_k2},
     {"gpt-oss-120b", &gpt_oss_120b},
+    {"nemotron-3-nano-30b-a3b", &nemotron_3_nano_30b_a3b},
+    {"deepseek-v4-flash", &deepseek_v4_flash},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -2246,18 +2646,25 @@ inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
+/// AMD Instinct MI355X (CDNA 4, OAM, 8 per node; AMD Instinct MI355X data sheet and product page):
+/// peak dense matrix 2516.6 TFLOPS BF16 ("2.5 PFLOPS"), 5033.2 FP8 ("5 PFLOPS"), 10066.3 MXFP4
+/// ("10 PFLOPS"); 288 GB HBM3E at 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s (both directions) to
+/// the other GPUs of the node: 7 x 76.8 = 537.6 GB/s each way; 400 Gb/s NIC per GPU.
+inline constexpr system_spec mi355x =
+    detail::with_fp4(detail::node("mi355x", "rocm", 0, 2516.6, 5033.2, 8000, 288, 537.6, false, 50), 10066.3);
 
 struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 10> systems{{
+inline constexpr std::array<named_system, 11> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"h100-sxm", &h100_sxm},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},
+    {"mi355x", &mi355x},
     {"h800", &h800},
     {"b300", &b300},
     {"gb200-nvl72", &gb200_nvl72},
@@ -3094,9 +3501,17 @@ enum class leaf_id : std::uint8_t {
   mtp_enorm,    ///< MTP: norm of the shifted tokens' embedding (multi_token_prediction.py `enorm`)
   mtp_hnorm,    ///< MTP: norm of the previous depth's hidden states (`hnorm`)
   mtp_eh_proj,  ///< MTP: the 2h -> h projection of their concatenation (`eh_proj`)
+  /// The exposed part of a layer's host copies (fine-grained activation offloading).
+  activation_offload,
+  // Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; mamba_layer.py MambaLayer).
+  mamba_in_proj,      ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
+  mamba_conv_scan,    ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
+  mamba_norm,         ///< `norm`: the gated group RMSNorm over d_inner
+  mamba_out_proj,     ///< `out_proj`: d_inner -> h, row-parallel
+  mamba_residual_add  ///< the layer's residual add
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; mtp_eh_proj is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mtp_eh_proj) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; mamba_residual_add is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mamba_residual_add) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -3143,6 +3558,12 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mtp_enorm: return "mtp.enorm";
     case leaf_id::mtp_hnorm: return "mtp.hnorm";
     case leaf_id::mtp_eh_proj: return "mtp.eh_proj";
+    case leaf_id::activation_offload: return "activation_offload";
+    case leaf_id::mamba_in_proj: return "mixer.in_proj";
+    case leaf_id::mamba_conv_scan: return "mixer.conv1d_ssd_scan";
+    case leaf_id::mamba_norm: return "mixer.norm";
+    case leaf_id::mamba_out_proj: return "mixer.out_proj";
+    case leaf_id::mamba_residual_add: return "mamba_residual_add";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
@@ -3183,6 +3604,8 @@ struct leaf {
       false;  ///< weight replicated over tp and fed s/tp tokens under SP: its gradient is all-reduced over tp
   bool communicates_in_replay = false;  ///< its collectives repeat when its forward is replayed (MoE dispatch)
   recompute_role role = recompute_role::none;
+  /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
+  double offloaded = 0;
   std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
   std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
   seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
@@ -3251,6 +3674,8 @@ struct block_memory {
   double bwd_peak = 0;  ///< max over its backward, one repetition, relative to the bytes held at its end
   std::size_t fwd_leaf = 0, bwd_leaf = 0;
   std::string_view bwd_pass = "backward";
+  /// Of `held`, the bytes one repetition sends to the host (leaf::offloaded).
+  double offloaded = 0;
 };
 
 /// Forward: each leaf's transient on top of what earlier leaves hold. Backward in reverse, each
@@ -3267,6 +3692,7 @@ constexpr block_memory walk_memory(const leaf_block& b) {
       m.fwd_leaf = i;
     }
     held += l.held();
+    m.offloaded += l.offloaded;
   }
   m.held = held;
   // Backward, relative to `held` at the end of the block's forward.
@@ -3440,6 +3866,8 @@ struct build_context {
   /// The linears built with this context run the job's low-precision recipe (decoder layers of an
   /// fp8 job, but not the bf16 first/last layers, the embedding, the output layer or the router).
   bool quantized = false;
+  /// The leaves built with this context belong to a layer the recompute plan applies to.
+  bool recomputed_layer = false;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -3504,72 +3932,169 @@ constexpr void quantize_weight(const build_context& c, leaf& l, double w) {
   else if (f.tensor_scaled && f.copies == 2)
     c.memory(l, pass_kind::forward, 2 * w * f.weight / m);
 }
-}  // namespace detail
+/// Whether TE linear `id` keeps its bf16 input for backward instead of a quantized copy (TE
+/// `save_original_input`). Megatron sets it under FP8/FP4 on the linears that read the output of
+/// a recomputed norm (megatron/core/transformer/transformer_layer.py: the attention's
+/// `set_for_recompute_input_layernorm`, the MoE layer's `set_for_recompute_pre_mlp_layernorm`, a
+/// dense MLP's linear_fc1) and on the experts' fc2 under moe_act recompute (moe/experts.py):
+/// CheckpointWithoutOutput frees that bf16 output and re-creates it in backward, so the linear
+/// casts only the row-wise copy its forward GEMM reads and re-quantizes the re-created input
+/// column-wise for its weight gradient (TE module/linear.py, grouped_linear.py).
+constexpr bool saves_original_input(const build_context& c, leaf_id id) {
+  const strategy_spec& s = c.s();
+  if (!c.quantized || !c.recomputed_layer || !s.megatron_recompute ||
+      s.recompute_granularity != recompute_kind::selective_recompute)
+    return false;
+  const auto& mods = s.megatron_recompute_modules;
+  if (mods.contains(recompute_module::layernorm) &&
+      (id == leaf_id::linear_qkv || id == leaf_id::linear_q_down_proj || id == leaf_id::linear_kv_down_proj ||
+       id == leaf_id::linear_fc1 || id == leaf_id::shared_experts_linear_fc1))
+    return true;
+  return id == leaf_id::experts_linear_fc2 && mods.contains(recompute_module::moe_act) &&
+         !mods.contains(recompute_module::moe);
+}
 
-constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
-                                     std::int64_t out_features);
+/// What one linear's three GEMMs see on this rank: the geometry shared by `linear_leaf`,
+/// `quantized_linear_leaf` and `duplicated_linear_leaf`, so that one emitter serves all three.
+/// `tp_comm`: the tensor-parallel collectives of Megatron's
+/// `LinearWithGradAccumulationAndAsyncCommunication` (false for a duplicated weight, which runs on
+/// the rank's own tokens alone).
+/// `quantized`: operands cast and read at the recipe's sizes (`quantized_linear_leaf`).
+struct linear_geometry {
+  bool column = true, tp_comm = true, quantized = false;
+  std::int64_t in = 0, out = 0, b = 0, s = 0;  ///< weight in x out; GEMM rows b x s
+  double E = 0, qa = 0, qw = 0;                ///< bf16 and quantized activation / weight bytes
+  double x = 0, y = 0, w = 0;                  ///< input, output and weight elements the GEMMs see
+  double t = 1, x_local = 0, y_local = 0;      ///< tp; the input / output gradient before a gather
+  bool gathered_x = false, gathered_dy = false;
+  double x_copies = 1, dy_copies = 1;  ///< quantized copies each cast writes
+  /// TE `save_original_input` (`saves_original_input`): backward keeps the bf16 input, forward
+  /// casts only the row-wise copy and the weight-gradient pass re-casts the re-created input.
+  bool original_input = false;
+  quantized_format f{};
 
-/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
-/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2).
-constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
-                           std::int64_t out_features) {
-  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
+  /// Bytes of `elements` of an activation as a gather moves it (quantized row-wise data, else bf16).
+  [[nodiscard]] constexpr double moved(double elements) const { return quantized ? elements * qa : elements * E; }
+};
+
+/// The geometry of a linear over `tokens` rows per rank (`s` of them per sample).
+constexpr linear_geometry linear_geometry_of(const build_context& c, bool column, bool tp_comm, bool quantized,
+                                             std::int64_t in_features, std::int64_t out_features, std::int64_t s,
+                                             double tokens) {
+  linear_geometry g{.column = column,
+                    .tp_comm = tp_comm,
+                    .quantized = quantized,
+                    .in = in_features,
+                    .out = out_features,
+                    .b = c.s().micro_batch_size,
+                    .s = s};
+  g.E = c.element_bytes();
+  g.x = tokens * static_cast<double>(in_features);
+  g.y = tokens * static_cast<double>(out_features);
+  g.w = static_cast<double>(in_features) * static_cast<double>(out_features);
+  const bool sp = tp_comm && c.sequence_parallel();
+  g.t = static_cast<double>(c.s().tp_size);
+  g.gathered_x = sp && column;
+  g.gathered_dy = sp && !column;
+  g.x_local = g.gathered_x ? g.x / g.t : g.x;
+  g.y_local = g.gathered_dy ? g.y / g.t : g.y;
+  if (quantized) {
+    g.f = c.format();
+    g.qa = g.f.activation;
+    g.qw = g.f.weight;
+    // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
+    g.x_copies = g.f.tensor_scaled && g.gathered_x ? 1 : g.f.copies;
+    g.dy_copies = g.f.tensor_scaled && g.gathered_dy ? 1 : g.f.copies;
+  }
+  return g;
+}
+
+/// The reduction of a linear's partial sums over tp (reduce-scatter under SP, else all-reduce).
+constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, double bytes) {
+  c.collective(l, pass, comm_group::tp,
+               c.sequence_parallel() ? collective_kind::reduce_scatter : collective_kind::all_reduce, bytes);
+}
+
+/// Forward and input-gradient passes, in the order Megatron runs them: a column-parallel linear
+/// gathers its input before the GEMM and reduces its input gradient after the dgrad GEMM; a
+/// row-parallel one reduces its output after the GEMM and gathers the output gradient before the
+/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather.
+constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const linear_geometry& g) {
+  const double E = g.E;
+  if (g.quantized) {
+    quantize(c, l, pass_kind::forward, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
+    quantize_weight(c, l, g.w);
+  }
+  if (g.gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  const double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
+  c.emit(l,
+         job_gemm(c, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
+  if (g.tp_comm && !g.column) linear_reduce(c, l, pass_kind::forward, g.y * E);
+  if (g.quantized) quantize(c, l, pass_kind::backward_input, g.y_local, g.qa, g.dy_copies);
+  if (g.gathered_dy)
+    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
+  const double dgrad_bytes = g.quantized ? g.y * g.qa + g.w * g.qw + g.x * E : (g.x + g.y + g.w) * E;
+  c.emit(l, job_gemm(c, pass_kind::backward_input, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16},
+                     dgrad_bytes));
+  if (g.tp_comm && g.column) linear_reduce(c, l, pass_kind::backward_input, g.x * E);
+}
+
+/// Weight-gradient pass: with SP the input is re-gathered (and, quantized on Hopper, transposed);
+/// the GEMM reads input and output gradient (column also the weight shard layout) and accumulates
+/// into the main grad (TE gradient_accumulation_fusion). Without the fusion it is written in bf16
+/// and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
+constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const linear_geometry& g) {
+  const double E = g.E;
+  if (g.original_input) quantize(c, l, pass_kind::backward_weight, g.x_local, g.qa, 1);  // the re-created input
+  if (g.gathered_x)
+    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  if (g.quantized && g.f.copies > g.x_copies)
+    c.memory(l, pass_kind::backward_weight, 2 * g.x * g.qa);  // transpose of the gathered input
+  if (g.quantized && g.f.copies > g.dy_copies)
+    c.memory(l, pass_kind::backward_weight, 2 * g.y * g.qa);  // ... of the gathered gradient
+  double inputs = (g.column ? (g.x + g.y + g.w) : (g.x + g.y)) * E;
+  if (g.quantized) inputs = (g.x + g.y) * g.qa + (g.column ? g.w * g.qw : 0);
+  const double grad_w_bytes = g.w * c.main_grad_bytes();
+  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
+  if (c.s().use_fused_grad_accumulation) {
+    c.emit(l, job_gemm(c, pass_kind::backward_weight, {1, g.out, g.b * g.s, g.in, gemm_layout::nt, true, wgrad_out},
+                       inputs + grad_w_bytes));
+  } else {
+    c.emit(l, job_gemm(c, pass_kind::backward_weight,
+                       {1, g.out, g.b * g.s, g.in, gemm_layout::nt, false, dtype_kind::bf16}, inputs + g.w * E));
+    c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
+  }
+}
+
+/// The leaf of one linear: its three GEMMs with their collectives and casts, and what it keeps.
+/// Saved for backward: the local input (SP: the s/t shard a column-parallel linear re-gathers;
+/// quantized: one quantized copy, TE `update_usage(rowwise_usage=False, columnwise_usage=True)`).
+constexpr leaf linear_gemms(const build_context& c, leaf_id id, const linear_geometry& g) {
   leaf l;
   l.id = id;
-  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
-  const double E = c.element_bytes();
-  const double x = c.tokens() * static_cast<double>(in_features);   // input elements (full sequence)
-  const double y = c.tokens() * static_cast<double>(out_features);  // output elements
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  // Each pass's ops in the order Megatron runs them (`LinearWithGradAccumulationAndAsyncCommunication`):
-  // a column-parallel linear gathers its input before the GEMM and reduces its input gradient
-  // after the dgrad GEMM; a row-parallel one reduces its output after the GEMM and gathers the
-  // output gradient before the dgrad GEMM; with SP the input is re-gathered before the wgrad GEMM.
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features) * E;
-  const bool sp = c.sequence_parallel();
-  if (sp && column) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, full_activation);
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (!column)
-    c.collective(l, pass_kind::forward, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
-  if (sp && !column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, full_activation);
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation);
-  if (sp && column)
-    c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, full_activation);
-  // Weight gradient: reads input and output gradient (column also reads the weight shard layout),
-  // accumulates into the main grad (TE gradient_accumulation_fusion). Without the fusion it is
-  // written in bf16 and Megatron's grad hook adds it into the main grad (`main_grad.add_(grad)`).
-  const double wgrad_inputs = (column ? (x + y + w) : (x + y)) * E;
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               wgrad_inputs + grad_w_bytes));
+  l.kind = g.column ? leaf_kind::linear_column : leaf_kind::linear_row;
+  emit_linear_data_passes(c, l, g);
+  emit_linear_weight_pass(c, l, g);
+  const double E = g.E;
+  l.params = g.w;
+  if (g.quantized) {
+    l.quantized_params = g.w;
+    l.quantized_weight_bytes = g.w * g.qw * g.f.copies;
+    l.input = g.x_local * E;  // a recompute segment starting here keeps the bf16 input
+    l.cache = g.original_input ? g.x_local * E : g.x_local * g.qa;
   } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               wgrad_inputs + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
+    l.input = g.x * E / (g.gathered_x ? g.t : 1.0);
+    l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
   }
-  l.params = w;
-  l.input = x * E / (column && c.sequence_parallel() ? static_cast<double>(c.s().tp_size) : 1.0);
-  l.cache = l.input;  // column: the local (SP) input, re-gathered for wgrad; row: its full input
-  l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);  // the unfused bf16 weight gradient
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
+  l.tp_duplicated = !g.tp_comm && c.sequence_parallel();
+  l.fwd_peak = (g.x + g.y) * E + (g.quantized ? g.x_local * g.qa * (g.original_input ? 1 : g.x_copies) : 0);
+  l.bwd_peak = (g.x + g.y) * E + (g.quantized ? g.y_local * g.qa * g.f.copies : 0) +
+               (c.s().use_fused_grad_accumulation ? 0 : g.w * E);  // the unfused bf16 weight gradient
+  l.weight_rows = g.out;
+  l.weight_cols = g.in;
   return l;
 }
+}  // namespace detail
 
 /// A linear of a quantized layer (TE Linear under an FP8/FP4 recipe, transformer_engine/pytorch/
 /// module/linear.py), the same collectives and GEMMs as `linear_leaf` with:
@@ -3585,64 +4110,19 @@ constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std:
 /// - kept across micro-batches: the quantized weight copies (`quantized_weight_bytes`).
 constexpr leaf quantized_linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
                                      std::int64_t out_features) {
-  leaf l;
-  l.id = id;
-  l.kind = column ? leaf_kind::linear_column : leaf_kind::linear_row;
-  const quantized_format f = c.format();
-  const std::int64_t b = c.s().micro_batch_size, s = c.sequence();
-  const double E = c.element_bytes(), qa = f.activation, qw = f.weight;
-  const double x = c.tokens() * static_cast<double>(in_features), y = c.tokens() * static_cast<double>(out_features);
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  const bool sp = c.sequence_parallel();
-  const double t = static_cast<double>(c.s().tp_size);
-  const double x_local = column && sp ? x / t : x, y_local = !column && sp ? y / t : y;
-  const bool gathered_x = sp && column, gathered_dy = sp && !column;
-  // Tensor scaling gathers row-wise data only; Hopper then transposes the gathered tensor.
-  const double x_copies = f.tensor_scaled && gathered_x ? 1 : f.copies;
-  const double dy_copies = f.tensor_scaled && gathered_dy ? 1 : f.copies;
-  const double full_activation = c.tokens() * static_cast<double>(column ? in_features : out_features);
-  detail::quantize(c, l, pass_kind::forward, x_local, qa, x_copies);
-  detail::quantize_weight(c, l, w);
-  if (gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, x * qa);
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             x * qa + w * qw + y * E));
-  if (!column)
-    c.collective(l, pass_kind::forward, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
-  detail::quantize(c, l, pass_kind::backward_input, y_local, qa, dy_copies);
-  if (gathered_dy) c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, y * qa);
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             y * qa + w * qw + x * E));
-  if (column)
-    c.collective(l, pass_kind::backward_input, comm_group::tp,
-                 sp ? collective_kind::reduce_scatter : collective_kind::all_reduce, full_activation * E);
-  if (gathered_x) c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, x * qa);
-  if (f.copies > x_copies) c.memory(l, pass_kind::backward_weight, 2 * x * qa);   // transpose of the gathered input
-  if (f.copies > dy_copies) c.memory(l, pass_kind::backward_weight, 2 * y * qa);  // ... of the gathered gradient
-  const double wgrad_inputs = (x + y) * qa + (column ? w * qw : 0);
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               wgrad_inputs + grad_w_bytes));
-  } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               wgrad_inputs + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  l.params = l.quantized_params = w;
-  l.quantized_weight_bytes = w * qw * f.copies;
-  l.input = x_local * E;  // a recompute segment starting here keeps the bf16 input
-  l.cache = x_local * qa;
-  l.fwd_peak = (x + y) * E + x_local * qa * x_copies;
-  l.bwd_peak = (x + y) * E + y_local * qa * f.copies + (c.s().use_fused_grad_accumulation ? 0 : w * E);
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
-  return l;
+  auto g = detail::linear_geometry_of(c, column, true, true, in_features, out_features, c.sequence(), c.tokens());
+  g.original_input = detail::saves_original_input(c, id);
+  return detail::linear_gemms(c, id, g);
+}
+
+/// A linear layer with local weight `in_features` x `out_features` (already split by tp).
+/// `column`: column-parallel (QKV, fc1, LM head); else row-parallel (proj, fc2). The full
+/// sequence, with Megatron's `LinearWithGradAccumulationAndAsyncCommunication` collectives.
+constexpr leaf linear_leaf(const build_context& c, leaf_id id, bool column, std::int64_t in_features,
+                           std::int64_t out_features) {
+  if (c.quantized) return quantized_linear_leaf(c, id, column, in_features, out_features);
+  return detail::linear_gemms(
+      c, id, detail::linear_geometry_of(c, column, true, false, in_features, out_features, c.sequence(), c.tokens()));
 }
 
 /// A norm over `width` features of the local tokens, TE fused kernels: forward reads x and writes
@@ -4142,7 +4622,11 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
   b.rest = params - static_cast<double>(b.full) * b.per_bucket;
   auto reduce = [&](double elements) {
     if (elements <= 0) return seconds{};
-    const collective_kind kind = s.zero_state >= 1 ? collective_kind::reduce_scatter : collective_kind::all_reduce;
+    // Muon's layer-wise distributed optimizer keeps whole gradients on every rank: plain DDP
+    // all-reduce (layer_wise_optimizer.py: "Megatron DDP handle allreduce grad").
+    const collective_kind kind = s.zero_state >= 1 && s.optimizer != optimizer_kind::muon
+                                     ? collective_kind::reduce_scatter
+                                     : collective_kind::all_reduce;
     return collective_time(sys, s, tier, {kind, elements * grad_bytes_per_param, group, which});
   };
   auto gather = [&](double elements) {
@@ -4267,6 +4751,88 @@ LLMSIM_END_NAMESPACE
 /// static_assert(r.mem.peak_mem < 80_GiB);
 /// ```
 
+// ---- begin llmsim/cost/muon_cost.hpp ---------------------------------------------------------------
+/// \file llmsim/cost/muon_cost.hpp
+/// The Muon optimizer step (Megatron-LM --optimizer muon / dist_muon; megatron/core/optimizer/
+/// emerging_optimizers.py TensorParallelMuon over NVIDIA-NeMo/Emerging-Optimizers
+/// orthogonalized_optimizers): per 2-D weight matrix, a momentum update, the Newton-Schulz
+/// orthogonalisation of the momentum (GEMMs), and the weight update; Adam for the rest.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace parameters {
+/// Optimizer state bytes per parameter (fp32 throughout: the Kimi K2 recipe sets main_params_dtype,
+/// exp_avg_dtype and exp_avg_sq_dtype to float32, Megatron-Bridge recipes/kimi/h100/kimi_k2.py
+/// _apply_kimi_k2_optimizer): Adam keeps the fp32 master weight, m and v (3 x 4 bytes); Muon the
+/// fp32 master weight and one momentum buffer (orthogonalized_optimizer.py: `momentum_buffer =
+/// zeros_like(p)` of the fp32 main parameter): 2 x 4 bytes.
+inline constexpr double adam_state_bytes_per_param = 12.0;
+inline constexpr double muon_state_bytes_per_param = 8.0;
+/// Newton-Schulz runs its GEMMs in bf16: Megatron's default --muon-fp32-matmul-prec "medium" makes
+/// emerging_optimizers muon_utils.py newton_schulz cast X to bfloat16 before the iterations.
+inline constexpr double muon_ns_element_bytes = 2.0;
+}  // namespace parameters
+
+/// FLOPs of one Newton-Schulz iteration on an `rows` x `cols` matrix (muon_utils.py
+/// newton_schulz transposes so that the short side m = min(rows, cols) comes first, n the long
+/// side; newton_schulz_step): A = X·Xᵀ (m×n by n×m: 2·m²·n), B = b·A + c·A·A (m×m by m×m: 2·m³),
+/// X = a·X + B·X (m×m by m×n: 2·m²·n): 4·m²·n + 2·m³ in all.
+constexpr double muon_ns_iteration_flops(std::int64_t rows, std::int64_t cols) {
+  const double m = static_cast<double>(rows < cols ? rows : cols);
+  const double n = static_cast<double>(rows < cols ? cols : rows);
+  return 4.0 * m * m * n + 2.0 * m * m * m;
+}
+
+/// Time of orthogonalising one `rows` x `cols` matrix with `steps` Newton-Schulz iterations, each
+/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs)
+/// with their bf16 operand traffic, plus the memory passes around them: the Frobenius
+/// normalisation (reads the fp32 momentum, writes bf16 X: muon_utils.py normalize, then the cast)
+/// and the cast of the result back to fp32.
+constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::int64_t cols, std::int64_t steps) {
+  if (rows <= 0 || cols <= 0 || steps <= 0) return {};
+  const std::int64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+  const double E = parameters::muon_ns_element_bytes;
+  const double mn = static_cast<double>(m) * static_cast<double>(n),
+               mm = static_cast<double>(m) * static_cast<double>(m);
+  auto gemm = [&](const gemm_shape& g, double traffic) {
+    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic)
+        .time;
+  };
+  const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);
+  const seconds poly = gemm({1, m, m, m, gemm_layout::nn, false, dtype_kind::bf16}, 4 * mm * E);
+  const seconds apply = gemm({1, m, m, n, gemm_layout::nn, false, dtype_kind::bf16}, (mm + 3 * mn) * E);
+  const seconds iteration = gram + poly + apply;
+  return iteration * static_cast<double>(steps) + memory_time(sys, memory_kind::default_kind, mn * (4.0 + E)) +
+         memory_time(sys, memory_kind::default_kind, mn * (E + 4.0));
+}
+
+/// Muon step of one stage's local parameters besides the Newton-Schulz GEMMs (`ns`), memory-bound
+/// passes on the default bandwidth entry (orthogonalized_optimizer.py step): zero the grad buffer,
+/// scale by 1/dp, NaN/norm check and grad-norm over all gradients (as Megatron does for Adam); then
+/// over this rank's `muon_local` Muon parameters the momentum lerp (reads grad and momentum, writes
+/// momentum), the Nesterov lerp (reads grad and momentum, writes the update) and the weight update
+/// (reads the fp32 master and the orthogonalised update, writes the master); over its `adam_local`
+/// parameters the Adam step; then the copy of all local master weights to the 16-bit parameters.
+/// The layer-wise distributed optimizer owns whole parameters per data-parallel rank, but every
+/// rank holds the whole all-reduced gradient buffer.
+constexpr seconds muon_step_time(const system_spec& sys, const strategy_spec& s, double params, double muon_local,
+                                 double adam_local, double grad_bytes_per_param) {
+  if (params <= 0) return {};
+  const double grads = params * grad_bytes_per_param, local = muon_local + adam_local;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param);
+  t += pass(muon_local * (grad_bytes_per_param + 2 * 4.0)) + pass(muon_local * (grad_bytes_per_param + 2 * 4.0));
+  t += pass(muon_local * 3 * 4.0);
+  t += pass(adam_local * grad_bytes_per_param + 2 * 12.0 * adam_local);
+  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/muon_cost.hpp -----------------------------------------------------------------
 // ---- begin llmsim/estimate/model_counts.hpp --------------------------------------------------------
 /// \file llmsim/estimate/model_counts.hpp
 /// Model-level counts that need no strategy or system: parameters (all, and those one token
@@ -4346,8 +4912,92 @@ constexpr double position_table_params(const model_spec& m) {
 }
 
 namespace detail {
+/// GEMM parameters of one Mamba-2 mixer: in_proj h x (2·d_inner + 2·G·N + H) and out_proj d_inner x h
+/// (megatron/core/ssm/mamba_mixer.py).
+constexpr double mamba_linear_params(const model_spec& m) {
+  const double h = static_cast<double>(m.hidden_size), di = static_cast<double>(mamba_inner(m));
+  const double gn = static_cast<double>(m.mamba_num_groups * m.mamba_state_dim);
+  return h * (2 * di + 2 * gn + static_cast<double>(m.mamba_num_heads)) + di * h;
+}
+/// The other parameters of one Mamba-2 mixer: conv1d weight and bias over d_inner + 2·G·N channels
+/// (width mamba_conv_width), dt_bias, A_log and D per head, the gated norm's d_inner weights (mamba_mixer.py).
+constexpr double mamba_other_params(const model_spec& m) {
+  const double channels = static_cast<double>(mamba_inner(m) + 2 * m.mamba_num_groups * m.mamba_state_dim);
+  return channels * static_cast<double>(mamba_conv_width + 1) + 3 * static_cast<double>(m.mamba_num_heads) +
+         static_cast<double>(mamba_inner(m));
+}
+/// Decoder-layer parameters of a hybrid model with `routed` experts counted per MoE layer: each
+/// symbol of the pattern one layer with its own norm (hybrid_layer_allocation.py): 'M' a Mamba-2
+/// mixer, '*' attention, '-' a dense MLP, 'E' an MoE.
+constexpr double hybrid_layer_params(const model_spec& m, double routed) {
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * static_cast<double>(m.hidden_size);
+  const auto n = [&](char symbol) { return static_cast<double>(hybrid_layer_count(m, symbol)); };
+  return static_cast<double>(m.layer_num) * norm + n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
+         n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
+         (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+}
+
+/// One DeepSeek-V4 attention (experimental_attention_variant "dsv4_hybrid") of compression ratio
+/// `ratio`, weights and norms, as DeepSeek-V4's reference model (deepseek-ai/DeepSeek-V4-Flash
+/// inference/model.py; Megatron-Bridge maps the same tensors in models/deepseek/deepseek_v4_bridge.py):
+/// wq_a (h x q_lora), q_norm, wq_b (q_lora x heads (qk + rope)); one wkv (h x v, the single
+/// shared key/value) and kv_norm; the grouped output projection wo_a (heads v x o_lora in total
+/// over its o_groups) and wo_b (o_groups o_lora x h); one attention sink per head. A compressed
+/// layer adds a Compressor: wkv and wgate (h x c v each, c = 2 for the overlapping ratio-4 windows,
+/// else 1), ape (ratio x c v), norm (v); a ratio-4 layer the lightning Indexer: wq_b
+/// (q_lora x n_idx d_idx), weights_proj (h x n_idx) and its own Compressor at width d_idx.
+constexpr double dsv4_attention_params(const model_spec& m, std::int64_t ratio) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden_size), n = d(m.head_num), q_lora = d(*m.q_lora_rank), v = d(*m.v_head_dim);
+  const double qd = d(*m.qk_head_dim + *m.qk_pos_emb_head_dim);
+  const double o = n * v * d(*m.o_lora_rank) + d(*m.o_groups * *m.o_lora_rank) * h;
+  double p = h * q_lora + q_lora + q_lora * n * qd + h * v + v + o + n;
+  const auto compressor = [&](double width) {
+    const double c = ratio == 4 ? 2.0 : 1.0;
+    return 2 * h * c * width + d(ratio) * c * width + width;
+  };
+  if (ratio > 0) p += compressor(v);
+  if (ratio == 4) {
+    const double n_idx = d(*m.dsa_indexer_n_heads), d_idx = d(*m.dsa_indexer_head_dim);
+    p += q_lora * n_idx * d_idx + h * n_idx + compressor(d_idx);
+  }
+  return p;
+}
+/// Manifold-constrained hyper-connections of one sublayer with k = num_residual_streams streams
+/// (reference model.py `hc_attn_*` / `hc_ffn_*`): fn ((2 + k) k x k h), base ((2 + k) k), scale (3).
+constexpr double hyper_connection_params(const model_spec& m) {
+  if (!m.num_residual_streams) return 0;
+  const double k = static_cast<double>(*m.num_residual_streams), h = static_cast<double>(m.hidden_size);
+  return (2 + k) * k * k * h + (2 + k) * k + 3;
+}
+/// The learned contraction of the k streams before a final norm (`hc_head_*`): fn (k x k h), base (k), scale (1).
+constexpr double hyper_connection_head_params(const model_spec& m) {
+  if (!m.num_residual_streams) return 0;
+  const double k = static_cast<double>(*m.num_residual_streams), h = static_cast<double>(m.hidden_size);
+  return k * k * h + k + 1;
+}
+/// DeepSeek-V4's parameters with `routed` experts per MoE layer: each layer's attention by its
+/// compression ratio, two RMSNorms and two hyper-connections; each MTP depth its enorm, hnorm,
+/// e_proj and h_proj (h x h each), a layer of its own ratio, a final norm and a stream contraction.
+constexpr double dsv4_parameters(const model_spec& m, std::int64_t vocab, double routed) {
+  const double h = static_cast<double>(m.hidden_size);
+  const std::int64_t dense = dense_layer_count(m);
+  const auto layer = [&](std::int64_t i) {
+    const double mlp = i < dense ? dense_mlp_params(m) : moe_mlp_params(m, routed);
+    return dsv4_attention_params(m, m.csa_compress_ratios[static_cast<std::size_t>(i)]) + 2 * h + mlp +
+           2 * hyper_connection_params(m);
+  };
+  double total =
+      static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + h + hyper_connection_head_params(m);
+  for (std::int64_t i = 0; i < m.layer_num; ++i) total += layer(i);
+  for (std::int64_t k = 0; k < m.mtp_num_layers; ++k)
+    total += 3 * h + 2 * h * h + layer(m.layer_num + k) + hyper_connection_head_params(m);
+  return total;
+}
+
 /// Parameters with `routed` experts counted per MoE layer (all of them, or the top-k a token visits).
 constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab, double routed) {
+  if (m.experimental_attention_variant) return dsv4_parameters(m, vocab, routed);
   const double h = static_cast<double>(m.hidden_size);
   const double attn = attention_linear_params(m) + layer_norm_params(m);
   const auto dense = static_cast<double>(dense_layer_count(m));
@@ -4355,6 +5005,7 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
+  if (is_hybrid(m)) return hybrid_layer_params(m, routed) + embeddings + final_norm;  // MTP is refused with it
   const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
                       moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
   if (m.mtp_num_layers == 0) return body;
@@ -4382,6 +5033,8 @@ constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab)
 /// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
 /// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
 /// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
+/// DeepSeek-V4's sparse attention (experimental_attention_variant) is not counted here: the estimate
+/// refuses it, and megatron_bridge::model_flops_per_token counts it as Megatron-Bridge does.
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
@@ -4395,6 +5048,18 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
   const double v =
       m.attention_type == attention_kind::mla ? static_cast<double>(*m.v_head_dim) : static_cast<double>(head_dim(m));
   const double L = static_cast<double>(m.layer_num);
+  if (is_hybrid(m)) {
+    // Hybrid: 6 per GEMM parameter of each layer, attention scores in the '*' layers only, and the
+    // Mamba layers' SSD scan (forward FLOPs of program/mamba.hpp's count at tp 1, times 3).
+    const double mamba_gemm = detail::mamba_linear_params(m), topk = static_cast<double>(m.topk.value_or(1));
+    const auto n = [&](char symbol) { return static_cast<double>(hybrid_layer_count(m, symbol)); };
+    const double layer_gemm = n('M') * mamba_gemm + n('*') * attn + n('-') * detail::dense_mlp_params(m) +
+                              (n('E') > 0 ? n('E') * detail::moe_mlp_params(m, topk) : 0.0);
+    const double scan =
+        mamba_scan_flops_per_token(m.mamba_num_heads, m.mamba_num_groups, m.mamba_state_dim, m.mamba_head_dim);
+    return 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) + 3.0 * n('M') * scan +
+           6.0 * h * static_cast<double>(vocab);
+  }
   const double flops =
       6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
   if (m.mtp_num_layers == 0) return flops;
@@ -4410,6 +5075,31 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/model_counts.hpp ----------------------------------------------------------
+// ---- begin llmsim/estimate/offload.hpp -------------------------------------------------------------
+/// \file llmsim/estimate/offload.hpp
+/// Megatron-LM's fine-grained activation offloading (--fine-grained-activation-offloading,
+/// --offload-modules; megatron/core/pipeline_parallel/fine_grained_activation_offload.py) on one
+/// decoder layer: which leaves' saved tensors go to the host, and how much of the copies the
+/// layer's compute does not hide.
+///
+/// What Megatron does, per offload group (one module of one layer):
+/// - forward: when the module's forward is done (`on_group_commit_forward`) the D2H stream waits
+///   for the compute stream and copies the tensors the module saved for backward to pinned host
+///   memory; the device copies are released once the copy is done (`record_stream` on the D2H
+///   stream). The compute stream does not wait for it (no in-flight cap by default).
+/// - backward: when a group's backward is done (`on_group_start_backward`) the H2D stream reloads
+///   the next group in backward order, i.e. the previous layer's (one layer ahead), and the compute
+///   stream waits for that reload before the group's backward (`on_group_commit_backward`).
+/// The copy streams are serial, so over a run of identical layers each layer's copies run in
+/// the time of that layer's compute: a layer's copy is exposed by what exceeds its forward (D2H)
+/// or its backward with the recompute replays (H2D). PCIe is full duplex: the two directions do
+/// not share bandwidth.
+///
+/// Not modelled (small or out of the steady state): Megatron keeps the last layer's groups of the
+/// last pipeline stage on the device (`should_bulk_offload`, the backward follows at once), the
+/// first reload of a chunk (`pre_reload_last_layer`), tensors below `min_offloaded_tensor_size`
+/// (1 Mi elements) staying on the device, MTP layers (never offloaded here).
+
 // ---- begin llmsim/program/layer.hpp ----------------------------------------------------------------
 /// \file llmsim/program/layer.hpp
 /// A whole decoder layer — MHA/GQA or MLA attention, dense or MoE MLP — and which of its leaves
@@ -4816,42 +5506,9 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
 /// With SP the weight gradient covers s/t tokens only (`tp_duplicated`: summed over tp later).
 constexpr leaf duplicated_linear_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
                                       std::int64_t out_features) {
-  leaf l;
-  l.id = id;
-  l.kind = leaf_kind::linear_column;
-  const std::int64_t b = c.s().micro_batch_size;
   const std::int64_t s = c.sequence() / (c.sequence_parallel() ? c.s().tp_size : 1);
-  const double E = c.element_bytes();
-  const double x = c.local_tokens() * static_cast<double>(in_features);
-  const double y = c.local_tokens() * static_cast<double>(out_features);
-  const double w = static_cast<double>(in_features) * static_cast<double>(out_features);
-  const double grad_w_bytes = w * c.main_grad_bytes();
-  const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  c.emit(l, detail::job_gemm(c, pass_kind::forward,
-                             {b, s, in_features, out_features, gemm_layout::tn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  c.emit(l, detail::job_gemm(c, pass_kind::backward_input,
-                             {b, s, out_features, in_features, gemm_layout::nn, false, dtype_kind::bf16},
-                             (x + y + w) * E));
-  if (c.s().use_fused_grad_accumulation) {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, true, wgrad_out},
-                               (x + y + w) * E + grad_w_bytes));
-  } else {
-    c.emit(l, detail::job_gemm(c, pass_kind::backward_weight,
-                               {1, out_features, b * s, in_features, gemm_layout::nt, false, dtype_kind::bf16},
-                               (x + y + w) * E + w * E));
-    c.memory(l, pass_kind::backward_weight, w * E + 2 * grad_w_bytes);
-  }
-  l.params = w;
-  l.tp_duplicated = c.sequence_parallel();
-  l.input = x * E;
-  l.cache = l.input;
-  l.fwd_peak = (x + y) * E;
-  l.bwd_peak = (x + y) * E + (c.s().use_fused_grad_accumulation ? 0 : w * E);
-  l.weight_rows = out_features;
-  l.weight_cols = in_features;
-  return l;
+  return detail::linear_gemms(
+      c, id, detail::linear_geometry_of(c, true, false, false, in_features, out_features, s, c.local_tokens()));
 }
 
 /// An MLA down projection: with tp = 1 a plain linear, else the duplicated TELinear.
@@ -4946,7 +5603,8 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
 /// the tokens arrive by the dispatcher). fc1's input follows SimuMax's `QuantizedGroupLinearCol`:
 /// by default the bf16 input is saved and re-quantized column-wise in backward (its quantizer is
 /// recomputed); with `cache_groupgemm_col_fp8_inputs` the quantized input is saved instead. fc2
-/// saves its quantized input, as TE does.
+/// saves its quantized input, as TE does, but its bf16 input under moe_act recompute
+/// (`detail::saves_original_input`).
 constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id, std::int64_t experts, double tokens,
                                              std::int64_t in_features, std::int64_t out_features) {
   leaf l;
@@ -4965,7 +5623,8 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
     g.fp4 = fp4;
     return g;
   };
-  const bool bf16_input_saved = id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs;
+  const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||
+                                detail::saves_original_input(c, id);
   detail::quantize(c, l, pass_kind::forward, x, qa, bf16_input_saved ? 1 : f.copies);
   detail::quantize_weight(c, l, w);
   c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, x * qa + w * qw + y * E));
@@ -5062,105 +5721,132 @@ constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tok
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
 }
 
-/// Permutation and the dispatch. All-to-all: permute (two memory-bound kernels) before the
-/// dispatch; all-gather: one permute of the gathered tokens after it; flex: DeepEP permutes while
-/// sending, then one permute of the received rows into expert order.
-constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+/// The combine's communication in `pass` for the all-to-all dispatcher, the mirror of its
+/// dispatch: ETP reduce-scatter (all-gather backward) then the all-to-all over ep.
+constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  const double A = tok.expert * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  const bool fwd = pass == pass_kind::forward;
+  c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
+               A * static_cast<double>(c.s().etp_size));
+  c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
+}
+
+/// The combine of Megatron's MoEAllGatherTokenDispatcher: the unpermuted full buffer
+/// reduce-scattered over etp then ep (backward: all-gathered over ep then etp).
+constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   const auto& s = c.s();
+  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
+  const double full = tok.local * static_cast<double>(c.m().hidden_size) * c.element_bytes() * ep * etp;
+  if (pass == pass_kind::forward) {
+    c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
+    c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
+  } else {
+    c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
+    c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
+  }
+}
+
+/// DeepEP's combine (flex): each token's locally reduced output goes back once per rank.
+constexpr void flex_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  c.collective(u, pass, comm_group::ep, collective_kind::all2all,
+               tok.sent_rows * static_cast<double>(c.m().hidden_size) * c.element_bytes());
+}
+
+/// What the strategy's token dispatcher does around the experts, decided once per MoE layer: the
+/// permute kernels before/after the dispatch and the combine, and their collectives. All-to-all:
+/// permute (two memory-bound kernels) before the dispatch; all-gather: one permute of the gathered
+/// tokens after it; flex: DeepEP permutes while sending, then one permute of the received rows into
+/// expert order. The unpermute writes the tokens this rank routed (all2all), the whole gathered
+/// buffer (allgather), the rows DeepEP sends back (flex).
+struct dispatch_plan {
+  double permute[2] = {0, 0};    ///< bytes of the permute kernels (0: no such kernel)
+  double permute_peak = 0;       ///< the permutation's forward transient
+  double unpermute[2] = {0, 0};  ///< bytes of the unpermute kernels
+  void (*dispatch)(leaf&, const build_context&, const moe_tokens&) = nullptr;
+  void (*combine)(leaf&, const build_context&, const moe_tokens&, pass_kind) = nullptr;
+};
+
+/// The dispatch plan of the strategy's `moe_dispatcher_policy` (Megatron token_dispatcher.py).
+constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_tokens& tok) {
+  const auto& s = c.s();
+  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double A = tok.expert * h * E, out = tok.local * h * E;
+  dispatch_plan d;
+  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
+    d.permute[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
+    d.permute_peak = gathered * h * E + tok.expert * h * E;
+    d.unpermute[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
+    d.dispatch = allgather_dispatch_comm;
+    d.combine = allgather_combine_comm;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
+    d.permute[0] = (tok.sent_rows + tok.expert) * h * E;
+    d.permute_peak = (tok.sent_rows + tok.expert) * h * E;
+    d.unpermute[0] = A + tok.sent_rows * h * E;
+    d.dispatch = flex_dispatch_comm;
+    d.combine = flex_combine_comm;
+  } else {
+    d.permute[0] = (tok.local + tok.dispatched) * h * E;
+    d.permute[1] = 2 * tok.dispatched * h * E;
+    d.unpermute[0] = 2 * A;
+    d.unpermute[1] = A + out;
+    d.dispatch = all2all_dispatch_comm;
+    d.combine = all2all_combine_comm;
+  }
+  return d;
+}
+
+/// Permutation and the dispatch, as `plan` lays them out.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
   p.id = leaf_id::permutation;
   p.kind = leaf_kind::activation;
-  double kernels[2] = {(tok.local + tok.dispatched) * h * E, 2 * tok.dispatched * h * E};
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
-    kernels[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
-    kernels[1] = 0;
-    p.fwd_peak = gathered * h * E + tok.expert * h * E;
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    kernels[0] = (tok.sent_rows + tok.expert) * h * E;
-    kernels[1] = 0;
-    p.fwd_peak = (tok.sent_rows + tok.expert) * h * E;
-  }
+  p.fwd_peak = plan.permute_peak;
   // Forward: permute around the dispatch; backward: the gradients come back before they are unpermuted.
-  for (const double bytes : kernels)
+  for (const double bytes : plan.permute)
     if (bytes > 0) c.memory(p, pass_kind::forward, bytes, memory_kind::permute_fwd);
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    allgather_dispatch_comm(p, c, tok);
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    flex_dispatch_comm(p, c, tok);
-  } else {
-    all2all_dispatch_comm(p, c, tok);
-  }
-  for (const double bytes : kernels)
+  plan.dispatch(p, c, tok);
+  for (const double bytes : plan.permute)
     if (bytes > 0) c.memory(p, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
   p.communicates_in_replay = true;
   p.input = tok.local * h * E + probs * 4;
   p.cache = probs * 8;  // fp32 probabilities and the routing map
   return p;
 }
-
-/// The combine's communication in `pass`, the mirror of the dispatch: ETP reduce-scatter then
-/// all-to-all (all2all); the unpermuted full buffer reduce-scattered over etp then ep (allgather);
-/// DeepEP's combine sending each token's locally reduced output back once per rank (flex).
-constexpr void combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
-  const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
-  const double A = tok.expert * h * E;
-  const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
-  const bool fwd = pass == pass_kind::forward;
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    const double full = tok.local * h * E * ep * etp;
-    if (fwd) {
-      c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
-      c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
-    } else {
-      c.collective(u, pass, comm_group::ep, collective_kind::all_gather, full / etp);
-      c.collective(u, pass, comm_group::etp, collective_kind::all_gather, full);
-    }
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    c.collective(u, pass, comm_group::ep, collective_kind::all2all, tok.sent_rows * h * E);
-  } else {
-    c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
-                 A * etp);
-    c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
-  }
+/// Permutation and the dispatch of the strategy's dispatcher.
+constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
+  return permutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
-/// Unpermutation and the combine. The rows the unpermute writes: the tokens this rank routed
-/// (all2all), the whole gathered buffer (allgather), the rows DeepEP sends back (flex).
-constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
-  const auto& s = c.s();
+/// Unpermutation and the combine, as `plan` lays them out.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
   const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
   leaf u;
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
   const double A = tok.expert * h * E, out = tok.local * h * E;
-  double kernels[2] = {2 * A, A + out};
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
-    kernels[0] = A + out * static_cast<double>(s.ep_size * s.etp_size);
-    kernels[1] = 0;
-  } else if (s.moe_dispatcher_policy == dispatcher_kind::flex) {
-    kernels[0] = A + tok.sent_rows * h * E;
-    kernels[1] = 0;
-  }
   // Forward: the combine brings the expert outputs home, then they are unpermuted; backward mirrors it.
-  combine_comm(u, c, tok, pass_kind::forward);
-  for (const double bytes : kernels)
+  plan.combine(u, c, tok, pass_kind::forward);
+  for (const double bytes : plan.unpermute)
     if (bytes > 0) c.memory(u, pass_kind::forward, bytes, memory_kind::permute_fwd);
-  for (const double bytes : kernels)
+  for (const double bytes : plan.unpermute)
     if (bytes > 0) c.memory(u, pass_kind::backward_input, bytes, memory_kind::permute_bwd);
-  combine_comm(u, c, tok, pass_kind::backward_input);
+  plan.combine(u, c, tok, pass_kind::backward_input);
   u.communicates_in_replay = true;
   u.input = A;
-  if (s.dispatch_probs) {  // probabilities already applied: nothing kept for backward
+  if (c.s().dispatch_probs) {  // probabilities already applied: nothing kept for backward
     u.fwd_peak = (A > out ? A : out);
   } else {  // combine weights the expert outputs by the probabilities: keeps them
     u.cache = A;
     u.fwd_peak = u.bwd_peak = A + out;
   }
   return u;
+}
+/// Unpermutation and the combine of the strategy's dispatcher.
+constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok) {
+  return unpermutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
@@ -5181,15 +5867,16 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
                            fs / t, m.use_swiglu));
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
+  const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer
   b.push(router_leaf(c, tok));
-  b.push(permutation_leaf(c, tok));
+  b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
   b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
-  b.push(unpermutation_leaf(c, tok));
+  b.push(unpermutation_leaf(c, tok, plan));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
   b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }
@@ -5224,7 +5911,8 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
   const auto& mods = s.megatron_recompute_modules;
   if (mods.contains(recompute_module::layernorm)) {
     mark(b, {input_layernorm, pre_mlp_layernorm});
-    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1, router}) {
+    for (auto consumer : {linear_qkv, linear_q_down_proj, linear_q_proj, linear_kv_down_proj, linear_fc1,
+                          shared_experts_linear_fc1, router}) {
       if (leaf* l = find_leaf(b, consumer)) {
         l->recompute = true;
         l->replay_free = true;
@@ -5333,35 +6021,51 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   b.assign_roles();
 }
 
-/// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
-constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, bool recomputed) {
+/// The attention half of a decoder layer: MHA/GQA (input norm, QKV, RoPE, attention, output
+/// projection, residual) or MLA.
+constexpr void push_attention(leaf_block& b, const build_context& c) {
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
   const std::int64_t h = m.hidden_size, d = head_dim(m);
-  leaf_block b;
   if (m.attention_type == attention_kind::mla) {
     push_mla_attention(b, c);
-  } else {
-    b.push(norm_leaf(c, leaf_id::input_layernorm));
-    b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
-    if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-    if (c.s().cp_size > 1)
-      b.push(context_parallel_attention_leaf(c));
-    else
-      b.push(attention_leaf(c));
-    b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
-    b.push(residual_leaf(c, leaf_id::attention_residual_add));
+    return;
   }
-  if (moe_mlp) {
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
+  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
+  if (c.s().cp_size > 1)
+    b.push(context_parallel_attention_leaf(c));
+  else
+    b.push(attention_leaf(c));
+  b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
+  b.push(residual_leaf(c, leaf_id::attention_residual_add));
+}
+
+/// The dense MLP half of a decoder layer: pre-MLP norm, fc1, activation, fc2, residual.
+constexpr void push_dense_mlp(leaf_block& b, const build_context& c) {
+  const auto& m = c.m();
+  const std::int64_t t = c.s().tp_size;
+  const std::int64_t h = m.hidden_size, ffn = *m.intermediate_size;
+  b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
+  b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
+  b.push(activation_leaf(c));
+  b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
+  b.push(residual_leaf(c, leaf_id::mlp_residual_add));
+}
+
+/// One decoder layer: MHA/GQA or MLA attention, then a dense or MoE MLP.
+constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed;  // which linears keep their bf16 input (detail::saves_original_input)
+  const auto& m = c.m();
+  const std::int64_t h = m.hidden_size;
+  leaf_block b;
+  push_attention(b, c);
+  if (moe_mlp)
     push_moe_mlp(b, c);
-  } else {
-    const std::int64_t ffn = *m.intermediate_size;
-    b.push(norm_leaf(c, leaf_id::pre_mlp_layernorm));
-    b.push(linear_leaf(c, leaf_id::linear_fc1, true, h, mlp_fc1_width(m, ffn) / t));
-    b.push(activation_leaf(c));
-    b.push(linear_leaf(c, leaf_id::linear_fc2, false, ffn / t, h));
-    b.push(residual_leaf(c, leaf_id::mlp_residual_add));
-  }
+  else
+    push_dense_mlp(b, c);
   if (m.add_linear_bias) {
     // Biases: column-parallel shards, row-parallel full (added after the reduction).
     for (std::size_t i = 0; i < b.count; ++i) {
@@ -5380,6 +6084,248 @@ constexpr leaf_block decoder_layer_leaves(const build_context& c, bool moe_mlp, 
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+/// Whether the job offloads the saved input of `mod`: Megatron's --offload-modules, or SimuMax's
+/// `offload_groupgemm_col_inputs`, which offloads the grouped fc1's input (Megatron's "expert_fc1").
+constexpr bool offloads(const strategy_spec& s, offload_module mod) {
+  if (s.fine_grained_activation_offloading && s.offload_modules.contains(mod)) return true;
+  return mod == offload_module::expert_fc1 && s.offload_groupgemm_col_inputs;
+}
+
+/// The leaf holding what offload group `--offload-modules` names save (transformer_layer.py,
+/// attention.py, moe/experts.py: each group wraps the module whose input it offloads).
+constexpr bool offloaded_leaf(const strategy_spec& s, leaf_id id) {
+  switch (id) {
+    case leaf_id::input_layernorm:
+      return offloads(s, offload_module::attn_norm);
+    case leaf_id::linear_qkv:
+      return offloads(s, offload_module::qkv_linear);
+    case leaf_id::core_attention:
+      return offloads(s, offload_module::core_attn);
+    case leaf_id::linear_proj:
+      return offloads(s, offload_module::attn_proj);
+    case leaf_id::pre_mlp_layernorm:
+      return offloads(s, offload_module::mlp_norm);
+    case leaf_id::experts_linear_fc1:
+      return offloads(s, offload_module::expert_fc1);
+    case leaf_id::experts_swiglu:
+    case leaf_id::experts_gelu:
+      return offloads(s, offload_module::moe_act);
+    default:
+      return false;
+  }
+}
+
+/// One GPU's host link, the figure `host_optimizer_time` prices the optimizer offload's copies at
+/// (PCIe 5.0 x16 from compute capability 9, PCIe 4.0 x16 before; an unknown GPU counts as Hopper).
+constexpr double host_link_bytes_per_second(const system_spec& sys) {
+  const double cc = known_compute_capability(sys);
+  return cc <= 0 || cc >= 9 ? parameters::host_link_bytes_per_second_sm90
+                            : parameters::host_link_bytes_per_second_older;
+}
+}  // namespace detail
+
+/// Whether the job offloads any activation to the host.
+constexpr bool activation_offload_active(const strategy_spec& s) {
+  return s.fine_grained_activation_offloading || s.offload_groupgemm_col_inputs;
+}
+
+/// Marks the bytes each leaf of one decoder layer sends to the host (`leaf::offloaded`, what it
+/// holds under the recompute plan) and appends an `activation_offload` leaf with the exposed
+/// copy time: forward max(0, D2H - layer forward), backward max(0, H2D - layer backward with its
+/// replays), both copies of the layer's offloaded bytes at the host link bandwidth. Run after the
+/// recompute plan; a layer that offloads nothing is left as it is.
+constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
+  if (!activation_offload_active(c.s()) || b.count == 0) return;
+  double bytes = 0;
+  seconds fwd{}, bwd{};
+  for (std::size_t i = 0; i < b.count; ++i) {
+    leaf& l = b.leaves[i];
+    fwd += l.fwd + l.fwd_comm;
+    bwd += l.bwd + l.bwd_comm + l.replay() + l.replay_comm();
+    if (detail::offloaded_leaf(c.s(), l.id)) {
+      l.offloaded = l.held();
+      bytes += l.offloaded;
+    }
+  }
+  if (bytes <= 0) return;
+  const seconds copy{bytes / detail::host_link_bytes_per_second(c.sys())};
+  leaf x;
+  x.id = leaf_id::activation_offload;
+  x.fwd = copy > fwd ? copy - fwd : seconds{};
+  x.bwd = copy > bwd ? copy - bwd : seconds{};
+  b.push(x);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/estimate/offload.hpp ---------------------------------------------------------------
+// ---- begin llmsim/program/mamba.hpp ----------------------------------------------------------------
+/// \file llmsim/program/mamba.hpp
+/// The layers of a hybrid model (Megatron `--hybrid-override-pattern`): the Mamba-2 mixer layer
+/// and the attention-only, MLP-only and MoE-only layers, one symbol each (megatron/core/models/
+/// hybrid/hybrid_layer_allocation.py; every layer is a norm, one mixer and a residual add).
+///
+/// The Mamba-2 mixer as Megatron-LM trains it (megatron/core/ssm/mamba_mixer.py `MambaMixer`,
+/// `_ssm_training`), with H heads of head_dim P (d_inner = H·P), G groups of state size N, t
+/// tensor-parallel ranks, T = b·s tokens:
+/// - `in_proj`: column-parallel h -> [z, x, B, C, dt], (2·d_inner + 2·G·N + H)/t local outputs
+///   (heads and groups are split over tp: Megatron asserts t | H and t | G);
+/// - `mamba_split_conv1d_scan_combined` (mamba_ssm ssd_combined.py): the depthwise causal conv1d of
+///   width d_conv over xBC (d_inner + 2·G·N channels) with SiLU, then the SSD chunked scan (Dao & Gu
+///   2024, "Transformers are SSMs", §6: chunks of Q tokens), gated by SiLU(z). It saves the in_proj
+///   output zxBCdt and the scan output for backward and recomputes the convolution there;
+/// - `norm`: RMSNorm over groups of d_inner/G (norm_before_gate=False: the gate is applied first);
+/// - `out_proj`: row-parallel d_inner/t -> h.
+/// The mixer sees the full sequence (column-parallel in_proj gathers it under SP; out_proj
+/// reduce-scatters it back).
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Sizes of one tensor-parallel rank's share of a Mamba-2 mixer.
+struct mamba_local_sizes {
+  std::int64_t heads = 0, groups = 0, inner = 0, state = 0, head_dim = 0;
+  /// in_proj outputs: z, x (inner each), B, C (groups·state each), dt (heads).
+  [[nodiscard]] constexpr std::int64_t in_proj_width() const { return 2 * inner + 2 * groups * state + heads; }
+  /// Channels of the convolution: x, B, C.
+  [[nodiscard]] constexpr std::int64_t conv_channels() const { return inner + 2 * groups * state; }
+};
+constexpr mamba_local_sizes mamba_local(const model_spec& m, std::int64_t tp) {
+  return {m.mamba_num_heads / tp, m.mamba_num_groups / tp, mamba_inner(m) / tp, m.mamba_state_dim, m.mamba_head_dim};
+}
+
+/// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
+/// `mamba_scan_flops_per_token`; backward is twice this).
+constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
+  return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
+}
+
+/// Parameters of one rank's conv1d (weight and bias), dt_bias, A_log and D (mamba_mixer.py; D per
+/// head: D_has_hdim=False).
+constexpr double mamba_conv_scan_params(const mamba_local_sizes& l) {
+  return static_cast<double>(l.conv_channels() * (mamba_conv_width + 1) + 3 * l.heads);
+}
+
+/// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
+/// backward, from the tensors they read and write: x and z (and out, out_x, dout) of T·d_inner,
+/// B and C of T·G·N, dt of T·H in bf16; dt after softplus and its cumulative sum dA (fp32, T·H
+/// each); the chunk states (fp32 P x N per head and chunk of Q tokens) and C·Bᵀ per chunk (fp32
+/// G·Q·Q per chunk, i.e. T·G·Q).
+struct mamba_scan_bytes {
+  double forward = 0, backward = 0;
+};
+constexpr mamba_scan_bytes mamba_scan_traffic(const mamba_local_sizes& n, double T, double E) {
+  const double x = T * static_cast<double>(n.inner) * E;             // also z, out, out_x, dout, dx, dz
+  const double b = T * static_cast<double>(n.groups * n.state) * E;  // also C, dB, dC
+  const double dt = T * static_cast<double>(n.heads) * E;
+  const double f = T * static_cast<double>(n.heads) * 4.0;  // dt (fp32) or dA_cumsum
+  const double st = T / static_cast<double>(mamba_chunk_size) * static_cast<double>(n.heads * n.head_dim) *
+                    static_cast<double>(n.state) * 4.0;
+  const double cb = T * static_cast<double>(n.groups * mamba_chunk_size) * 4.0;
+  // Forward kernels: chunk_cumsum (dt -> dt, dA), chunk_state (B, x, dt, dA -> states),
+  // state_passing (states -> states), bmm_chunk (C, B -> CB), chunk_scan (CB, x, dt, dA, C,
+  // states, z -> out, out_x).
+  const double cumsum = dt + 2 * f, chunk_state = b + x + 2 * f + st, passing = 2 * st, bmm = 2 * b + cb;
+  const double forward = cumsum + chunk_state + passing + bmm + (cb + x + 2 * f + b + st + x + 2 * x);
+  // Backward (`_mamba_chunk_scan_combined_bwd`): the first four forward kernels again, then the
+  // gradients: dz and the gated dout (dout, out_x, z -> dz, dout), dstates (C, dout, dA -> dstates),
+  // state passing backward (states, dstates -> dstates), dx / ddt (x, CB, dout, dt, dA, B, dstates ->
+  // dx, ddt), dC (states, dout, C, dA -> dC), dB (x, dt, dA, dstates -> dB), dCB and its bmm
+  // backward (x, dout, dt, dA -> dCB; dCB, B, C -> dB, dC), ddA (x, dout, dt, dA -> ddA).
+  const double grads = 5 * x + (b + x + f + st) + 3 * st + (3 * x + cb + 3 * f + b + st) + (st + x + f + 2 * b) +
+                       (x + 2 * f + st + b) + (2 * x + 2 * f + cb) + (cb + 4 * b) + (2 * x + 4 * f);
+  return {forward, cumsum + chunk_state + passing + bmm + grads};
+}
+
+/// The conv1d + SSD scan of one rank (`mamba_split_conv1d_scan_combined`).
+constexpr leaf mamba_conv_scan_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::mamba_conv_scan;
+  l.kind = leaf_kind::activation;
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  const double T = c.tokens(), E = c.element_bytes();
+  const double zxbcdt = T * static_cast<double>(n.in_proj_width()) * E;
+  const double xbc = T * static_cast<double>(n.conv_channels()) * E;
+  const double y = T * static_cast<double>(n.inner) * E;
+  const mamba_scan_bytes bytes = mamba_scan_traffic(n, T, E);
+  // Forward: the conv (causal_conv1d_fwd) reads xBC and writes its output, then the scan kernels.
+  c.memory(l, pass_kind::forward, 2 * xbc);
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, mamba_scan_flops(n, T), bytes.forward));
+  // Backward: the conv is recomputed, the scan's backward kernels run, then the conv's backward
+  // reads xBC and the gradient of its output and writes the gradient of xBC.
+  c.memory(l, pass_kind::backward_input, 2 * xbc);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * mamba_scan_flops(n, T), bytes.backward));
+  c.memory(l, pass_kind::backward_input, 3 * xbc);
+  l.params = mamba_conv_scan_params(n);
+  l.input = zxbcdt;
+  l.cache = zxbcdt + y;  // ctx.save_for_backward(zxbcdt, ..., out_x, ...)
+  l.fwd_peak = xbc + 2 * y;
+  l.bwd_peak = xbc + zxbcdt + y;
+  return l;
+}
+
+/// The mixer's gated group RMSNorm over the rank's d_inner/t channels of the full sequence: it
+/// reads its input and writes its output; backward reads input, output gradient and rstd (one per
+/// group and token) and writes the input gradient, then reduces the weight gradient.
+constexpr leaf mamba_norm_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::mamba_norm;
+  l.kind = leaf_kind::norm;
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  const double E = c.element_bytes();
+  const double X = c.tokens() * static_cast<double>(n.inner) * E;
+  const double w = static_cast<double>(n.inner) * E;
+  const double stats = c.tokens() * static_cast<double>(n.groups) * 4.0;  // fp32 rstd per group
+  c.memory(l, pass_kind::forward, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
+  c.memory(l, pass_kind::backward_weight, X + 2 * w);
+  l.params = static_cast<double>(n.inner);
+  l.input = X;
+  l.cache = X + stats;
+  l.fwd_peak = X + stats;
+  l.bwd_peak = 2 * X + stats;
+  return l;
+}
+
+/// One Mamba-2 layer (mamba_layer.py `MambaLayer`): norm, mixer, residual add.
+constexpr void push_mamba_mixer(leaf_block& b, const build_context& c) {
+  const mamba_local_sizes n = mamba_local(c.m(), c.s().tp_size);
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
+  b.push(linear_leaf(c, leaf_id::mamba_in_proj, true, c.m().hidden_size, n.in_proj_width()));
+  b.push(mamba_conv_scan_leaf(c));
+  b.push(mamba_norm_leaf(c));
+  b.push(linear_leaf(c, leaf_id::mamba_out_proj, false, n.inner, c.m().hidden_size));
+  b.push(residual_leaf(c, leaf_id::mamba_residual_add));
+}
+
+/// The kinds of hybrid layer, in the order `job_blocks::hybrid_layer` holds them.
+inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
+
+/// One layer of a hybrid model of kind `symbol`: 'M' a Mamba-2 layer, '*' attention alone, '-' a
+/// dense MLP alone, 'E' an MoE alone (hybrid_layer_allocation.py Symbols), each with its norm and
+/// residual; recompute plans apply to them as to the halves of a decoder layer.
+constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bool recomputed) {
+  leaf_block b;
+  if (symbol == 'M')
+    push_mamba_mixer(b, c);
+  else if (symbol == '*')
+    push_attention(b, c);
+  else if (symbol == '-')
+    push_dense_mlp(b, c);
+  else
+    push_moe_mlp(b, c);
+  if (recomputed)
+    plan_recompute(b, c.s());
+  else
+    b.assign_roles();
+  return b;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/mamba.hpp ------------------------------------------------------------------
 // ---- begin llmsim/schedule/engine.hpp --------------------------------------------------------------
 /// \file llmsim/schedule/engine.hpp
 /// One pipeline-schedule engine for every schedule written as pass lists (schedule/pass.hpp):
@@ -6868,6 +7814,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (!mla && m.kv_head_num % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.kv_head_num={}", s.tp_size,
                  m.kv_head_num);
+  if (hybrid_layer_count(m, 'M') > 0 && (m.mamba_num_heads % s.tp_size != 0 || m.mamba_num_groups % s.tp_size != 0))
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} must divide model.mamba_num_heads={} and model.mamba_num_groups={} "
+                 "(mamba_mixer.py: each tensor-parallel rank holds whole heads and groups)",
+                 s.tp_size, m.mamba_num_heads, m.mamba_num_groups);
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);
@@ -7096,8 +8047,10 @@ struct stage_result {
   seconds fwd_shard_comm_time{}, bwd_shard_comm_time{};        ///< all-gathers; all-gathers + reduce-scatters
   seconds fwd_shard_exposed_time{}, bwd_shard_exposed_time{};  ///< of them, added to the pass
   seconds host_optimizer_time{};  ///< optimizer_cpu_offload: of optim_time, D2H grads + host Adam + H2D weights
-  double dp_comm_bytes = 0;       ///< data-parallel collective payload (whole tensors) over the iteration
-  time_breakdown breakdown{};     ///< the whole iteration as this stage sees it
+  seconds muon_ns_time{};         ///< optimizer "muon": of optim_time, this rank's Newton-Schulz GEMMs (and tp gathers)
+  double muon_params = 0, muon_expert_params = 0;  ///< optimizer "muon": of params, the Muon-managed matrices
+  double dp_comm_bytes = 0;    ///< data-parallel collective payload (whole tensors) over the iteration
+  time_breakdown breakdown{};  ///< the whole iteration as this stage sees it
   // Memory.
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
@@ -7230,6 +8183,8 @@ struct job_blocks {
   /// the depth's final norm, output layer and loss: the output weight is the model's (`mtp_suffix`)
   /// or, on a stage without the LM head, a copy of it (`mtp_suffix_own`).
   leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
+  /// Hybrid models: one layer of each kind of `hybrid_symbols` ('M', '*', '-', 'E') in the pattern.
+  std::array<leaf_block, hybrid_symbols.size()> hybrid_layer{};
 };
 
 /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
@@ -7273,18 +8228,26 @@ constexpr job_blocks build_blocks(const build_context& c) {
   build_context layer_context = c;
   layer_context.quantized = c.s().fp8;
   const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
-  if (detail::dense_layer_count(c.m()) > 0) {
+  if (is_hybrid(c.m())) {
+    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+        j.hybrid_layer[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], false);
+  } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
     if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
     if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
-  if (is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+  if (!is_hybrid(c.m()) && is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
     j.moe_layer = decoder_layer_leaves(layer_context, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
     if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
     if (bf16_twins && rc) j.moe_layer_bf16_recomputed = decoder_layer_leaves(c, true, true);
   }
+  for (leaf_block* layer :
+       {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
+        &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
+    plan_activation_offload(*layer, c);
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
@@ -7305,6 +8268,16 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  if (is_hybrid(c.m())) {
+    // One stage holds the whole pattern (refuse_unmodelled_hybrid): each kind's layers priced once
+    // and counted, placed at the kind's first layer.
+    const std::string_view pattern = c.m().hybrid_override_pattern.view();
+    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+      p.add(j.hybrid_layer[k], hybrid_layer_count(c.m(), hybrid_symbols[k]),
+            static_cast<std::int64_t>(pattern.find(hybrid_symbols[k])));
+    if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+    return p;
+  }
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
   const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
@@ -7348,91 +8321,28 @@ constexpr std::size_t find_stage(const estimate_result& r, stage_kind kind, cons
   return i;
 }
 
-/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks
-/// (Megatron get_num_layers_to_build): every one of the p·v virtual stages gets (layers + slots)
-/// / (p·v) slots; the first virtual stage (rank 0, chunk 0) builds one layer fewer for the
-/// embedding, the last (rank p - 1, chunk v - 1) one fewer for the loss. Virtual stage k = c·p + r.
-constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
-  const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
-  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
-  const std::int64_t each = (m.layer_num + emb + loss) / (p * v), dense_total = detail::dense_layer_count(m);
-  rank_layout out;
-  out.chunk_count = v;
-  out.embedding = r == 0;
-  out.head = r == p - 1;
-  for (std::int64_t c = 0; c < v; ++c) {
-    const std::int64_t k = c * p + r;
-    const bool first = k == 0, last = k == p * v - 1;
-    const std::int64_t layers = each - (first ? emb : 0) - (last ? loss : 0);
-    const std::int64_t start = k * each - (k > 0 ? emb : 0);
-    std::int64_t dense = dense_total - start;
-    dense = dense < 0 ? 0 : (dense > layers ? layers : dense);
-    const std::int64_t mtp = last ? m.mtp_num_layers : 0;
-    out.chunks[static_cast<std::size_t>(c)] = {layers, dense, mtp, start, first, last};
-    out.layers += layers;
-    out.dense_layers += dense;
-    out.mtp_layers += mtp;
-    out.chunk_layers = layers > out.chunk_layers ? layers : out.chunk_layers;
-  }
-  out.chunk_dense_layers = out.chunks[0].dense_layers;
-  return out;
+/// Dense layers among `layers` decoder layers from model layer `first_layer`: the model's dense
+/// layers come first in model order (Megatron --first-k-dense-replace).
+constexpr std::int64_t dense_layers_from(const model_spec& m, std::int64_t first_layer, std::int64_t layers) {
+  const std::int64_t dense = detail::dense_layer_count(m) - first_layer;
+  return dense < 0 ? 0 : (dense > layers ? layers : dense);
 }
 
-/// What rank `r` holds. Plain 1F1B: its layers follow the earlier ranks' in model order.
-/// Interleaved (v model chunks per rank): model chunk c·p + r holds layers/v of the rank's layers,
-/// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
-constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
-                                     std::int64_t r) {
-  const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  rank_layout out;
-  out.layers = stage_layer_count(split, r, p);
-  out.chunk_layers = out.layers / v;
-  out.embedding = r == 0;
-  out.head = r == p - 1;
-  const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
-  const std::int64_t dense_total = detail::dense_layer_count(m);
-  const bool described = m.mtp_num_layers > 0;  // MTP sits in one chunk: describe them one by one
-  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
-    return slot_layout_of_rank(m, s, r);
-  for (std::int64_t chunk = 0; chunk < v; ++chunk) {
-    const std::int64_t offset = chunk * (m.layer_num / v) + before / v;
-    std::int64_t dense = dense_total - offset;
-    dense = dense < 0 ? 0 : (dense > out.chunk_layers ? out.chunk_layers : dense);
-    out.dense_layers += dense;
-    if (chunk == 0) out.chunk_dense_layers = dense;
-    if (described) {
-      const bool head = out.head && chunk == v - 1;
-      out.chunks[static_cast<std::size_t>(chunk)] = {
-          out.chunk_layers, dense, head ? m.mtp_num_layers : 0, offset, out.embedding && chunk == 0, head};
-    }
-  }
-  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
-    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
-    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
-    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
-  }
-  if (described) {
-    out.chunk_count = v;
-    out.mtp_layers = out.head ? m.mtp_num_layers : 0;
-  }
-  return out;
-}
-
-/// What rank `r` holds under a pipeline_model_parallel_layout (spec/pipeline_layout.hpp): its
-/// model chunk c is stage c·p + r of the layout; dense layers are the model's first ones.
+/// What rank `r` holds given every virtual stage of the pipeline (`stages`, p·v of them): its model
+/// chunk c is virtual stage c·p + r (Megatron's interleaved placement). The one derivation of a
+/// rank's chunks; the even split, the embedding/loss slots and a pipeline_model_parallel_layout
+/// (spec/pipeline_layout.hpp) only describe the stages differently.
 constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, const std::vector<layout_stage>& stages,
                                   std::int64_t r) {
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
-  const std::int64_t dense_total = detail::dense_layer_count(m);
   rank_layout out;
   out.chunk_count = v;
   for (std::int64_t c = 0; c < v; ++c) {
     const layout_stage& st = stages[static_cast<std::size_t>(c * p + r)];
-    std::int64_t dense = dense_total - st.first_layer;
-    dense = dense < 0 ? 0 : (dense > st.layers ? st.layers : dense);
-    out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
-                                               st.embeddings > 0, st.losses > 0};
+    const std::int64_t dense = dense_layers_from(m, st.first_layer, st.layers);
+    if (c < static_cast<std::int64_t>(max_rank_chunks))  // more chunks are refused where they are described
+      out.chunks[static_cast<std::size_t>(c)] = {st.layers,         dense,        st.mtp, st.first_layer,
+                                                 st.embeddings > 0, st.losses > 0};
     out.layers += st.layers;
     out.dense_layers += dense;
     out.mtp_layers += st.mtp;
@@ -7440,7 +8350,77 @@ constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, c
     out.head = out.head || st.losses > 0;
     out.chunk_layers = st.layers > out.chunk_layers ? st.layers : out.chunk_layers;
   }
-  out.chunk_dense_layers = out.chunks[0].dense_layers;
+  out.chunk_dense_layers =
+      dense_layers_from(m, stages[static_cast<std::size_t>(r)].first_layer, stages[static_cast<std::size_t>(r)].layers);
+  return out;
+}
+
+/// The p·v virtual stages with the embedding / loss counted as layers (Megatron
+/// get_num_layers_to_build): each gets (layers + slots) / (p·v) slots; the first virtual stage
+/// builds one layer fewer for the embedding, the last one fewer for the loss (and holds the MTP layers).
+constexpr std::vector<layout_stage> slot_stages(const model_spec& m, const strategy_spec& s) {
+  const std::int64_t n = s.pp_size * s.interleaving_size;
+  const std::int64_t emb = s.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const std::int64_t loss = s.account_for_loss_in_pipeline_split ? 1 : 0;
+  const std::int64_t each = (m.layer_num + emb + loss) / n;
+  std::vector<layout_stage> stages(static_cast<std::size_t>(n));
+  for (std::int64_t k = 0; k < n; ++k) {
+    const bool first = k == 0, last = k == n - 1;
+    stages[static_cast<std::size_t>(k)] = {.layers = each - (first ? emb : 0) - (last ? loss : 0),
+                                           .mtp = last ? m.mtp_num_layers : 0,
+                                           .embeddings = first ? 1 : 0,
+                                           .losses = last ? 1 : 0,
+                                           .first_layer = k * each - (k > 0 ? emb : 0)};
+  }
+  return stages;
+}
+
+/// What rank `r` holds with the embedding / loss counted as layers and v > 1 model chunks.
+constexpr rank_layout slot_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  return layout_rank(m, s, slot_stages(m, s), r);
+}
+
+/// The p·v virtual stages of the even split. Plain 1F1B: a rank's layers follow the earlier
+/// ranks' in model order. Interleaved: model chunk c·p + r holds layers/v of rank r's layers,
+/// starting at c·L/v + Σ_{r'<r} layers(r')/v (Megatron `get_transformer_layer_offset`).
+constexpr std::vector<layout_stage> even_stages(const model_spec& m, const strategy_spec& s,
+                                                const stage_layers& split) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  std::vector<layout_stage> stages(static_cast<std::size_t>(p * v));
+  for (std::int64_t r = 0; r < p; ++r) {
+    const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;  // layers of ranks below r
+    for (std::int64_t c = 0; c < v; ++c) {
+      const bool last = r == p - 1 && c == v - 1;
+      stages[static_cast<std::size_t>(c * p + r)] = {.layers = stage_layer_count(split, r, p) / v,
+                                                     .mtp = last ? m.mtp_num_layers : 0,
+                                                     .embeddings = r == 0 && c == 0 ? 1 : 0,
+                                                     .losses = last ? 1 : 0,
+                                                     .first_layer = c * (m.layer_num / v) + before / v};
+    }
+  }
+  return stages;
+}
+
+/// What rank `r` holds under the even split (or the slots of account_for_*_in_pipeline_split).
+/// Its chunks are described (`chunk_count`) only with MTP layers, which sit in one chunk; FP8 jobs
+/// note which of its layers are the model's bf16 first / last layers.
+constexpr rank_layout layout_of_rank(const model_spec& m, const strategy_spec& s, const stage_layers& split,
+                                     std::int64_t r) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size;
+  if (v > 1 && p > 1 && (s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split))
+    return slot_layout_of_rank(m, s, r);
+  rank_layout out = layout_rank(m, s, even_stages(m, s, split), r);
+  out.layers = stage_layer_count(split, r, p);
+  if (m.mtp_num_layers == 0) {  // not described: the even split of `layers` says it all
+    out.chunk_count = 0;
+    out.chunks = {};
+  }
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && v == 1) {  // interleaving is refused (refuse_unmodelled)
+    const std::int64_t before = r == 0 ? 0 : split.first + (r - 1) * split.middle;
+    auto clamp = [&](std::int64_t n) { return n < 0 ? 0 : (n > out.layers ? out.layers : n); };
+    out.bf16_head_layers = clamp(s.fp8_layers_at_start_in_bf16 - before);
+    out.bf16_tail_layers = clamp(before + out.layers - (m.layer_num - s.fp8_layers_at_end_in_bf16));
+  }
   return out;
 }
 
@@ -7456,11 +8436,7 @@ constexpr rank_layout layout_rank(const model_spec& m, const strategy_spec& s, c
 /// `layout_of_rank` without the looped split.
 constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy_spec& s, std::int64_t r) {
   const std::int64_t p = s.pp_size, per_stage = m.layer_num / (2 * p);
-  const std::int64_t dense_total = detail::dense_layer_count(m);
-  auto dense_of_stage = [&](std::int64_t stage) {  // dense layers come first in model order
-    const std::int64_t dense = dense_total - stage * per_stage;
-    return dense < 0 ? 0 : (dense > per_stage ? per_stage : dense);
-  };
+  auto dense_of_stage = [&](std::int64_t stage) { return dense_layers_from(m, stage * per_stage, per_stage); };
   rank_layout out;
   out.layers = 2 * per_stage;
   out.chunk_layers = per_stage;
@@ -7542,24 +8518,29 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
     walks[bi] = walk_memory(*sb.block);
-    const double f = out.held + (n - 1) * walks[bi].held + walks[bi].fwd_peak;
+    // Activation offload: an earlier layer's offloaded bytes have left the device by now.
+    const double f = out.held + (n - 1) * (walks[bi].held - walks[bi].offloaded) + walks[bi].fwd_peak;
     if (f >= out.fwd_peak) {
       out.fwd_peak = f;
       out.fwd_site = {static_cast<std::int64_t>(bi), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
                       sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
-    out.held += n * walks[bi].held;
+    out.held += n * (walks[bi].held - walks[bi].offloaded);
   }
   double g = out.held;
   for (std::size_t bi = prog.count; bi > 0; --bi) {
     const stage_block& sb = prog.blocks[bi - 1];
-    const double v = g + walks[bi - 1].bwd_peak;
+    // Activation offload: the layer in backward has its bytes back, and the one before it is
+    // being reloaded (prefetch one layer ahead, estimate/offload.hpp).
+    const double own = walks[bi - 1].offloaded;
+    const double prefetched = sb.repeat > 1 ? own : (bi >= 2 ? walks[bi - 2].offloaded : 0.0);
+    const double v = g + own + prefetched + walks[bi - 1].bwd_peak;
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
       out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
                       sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
     }
-    g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
+    g -= static_cast<double>(sb.repeat) * (walks[bi - 1].held - walks[bi - 1].offloaded);
   }
   return out;
 }
@@ -7583,21 +8564,83 @@ constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
                  s.zero_state, enum_name(pipeline_schedule_of(s)));
 }
 
+/// Activation offload combinations the estimate refuses.
+constexpr void refuse_unmodelled_offload(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (s.cpu_offloading)
+    report_error(
+        api, "strategy.cpu_offloading",
+        "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) is not modelled; "
+        "use strategy.fine_grained_activation_offloading with strategy.offload_modules");
+  if (!activation_offload_active(s)) return;
+  const std::string_view field = s.fine_grained_activation_offloading ? "strategy.fine_grained_activation_offloading"
+                                                                      : "strategy.offload_groupgemm_col_inputs";
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1 || v_shaped(s))
+    report_error(api, field,
+                 "{}=true with the \"{}\" pipeline schedule is not modelled (only 1f1b and interleaved_1f1b)", field,
+                 enum_name(pipeline_schedule_of(s)));
+  if (recompute_active(s) && s.recompute_granularity != recompute_kind::selective_recompute)
+    report_error(api, field,
+                 "{}=true with strategy.recompute_granularity \"{}\" is not modelled (only selective recompute)", field,
+                 enum_name(s.recompute_granularity));
+  if (s.offload_modules.contains(offload_module::qkv_linear) && m.attention_type == attention_kind::mla)
+    report_error(api, "strategy.offload_modules",
+                 "strategy.offload_modules \"qkv_linear\" with an MLA model is not modelled (MLA has no linear_qkv)");
+}
+
+/// Refuses what a hybrid model (model.hybrid_override_pattern) does not model yet.
+constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (!is_hybrid(m)) return;
+  if (s.pp_size > 1 || s.interleaving_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.pp_size",
+                 "model.hybrid_override_pattern with strategy.pp_size={} (or interleaving / a pipeline layout) is not "
+                 "modelled yet: hybrid layers are placed on one pipeline stage only",
+                 s.pp_size);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size",
+                 "model.hybrid_override_pattern with strategy.cp_size={} is not modelled yet (Mamba's context-parallel "
+                 "all-to-alls, mamba_context_parallel.py)",
+                 s.cp_size);
+  if (recompute_active(s))
+    report_error(api, "strategy.enable_recompute",
+                 "model.hybrid_override_pattern with recompute is not modelled yet (Megatron's recompute modules of "
+                 "hybrid layers)");
+  if (s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");
+  if (m.mtp_num_layers > 0)
+    report_error(api, "model.mtp_num_layers",
+                 "model.mtp_num_layers={} with model.hybrid_override_pattern is not modelled yet (Megatron "
+                 "--mtp-hybrid-override-pattern depths)",
+                 m.mtp_num_layers);
+  if (activation_offload_active(s))
+    report_error(api, "strategy.fine_grained_activation_offloading",
+                 "activation offload with model.hybrid_override_pattern is not modelled yet (the offloaded modules of "
+                 "Mamba layers)");
+  if (m.add_linear_bias)
+    report_error(api, "model.add_linear_bias",
+                 "model.add_linear_bias=true with model.hybrid_override_pattern is not modelled (Mamba's in_proj and "
+                 "out_proj have no bias: mamba_mixer.py asserts not bias)");
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
   refuse_unmodelled_sharding(s);
+  refuse_unmodelled_hybrid(m, s);
   if (s.cp_size > 1 && !s.use_flash_sdp)
     report_error(api, "strategy.use_flash_sdp",
                  "strategy.cp_size={} with strategy.use_flash_sdp=false is not modelled (TransformerEngine's context "
                  "parallelism runs fused / flash attention only)",
                  s.cp_size);
-  if (s.fp8 && s.megatron_recompute &&
-      (s.megatron_recompute_modules.contains(recompute_module::layernorm) ||
-       s.megatron_recompute_modules.contains(recompute_module::moe_act)))
+  // Megatron's MLA without q_lora_rank leaves linear_q_proj keeping its quantized input under FP8
+  // layernorm recompute (set_for_recompute_input_layernorm marks only the down projections).
+  if (s.fp8 && s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::layernorm) &&
+      m.attention_type == attention_kind::mla && !m.q_lora_rank)
     report_error(api, "strategy.megatron_recompute_modules",
-                 "strategy.megatron_recompute_modules \"layernorm\" or \"moe_act\" with strategy.fp8=true is not "
-                 "modelled (SimuMax refuses the combination too: perf_llm.py)");
+                 "strategy.megatron_recompute_modules \"layernorm\" with strategy.fp8=true and an MLA model without "
+                 "model.q_lora_rank is not modelled (linear_q_proj keeps its quantized input)");
   if (s.fp8 && s.fp8_first_last_layers_bf16 &&
       (s.interleaving_size > 1 || v_shaped(s) || !s.pipeline_model_parallel_layout.empty()))
     report_error(api, "strategy.fp8_first_last_layers_bf16",
@@ -7615,9 +8658,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
                  "fused norm (TENorm)");
   if (!s.use_accm_weight)
     report_error(api, "strategy.use_accm_weight", "strategy.use_accm_weight=false is not modelled");
-  if (s.offload_groupgemm_col_inputs)
-    report_error(api, "strategy.offload_groupgemm_col_inputs",
-                 "strategy.offload_groupgemm_col_inputs=true (activation offload) is not modelled yet");
+  refuse_unmodelled_offload(m, s);
   if (is_moe(m) && m.group_linear_mode == group_linear_kind::sequential)
     report_error(api, "model.group_linear_mode",
                  "model.group_linear_mode=\"sequential\" (one GEMM per expert, Megatron SequentialMLP) is not modelled "
@@ -7631,10 +8672,19 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
-  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty()) &&
+  if (m.experimental_attention_variant)
+    report_error(api, "model.experimental_attention_variant",
+                 "model.experimental_attention_variant=\"dsv4_hybrid\" (DeepSeek-V4) is described (parameters, "
+                 "Megatron-Bridge FLOPs) but not priced: the stage programs do not yet emit its per-layer attention "
+                 "(sliding window, CSA compressor + lightning indexer top-k, HCA compressor, grouped output "
+                 "projection) nor the model.num_residual_streams hyper-connection streams");
+  // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
+  const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
+  if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&
       s.interleaving_size > static_cast<std::int64_t>(max_rank_chunks))
     report_error(api, "strategy.interleaving_size",
-                 "strategy.interleaving_size={} with MTP layers or a pipeline layout: at most {} model chunks per rank",
+                 "strategy.interleaving_size={} with MTP layers, a pipeline layout or "
+                 "account_for_embedding/loss_in_pipeline_split: at most {} model chunks per rank",
                  s.interleaving_size, max_rank_chunks);
 }
 
@@ -7830,6 +8880,16 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
+  if (s.optimizer == optimizer_kind::muon) {  // fp32 master + momentum for Muon's matrices, Adam's for the rest
+    const double muon_dense = r.muon_params - r.muon_expert_params;
+    r.optimizer_state_mem = bytes{
+        static_cast<std::int64_t>((muon_dense * parameters::muon_state_bytes_per_param +
+                                   (r.params - r.expert_params - muon_dense) * parameters::adam_state_bytes_per_param) /
+                                      shard +
+                                  (r.muon_expert_params * parameters::muon_state_bytes_per_param +
+                                   (r.expert_params - r.muon_expert_params) * parameters::adam_state_bytes_per_param) /
+                                      expert_shard)};
+  }
   r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
   r.workspace_mem = bytes{static_cast<std::int64_t>(
       j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
@@ -8136,6 +9196,87 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
 }
 
+/// The matrices one leaf hands to Muon (Megatron layer_wise_optimizer.py
+/// is_managed_by_layer_wise_optimizer: every 2-D weight but the embedding and the output layer; the
+/// router's gate too; each routed expert's weight apart, TE GroupedLinear keeping one weight per
+/// expert) and the time this rank spends orthogonalising them when it owns all of them.
+struct muon_leaf_plan {
+  double params = 0;  ///< Muon-managed parameters of the leaf (its matrices, not its bias)
+  seconds ns{};       ///< Newton-Schulz of all of them, with the tp all-gathers of "duplicated"
+};
+constexpr muon_leaf_plan plan_muon_leaf(const leaf& l, const job_context& j) {
+  const model_spec& m = j.c->m();
+  const strategy_spec& s = j.c->s();
+  muon_leaf_plan out;
+  if (l.id == leaf_id::embedding || l.id == leaf_id::output_layer) return out;
+  std::int64_t rows = l.weight_rows, cols = l.weight_cols;
+  if (l.id == leaf_id::router) {  // the gate: experts x hidden (no weight shape recorded for TE)
+    rows = static_cast<std::int64_t>(l.params) / m.hidden_size;
+    cols = m.hidden_size;
+  }
+  if (rows <= 0 || cols <= 0) return out;
+  const double matrix = static_cast<double>(rows) * static_cast<double>(cols);
+  const double count = l.grouped ? static_cast<double>(static_cast<std::int64_t>(l.params / matrix + 0.5)) : 1.0;
+  out.params = matrix * count;
+  // "duplicated": a tp-sharded weight is gathered over its tp group and orthogonalised whole on
+  // every rank (emerging_optimizers.py newton_schulz_tp); "blockwise": each rank its own shard.
+  const std::int64_t t = l.expert_params ? s.etp_size : s.tp_size;
+  const bool whole = s.muon_tp_mode == muon_tp_mode_kind::duplicated && t > 1 && !l.tp_duplicated &&
+                     (l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row);
+  if (whole) (l.kind == leaf_kind::linear_column ? rows : cols) *= t;
+  seconds one{};
+  // --muon-split-qkv (emerging_optimizers.py orthogonalize): Q, K and V of linear_qkv apart.
+  const std::int64_t hd = head_dim(m), share = whole ? 1 : s.tp_size;
+  const std::int64_t q = m.head_num * hd / share, kv = m.kv_head_num * hd / share;
+  if (l.id == leaf_id::linear_qkv && s.muon_split_qkv && q + 2 * kv == rows)
+    one = muon_ns_time(j.c->sys(), q, cols, s.muon_num_ns_steps) +
+          muon_ns_time(j.c->sys(), kv, cols, s.muon_num_ns_steps) * 2.0;
+  else
+    one = muon_ns_time(j.c->sys(), rows, cols, s.muon_num_ns_steps);
+  if (whole)
+    one += group_collective_time(*j.c, l.expert_params ? comm_group::etp : comm_group::tp, collective_kind::all_gather,
+                                 static_cast<double>(rows) * static_cast<double>(cols) * 4.0);
+  out.ns = one * count;
+  return out;
+}
+
+/// Optimizer "muon": the stage's Muon-managed parameters and this rank's Newton-Schulz time. The
+/// layer-wise distributed optimizer (zero_state 1) assigns whole parameters to the ranks of the
+/// dense (dp·cp) and expert (edp) data-parallel groups, balanced by Newton-Schulz cost
+/// (layer_wise_optimizer.py _compute_per_buffer_param_layout): each rank does its group's share.
+constexpr void plan_muon(stage_result& r, const stage_program& prog, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  if (s.optimizer != optimizer_kind::muon) return;
+  double dense_ns = 0, expert_ns = 0;
+  for (std::size_t bi = 0; bi < prog.count; ++bi) {
+    const stage_block& sb = prog.blocks[bi];
+    const double n = static_cast<double>(sb.repeat);
+    for (const leaf& l : *sb.block) {
+      const muon_leaf_plan p = plan_muon_leaf(l, j);
+      r.muon_params += p.params * n;
+      if (l.expert_params) r.muon_expert_params += p.params * n;
+      (l.expert_params ? expert_ns : dense_ns) += p.ns.value * n;
+    }
+  }
+  if (s.zero_state >= 1) {
+    dense_ns /= static_cast<double>(dp_size(s) * s.cp_size);
+    expert_ns /= static_cast<double>(edp_size(s));
+  }
+  r.muon_ns_time = seconds{dense_ns + expert_ns};
+}
+
+/// The optimizer step of a Muon stage: memory passes (muon_step_time) and the Newton-Schulz time.
+constexpr seconds muon_optimizer_time(const stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const double dense_shard = s.zero_state >= 1 ? static_cast<double>(dp_size(s) * s.cp_size) : 1.0;
+  const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
+  const double muon_dense = r.muon_params - r.muon_expert_params;
+  const double muon_local = muon_dense / dense_shard + r.muon_expert_params / expert_shard;
+  const double adam_local =
+      (r.params - r.expert_params - muon_dense) / dense_shard + (r.expert_params - r.muon_expert_params) / expert_shard;
+  return muon_step_time(j.c->sys(), s, r.params, muon_local, adam_local, stage_grad_bytes(j)) + r.muon_ns_time;
+}
+
 /// Everything of one distinct stage but its share of the iteration (`breakdown`).
 constexpr stage_result price_stage(const job_context& j, const rank_layout& lay, std::int64_t rank) {
   const strategy_spec& s = j.c->s();
@@ -8172,6 +9313,8 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
   r.host_optimizer_time = host_optimizer_time(j.c->sys(), s, local_params(r, s), stage_grad_bytes(j), j.current_gpu);
   r.optim_time += r.host_optimizer_time;
+  plan_muon(r, prog, j);
+  if (s.optimizer == optimizer_kind::muon) r.optim_time = muon_optimizer_time(r, j);
   plan_data_parallel(r, j);
   size_model_memory(r, j, dummy);
   if (v_shaped(s))
@@ -9150,6 +10293,9 @@ inline std::string breakdown_lines(const estimate_result& r, std::size_t i) {
   if (st.host_optimizer_time.value > 0)
     out += "      of which on the host     " + to_string(st.host_optimizer_time) +
            " (optimizer_cpu_offload: gradients to the host, Adam there, weights back)\n";
+  if (st.muon_ns_time.value > 0)
+    out += "      of which Newton-Schulz   " + to_string(st.muon_ns_time) +
+           " (optimizer muon: this rank's share of the orthogonalisation GEMMs)\n";
   if (b.straggler_time.value > 0)
     out += "    straggler                  " + to_string(b.straggler_time) +
            " (synchronised steps over several nodes wait for the slowest: SimuMax v1.2's straggler model, "
@@ -10330,8 +11476,9 @@ LLMSIM_END_NAMESPACE
 /// column of its performance tables (NVIDIA-NeMo/Megatron-Bridge
 /// src/megatron/bridge/training/utils/flop_utils.py, `num_floating_point_operations` /
 /// `transformer_flops`), for dense GQA, MoE (leading dense layers, shared experts), MLA and
-/// multi-token-prediction models, in the two revisions the published tables used. Hybrid (Mamba),
-/// gated-delta-net and DeepSeek-V4 sparse attention are not implemented.
+/// multi-token-prediction models, in the two revisions the published tables used, hybrid
+/// Mamba / attention / MLP / MoE models (`hybrid_flops`) and DeepSeek-V4's hybrid attention
+/// (`dsv4_hybrid`). Gated-delta-net is not implemented.
 ///
 /// ```cpp
 /// constexpr llmsim::megatron_bridge::flop_inputs in{.model = llmsim::catalogue::llama3_70b, .seq_len = 8192};
@@ -10393,6 +11540,64 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
   return q_term + kv_lora * (h + n * (qk + v) + 1) + h * rope + n * v * h + d(s) * n * (qk + rope) / 2 +
          d(s) * n * v / 2;
 }
+
+/// flop_utils.py `hybrid_flops` per token (its total over batch x seq_len): per layer kind of the
+/// pattern, forward, times 3. Its Mamba term takes d_in = 2·hidden (Mamba's default expand=2),
+/// not mamba_num_heads·mamba_head_dim, and 7·d_in·N for the scan; its attention term counts the
+/// projections as 4·h·p·(h + h·g/n) with p = kv_channels·n/h and the scores as 2·h·p·s.
+constexpr double hybrid_flops_per_token(const flop_inputs& in) {
+  const model_spec& m = in.model;
+  const auto n = [&](char symbol) { return d(hybrid_layer_count(m, symbol)); };
+  const double h = d(m.hidden_size), s = d(in.seq_len);
+  const double gated = m.use_swiglu ? 1.5 : 1.0;  // flop_utils.py scale_factor of a gated_linear_unit MLP
+  const double heads = d(m.head_num), p = d(m.head_size.value_or(m.hidden_size / m.head_num)) * heads / h;
+  const double attention = 4 * h * p * (h + h * d(m.kv_head_num) / heads) + 2 * h * p * s;
+  const double mlp = 4 * d(m.intermediate_size.value_or(0)) * gated * h;
+  const double d_in = 2 * h;
+  const double mamba = 2 * h * (2 * d_in + 2 * d(m.mamba_num_groups * m.mamba_state_dim) + d(m.mamba_num_heads)) +
+                       7 * d_in * d(m.mamba_state_dim) + 2 * d_in * h;
+  const double moe =
+      4 * h * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
+      4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
+  const double logits = 2 * h * d(padded_vocab(m, in.tp_size)) * d(in.mtp_num_layers + 1);
+  return 3 * (n('*') * attention + n('-') * mlp + n('M') * mamba + n('E') * moe + logits);
+}
+
+/// DeepSeek-V4's attention per token, forward + backward (x 3 x 2 applied), as flop_utils.py's
+/// `dsv4_hybrid` branch counts it for a fixed-length batch of sequence length s. Every layer
+/// (decoder + MTP): the query (q_lora down, its norm, up to heads x (qk + rope)), the one v-wide KV
+/// projection and its norm, the grouped output projection (heads x v -> o_groups x o_lora_rank ->
+/// hidden). Ratio-0 and ratio-128 layers: every head over the W-token window (n W v x 2); ratio-128
+/// also over the s/128 compressed keys (n v s/128, the formula's s^2 term). Ratio-4 layers: the
+/// window and k' = min(top-k, s/4) selected keys, k'(1 - 4k'/(2s)) on average (n (W + that) v x 2),
+/// the indexer's compressor (h -> 2d, twice), query (q_lora -> n_idx d) and weights (h -> n_idx),
+/// and its dense scoring over the compressed keys (n_idx d s/4, an s^2 term). Compressors: h -> 2v
+/// twice per ratio-4 layer, h -> v twice per ratio-128 layer (kv and gate).
+constexpr double dsv4_attention(const model_spec& m, std::int64_t layers, std::int64_t seq_len) {
+  const double h = d(m.hidden_size), n = d(m.head_num), s = d(seq_len);
+  const double q_lora = d(m.q_lora_rank.value_or(0)), qk = d(m.qk_head_dim.value_or(64));
+  const double rope = d(m.qk_pos_emb_head_dim.value_or(0)), v = d(m.v_head_dim.value_or(64));
+  const double o_lora = d(m.o_lora_rank.value_or(0)), o_groups = d(m.o_groups.value_or(1));
+  const double w = d(m.csa_window_size.value_or(128));
+  const double r0 = d(m.csa_compress_ratios.layers_with(0)), r4 = d(m.csa_compress_ratios.layers_with(4)),
+               r128 = d(m.csa_compress_ratios.layers_with(128));
+  const double projections =
+      q_lora * (h + n * (qk + rope) + 1) + (h * v + v) + (n * v * o_lora + o_groups * o_lora * h);
+  double linear = d(layers) * projections;
+  linear += (r0 + r128) * n * w * v * 2;              // window attention of ratio-0 and ratio-128 layers
+  linear += r4 * h * (2 * v) * 2 + r128 * h * v * 2;  // the main compressors
+  double quadratic = r128 * n * v / 128;              // ratio-128 compressed keys: x s (the s^2 term)
+  if (r4 > 0) {
+    const double n_idx = d(m.dsa_indexer_n_heads.value_or(0)), d_idx = d(m.dsa_indexer_head_dim.value_or(0));
+    const std::int64_t topk_cap = seq_len / 4;
+    const double k = d(m.dsa_indexer_topk.value_or(0) < topk_cap ? m.dsa_indexer_topk.value_or(0) : topk_cap);
+    const double selected = k * (1 - k * 4 / (2 * s));  // average selected keys of a causal query
+    linear += r4 * n * (w + selected) * v * 2;
+    linear += r4 * h * (2 * d_idx) * 2 + r4 * q_lora * n_idx * d_idx + r4 * h * n_idx;
+    quadratic += r4 * n_idx * d_idx / 4;  // dense indexer scoring over the compressed keys
+  }
+  return 6 * linear + 6 * quadratic * s;
+}
 }  // namespace detail
 
 /// Model FLOPs per token of one training step (forward + backward = 3x forward GEMMs), as
@@ -10400,6 +11605,7 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
 constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
   using detail::d;
   const model_spec& m = in.model;
+  if (is_hybrid(m)) return detail::hybrid_flops_per_token(in);  // one formula in both revisions
   const std::int64_t mtp = in.mtp_num_layers;
   const std::int64_t layers = m.layer_num + mtp;  // MTP layers repeat the last decoder layer's kind
   const bool moe = m.expert_num > 1;
@@ -10414,7 +11620,9 @@ constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
   const double mlp = 6 * h * (ffn * gemms * d(dense_layers) + (moe_ffn * topk + shared) * gemms * d(moe_layers));
 
   double attention = 0;
-  if (m.attention_type == attention_kind::mla) {
+  if (m.experimental_attention_variant == experimental_attention_kind::dsv4_hybrid) {
+    attention = detail::dsv4_attention(m, layers, in.seq_len);
+  } else if (m.attention_type == attention_kind::mla) {
     attention = 6 * d(layers) * detail::mla_layer_terms(m, in.seq_len);
   } else {
     const double head = d(m.head_size.value_or(m.hidden_size / m.head_num));

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_activation_offload {
+
 using namespace llmsim;
 
 namespace {
@@ -297,3 +300,5 @@ TEST(ActivationOffload, JsonReadsMegatronsNames) {
             }).find("offload_modules"),
             std::string::npos);
 }
+
+}  // namespace llmsim_test_activation_offload

@@ -29,6 +29,9 @@
 #include <unistd.h>
 #endif
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_bad_input {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -291,3 +294,5 @@ TEST(BadInputCli, JsonReportCarriesTheErrorOfInvalidUtf8) {
 }
 
 }  // namespace
+
+}  // namespace llmsim_test_bad_input

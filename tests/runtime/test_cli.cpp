@@ -22,6 +22,9 @@
 #include <unistd.h>
 #endif
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_cli {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -611,3 +614,5 @@ TEST(CliBench, TextByDefaultJsonWhenAsked) {
 }
 
 }  // namespace
+
+}  // namespace llmsim_test_cli

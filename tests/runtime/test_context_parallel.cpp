@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_context_parallel {
+
 using namespace llmsim;
 
 namespace {
@@ -323,3 +326,5 @@ TEST(ContextParallel, TraceShowsTheRingBesideItsAttentionSteps) {
   // 32 layers x (3 forward + 4 backward exchanges) x 4 micro-batches.
   EXPECT_EQ(ring, 32U * 7 * 4);
 }
+
+}  // namespace llmsim_test_context_parallel

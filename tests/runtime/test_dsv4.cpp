@@ -12,6 +12,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_dsv4 {
+
 namespace {
 
 namespace mb = llmsim::megatron_bridge;
@@ -162,3 +165,5 @@ TEST(DeepSeekV4, EstimateRefusesNamingTheField) {
 }
 
 }  // namespace
+
+}  // namespace llmsim_test_dsv4

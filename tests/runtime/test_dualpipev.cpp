@@ -14,6 +14,9 @@
 #include <utility>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_dualpipev {
+
 using namespace llmsim;
 
 namespace {
@@ -384,3 +387,5 @@ TEST(DualPipeV, VShapedSplitRefusesWhatItDoesNotModel) {
   p3.pp_size = 3;
   EXPECT_EQ(field_of(p3, m), "strategy.pp_size");
 }
+
+}  // namespace llmsim_test_dualpipev

@@ -9,6 +9,9 @@
 #include <tuple>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_dualpipev_estimate {
+
 using namespace llmsim;
 
 namespace {
@@ -184,3 +187,5 @@ TEST(DualPipeVEstimate, TraceShowsEveryPassOnceAndNoOverlapOnAThread) {
   for (const auto& sp : t.spans) last = sp.end > last ? sp.end : last;
   EXPECT_NEAR(last, t.estimate.cost.duration_time_per_iter.value, 1e-9);
 }
+
+}  // namespace llmsim_test_dualpipev_estimate

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_estimate {
+
 using namespace llmsim;
 using namespace llmsim::literals;
 
@@ -335,3 +338,5 @@ TEST(Estimate, ConstexprMathHelpersMatchTheLibrary) {
   EXPECT_NEAR(with.cost.pipeline_time.value / without.cost.pipeline_time.value,
               1 + l2 / (l2 + 1) * 0.09 * std::sqrt(l2), 1e-12);
 }
+
+}  // namespace llmsim_test_estimate

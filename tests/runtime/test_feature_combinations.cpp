@@ -7,6 +7,9 @@
 
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_feature_combinations {
+
 using namespace llmsim;
 
 namespace {
@@ -101,3 +104,5 @@ TEST(FeatureCombinations, ContextParallelJobsWithFp8ZeroAndMtpEstimate) {
                           .cp_comm_type = cp_comm_kind::p2p};
   EXPECT_NO_THROW(estimate(mtp, moe, catalogue::b200));
 }
+
+}  // namespace llmsim_test_feature_combinations

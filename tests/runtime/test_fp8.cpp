@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_fp8 {
+
 using namespace llmsim;
 
 namespace {
@@ -389,3 +392,5 @@ TEST(Fp8, CompileTimeEstimateEqualsRunTime) {
   EXPECT_EQ(fp8_at_compile_time.stages[0].param_gather_time, r.stages[0].param_gather_time);
 }
 #endif
+
+}  // namespace llmsim_test_fp8

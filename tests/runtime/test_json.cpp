@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_json {
+
 namespace fs = std::filesystem;
 namespace lj = llmsim::json;
 using llmsim_test::simumax_configs;
@@ -438,3 +441,5 @@ TEST(Json, PipelineScheduleNamesItsValues) {
                  "\"zb_h1\", \"dualpipev\", got \"gpipe\"");
   }
 }
+
+}  // namespace llmsim_test_json

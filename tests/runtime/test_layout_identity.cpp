@@ -7,6 +7,9 @@
 
 #include "sanitized_build.hpp"
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_layout_identity {
+
 using namespace llmsim;
 
 namespace {
@@ -56,3 +59,5 @@ TEST(LayoutIdentity, CompileTimeEqualsRunTime) {
   EXPECT_EQ(c.cost.mfu, d.cost.mfu);
 #endif
 }
+
+}  // namespace llmsim_test_layout_identity

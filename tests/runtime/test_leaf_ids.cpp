@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_leaf_ids {
+
 using namespace llmsim;
 
 namespace {
@@ -77,3 +80,5 @@ TEST(LeafIds, TheReportedPeakPathNamesALeaf) {
   EXPECT_TRUE(known) << leaf;
   EXPECT_NE(format_peak_path(r, 0).find(std::string(leaf)), std::string::npos);
 }
+
+}  // namespace llmsim_test_leaf_ids

@@ -11,6 +11,9 @@
 #include <map>
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_mamba {
+
 using namespace llmsim;
 
 namespace {
@@ -225,3 +228,5 @@ TEST(Mamba, HybridEstimateIsAConstantExpression) {
   EXPECT_EQ(r.mem.peak_mem, run.mem.peak_mem);
   EXPECT_GT(r.cost.duration_time_per_iter.value, 0.0);
 }
+
+}  // namespace llmsim_test_mamba

@@ -15,6 +15,9 @@
 
 #include "shared_dir.hpp"
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_megatron_bridge {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -324,3 +327,5 @@ TEST(MegatronBridgeFlops, PublishedRowsFollowTheirReleasesFormula) {
 }
 
 }  // namespace
+
+}  // namespace llmsim_test_megatron_bridge

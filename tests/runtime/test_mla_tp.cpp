@@ -11,6 +11,9 @@
 
 #include <map>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_mla_tp {
+
 using namespace llmsim;
 
 namespace {
@@ -152,3 +155,5 @@ TEST(MlaTensorParallel, UnfusedAttentionCountsEveryPairAndKeepsTheProbabilities)
                                 flash.stages[0].fwd_activation_cache_per_micro_batch.value),
             2 * (P - lse));
 }
+
+}  // namespace llmsim_test_mla_tp

@@ -6,6 +6,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_modelled_inputs {
+
 using namespace llmsim;
 using namespace llmsim::literals;
 
@@ -238,3 +241,5 @@ TEST(ModelledInputs, ProcessorUsageIsRangeCheckedAndNoted) {
         << e.what();
   }
 }
+
+}  // namespace llmsim_test_modelled_inputs

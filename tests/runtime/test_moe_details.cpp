@@ -8,6 +8,9 @@
 
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_moe_details {
+
 using namespace llmsim;
 
 namespace {
@@ -199,3 +202,5 @@ TEST(ParameterCount, Gpt3WithBiasesAndPositionsByHand) {
   // positions 2048 x h = 25165824, final LayerNorm 2h = 24576: 174604259328 (GPT-3's "175B").
   EXPECT_EQ(parameter_count(catalogue::gpt3_175b, 50257), 174604259328.0);
 }
+
+}  // namespace llmsim_test_moe_details

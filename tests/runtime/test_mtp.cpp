@@ -10,6 +10,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_mtp {
+
 using namespace llmsim;
 
 namespace {
@@ -123,3 +126,5 @@ TEST(Mtp, RefusedWithDualPipeV) {
     FAIL() << "expected a refusal";
   } catch (const config_error& e) { EXPECT_NE(std::string(e.what()).find("model.mtp_num_layers"), std::string::npos); }
 }
+
+}  // namespace llmsim_test_mtp

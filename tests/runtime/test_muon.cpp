@@ -7,6 +7,9 @@
 
 #include <cstdint>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_muon {
+
 using namespace llmsim;
 
 namespace {
@@ -121,3 +124,5 @@ TEST(Muon, ExpertWeightsAreMuonMatrices) {
   const double adam_dense = st.params - st.expert_params - (st.muon_params - st.muon_expert_params);
   EXPECT_EQ(adam_dense, 2 * 151936.0 * 2048 + 48 * 2 * 2048.0 + 2048);
 }
+
+}  // namespace llmsim_test_muon

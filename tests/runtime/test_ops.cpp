@@ -6,6 +6,9 @@
 
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_ops {
+
 using namespace llmsim;
 
 namespace {
@@ -136,3 +139,5 @@ TEST(Ops, ChunkedPrefillCountsTheCausalPairs) {
   const attention_shape square{.q_len = 4096, .kv_len = 4096, .pairs = attention_pairs::causal};
   EXPECT_EQ(square.score_pairs(), 4096.0 * 4097 / 2);
 }
+
+}  // namespace llmsim_test_ops

@@ -8,6 +8,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_pipeline_layout {
+
 using namespace llmsim;
 
 namespace {
@@ -271,3 +274,5 @@ TEST(PipelineLayout, ReadFromJson) {
   EXPECT_EQ(r.stages[r.stage_count - 1].layers, 1);
   EXPECT_EQ(r.stages[r.stage_count - 1].layout.mtp_layers, 1);
 }
+
+}  // namespace llmsim_test_pipeline_layout

@@ -7,6 +7,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_pipeline_stages {
+
 using namespace llmsim;
 using namespace llmsim::literals;
 
@@ -222,3 +225,5 @@ TEST(PipelineStages, OverlappedGradientSyncLeavesOnlyTheLastBucketExposed) {
   s.zero_state = 0;
   EXPECT_THROW(validate(s), config_error);
 }
+
+}  // namespace llmsim_test_pipeline_stages

@@ -6,6 +6,9 @@
 
 #include <string>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_report_output {
+
 using namespace llmsim;
 
 namespace {
@@ -100,3 +103,5 @@ TEST(ReportOutput, TextNamesThePipelineSchedule) {
   s.pipeline_schedule = pipeline_schedule_kind::dualpipev;
   EXPECT_TRUE(contains(text(), "pipeline schedule: dualpipev\n"));
 }
+
+}  // namespace llmsim_test_report_output

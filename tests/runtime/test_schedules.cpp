@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_schedules {
+
 using namespace llmsim;
 
 TEST(Schedules, InterleavedMatchesNarayananBubbleOnUniformStages) {
@@ -339,3 +342,5 @@ TEST(Schedules, OneFOneBFollowsTheDrawnTimeline) {
   }
   EXPECT_EQ(checked, 4 * 8 * 2);
 }
+
+}  // namespace llmsim_test_schedules

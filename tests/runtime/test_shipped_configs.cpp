@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_shipped_configs {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -161,3 +164,5 @@ TEST(ShippedConfigs, PerfIsTheSameOnTheFileAndOnTheCatalogueName) {
   EXPECT_TRUE(a == b) << "outputs differ: " << lj::value::diff(a, b).dump();
 }
 #endif
+
+}  // namespace llmsim_test_shipped_configs

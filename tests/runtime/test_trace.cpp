@@ -14,6 +14,9 @@
 #include <string>
 #include <tuple>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_trace {
+
 using namespace llmsim;
 
 namespace {
@@ -406,3 +409,5 @@ TEST(Trace, ZeroBubbleInputAndWeightPassesAreTiledByTheirOwnOps) {
   EXPECT_EQ(inputs, 4U * 8U);
   EXPECT_EQ(weights, 4U * 8U);
 }
+
+}  // namespace llmsim_test_trace

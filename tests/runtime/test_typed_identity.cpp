@@ -15,6 +15,9 @@
 #include <type_traits>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_typed_identity {
+
 namespace {
 using namespace llmsim::typed;
 namespace hw = llmsim::hw;
@@ -349,3 +352,5 @@ TEST(TypedIdentity, EveryCatalogueModelSurvivesJson) {
   RecordProperty("not_modelled", not_modelled);
   RecordProperty("refused", refused);
 }
+
+}  // namespace llmsim_test_typed_identity

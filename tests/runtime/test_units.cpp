@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_units {
+
 using namespace llmsim::literals;
 
 TEST(Units, FormatsBytesWithBinaryPrefixes) {
@@ -29,3 +32,5 @@ TEST(Units, CrossDimensionArithmetic) {
   EXPECT_DOUBLE_EQ((312_TFLOP / 312_TFLOPS).value, 1.0);
   EXPECT_DOUBLE_EQ((1_GB / 1_s).value, 1e9);
 }
+
+}  // namespace llmsim_test_units

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cmath>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_validation_cases {
+
 namespace lj = llmsim::json;
 
 namespace {
@@ -86,3 +89,5 @@ TEST(ValidationCases, DenseRunsWithinTheAgreedErrors) {
   std::printf("dense cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean,
               100 * f.time_max, 100 * f.mem_mean, 100 * f.mem_max);
 }
+
+}  // namespace llmsim_test_validation_cases

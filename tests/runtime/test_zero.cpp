@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_zero {
+
 using namespace llmsim;
 namespace lj = llmsim::json;
 
@@ -240,3 +243,5 @@ TEST(Zero, NothingInFlightWithoutDataParallelRanks) {
   EXPECT_EQ(st.fwd_shard_comm_time.value + st.bwd_shard_comm_time.value, 0.0);
   EXPECT_NEAR(static_cast<double>(st.weight_mem.value), 2 * st.params, 1);
 }
+
+}  // namespace llmsim_test_zero
