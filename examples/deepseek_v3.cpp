@@ -20,12 +20,20 @@ constexpr mla_attention mla{.heads = 128,
                             .qk_head_dim = 128,
                             .qk_pos_emb_head_dim = 64,
                             .v_head_dim = 128};
-constexpr auto deepseek_v3 = model(
-    "deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
-    repeated{decoder_layer{mla, swiglu_mlp{.ffn = 18432}, rms_norm{}}, 3},
-    repeated{decoder_layer{mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}, rms_norm{}},
-             58},
-    lm_head{});
+constexpr auto deepseek_v3 = model("deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
+                                   repeated{decoder_layer{mla, swiglu_mlp{.ffn = 18432}, rms_norm{}}, 3},
+                                   repeated{decoder_layer{mla,
+                                                          moe_mlp{.experts = 256,
+                                                                  .topk = 8,
+                                                                  .expert_ffn = 2048,
+                                                                  .shared_ffn = 2048,
+                                                                  .score = llmsim::router_score_kind::sigmoid,
+                                                                  .groups = 8,
+                                                                  .group_topk = 4,
+                                                                  .expert_bias = true},
+                                                          rms_norm{}},
+                                            58},
+                                   lm_head{});
 static_assert(to_spec(deepseek_v3) == llmsim::catalogue::deepseek_v3);  // the same model as the catalogue's
 
 using strategy = parallel<pp<16>, first_stage_layers<4>, last_stage_layers<1>, ep<64>, dp<128>, seq<4096>,

@@ -367,6 +367,17 @@ struct enum_names<group_linear_kind> {
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
+/// How the router turns logits into scores (Megatron --moe-router-score-function): softmax over
+/// the experts, or an independent sigmoid per expert (DeepSeek-V3, Kimi K2).
+enum class router_score_kind : std::uint8_t { invalid, softmax, sigmoid };
+template <>
+struct enum_names<router_score_kind> {
+  static constexpr std::array<std::pair<router_score_kind, std::string_view>, 3> value{
+      {{router_score_kind::invalid, ""},
+       {router_score_kind::softmax, "softmax"},
+       {router_score_kind::sigmoid, "sigmoid"}}};
+};
+
 /// Megatron's --experimental-attention-variant as far as llmsim knows it: `dsv4_hybrid` is
 /// DeepSeek-V4's per-layer mix of sliding-window, compressed sparse (CSA, ratio 4, lightning
 /// indexer top-k) and heavily compressed (HCA, ratio 128) attention (Megatron-Bridge
@@ -433,6 +444,18 @@ struct model_spec {
   std::optional<std::int64_t> kv_lora_rank = {};
   std::int64_t dense_layers = 0;  ///< leading dense layers of an MoE model
   bool moe_pad_expert_input_to_capacity = true;
+  // Routing (Megatron --moe-router-*; megatron/core/transformer/moe/router.py, moe_utils.py).
+  router_score_kind moe_router_score_function = router_score_kind::softmax;
+  /// Group-limited routing (DeepSeek-V2/V3): the experts form this many groups and each token
+  /// picks experts from its `moe_router_group_topk` best groups only. Absent: plain top-k.
+  std::optional<std::int64_t> moe_router_num_groups = {};
+  std::optional<std::int64_t> moe_router_group_topk = {};
+  /// Aux-loss-free load balancing (DeepSeek-V3): a per-expert bias added to the scores that pick
+  /// the experts (not to the probabilities), updated from each step's token counts.
+  bool moe_router_enable_expert_bias = false;
+  /// TransformerEngine's fused router kernel (Megatron --moe-router-fusion): scores, group
+  /// selection, bias and top-k in one kernel, so routing adds no passes of its own.
+  bool moe_router_fusion = false;
   double capacity = 1;  ///< expert capacity factor
   group_linear_kind group_linear_mode = group_linear_kind::parallel;
   std::int64_t make_vocab_size_divisible_by = 128;  ///< Megatron default
@@ -581,6 +604,46 @@ constexpr void validate_hybrid(const model_spec& m) {
                  m.dense_layers);
 }
 
+/// Routing rules (Megatron transformer_config.py and moe_utils.py group_limited_topk): groups split
+/// the experts evenly, a token's `topk` experts come from its `group_topk` groups (each group
+/// scored by the sum of its best topk / group_topk experts), the expert bias needs sigmoid scores.
+constexpr void validate_routing(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  if (!is_moe(m)) {
+    if (m.moe_router_num_groups || m.moe_router_group_topk || m.moe_router_enable_expert_bias || m.moe_router_fusion ||
+        m.moe_router_score_function != router_score_kind::softmax)
+      report_error(api, "model.moe_router_score_function",
+                   "model.moe_router_* fields describe an MoE router: they require model.model_type \"moe\"");
+    return;
+  }
+  if (m.moe_router_score_function == router_score_kind::invalid)
+    report_error(api, "model.moe_router_score_function", "model.moe_router_score_function must be softmax or sigmoid");
+  if (m.moe_router_enable_expert_bias && m.moe_router_score_function != router_score_kind::sigmoid)
+    report_error(api, "model.moe_router_enable_expert_bias",
+                 "model.moe_router_enable_expert_bias=true requires model.moe_router_score_function \"sigmoid\" "
+                 "(Megatron: expert bias for aux-loss-free routing only supports sigmoid)");
+  if (m.moe_router_num_groups.has_value() != m.moe_router_group_topk.has_value())
+    report_error(api, m.moe_router_num_groups ? "model.moe_router_group_topk" : "model.moe_router_num_groups",
+                 "model.moe_router_num_groups and model.moe_router_group_topk are given together (group-limited "
+                 "routing) or not at all");
+  if (!m.moe_router_num_groups) return;
+  require_size(api, "model.moe_router_num_groups", m.moe_router_num_groups, 1);
+  require_size(api, "model.moe_router_group_topk", m.moe_router_group_topk, 1);
+  const std::int64_t groups = *m.moe_router_num_groups, picked = *m.moe_router_group_topk, k = *m.topk;
+  if (m.expert_num % groups != 0)
+    report_error(api, "model.moe_router_num_groups",
+                 "model.moe_router_num_groups={} must divide model.expert_num={} (equal expert groups)", groups,
+                 m.expert_num);
+  if (picked > groups || picked > k)
+    report_error(api, "model.moe_router_group_topk",
+                 "model.moe_router_group_topk={} must not exceed model.moe_router_num_groups={} nor model.topk={}",
+                 picked, groups, k);
+  if (picked * (m.expert_num / groups) < k)
+    report_error(api, "model.moe_router_group_topk",
+                 "model.moe_router_group_topk={} groups of {} experts cannot hold model.topk={} experts", picked,
+                 m.expert_num / groups, k);
+}
+
 /// The DeepSeek-V4 fields: all of them with experimental_attention_variant "dsv4_hybrid", none without.
 constexpr void validate_dsv4(const model_spec& m) {
   constexpr std::string_view api = "llmsim::model";
@@ -710,6 +773,7 @@ constexpr void validate(const model_spec& m) {
     if (!m.topk) report_error(api, "model.topk", "model.topk is required for a \"moe\" model");
     if (*m.topk > m.expert_num)
       report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
+    detail::validate_routing(m);
     if (expert_ffn_size(m) < 1)
       report_error(api, "model.moe_ffn_hidden_size",
                    "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
@@ -722,6 +786,7 @@ constexpr void validate(const model_spec& m) {
   } else {
     if (m.expert_num != 1)
       report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
+    detail::validate_routing(m);
     if (!m.intermediate_size)
       report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
   }
@@ -2227,6 +2292,9 @@ inline constexpr model_spec deepseek_v2{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 1,
+    // config.json: topk_method group_limited_greedy over n_group 8, topk_group 3 (softmax scores).
+    .moe_router_num_groups = 8,
+    .moe_router_group_topk = 3,
 };
 /// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
 inline constexpr model_spec deepseek_v2_lite{
@@ -2275,6 +2343,12 @@ inline constexpr model_spec deepseek_v3{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 3,
+    // Routing of config.json: scoring_func sigmoid, n_group 8, topk_group 4, topk_method noaux_tc
+    // (the aux-loss-free expert bias, e_score_correction_bias).
+    .moe_router_score_function = router_score_kind::sigmoid,
+    .moe_router_num_groups = 8,
+    .moe_router_group_topk = 4,
+    .moe_router_enable_expert_bias = true,
 };
 /// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
 inline constexpr model_spec mixtral_8x7b{
@@ -2364,6 +2438,9 @@ inline constexpr model_spec kimi_k2{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 1,
+    // config.json: scoring_func sigmoid, topk_method noaux_tc (expert bias), n_group 1 (no groups).
+    .moe_router_score_function = router_score_kind::sigmoid,
+    .moe_router_enable_expert_bias = true,
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
@@ -5653,6 +5730,29 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
   return l;
 }
 
+/// What group-limited and aux-loss-free routing add to the router's score / top-k passes (priced
+/// with its GEMMs), as Megatron-LM's unfused path (moe_router_fusion false, its default) runs them (moe_utils.py
+/// `topk_routing_with_score_function`, `group_limited_topk`), over `scores` bytes (tokens x experts):
+/// - group-limited, forward: each group's best experts read from the scores, the selected groups'
+///   mask materialised over the experts (expand + reshape), `masked_fill` reading scores and mask
+///   and writing the masked scores: 5 passes (the per-group tensors, tokens x groups, are small);
+///   backward: without the expert bias the probabilities come from the masked scores, so their
+///   gradient goes back through `masked_fill` (read and write: 2 passes); with it they are gathered
+///   from the unmasked scores and the mask carries no gradient.
+/// - expert bias, forward: scores + bias for the selection (read and write: 2 passes); no gradient.
+///   Its update (token counts per expert, all-reduced once per step for all layers) moves
+///   experts x layers counters: negligible, not priced.
+constexpr void emit_routing_kernels(leaf& r, const build_context& c, double scores) {
+  const auto& m = c.m();
+  if (m.moe_router_fusion) return;  // TE fused_topk_with_score_function: one kernel, priced with the GEMMs
+  const bool bias = m.moe_router_enable_expert_bias;
+  if (m.moe_router_num_groups) {
+    c.memory(r, pass_kind::forward, 5 * scores);
+    if (!bias) c.memory(r, pass_kind::backward_input, 2 * scores);
+  }
+  if (bias) c.memory(r, pass_kind::forward, 2 * scores);
+}
+
 /// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
 constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
@@ -5672,6 +5772,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   c.emit(r, gemm_op(pass_kind::backward_input, {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16},
                     in + w + 4 * logits));
   c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
+  emit_routing_kernels(r, c, logits);
   r.params = static_cast<double>(h * X);
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;
@@ -10704,6 +10805,12 @@ struct moe_mlp {
   std::int64_t expert_ffn = 0;
   std::int64_t shared_ffn = 0;
   bool bias = false;
+  /// Routing (model_spec's moe_router_* fields): scores, group-limited top-k over `groups` groups
+  /// (0: plain top-k) picking `group_topk`, the aux-loss-free expert bias.
+  router_score_kind score = router_score_kind::softmax;
+  std::int64_t groups = 0;
+  std::int64_t group_topk = 0;
+  bool expert_bias = false;
 };
 
 // ---- norms -------------------------------------------------------------------------------------
@@ -10802,6 +10909,12 @@ constexpr void lower_into(model_spec& m, const moe_mlp& p) {
   m.topk = p.topk;
   m.moe_ffn_hidden_size = p.expert_ffn;
   m.moe_shared_expert_intermediate_size = p.shared_ffn != 0 ? std::optional<std::int64_t>(p.shared_ffn) : std::nullopt;
+  m.moe_router_score_function = p.score;
+  if (p.groups != 0) {
+    m.moe_router_num_groups = p.groups;
+    m.moe_router_group_topk = p.group_topk;
+  }
+  m.moe_router_enable_expert_bias = p.expert_bias;
 }
 constexpr void lower_into(model_spec& m, const rms_norm&) { m.norm_type = norm_kind::rmsnorm; }
 constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm_kind::layernorm; }

@@ -152,7 +152,9 @@ TEST(MegatronBridgeMapping, DeepSeekV3OnGb300) {
   EXPECT_EQ(job.model, "deepseek-v3");
   EXPECT_EQ(job.system, "gb300-nvl72");
   // The perf recipe runs the flex dispatcher (HybridEP on GB300), which pads nothing (dropless).
-  EXPECT_EQ(job.model_overrides, (lj::value{{"mtp_num_layers", 1}, {"moe_pad_expert_input_to_capacity", false}}));
+  EXPECT_EQ(
+      job.model_overrides,
+      (lj::value{{"mtp_num_layers", 1}, {"moe_pad_expert_input_to_capacity", false}, {"moe_router_fusion", true}}));
   const auto& s = job.strategy;
   EXPECT_EQ(s["moe_dispatcher_policy"], "flex");
   EXPECT_EQ(s["world_size"], 256);

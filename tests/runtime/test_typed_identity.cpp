@@ -65,12 +65,19 @@ constexpr mla_attention deepseek_mla{.heads = 128,
                                      .qk_head_dim = 128,
                                      .qk_pos_emb_head_dim = 64,
                                      .v_head_dim = 128};
-constexpr auto deepseek_v3 = model(
-    "deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
-    repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
-    repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}},
-             58},
-    lm_head{});
+constexpr auto deepseek_v3 =
+    model("deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
+          repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
+          repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256,
+                                                       .topk = 8,
+                                                       .expert_ffn = 2048,
+                                                       .shared_ffn = 2048,
+                                                       .score = llmsim::router_score_kind::sigmoid,
+                                                       .groups = 8,
+                                                       .group_topk = 4,
+                                                       .expert_bias = true}},
+                   58},
+          lm_head{});
 
 using tp2_dp4 = parallel<tp<2>, dp<4>>;
 using tp8_pp4_dp2 = parallel<tp<8>, pp<4>, dp<2>, micro_batches<16>, recompute::selective>;

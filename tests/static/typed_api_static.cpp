@@ -81,12 +81,19 @@ constexpr mla_attention deepseek_mla{.heads = 128,
                                      .qk_head_dim = 128,
                                      .qk_pos_emb_head_dim = 64,
                                      .v_head_dim = 128};
-constexpr auto deepseek_v3 = model(
-    "deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
-    repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
-    repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256, .topk = 8, .expert_ffn = 2048, .shared_ffn = 2048}},
-             58},
-    lm_head{});
+constexpr auto deepseek_v3 =
+    model("deepseek_v3", embedding{.vocab = 129280, .hidden = 7168},
+          repeated{decoder_layer{deepseek_mla, swiglu_mlp{.ffn = 18432}}, 3},
+          repeated{decoder_layer{deepseek_mla, moe_mlp{.experts = 256,
+                                                       .topk = 8,
+                                                       .expert_ffn = 2048,
+                                                       .shared_ffn = 2048,
+                                                       .score = llmsim::router_score_kind::sigmoid,
+                                                       .groups = 8,
+                                                       .group_topk = 4,
+                                                       .expert_bias = true}},
+                   58},
+          lm_head{});
 // The same fields as SimuMax's deepseekv3.json (shared/reference/simumax/configs/models).
 constexpr llmsim::model_spec deepseek_v3_json{.model_type = llmsim::model_kind::moe,
                                               .model_name = "deepseek_v3",
@@ -108,7 +115,11 @@ constexpr llmsim::model_spec deepseek_v3_json{.model_type = llmsim::model_kind::
                                               .qk_pos_emb_head_dim = 64,
                                               .q_lora_rank = 1536,
                                               .kv_lora_rank = 512,
-                                              .dense_layers = 3};
+                                              .dense_layers = 3,
+                                              .moe_router_score_function = llmsim::router_score_kind::sigmoid,
+                                              .moe_router_num_groups = 8,
+                                              .moe_router_group_topk = 4,
+                                              .moe_router_enable_expert_bias = true};
 static_assert(to_spec(deepseek_v3) == deepseek_v3_json);
 
 // ---- concepts ---------------------------------------------------------------------------------------

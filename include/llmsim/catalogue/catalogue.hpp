@@ -151,6 +151,9 @@ inline constexpr model_spec deepseek_v2{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 1,
+    // config.json: topk_method group_limited_greedy over n_group 8, topk_group 3 (softmax scores).
+    .moe_router_num_groups = 8,
+    .moe_router_group_topk = 3,
 };
 /// DeepSeek-V2-Lite: no q compression, 2 shared + 64 routed experts of 1408, top-6.
 inline constexpr model_spec deepseek_v2_lite{
@@ -199,6 +202,12 @@ inline constexpr model_spec deepseek_v3{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 3,
+    // Routing of config.json: scoring_func sigmoid, n_group 8, topk_group 4, topk_method noaux_tc
+    // (the aux-loss-free expert bias, e_score_correction_bias).
+    .moe_router_score_function = router_score_kind::sigmoid,
+    .moe_router_num_groups = 8,
+    .moe_router_group_topk = 4,
+    .moe_router_enable_expert_bias = true,
 };
 /// Mixtral 8x7B and 8x22B (Mistral AI config.json): GQA, 8 experts of the dense FFN width, top-2.
 inline constexpr model_spec mixtral_8x7b{
@@ -288,6 +297,9 @@ inline constexpr model_spec kimi_k2{
     .q_lora_rank = 1536,
     .kv_lora_rank = 512,
     .dense_layers = 1,
+    // config.json: scoring_func sigmoid, topk_method noaux_tc (expert bias), n_group 1 (no groups).
+    .moe_router_score_function = router_score_kind::sigmoid,
+    .moe_router_enable_expert_bias = true,
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.

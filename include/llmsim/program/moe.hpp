@@ -341,6 +341,29 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
   return l;
 }
 
+/// What group-limited and aux-loss-free routing add to the router's score / top-k passes (priced
+/// with its GEMMs), as Megatron-LM's unfused path (moe_router_fusion false, its default) runs them (moe_utils.py
+/// `topk_routing_with_score_function`, `group_limited_topk`), over `scores` bytes (tokens x experts):
+/// - group-limited, forward: each group's best experts read from the scores, the selected groups'
+///   mask materialised over the experts (expand + reshape), `masked_fill` reading scores and mask
+///   and writing the masked scores: 5 passes (the per-group tensors, tokens x groups, are small);
+///   backward: without the expert bias the probabilities come from the masked scores, so their
+///   gradient goes back through `masked_fill` (read and write: 2 passes); with it they are gathered
+///   from the unmasked scores and the mask carries no gradient.
+/// - expert bias, forward: scores + bias for the selection (read and write: 2 passes); no gradient.
+///   Its update (token counts per expert, all-reduced once per step for all layers) moves
+///   experts x layers counters: negligible, not priced.
+constexpr void emit_routing_kernels(leaf& r, const build_context& c, double scores) {
+  const auto& m = c.m();
+  if (m.moe_router_fusion) return;  // TE fused_topk_with_score_function: one kernel, priced with the GEMMs
+  const bool bias = m.moe_router_enable_expert_bias;
+  if (m.moe_router_num_groups) {
+    c.memory(r, pass_kind::forward, 5 * scores);
+    if (!bias) c.memory(r, pass_kind::backward_input, 2 * scores);
+  }
+  if (bias) c.memory(r, pass_kind::forward, 2 * scores);
+}
+
 /// The router: gate GEMM h -> experts, then softmax / top-k over the logits (memory-bound in practice).
 constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
@@ -360,6 +383,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   c.emit(r, gemm_op(pass_kind::backward_input, {b, rows / b, X, h, gemm_layout::nn, false, dtype_kind::bf16},
                     in + w + 4 * logits));
   c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
+  emit_routing_kernels(r, c, logits);
   r.params = static_cast<double>(h * X);
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;

@@ -68,6 +68,17 @@ struct enum_names<group_linear_kind> {
        {group_linear_kind::sequential, "serial"}}};  // "serial": SimuMax's spelling
 };
 
+/// How the router turns logits into scores (Megatron --moe-router-score-function): softmax over
+/// the experts, or an independent sigmoid per expert (DeepSeek-V3, Kimi K2).
+enum class router_score_kind : std::uint8_t { invalid, softmax, sigmoid };
+template <>
+struct enum_names<router_score_kind> {
+  static constexpr std::array<std::pair<router_score_kind, std::string_view>, 3> value{
+      {{router_score_kind::invalid, ""},
+       {router_score_kind::softmax, "softmax"},
+       {router_score_kind::sigmoid, "sigmoid"}}};
+};
+
 /// Megatron's --experimental-attention-variant as far as llmsim knows it: `dsv4_hybrid` is
 /// DeepSeek-V4's per-layer mix of sliding-window, compressed sparse (CSA, ratio 4, lightning
 /// indexer top-k) and heavily compressed (HCA, ratio 128) attention (Megatron-Bridge
@@ -134,6 +145,18 @@ struct model_spec {
   std::optional<std::int64_t> kv_lora_rank = {};
   std::int64_t dense_layers = 0;  ///< leading dense layers of an MoE model
   bool moe_pad_expert_input_to_capacity = true;
+  // Routing (Megatron --moe-router-*; megatron/core/transformer/moe/router.py, moe_utils.py).
+  router_score_kind moe_router_score_function = router_score_kind::softmax;
+  /// Group-limited routing (DeepSeek-V2/V3): the experts form this many groups and each token
+  /// picks experts from its `moe_router_group_topk` best groups only. Absent: plain top-k.
+  std::optional<std::int64_t> moe_router_num_groups = {};
+  std::optional<std::int64_t> moe_router_group_topk = {};
+  /// Aux-loss-free load balancing (DeepSeek-V3): a per-expert bias added to the scores that pick
+  /// the experts (not to the probabilities), updated from each step's token counts.
+  bool moe_router_enable_expert_bias = false;
+  /// TransformerEngine's fused router kernel (Megatron --moe-router-fusion): scores, group
+  /// selection, bias and top-k in one kernel, so routing adds no passes of its own.
+  bool moe_router_fusion = false;
   double capacity = 1;  ///< expert capacity factor
   group_linear_kind group_linear_mode = group_linear_kind::parallel;
   std::int64_t make_vocab_size_divisible_by = 128;  ///< Megatron default
@@ -282,6 +305,46 @@ constexpr void validate_hybrid(const model_spec& m) {
                  m.dense_layers);
 }
 
+/// Routing rules (Megatron transformer_config.py and moe_utils.py group_limited_topk): groups split
+/// the experts evenly, a token's `topk` experts come from its `group_topk` groups (each group
+/// scored by the sum of its best topk / group_topk experts), the expert bias needs sigmoid scores.
+constexpr void validate_routing(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  if (!is_moe(m)) {
+    if (m.moe_router_num_groups || m.moe_router_group_topk || m.moe_router_enable_expert_bias || m.moe_router_fusion ||
+        m.moe_router_score_function != router_score_kind::softmax)
+      report_error(api, "model.moe_router_score_function",
+                   "model.moe_router_* fields describe an MoE router: they require model.model_type \"moe\"");
+    return;
+  }
+  if (m.moe_router_score_function == router_score_kind::invalid)
+    report_error(api, "model.moe_router_score_function", "model.moe_router_score_function must be softmax or sigmoid");
+  if (m.moe_router_enable_expert_bias && m.moe_router_score_function != router_score_kind::sigmoid)
+    report_error(api, "model.moe_router_enable_expert_bias",
+                 "model.moe_router_enable_expert_bias=true requires model.moe_router_score_function \"sigmoid\" "
+                 "(Megatron: expert bias for aux-loss-free routing only supports sigmoid)");
+  if (m.moe_router_num_groups.has_value() != m.moe_router_group_topk.has_value())
+    report_error(api, m.moe_router_num_groups ? "model.moe_router_group_topk" : "model.moe_router_num_groups",
+                 "model.moe_router_num_groups and model.moe_router_group_topk are given together (group-limited "
+                 "routing) or not at all");
+  if (!m.moe_router_num_groups) return;
+  require_size(api, "model.moe_router_num_groups", m.moe_router_num_groups, 1);
+  require_size(api, "model.moe_router_group_topk", m.moe_router_group_topk, 1);
+  const std::int64_t groups = *m.moe_router_num_groups, picked = *m.moe_router_group_topk, k = *m.topk;
+  if (m.expert_num % groups != 0)
+    report_error(api, "model.moe_router_num_groups",
+                 "model.moe_router_num_groups={} must divide model.expert_num={} (equal expert groups)", groups,
+                 m.expert_num);
+  if (picked > groups || picked > k)
+    report_error(api, "model.moe_router_group_topk",
+                 "model.moe_router_group_topk={} must not exceed model.moe_router_num_groups={} nor model.topk={}",
+                 picked, groups, k);
+  if (picked * (m.expert_num / groups) < k)
+    report_error(api, "model.moe_router_group_topk",
+                 "model.moe_router_group_topk={} groups of {} experts cannot hold model.topk={} experts", picked,
+                 m.expert_num / groups, k);
+}
+
 /// The DeepSeek-V4 fields: all of them with experimental_attention_variant "dsv4_hybrid", none without.
 constexpr void validate_dsv4(const model_spec& m) {
   constexpr std::string_view api = "llmsim::model";
@@ -411,6 +474,7 @@ constexpr void validate(const model_spec& m) {
     if (!m.topk) report_error(api, "model.topk", "model.topk is required for a \"moe\" model");
     if (*m.topk > m.expert_num)
       report_error(api, "model.topk", "model.topk={} must not exceed model.expert_num={}", *m.topk, m.expert_num);
+    detail::validate_routing(m);
     if (expert_ffn_size(m) < 1)
       report_error(api, "model.moe_ffn_hidden_size",
                    "model.moe_ffn_hidden_size (or model.intermediate_size) is required for a \"moe\" model");
@@ -423,6 +487,7 @@ constexpr void validate(const model_spec& m) {
   } else {
     if (m.expert_num != 1)
       report_error(api, "model.expert_num", "model.expert_num={} requires model.model_type \"moe\"", m.expert_num);
+    detail::validate_routing(m);
     if (!m.intermediate_size)
       report_error(api, "model.intermediate_size", "model.intermediate_size is required for a dense model");
   }

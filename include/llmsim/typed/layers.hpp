@@ -99,6 +99,12 @@ struct moe_mlp {
   std::int64_t expert_ffn = 0;
   std::int64_t shared_ffn = 0;
   bool bias = false;
+  /// Routing (model_spec's moe_router_* fields): scores, group-limited top-k over `groups` groups
+  /// (0: plain top-k) picking `group_topk`, the aux-loss-free expert bias.
+  router_score_kind score = router_score_kind::softmax;
+  std::int64_t groups = 0;
+  std::int64_t group_topk = 0;
+  bool expert_bias = false;
 };
 
 // ---- norms -------------------------------------------------------------------------------------
@@ -197,6 +203,12 @@ constexpr void lower_into(model_spec& m, const moe_mlp& p) {
   m.topk = p.topk;
   m.moe_ffn_hidden_size = p.expert_ffn;
   m.moe_shared_expert_intermediate_size = p.shared_ffn != 0 ? std::optional<std::int64_t>(p.shared_ffn) : std::nullopt;
+  m.moe_router_score_function = p.score;
+  if (p.groups != 0) {
+    m.moe_router_num_groups = p.groups;
+    m.moe_router_group_topk = p.group_topk;
+  }
+  m.moe_router_enable_expert_bias = p.expert_bias;
 }
 constexpr void lower_into(model_spec& m, const rms_norm&) { m.norm_type = norm_kind::rmsnorm; }
 constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm_kind::layernorm; }
