@@ -79,18 +79,16 @@ constexpr double position_table_params(const model_spec& m) {
 
 namespace detail {
 /// GEMM parameters of one Mamba-2 mixer: in_proj h x (2·d_inner + 2·G·N + H) and out_proj d_inner x h
-/// (megatron/core/ssm/mamba_mixer.py).
+/// (megatron/core/ssm/mamba_mixer.py), the widths of `mamba_local_sizes` at tp 1.
 constexpr double mamba_linear_params(const model_spec& m) {
-  const double h = static_cast<double>(m.hidden_size), di = static_cast<double>(mamba_inner(m));
-  const double gn = static_cast<double>(m.mamba_num_groups * m.mamba_state_dim);
-  return h * (2 * di + 2 * gn + static_cast<double>(m.mamba_num_heads)) + di * h;
+  const mamba_local_sizes l = mamba_local(m, 1);
+  const double h = static_cast<double>(m.hidden_size);
+  return h * static_cast<double>(l.in_proj_width()) + static_cast<double>(l.inner) * h;
 }
-/// The other parameters of one Mamba-2 mixer: conv1d weight and bias over d_inner + 2·G·N channels
-/// (width mamba_conv_width), dt_bias, A_log and D per head, the gated norm's d_inner weights (mamba_mixer.py).
+/// The other parameters of one Mamba-2 mixer: conv1d, dt_bias, A_log and D (`mamba_conv_scan_params`)
+/// and the gated norm's d_inner weights (mamba_mixer.py).
 constexpr double mamba_other_params(const model_spec& m) {
-  const double channels = static_cast<double>(mamba_inner(m) + 2 * m.mamba_num_groups * m.mamba_state_dim);
-  return channels * static_cast<double>(mamba_conv_width + 1) + 3 * static_cast<double>(m.mamba_num_heads) +
-         static_cast<double>(mamba_inner(m));
+  return mamba_conv_scan_params(mamba_local(m, 1)) + static_cast<double>(mamba_inner(m));
 }
 /// Decoder-layer parameters of a hybrid model with `routed` experts counted per MoE layer: each
 /// symbol of the pattern one layer with its own norm (hybrid_layer_allocation.py): 'M' a Mamba-2

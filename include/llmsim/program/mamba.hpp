@@ -22,28 +22,10 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Sizes of one tensor-parallel rank's share of a Mamba-2 mixer.
-struct mamba_local_sizes {
-  std::int64_t heads = 0, groups = 0, inner = 0, state = 0, head_dim = 0;
-  /// in_proj outputs: z, x (inner each), B, C (groups·state each), dt (heads).
-  [[nodiscard]] constexpr std::int64_t in_proj_width() const { return 2 * inner + 2 * groups * state + heads; }
-  /// Channels of the convolution: x, B, C.
-  [[nodiscard]] constexpr std::int64_t conv_channels() const { return inner + 2 * groups * state; }
-};
-constexpr mamba_local_sizes mamba_local(const model_spec& m, std::int64_t tp) {
-  return {m.mamba_num_heads / tp, m.mamba_num_groups / tp, mamba_inner(m) / tp, m.mamba_state_dim, m.mamba_head_dim};
-}
-
 /// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
 /// `mamba_scan_flops_per_token`; backward is twice this).
 constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
   return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
-}
-
-/// Parameters of one rank's conv1d (weight and bias), dt_bias, A_log and D (mamba_mixer.py; D per
-/// head: D_has_hdim=False).
-constexpr double mamba_conv_scan_params(const mamba_local_sizes& l) {
-  return static_cast<double>(l.conv_channels() * (mamba_conv_width + 1) + 3 * l.heads);
 }
 
 /// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
