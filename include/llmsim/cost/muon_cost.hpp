@@ -75,10 +75,12 @@ constexpr seconds muon_step_time(const system_spec& sys, const strategy_spec& s,
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param);
-  t += pass(muon_local * (grad_bytes_per_param + 2 * 4.0)) + pass(muon_local * (grad_bytes_per_param + 2 * 4.0));
-  t += pass(muon_local * 3 * 4.0);
-  t += pass(adam_local * grad_bytes_per_param + 2 * 12.0 * adam_local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  constexpr double fp32 = 4.0;  // bytes of an fp32 master weight or state element (parameters:: above)
+  const double lerp = muon_local * (grad_bytes_per_param + 2 * fp32);  // momentum, then Nesterov
+  t += pass(lerp) + pass(lerp);
+  t += pass(muon_local * 3 * fp32);  // master read, update read, master written
+  t += pass(adam_local * grad_bytes_per_param + 2 * parameters::adam_state_bytes_per_param * adam_local);
+  t += pass(local * (fp32 + static_cast<double>(dtype_bytes(s.dtype))));
   return t;
 }
 
