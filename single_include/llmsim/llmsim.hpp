@@ -551,6 +551,24 @@ constexpr double mamba_scan_flops_per_token(std::int64_t heads, std::int64_t gro
 /// Mamba-2 inner width d_inner = heads x head_dim (mamba_mixer.py with mamba_num_heads set).
 constexpr std::int64_t mamba_inner(const model_spec& m) { return m.mamba_num_heads * m.mamba_head_dim; }
 
+/// Sizes of one tensor-parallel rank's share of a Mamba-2 mixer.
+struct mamba_local_sizes {
+  std::int64_t heads = 0, groups = 0, inner = 0, state = 0, head_dim = 0;
+  /// in_proj outputs: z, x (inner each), B, C (groups·state each), dt (heads).
+  [[nodiscard]] constexpr std::int64_t in_proj_width() const { return 2 * inner + 2 * groups * state + heads; }
+  /// Channels of the convolution: x, B, C.
+  [[nodiscard]] constexpr std::int64_t conv_channels() const { return inner + 2 * groups * state; }
+};
+constexpr mamba_local_sizes mamba_local(const model_spec& m, std::int64_t tp) {
+  return {m.mamba_num_heads / tp, m.mamba_num_groups / tp, mamba_inner(m) / tp, m.mamba_state_dim, m.mamba_head_dim};
+}
+
+/// Parameters of one rank's conv1d (weight and bias), dt_bias, A_log and D (mamba_mixer.py; D per
+/// head: D_has_hdim=False).
+constexpr double mamba_conv_scan_params(const mamba_local_sizes& l) {
+  return static_cast<double>(l.conv_channels() * (mamba_conv_width + 1) + 3 * l.heads);
+}
+
 namespace detail {
 constexpr void require_size(std::string_view api, std::string_view name, std::int64_t v, std::int64_t minimum) {
   if (v < minimum) report_error(api, name, "{}={} must be at least {}", name, v, minimum);
@@ -4901,10 +4919,12 @@ constexpr seconds muon_step_time(const system_spec& sys, const strategy_spec& s,
   seconds t = pass(grads) + pass(grads);
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param);
-  t += pass(muon_local * (grad_bytes_per_param + 2 * 4.0)) + pass(muon_local * (grad_bytes_per_param + 2 * 4.0));
-  t += pass(muon_local * 3 * 4.0);
-  t += pass(adam_local * grad_bytes_per_param + 2 * 12.0 * adam_local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  constexpr double fp32 = 4.0;  // bytes of an fp32 master weight or state element (parameters:: above)
+  const double lerp = muon_local * (grad_bytes_per_param + 2 * fp32);  // momentum, then Nesterov
+  t += pass(lerp) + pass(lerp);
+  t += pass(muon_local * 3 * fp32);  // master read, update read, master written
+  t += pass(adam_local * grad_bytes_per_param + 2 * parameters::adam_state_bytes_per_param * adam_local);
+  t += pass(local * (fp32 + static_cast<double>(dtype_bytes(s.dtype))));
   return t;
 }
 
@@ -4990,18 +5010,16 @@ constexpr double position_table_params(const model_spec& m) {
 
 namespace detail {
 /// GEMM parameters of one Mamba-2 mixer: in_proj h x (2·d_inner + 2·G·N + H) and out_proj d_inner x h
-/// (megatron/core/ssm/mamba_mixer.py).
+/// (megatron/core/ssm/mamba_mixer.py), the widths of `mamba_local_sizes` at tp 1.
 constexpr double mamba_linear_params(const model_spec& m) {
-  const double h = static_cast<double>(m.hidden_size), di = static_cast<double>(mamba_inner(m));
-  const double gn = static_cast<double>(m.mamba_num_groups * m.mamba_state_dim);
-  return h * (2 * di + 2 * gn + static_cast<double>(m.mamba_num_heads)) + di * h;
+  const mamba_local_sizes l = mamba_local(m, 1);
+  const double h = static_cast<double>(m.hidden_size);
+  return h * static_cast<double>(l.in_proj_width()) + static_cast<double>(l.inner) * h;
 }
-/// The other parameters of one Mamba-2 mixer: conv1d weight and bias over d_inner + 2·G·N channels
-/// (width mamba_conv_width), dt_bias, A_log and D per head, the gated norm's d_inner weights (mamba_mixer.py).
+/// The other parameters of one Mamba-2 mixer: conv1d, dt_bias, A_log and D (`mamba_conv_scan_params`)
+/// and the gated norm's d_inner weights (mamba_mixer.py).
 constexpr double mamba_other_params(const model_spec& m) {
-  const double channels = static_cast<double>(mamba_inner(m) + 2 * m.mamba_num_groups * m.mamba_state_dim);
-  return channels * static_cast<double>(mamba_conv_width + 1) + 3 * static_cast<double>(m.mamba_num_heads) +
-         static_cast<double>(mamba_inner(m));
+  return mamba_conv_scan_params(mamba_local(m, 1)) + static_cast<double>(mamba_inner(m));
 }
 /// Decoder-layer parameters of a hybrid model with `routed` experts counted per MoE layer: each
 /// symbol of the pattern one layer with its own norm (hybrid_layer_allocation.py): 'M' a Mamba-2
@@ -6286,28 +6304,10 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// Sizes of one tensor-parallel rank's share of a Mamba-2 mixer.
-struct mamba_local_sizes {
-  std::int64_t heads = 0, groups = 0, inner = 0, state = 0, head_dim = 0;
-  /// in_proj outputs: z, x (inner each), B, C (groups·state each), dt (heads).
-  [[nodiscard]] constexpr std::int64_t in_proj_width() const { return 2 * inner + 2 * groups * state + heads; }
-  /// Channels of the convolution: x, B, C.
-  [[nodiscard]] constexpr std::int64_t conv_channels() const { return inner + 2 * groups * state; }
-};
-constexpr mamba_local_sizes mamba_local(const model_spec& m, std::int64_t tp) {
-  return {m.mamba_num_heads / tp, m.mamba_num_groups / tp, mamba_inner(m) / tp, m.mamba_state_dim, m.mamba_head_dim};
-}
-
 /// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
 /// `mamba_scan_flops_per_token`; backward is twice this).
 constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
   return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
-}
-
-/// Parameters of one rank's conv1d (weight and bias), dt_bias, A_log and D (mamba_mixer.py; D per
-/// head: D_has_hdim=False).
-constexpr double mamba_conv_scan_params(const mamba_local_sizes& l) {
-  return static_cast<double>(l.conv_channels() * (mamba_conv_width + 1) + 3 * l.heads);
 }
 
 /// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
