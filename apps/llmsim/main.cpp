@@ -118,7 +118,12 @@ overrides parse_sets(const std::vector<std::string>& sets) {
     if (eq == std::string::npos || eq == 0)
       throw usage_error("--set", "--set \"" + s + "\" must have the form spec.key=value, e.g. model.layer_num=12");
     const std::string key = s.substr(0, eq);
-    const auto v = lj::override_value(std::string_view(s).substr(eq + 1));
+    lj::value v;
+    try {
+      v = lj::override_value(std::string_view(s).substr(eq + 1));
+    } catch (const llmsim::config_error& e) {  // a JSON value that repeats a key
+      throw usage_error("--set", "--set " + key + ": " + e.rule());
+    }
     const auto dot = key.find('.');
     const std::string spec = key.substr(0, dot);
     const std::string rest = dot == std::string::npos ? std::string() : key.substr(dot + 1);

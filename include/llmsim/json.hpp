@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -50,11 +52,46 @@ struct load_options {
 
 namespace detail {
 
+/// Longest key, in bytes, that a message quotes whole: a key of any length still gives a message
+/// of bounded size (issue 15: "unknown keys of any length reported in bounded text").
+inline constexpr std::size_t max_quoted_key_bytes = 64;
+
+/// `key` as one reference token of a JSON pointer (RFC 6901 section 3: '~' is written "~0" and
+/// '/' is written "~1"), with control characters as <0xNN> so that a message stays on one line,
+/// cut after `max_quoted_key_bytes` bytes (at a UTF-8 character boundary) with "...".
+inline std::string pointer_token(std::string_view key) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  std::size_t i = 0;
+  for (; i < key.size() && i < max_quoted_key_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(key[i]);
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else if (c < 0x20 || c == 0x7F)
+      out.append("<0x").append(1, hex[c >> 4]).append(1, hex[c & 0xF]).append(1, '>');
+    else
+      out += static_cast<char>(c);
+  }
+  if (i < key.size()) {
+    // Back off to the first byte of the character that was cut (continuation bytes are 10xxxxxx).
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
 /// Where a value sits: the file (or override source) and the JSON pointer inside it.
 struct location {
   std::string file;
   std::string path;  ///< JSON pointer, e.g. "/accelerator/op/matmul/tflops"
-  [[nodiscard]] location child(std::string_view key) const { return {file, path + "/" + std::string(key)}; }
+  [[nodiscard]] location child(std::string_view key) const {
+    std::string out = path;
+    out.append("/").append(pointer_token(key));  // append: GCC 12 -Wrestrict misfires on "/" + temporary
+    return {file, std::move(out)};
+  }
   [[nodiscard]] std::string where() const { return path.empty() ? "/" : path; }
 };
 
@@ -148,14 +185,12 @@ inline void read(const value& v, const location& at, std::int64_t& out) {
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
-      out = static_cast<std::int64_t>(d);
-      return;
-    }
     // Integer literals beyond uint64 reach us as doubles: say so rather than "expected an integer".
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2233720368547758e18)
       fail(at, "integer " + show(v) + " is out of range");
-    fail(at, "expected an integer, got " + show(v));
+    // 3.2e1 or 32.0 is refused, not rounded: a count written as a real number is a typo or a
+    // computed value, and reading 32.5 as 32 would pass silently (issue 15).
+    fail(at, "expected an integer, got " + show(v) + " (written with a fraction or an exponent)");
   }
   fail(at, "expected an integer, got " + describe(v));
 }
@@ -406,12 +441,88 @@ inline std::string line_column(std::string_view text, std::size_t offset) {
 
 }  // namespace detail
 
+namespace detail {
+/// Finds the first key that an object repeats. nlohmann keeps the last of duplicate keys and
+/// RFC 8259 section 4 leaves the meaning open, so a repeated key (`"tp_size": 2, ... "tp_size": 4`)
+/// would pass silently; this SAX pass names it by its JSON pointer instead.
+class duplicate_key_finder final : public nlohmann::json_sax<value> {
+ public:
+  /// Pointer of the repeated key; empty when there is none.
+  std::string duplicate;
+
+  bool null() override { return element_done(); }
+  bool boolean(bool) override { return element_done(); }
+  bool number_integer(number_integer_t) override { return element_done(); }
+  bool number_unsigned(number_unsigned_t) override { return element_done(); }
+  bool number_float(number_float_t, const string_t&) override { return element_done(); }
+  bool string(string_t&) override { return element_done(); }
+  bool binary(binary_t&) override { return element_done(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    container& top = stack_.back();
+    top.member = k;
+    if (top.keys.insert(k).second) return true;
+    duplicate = pointer();
+    return false;  // stops the parse
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override { return false; }
+
+ private:
+  struct container {
+    bool is_object = false;
+    std::set<std::string, std::less<>> keys;
+    std::string member;     ///< the key being read (objects)
+    std::size_t index = 0;  ///< the element being read (arrays)
+  };
+  std::vector<container> stack_;
+
+  bool open(bool is_object) {
+    stack_.push_back({is_object, {}, {}, 0});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return element_done();
+  }
+  bool element_done() {
+    if (!stack_.empty() && !stack_.back().is_object) ++stack_.back().index;
+    return true;
+  }
+  std::string pointer() const {
+    std::string out;
+    for (const container& c : stack_)
+      out.append("/").append(c.is_object ? pointer_token(c.member) : std::to_string(c.index));
+    return out;
+  }
+};
+
+/// Throws a `config_error` naming the first repeated key of `text` (already known to parse).
+inline void refuse_duplicate_keys(std::string_view text, const std::string& source) {
+  duplicate_key_finder finder;
+  value::sax_parse(text.begin(), text.end(), &finder);
+  if (!finder.duplicate.empty())
+    throw config_error("llmsim::json", finder.duplicate,
+                       finder.duplicate + ": duplicate key (an object may name each key once)", source);
+}
+
+/// The UTF-8 byte-order mark, which nlohmann's reader skips at the start of the text.
+inline constexpr std::string_view utf8_byte_order_mark = "\xEF\xBB\xBF";
+}  // namespace detail
+
 /// Parses JSON text; `source` names it in errors. Every failure is a `config_error`.
 inline value parse_text(std::string_view text, const std::string& source) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-    throw config_error("llmsim::json", "/", "/: the file is empty", source);
+  const bool has_mark = text.substr(0, 3) == detail::utf8_byte_order_mark;
+  const std::string_view body = has_mark ? text.substr(3) : text;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw config_error("llmsim::json", "/",
+                       has_mark ? "/: the file is empty (only a byte-order mark)" : "/: the file is empty", source);
   try {
-    return value::parse(text.begin(), text.end());
+    value v = value::parse(text.begin(), text.end());
+    detail::refuse_duplicate_keys(text, source);
+    return v;
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
@@ -431,16 +542,37 @@ inline value parse_text(std::string_view text, const std::string& source) {
   }
 }
 
-/// Reads and parses a JSON file.
+/// Largest config file read, in bytes. The largest shipped or SimuMax config is well under 1 MiB;
+/// the cap keeps `/dev/zero`-like inputs from growing memory without bound (issue 15).
+inline constexpr std::uintmax_t max_config_file_bytes = std::uintmax_t{64} << 20;
+
+/// Reads and parses a JSON file. Only regular files (or links to them) of at most
+/// `max_config_file_bytes` are read: a directory, FIFO, device or socket is refused before reading.
 inline value read_file(const std::filesystem::path& file) {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
+  const auto status = std::filesystem::status(file, ec);
+  if (std::filesystem::is_directory(status))
     throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw config_error("llmsim::json", "", "is not a regular file (a FIFO, device or socket); configs are files",
+                       file.string());
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > max_config_file_bytes)
+    throw config_error("llmsim::json", "",
+                       "is " + std::to_string(size) + " bytes; config files larger than 64 MiB are refused",
+                       file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw config_error("llmsim::json", "", "cannot open the file", file.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_text(buffer.str(), file.string());
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  while (in && text.size() <= max_config_file_bytes) {  // chunks, so a file that grows is still bounded
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (text.size() > max_config_file_bytes)
+    throw config_error("llmsim::json", "", "grew beyond 64 MiB while being read; config files larger are refused",
+                       file.string());
+  return parse_text(text, file.string());
 }
 
 namespace detail {
@@ -527,12 +659,16 @@ inline void merge_overrides(value& target, const value& overrides, const std::st
 }
 
 /// Reads `text` of `--set key=text` as JSON when it parses (12, true, "x", null), else as a string.
+/// JSON that repeats a key is a `config_error` (source "--set"), as it is in a file.
 inline value override_value(std::string_view text) {
+  value v;
   try {
-    return value::parse(text.begin(), text.end());
+    v = value::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e999
     return std::string(text);
   }
+  detail::refuse_duplicate_keys(text, "--set");
+  return v;
 }
 
 // ---- model and strategy ----------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -440,6 +441,55 @@ TEST(Json, PipelineScheduleNamesItsValues) {
                  "s.json: llmsim::json: /pipeline_schedule: expected one of \"1f1b\", \"interleaved_1f1b\", "
                  "\"zb_h1\", \"dualpipev\", got \"gpipe\"");
   }
+}
+
+// RFC 6901 section 3: in a reference token '~' is written "~0" and '/' is written "~1"; a message
+// quotes at most detail::max_quoted_key_bytes (64) bytes of a key, cut before a split character.
+TEST(Json, PointerTokensAreEscapedAndBounded) {
+  EXPECT_EQ(lj::detail::pointer_token("tp_size"), "tp_size");
+  EXPECT_EQ(lj::detail::pointer_token("a/b~c"), "a~1b~0c");
+  EXPECT_EQ(lj::detail::pointer_token("~1"), "~01");  // not "~1": that would read back as "/"
+  EXPECT_EQ(lj::detail::pointer_token("line\nbreak"), "line<0x0A>break");
+  EXPECT_EQ(lj::detail::pointer_token(std::string(64, 'k')), std::string(64, 'k'));
+  EXPECT_EQ(lj::detail::pointer_token(std::string(65, 'k')), std::string(64, 'k') + "...");
+  // 63 ASCII bytes then a 2-byte character: byte 64 is its lead byte, so the character is dropped.
+  EXPECT_EQ(lj::detail::pointer_token(std::string(63, 'k') + "\xC3\xA9" + "z"), std::string(63, 'k') + "...");
+}
+
+TEST(Json, RepeatedKeysAreRefusedWithTheirPointer) {
+  const auto refused = [](const std::string& text) {
+    try {
+      (void)lj::parse_text(text, "t.json");
+    } catch (const llmsim::config_error& e) { return e.field(); }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(R"({"a": 1, "a": 2})"), "/a");
+  EXPECT_EQ(refused(R"({"a": [0, {"b": 1}, {"c": {"d": 1, "d": 1}}]})"), "/a/2/c/d");
+  EXPECT_EQ(refused(R"({"x/y": {"k": [], "k": {}}})"), "/x~1y/k");
+  EXPECT_EQ(refused(R"([{"a": 1}, {"a": 1}])"), "accepted");  // the same key in two objects is fine
+  EXPECT_EQ(lj::override_value(R"({"a": 1, "b": 2})"), lj::value::parse(R"({"a": 1, "b": 2})"));
+  EXPECT_THROW((void)lj::override_value(R"({"a": 1, "a": 2})"), llmsim::config_error);
+}
+
+TEST(Json, OnlyRegularFilesOfBoundedSizeAreRead) {
+  const fs::path dir = fs::temp_directory_path() / "llmsim_test_json_files";
+  fs::create_directories(dir);
+  const auto rule_of = [](const fs::path& file) {
+    try {
+      (void)lj::read_file(file);
+    } catch (const llmsim::config_error& e) { return e.rule(); }
+    return std::string("read");
+  };
+  EXPECT_EQ(rule_of(dir), "is a directory, not a config file");
+  EXPECT_EQ(rule_of("/dev/zero"), "is not a regular file (a FIFO, device or socket); configs are files");
+  // A sparse file one byte over 64 MiB: refused by its size before a byte is read.
+  const fs::path big = dir / "big.json";
+  { std::ofstream(big) << "{}"; }
+  fs::resize_file(big, (std::uintmax_t{64} << 20) + 1);
+  EXPECT_EQ(rule_of(big), "is 67108865 bytes; config files larger than 64 MiB are refused");
+  fs::resize_file(big, 2);
+  EXPECT_EQ(rule_of(big), "read");
+  fs::remove_all(dir);
 }
 
 }  // namespace llmsim_test_json
