@@ -2,12 +2,14 @@
 # Builds llmsim with GCC 12 and with Clang 14 (warnings as errors) and runs every test:
 # the source format (clang-format), static, runtime, compile_fail, bad-input corpus, consumers,
 # single-header staleness, examples; the GCC pass (Release) also runs the sanitizer build, the
-# consumer builds and the per-header build, the Clang pass (-O1) the rest. Installs missing Debian packages first (needs root).
+# consumer builds and the per-header build, the Clang pass (-O1) the rest; then 60 s of libFuzzer
+# (scripts/fuzz.sh). Installs missing Debian packages first (needs root).
 # This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make g++ clang clang-format-14 python3 libboost-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+packages=(cmake make g++ clang libclang-rt-14-dev clang-format-14 python3 libboost-dev nlohmann-json3-dev libgtest-dev
+  libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -37,3 +39,7 @@ for compiler in g++ clang++; do
   cmake --build "$dir" -j"$jobs"
   (cd "$dir" && ctest --output-on-failure -j"$jobs" "${skip[@]}")
 done
+
+# libFuzzer over the estimate for a bounded time (tests/fuzz; scripts/fuzz.sh runs it as long as asked).
+echo "=== fuzz: 60 s (scripts/fuzz.sh) ==="
+bash scripts/fuzz.sh 60

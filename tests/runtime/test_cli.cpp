@@ -468,7 +468,7 @@ TEST(CliValidate, CaseSystemOverridesApply) {
   EXPECT_EQ(j["exit_status"], 5);
   ASSERT_EQ(j["cases"].size(), 1U);
   EXPECT_EQ(j["cases"][0]["error"], (source_dir / "configs" / "system" / "h100_sxm.json").string() +
-                                        ": llmsim::system: system.accelerator.mem_gbs=-1 must be a positive number");
+                                        ": llmsim::system: system.accelerator.mem_gbs=-1 must be in (0, 1e+05] GiB");
 }
 
 // Every case estimated: status 0, and the text and JSON outputs agree on it.

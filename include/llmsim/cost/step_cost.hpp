@@ -94,7 +94,7 @@ constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& 
     // Next bucket to become ready: the one whose fill completes first.
     const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
     const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
-    const bool take_dense = ready_d <= ready_e;
+    const bool take_dense = k >= ne || (i < nd && ready_d <= ready_e);  // never past a list's end, even for NaN
     const double ready = take_dense ? ready_d : ready_e;
     stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
     if (take_dense)

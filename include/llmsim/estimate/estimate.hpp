@@ -9,6 +9,7 @@
 /// ```
 #pragma once
 
+#include <llmsim/core/checked.hpp>
 #include <llmsim/core/units.hpp>
 #include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/cost/muon_cost.hpp>
@@ -856,7 +857,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.expert_params) r.expert_params += l.params * n;
       r.quantized_params += l.quantized_params * n;
       if (l.expert_params) r.quantized_expert_params += l.quantized_params * n;
-      r.quantized_weight_mem += bytes{static_cast<std::int64_t>(l.quantized_weight_bytes * n)};
+      r.quantized_weight_mem += bytes_from(l.quantized_weight_bytes * n);
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
@@ -964,8 +965,8 @@ constexpr void plan_sharded_passes(stage_result& r, const job_context& j, const 
   r.bwd_shard_exposed_time = seconds{sharded_backward_exposed(plan.units, s.zero_state >= 3 || s.overlap_grad_reduce)};
   // Groups of one rank (dense dp·cp; edp when there are experts): every shard is the whole tensor.
   if (dp_size(s) * s.cp_size == 1 && (r.expert_params <= 0 || edp_size(s) == 1)) return;
-  if (s.zero_state >= 3) r.gathered_param_mem = bytes{static_cast<std::int64_t>(pair * j.c->element_bytes())};
-  r.unsharded_grad_mem = bytes{static_cast<std::int64_t>(largest * stage_grad_bytes(j))};
+  if (s.zero_state >= 3) r.gathered_param_mem = bytes_from(pair * j.c->element_bytes());
+  r.unsharded_grad_mem = bytes_from(largest * stage_grad_bytes(j));
 }
 
 /// Model memory of a stage: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1
@@ -978,16 +979,14 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
   // ZeRO-2 shards the gradients, ZeRO-3 also the weights, as the optimizer state (ZeRO paper §5.1-5.3).
   const auto sharded = [&](double per_param) {
-    return bytes{static_cast<std::int64_t>((r.params - r.expert_params) * per_param / shard +
-                                           r.expert_params * per_param / expert_shard)};
+    return bytes_from((r.params - r.expert_params) * per_param / shard + r.expert_params * per_param / expert_shard);
   };
-  r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
+  r.weight_mem = bytes_from(r.params * j.c->element_bytes());
   // FP8 (TE): quantized weight copies beside the bf16 weights; with fp8_param_gather (Megatron
   // --fp8-param-gather) the quantized copies are the parameters and the bf16 copy is gone.
-  if (s.fp8 && s.fp8_param_gather)
-    r.weight_mem = bytes{static_cast<std::int64_t>((r.params - r.quantized_params) * j.c->element_bytes())};
+  if (s.fp8 && s.fp8_param_gather) r.weight_mem = bytes_from((r.params - r.quantized_params) * j.c->element_bytes());
   r.weight_mem += r.quantized_weight_mem;
-  r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
+  r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
   r.optimizer_state_mem = bytes{
@@ -1003,9 +1002,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
                                    (r.expert_params - r.muon_expert_params) * parameters::adam_state_bytes_per_param) /
                                       expert_shard)};
   }
-  r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
-  r.workspace_mem = bytes{static_cast<std::int64_t>(
-      j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+  r.te_dummy_wgrad_mem = bytes_from(dummy_wgrad_bytes);
+  r.workspace_mem =
+      bytes_from(j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)));
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
@@ -1046,17 +1045,16 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
           ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head))
           : whole;
   const double others = held_by_others(r, s, whole.held);
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
-  r.peak_activation_mem_in_1F1B =
-      bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.fwd_peak)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.bwd_peak)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(whole.held);
+  r.peak_activation_mem_in_1F1B = bytes_from(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak);
+  r.fwd_transient_mem = bytes_from(chunk.fwd_peak);
+  r.bwd_transient_mem = bytes_from(chunk.bwd_peak);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(others + chunk.fwd_peak);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(others + chunk.bwd_peak);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_site : chunk.bwd_site;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// The stage's data-parallel sync from its DDP buckets: the unoverlapped reductions and gathers
@@ -1227,20 +1225,20 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   }
   r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
   r.micro_batches_in_flight = (peak_sets + 1) / 2;  // activation sets of half a micro-batch's layers each
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
   r.v_chunk_held = {chunk[0].held, chunk[1].held};
   r.v_chunk_fwd_peak = {chunk[0].fwd_peak, chunk[1].fwd_peak};
   r.v_chunk_bwd_peak = {chunk[0].bwd_peak, chunk[1].bwd_peak};
   const double fwd = chunk[0].fwd_peak > chunk[1].fwd_peak ? chunk[0].fwd_peak : chunk[1].fwd_peak;
   const double bwd = chunk[0].bwd_peak > chunk[1].bwd_peak ? chunk[0].bwd_peak : chunk[1].bwd_peak;
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
+  r.fwd_transient_mem = bytes_from(fwd);
+  r.bwd_transient_mem = bytes_from(bwd);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(fwd_top);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(bwd_top);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// Interleaved 1F1B over described chunks: each chunk's own forward and backward time (what the
@@ -1297,16 +1295,16 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
+  r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
+  r.fwd_transient_mem = bytes_from(fwd);
+  r.bwd_transient_mem = bytes_from(bwd);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(fwd_top);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(bwd_top);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// The matrices one leaf hands to Muon (Megatron layer_wise_optimizer.py
@@ -1680,7 +1678,7 @@ constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const s
       mem.peak_stage = static_cast<std::int64_t>(i);
     }
   }
-  mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
+  mem.peak_mem_with_reserved = bytes_from(static_cast<double>(mem.peak_mem.value) / s.mem_factor);
   mem.device_mem = device_memory(sys);
   mem.fits = mem.peak_mem <= mem.device_mem;
   mem.over_by = mem.fits ? bytes{} : mem.peak_mem - mem.device_mem;

@@ -537,6 +537,17 @@ constexpr void validate_context_parallel(const strategy_spec& s) {
                  s.seq_len, 2 * s.cp_size);
 }
 
+/// Deepest pipeline accepted. Published runs use at most 64 stages (Narayanan et al. 2021, "Efficient
+/// Large-Scale Language Model Training on GPU Clusters", Table 1: 1T parameters at pp 64); the 1F1B
+/// simulation costs about 4p^2 rank steps before its steady-phase shortcut (schedule/one_f_one_b.hpp),
+/// so 128 stages (twice the deepest) keep an estimate under a second.
+inline constexpr std::int64_t max_pipeline_stages = 128;
+
+/// Most forward passes (stages x micro-batches x model chunks) simulated one by one: 2^24, e.g. 128
+/// stages x 131,072 micro-batches, well past any real job (100,000 micro-batches of issue 15's scale
+/// list) and about a second of simulation. Plain 1F1B stops at its steady phase and has no limit.
+inline constexpr double max_simulated_passes = 16777216.0;
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -549,6 +560,21 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
   require_size(api, "strategy.tp_size", s.tp_size, 1);
   require_size(api, "strategy.cp_size", s.cp_size, 1);
   require_size(api, "strategy.pp_size", s.pp_size, 1);
+  if (s.pp_size > max_pipeline_stages)
+    report_error(api, "strategy.pp_size",
+                 "strategy.pp_size={} exceeds {} pipeline stages (the schedule simulation grows with the square of "
+                 "the stage count)",
+                 s.pp_size, max_pipeline_stages);
+  const bool pass_by_pass =
+      s.interleaving_size > 1 || (s.pipeline_schedule && (*s.pipeline_schedule == pipeline_schedule_kind::zb_h1 ||
+                                                          *s.pipeline_schedule == pipeline_schedule_kind::dualpipev));
+  const double passes = static_cast<double>(s.pp_size) * static_cast<double>(s.micro_batch_num) *
+                        static_cast<double>(s.interleaving_size);
+  if (s.pp_size > 1 && pass_by_pass && passes > max_simulated_passes)
+    report_error(api, "strategy.micro_batch_num",
+                 "strategy.pp_size*micro_batch_num*interleaving_size={} exceeds {}: the interleaved, ZB-H1 and "
+                 "DualPipeV schedules are simulated pass by pass",
+                 passes, max_simulated_passes);
   require_size(api, "strategy.ep_size", s.ep_size, 1);
   require_size(api, "strategy.etp_size", s.etp_size, 1);
   require_size(api, "strategy.interleaving_size", s.interleaving_size, 1);
@@ -635,8 +661,11 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
   if (s.zero_state < 0 || s.zero_state > 3)
     report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
   validate_sharding(s);
-  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
-    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
+  // A caching allocator reserves more than it allocates, but not twice as much: PyTorch's splits
+  // blocks and rounds to 2 MiB / 20 MiB segments (c10/cuda/CUDACachingAllocator.cpp); SimuMax uses 0.94.
+  if (!detail::is_finite(s.mem_factor) || s.mem_factor < 0.5 || s.mem_factor > 1)
+    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in [0.5, 1] (allocated / reserved)",
+                 s.mem_factor);
   if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
     report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)",
                  s.attention_sparse_ratio);

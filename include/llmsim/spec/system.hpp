@@ -210,7 +210,103 @@ struct system_spec {
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
+/// The ranges a real device or network can have (issue 15), wide by orders of magnitude around
+/// today's parts — A100 312 and B300 about 5,000 dense TFLOP/s, HBM 1.5-8 TB/s, links 25-900 GB/s
+/// (SimuMax's system files) — yet finite, so every time and rate an estimate prints stays finite.
+namespace system_limits {
+inline constexpr double min_tflops = 1e-3;     ///< TFLOP/s: 1 GFLOP/s
+inline constexpr double max_tflops = 1e6;      ///< TFLOP/s: 1 EFLOP/s on one device
+inline constexpr double min_gbps = 1e-3;       ///< GB/s: 1 MB/s
+inline constexpr double max_gbps = 1e6;        ///< GB/s: 1 PB/s
+inline constexpr double max_latency_us = 1e6;  ///< one second for one kernel or one message
+/// Efficiency factors are fractions of a data-sheet rate; measured ones exceed 1 where a table's
+/// convention differs from the data sheet (SimuMax's network tables reach 1.45, its GEMM tables
+/// 1.20), never by 2x.
+inline constexpr double max_efficient_factor = 2;
+inline constexpr double max_mem_gbs = 1e5;           ///< GiB of one device: 100 TiB
+inline constexpr double max_collective_scale = 1e3;  ///< bytes moved per byte of a collective's size
+}  // namespace system_limits
+
 namespace detail {
+/// `v` is finite and in [lo, hi] (in (0, hi] when `lo` is 0 and `zero_allowed` is false).
+constexpr bool in_range(double v, double lo, double hi, bool zero_allowed = true) {
+  return is_finite(v) && v >= lo && v <= hi && (zero_allowed || v > 0);
+}
+}  // namespace detail
+
+namespace detail {
+/// The error-field names of a bandwidth entry's values (an HBM kind, or a network tier's link).
+struct bandwidth_fields {
+  std::string_view gbps, efficient_factor, latency_us, fixed_latency, fixed_latency_us_by_comm_num;
+};
+inline constexpr bandwidth_fields accelerator_bandwidth_fields{
+    "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.efficient_factor",
+    "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.fixed_latency",
+    "system.accelerator.bandwidth.fixed_latency_us_by_comm_num"};
+inline constexpr bandwidth_fields network_bandwidth_fields{
+    "system.networks.bandwidth.gbps", "system.networks.bandwidth.efficient_factor",
+    "system.networks.bandwidth.latency_us", "system.networks.bandwidth.fixed_latency",
+    "system.networks.bandwidth.fixed_latency_us_by_comm_num"};
+
+/// A bandwidth entry in range. Its dotted path is `head` + `name` + `tail`
+/// ("system.networks." "inter_node" ".bandwidth").
+constexpr void validate_bandwidth(const bandwidth_spec& bw, std::string_view head, std::string_view name,
+                                  std::string_view tail, const bandwidth_fields& f) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(bw.gbps, min_gbps, max_gbps))
+    report_error(api, f.gbps, "{}{}{}.gbps={} must be in [{}, {}] GB/s", head, name, tail, bw.gbps, min_gbps, max_gbps);
+  if (!in_range(bw.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, f.efficient_factor, "{}{}{}.efficient_factor={} must be in (0, {}]", head, name, tail,
+                 bw.efficient_factor, max_efficient_factor);
+  if (!in_range(bw.latency_us, 0, max_latency_us))
+    report_error(api, f.latency_us, "{}{}{}.latency_us={} must be in [0, {}] us", head, name, tail, bw.latency_us,
+                 max_latency_us);
+  if (!in_range(bw.fixed_latency, 0, max_latency_us))
+    report_error(api, f.fixed_latency, "{}{}{}.fixed_latency={} must be in [0, {}] us", head, name, tail,
+                 bw.fixed_latency, max_latency_us);
+  const auto& by_n = bw.fixed_latency_us_by_comm_num;
+  for (std::size_t e = 0; e < by_n.count; ++e)
+    if (!in_range(by_n.entries[e].second, 0, max_latency_us))
+      report_error(api, f.fixed_latency_us_by_comm_num,
+                   "{}{}{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", head, name, tail,
+                   by_n.entries[e].first, by_n.entries[e].second, max_latency_us);
+}
+
+/// One collective entry of a network tier in range.
+constexpr void validate_collective(const collective_spec& op, std::string_view tier, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.scale, 0, max_collective_scale, false))
+    report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be in (0, {}]", tier, kind,
+                 op.scale, max_collective_scale);
+  if (!in_range(op.offset, -1, 1))
+    report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", tier, kind,
+                 op.offset);
+  if (op.efficient_factor && !in_range(*op.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, "system.networks.op.efficient_factor",
+                 "system.networks.{}.op.{}.efficient_factor={} must be in (0, {}]", tier, kind, *op.efficient_factor,
+                 max_efficient_factor);
+  if (op.latency_us && !in_range(*op.latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be in [0, {}] us",
+                 tier, kind, *op.latency_us, max_latency_us);
+  if (op.fixed_latency_us && !in_range(*op.fixed_latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.fixed_latency_us",
+                 "system.networks.{}.op.{}.fixed_latency_us={} must be in [0, {}] us", tier, kind, *op.fixed_latency_us,
+                 max_latency_us);
+  for (std::size_t e = 0; e < op.fixed_latency_us_by_comm_num.count; ++e)
+    if (!in_range(op.fixed_latency_us_by_comm_num.entries[e].second, 0, max_latency_us))
+      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
+                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", tier, kind,
+                   op.fixed_latency_us_by_comm_num.entries[e].first, op.fixed_latency_us_by_comm_num.entries[e].second,
+                   max_latency_us);
+  for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+    if (!in_range(op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps))
+      report_error(api, "system.networks.op.dp_fixed_bw",
+                   "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be in [{}, {}] GB/s", tier, kind,
+                   op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
+}
+
 /// The network tiers of a system: bandwidths, latencies and collective factors in range.
 constexpr void validate_networks(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -218,44 +314,36 @@ constexpr void validate_networks(const system_spec& sys) {
     report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+    if (!in_range(net.processor_usage, 0, 1))
       report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
                    net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
-      report_error(api, "system.networks.bandwidth.gbps",
-                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
-      report_error(api, "system.networks.bandwidth.efficient_factor",
-                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
-                   net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
-      report_error(api, "system.networks.bandwidth.latency_us",
-                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
-                   net.bandwidth.latency_us);
-    for (std::size_t c = 0; c < net.op.size(); ++c) {
-      const auto& op = net.op[c];
-      if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0)
-        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
-                     net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
-        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
-                     net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
-        report_error(api, "system.networks.op.efficient_factor",
-                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
-                     collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
-        report_error(api, "system.networks.op.latency_us",
-                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
-                     collective_kind_names[c], *op.latency_us);
-      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
-          report_error(api, "system.networks.op.dp_fixed_bw",
-                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
-                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
-    }
+    validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
+    for (std::size_t c = 0; c < net.op.size(); ++c)
+      if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
   }
+}
+
+/// One compute entry of the accelerator in range.
+constexpr void validate_compute_op(const compute_op_spec& op, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.tflops, min_tflops, max_tflops))
+    report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be in [{}, {}] TFLOP/s",
+                 kind, op.tflops, min_tflops, max_tflops);
+  // 0 is SimuMax's "no flat factor": only the measured shapes price this kind (compute_cost.hpp).
+  if (!in_range(op.efficient_factor, 0, max_efficient_factor))
+    report_error(api, "system.accelerator.op.efficient_factor",
+                 "system.accelerator.op.{}.efficient_factor={} must be in [0, {}]", kind, op.efficient_factor,
+                 max_efficient_factor);
+  for (const auto& e : op.accurate_efficient_factor)
+    if (!in_range(e.efficiency, 0, max_efficient_factor, false))
+      report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                   "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be in (0, {}]", kind, e.shape,
+                   e.efficiency, max_efficient_factor);
+  if (!op.accurate_efficient_factor.is_sorted())
+    report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                 "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
+                 kind);
 }
 }  // namespace detail
 
@@ -265,11 +353,10 @@ constexpr void validate(const system_spec& sys) {
   using detail::report_error;
   if (sys.num_per_node < 1 || sys.num_per_node > 1024)
     report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
-  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0)
-    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number",
-                 sys.accelerator.mem_gbs);
-  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 ||
-      sys.accelerator.compute_capability > 100)
+  if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
+    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
+                 sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
+  if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
                  sys.accelerator.compute_capability);
@@ -282,40 +369,12 @@ constexpr void validate(const system_spec& sys) {
     report_error(
         api, "system.accelerator.bandwidth.default",
         "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
-  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k) {
-    const auto& op = sys.accelerator.op[k];
-    if (!op.present) continue;
-    if (!detail::is_finite(op.tflops) || op.tflops <= 0)
-      report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number",
-                   compute_kind_names[k], op.tflops);
-    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0)
-      report_error(api, "system.accelerator.op.efficient_factor",
-                   "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k],
-                   op.efficient_factor);
-    for (const auto& e : op.accurate_efficient_factor)
-      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0)
-        report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                     "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number",
-                     compute_kind_names[k], e.shape, e.efficiency);
-    if (!op.accurate_efficient_factor.is_sorted())
-      report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                   "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
-                   compute_kind_names[k]);
-  }
+  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
+    if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
-    const auto& bw = sys.accelerator.bandwidth[k];
-    if (!bw.present) continue;
-    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0)
-      report_error(api, "system.accelerator.bandwidth.gbps",
-                   "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
-    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0)
-      report_error(api, "system.accelerator.bandwidth.efficient_factor",
-                   "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number",
-                   memory_kind_names[k], bw.efficient_factor);
-    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0)
-      report_error(api, "system.accelerator.bandwidth.latency_us",
-                   "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
-                   bw.latency_us);
+    if (!sys.accelerator.bandwidth[k].present) continue;
+    detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
+                               detail::accelerator_bandwidth_fields);
   }
   detail::validate_networks(sys);
 }

@@ -1,0 +1,109 @@
+// Every field's range, and the arithmetic that could leave the representable range (issue 15):
+// each input below was accepted before and printed a wrong figure with exit status 0, or hung.
+#include <llmsim/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_limits {
+
+namespace lj = llmsim::json;
+
+/// The message of the config_error that estimating catalogue model `model`, strategy name
+/// `strategy` and catalogue system `system` with `--set` overrides gives; "estimated" if none.
+std::string refusal(const std::string& model, const std::string& strategy, const std::string& system,
+                    const lj::value& model_set, const lj::value& strategy_set, const lj::value& system_set) {
+  try {
+    lj::perf_llm perf;
+    perf.configure(strategy, model, system, {}, strategy_set, model_set, system_set);
+    perf.run_estimate();
+  } catch (const llmsim::config_error& e) { return e.rule(); }
+  return "estimated";
+}
+
+std::string system_refusal(const lj::value& set) {
+  return refusal("llama3-8b", "tp2_pp1_dp4", "h100-sxm", lj::value::object(), lj::value::object(), set);
+}
+std::string strategy_refusal(const std::string& strategy, const lj::value& set,
+                             const lj::value& model_set = lj::value::object()) {
+  return refusal("llama3-8b", strategy, "h100-sxm", model_set, set, lj::value::object());
+}
+
+// Numbers print in the shortest form that reads back exactly (std::to_chars): 1e+09, 0.001.
+TEST(Limits, SystemRatesAndLatenciesHaveRealRanges) {
+  // 1e-300 TFLOP/s made every time infinite and the data-parallel overlap loop spin forever.
+  EXPECT_EQ(system_refusal({{"accelerator.op.matmul.tflops", 1e-300}}),
+            "system.accelerator.op.matmul.tflops=1e-300 must be in [0.001, 1e+06] TFLOP/s");
+  EXPECT_EQ(system_refusal({{"accelerator.op.default.efficient_factor", 5}}),
+            "system.accelerator.op.default.efficient_factor=5 must be in [0, 2]");
+  EXPECT_EQ(system_refusal({{"accelerator.mem_gbs", 1e9}}),
+            "system.accelerator.mem_gbs=1e+09 must be in (0, 1e+05] GiB");
+  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.latency_us", 1e308}}),
+            "system.networks.high_intra_node.bandwidth.latency_us=1e+308 must be in [0, 1e+06] us");
+  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.fixed_latency", -1}}),
+            "system.networks.high_intra_node.bandwidth.fixed_latency=-1 must be in [0, 1e+06] us");
+  EXPECT_EQ(system_refusal({{"accelerator.bandwidth.default.gbps", 1e7}}),
+            "system.accelerator.bandwidth.default.gbps=1e+07 must be in [0.001, 1e+06] GB/s");
+  // The edges themselves are accepted.
+  EXPECT_EQ(system_refusal({{"accelerator.op.default.efficient_factor", 2}}), "estimated");
+  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.latency_us", 1e6}}), "estimated");
+}
+
+TEST(Limits, MemFactorIsAnAllocatorRatio) {
+  // 1e-9 turned the reserved memory (peak / mem_factor) into a negative number.
+  EXPECT_EQ(strategy_refusal("tp2_pp1_dp4", {{"mem_factor", 1e-9}}),
+            "strategy.mem_factor=1e-09 must be in [0.5, 1] (allocated / reserved)");
+  EXPECT_EQ(strategy_refusal("tp2_pp1_dp4", {{"mem_factor", 0.5}}), "estimated");
+}
+
+TEST(Limits, PipelineSimulationIsBounded) {
+  // pp 10,000 x 100,000 micro-batches ended in std::bad_alloc.
+  EXPECT_EQ(strategy_refusal("tp8_pp10000_dp1_mbc100000", lj::value::object(), {{"layer_num", 10000}}),
+            "strategy.pp_size=10000 exceeds 128 pipeline stages (the schedule simulation grows with the square of "
+            "the stage count)");
+  // ZB-H1 is simulated pass by pass: 128 x 200,000 = 25,600,000 passes > 2^24 = 16,777,216.
+  EXPECT_EQ(strategy_refusal("tp8_pp128_dp1_mbc200000", {{"pipeline_schedule", "zb_h1"}}, {{"layer_num", 1024}}),
+            "strategy.pp_size*micro_batch_num*interleaving_size=25600000 exceeds 16777216: the interleaved, ZB-H1 "
+            "and DualPipeV schedules are simulated pass by pass");
+}
+
+TEST(Limits, ByteCountsBeyondInt64AreRefusedNotWrapped) {
+  // hidden 2,147,483,520 x vocab 2,147,483,647: the embedding alone is 4.6e18 parameters, its fp32
+  // gradient 1.8e19 bytes > 2^63 = 9.2e18. The cast used to print -8192 PiB with exit status 0.
+  const std::string rule =
+      refusal("llama3-8b", "tp1", "h100-sxm", {{"hidden_size", 2147483520}, {"vocab_size", 2147483647}},
+              lj::value::object(), lj::value::object());
+  EXPECT_NE(rule.find("is beyond 8 EiB: the job is larger than llmsim represents"), std::string::npos) << rule;
+}
+
+TEST(Limits, ScaleListFinishesWithFiniteFigures) {
+  // issue 15's scale list: 1,048,576 GPUs; 10 M-token sequences; 100,000 micro-batches; 10,000 layers.
+  struct job {
+    const char* strategy;
+    lj::value strategy_set, model_set;
+  };
+  const job jobs[] = {
+      {"tp8_pp4_dp32768_mbc16", lj::value::object(), lj::value::object()},
+      {"tp8_dp1", {{"seq_len", 10000000}}, {{"max_position_embeddings", nullptr}}},
+      {"tp8_pp4_dp1_mbc100000", lj::value::object(), lj::value::object()},
+      {"tp8_pp100_dp1_mbc1000", lj::value::object(), {{"layer_num", 10000}}},
+  };
+  for (const auto& j : jobs) {
+    SCOPED_TRACE(j.strategy);
+    lj::perf_llm perf;
+    perf.configure(j.strategy, "llama3-8b", "h100-sxm", {}, j.strategy_set, j.model_set);
+    const auto t0 = std::chrono::steady_clock::now();
+    perf.run_estimate();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto& cost = perf.analysis_cost();
+    EXPECT_TRUE(std::isfinite(cost.duration_time_per_iter.value) && cost.duration_time_per_iter.value > 0);
+    EXPECT_TRUE(cost.mfu > 0 && cost.mfu <= 1) << cost.mfu;
+    EXPECT_GT(perf.analysis_mem().peak_mem.value, 0);
+    EXPECT_LT(seconds, 5.0);  // a hang guard only; the speed itself is in the README's performance section
+  }
+}
+
+}  // namespace llmsim_test_limits
