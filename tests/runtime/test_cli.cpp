@@ -562,7 +562,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
       if (e["name"] == name) return e;
     return json();
   };
-  ASSERT_EQ(j["models"].size(), 19U);
+  ASSERT_EQ(j["models"].size(), 21U);
   const json llama = find("models", "llama3-70b");
   EXPECT_EQ(llama["model_type"], "dense");
   EXPECT_EQ(llama["hidden_size"], 8192);

@@ -410,7 +410,8 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
             "llama2-13b llama2-70b "
             "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 "
             "mixtral-8x7b mixtral-8x22b "
-            "qwen3-30b-a3b qwen3-235b-a22b kimi-k2 gpt-oss-120b nemotron-3-nano-30b-a3b deepseek-v4-flash");
+            "qwen3-30b-a3b qwen3-235b-a22b kimi-k2 gpt-oss-120b nemotron-3-nano-30b-a3b deepseek-v4-flash "
+            "nemotron-3-super-120b-a12b nemotron-3.5-lightning-30b-a3b");
   EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
             "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
             "h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");

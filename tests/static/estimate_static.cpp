@@ -23,6 +23,9 @@ constexpr estimate_result nano_b200 = estimate(catalogue::nemotron_3_nano_30b_a3
 static_assert(nano_b200.mem.peak_mem < 180_GiB);
 static_assert(nano_b200.cost.mfu > 0 && nano_b200.cost.mfu < 1);
 static_assert(parameter_count(catalogue::nemotron_3_nano_30b_a3b, 131072) == 31577937344.0);
+// Nemotron 3 Super (LatentMoE, one "*E" MTP layer): parameters by hand in
+// tests/runtime/test_latent_moe.cpp (120 668 687 360 + the MTP layer's 2 942 324 736).
+static_assert(parameter_count(catalogue::nemotron_3_super_120b_a12b, 131072) == 123611012096.0);
 
 // Context parallelism (TE ring attention over cp 2) estimates in constant expressions too: each
 // rank holds half of every sequence, so its activations are half those of the same job at cp 1.

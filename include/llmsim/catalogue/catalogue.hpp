@@ -353,6 +353,54 @@ inline constexpr model_spec nemotron_3_nano_30b_a3b{
     .mamba_num_groups = 8,
 };
 
+/// NVIDIA Nemotron 3 Super 120B-A12B (hybrid Mamba-2 / attention / LatentMoE): Hugging Face
+/// nvidia/NVIDIA-Nemotron-3-Super-120B-A12B config.json (model_type nemotron_h: 88 layers, 40
+/// Mamba-2, 40 MoE, 8 attention; hidden 4096; GQA 32/2 heads of 128; 512 experts of 2688, top-22,
+/// moe_latent_size 1024, one shared expert of 5376; squared-ReLU, not gated; Mamba 128 heads of 64,
+/// 8 groups, state 128; vocabulary 131072, untied; num_nextn_predict_layers 1 with
+/// mtp_hybrid_override_pattern "*E"), as Megatron-Bridge's models/nemotronh/nemotron_h_bridge.py maps
+/// it (moe_latent_size, mtp_num_layers; tests/unit_tests/recipes/nemotronh/test_nemotron_3_super.py
+/// asserts 512 / 2688 / 5376 / top-22 / latent 1024 and the "*E" MTP pattern). Model card: 120B
+/// parameters in total, 12B active (without the MTP layer).
+inline constexpr model_spec nemotron_3_super_120b_a12b{
+    .model_type = model_kind::moe,
+    .model_name = "nemotron_3_super_120b_a12b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 2,
+    .head_size = 128,
+    .intermediate_size = 2688,
+    .layer_num = 88,
+    .vocab_size = 131072,
+    .use_swiglu = false,
+    .expert_num = 512,
+    .topk = 22,
+    .moe_ffn_hidden_size = 2688,
+    .moe_shared_expert_intermediate_size = 5376,
+    .position_embedding_type = position_kind::none,
+    .mtp_num_layers = 1,
+    .hybrid_override_pattern =
+        "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+    .mamba_state_dim = 128,
+    .mamba_head_dim = 64,
+    .mamba_num_heads = 128,
+    .mamba_num_groups = 8,
+    .moe_latent_size = 1024,
+    .mtp_hybrid_override_pattern = "*E",
+};
+
+/// NVIDIA Nemotron 3.5 Lightning 30B-A3B: Nemotron 3 Nano's architecture (Megatron-Bridge
+/// recipes/nemotronh/h100/nemotron_3_nano.py `nemotron_3_5_lightning_pretrain_config` starts from
+/// the Nano config and only adds MTP; the Lightning HF config.json has Nano's dimensions and
+/// num_nextn_predict_layers 1) with one MTP depth of pattern "*E" (attention then MoE).
+inline constexpr model_spec nemotron_3_5_lightning_30b_a3b = [] {
+  model_spec m = nemotron_3_nano_30b_a3b;
+  m.model_name.assign("nemotron_3_5_lightning_30b_a3b");
+  m.mtp_num_layers = 1;
+  m.mtp_hybrid_override_pattern.assign("*E");
+  return m;
+}();
+
 /// DeepSeek-V4's csa_compress_ratios for Flash: layers 0 and 1 sliding window only (0), then
 /// CSA (4) and HCA (128) alternating up to layer 42 (CSA), and the MTP layer 0 (HF config.json
 /// `compress_ratios`, 43 + 1 entries; deepseek_v4_bridge.py `_dsv4_compress_ratios`).
@@ -412,7 +460,7 @@ struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 19> models{{
+inline constexpr std::array<named_model, 21> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -432,6 +480,8 @@ inline constexpr std::array<named_model, 19> models{{
     {"gpt-oss-120b", &gpt_oss_120b},
     {"nemotron-3-nano-30b-a3b", &nemotron_3_nano_30b_a3b},
     {"deepseek-v4-flash", &deepseek_v4_flash},
+    {"nemotron-3-super-120b-a12b", &nemotron_3_super_120b_a12b},
+    {"nemotron-3.5-lightning-30b-a3b", &nemotron_3_5_lightning_30b_a3b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------

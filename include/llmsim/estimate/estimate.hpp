@@ -96,8 +96,10 @@ struct stage_block {
 };
 
 /// Most blocks of a stage program: embedding, up to five runs of decoder layers (dense / MoE,
-/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head.
-inline constexpr std::size_t max_stage_blocks = 10;
+/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head; a hybrid model's
+/// stage: embedding, four layer kinds, its MTP prefix, up to four kinds and suffix, each of these
+/// twice with a repeated MTP layer (the parameter-holding depth and the others), the head.
+inline constexpr std::size_t max_stage_blocks = 18;
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [MTP] [final norm, LM head, loss].
 struct stage_program {
@@ -299,7 +301,21 @@ struct job_blocks {
   leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
   /// Hybrid models: one layer of each kind of `hybrid_symbols` ('M', '*', '-', 'E') in the pattern.
   std::array<leaf_block, hybrid_symbols.size()> hybrid_layer{};
+  /// A hybrid model's repeated MTP layer (mtp_use_repeated_layer) at its later depths: the same
+  /// leaves without parameters (the first depth holds them): per layer kind, prefix and suffix.
+  std::array<leaf_block, hybrid_symbols.size()> mtp_hybrid_repeat{};
+  leaf_block mtp_prefix_repeat{}, mtp_suffix_repeat{};
 };
+
+/// `b` without its parameters: a layer that runs again on weights another block holds.
+constexpr leaf_block without_parameters(leaf_block b) {
+  for (std::size_t i = 0; i < b.count; ++i) {
+    b.leaves[i].params = 0;
+    b.leaves[i].quantized_params = 0;
+    b.leaves[i].quantized_weight_bytes = 0;
+  }
+  return b;
+}
 
 /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
 /// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
@@ -343,9 +359,14 @@ constexpr job_blocks build_blocks(const build_context& c) {
   layer_context.quantized = c.s().fp8;
   const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
   if (is_hybrid(c.m())) {
+    const bool mtp = c.m().mtp_num_layers > 0;
     for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
-      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0 ||
+          (mtp && mtp_hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0))
         j.hybrid_layer[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], false);
+    if (mtp && c.m().mtp_use_repeated_layer)
+      for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+        j.mtp_hybrid_repeat[k] = without_parameters(j.hybrid_layer[k]);
   } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
@@ -368,7 +389,29 @@ constexpr job_blocks build_blocks(const build_context& c) {
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
   if (c.m().mtp_num_layers > 0) build_mtp_blocks(j, c);
+  if (c.m().mtp_num_layers > 0 && c.m().mtp_use_repeated_layer) {
+    j.mtp_prefix_repeat = without_parameters(j.mtp_prefix);
+    j.mtp_suffix_repeat = without_parameters(j.mtp_suffix);
+  }
   return j;
+}
+
+/// The MTP depths of a hybrid model on the last stage (hybrid_model.py builds the
+/// MultiTokenPredictionBlock there): each depth's prefix (embedding of the shifted tokens, enorm,
+/// hnorm, eh_proj), the layers of mtp_hybrid_override_pattern, its final norm, output layer and
+/// loss. A repeated layer (mtp_use_repeated_layer) holds its parameters at the first depth only.
+constexpr void add_hybrid_mtp(stage_program& p, const job_blocks& j, const model_spec& m, bool has_embedding,
+                              bool has_head) {
+  const std::int64_t depths = m.mtp_num_layers, owning = m.mtp_use_repeated_layer ? 1 : depths;
+  p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, owning, -1);
+  p.add(j.mtp_prefix_repeat, depths - owning, -1);
+  for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
+    const std::int64_t n = mtp_hybrid_layer_count(m, hybrid_symbols[k]);
+    p.add(j.hybrid_layer[k], n * owning, -1);
+    p.add(j.mtp_hybrid_repeat[k], n * (depths - owning), -1);
+  }
+  p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, owning, -1);
+  p.add(j.mtp_suffix_repeat, depths - owning, -1);
 }
 
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
@@ -389,6 +432,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
     for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
       p.add(j.hybrid_layer[k], hybrid_layer_count(c.m(), hybrid_symbols[k]),
             static_cast<std::int64_t>(pattern.find(hybrid_symbols[k])));
+    if (mtp > 0) add_hybrid_mtp(p, j, c.m(), has_embedding, has_head);
     if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
     return p;
   }
@@ -723,11 +767,6 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
   if (s.fp8 && s.fp8_first_last_layers_bf16)
     report_error(api, "strategy.fp8_first_last_layers_bf16",
                  "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");
-  if (m.mtp_num_layers > 0)
-    report_error(api, "model.mtp_num_layers",
-                 "model.mtp_num_layers={} with model.hybrid_override_pattern is not modelled yet (Megatron "
-                 "--mtp-hybrid-override-pattern depths)",
-                 m.mtp_num_layers);
   if (activation_offload_active(s))
     report_error(api, "strategy.fine_grained_activation_offloading",
                  "activation offload with model.hybrid_override_pattern is not modelled yet (the offloaded modules of "

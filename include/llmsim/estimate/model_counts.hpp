@@ -40,10 +40,15 @@ constexpr double layer_norm_params(const model_spec& m) {
 /// Dense MLP parameters of one layer.
 constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
 /// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+/// LatentMoE adds fc1_latent_proj (h x latent) and fc2_latent_proj (latent x h) and its routed
+/// experts read and write the latent width (moe_layer.py, experts.py).
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
   const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
-  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
-         experts * mlp_weight_params(m, expert_ffn_size(m));
+  const double shared = router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0));
+  if (!m.moe_latent_size) return shared + experts * mlp_weight_params(m, expert_ffn_size(m));
+  const double w = static_cast<double>(routed_width(m)), f = static_cast<double>(expert_ffn_size(m));
+  const double expert = w * (static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m))) + f);
+  return shared + 2 * static_cast<double>(m.hidden_size) * w + experts * expert;
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
@@ -99,6 +104,24 @@ constexpr double hybrid_layer_params(const model_spec& m, double routed) {
   return static_cast<double>(m.layer_num) * norm + n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
          n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
          (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+}
+/// One MTP layer of a hybrid model (multi_token_prediction.py MultiTokenPredictionLayer with a
+/// HybridStack inside): enorm, hnorm, eh_proj (2h x h), one layer per symbol of
+/// mtp_hybrid_override_pattern (each with its norm), the depth's final norm. Embedding and output
+/// layer are the model's.
+constexpr double hybrid_mtp_layer_params(const model_spec& m, double routed) {
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * static_cast<double>(m.hidden_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const auto n = [&](char symbol) { return static_cast<double>(mtp_hybrid_layer_count(m, symbol)); };
+  const double layers = static_cast<double>(m.mtp_hybrid_override_pattern.view().size()) * norm +
+                        n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
+                        n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
+                        (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+  return 3 * norm + 2 * h * h + layers;
+}
+/// MTP layers holding parameters: one with mtp_use_repeated_layer, else one per depth.
+constexpr std::int64_t mtp_parameter_layers(const model_spec& m) {
+  return m.mtp_use_repeated_layer && m.mtp_num_layers > 0 ? 1 : m.mtp_num_layers;
 }
 
 /// One DeepSeek-V4 attention (experimental_attention_variant "dsv4_hybrid") of compression ratio
@@ -169,7 +192,9 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  if (is_hybrid(m)) return hybrid_layer_params(m, routed) + embeddings + final_norm;  // MTP is refused with it
+  if (is_hybrid(m))
+    return hybrid_layer_params(m, routed) + embeddings + final_norm +
+           static_cast<double>(mtp_parameter_layers(m)) * hybrid_mtp_layer_params(m, routed);
   const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
                       moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
   if (m.mtp_num_layers == 0) return body;
@@ -221,8 +246,17 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
                               (n('E') > 0 ? n('E') * detail::moe_mlp_params(m, topk) : 0.0);
     const double scan =
         mamba_scan_flops_per_token(m.mamba_num_heads, m.mamba_num_groups, m.mamba_state_dim, m.mamba_head_dim);
-    return 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) + 3.0 * n('M') * scan +
-           6.0 * h * static_cast<double>(vocab);
+    const double flops = 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) +
+                         3.0 * n('M') * scan + 6.0 * h * static_cast<double>(vocab);
+    if (m.mtp_num_layers == 0) return flops;
+    // Each MTP depth runs its eh_proj, the layers of mtp_hybrid_override_pattern and one more
+    // logits GEMM (a repeated layer is computed at every depth all the same).
+    const auto t = [&](char symbol) { return static_cast<double>(mtp_hybrid_layer_count(m, symbol)); };
+    const double depth_gemm = 2 * h * h + t('M') * mamba_gemm + t('*') * attn + t('-') * detail::dense_mlp_params(m) +
+                              (t('E') > 0 ? t('E') * detail::moe_mlp_params(m, topk) : 0.0);
+    const double k = static_cast<double>(m.mtp_num_layers);
+    return flops + k * (6.0 * depth_gemm + 6.0 * t('*') * static_cast<double>(seq_len) * H * (qk + v) +
+                        3.0 * t('M') * scan + 6.0 * h * static_cast<double>(vocab));
   }
   const double flops =
       6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);

@@ -74,14 +74,17 @@ enum class leaf_id : std::uint8_t {
   /// The exposed part of a layer's host copies (fine-grained activation offloading).
   activation_offload,
   // Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; mamba_layer.py MambaLayer).
-  mamba_in_proj,      ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
-  mamba_conv_scan,    ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
-  mamba_norm,         ///< `norm`: the gated group RMSNorm over d_inner
-  mamba_out_proj,     ///< `out_proj`: d_inner -> h, row-parallel
-  mamba_residual_add  ///< the layer's residual add
+  mamba_in_proj,       ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
+  mamba_conv_scan,     ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
+  mamba_norm,          ///< `norm`: the gated group RMSNorm over d_inner
+  mamba_out_proj,      ///< `out_proj`: d_inner -> h, row-parallel
+  mamba_residual_add,  ///< the layer's residual add
+  // LatentMoE (megatron/core/transformer/moe/moe_layer.py).
+  moe_fc1_latent_proj,  ///< `fc1_latent_proj`: h -> moe_latent_size before the dispatch, duplicated over tp
+  moe_fc2_latent_proj   ///< `fc2_latent_proj`: moe_latent_size -> h after the combine, duplicated over tp
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; mamba_residual_add is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mamba_residual_add) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; moe_fc2_latent_proj is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::moe_fc2_latent_proj) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -134,6 +137,8 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mamba_norm: return "mixer.norm";
     case leaf_id::mamba_out_proj: return "mixer.out_proj";
     case leaf_id::mamba_residual_add: return "mamba_residual_add";
+    case leaf_id::moe_fc1_latent_proj: return "fc1_latent_proj";
+    case leaf_id::moe_fc2_latent_proj: return "fc2_latent_proj";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name

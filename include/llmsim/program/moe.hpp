@@ -394,7 +394,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
 /// `dispatch_probs`), then the ETP all-gather; backward mirrors it (Megatron MoEAlltoAllTokenDispatcher).
 constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
@@ -411,7 +411,7 @@ constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_
 /// rank permutes out the copies for its own experts; backward reduce-scatters the gradients.
 constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double map = tok.local * static_cast<double>(c.m().expert_num);  // probs (E bytes) + bool map
   const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
   const double per_rank = tok.local * h * E + map * (E + 1);
@@ -426,7 +426,7 @@ constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const mo
 /// goes once to every rank holding one of its experts, with its top-k expert indices (int64) and
 /// weights (fp32); backward is the combine of the gradients, the same bytes.
 constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double topk = static_cast<double>(c.m().topk.value_or(1));
   const double payload = tok.sent_rows * (h * E + topk * (8 + 4));
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
@@ -436,7 +436,7 @@ constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tok
 /// The combine's communication in `pass` for the all-to-all dispatcher, the mirror of its
 /// dispatch: ETP reduce-scatter (all-gather backward) then the all-to-all over ep.
 constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
-  const double A = tok.expert * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  const double A = tok.expert * static_cast<double>(routed_width(c.m())) * c.element_bytes();
   const bool fwd = pass == pass_kind::forward;
   c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
                A * static_cast<double>(c.s().etp_size));
@@ -448,7 +448,7 @@ constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_t
 constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   const auto& s = c.s();
   const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
-  const double full = tok.local * static_cast<double>(c.m().hidden_size) * c.element_bytes() * ep * etp;
+  const double full = tok.local * static_cast<double>(routed_width(c.m())) * c.element_bytes() * ep * etp;
   if (pass == pass_kind::forward) {
     c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
     c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
@@ -461,7 +461,7 @@ constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe
 /// DeepEP's combine (flex): each token's locally reduced output goes back once per rank.
 constexpr void flex_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   c.collective(u, pass, comm_group::ep, collective_kind::all2all,
-               tok.sent_rows * static_cast<double>(c.m().hidden_size) * c.element_bytes());
+               tok.sent_rows * static_cast<double>(routed_width(c.m())) * c.element_bytes());
 }
 
 /// What the strategy's token dispatcher does around the experts, decided once per MoE layer: the
@@ -481,7 +481,7 @@ struct dispatch_plan {
 /// The dispatch plan of the strategy's `moe_dispatcher_policy` (Megatron token_dispatcher.py).
 constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double A = tok.expert * h * E, out = tok.local * h * E;
   dispatch_plan d;
   if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
@@ -510,7 +510,7 @@ constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_token
 
 /// Permutation and the dispatch, as `plan` lays them out.
 constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
   p.id = leaf_id::permutation;
@@ -534,7 +534,7 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
 
 /// Unpermutation and the combine, as `plan` lays them out.
 constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   leaf u;
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
@@ -561,6 +561,17 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   return unpermutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
+/// A LatentMoE projection (moe_layer.py `fc1_latent_proj` h -> latent before the dispatch,
+/// `fc2_latent_proj` latent -> h after the combine): TELinear with parallel_mode="duplicated", the
+/// whole weight on every tp rank applied to the rank's own tokens, no collective — at tp = 1 a plain
+/// linear, else `duplicated_linear_leaf` (with SP its gradient is summed over tp, as MLA's down
+/// projections'). Neither is expert-parallel: the weights are dense parameters of the layer.
+constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
+                                std::int64_t out_features) {
+  if (c.s().tp_size == 1) return linear_leaf(c, id, true, in_features, out_features);
+  return duplicated_linear_leaf(c, id, in_features, out_features);
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -581,14 +592,18 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   }
   const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer
   b.push(router_leaf(c, tok));
+  // LatentMoE: the routed tokens leave at the latent width and come back to h (see latent_proj_leaf).
+  const std::int64_t w = routed_width(m);
+  if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc1_latent_proj, h, w));
   b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe)));
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w));
   b.push(unpermutation_leaf(c, tok, plan));
+  if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc2_latent_proj, w, h));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
   b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }

@@ -68,6 +68,9 @@ struct field_list<model_spec> {
       field{"o_groups", &m::o_groups},
       field{"o_lora_rank", &m::o_lora_rank},
       field{"num_residual_streams", &m::num_residual_streams},
+      field{"moe_latent_size", &m::moe_latent_size},
+      field{"mtp_hybrid_override_pattern", &m::mtp_hybrid_override_pattern},
+      field{"mtp_use_repeated_layer", &m::mtp_use_repeated_layer},
   };
 };
 

@@ -192,6 +192,18 @@ struct model_spec {
   std::optional<std::int64_t> o_lora_rank = {};           ///< its rank per group
   /// Manifold-constrained hyper-connections: residual streams per token (HF hc_mult); absent: none.
   std::optional<std::int64_t> num_residual_streams = {};
+  /// LatentMoE (Megatron --moe-latent-size; megatron/core/transformer/moe/moe_layer.py): the MoE
+  /// layer projects the hidden state down to this width (`fc1_latent_proj`) after routing, the
+  /// dispatcher and the routed experts work at it, `fc2_latent_proj` projects the combined output
+  /// back up; router and shared experts stay at hidden_size. Absent: experts at hidden_size.
+  std::optional<std::int64_t> moe_latent_size = {};
+  /// Hybrid models with MTP (Megatron-Bridge's provider field, the HF config's key): the layers of
+  /// each MTP depth, symbols as in hybrid_override_pattern (Nemotron 3 Super: "*E", attention then
+  /// MoE), built as a HybridStack inside MultiTokenPredictionLayer (multi_token_prediction.py).
+  fixed_string<16> mtp_hybrid_override_pattern = {};
+  /// Megatron --mtp-use-repeated-layer: one MTP layer's parameters applied at every depth
+  /// (MultiTokenPredictionBlock builds a single layer): compute per depth, parameters once.
+  bool mtp_use_repeated_layer = false;
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -206,6 +218,10 @@ constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.h
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
 }
+/// Width the dispatcher and the routed experts work at: moe_latent_size, else hidden_size
+/// (experts.py builds fc1 latent -> ffn and fc2 ffn -> latent; token_dispatcher.py sizes its
+/// buffers to the latent width).
+constexpr std::int64_t routed_width(const model_spec& m) { return m.moe_latent_size.value_or(m.hidden_size); }
 /// Output width of an MLP's first GEMM for intermediate size `ffn`: SwiGLU's gate and up
 /// projections are one fused fc1 of 2·ffn (Megatron `gated_linear_unit`), GeLU's fc1 is ffn wide.
 /// The one source of the MLP shape for dense, shared-expert and routed-expert MLPs and for the
@@ -230,6 +246,12 @@ constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_patter
 constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
   std::int64_t n = 0;
   for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  return n;
+}
+/// Layers with symbol `symbol` in one MTP depth of a hybrid model (mtp_hybrid_override_pattern).
+constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
+  std::int64_t n = 0;
+  for (const char ch : m.mtp_hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
   return n;
 }
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
@@ -321,6 +343,43 @@ constexpr void validate_hybrid(const model_spec& m) {
     report_error(api, "model.dense_layers",
                  "model.dense_layers={} with model.hybrid_override_pattern: the pattern places the MLP layers ('-')",
                  m.dense_layers);
+}
+
+/// The MTP pattern of a hybrid model (hybrid_layer_allocation.py symbols; multi_token_prediction.py
+/// builds each depth's layers from it): valid symbols, present when there are MTP depths, and only
+/// kinds the model has the sizes for.
+constexpr void validate_mtp_hybrid(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const std::string_view p = m.mtp_hybrid_override_pattern.view();
+  if (!p.empty() && !is_hybrid(m))
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern needs model.hybrid_override_pattern (it describes the MTP depths "
+                 "of a hybrid model)");
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != 'M' && p[i] != '*' && p[i] != '-' && p[i] != 'E')
+      report_error(api, "model.mtp_hybrid_override_pattern",
+                   "model.mtp_hybrid_override_pattern: symbol '{}' at position {} is not one of 'M' (Mamba), '*' "
+                   "(attention), '-' (MLP), 'E' (MoE)",
+                   std::string_view(&p[i], 1), i);
+  if (is_hybrid(m) && m.mtp_num_layers > 0 && p.empty())
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_num_layers={} in a hybrid model needs model.mtp_hybrid_override_pattern (the layers of "
+                 "each MTP depth)",
+                 m.mtp_num_layers);
+  if (mtp_hybrid_layer_count(m, 'E') > 0 && !is_moe(m))
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern has 'E' (MoE) layers but the model has no experts");
+  if (mtp_hybrid_layer_count(m, 'M') > 0 && hybrid_layer_count(m, 'M') == 0)
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern has 'M' (Mamba) layers but model.hybrid_override_pattern has "
+                 "none (the Mamba sizes are checked with the decoder's)");
+  if (mtp_hybrid_layer_count(m, '-') > 0 && !m.intermediate_size)
+    report_error(api, "model.intermediate_size",
+                 "model.intermediate_size is required for the '-' (MLP) layers of model.mtp_hybrid_override_pattern");
+  if (m.mtp_use_repeated_layer && m.mtp_num_layers == 0)
+    report_error(api, "model.mtp_use_repeated_layer",
+                 "model.mtp_use_repeated_layer=true needs model.mtp_num_layers > 0 (it shares one MTP layer over the "
+                 "depths)");
 }
 
 /// Routing rules (Megatron transformer_config.py and moe_utils.py group_limited_topk): groups split
@@ -485,6 +544,11 @@ constexpr void validate(const model_spec& m) {
       report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
   if (is_hybrid(m)) detail::validate_hybrid(m);
+  detail::validate_mtp_hybrid(m);
+  require_size(api, "model.moe_latent_size", m.moe_latent_size, 1);
+  if (m.moe_latent_size && !is_moe(m))
+    report_error(api, "model.moe_latent_size",
+                 "model.moe_latent_size projects the tokens of routed experts: it requires model.model_type \"moe\"");
   detail::validate_dsv4(m);
   if (is_moe(m)) {
     if (m.expert_num < 2)

@@ -105,6 +105,8 @@ struct moe_mlp {
   std::int64_t groups = 0;
   std::int64_t group_topk = 0;
   bool expert_bias = false;
+  /// LatentMoE (model_spec's moe_latent_size): routed experts at this width, 0: at the hidden size.
+  std::int64_t latent = 0;
 };
 
 // ---- norms -------------------------------------------------------------------------------------
@@ -209,6 +211,7 @@ constexpr void lower_into(model_spec& m, const moe_mlp& p) {
     m.moe_router_group_topk = p.group_topk;
   }
   m.moe_router_enable_expert_bias = p.expert_bias;
+  if (p.latent != 0) m.moe_latent_size = p.latent;
 }
 constexpr void lower_into(model_spec& m, const rms_norm&) { m.norm_type = norm_kind::rmsnorm; }
 constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm_kind::layernorm; }

@@ -74,9 +74,15 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
 /// pattern, forward, times 3. Its Mamba term takes d_in = 2·hidden (Mamba's default expand=2),
 /// not mamba_num_heads·mamba_head_dim, and 7·d_in·N for the scan; its attention term counts the
 /// projections as 4·h·p·(h + h·g/n) with p = kv_channels·n/h and the scores as 2·h·p·s.
+/// MTP depths count their mtp_hybrid_override_pattern's layers once per depth, as
+/// Megatron-LM's get_hybrid_layer_counts (hybrid_layer_allocation.py) does for a unified pattern;
+/// LatentMoE's routed experts run at moe_latent_size and its two projections add 4·h·latent
+/// (`moe_layer_flops`).
 constexpr double hybrid_flops_per_token(const flop_inputs& in) {
   const model_spec& m = in.model;
-  const auto n = [&](char symbol) { return d(hybrid_layer_count(m, symbol)); };
+  const auto n = [&](char symbol) {
+    return d(hybrid_layer_count(m, symbol) + in.mtp_num_layers * mtp_hybrid_layer_count(m, symbol));
+  };
   const double h = d(m.hidden_size), s = d(in.seq_len);
   const double gated = m.use_swiglu ? 1.5 : 1.0;  // flop_utils.py scale_factor of a gated_linear_unit MLP
   const double heads = d(m.head_num), p = d(m.head_size.value_or(m.hidden_size / m.head_num)) * heads / h;
@@ -85,9 +91,11 @@ constexpr double hybrid_flops_per_token(const flop_inputs& in) {
   const double d_in = 2 * h;
   const double mamba = 2 * h * (2 * d_in + 2 * d(m.mamba_num_groups * m.mamba_state_dim) + d(m.mamba_num_heads)) +
                        7 * d_in * d(m.mamba_state_dim) + 2 * d_in * h;
+  const double routed = m.moe_latent_size ? d(*m.moe_latent_size) : h;
+  const double latent_proj = m.moe_latent_size ? 4 * h * d(*m.moe_latent_size) : 0.0;
   const double moe =
-      4 * h * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
-      4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
+      4 * routed * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
+      latent_proj + 4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
   const double logits = 2 * h * d(padded_vocab(m, in.tp_size)) * d(in.mtp_num_layers + 1);
   return 3 * (n('*') * attention + n('-') * mlp + n('M') * mamba + n('E') * moe + logits);
 }
