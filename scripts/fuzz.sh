@@ -15,9 +15,9 @@ cmake -S tests/fuzz -B "$out" -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build "$out" -j"$(nproc)" >/dev/null
 python3 scripts/fuzz_seeds.py "$out/seeds" "$out/fields.dict"
 mkdir -p "$out/corpus"
-# -timeout: an input over 10 s counts as a hang (the target itself requires 1 s without sanitizers'
-# slowdown in mind, see max_seconds); -rss_limit_mb: 2 GiB of a 24 GiB machine.
+# -timeout: an input over 30 s of wall time counts as a hang (the target itself requires 1 s of
+# processor time, 2 under the sanitizers: max_seconds); -rss_limit_mb: 2 GiB of a 24 GiB machine.
 "$out/fuzz_estimate" "$out/corpus" "$out/seeds" -dict="$out/fields.dict" -max_total_time="$seconds" \
-  -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/" "$@" \
+  -timeout=30 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/" "$@" \
   2>"$out/fuzz.log" || { tail -60 "$out/fuzz.log"; exit 1; }
 grep -E "stat::number_of_executed_units|cov:|stat::peak_rss" "$out/fuzz.log" | tail -4
