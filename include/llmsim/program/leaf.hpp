@@ -74,14 +74,29 @@ enum class leaf_id : std::uint8_t {
   /// The exposed part of a layer's host copies (fine-grained activation offloading).
   activation_offload,
   // Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; mamba_layer.py MambaLayer).
-  mamba_in_proj,      ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
-  mamba_conv_scan,    ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
-  mamba_norm,         ///< `norm`: the gated group RMSNorm over d_inner
-  mamba_out_proj,     ///< `out_proj`: d_inner -> h, row-parallel
-  mamba_residual_add  ///< the layer's residual add
+  mamba_in_proj,       ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
+  mamba_conv_scan,     ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
+  mamba_norm,          ///< `norm`: the gated group RMSNorm over d_inner
+  mamba_out_proj,      ///< `out_proj`: d_inner -> h, row-parallel
+  mamba_residual_add,  ///< the layer's residual add
+  // DeepSeek-V4 hybrid attention (Megatron-Core experimental_attention_variant/
+  // deepseek_v4_hybrid_attention.py, csa.py) and its hyper-connections (transformer/hyper_connection.py).
+  linear_kv_proj,        ///< `linear_kv_proj`: h -> v_head_dim, the one shared key/value
+  compressor,            ///< `core_attention.compressor`: wkv + wgate, gated pooling, norm, RoPE
+  indexer_linear_wq_b,   ///< `core_attention.indexer.linear_wq_b`: q_lora -> indexer heads
+  indexer_weights_proj,  ///< `core_attention.indexer.linear_weights_proj`: h -> indexer heads
+  indexer_compressor,    ///< `core_attention.indexer.compressor`: the indexer's own compressor
+  indexer_topk,          ///< the indexer's scores over the compressed keys, top-k, sparse KL loss
+  linear_o_group_proj,   ///< `linear_o_group_proj`: the grouped output projection (einsum)
+  hc_attn_pre,           ///< mHC before attention: mapping projection, Sinkhorn, stream aggregation
+  hc_attn_post,          ///< mHC after attention: residual mix + expanded output (h_post_bda)
+  hc_mlp_pre,            ///< ... before the MLP
+  hc_mlp_post,           ///< ... after the MLP
+  hc_expand,             ///< the embedding copied to the residual streams
+  hc_head                ///< the learned contraction of the streams before the final norm
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; mamba_residual_add is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mamba_residual_add) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; hc_head is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::hc_head) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -134,6 +149,19 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mamba_norm: return "mixer.norm";
     case leaf_id::mamba_out_proj: return "mixer.out_proj";
     case leaf_id::mamba_residual_add: return "mamba_residual_add";
+    case leaf_id::linear_kv_proj: return "linear_kv_proj";
+    case leaf_id::compressor: return "core_attention.compressor";
+    case leaf_id::indexer_linear_wq_b: return "core_attention.indexer.linear_wq_b";
+    case leaf_id::indexer_weights_proj: return "core_attention.indexer.linear_weights_proj";
+    case leaf_id::indexer_compressor: return "core_attention.indexer.compressor";
+    case leaf_id::indexer_topk: return "core_attention.indexer.qk_topk";
+    case leaf_id::linear_o_group_proj: return "linear_o_group_proj";
+    case leaf_id::hc_attn_pre: return "hc_attn.aggregate";
+    case leaf_id::hc_attn_post: return "hc_attn.post_bda";
+    case leaf_id::hc_mlp_pre: return "hc_mlp.aggregate";
+    case leaf_id::hc_mlp_post: return "hc_mlp.post_bda";
+    case leaf_id::hc_expand: return "hc.expand";
+    case leaf_id::hc_head: return "hc_head.contract";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
