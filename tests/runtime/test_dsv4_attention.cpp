@@ -198,6 +198,16 @@ TEST(DeepSeekV4Attention, ForwardFlopsAgreeWithMegatronBridgeAttention) {
   EXPECT_NEAR(emitted, bridge, 1e-9 * bridge);
 }
 
+// The model FLOPs behind the MFU figure. Weights a layer's tokens pass through: attention 106,692 at
+// ratio 0 (q down 32,768, q norm 128, q up 32,768, kv 16,384, kv norm 64, o groups 8,192, o proj
+// 16,384, sinks 4), + 41,024 at ratio 128 (compressor 32,768 + ape 8,192 + norm 64), + 107,872 at
+// ratio 4 (compressor 66,112; indexer q 8,192, weights 512, compressor 33,056); MLP 3 x 256 x 512 =
+// 393,216 each: 1,648,620 x 6 = 9,891,720. Attention over 16 + 24 + 18 keys: 6 x 2 x 4 x 64 x 58 =
+// 178,176; indexer scoring over 64 keys: 6 x 64 x 64 = 24,576; LM head 6 x 256 x 1024 = 1,572,864.
+TEST(DeepSeekV4Attention, ModelFlopsPerTokenByHand) {
+  EXPECT_DOUBLE_EQ(flops_per_token(tiny, 1024, 256), 9891720.0 + 178176.0 + 24576.0 + 1572864.0);
+}
+
 TEST(DeepSeekV4Attention, FlashRecipeIsEstimatedAndRefusalsNameTheirField) {
   const strategy_spec s{.seq_len = 4096,
                         .micro_batch_size = 1,

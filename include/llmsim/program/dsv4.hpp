@@ -28,38 +28,6 @@ namespace detail {
 constexpr double dsv4_d(std::int64_t v) { return static_cast<double>(v); }
 }  // namespace detail
 
-/// Compressed keys of one sequence at ratio `ratio` (Compressor.forward: floor(s / ratio) groups).
-constexpr std::int64_t dsv4_compressed_keys(std::int64_t ratio, std::int64_t seq_len) {
-  return ratio > 0 ? seq_len / ratio : 0;
-}
-
-/// Keys one query's sparse attention runs over, as the kernel is handed them: the
-/// csa_window_size window indices, plus for ratio 4 the indexer's min(top-k, s/4) selected
-/// compressed keys, for ratio 128 every one of the s/128 compressed keys (csa.py builds fixed-length
-/// index lists, causally invalid entries masked, not skipped).
-constexpr std::int64_t dsv4_attended_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
-  const std::int64_t window = m.csa_window_size.value_or(0);
-  const std::int64_t compressed = dsv4_compressed_keys(ratio, seq_len);
-  if (ratio == 4) {
-    const std::int64_t topk = m.dsa_indexer_topk.value_or(0);
-    return window + (topk < compressed ? topk : compressed);
-  }
-  return window + compressed;
-}
-
-/// The same count averaged over the causal queries of a sequence (what Megatron-Bridge's
-/// flop_utils.py `dsv4_hybrid` branch counts: the whole window, k'(1 - 4k'/(2s)) selected keys for
-/// ratio 4, s/256 compressed keys on average for ratio 128).
-constexpr double dsv4_causal_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
-  const double window = detail::dsv4_d(m.csa_window_size.value_or(0)), s = detail::dsv4_d(seq_len);
-  if (ratio == 4) {
-    const double k = detail::dsv4_d(dsv4_attended_keys(m, 4, seq_len)) - window;
-    return window + k * (1 - k * 4 / (2 * s));
-  }
-  if (ratio == 128) return window + s / 256;
-  return window;
-}
-
 namespace detail {
 /// A linear of the DeepSeek-V4 attention through the linear emitter of program/dense.hpp:
 /// `copies` identical weights on the same input (the compressor's wkv and wgate), `quantized`
@@ -78,13 +46,13 @@ constexpr leaf dsv4_linear_leaf(const build_context& c, leaf_id id, std::int64_t
       emit_linear_data_passes(q, l, g);
     } else {
       if (g.quantized) {
-        quantize(q, l, pass_kind::forward, g.x, g.qa, 1);
+        quantize(q, l, pass_kind::forward, g.x, g.qa, g.x_copies);
         quantize_weight(q, l, g.w);
       }
       const double fwd = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * g.E : (g.x + g.y + g.w) * g.E;
       q.emit(l,
              job_gemm(q, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd));
-      if (g.quantized) quantize(q, l, pass_kind::backward_weight, g.y, g.qa, 1);  // the output gradient, column-wise
+      if (g.quantized) quantize(q, l, pass_kind::backward_weight, g.y, g.qa, 1);  // dy: the wgrad copy only
     }
     emit_linear_weight_pass(q, l, g);
   }
