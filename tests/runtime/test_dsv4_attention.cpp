@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sanitized_build.hpp"
+
 #include <map>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -207,6 +209,15 @@ TEST(DeepSeekV4Attention, ForwardFlopsAgreeWithMegatronBridgeAttention) {
 TEST(DeepSeekV4Attention, ModelFlopsPerTokenByHand) {
   EXPECT_DOUBLE_EQ(flops_per_token(tiny, 1024, 256), 9891720.0 + 178176.0 + 24576.0 + 1572864.0);
 }
+
+#ifndef LLMSIM_SANITIZED_BUILD
+// The layer program and the FLOP count are constant expressions: a ratio-4 layer has 17 attention
+// leaves (mHC, input norm, q down, q norm, compressor, indexer q / weights / compressor / top-k,
+// q up, kv, kv norm, q norm + RoPE, attention, o groups, o proj, mHC) and 6 MLP leaves.
+static_assert(dsv4_layer_leaves(make_build_context(tiny, one_gpu, catalogue::h100_sxm, 1024), 4, false, false).count ==
+              23);
+static_assert(flops_per_token(tiny, 1024, 256) == 9891720.0 + 178176.0 + 24576.0 + 1572864.0);
+#endif
 
 TEST(DeepSeekV4Attention, FlashRecipeIsEstimatedAndRefusalsNameTheirField) {
   const strategy_spec s{.seq_len = 4096,
