@@ -1,6 +1,6 @@
 // DeepSeek-V4 (experimental_attention_variant "dsv4_hybrid"): the catalogue model's parameters and
-// Megatron-Bridge FLOPs worked by hand, the model checks, the JSON round trip, and the estimate's
-// refusal (the stage programs do not price its attention yet).
+// Megatron-Bridge FLOPs worked by hand, the model checks, the JSON round trip, and an estimate's
+// refusal of what the DeepSeek-V4 program does not model (its layer: test_dsv4_attention.cpp).
 
 #include <llmsim/catalogue/catalogue.hpp>
 #include <llmsim/estimate/estimate.hpp>
@@ -155,13 +155,13 @@ TEST(DeepSeekV4, JsonRoundTrip) {
   EXPECT_THROW((void)lj::parse_model(bad, "bad", {.strict = true}), config_error);
 }
 
-TEST(DeepSeekV4, EstimateRefusesNamingTheField) {
+TEST(DeepSeekV4, EstimateRefusesContextParallelismNamingTheField) {
   const llmsim::strategy_spec s{
-      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 128, .ep_size = 64};
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 16, .world_size = 128, .cp_size = 2, .ep_size = 64};
   try {
     (void)llmsim::estimate(deepseek_v4_flash, s, llmsim::catalogue::gb200_nvl72);
-    ADD_FAILURE() << "DeepSeek-V4 estimated";
-  } catch (const config_error& e) { EXPECT_EQ(e.field(), "model.experimental_attention_variant"); }
+    ADD_FAILURE() << "DeepSeek-V4 with cp 2 estimated";
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.cp_size"); }
 }
 
 }  // namespace

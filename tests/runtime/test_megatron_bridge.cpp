@@ -235,14 +235,11 @@ TEST(MegatronBridgeMapping, RefusedRowsSayWhy) {
   EXPECT_EQ(reason("Nemotron_3_Super"), "");        // estimated (LatentMoE, two repeated MTP depths)
   EXPECT_EQ(reason("Nemotron_3_5_Lightning"), "");  // estimated (Nano with two repeated "*E" MTP depths)
   EXPECT_NE(reason("Nemotron_3_Ultra").find("num_hidden_layers, hybrid_override_pattern"), std::string::npos);
-  // DeepSeek-V4 maps to its catalogue model and strategy; the estimate refuses its attention, naming the field.
+  // DeepSeek-V4 maps to its catalogue model and strategy and is estimated (program/dsv4.hpp).
   EXPECT_EQ(mbj::estimate_row(
                 row("DeepSeekV4 Flash", "GB200", "MXFP8", 128, 2048, 1, 4096, 1, 1, 1, nullptr, 64, nullptr), rec)
                 .reason,
-            "model.experimental_attention_variant=\"dsv4_hybrid\" (DeepSeek-V4) is described (parameters, "
-            "Megatron-Bridge FLOPs) but not priced: the stage programs do not yet emit its per-layer attention "
-            "(sliding window, CSA compressor + lightning indexer top-k, HCA compressor, grouped output projection) "
-            "nor the model.num_residual_streams hyper-connection streams");
+            "");
   // Kimi K2 ran Muon, which is modelled: its rows are estimated.
   EXPECT_EQ(reason("Kimi_K2"), "");
   EXPECT_EQ(reason("GPT-5"), "model \"GPT-5\" has no entry in the recipe file");

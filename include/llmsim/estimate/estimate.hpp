@@ -19,6 +19,7 @@
 #include <llmsim/estimate/model_counts.hpp>
 #include <llmsim/estimate/offload.hpp>
 #include <llmsim/program/dense.hpp>
+#include <llmsim/program/dsv4.hpp>
 #include <llmsim/program/layer.hpp>
 #include <llmsim/program/leaf.hpp>
 #include <llmsim/program/mamba.hpp>
@@ -305,6 +306,10 @@ struct job_blocks {
   /// leaves without parameters (the first depth holds them): per layer kind, prefix and suffix.
   std::array<leaf_block, hybrid_symbols.size()> mtp_hybrid_repeat{};
   leaf_block mtp_prefix_repeat{}, mtp_suffix_repeat{};
+  /// DeepSeek-V4 (model.experimental_attention_variant): one layer of each ratio of `dsv4_ratios`
+  /// that the model uses, recomputed or not, and the streams' contraction before a final norm.
+  std::array<leaf_block, dsv4_ratios.size()> dsv4_layer{}, dsv4_layer_recomputed{};
+  leaf_block hc_head{};
 };
 
 /// `b` without its parameters: a layer that runs again on weights another block holds.
@@ -349,6 +354,19 @@ constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
   j.mtp_suffix.leaves[1].params = 0;
 }
 
+/// DeepSeek-V4's blocks: a layer of each compression ratio its decoder and MTP layers use (all
+/// recomputed alike: refuse_unmodelled_dsv4), the embedding copied to the mHC streams and their
+/// contraction before each final norm.
+constexpr void build_dsv4_blocks(job_blocks& j, const build_context& layer_context, bool recompute) {
+  const model_spec& m = layer_context.m();
+  for (std::size_t k = 0; k < dsv4_ratios.size(); ++k) {
+    if (m.csa_compress_ratios.layers_with(dsv4_ratios[k]) == 0) continue;
+    j.dsv4_layer[k] = dsv4_layer_leaves(layer_context, dsv4_ratios[k], is_moe(m), false);
+    if (recompute) j.dsv4_layer_recomputed[k] = dsv4_layer_leaves(layer_context, dsv4_ratios[k], is_moe(m), true);
+  }
+  if (m.num_residual_streams) j.hc_head.push(hc_head_leaf(layer_context));
+}
+
 /// Decoder layers (FP8 jobs: quantized, and bf16 twins for the first/last layers), embedding and
 /// head (always bf16: TE keeps the embedding, output layer and loss out of FP8).
 constexpr job_blocks build_blocks(const build_context& c) {
@@ -358,7 +376,9 @@ constexpr job_blocks build_blocks(const build_context& c) {
   build_context layer_context = c;
   layer_context.quantized = c.s().fp8;
   const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
-  if (is_hybrid(c.m())) {
+  if (c.m().experimental_attention_variant) {
+    build_dsv4_blocks(j, layer_context, rc);
+  } else if (is_hybrid(c.m())) {
     const bool mtp = c.m().mtp_num_layers > 0;
     for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
       if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0 ||
@@ -373,7 +393,8 @@ constexpr job_blocks build_blocks(const build_context& c) {
     if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
     if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
-  if (!is_hybrid(c.m()) && is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+  if (!is_hybrid(c.m()) && !c.m().experimental_attention_variant && is_moe(c.m()) &&
+      detail::dense_layer_count(c.m()) < c.m().layer_num) {
     j.moe_layer = decoder_layer_leaves(layer_context, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
     if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
@@ -383,6 +404,7 @@ constexpr job_blocks build_blocks(const build_context& c) {
        {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
         &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
     plan_activation_offload(*layer, c);
+  if (c.m().experimental_attention_variant && c.m().num_residual_streams) j.embedding.push(hc_expand_leaf(c));
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
@@ -414,6 +436,37 @@ constexpr void add_hybrid_mtp(stage_program& p, const job_blocks& j, const model
   p.add(j.mtp_suffix_repeat, depths - owning, -1);
 }
 
+/// A DeepSeek-V4 stage (one stage holds every layer: refuse_unmodelled_dsv4): each ratio's
+/// layers priced once and counted, placed at the ratio's first layer; each MTP depth's layer is of
+/// its own ratio (csa_compress_ratios after the decoder layers) and recomputed as the others
+/// (DSv4HybridAttention reads the recompute modules from the shared config).
+constexpr stage_program build_dsv4_stage(stage_program& p, const job_blocks& j, const build_context& c,
+                                         std::int64_t mtp, bool has_embedding, bool has_head) {
+  const model_spec& m = c.m();
+  const bool rc = recompute_active(c.s());
+  const auto& layers = rc ? j.dsv4_layer_recomputed : j.dsv4_layer;
+  for (std::size_t k = 0; k < dsv4_ratios.size(); ++k) {
+    std::int64_t first = -1;
+    for (std::int64_t i = m.layer_num - 1; i >= 0; --i)
+      if (m.csa_compress_ratios[static_cast<std::size_t>(i)] == dsv4_ratios[k]) first = i;
+    p.add(layers[k], dsv4_layer_count(m, dsv4_ratios[k]), first);
+  }
+  if (mtp > 0) {  // every depth of one ratio (refuse_unmodelled_dsv4)
+    const std::int64_t ratio = m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num)];
+    std::size_t k = 0;
+    while (dsv4_ratios[k] != ratio) ++k;
+    p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, mtp, -1);
+    p.add(layers[k], mtp, -1);
+    p.add(j.hc_head, mtp, -1);
+    p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, mtp, -1);
+  }
+  if (has_head) {
+    p.add(j.hc_head, 1, -1);
+    p.add(has_embedding && m.tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+  }
+  return p;
+}
+
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
 /// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block);
@@ -425,6 +478,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
     // One stage holds the whole pattern (refuse_unmodelled_hybrid): each kind's layers priced once
     // and counted, placed at the kind's first layer.
@@ -777,6 +831,66 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
                  "out_proj have no bias: mamba_mixer.py asserts not bias)");
 }
 
+/// What the DeepSeek-V4 program does not model, refused by field (called by refuse_unmodelled).
+constexpr void refuse_unmodelled_dsv4(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (!m.experimental_attention_variant) return;
+  if (s.tp_size != 1)
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} with model.experimental_attention_variant \"dsv4_hybrid\": Megatron's "
+                 "DSv4HybridAttention supports tensor-parallel size 1 only (deepseek_v4_hybrid_attention.py)",
+                 s.tp_size);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size",
+                 "strategy.cp_size={} with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled yet "
+                 "(its THD context parallelism exchanges boundary rows, csa_utils/cp_utils.py)",
+                 s.cp_size);
+  if (s.pp_size > 1 || s.interleaving_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.pp_size",
+                 "strategy.pp_size={} (or interleaving / a pipeline layout) with model.experimental_attention_variant "
+                 "\"dsv4_hybrid\" is not modelled yet: its per-layer compression ratios are placed on one stage only",
+                 s.pp_size);
+  const bool modules_ok = s.megatron_recompute && s.recompute_granularity == recompute_kind::selective_recompute &&
+                          !s.megatron_recompute_modules.contains(recompute_module::layernorm) &&
+                          !s.megatron_recompute_modules.contains(recompute_module::core_attn) &&
+                          !s.megatron_recompute_modules.contains(recompute_module::mlp);
+  if (recompute_active(s) && (!modules_ok || s.recompute_layer_num < m.layer_num))
+    report_error(api, "strategy.recompute_granularity",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" is modelled with Megatron's selective recompute "
+                 "modules mla_up_proj, moe and moe_act on every layer only");
+  if (s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true with model.experimental_attention_variant \"dsv4_hybrid\" "
+                 "is not modelled yet");
+  if (activation_offload_active(s))
+    report_error(api, "strategy.fine_grained_activation_offloading",
+                 "activation offload with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled yet");
+  if (!s.use_flash_sdp)
+    report_error(api, "strategy.use_flash_sdp",
+                 "strategy.use_flash_sdp=false with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled (the unfused CSA reference path)");
+  if (m.add_linear_bias)
+    report_error(api, "model.add_linear_bias",
+                 "model.add_linear_bias=true with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled (its projections have no bias)");
+  if (is_hybrid(m))
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled");
+  if (is_moe(m) && m.dense_layers > 0)
+    report_error(api, "model.dense_layers",
+                 "dense layers with model.experimental_attention_variant \"dsv4_hybrid\" are not modelled yet (every "
+                 "DeepSeek-V4 layer is MoE)");
+  for (std::int64_t d = 1; d < m.mtp_num_layers; ++d)
+    if (m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num + d)] !=
+        m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num)])
+      report_error(api, "model.csa_compress_ratios",
+                   "model.csa_compress_ratios: MTP layers of different compression ratios are not modelled yet");
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.pipeline_schedule",
+                 "the DualPipeV schedule with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled");
+}
+
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
 constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
@@ -825,12 +939,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
-  if (m.experimental_attention_variant)
-    report_error(api, "model.experimental_attention_variant",
-                 "model.experimental_attention_variant=\"dsv4_hybrid\" (DeepSeek-V4) is described (parameters, "
-                 "Megatron-Bridge FLOPs) but not priced: the stage programs do not yet emit its per-layer attention "
-                 "(sliding window, CSA compressor + lightning indexer top-k, HCA compressor, grouped output "
-                 "projection) nor the model.num_residual_streams hyper-connection streams");
+  refuse_unmodelled_dsv4(m, s);
   // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
   const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
   if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&

@@ -222,9 +222,11 @@ constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab)
 /// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
 /// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
 /// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
-/// DeepSeek-V4's sparse attention (experimental_attention_variant) is not counted here: the estimate
-/// refuses it, and megatron_bridge::model_flops_per_token counts it as Megatron-Bridge does.
+/// DeepSeek-V4 (experimental_attention_variant) by `dsv4_flops_per_token`; megatron_bridge::
+/// model_flops_per_token counts it as Megatron-Bridge does.
+constexpr double dsv4_flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len);
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  if (m.experimental_attention_variant) return dsv4_flops_per_token(m, vocab, seq_len);
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
@@ -269,6 +271,31 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
                                        : detail::dense_mlp_params(m));
   return flops + 6.0 * k * (layer + 2 * h * h) + 6.0 * k * static_cast<double>(seq_len) * H * (qk + v) +
          6.0 * k * h * static_cast<double>(vocab);
+}
+
+/// DeepSeek-V4's model FLOPs per token in training (3x forward): 6 per weight of each decoder and
+/// MTP layer (its attention by compression ratio, norms included, and its MLP with the top-k
+/// experts), the sparse attention's QKᵀ and PV over the keys each query's kernel runs
+/// (`dsv4_attended_keys`: 2 x 2 v H per key forward), a ratio-4 layer's dense indexer scoring over
+/// the s/4 compressed keys, each MTP depth's 2h x h projection, and the LM head per depth; the
+/// indexer's KL loss and the hyper-connections are left out, as in flop_utils.py.
+constexpr double dsv4_flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const double v = static_cast<double>(m.v_head_dim.value_or(0));
+  const double topk = static_cast<double>(m.topk.value_or(1));
+  double flops = 0;
+  for (std::int64_t i = 0; i < m.layer_num + m.mtp_num_layers; ++i) {
+    const std::int64_t ratio = m.csa_compress_ratios[static_cast<std::size_t>(i)];
+    const bool dense = !is_moe(m) || i < m.dense_layers;
+    const double mlp = dense ? detail::dense_mlp_params(m) : detail::moe_mlp_params(m, topk);
+    flops += 6.0 * (detail::dsv4_attention_params(m, ratio) + mlp);
+    flops += 6.0 * 2.0 * H * v * static_cast<double>(dsv4_attended_keys(m, ratio, seq_len));
+    if (ratio == 4)
+      flops += 6.0 * static_cast<double>(m.dsa_indexer_n_heads.value_or(0) * m.dsa_indexer_head_dim.value_or(0)) *
+               static_cast<double>(dsv4_compressed_keys(4, seq_len));
+  }
+  const double depths = static_cast<double>(m.mtp_num_layers);
+  return flops + 6.0 * depths * 2 * h * h + 6.0 * (depths + 1) * h * static_cast<double>(vocab);
 }
 
 LLMSIM_END_NAMESPACE

@@ -81,10 +81,25 @@ enum class leaf_id : std::uint8_t {
   mamba_residual_add,  ///< the layer's residual add
   // LatentMoE (megatron/core/transformer/moe/moe_layer.py).
   moe_fc1_latent_proj,  ///< `fc1_latent_proj`: h -> moe_latent_size before the dispatch, duplicated over tp
-  moe_fc2_latent_proj   ///< `fc2_latent_proj`: moe_latent_size -> h after the combine, duplicated over tp
+  moe_fc2_latent_proj,  ///< `fc2_latent_proj`: moe_latent_size -> h after the combine, duplicated over tp
+  // DeepSeek-V4 hybrid attention (Megatron-Core experimental_attention_variant/
+  // deepseek_v4_hybrid_attention.py, csa.py) and its hyper-connections (transformer/hyper_connection.py).
+  linear_kv_proj,        ///< `linear_kv_proj`: h -> v_head_dim, the one shared key/value
+  compressor,            ///< `core_attention.compressor`: wkv + wgate, gated pooling, norm, RoPE
+  indexer_linear_wq_b,   ///< `core_attention.indexer.linear_wq_b`: q_lora -> indexer heads
+  indexer_weights_proj,  ///< `core_attention.indexer.linear_weights_proj`: h -> indexer heads
+  indexer_compressor,    ///< `core_attention.indexer.compressor`: the indexer's own compressor
+  indexer_topk,          ///< the indexer's scores over the compressed keys, top-k, sparse KL loss
+  linear_o_group_proj,   ///< `linear_o_group_proj`: the grouped output projection (einsum)
+  hc_attn_pre,           ///< mHC before attention: mapping projection, Sinkhorn, stream aggregation
+  hc_attn_post,          ///< mHC after attention: residual mix + expanded output (h_post_bda)
+  hc_mlp_pre,            ///< ... before the MLP
+  hc_mlp_post,           ///< ... after the MLP
+  hc_expand,             ///< the embedding copied to the residual streams
+  hc_head                ///< the learned contraction of the streams before the final norm
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; moe_fc2_latent_proj is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::moe_fc2_latent_proj) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; hc_head is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::hc_head) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -139,6 +154,19 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mamba_residual_add: return "mamba_residual_add";
     case leaf_id::moe_fc1_latent_proj: return "fc1_latent_proj";
     case leaf_id::moe_fc2_latent_proj: return "fc2_latent_proj";
+    case leaf_id::linear_kv_proj: return "linear_kv_proj";
+    case leaf_id::compressor: return "core_attention.compressor";
+    case leaf_id::indexer_linear_wq_b: return "core_attention.indexer.linear_wq_b";
+    case leaf_id::indexer_weights_proj: return "core_attention.indexer.linear_weights_proj";
+    case leaf_id::indexer_compressor: return "core_attention.indexer.compressor";
+    case leaf_id::indexer_topk: return "core_attention.indexer.qk_topk";
+    case leaf_id::linear_o_group_proj: return "linear_o_group_proj";
+    case leaf_id::hc_attn_pre: return "hc_attn.aggregate";
+    case leaf_id::hc_attn_post: return "hc_attn.post_bda";
+    case leaf_id::hc_mlp_pre: return "hc_mlp.aggregate";
+    case leaf_id::hc_mlp_post: return "hc_mlp.post_bda";
+    case leaf_id::hc_expand: return "hc.expand";
+    case leaf_id::hc_head: return "hc_head.contract";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name

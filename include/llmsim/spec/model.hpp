@@ -304,6 +304,38 @@ constexpr void require_size(std::string_view api, std::string_view name, const s
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
 }  // namespace detail
 
+/// Compressed keys of one sequence at ratio `ratio` (Compressor.forward: floor(s / ratio) groups).
+constexpr std::int64_t dsv4_compressed_keys(std::int64_t ratio, std::int64_t seq_len) {
+  return ratio > 0 ? seq_len / ratio : 0;
+}
+
+/// Keys one query's sparse attention runs over, as the kernel is handed them: the
+/// csa_window_size window indices, plus for ratio 4 the indexer's min(top-k, s/4) selected
+/// compressed keys, for ratio 128 every one of the s/128 compressed keys (csa.py builds fixed-length
+/// index lists, causally invalid entries masked, not skipped).
+constexpr std::int64_t dsv4_attended_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
+  const std::int64_t window = m.csa_window_size.value_or(0);
+  const std::int64_t compressed = dsv4_compressed_keys(ratio, seq_len);
+  if (ratio == 4) {
+    const std::int64_t topk = m.dsa_indexer_topk.value_or(0);
+    return window + (topk < compressed ? topk : compressed);
+  }
+  return window + compressed;
+}
+
+/// The same count averaged over the causal queries of a sequence (what Megatron-Bridge's
+/// flop_utils.py `dsv4_hybrid` branch counts: the whole window, k'(1 - 4k'/(2s)) selected keys for
+/// ratio 4, s/256 compressed keys on average for ratio 128).
+constexpr double dsv4_causal_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
+  const double window = static_cast<double>(m.csa_window_size.value_or(0)), s = static_cast<double>(seq_len);
+  if (ratio == 4) {
+    const double k = static_cast<double>(dsv4_attended_keys(m, 4, seq_len)) - window;
+    return window + k * (1 - k * 4 / (2 * s));
+  }
+  if (ratio == 128) return window + s / 256;
+  return window;
+}
+
 namespace detail {
 /// The hybrid pattern and the Mamba sizes (hybrid_layer_allocation.py `validate_segment_layers`,
 /// mamba_mixer.py asserts).
