@@ -123,10 +123,47 @@ constexpr void push_mamba_mixer(leaf_block& b, const build_context& c) {
 /// The kinds of hybrid layer, in the order `job_blocks::hybrid_layer` holds them.
 inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
 
+/// Megatron-LM's selective recompute (`--recompute-modules`) on one hybrid layer of kind `symbol`.
+/// The hybrid stack's layers are TransformerLayers (MambaLayer for 'M') built from
+/// megatron/core/models/hybrid/hybrid_layer_specs.py `hybrid_stack_spec`: the Mamba in_proj, the
+/// attention's linear_qkv and the MLP layer's linear_fc1 are TELayerNormColumnParallelLinear, i.e.
+/// the layer's norm is fused into its first linear and the layer's own norm is IdentityOp; only the
+/// MoE layer keeps a separate pre_mlp_layernorm (TENorm), and an MLA attention layer a separate
+/// input_layernorm. TransformerLayer recomputes a norm under "layernorm" only when it is not
+/// IdentityOp (transformer_layer.py `recompute_input_layernorm` / `recompute_pre_mlp_layernorm`),
+/// and MambaLayer has no recompute module at all (ssm/mamba_layer.py). "mlp" checkpoints the MLP
+/// layer's whole `mlp` (its fused norm included); "moe" / "moe_act" act in the MoE layer as in a
+/// decoder layer.
+constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char symbol, bool mla) {
+  strategy_spec own = s;
+  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
+    own.megatron_recompute_modules = {};
+    for (auto mod :
+         {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp, recompute_module::moe})
+      if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
+  }
+  plan_recompute(b, own);
+  if (symbol == '-' && s.megatron_recompute_modules.contains(recompute_module::mlp)) {
+    // The MLP layer's norm is fused into linear_fc1 and so sits inside the checkpointed `mlp`.
+    detail::mark(b, {leaf_id::pre_mlp_layernorm});
+    b.assign_roles();
+  }
+}
+
+/// Whether the linears of a recomputed hybrid layer of kind `symbol` see the recompute plan
+/// (`saves_original_input`): only where a separate norm is recomputed (see plan_hybrid_selective).
+constexpr bool hybrid_recompute_reaches_linears(const model_spec& m, char symbol) {
+  return symbol == 'E' || (symbol == '*' && m.attention_type == attention_kind::mla);
+}
+
 /// One layer of a hybrid model of kind `symbol`: 'M' a Mamba-2 layer, '*' attention alone, '-' a
 /// dense MLP alone, 'E' an MoE alone (hybrid_layer_allocation.py Symbols), each with its norm and
-/// residual; recompute plans apply to them as to the halves of a decoder layer.
-constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bool recomputed) {
+/// residual. A recomputed layer follows Megatron: full recompute replays every leaf (the hybrid
+/// stack's `checkpointed_forward`, models/hybrid/hybrid_block.py), selective recompute the modules
+/// `plan_hybrid_selective` finds in that kind of layer.
+constexpr leaf_block hybrid_layer_leaves(const build_context& job, char symbol, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed && hybrid_recompute_reaches_linears(c.m(), symbol);
   leaf_block b;
   if (symbol == 'M')
     push_mamba_mixer(b, c);
@@ -136,10 +173,12 @@ constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bo
     push_dense_mlp(b, c);
   else
     push_moe_mlp(b, c);
-  if (recomputed)
-    plan_recompute(b, c.s());
-  else
+  if (!recomputed)
     b.assign_roles();
+  else if (c.s().recompute_granularity == recompute_kind::selective_recompute)
+    plan_hybrid_selective(b, c.s(), symbol, c.m().attention_type == attention_kind::mla);
+  else
+    plan_recompute(b, c.s());
   return b;
 }
 
