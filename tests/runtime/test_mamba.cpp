@@ -96,7 +96,11 @@ TEST(Mamba, MixerFlopsParamsAndSavedBytesAtTp1) {
   const double scan = 2.0 * 1024 * (2 * 128 * 16 + 8 * 32 * (128 + 32));
   EXPECT_EQ(scan, 2.0 * 1024 * 45056);
   EXPECT_EQ(l.at(leaf_id::mamba_conv_scan).fwd_flops, scan);
-  EXPECT_EQ(l.at(leaf_id::mamba_conv_scan).bwd_flops, 2 * scan);
+  // SSD backward (mamba_ssm ssd_combined.py `_mamba_chunk_scan_combined_bwd`): C·Bᵀ recomputed
+  // and its gradient taken twice (dB, dC): 3·2·Q·N per group; the chunk states recomputed, then
+  // dstates, dB, dC and dx's state term: 5·2·N·P per head; dx's intra-chunk term, dCB and ddA:
+  // 3·2·Q·P per head. Per token 2·6·128·16 + 8·(10·16·32 + 6·128·32) = 24576 + 237568 = 262144.
+  EXPECT_EQ(l.at(leaf_id::mamba_conv_scan).bwd_flops, 1024.0 * 262144);
   // conv1d over xBC = 256 + 64 = 320 channels: 320·4 weights + 320 biases; dt_bias, A_log, D: 3·8.
   EXPECT_EQ(l.at(leaf_id::mamba_conv_scan).params, 320.0 * 5 + 24);
   // Saved for backward: zxBCdt (584 per token) and the scan output out_x (256), bf16.
@@ -114,6 +118,41 @@ TEST(Mamba, MixerFlopsParamsAndSavedBytesAtTp1) {
   EXPECT_EQ(l.at(leaf_id::mamba_out_proj).params, 256.0 * 256);
   EXPECT_EQ(l.at(leaf_id::input_layernorm).params, 256.0);
   EXPECT_EQ(l.at(leaf_id::mamba_in_proj).fwd_comm_bytes, 0.0);
+}
+
+TEST(Mamba, SsdKernelsOneByOne) {
+  // tiny at tp 1 over T = 1024 tokens: Q 128, N 16, P 32, H 8, G 2; bf16 activations.
+  const mamba_local_sizes n = mamba_local(tiny, 1);
+  const ssd_kernels k = mamba_ssd_kernels(n, 1024, 2);
+  // x = 1024·256·2 = 524288, B = 1024·32·2 = 65536, dt = 1024·8·2 = 16384, fp32 dt / dA = 32768,
+  // states 8 chunks·8·32·16·4 = 131072, CB 1024·2·128·4 = 1048576.
+  // chunk_state: Bᵀ·x per head, 2·N·P per token = 1024·8·2·16·32 FLOPs, reads B, x, dt, dA and
+  // writes the states.
+  EXPECT_EQ(k.forward[1].flops, 1024.0 * 8 * 2 * 16 * 32);
+  EXPECT_EQ(k.forward[1].bytes, 65536.0 + 524288 + 2 * 32768 + 131072);
+  // bmm_chunk: C·Bᵀ per group, 2·Q·N per token; reads B and C, writes CB in fp32.
+  EXPECT_EQ(k.forward[3].flops, 1024.0 * 2 * 2 * 128 * 16);
+  EXPECT_EQ(k.forward[3].bytes, 2 * 65536.0 + 1048576);
+  // chunk_scan: (CB ∘ decay)·x and C·states per head: 2·(Q + N)·P per token.
+  EXPECT_EQ(k.forward[4].flops, 1024.0 * 8 * 2 * (128 + 16) * 32);
+  // Backward: the dt clone, four recomputed forward kernels, eleven gradient kernels; the state
+  // passing backward reads states and dstates and writes dstates: 3·131072 bytes.
+  EXPECT_EQ(k.backward[0].bytes, 2 * 16384.0);
+  EXPECT_EQ(k.backward[7].bytes, 3 * 131072.0);
+  EXPECT_EQ(k.backward[7].flops, 0.0);
+  // The two bmm_chunk_bwd: each reads dCB (fp32) and one of B / C, accumulates into dB / dC.
+  EXPECT_EQ(k.backward[12].flops, 1024.0 * 2 * 2 * 128 * 16);
+  EXPECT_EQ(k.backward[12].bytes, 1048576.0 + 3 * 65536);
+}
+
+TEST(Mamba, TwoSequencesPerMicroBatchCopyTheMixerLayouts) {
+  // micro_batch_size 2: T = 2048. Forward memory traffic of the conv/scan leaf: the zxBCdt layout
+  // copy (read + write 2048·584·2), the conv (read + write xBC 2048·320·2), the y layout copy
+  // (read + write 2048·256·2).
+  strategy_spec s = tp_strategy(1, false);
+  s.micro_batch_size = 2;
+  const auto l = mamba_leaves(s);
+  EXPECT_EQ(l.at(leaf_id::mamba_conv_scan).fwd_memory_bytes, 2.0 * 2048 * 2 * (584 + 320 + 256));
 }
 
 TEST(Mamba, MixerSplitsHeadsAndGroupsOverTp2WithSequenceParallelism) {

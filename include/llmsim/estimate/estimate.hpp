@@ -310,6 +310,8 @@ struct job_blocks {
   /// that the model uses, recomputed or not, and the streams' contraction before a final norm.
   std::array<leaf_block, dsv4_ratios.size()> dsv4_layer{}, dsv4_layer_recomputed{};
   leaf_block hc_head{};
+  /// Hybrid models under recompute: the same kinds with the recompute plan applied.
+  std::array<leaf_block, hybrid_symbols.size()> hybrid_layer_recomputed{};
 };
 
 /// `b` without its parameters: a layer that runs again on weights another block holds.
@@ -387,6 +389,10 @@ constexpr job_blocks build_blocks(const build_context& c) {
     if (mtp && c.m().mtp_use_repeated_layer)
       for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
         j.mtp_hybrid_repeat[k] = without_parameters(j.hybrid_layer[k]);
+    if (rc)
+      for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+        if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+          j.hybrid_layer_recomputed[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], true);
   } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
@@ -467,6 +473,29 @@ constexpr stage_program build_dsv4_stage(stage_program& p, const job_blocks& j, 
   return p;
 }
 
+/// The hybrid layers of a stage (one stage holds the whole pattern, refuse_unmodelled_hybrid):
+/// each kind's layers priced once and counted, placed at the kind's first layer; the first
+/// `recompute_layer_num` layers of the pattern follow the recompute plan (Megatron's hybrid stack
+/// checkpoints its layers in order as the transformer block does: models/hybrid/hybrid_block.py
+/// `checkpointed_forward`, recompute_method "block"; selective recompute sets every layer).
+constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const build_context& c) {
+  const std::string_view pattern = c.m().hybrid_override_pattern.view();
+  const std::int64_t layers = static_cast<std::int64_t>(pattern.size());
+  const std::int64_t rc = recompute_active(c.s()) ? c.s().recompute_layer_num : 0;
+  const std::size_t cut = static_cast<std::size_t>(rc < layers ? rc : layers);
+  for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
+    const std::string_view head = pattern.substr(0, cut), tail = pattern.substr(cut);
+    const auto count = [&](std::string_view part) {
+      std::int64_t n = 0;
+      for (const char ch : part) n += ch == hybrid_symbols[k] ? 1 : 0;
+      return n;
+    };
+    p.add(j.hybrid_layer_recomputed[k], count(head), static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
+    if (const std::size_t at = tail.find(hybrid_symbols[k]); at != std::string_view::npos)
+      p.add(j.hybrid_layer[k], count(tail), static_cast<std::int64_t>(cut + at));
+  }
+}
+
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
 /// (Megatron --first-k-dense-replace puts the dense layers first) and the rest MoE; the first
 /// `recompute_layer_num` layers of the stage follow the recompute plan (--recompute-method block);
@@ -480,12 +509,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   if (has_embedding) p.add(j.embedding, 1, -1);
   if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
-    // One stage holds the whole pattern (refuse_unmodelled_hybrid): each kind's layers priced once
-    // and counted, placed at the kind's first layer.
-    const std::string_view pattern = c.m().hybrid_override_pattern.view();
-    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
-      p.add(j.hybrid_layer[k], hybrid_layer_count(c.m(), hybrid_symbols[k]),
-            static_cast<std::int64_t>(pattern.find(hybrid_symbols[k])));
+    add_hybrid_layers(p, j, c);
     if (mtp > 0) add_hybrid_mtp(p, j, c.m(), has_embedding, has_head);
     if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
     return p;
@@ -814,10 +838,15 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
                  "model.hybrid_override_pattern with strategy.cp_size={} is not modelled yet (Mamba's context-parallel "
                  "all-to-alls, mamba_context_parallel.py)",
                  s.cp_size);
-  if (recompute_active(s))
-    report_error(api, "strategy.enable_recompute",
-                 "model.hybrid_override_pattern with recompute is not modelled yet (Megatron's recompute modules of "
-                 "hybrid layers)");
+  if (recompute_active(s) && s.recompute_granularity != recompute_kind::full_block &&
+      !(s.recompute_granularity == recompute_kind::selective_recompute && s.megatron_recompute))
+    report_error(
+        api, "strategy.recompute_granularity",
+        "model.hybrid_override_pattern with strategy.recompute_granularity \"{}\"{} is not modelled: "
+        "Megatron's hybrid stack recomputes whole layers (full_block) or the modules of "
+        "strategy.megatron_recompute_modules (selective_recompute with strategy.megatron_recompute=true)",
+        enum_name(s.recompute_granularity),
+        s.recompute_granularity == recompute_kind::selective_recompute ? " with SimuMax's selective flags" : "");
   if (s.fp8 && s.fp8_first_last_layers_bf16)
     report_error(api, "strategy.fp8_first_last_layers_bf16",
                  "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");

@@ -23,40 +23,72 @@
 LLMSIM_BEGIN_NAMESPACE
 
 /// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
-/// `mamba_scan_flops_per_token`; backward is twice this).
+/// `mamba_scan_flops_per_token`; the backward's are in `mamba_ssd_kernels`).
 constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
   return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
 }
 
-/// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
-/// backward, from the tensors they read and write: x and z (and out, out_x, dout) of T·d_inner,
-/// B and C of T·G·N, dt of T·H in bf16; dt after softplus and its cumulative sum dA (fp32, T·H
-/// each); the chunk states (fp32 P x N per head and chunk of Q tokens) and C·Bᵀ per chunk (fp32
-/// G·Q·Q per chunk, i.e. T·G·Q).
-struct mamba_scan_bytes {
-  double forward = 0, backward = 0;
+/// One Triton kernel of the SSD scan on one rank: the tensor-core FLOPs of its block products and
+/// the bytes it reads and writes. Each is priced as its own kernel (its own roofline and launch).
+struct ssd_kernel {
+  double flops = 0, bytes = 0;
 };
-constexpr mamba_scan_bytes mamba_scan_traffic(const mamba_local_sizes& n, double T, double E) {
-  const double x = T * static_cast<double>(n.inner) * E;             // also z, out, out_x, dout, dx, dz
-  const double b = T * static_cast<double>(n.groups * n.state) * E;  // also C, dB, dC
-  const double dt = T * static_cast<double>(n.heads) * E;
-  const double f = T * static_cast<double>(n.heads) * 4.0;  // dt (fp32) or dA_cumsum
-  const double st = T / static_cast<double>(mamba_chunk_size) * static_cast<double>(n.heads * n.head_dim) *
-                    static_cast<double>(n.state) * 4.0;
-  const double cb = T * static_cast<double>(n.groups * mamba_chunk_size) * 4.0;
-  // Forward kernels: chunk_cumsum (dt -> dt, dA), chunk_state (B, x, dt, dA -> states),
-  // state_passing (states -> states), bmm_chunk (C, B -> CB), chunk_scan (CB, x, dt, dA, C,
-  // states, z -> out, out_x).
-  const double cumsum = dt + 2 * f, chunk_state = b + x + 2 * f + st, passing = 2 * st, bmm = 2 * b + cb;
-  const double forward = cumsum + chunk_state + passing + bmm + (cb + x + 2 * f + b + st + x + 2 * x);
-  // Backward (`_mamba_chunk_scan_combined_bwd`): the first four forward kernels again, then the
-  // gradients: dz and the gated dout (dout, out_x, z -> dz, dout), dstates (C, dout, dA -> dstates),
-  // state passing backward (states, dstates -> dstates), dx / ddt (x, CB, dout, dt, dA, B, dstates ->
-  // dx, ddt), dC (states, dout, C, dA -> dC), dB (x, dt, dA, dstates -> dB), dCB and its bmm
-  // backward (x, dout, dt, dA -> dCB; dCB, B, C -> dB, dC), ddA (x, dout, dt, dA -> ddA).
-  const double grads = 5 * x + (b + x + f + st) + 3 * st + (3 * x + cb + 3 * f + b + st) + (st + x + f + 2 * b) +
-                       (x + 2 * f + st + b) + (2 * x + 2 * f + cb) + (cb + 4 * b) + (2 * x + 4 * f);
-  return {forward, cumsum + chunk_state + passing + bmm + grads};
+/// The SSD scan's kernels on one rank in the order mamba_ssm runs them (ops/triton/ssd_combined.py;
+/// Dao & Gu 2024, "Transformers are SSMs", §6 and appendix: the chunked algorithm's four steps
+/// and their gradients). Megatron's mixer trains through mamba_ssm's `mamba_split_conv1d_scan_combined`
+/// (megatron/core/ssm/mamba_mixer.py `_ssm_training`).
+struct ssd_kernels {
+  /// `_mamba_chunk_scan_combined_fwd`: chunk_cumsum, chunk_state, state_passing, bmm_chunk, chunk_scan.
+  std::array<ssd_kernel, 5> forward{};
+  /// `_mamba_chunk_scan_combined_bwd`: dt.clone(), the first four forward kernels again (their
+  /// outputs are not saved), then chunk_scan_bwd_dz, chunk_scan_bwd_dstates, state_passing_bwd,
+  /// chunk_scan_chunk_state_bwd_dx, chunk_state_bwd_db, chunk_scan_bwd_dC, chunk_scan_bwd_dcb,
+  /// bmm_chunk_bwd twice (dB and dC from dCB), chunk_scan_bwd_ddAcs_stable, chunk_cumsum_bwd.
+  std::array<ssd_kernel, 16> backward{};
+};
+/// The kernels of `ssd_kernels` over T tokens, activations of E bytes. Tensors: x and z (and out,
+/// out_x, dout, dx, dz) of T·d_inner, B and C (dB, dC) of T·G·N, dt of T·H in E bytes; dt after
+/// softplus, its cumulative sum dA and their gradients in fp32 (T·H each); the chunk states and
+/// their gradients in fp32 (P x N per head and chunk of Q tokens); C·Bᵀ and its gradient in fp32
+/// (G·Q·Q per chunk, i.e. T·G·Q). Products, per token: C·Bᵀ 2·G·Q·N; a state product (Bᵀ·x, C·state,
+/// and in backward dstates, dB, dC and dx's state term) 2·H·N·P; an intra-chunk product ((C·Bᵀ ∘
+/// decay)·x, and in backward dx's intra term, dCB, ddA) 2·H·Q·P, the kernels computing whole Q x Q
+/// blocks. Backward totals 3 C·Bᵀ products, 5 state products and 3 intra-chunk products.
+constexpr ssd_kernels mamba_ssd_kernels(const mamba_local_sizes& n, double T, double E) {
+  const double Q = static_cast<double>(mamba_chunk_size), N = static_cast<double>(n.state);
+  const double P = static_cast<double>(n.head_dim), H = static_cast<double>(n.heads);
+  const double G = static_cast<double>(n.groups);
+  const double x = T * static_cast<double>(n.inner) * E;
+  const double b = T * G * N * E;
+  const double dt = T * H * E;
+  const double f = T * H * 4.0;
+  const double st = T / Q * H * P * N * 4.0;
+  const double cb = T * G * Q * 4.0;
+  const double cb_f = T * G * 2 * Q * N, state_f = T * H * 2 * N * P, intra_f = T * H * 2 * Q * P;
+  const ssd_kernel cumsum{0, dt + 2 * f};                     // dt -> dt (fp32), dA
+  const ssd_kernel chunk_state{state_f, b + x + 2 * f + st};  // B, x, dt, dA -> states
+  const ssd_kernel passing{0, 2 * st};                        // states -> states
+  const ssd_kernel bmm{cb_f, 2 * b + cb};                     // C, B -> CB
+  ssd_kernels k;
+  // chunk_scan: CB, x, dt, dA, C, states, z -> out, out_x.
+  k.forward = {cumsum, chunk_state, passing, bmm, {intra_f + state_f, cb + x + 2 * f + b + st + x + 2 * x}};
+  k.backward = {ssd_kernel{0, 2 * dt},  // dt_in = dt.clone()
+                cumsum,
+                bmm,
+                chunk_state,
+                passing,
+                {0, 5 * x},                                        // dout, out_x, z -> dz, gated dout
+                {state_f, b + x + f + st},                         // C, dout, dA -> dstates
+                {0, 3 * st},                                       // states, dstates -> dstates
+                {intra_f + state_f, 3 * x + cb + 3 * f + b + st},  // x, CB, dout, dt, dA, B, dstates -> dx, ddt
+                {state_f, x + 2 * f + st + 2 * b},                 // x, dt, dA, dstates, B -> dB
+                {state_f, st + x + f + 2 * b},                     // states, dA, dout, C -> dC
+                {intra_f, 2 * x + 2 * f + cb},                     // x, dt, dA, dout -> dCB
+                {cb_f, cb + 3 * b},                                // C, dCB, dB -> dB
+                {cb_f, cb + 3 * b},                                // B, dCBᵀ, dC -> dC
+                {intra_f, 2 * x + 4 * f},                          // x, dt, dA, dout, CB -> ddA
+                {0, 2 * f + 2 * dt}};                              // ddA, ddt, dt_in -> ddt
+  return k;
 }
 
 /// The conv1d + SSD scan of one rank (`mamba_split_conv1d_scan_combined`).
@@ -69,15 +101,23 @@ constexpr leaf mamba_conv_scan_leaf(const build_context& c) {
   const double zxbcdt = T * static_cast<double>(n.in_proj_width()) * E;
   const double xbc = T * static_cast<double>(n.conv_channels()) * E;
   const double y = T * static_cast<double>(n.inner) * E;
-  const mamba_scan_bytes bytes = mamba_scan_traffic(n, T, E);
+  const ssd_kernels kernels = mamba_ssd_kernels(n, T, E);
+  // With more than one sequence per micro-batch the mixer's layout changes copy: _ssm_training's
+  // rearrange(zxBCdt, "l b d -> b l d").contiguous() before the scan and rearrange(y, "b l d ->
+  // l b d").contiguous() after it; in backward the gradient reaching in_proj is the permuted view,
+  // which TE's linear makes contiguous. With one sequence the permutes are already contiguous.
+  const bool layout_copies = c.s().micro_batch_size > 1;
+  if (layout_copies) c.memory(l, pass_kind::forward, 2 * zxbcdt);
   // Forward: the conv (causal_conv1d_fwd) reads xBC and writes its output, then the scan kernels.
   c.memory(l, pass_kind::forward, 2 * xbc);
-  c.emit(l, unkeyed_gemm_op(pass_kind::forward, mamba_scan_flops(n, T), bytes.forward));
+  for (const ssd_kernel& k : kernels.forward) c.emit(l, unkeyed_gemm_op(pass_kind::forward, k.flops, k.bytes));
+  if (layout_copies) c.memory(l, pass_kind::forward, 2 * y);
   // Backward: the conv is recomputed, the scan's backward kernels run, then the conv's backward
   // reads xBC and the gradient of its output and writes the gradient of xBC.
   c.memory(l, pass_kind::backward_input, 2 * xbc);
-  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * mamba_scan_flops(n, T), bytes.backward));
+  for (const ssd_kernel& k : kernels.backward) c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, k.flops, k.bytes));
   c.memory(l, pass_kind::backward_input, 3 * xbc);
+  if (layout_copies) c.memory(l, pass_kind::backward_input, 2 * zxbcdt);
   l.params = mamba_conv_scan_params(n);
   l.input = zxbcdt;
   l.cache = zxbcdt + y;  // ctx.save_for_backward(zxbcdt, ..., out_x, ...)
@@ -123,10 +163,47 @@ constexpr void push_mamba_mixer(leaf_block& b, const build_context& c) {
 /// The kinds of hybrid layer, in the order `job_blocks::hybrid_layer` holds them.
 inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
 
+/// Megatron-LM's selective recompute (`--recompute-modules`) on one hybrid layer of kind `symbol`.
+/// The hybrid stack's layers are TransformerLayers (MambaLayer for 'M') built from
+/// megatron/core/models/hybrid/hybrid_layer_specs.py `hybrid_stack_spec`: the Mamba in_proj, the
+/// attention's linear_qkv and the MLP layer's linear_fc1 are TELayerNormColumnParallelLinear, i.e.
+/// the layer's norm is fused into its first linear and the layer's own norm is IdentityOp; only the
+/// MoE layer keeps a separate pre_mlp_layernorm (TENorm), and an MLA attention layer a separate
+/// input_layernorm. TransformerLayer recomputes a norm under "layernorm" only when it is not
+/// IdentityOp (transformer_layer.py `recompute_input_layernorm` / `recompute_pre_mlp_layernorm`),
+/// and MambaLayer has no recompute module at all (ssm/mamba_layer.py). "mlp" checkpoints the MLP
+/// layer's whole `mlp` (its fused norm included); "moe" / "moe_act" act in the MoE layer as in a
+/// decoder layer.
+constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char symbol, bool mla) {
+  strategy_spec own = s;
+  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
+    own.megatron_recompute_modules = {};
+    for (auto mod :
+         {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp, recompute_module::moe})
+      if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
+  }
+  plan_recompute(b, own);
+  if (symbol == '-' && s.megatron_recompute_modules.contains(recompute_module::mlp)) {
+    // The MLP layer's norm is fused into linear_fc1 and so sits inside the checkpointed `mlp`.
+    detail::mark(b, {leaf_id::pre_mlp_layernorm});
+    b.assign_roles();
+  }
+}
+
+/// Whether the linears of a recomputed hybrid layer of kind `symbol` see the recompute plan
+/// (`saves_original_input`): only where a separate norm is recomputed (see plan_hybrid_selective).
+constexpr bool hybrid_recompute_reaches_linears(const model_spec& m, char symbol) {
+  return symbol == 'E' || (symbol == '*' && m.attention_type == attention_kind::mla);
+}
+
 /// One layer of a hybrid model of kind `symbol`: 'M' a Mamba-2 layer, '*' attention alone, '-' a
 /// dense MLP alone, 'E' an MoE alone (hybrid_layer_allocation.py Symbols), each with its norm and
-/// residual; recompute plans apply to them as to the halves of a decoder layer.
-constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bool recomputed) {
+/// residual. A recomputed layer follows Megatron: full recompute replays every leaf (the hybrid
+/// stack's `checkpointed_forward`, models/hybrid/hybrid_block.py), selective recompute the modules
+/// `plan_hybrid_selective` finds in that kind of layer.
+constexpr leaf_block hybrid_layer_leaves(const build_context& job, char symbol, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed && hybrid_recompute_reaches_linears(c.m(), symbol);
   leaf_block b;
   if (symbol == 'M')
     push_mamba_mixer(b, c);
@@ -136,10 +213,12 @@ constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bo
     push_dense_mlp(b, c);
   else
     push_moe_mlp(b, c);
-  if (recomputed)
-    plan_recompute(b, c.s());
-  else
+  if (!recomputed)
     b.assign_roles();
+  else if (c.s().recompute_granularity == recompute_kind::selective_recompute)
+    plan_hybrid_selective(b, c.s(), symbol, c.m().attention_type == attention_kind::mla);
+  else
+    plan_recompute(b, c.s());
   return b;
 }
 
