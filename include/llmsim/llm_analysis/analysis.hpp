@@ -3,7 +3,7 @@
 /// d841e40): parameter counts, weight / optimizer / gradient / activation bytes, FLOPs and the
 /// roofline latencies of one forward pass. `training` and `inference` (their own headers) assemble
 /// them the way analysis.py does. Each formula reproduces llm-analysis, including where it is wrong;
-/// such places carry a "llm-analysis quirk" comment (listed in README.md, section llm-analysis).
+/// such places carry a "llm-analysis quirk" comment (listed in README.md, section "llm-analysis, reproduced").
 #pragma once
 
 #include <llmsim/core/error.hpp>
