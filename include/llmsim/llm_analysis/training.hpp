@@ -245,16 +245,31 @@ constexpr state_memory state_memory_per_gpu(const analysis& a, const training_pa
 /// weights and optimizer states leave (may be <= 0 when nothing fits, as llm-analysis reports it).
 constexpr std::int64_t max_micro_batch(const analysis& a, double memory_left, double act_bs1, double prefetch,
                                        double s) {
-  const double q = memory_left / act_bs1;
-  auto m = static_cast<std::int64_t>(q);  // Python's floor division
-  if (static_cast<double>(m) > q) --m;
-  while (true) {
+  const auto fits = [&](std::int64_t m) {
     const double loss = a.activation_output_embedding(static_cast<double>(m), s);
-    const double need = (prefetch > loss ? prefetch : loss) + act_bs1 * static_cast<double>(m);
-    if (!(memory_left < need)) break;
-    --m;
+    return !(memory_left < (prefetch > loss ? prefetch : loss) + act_bs1 * static_cast<double>(m));
+  };
+  const double q = memory_left / act_bs1;
+  auto top = static_cast<std::int64_t>(q);  // Python's floor division
+  if (static_cast<double>(top) > q) --top;
+  // analysis.py steps down from `top` one at a time until it fits; what it needs grows with m, so a
+  // doubling then bisecting search finds the same micro-batch in O(log) steps
+  if (fits(top)) return top;
+  std::int64_t bad = top, step = 1, good = top - 1;
+  while (!fits(good)) {
+    bad = good;
+    step *= 2;
+    good = top - step;
   }
-  return m;
+  while (bad - good > 1) {
+    const std::int64_t mid = good + (bad - good) / 2;
+    if (fits(mid)) {
+      good = mid;
+    } else {
+      bad = mid;
+    }
+  }
+  return good;
 }
 
 /// Memory of the chosen micro-batch and everything that follows from it.
