@@ -4,11 +4,14 @@
 //   llmsim validate CASES.json [--recipes FILE] [--format text|json]
 //   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
 //   llmsim list     [--format text|json]
+//   llmsim search   --model M --system S --gpus N (--global-batch B | --tokens-per-step T) --seq L [...]
 // S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`). Exit statuses:
 // `exit_status_help` below (also in --help and README.md).
 
 #include <llmsim/json.hpp>
 #include <llmsim/json/megatron_bridge.hpp>
+
+#include "search_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -60,7 +63,8 @@ constexpr const char* exit_status_help =
     "  1  config or input error (the message names the file, the field and the rule)\n"
     "  2  command-line usage error (unknown option, missing argument, malformed --set)\n"
     "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
-    "     --strategy and --model), unless --allow-oom\n"
+    "     --strategy and --model), unless --allow-oom; search: no strategy of the space fits (the\n"
+    "     message names the smallest shortfall)\n"
     "  4  unexpected internal error\n"
     "  5  validate: some cases could not be estimated (each is listed with its reason; the others\n"
     "     are compared as usual)\n"
@@ -821,8 +825,10 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
   list->add_option("--format", list_format, "Output format (text is the default)")
       ->check(CLI::IsMember({"text", "json"}));
+  llmsim_cli::search_args search_args;
+  auto* search = llmsim_cli::add_search_command(app, search_args);
   app.footer(exit_status_help);
-  for (auto* sub : {check, perf, bench, validate, list}) sub->footer(exit_status_help);
+  for (auto* sub : {check, perf, bench, validate, list, search}) sub->footer(exit_status_help);
 
   try {
     app.parse(argc, argv);
@@ -834,10 +840,10 @@ int main(int argc, char** argv) {
                   dump(lj::value{{"error", error_object(e, e.what())}, {"exit_status", exit_usage_error}}).c_str());
     return exit_usage_error;
   }
-  const bool json_out = (check->parsed() && check_args.format == "json") ||
-                        (perf->parsed() && perf_args.format == "json") ||
-                        (bench->parsed() && bench_args.format == "json") ||
-                        (validate->parsed() && validate_format == "json") || (list->parsed() && list_format == "json");
+  const bool json_out =
+      (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
+      (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
+      (list->parsed() && list_format == "json") || (search->parsed() && search_args.format == "json");
   try {
     // Lets the test suite reach exit status 4, which no input should reach.
     if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
@@ -845,6 +851,7 @@ int main(int argc, char** argv) {
     if (perf->parsed()) return run_perf(perf_args);
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file);
+    if (search->parsed()) return llmsim_cli::run_search(search_args);
     if (list->parsed()) {
       if (json_out)
         std::printf("%s\n", dump(catalogue_json()).c_str());
@@ -854,6 +861,8 @@ int main(int argc, char** argv) {
     }
   } catch (const usage_error& e) {
     return report_failure(json_out, exit_usage_error, e, e.what());
+  } catch (const llmsim_cli::search_usage_error& e) {
+    return report_failure(json_out, exit_usage_error, usage_error(e.field(), e.what()), e.what());
   } catch (const llmsim::config_error& e) {
     return report_failure(json_out, exit_input_error, e, e.what());
   } catch (const std::exception& e) {
