@@ -23,6 +23,7 @@
 #pragma once
 
 #include <llmsim/estimate/estimate.hpp>
+#include <llmsim/perf_llm.hpp>
 #include <llmsim/search/space.hpp>
 
 #include <algorithm>
@@ -373,5 +374,70 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
 
 /// The strategy of a ranked candidate.
 inline strategy_spec strategy_of(const search_candidate& c, const search_space& sp) { return to_strategy(c.point, sp); }
+
+/// The answer of `search_best_parallel_strategy_with_recompute`.
+struct best_parallel_strategy {
+  bool found = false;
+  strategy_spec strategy{};
+  double mfu = 0;
+  double duration_time_per_iter = 0;  ///< seconds
+  double peak_mem = 0;                ///< bytes
+  search_result search{};             ///< the whole search (every fitting candidate in `fitting`)
+};
+
+/// SimuMax's `PerfLLM.search_best_parallel_strategy_with_recompute` (simumax/core/perf_llm.py),
+/// with its parameter names, on a configured `perf_llm` (its strategy gives every field the search
+/// does not vary): tp from `tp_search_list` (SimuMax's default 1, 2, 4, 8 for dense models, 1 for
+/// MoE), ep from `ep_search_list` (1, 2, 4, 8 for MoE), pp from `pp_search_list` (every size),
+/// etp = tp when `use_etp` else 1, the fixed `micro_batch_size` with micro_batch_num =
+/// global_batch_size / (dp x micro_batch_size), recompute none, selective and full over 1..L
+/// layers; the ZeRO stage, FP8 and schedule of the configured strategy. A candidate fits when its
+/// peak (reserved: peak / mem_factor, when `use_reserved_memory`) is at most device memory less
+/// `gmi_error` GiB. The best is the highest MFU, as SimuMax picks it.
+inline best_parallel_strategy search_best_parallel_strategy_with_recompute(
+    const perf_llm& perf, std::int64_t world_size, double gmi_error, std::int64_t micro_batch_size,
+    std::int64_t global_batch_size, std::vector<std::int64_t> tp_search_list = {},
+    std::vector<std::int64_t> ep_search_list = {}, std::vector<std::int64_t> pp_search_list = {}, bool use_etp = false,
+    bool use_reserved_memory = true) {
+  const model_spec& m = perf.model();
+  const strategy_spec& base = perf.strategy();
+  search_space sp{.gpus = world_size, .global_batch = global_batch_size, .seq_len = base.seq_len};
+  sp.base = base;
+  const bool moe = is_moe(m);
+  if (tp_search_list.empty())
+    tp_search_list = moe ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 2, 4, 8};
+  if (ep_search_list.empty())
+    ep_search_list = moe ? std::vector<std::int64_t>{1, 2, 4, 8} : std::vector<std::int64_t>{1};
+  sp.tp = tp_search_list;
+  sp.ep = ep_search_list;
+  sp.pp = pp_search_list;
+  sp.cp = {1};
+  sp.mbs = {micro_batch_size};
+  sp.max_mbs = micro_batch_size;
+  sp.zero = {base.zero_state};
+  sp.fp8 = false;
+  sp.offload = false;
+  sp.schedules = false;
+  sp.vp = {1};
+  best_parallel_strategy out;
+  const double device = static_cast<double>(device_memory(perf.system()).value);
+  const double budget = (device - gmi_error * 1024.0 * 1024.0 * 1024.0) * (use_reserved_memory ? base.mem_factor : 1.0);
+  search_options o{.top_k = 1, .memory_margin = 1.0 - budget / device, .keep_all = true};
+  out.search = search(m, perf.system(), sp, o);
+  if (use_etp) {  // etp follows tp
+    std::erase_if(out.search.fitting,
+                  [](const search_candidate& c) { return c.point.layout.etp != c.point.layout.tp; });
+  } else {
+    std::erase_if(out.search.fitting, [](const search_candidate& c) { return c.point.layout.etp != 1; });
+  }
+  if (out.search.fitting.empty()) return out;
+  const search_candidate& best = out.search.fitting.front();
+  out.found = true;
+  out.strategy = strategy_of(best, sp);
+  out.mfu = best.mfu;
+  out.duration_time_per_iter = best.time;
+  out.peak_mem = best.peak_mem;
+  return out;
+}
 
 LLMSIM_END_NAMESPACE
