@@ -5,6 +5,7 @@
 //   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
 //   llmsim list     [--format text|json]
 //   llmsim llm-analysis train|infer --model_name M --gpu_name G [llm-analysis's flags] [--format text|json]
+//   llmsim search   --model M --system S --gpus N (--global-batch B | --tokens-per-step T) --seq L [...]
 // S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`). Exit statuses:
 // `exit_status_help` below (also in --help and README.md).
 
@@ -12,6 +13,7 @@
 #include <llmsim/json/megatron_bridge.hpp>
 
 #include "llm_analysis_command.hpp"
+#include "search_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -64,7 +66,8 @@ constexpr const char* exit_status_help =
     "  2  command-line usage error (unknown option, missing argument, malformed --set)\n"
     "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
     "     --strategy and --model; llm-analysis train), unless --allow-oom; llm-analysis infer:\n"
-    "     the weights, activations or KV cache do not fit\n"
+    "     the weights, activations or KV cache do not fit; search: no strategy of the space fits (the\n"
+    "     message names the smallest shortfall)\n"
     "  4  unexpected internal error\n"
     "  5  validate: some cases could not be estimated (each is listed with its reason; the others\n"
     "     are compared as usual)\n"
@@ -827,8 +830,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   llmsim_cli::llm_analysis_args llma_args;
   auto* llma = llmsim_cli::add_llm_analysis(app, llma_args);
+  llmsim_cli::search_args search_args;
+  auto* search = llmsim_cli::add_search_command(app, search_args);
   app.footer(exit_status_help);
-  for (auto* sub : {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer})
+  for (auto* sub : {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search})
     sub->footer(exit_status_help);
 
   try {
@@ -844,7 +849,8 @@ int main(int argc, char** argv) {
   const bool json_out =
       (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
       (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
-      (list->parsed() && list_format == "json") || (llma->parsed() && llma_args.format == "json");
+      (list->parsed() && list_format == "json") || (llma->parsed() && llma_args.format == "json") ||
+      (search->parsed() && search_args.format == "json");
   try {
     // Lets the test suite reach exit status 4, which no input should reach.
     if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
@@ -853,6 +859,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file);
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);
+    if (search->parsed()) return llmsim_cli::run_search(search_args);
     if (list->parsed()) {
       if (json_out)
         std::printf("%s\n", dump(catalogue_json()).c_str());
@@ -862,6 +869,8 @@ int main(int argc, char** argv) {
     }
   } catch (const usage_error& e) {
     return report_failure(json_out, exit_usage_error, e, e.what());
+  } catch (const llmsim_cli::search_usage_error& e) {
+    return report_failure(json_out, exit_usage_error, usage_error(e.field(), e.what()), e.what());
   } catch (const llmsim::config_error& e) {
     return report_failure(json_out, exit_input_error, e, e.what());
   } catch (const std::exception& e) {

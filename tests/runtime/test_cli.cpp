@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -611,6 +612,84 @@ TEST(CliBench, TextByDefaultJsonWhenAsked) {
   EXPECT_EQ(j.size(), 2U) << r.out;
   EXPECT_EQ(j["iterations"], 3);
   EXPECT_GT(j["estimate_ns_median"].get<double>(), 0.0);
+}
+
+// ---- search: ranked fitting strategies, every one in JSON/CSV, exit 3 when nothing fits ------------
+
+/// A small space: Llama 3 8B on 8 H100s, bf16, no optimizer offload.
+const std::string small_search =
+    "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 4096 "
+    "--fix fp8=off,offload=off";
+
+TEST(CliSearch, JsonListsEveryFittingCandidateRanked) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli(small_search + " --top 3 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_GT(j["evaluated"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["strategies_per_second"].get<double>(), 0.0);
+  ASSERT_EQ(j["candidates"].size(), j["fitting"].get<std::size_t>());
+  ASSERT_EQ(j["top"].size(), 3U);
+  // Ranked by step time; the top rows are the first candidates; memory within 95 % of 80 GiB.
+  double last = 0;
+  for (const auto& c : j["candidates"]) {
+    EXPECT_GE(c["step_time"].get<double>(), last);
+    last = c["step_time"].get<double>();
+    EXPECT_LE(c["peak_mem_gib"].get<double>(), 80 * 0.95 + 1e-9);
+    EXPECT_EQ(c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>() * c["dp"].get<int>(), 8);
+    EXPECT_EQ(c["mbs"].get<int>() * c["mbc"].get<int>() * c["dp"].get<int>(), 16) << "the global batch";
+  }
+  EXPECT_EQ(j["top"][0]["layout"], j["candidates"][0]["layout"]);
+  // The winner's perf report gives milliseconds (its "units"), the ranking seconds.
+  EXPECT_EQ(j["winner"]["units"]["time"], "ms");
+  EXPECT_NEAR(j["winner"]["cost_result"]["duration_time_per_iter"].get<double>() / 1000,
+              j["top"][0]["step_time"].get<double>(), 1e-12);
+}
+
+TEST(CliSearch, TextTableCsvAndPareto) {
+  LLMSIM_REQUIRE_CLI();
+  const auto t = run_cli(small_search + " --top 2 --pareto");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("rank  layout"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("Pareto front"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("winner: tp"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("duration_time_per_iter"), std::string::npos) << "the winner's perf report";
+  EXPECT_TRUE(t.err.empty()) << "no progress output when stderr is not a terminal: " << t.err;
+  const auto c = run_cli(small_search + " --format csv");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out.rfind("rank,layout,tp,pp,cp,dp,", 0), 0U) << c.out.substr(0, 200);
+  const auto j = run_cli(small_search + " --format json").out_json();
+  const auto lines = static_cast<std::size_t>(std::count(c.out.begin(), c.out.end(), '\n'));
+  EXPECT_EQ(lines, j["fitting"].get<std::size_t>() + 1) << "a header and one row per fitting candidate";
+}
+
+TEST(CliSearch, NothingFitsExitsThreeNamingTheShortfall) {
+  LLMSIM_REQUIRE_CLI();
+  // Llama 3 405B's weights, gradients and Adam state (16 bytes a parameter) are ~101 GB per GPU even
+  // sharded 8 ways: more than an A100-40GB whatever the layout.
+  const auto r = run_cli(
+      "search --model llama3-405b --system a100-sxm --gpus 8 --global-batch 8 --seq 4096 "
+      "--fix fp8=off --format json");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("GiB over the budget"), std::string::npos) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_GT(j["smallest_shortfall_gib"].get<double>(), 0.0);
+  EXPECT_EQ(j["exit_status"], 3);
+}
+
+TEST(CliSearch, UsageErrorsExitTwo) {
+  LLMSIM_REQUIRE_CLI();
+  EXPECT_EQ(run_cli("search --model llama3-8b --system h100-sxm --gpus 8 --seq 4096").exit_code, 2)
+      << "needs --global-batch or --tokens-per-step";
+  EXPECT_EQ(run_cli(small_search + " --fix tp=x").exit_code, 2);
+  EXPECT_EQ(run_cli(small_search + " --fix colour=red").exit_code, 2);
+  EXPECT_EQ(run_cli(small_search + " --allow everything").exit_code, 2);
+  const auto r = run_cli("search --model llama3-8b --system h100-sxm --gpus 8 --tokens-per-step 1000 --seq 4096");
+  EXPECT_EQ(r.exit_code, 2) << "tokens per step must be a multiple of the sequence length";
+  EXPECT_EQ(run_cli("search --model no-such-model --system h100-sxm --gpus 8 --global-batch 8 --seq 4096").exit_code,
+            1);
 }
 
 }  // namespace

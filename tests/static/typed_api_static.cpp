@@ -239,4 +239,35 @@ constexpr auto best_70b =
                             llama3_70b, hw::h100_sxm{});
 static_assert(best_70b.found && best_70b.index == 1 && llmsim::fits_on<best_70b.result.mem.peak_mem, hw::h100_sxm>);
 
+// ---- fastest_fitting over a search_space -------------------------------------------------------------
+// The space enumerates, in llmsim::search's order: tp 4 (dp 2) with ZeRO 0 then 1, tp 8 (dp 1, ZeRO 0
+// only: nothing to shard); its choice must be the array overload's over those three specs.
+constexpr llmsim::search_space small_space() {
+  llmsim::search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096};
+  sp.tp = {4, 8};
+  sp.pp = {1};
+  sp.cp = {1};
+  sp.mbs = {1};
+  sp.zero = {0, 1};
+  sp.fp8 = false;
+  sp.offload = false;
+  sp.recompute = false;
+  return sp;
+}
+constexpr llmsim::strategy_spec space_spec(std::int64_t tp, std::int64_t zero) {
+  // global batch 8 over dp = 8 / tp ranks of micro-batch 1
+  llmsim::strategy_spec s{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8 / (8 / tp), .world_size = 8, .tp_size = tp};
+  s.zero_state = zero;
+  s.pipeline_schedule = llmsim::pipeline_schedule_kind::one_f_one_b;
+  s.enable_recompute = false;
+  return s;
+}
+constexpr auto space_best = [] { return llmsim::fastest_fitting(small_space(), llama3_8b, hw::h100_sxm{}); }();
+constexpr auto array_best = llmsim::fastest_fitting(std::array{space_spec(4, 0), space_spec(4, 1), space_spec(8, 0)},
+                                                    llama3_8b, hw::h100_sxm{});
+static_assert(space_best.found && array_best.found && space_best.index == array_best.index &&
+              space_best.strategy == array_best.strategy &&
+              space_best.result.cost.duration_time_per_iter == array_best.result.cost.duration_time_per_iter);
+
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <llmsim/core/units.hpp>
 #include <llmsim/estimate/estimate.hpp>
+#include <llmsim/search/space.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 #include <llmsim/typed/concepts.hpp>
@@ -96,5 +97,42 @@ template <const auto& Model, Accelerator H, ParallelStrategy... P>
 inline constexpr strategy_choice fastest_fitting_of = detail::fastest_of(
     std::array<strategy_spec, sizeof...(P)>{P::spec...},
     std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...}, hw::device_memory(H::spec));
+
+/// The fastest fitting strategy of a whole `search_space` (search/space.hpp), enumerated in the
+/// same canonical order as `llmsim::search` and priced by the one estimate, in a constant
+/// expression: build the space inside it (it owns vectors), e.g.
+/// `constexpr auto best = [] { search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096}; sp.tp = {2, 4};
+///                               return fastest_fitting(sp, llama3_8b, hw::h100_sxm{}); }();`
+/// For small spaces: every candidate must pass validation (an invalid one is a compile error
+/// showing its rule), and each estimate spends the compiler's evaluation budget. The budget is
+/// device memory x (1 - memory_margin), as `llmsim::search` applies it; `index` is the
+/// candidate's place in the enumeration.
+template <typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const search_space& sp, const M& model, const H& system,
+                                          double memory_margin = 0.0) {
+  const model_spec& m = typed::to_spec(model);
+  const system_spec& sys = typed::to_spec(system);
+  const double budget = static_cast<double>(hw::device_memory(sys).value) * (1.0 - memory_margin);
+  const std::vector<search_layout> layouts = search_layouts(m, sp);
+  const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);
+  strategy_choice best;
+  std::size_t index = 0;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    for_each_group(layouts[li], sp, recipes, li, [&](const search_point& g) {
+      for (std::int64_t i = 0; i < recompute_variant_count(g, sp); ++i, ++index) {
+        const strategy_spec s = to_strategy(recompute_variant(g, i), sp);
+        estimate_result r = llmsim::estimate(m, s, sys);
+        if (static_cast<double>(r.mem.peak_mem.value) > budget) continue;
+        if (best.found && !(r.cost.duration_time_per_iter < best.result.cost.duration_time_per_iter)) continue;
+        best.found = true;
+        best.index = index;
+        best.strategy = s;
+        best.result = r;
+      }
+      return true;
+    });
+  }
+  return best;
+}
 
 LLMSIM_END_NAMESPACE

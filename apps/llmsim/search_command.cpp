@@ -1,0 +1,368 @@
+// `llmsim search`: every strategy of the space priced, the fitting ones ranked (llmsim/search.hpp).
+
+#include "search_command.hpp"
+
+#include <llmsim/json.hpp>
+#include <llmsim/search.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+namespace llmsim_cli {
+namespace {
+
+namespace lj = llmsim::json;
+
+/// Set by SIGINT: the workers stop and the best so far is printed.
+std::atomic<bool> interrupted{false};
+extern "C" void on_sigint(int) { interrupted.store(true); }
+
+constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+std::int64_t parse_count(const std::string& field, const std::string& text) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) { used = 0; }
+  if (used != text.size() || v < 1)
+    throw search_usage_error(field, field + "=" + text + ": expected a positive integer");
+  return v;
+}
+
+/// `--fix tp=8,pp=4 --fix recompute=none`: each key pins one dimension.
+void apply_fix(llmsim::search_space& sp, const std::string& entry) {
+  std::size_t start = 0;
+  while (start <= entry.size()) {
+    const std::size_t comma = entry.find(',', start);
+    const std::string item = entry.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? entry.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw search_usage_error("--fix", "--fix " + item +
+                                            ": expected KEY=VALUE (tp, pp, cp, ep, etp, vp, mbs, zero, "
+                                            "fp8=off, offload=off, recompute=none, schedule=1f1b)");
+    const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+    const std::string field = "--fix " + key;
+    if (key == "tp") {
+      sp.tp = {parse_count(field, val)};
+      if (sp.tp[0] > sp.max_tp) sp.max_tp = sp.tp[0];
+    } else if (key == "pp") {
+      sp.pp = {parse_count(field, val)};
+    } else if (key == "cp") {
+      sp.cp = {parse_count(field, val)};
+    } else if (key == "ep") {
+      sp.ep = {parse_count(field, val)};
+    } else if (key == "etp") {
+      sp.etp = {parse_count(field, val)};
+    } else if (key == "vp") {
+      sp.vp = {parse_count(field, val)};
+    } else if (key == "mbs") {
+      sp.mbs = {parse_count(field, val)};
+      if (sp.mbs[0] > sp.max_mbs) sp.max_mbs = sp.mbs[0];
+    } else if (key == "zero") {
+      if (val.size() != 1 || val[0] < '0' || val[0] > '3')
+        throw search_usage_error(field, field + "=" + val + ": 0..3");
+      sp.zero = {val[0] - '0'};
+    } else if (key == "fp8" && val == "off") {
+      sp.fp8 = false;
+    } else if (key == "offload" && val == "off") {
+      sp.offload = false;
+    } else if (key == "recompute" && val == "none") {
+      sp.recompute = false;
+    } else if (key == "schedule" && val == "1f1b") {
+      sp.schedules = false;
+      sp.vp = {1};
+    } else {
+      throw search_usage_error("--fix", "--fix " + item + ": unknown key or value");
+    }
+  }
+}
+
+/// `--allow fsdp,wide-tp`: dimensions beyond the default space.
+void apply_allow(llmsim::search_space& sp, const std::string& what) {
+  if (what == "fsdp")
+    sp.fsdp = true;
+  else if (what == "wide-tp")
+    sp.max_tp = 64;
+  else
+    throw search_usage_error("--allow", "--allow " + what +
+                                            ": expected fsdp (Megatron-FSDP for ZeRO-2/3) or wide-tp "
+                                            "(tensor parallelism beyond 8)");
+}
+
+/// A compact name of the candidate, in the tokens of `llmsim list` where they exist.
+std::string layout_name(const llmsim::search_candidate& c) {
+  const auto& p = c.point;
+  const auto& l = p.layout;
+  std::string n = "tp" + std::to_string(l.tp) + "_pp" + std::to_string(l.pp);
+  if (l.cp > 1) n += "_cp" + std::to_string(l.cp) + (l.cp_comm == llmsim::cp_comm_kind::p2p ? "ring" : "");
+  n += "_dp" + std::to_string(l.dp);
+  if (l.ep > 1) n += "_ep" + std::to_string(l.ep);
+  if (l.etp > 1) n += "_etp" + std::to_string(l.etp);
+  if (l.vp > 1) n += "_vp" + std::to_string(l.vp);
+  if (l.first > 0) n += "_first" + std::to_string(l.first);
+  if (l.last > 0) n += "_last" + std::to_string(l.last);
+  if (l.schedule == llmsim::pipeline_schedule_kind::zb_h1) n += "_zbh1";
+  if (l.schedule == llmsim::pipeline_schedule_kind::dualpipev) n += "_dualpipev";
+  n += "_mbs" + std::to_string(p.mbs) + "_mbc" + std::to_string(p.mbn) + "_zero" + std::to_string(p.zero);
+  if (p.fsdp) n += "fsdp";
+  if (p.fp8 != llmsim::fp8_recipe_kind::invalid) n += "_fp8" + std::string(llmsim::enum_name(p.fp8));
+  if (p.offload) n += "_optoffload";
+  if (p.recompute == llmsim::search_recompute::selective) n += "_selective";
+  if (p.recompute == llmsim::search_recompute::full) n += "_full" + std::to_string(p.recompute_layers);
+  return n;
+}
+
+lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank) {
+  const auto& p = c.point;
+  const auto& l = p.layout;
+  return {
+      {"rank", rank},
+      {"layout", layout_name(c)},
+      {"tp", l.tp},
+      {"pp", l.pp},
+      {"cp", l.cp},
+      {"dp", l.dp},
+      {"ep", l.ep},
+      {"etp", l.etp},
+      {"vp", l.vp},
+      {"first", l.first},
+      {"last", l.last},
+      {"schedule", std::string(llmsim::enum_name(l.schedule))},
+      {"mbs", p.mbs},
+      {"mbc", p.mbn},
+      {"zero", p.zero},
+      {"fp8", p.fp8 == llmsim::fp8_recipe_kind::invalid ? std::string("off") : std::string(llmsim::enum_name(p.fp8))},
+      {"optimizer_offload", p.offload},
+      {"recompute", p.recompute == llmsim::search_recompute::none        ? "none"
+                    : p.recompute == llmsim::search_recompute::selective ? "selective"
+                                                                         : "full"},
+      {"recompute_layers", p.recompute_layers},
+      {"step_time", c.time},
+      {"mfu", c.mfu},
+      {"tokens_per_s_per_gpu", c.tokens_per_gpu},
+      {"peak_mem_gib", c.peak_mem / gib},
+      {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)])}};
+}
+
+/// Why a row ranks where it does: the winner against the runner-up, the others against the winner.
+std::string why(const llmsim::search_result& r, std::size_t i) {
+  char buf[128];
+  if (i == 0) {
+    if (r.top.size() < 2) return "the only fitting strategy";
+    std::snprintf(buf, sizeof buf, "fastest; next is %.2f%% slower", (r.top[1].time / r.top[0].time - 1) * 100);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f%% slower than #1", (r.top[i].time / r.top[0].time - 1) * 100);
+  }
+  return buf;
+}
+
+void print_table(const llmsim::search_result& r, const std::vector<llmsim::search_candidate>& rows) {
+  std::printf("%4s  %-62s %9s %6s %10s %20s  %s\n", "rank", "layout", "step (s)", "MFU", "tok/s/GPU",
+              "peak GiB (stage)", "why");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& c = rows[i];
+    const std::string stage(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)]);
+    std::printf("%4zu  %-62s %9.3f %5.1f%% %10.0f %7.2f %-12s %s\n", i + 1, layout_name(c).c_str(), c.time, c.mfu * 100,
+                c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(), &rows == &r.top ? why(r, i).c_str() : "");
+  }
+}
+
+void print_csv(const std::vector<llmsim::search_candidate>& rows) {
+  std::printf(
+      "rank,layout,tp,pp,cp,dp,ep,etp,vp,first,last,schedule,mbs,mbc,zero,fp8,optimizer_offload,recompute,"
+      "recompute_layers,step_time,mfu,tokens_per_s_per_gpu,peak_mem_gib,peak_stage\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const lj::value j = candidate_json(rows[i], i + 1);
+    std::string line;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!line.empty()) line += ",";
+      line += it->is_string() ? it->get<std::string>() : it->dump();
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+/// Progress on stderr when it is a terminal and the search has run for more than a second.
+void show_progress(const llmsim::search_progress& p) {
+  if (p.elapsed < 1.0) return;
+  std::fprintf(stderr, "\rsearch: %lld/%lld layouts, %lld candidates, %lld fit, best %.3f s   ",
+               static_cast<long long>(p.done_layouts), static_cast<long long>(p.layouts),
+               static_cast<long long>(p.evaluated), static_cast<long long>(p.fitting), p.best_time);
+}
+
+llmsim::search_space space_of(const search_args& a) {
+  llmsim::search_space sp;
+  sp.gpus = a.gpus;
+  sp.seq_len = a.seq_len;
+  if (a.global_batch) sp.global_batch = *a.global_batch;
+  if (a.tokens_per_step) {
+    if (*a.tokens_per_step % a.seq_len != 0)
+      throw search_usage_error("--tokens-per-step", "--tokens-per-step=" + std::to_string(*a.tokens_per_step) +
+                                                        " must be a multiple of --seq=" + std::to_string(a.seq_len));
+    sp.tokens_per_step = *a.tokens_per_step;
+  }
+  for (const auto& f : a.fix) apply_fix(sp, f);
+  for (const auto& w : a.allow) apply_allow(sp, w);
+  sp.base.seq_len = a.seq_len;
+  return sp;
+}
+
+lj::value summary_json(const search_args& a, const llmsim::search_result& r, std::int64_t batch) {
+  return {{"model", a.model},
+          {"system", a.system},
+          {"gpus", a.gpus},
+          {"global_batch", batch},
+          {"seq_len", a.seq_len},
+          {"objective", a.objective},
+          {"memory_budget_gib", r.budget / gib},
+          {"layouts", r.layouts},
+          {"evaluated", r.evaluated},
+          {"estimated", r.estimated},
+          {"invalid", r.invalid},
+          {"over_memory", r.over_memory},
+          {"bounded_by_time", r.bounded_by_time},
+          {"fitting", r.fitting_count},
+          {"seconds", r.seconds},
+          {"strategies_per_second", r.strategies_per_second},
+          {"interrupted", r.interrupted}};
+}
+
+/// Nothing fits: the candidate closest to fitting, by how much it misses.
+int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj::value& out) {
+  std::string msg = "no strategy of the space fits " + a.model + " on " + std::to_string(a.gpus) + " x " + a.system;
+  if (r.smallest_shortfall >= 0) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  ": the least memory is %.2f GiB over the budget of %.2f GiB (device memory less the %.0f%% margin), "
+                  "with %s",
+                  r.smallest_shortfall / gib, r.budget / gib, a.memory_margin * 100, layout_name(r.closest).c_str());
+    msg += buf;
+    out["smallest_shortfall_gib"] = r.smallest_shortfall / gib;
+    out["closest"] = candidate_json(r.closest, 0);
+  } else {
+    msg += ": no candidate of the space passes validation";
+  }
+  std::fprintf(stderr, "llmsim: %s (exit status 3)\n", msg.c_str());
+  out["error"] = {{"message", msg}};
+  out["exit_status"] = 3;
+  if (a.format == "json") std::printf("%s\n", out.dump(2).c_str());
+  return 3;
+}
+
+}  // namespace
+
+CLI::App* add_search_command(CLI::App& app, search_args& a) {
+  auto* cmd = app.add_subcommand(
+      "search",
+      "Exhaustive strategy search: every layout, batch split, recompute, ZeRO, FP8 and schedule choice that "
+      "fits, ranked by predicted step time; the winner's perf report follows.");
+  cmd->add_option("--model", a.model, "Model: config file or catalogue name")->required();
+  cmd->add_option("--system", a.system, "System: config file or catalogue name")->required();
+  cmd->add_option("--gpus", a.gpus, "GPUs of the job (world size)")->required()->check(CLI::Range(1, 1 << 24));
+  auto* gb =
+      cmd->add_option("--global-batch", a.global_batch, "Sequences per iteration")->check(CLI::Range(1, 1 << 30));
+  auto* tps = cmd->add_option("--tokens-per-step", a.tokens_per_step, "Tokens per iteration (a multiple of --seq)")
+                  ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+  gb->excludes(tps);
+  cmd->add_option("--seq", a.seq_len, "Sequence length")->required()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--top", a.top, "Rows of the ranking")->check(CLI::Range(1, 100000));
+  cmd->add_option("--memory-margin", a.memory_margin, "Fraction of device memory kept free (default 0.05)")
+      ->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--objective", a.objective,
+                  "Ranking: time (step time), mfu or cost (GPU-seconds per token); for a fixed GPU count and batch "
+                  "the three give the same order")
+      ->check(CLI::IsMember({"time", "mfu", "cost"}));
+  cmd->add_option("--fix", a.fix,
+                  "Pin dimensions: tp=8,pp=4 (keys tp pp cp ep etp vp mbs zero; fp8=off offload=off "
+                  "recompute=none schedule=1f1b)")
+      ->type_name("KEY=VALUE,...");
+  cmd->add_option("--allow", a.allow, "Widen the space: fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp (tp beyond 8)")
+      ->delimiter(',');
+  cmd->add_option("--format", a.format, "text (top-K table + winner's report), json or csv (every fitting candidate)")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  cmd->add_flag("--pareto", a.pareto, "Also the memory-vs-time Pareto front (prices every fitting candidate)");
+  cmd->add_option("--threads", a.threads, "Worker threads (default 2)")->check(CLI::Range(1, 256));
+  cmd->callback([&a] {
+    if (!a.global_batch && !a.tokens_per_step)
+      throw CLI::ValidationError("search", "give --global-batch or --tokens-per-step");
+  });
+  return cmd;
+}
+
+int run_search(const search_args& a) {
+  const llmsim::search_space sp = space_of(a);
+  const lj::load_options opt{};
+  const llmsim::model_spec model = lj::load_model(a.model, opt);
+  const lj::system_config system = lj::load_system(a.system, opt);
+  llmsim::search_options o;
+  o.top_k = a.top;
+  o.memory_margin = a.memory_margin;
+  o.objective = a.objective == "mfu"    ? llmsim::search_objective::mfu
+                : a.objective == "cost" ? llmsim::search_objective::cost
+                                        : llmsim::search_objective::time;
+  o.threads = a.threads;
+  o.keep_all = a.format != "text" || a.pareto;
+  o.stop = &interrupted;
+#ifndef _WIN32
+  if (isatty(STDERR_FILENO) != 0) o.progress = show_progress;
+#endif
+  const auto previous = std::signal(SIGINT, on_sigint);
+  const llmsim::search_result r = llmsim::search(model, system.spec(), sp, o);
+  std::signal(SIGINT, previous);
+  if (o.progress) std::fprintf(stderr, "\r%80s\r", "");
+  if (r.interrupted) std::fprintf(stderr, "llmsim: interrupted: the best so far follows\n");
+  const std::int64_t batch = sp.global_batch > 0 ? sp.global_batch : sp.tokens_per_step / sp.seq_len;
+  lj::value out = summary_json(a, r, batch);
+  if (r.top.empty()) return report_nothing_fits(a, r, out);
+  const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
+  const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());
+  if (a.format == "json") {
+    lj::value top = lj::value::array(), all = lj::value::array(), front = lj::value::array();
+    for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1));
+    for (std::size_t i = 0; i < r.fitting.size(); ++i) all.push_back(candidate_json(r.fitting[i], i + 1));
+    out["top"] = top;
+    out["candidates"] = all;
+    if (a.pareto) {
+      for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1));
+      out["pareto"] = front;
+    }
+    out["winner"] = lj::to_json(winner);
+    out["winner"]["strategy"] = lj::to_json(best);
+    out["exit_status"] = 0;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (a.format == "csv") {
+    print_csv(a.pareto ? r.pareto : r.fitting);
+  } else {
+    std::printf("search: %s on %lld x %s, global batch %lld x seq %lld; memory budget %.2f GiB per GPU\n",
+                a.model.c_str(), static_cast<long long>(a.gpus), a.system.c_str(), static_cast<long long>(batch),
+                static_cast<long long>(a.seq_len), r.budget / gib);
+    std::printf(
+        "%lld candidates (%lld layouts) in %.2f s = %.0f strategies/s: %lld priced, %lld fit, %lld over "
+        "memory, %lld invalid, %lld cannot enter the top %zu\n\n",
+        static_cast<long long>(r.evaluated), static_cast<long long>(r.layouts), r.seconds, r.strategies_per_second,
+        static_cast<long long>(r.estimated), static_cast<long long>(r.fitting_count),
+        static_cast<long long>(r.over_memory), static_cast<long long>(r.invalid),
+        static_cast<long long>(r.bounded_by_time), a.top);
+    print_table(r, r.top);
+    if (a.pareto) {
+      std::printf("\nmemory-vs-time Pareto front (fastest first):\n");
+      print_table(r, r.pareto);
+    }
+    std::printf("\nwinner: %s\n%s", layout_name(r.top[0]).c_str(),
+                llmsim::to_text(winner, model, best, system.spec()).c_str());
+  }
+  return 0;
+}
+
+}  // namespace llmsim_cli

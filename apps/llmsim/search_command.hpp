@@ -1,0 +1,46 @@
+// `llmsim search`: the exhaustive strategy search on the command line (llmsim/search.hpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llmsim_cli {
+
+/// A command line CLI11 accepted but that cannot run (exit status 2), e.g. a malformed --fix.
+class search_usage_error : public std::runtime_error {
+ public:
+  search_usage_error(std::string field, const std::string& message)
+      : std::runtime_error(message), field_(std::move(field)) {}
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct search_args {
+  std::string model, system;
+  std::int64_t gpus = 0;
+  std::optional<std::int64_t> global_batch, tokens_per_step;
+  std::int64_t seq_len = 0;
+  std::size_t top = 10;
+  double memory_margin = 0.05;
+  std::string objective = "time";
+  std::vector<std::string> fix, allow;
+  std::string format = "text";
+  bool pareto = false;
+  unsigned threads = 2;
+};
+
+/// Adds the `search` subcommand to `app`, filling `a`.
+CLI::App* add_search_command(CLI::App& app, search_args& a);
+
+/// Runs it: 0 found, 3 nothing fits (exit statuses of main.cpp). Throws llmsim::config_error
+/// (bad model or system, exit 1) and search_usage_error (exit 2).
+int run_search(const search_args& a);
+
+}  // namespace llmsim_cli

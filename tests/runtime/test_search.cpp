@@ -1,0 +1,170 @@
+// The strategy search (llmsim/search.hpp): pruning never changes the ranking (brute force over
+// small spaces, order included), a model that fits nowhere names its smallest shortfall, and for
+// every visible real run of ../shared/validation the search finds a layout no slower than the
+// run's own (both predicted), reporting where the run's layout ranks.
+#include "shared_dir.hpp"
+
+#include <llmsim/json.hpp>
+#include <llmsim/search.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace llmsim_test_search {
+
+namespace lj = llmsim::json;
+using llmsim::search_candidate;
+
+namespace {
+const llmsim::model_spec& model(const char* name) { return *llmsim::catalogue::find_model(name); }
+const llmsim::system_spec& system_of(const char* name) { return *llmsim::catalogue::find_system(name); }
+
+/// The two rankings are the same candidates in the same order with the same figures.
+void expect_same_ranking(const std::vector<search_candidate>& a, const std::vector<search_candidate>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].point.order, b[i].point.order) << "rank " << i + 1;
+    EXPECT_EQ(a[i].time, b[i].time) << "rank " << i + 1;
+    EXPECT_EQ(a[i].peak_mem, b[i].peak_mem) << "rank " << i + 1;
+  }
+}
+
+/// A small space with memory pressure: Llama 3 8B on 8 H100s at seq 8192, so that some groups fit
+/// only with some layers recomputed (the bisection and the top-K bound both act).
+llmsim::search_space small_space() {
+  llmsim::search_space sp{.gpus = 8, .global_batch = 16, .seq_len = 8192};
+  sp.cp = {1, 2};
+  sp.fp8 = false;
+  return sp;
+}
+}  // namespace
+
+TEST(Search, PruningEqualsBruteForceTopK) {
+  const auto sp = small_space();
+  llmsim::search_options brute{.top_k = 40, .memory_margin = 0.30, .prune = false};
+  llmsim::search_options pruned = brute;
+  pruned.prune = true;
+  const auto a = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, brute);
+  const auto b = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, pruned);
+  expect_same_ranking(a.top, b.top);
+  EXPECT_EQ(a.evaluated, b.evaluated) << "every candidate is decided, priced or bounded";
+  EXPECT_LT(b.estimated, a.estimated) << "the bounds must save estimates on this space";
+  EXPECT_GT(b.over_memory, 0) << "the space must exercise the memory bound";
+  EXPECT_GT(a.fitting_count, 40) << "more fitting candidates than K, so the top-K bound matters";
+  // Single-threaded and two-threaded searches agree too.
+  pruned.threads = 1;
+  expect_same_ranking(llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, pruned).top, b.top);
+}
+
+TEST(Search, PruningEqualsBruteForceEveryFittingCandidate) {
+  const auto sp = small_space();
+  llmsim::search_options brute{.top_k = 5, .memory_margin = 0.30, .keep_all = true, .prune = false};
+  llmsim::search_options pruned = brute;
+  pruned.prune = true;
+  const auto a = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, brute);
+  const auto b = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, pruned);
+  expect_same_ranking(a.fitting, b.fitting);
+  expect_same_ranking(a.pareto, b.pareto);
+  EXPECT_EQ(a.fitting_count, static_cast<std::int64_t>(a.fitting.size()));
+  // The Pareto front: fastest first, each one holding strictly less memory than every faster one.
+  for (std::size_t i = 1; i < a.pareto.size(); ++i) {
+    EXPECT_GT(a.pareto[i].time, a.pareto[i - 1].time - 1e-15);
+    EXPECT_LT(a.pareto[i].peak_mem, a.pareto[i - 1].peak_mem);
+  }
+  ASSERT_FALSE(a.fitting.empty());
+  EXPECT_EQ(a.pareto.front().point.order, a.fitting.front().point.order) << "the fastest is on the front";
+}
+
+TEST(Search, MoeSpaceEqualsBruteForce) {
+  // DeepSeek-V2-Lite (64 experts) on 16 GPUs: ep and etp vary as well.
+  llmsim::search_space sp{.gpus = 16, .global_batch = 32, .seq_len = 4096};
+  sp.zero = {1};
+  sp.fp8 = false;
+  sp.offload = false;
+  llmsim::search_options brute{.top_k = 25, .memory_margin = 0.5, .prune = false};
+  llmsim::search_options pruned = brute;
+  pruned.prune = true;
+  const auto a = llmsim::search(model("deepseek-v2-lite"), system_of("h100-sxm"), sp, brute);
+  const auto b = llmsim::search(model("deepseek-v2-lite"), system_of("h100-sxm"), sp, pruned);
+  expect_same_ranking(a.top, b.top);
+  EXPECT_GT(a.fitting_count, 0);
+}
+
+TEST(Search, FitsNowhereNamesTheSmallestShortfall) {
+  // Llama 3 405B (~406e9 parameters) on 8 A100-40GB: 16 bytes of weights, gradients and Adam state
+  // per parameter (Megatron's mixed precision, ZeRO-3 sharding them 8 ways) are already ~810 GB /
+  // 8 = ~101 GB per GPU — over 40 GB whatever the layout.
+  llmsim::search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096};
+  sp.fp8 = false;
+  llmsim::search_options o{.top_k = 3, .memory_margin = 0.05};
+  const auto pruned = llmsim::search(model("llama3-405b"), system_of("a100-sxm"), sp, o);
+  EXPECT_TRUE(pruned.top.empty());
+  EXPECT_EQ(pruned.fitting_count, 0);
+  ASSERT_GT(pruned.smallest_shortfall, 0);
+  EXPECT_GT(pruned.smallest_shortfall + pruned.budget, 60e9) << "at least ~101 GB less what offload moves to the host";
+  o.prune = false;
+  const auto brute = llmsim::search(model("llama3-405b"), system_of("a100-sxm"), sp, o);
+  EXPECT_EQ(brute.smallest_shortfall, pruned.smallest_shortfall) << "the least-memory candidate is always priced";
+  EXPECT_EQ(brute.closest.point.order, pruned.closest.point.order);
+}
+
+TEST(Search, EmptySpaceIsNotAnError) {
+  llmsim::search_space sp{.gpus = 8, .global_batch = 3, .seq_len = 4096};  // no dp of 8 GPUs divides 3 ... but dp 1
+  sp.tp = {3};                                                             // no layout: tp 3 is not allowed
+  const auto r = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp);
+  EXPECT_EQ(r.layouts, 0);
+  EXPECT_EQ(r.evaluated, 0);
+  EXPECT_TRUE(r.top.empty());
+  EXPECT_LT(r.smallest_shortfall, 0);
+}
+
+TEST(Search, SimuMaxEntryPoint) {
+  llmsim::perf_llm perf;
+  perf.configure({.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .tp_size = 2},
+                 model("llama3-8b"), system_of("h100-sxm"));
+  const auto best = llmsim::search_best_parallel_strategy_with_recompute(perf, 8, 0.0, 1, 32);
+  ASSERT_TRUE(best.found);
+  EXPECT_EQ(best.strategy.world_size, 8);
+  EXPECT_EQ(llmsim::global_batch_size(best.strategy), 32);
+  EXPECT_EQ(best.strategy.micro_batch_size, 1);
+  EXPECT_GT(best.mfu, 0);
+}
+
+TEST(Search, RealRunsLayoutsAreMatchedOrBeaten) {
+  const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
+  if (!std::filesystem::exists(file))
+    GTEST_SKIP() << "no validation cases at " << file << " (tests that read ../shared skip when it is absent)";
+  const auto doc = lj::read_file(file);
+  const auto root = file.parent_path() / doc["config_root"].get<std::string>();
+  int checked = 0;
+  for (const auto& c : doc["cases"]) {
+    const auto name = c["name"].get<std::string>();
+    lj::perf_llm perf;
+    perf.configure(root / c["strategy"].get<std::string>(), root / c["model"].get<std::string>(),
+                   root / c["system"].get<std::string>(), {}, c.value("strategy_overrides", lj::value::object()),
+                   c.value("model_overrides", lj::value::object()));
+    perf.run_estimate();
+    const llmsim::strategy_spec& own = perf.strategy();
+    const double own_time = perf.analysis_cost().duration_time_per_iter.value;
+    llmsim::search_space sp{
+        .gpus = own.world_size, .global_batch = llmsim::global_batch_size(own), .seq_len = own.seq_len};
+    sp.base = own;
+    llmsim::search_options o{.top_k = 1, .memory_margin = 0.0, .keep_all = true};
+    const auto r = llmsim::search(perf.model(), perf.system(), sp, o);
+    const bool own_fits = static_cast<double>(perf.analysis_mem().peak_mem.value) <= r.budget;
+    std::size_t rank = 1;
+    for (const auto& f : r.fitting) rank += f.time < own_time ? 1 : 0;
+    std::printf("%-45s own %.3f s (%s), best %.3f s %s; own layout ranks %zu of %lld\n", name.c_str(), own_time,
+                own_fits ? "fits" : "over device memory", r.top.empty() ? 0.0 : r.top[0].time, r.top.empty() ? "-" : "",
+                rank, static_cast<long long>(r.fitting_count));
+    if (!own_fits) continue;  // the real run's layout must itself be in the fitting set to be beaten
+    ASSERT_FALSE(r.top.empty()) << name;
+    EXPECT_LE(r.top[0].time, own_time) << name << ": the search must find a layout no slower than the run's own";
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace llmsim_test_search
