@@ -248,7 +248,9 @@ class search_worker {
     if (c.peak_mem > budget_) {
       ++state.over_memory;
       const double over = c.peak_mem - budget_;
-      if (state.shortfall < 0 || over < state.shortfall) {
+      // Ties go to the first candidate in enumeration order, so threads and pruning cannot change it.
+      if (state.shortfall < 0 || over < state.shortfall ||
+          (over == state.shortfall && c.point.order < state.closest.point.order)) {
         state.shortfall = over;
         state.closest = c;
       }
@@ -352,7 +354,9 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
     out.fitting_count += s.fitting;
     out.top.insert(out.top.end(), s.best.begin(), s.best.end());
     out.fitting.insert(out.fitting.end(), s.all.begin(), s.all.end());
-    if (s.shortfall >= 0 && (out.smallest_shortfall < 0 || s.shortfall < out.smallest_shortfall)) {
+    if (s.shortfall >= 0 &&
+        (out.smallest_shortfall < 0 || s.shortfall < out.smallest_shortfall ||
+         (s.shortfall == out.smallest_shortfall && s.closest.point.order < out.closest.point.order))) {
       out.smallest_shortfall = s.shortfall;
       out.closest = s.closest;
     }

@@ -84,6 +84,9 @@ struct field_list<model_spec> {
       field{"o_groups", &m::o_groups},
       field{"o_lora_rank", &m::o_lora_rank},
       field{"num_residual_streams", &m::num_residual_streams},
+      field{"moe_latent_size", &m::moe_latent_size},
+      field{"mtp_hybrid_override_pattern", &m::mtp_hybrid_override_pattern},
+      field{"mtp_use_repeated_layer", &m::mtp_use_repeated_layer},
   };
 };
 
@@ -182,6 +185,7 @@ LLMSIM_END_NAMESPACE
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -191,6 +195,7 @@ LLMSIM_END_NAMESPACE
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -213,11 +218,46 @@ struct load_options {
 
 namespace detail {
 
+/// Longest key, in bytes, that a message quotes whole: a key of any length still gives a message
+/// of bounded size (issue 15: "unknown keys of any length reported in bounded text").
+inline constexpr std::size_t max_quoted_key_bytes = 64;
+
+/// `key` as one reference token of a JSON pointer (RFC 6901 section 3: '~' is written "~0" and
+/// '/' is written "~1"), with control characters as <0xNN> so that a message stays on one line,
+/// cut after `max_quoted_key_bytes` bytes (at a UTF-8 character boundary) with "...".
+inline std::string pointer_token(std::string_view key) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  std::size_t i = 0;
+  for (; i < key.size() && i < max_quoted_key_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(key[i]);
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else if (c < 0x20 || c == 0x7F)
+      out.append("<0x").append(1, hex[c >> 4]).append(1, hex[c & 0xF]).append(1, '>');
+    else
+      out += static_cast<char>(c);
+  }
+  if (i < key.size()) {
+    // Back off to the first byte of the character that was cut (continuation bytes are 10xxxxxx).
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
 /// Where a value sits: the file (or override source) and the JSON pointer inside it.
 struct location {
   std::string file;
   std::string path;  ///< JSON pointer, e.g. "/accelerator/op/matmul/tflops"
-  [[nodiscard]] location child(std::string_view key) const { return {file, path + "/" + std::string(key)}; }
+  [[nodiscard]] location child(std::string_view key) const {
+    std::string out = path;
+    out.append("/").append(pointer_token(key));  // append: GCC 12 -Wrestrict misfires on "/" + temporary
+    return {file, std::move(out)};
+  }
   [[nodiscard]] std::string where() const { return path.empty() ? "/" : path; }
 };
 
@@ -311,14 +351,12 @@ inline void read(const value& v, const location& at, std::int64_t& out) {
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
-      out = static_cast<std::int64_t>(d);
-      return;
-    }
     // Integer literals beyond uint64 reach us as doubles: say so rather than "expected an integer".
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2233720368547758e18)
       fail(at, "integer " + show(v) + " is out of range");
-    fail(at, "expected an integer, got " + show(v));
+    // 3.2e1 or 32.0 is refused, not rounded: a count written as a real number is a typo or a
+    // computed value, and reading 32.5 as 32 would pass silently (issue 15).
+    fail(at, "expected an integer, got " + show(v) + " (written with a fraction or an exponent)");
   }
   fail(at, "expected an integer, got " + describe(v));
 }
@@ -569,12 +607,88 @@ inline std::string line_column(std::string_view text, std::size_t offset) {
 
 }  // namespace detail
 
+namespace detail {
+/// Finds the first key that an object repeats. nlohmann keeps the last of duplicate keys and
+/// RFC 8259 section 4 leaves the meaning open, so a repeated key (`"tp_size": 2, ... "tp_size": 4`)
+/// would pass silently; this SAX pass names it by its JSON pointer instead.
+class duplicate_key_finder final : public nlohmann::json_sax<value> {
+ public:
+  /// Pointer of the repeated key; empty when there is none.
+  std::string duplicate;
+
+  bool null() override { return element_done(); }
+  bool boolean(bool) override { return element_done(); }
+  bool number_integer(number_integer_t) override { return element_done(); }
+  bool number_unsigned(number_unsigned_t) override { return element_done(); }
+  bool number_float(number_float_t, const string_t&) override { return element_done(); }
+  bool string(string_t&) override { return element_done(); }
+  bool binary(binary_t&) override { return element_done(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    container& top = stack_.back();
+    top.member = k;
+    if (top.keys.insert(k).second) return true;
+    duplicate = pointer();
+    return false;  // stops the parse
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override { return false; }
+
+ private:
+  struct container {
+    bool is_object = false;
+    std::set<std::string, std::less<>> keys;
+    std::string member;     ///< the key being read (objects)
+    std::size_t index = 0;  ///< the element being read (arrays)
+  };
+  std::vector<container> stack_;
+
+  bool open(bool is_object) {
+    stack_.push_back({is_object, {}, {}, 0});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return element_done();
+  }
+  bool element_done() {
+    if (!stack_.empty() && !stack_.back().is_object) ++stack_.back().index;
+    return true;
+  }
+  std::string pointer() const {
+    std::string out;
+    for (const container& c : stack_)
+      out.append("/").append(c.is_object ? pointer_token(c.member) : std::to_string(c.index));
+    return out;
+  }
+};
+
+/// Throws a `config_error` naming the first repeated key of `text` (already known to parse).
+inline void refuse_duplicate_keys(std::string_view text, const std::string& source) {
+  duplicate_key_finder finder;
+  value::sax_parse(text.begin(), text.end(), &finder);
+  if (!finder.duplicate.empty())
+    throw config_error("llmsim::json", finder.duplicate,
+                       finder.duplicate + ": duplicate key (an object may name each key once)", source);
+}
+
+/// The UTF-8 byte-order mark, which nlohmann's reader skips at the start of the text.
+inline constexpr std::string_view utf8_byte_order_mark = "\xEF\xBB\xBF";
+}  // namespace detail
+
 /// Parses JSON text; `source` names it in errors. Every failure is a `config_error`.
 inline value parse_text(std::string_view text, const std::string& source) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-    throw config_error("llmsim::json", "/", "/: the file is empty", source);
+  const bool has_mark = text.substr(0, 3) == detail::utf8_byte_order_mark;
+  const std::string_view body = has_mark ? text.substr(3) : text;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw config_error("llmsim::json", "/",
+                       has_mark ? "/: the file is empty (only a byte-order mark)" : "/: the file is empty", source);
   try {
-    return value::parse(text.begin(), text.end());
+    value v = value::parse(text.begin(), text.end());
+    detail::refuse_duplicate_keys(text, source);
+    return v;
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
@@ -594,16 +708,37 @@ inline value parse_text(std::string_view text, const std::string& source) {
   }
 }
 
-/// Reads and parses a JSON file.
+/// Largest config file read, in bytes. The largest shipped or SimuMax config is well under 1 MiB;
+/// the cap keeps `/dev/zero`-like inputs from growing memory without bound (issue 15).
+inline constexpr std::uintmax_t max_config_file_bytes = std::uintmax_t{64} << 20;
+
+/// Reads and parses a JSON file. Only regular files (or links to them) of at most
+/// `max_config_file_bytes` are read: a directory, FIFO, device or socket is refused before reading.
 inline value read_file(const std::filesystem::path& file) {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
+  const auto status = std::filesystem::status(file, ec);
+  if (std::filesystem::is_directory(status))
     throw config_error("llmsim::json", "", "is a directory, not a config file", file.string());
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw config_error("llmsim::json", "", "is not a regular file (a FIFO, device or socket); configs are files",
+                       file.string());
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > max_config_file_bytes)
+    throw config_error("llmsim::json", "",
+                       "is " + std::to_string(size) + " bytes; config files larger than 64 MiB are refused",
+                       file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) throw config_error("llmsim::json", "", "cannot open the file", file.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_text(buffer.str(), file.string());
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  while (in && text.size() <= max_config_file_bytes) {  // chunks, so a file that grows is still bounded
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (text.size() > max_config_file_bytes)
+    throw config_error("llmsim::json", "", "grew beyond 64 MiB while being read; config files larger are refused",
+                       file.string());
+  return parse_text(text, file.string());
 }
 
 namespace detail {
@@ -690,12 +825,16 @@ inline void merge_overrides(value& target, const value& overrides, const std::st
 }
 
 /// Reads `text` of `--set key=text` as JSON when it parses (12, true, "x", null), else as a string.
+/// JSON that repeats a key is a `config_error` (source "--set"), as it is in a file.
 inline value override_value(std::string_view text) {
+  value v;
   try {
-    return value::parse(text.begin(), text.end());
+    v = value::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e999
     return std::string(text);
   }
+  detail::refuse_duplicate_keys(text, "--set");
+  return v;
 }
 
 // ---- model and strategy ----------------------------------------------------------------------
@@ -1750,3 +1889,221 @@ inline row_result estimate_row(const value& row, const value& recipes) {
 }  // namespace json
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/json/megatron_bridge.hpp -----------------------------------------------------------
+// ---- begin llmsim/json/llm_analysis.hpp ------------------------------------------------------------
+/// \file llmsim/json/llm_analysis.hpp
+/// llm-analysis's config files read unchanged (its model_configs/, gpu_configs/ and dtype_configs/
+/// folders, e.g. ../shared/reference/llm-analysis), and its summary written as JSON with its keys.
+///
+/// ```cpp
+/// namespace la = llmsim::json::llm_analysis;
+/// const auto model = la::find_model_config(dir, "NousResearch_Llama-2-7b-hf");
+/// const auto gpu = la::find_gpu_config(dir, "a100-sxm-80gb");
+/// const auto dtype = la::find_dtype_config(dir, "w16a16e16");
+/// std::cout << la::to_json(llmsim::llm_analysis::inference(model, gpu, dtype, {})).dump(4);
+/// ```
+
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace json {
+namespace llm_analysis {
+
+namespace la = llmsim::llm_analysis;
+
+namespace detail {
+
+using json::detail::location;
+
+/// Reads field `key` of `obj` into `out` when present (null counts as absent for optionals).
+template <class T>
+void field(const value& obj, const location& at, std::string_view key, T& out, bool required) {
+  const std::string k(key);
+  if (!obj.contains(k)) {
+    if (required) json::detail::fail(at.child(key), "missing (llm-analysis requires it)");
+    return;
+  }
+  json::detail::read(obj[k], at.child(key), out);
+}
+template <class T>
+void field(const value& obj, const location& at, std::string_view key, std::optional<T>& out) {
+  const std::string k(key);
+  if (!obj.contains(k) || obj[k].is_null()) {
+    out.reset();
+    return;
+  }
+  T v{};
+  json::detail::read(obj[k], at.child(key), v);
+  out = v;
+}
+
+/// Refuses keys the config class does not have (config.py builds the dataclass from every key).
+inline void only_keys(const value& obj, const location& at, std::initializer_list<std::string_view> keys) {
+  if (!obj.is_object()) json::detail::fail(at, "expected an object, got " + json::detail::describe(obj));
+  for (const auto& item : obj.items())
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end())
+      json::detail::fail(at.child(item.key()), "unknown key (not a field of llm-analysis's config)");
+}
+
+}  // namespace detail
+
+/// A model config object (config.py `ModelConfig` fields).
+inline la::model_config read_model_config(const value& v, const std::string& file = {}) {
+  const detail::location at{file, ""};
+  detail::only_keys(v, at,
+                    {"name", "num_layers", "n_head", "hidden_dim", "vocab_size", "max_seq_len", "num_key_value_heads",
+                     "num_key_value_groups", "ffn_embed_dim", "expansion_ratio", "model_type", "moe_num_experts",
+                     "moe_top_k", "mlp_gated_linear_units"});
+  la::model_config m;
+  detail::field(v, at, "name", m.name, true);
+  detail::field(v, at, "num_layers", m.num_layers, true);
+  detail::field(v, at, "n_head", m.n_head, true);
+  detail::field(v, at, "hidden_dim", m.hidden_dim, true);
+  detail::field(v, at, "vocab_size", m.vocab_size, true);
+  detail::field(v, at, "max_seq_len", m.max_seq_len);
+  detail::field(v, at, "num_key_value_heads", m.num_key_value_heads);
+  detail::field(v, at, "ffn_embed_dim", m.ffn_embed_dim);
+  detail::field(v, at, "expansion_ratio", m.expansion_ratio);
+  detail::field(v, at, "model_type", m.model_type, false);
+  detail::field(v, at, "moe_num_experts", m.moe_num_experts, false);
+  detail::field(v, at, "moe_top_k", m.moe_top_k, false);
+  detail::field(v, at, "mlp_gated_linear_units", m.mlp_gated_linear_units, false);
+  // num_key_value_groups is recomputed from n_head / num_key_value_heads, as config.py does
+  try {
+    (void)la::resolve(m);
+  } catch (const config_error& e) {
+    throw config_error(e.api(), "/" + e.field(), "/" + e.field() + ": " + e.rule(), file);
+  }
+  return m;
+}
+
+/// A GPU config object (config.py `GPUConfig` fields).
+inline la::gpu_config read_gpu_config(const value& v, const std::string& file = {}) {
+  const detail::location at{file, ""};
+  detail::only_keys(v, at,
+                    {"name", "mem_per_GPU_in_GB", "hbm_bandwidth_in_GB_per_sec", "intra_node_bandwidth_in_GB_per_sec",
+                     "intra_node_min_message_latency", "peak_fp16_TFLOPS", "peak_i8_TFLOPS", "peak_i4_TFLOPS",
+                     "inter_node_bandwidth_in_GB_per_sec"});
+  la::gpu_config g;
+  detail::field(v, at, "name", g.name, true);
+  detail::field(v, at, "mem_per_GPU_in_GB", g.mem_per_GPU_in_GB, true);
+  detail::field(v, at, "hbm_bandwidth_in_GB_per_sec", g.hbm_bandwidth_in_GB_per_sec, true);
+  detail::field(v, at, "intra_node_bandwidth_in_GB_per_sec", g.intra_node_bandwidth_in_GB_per_sec, true);
+  detail::field(v, at, "intra_node_min_message_latency", g.intra_node_min_message_latency, true);
+  detail::field(v, at, "peak_fp16_TFLOPS", g.peak_fp16_TFLOPS, true);
+  detail::field(v, at, "peak_i8_TFLOPS", g.peak_i8_TFLOPS);
+  detail::field(v, at, "peak_i4_TFLOPS", g.peak_i4_TFLOPS);
+  detail::field(v, at, "inter_node_bandwidth_in_GB_per_sec", g.inter_node_bandwidth_in_GB_per_sec, false);
+  try {
+    la::check(g);
+  } catch (const config_error& e) {
+    throw config_error(e.api(), "/" + e.field(), "/" + e.field() + ": " + e.rule(), file);
+  }
+  return g;
+}
+
+/// A data-type config object (config.py `DtypeConfig` fields).
+inline la::dtype_config read_dtype_config(const value& v, const std::string& file = {}) {
+  const detail::location at{file, ""};
+  detail::only_keys(v, at, {"name", "weight_bits", "activation_bits", "embedding_bits"});
+  la::dtype_config d;
+  detail::field(v, at, "name", d.name, false);
+  detail::field(v, at, "weight_bits", d.weight_bits, false);
+  detail::field(v, at, "activation_bits", d.activation_bits, false);
+  detail::field(v, at, "embedding_bits", d.embedding_bits, false);
+  try {
+    la::check(d);
+  } catch (const config_error& e) {
+    throw config_error(e.api(), "/" + e.field(), "/" + e.field() + ": " + e.rule(), file);
+  }
+  return d;
+}
+
+namespace detail {
+
+/// The config named `name` in `dir/<kind>`: like config.py, the file whose "name" field is `name`
+/// (files are named after it, so that one is tried first). A path to a .json file loads that file.
+template <class Read>
+auto find_config(const std::filesystem::path& dir, std::string_view kind, const std::string& name, Read read) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (name.size() > 5 && name.ends_with(".json") && fs::is_regular_file(name, ec)) return read(read_file(name), name);
+  const fs::path folder = dir / kind;
+  if (!fs::is_directory(folder, ec))
+    throw config_error("llmsim::json::llm_analysis", std::string(kind),
+                       "no folder " + folder.string() +
+                           " (give the llm-analysis config folder, e.g. "
+                           "../shared/reference/llm-analysis)");
+  const fs::path direct = folder / (name + ".json");
+  if (fs::is_regular_file(direct, ec)) {
+    const value v = read_file(direct);
+    if (v.is_object() && v.contains("name") && v["name"] == name) return read(v, direct.string());
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::string known;
+  for (const auto& f : files) {
+    const value v = read_file(f);
+    if (v.is_object() && v.contains("name") && v["name"].is_string()) {
+      if (v["name"] == name) return read(v, f.string());
+      if (!known.empty()) known.append(", ");
+      known.append(v["name"].get<std::string>());
+    }
+  }
+  throw config_error(
+      "llmsim::json::llm_analysis", std::string(kind),
+      "unknown " + std::string(kind) + " name \"" + name + "\" in " + folder.string() + " (known: " + known + ")");
+}
+
+}  // namespace detail
+
+inline la::model_config find_model_config(const std::filesystem::path& dir, const std::string& name) {
+  return detail::find_config(dir, "model_configs", name,
+                             [](const value& v, const std::string& f) { return read_model_config(v, f); });
+}
+inline la::gpu_config find_gpu_config(const std::filesystem::path& dir, const std::string& name) {
+  return detail::find_config(dir, "gpu_configs", name,
+                             [](const value& v, const std::string& f) { return read_gpu_config(v, f); });
+}
+inline la::dtype_config find_dtype_config(const std::filesystem::path& dir, const std::string& name) {
+  return detail::find_config(dir, "dtype_configs", name,
+                             [](const value& v, const std::string& f) { return read_dtype_config(v, f); });
+}
+
+/// The summary as llm-analysis's dict: same keys, same order, ints as integers, None as null.
+inline value to_json(const la::summary& s) {
+  value out = value::object();
+  for (const auto& [key, v] : s.items) {
+    const std::string k(key);
+    switch (v.type) {
+      case la::summary_value::kind::null:
+        out[k] = nullptr;
+        break;
+      case la::summary_value::kind::flag:
+        out[k] = v.flag;
+        break;
+      case la::summary_value::kind::integer:
+        out[k] = v.integer;
+        break;
+      case la::summary_value::kind::number:
+        out[k] = v.number;
+        break;
+      case la::summary_value::kind::text:
+        out[k] = std::string(v.text);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace llm_analysis
+}  // namespace json
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/json/llm_analysis.hpp --------------------------------------------------------------

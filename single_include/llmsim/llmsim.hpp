@@ -491,6 +491,18 @@ struct model_spec {
   std::optional<std::int64_t> o_lora_rank = {};           ///< its rank per group
   /// Manifold-constrained hyper-connections: residual streams per token (HF hc_mult); absent: none.
   std::optional<std::int64_t> num_residual_streams = {};
+  /// LatentMoE (Megatron --moe-latent-size; megatron/core/transformer/moe/moe_layer.py): the MoE
+  /// layer projects the hidden state down to this width (`fc1_latent_proj`) after routing, the
+  /// dispatcher and the routed experts work at it, `fc2_latent_proj` projects the combined output
+  /// back up; router and shared experts stay at hidden_size. Absent: experts at hidden_size.
+  std::optional<std::int64_t> moe_latent_size = {};
+  /// Hybrid models with MTP (Megatron-Bridge's provider field, the HF config's key): the layers of
+  /// each MTP depth, symbols as in hybrid_override_pattern (Nemotron 3 Super: "*E", attention then
+  /// MoE), built as a HybridStack inside MultiTokenPredictionLayer (multi_token_prediction.py).
+  fixed_string<16> mtp_hybrid_override_pattern = {};
+  /// Megatron --mtp-use-repeated-layer: one MTP layer's parameters applied at every depth
+  /// (MultiTokenPredictionBlock builds a single layer): compute per depth, parameters once.
+  bool mtp_use_repeated_layer = false;
 
   friend constexpr bool operator==(const model_spec&, const model_spec&) = default;
 };
@@ -505,6 +517,10 @@ constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.h
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
 }
+/// Width the dispatcher and the routed experts work at: moe_latent_size, else hidden_size
+/// (experts.py builds fc1 latent -> ffn and fc2 ffn -> latent; token_dispatcher.py sizes its
+/// buffers to the latent width).
+constexpr std::int64_t routed_width(const model_spec& m) { return m.moe_latent_size.value_or(m.hidden_size); }
 /// Output width of an MLP's first GEMM for intermediate size `ffn`: SwiGLU's gate and up
 /// projections are one fused fc1 of 2·ffn (Megatron `gated_linear_unit`), GeLU's fc1 is ffn wide.
 /// The one source of the MLP shape for dense, shared-expert and routed-expert MLPs and for the
@@ -529,6 +545,12 @@ constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_patter
 constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
   std::int64_t n = 0;
   for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  return n;
+}
+/// Layers with symbol `symbol` in one MTP depth of a hybrid model (mtp_hybrid_override_pattern).
+constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
+  std::int64_t n = 0;
+  for (const char ch : m.mtp_hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
   return n;
 }
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
@@ -581,6 +603,38 @@ constexpr void require_size(std::string_view api, std::string_view name, const s
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
 }  // namespace detail
 
+/// Compressed keys of one sequence at ratio `ratio` (Compressor.forward: floor(s / ratio) groups).
+constexpr std::int64_t dsv4_compressed_keys(std::int64_t ratio, std::int64_t seq_len) {
+  return ratio > 0 ? seq_len / ratio : 0;
+}
+
+/// Keys one query's sparse attention runs over, as the kernel is handed them: the
+/// csa_window_size window indices, plus for ratio 4 the indexer's min(top-k, s/4) selected
+/// compressed keys, for ratio 128 every one of the s/128 compressed keys (csa.py builds fixed-length
+/// index lists, causally invalid entries masked, not skipped).
+constexpr std::int64_t dsv4_attended_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
+  const std::int64_t window = m.csa_window_size.value_or(0);
+  const std::int64_t compressed = dsv4_compressed_keys(ratio, seq_len);
+  if (ratio == 4) {
+    const std::int64_t topk = m.dsa_indexer_topk.value_or(0);
+    return window + (topk < compressed ? topk : compressed);
+  }
+  return window + compressed;
+}
+
+/// The same count averaged over the causal queries of a sequence (what Megatron-Bridge's
+/// flop_utils.py `dsv4_hybrid` branch counts: the whole window, k'(1 - 4k'/(2s)) selected keys for
+/// ratio 4, s/256 compressed keys on average for ratio 128).
+constexpr double dsv4_causal_keys(const model_spec& m, std::int64_t ratio, std::int64_t seq_len) {
+  const double window = static_cast<double>(m.csa_window_size.value_or(0)), s = static_cast<double>(seq_len);
+  if (ratio == 4) {
+    const double k = static_cast<double>(dsv4_attended_keys(m, 4, seq_len)) - window;
+    return window + k * (1 - k * 4 / (2 * s));
+  }
+  if (ratio == 128) return window + s / 256;
+  return window;
+}
+
 namespace detail {
 /// The hybrid pattern and the Mamba sizes (hybrid_layer_allocation.py `validate_segment_layers`,
 /// mamba_mixer.py asserts).
@@ -620,6 +674,43 @@ constexpr void validate_hybrid(const model_spec& m) {
     report_error(api, "model.dense_layers",
                  "model.dense_layers={} with model.hybrid_override_pattern: the pattern places the MLP layers ('-')",
                  m.dense_layers);
+}
+
+/// The MTP pattern of a hybrid model (hybrid_layer_allocation.py symbols; multi_token_prediction.py
+/// builds each depth's layers from it): valid symbols, present when there are MTP depths, and only
+/// kinds the model has the sizes for.
+constexpr void validate_mtp_hybrid(const model_spec& m) {
+  constexpr std::string_view api = "llmsim::model";
+  const std::string_view p = m.mtp_hybrid_override_pattern.view();
+  if (!p.empty() && !is_hybrid(m))
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern needs model.hybrid_override_pattern (it describes the MTP depths "
+                 "of a hybrid model)");
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != 'M' && p[i] != '*' && p[i] != '-' && p[i] != 'E')
+      report_error(api, "model.mtp_hybrid_override_pattern",
+                   "model.mtp_hybrid_override_pattern: symbol '{}' at position {} is not one of 'M' (Mamba), '*' "
+                   "(attention), '-' (MLP), 'E' (MoE)",
+                   std::string_view(&p[i], 1), i);
+  if (is_hybrid(m) && m.mtp_num_layers > 0 && p.empty())
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_num_layers={} in a hybrid model needs model.mtp_hybrid_override_pattern (the layers of "
+                 "each MTP depth)",
+                 m.mtp_num_layers);
+  if (mtp_hybrid_layer_count(m, 'E') > 0 && !is_moe(m))
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern has 'E' (MoE) layers but the model has no experts");
+  if (mtp_hybrid_layer_count(m, 'M') > 0 && hybrid_layer_count(m, 'M') == 0)
+    report_error(api, "model.mtp_hybrid_override_pattern",
+                 "model.mtp_hybrid_override_pattern has 'M' (Mamba) layers but model.hybrid_override_pattern has "
+                 "none (the Mamba sizes are checked with the decoder's)");
+  if (mtp_hybrid_layer_count(m, '-') > 0 && !m.intermediate_size)
+    report_error(api, "model.intermediate_size",
+                 "model.intermediate_size is required for the '-' (MLP) layers of model.mtp_hybrid_override_pattern");
+  if (m.mtp_use_repeated_layer && m.mtp_num_layers == 0)
+    report_error(api, "model.mtp_use_repeated_layer",
+                 "model.mtp_use_repeated_layer=true needs model.mtp_num_layers > 0 (it shares one MTP layer over the "
+                 "depths)");
 }
 
 /// Routing rules (Megatron transformer_config.py and moe_utils.py group_limited_topk): groups split
@@ -784,6 +875,11 @@ constexpr void validate(const model_spec& m) {
       report_error(api, "model.v_head_dim", "model.v_head_dim is required when model.attention_type is \"mla\"");
   }
   if (is_hybrid(m)) detail::validate_hybrid(m);
+  detail::validate_mtp_hybrid(m);
+  require_size(api, "model.moe_latent_size", m.moe_latent_size, 1);
+  if (m.moe_latent_size && !is_moe(m))
+    report_error(api, "model.moe_latent_size",
+                 "model.moe_latent_size projects the tokens of routed experts: it requires model.model_type \"moe\"");
   detail::validate_dsv4(m);
   if (is_moe(m)) {
     if (m.expert_num < 2)
@@ -1347,6 +1443,17 @@ constexpr void validate_context_parallel(const strategy_spec& s) {
                  s.seq_len, 2 * s.cp_size);
 }
 
+/// Deepest pipeline accepted. Published runs use at most 64 stages (Narayanan et al. 2021, "Efficient
+/// Large-Scale Language Model Training on GPU Clusters", Table 1: 1T parameters at pp 64); the 1F1B
+/// simulation costs about 4p^2 rank steps before its steady-phase shortcut (schedule/one_f_one_b.hpp),
+/// so 128 stages (twice the deepest) keep an estimate under a second.
+inline constexpr std::int64_t max_pipeline_stages = 128;
+
+/// Most forward passes (stages x micro-batches x model chunks) simulated one by one: 2^24, e.g. 128
+/// stages x 131,072 micro-batches, well past any real job (100,000 micro-batches of issue 15's scale
+/// list) and about a second of simulation. Plain 1F1B stops at its steady phase and has no limit.
+inline constexpr double max_simulated_passes = 16777216.0;
+
 /// Sizes and the products the estimate forms.
 constexpr void validate_strategy_sizes(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -1359,6 +1466,21 @@ constexpr void validate_strategy_sizes(const strategy_spec& s) {
   require_size(api, "strategy.tp_size", s.tp_size, 1);
   require_size(api, "strategy.cp_size", s.cp_size, 1);
   require_size(api, "strategy.pp_size", s.pp_size, 1);
+  if (s.pp_size > max_pipeline_stages)
+    report_error(api, "strategy.pp_size",
+                 "strategy.pp_size={} exceeds {} pipeline stages (the schedule simulation grows with the square of "
+                 "the stage count)",
+                 s.pp_size, max_pipeline_stages);
+  const bool pass_by_pass =
+      s.interleaving_size > 1 || (s.pipeline_schedule && (*s.pipeline_schedule == pipeline_schedule_kind::zb_h1 ||
+                                                          *s.pipeline_schedule == pipeline_schedule_kind::dualpipev));
+  const double passes = static_cast<double>(s.pp_size) * static_cast<double>(s.micro_batch_num) *
+                        static_cast<double>(s.interleaving_size);
+  if (s.pp_size > 1 && pass_by_pass && passes > max_simulated_passes)
+    report_error(api, "strategy.micro_batch_num",
+                 "strategy.pp_size*micro_batch_num*interleaving_size={} exceeds {}: the interleaved, ZB-H1 and "
+                 "DualPipeV schedules are simulated pass by pass",
+                 passes, max_simulated_passes);
   require_size(api, "strategy.ep_size", s.ep_size, 1);
   require_size(api, "strategy.etp_size", s.etp_size, 1);
   require_size(api, "strategy.interleaving_size", s.interleaving_size, 1);
@@ -1445,8 +1567,11 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
   if (s.zero_state < 0 || s.zero_state > 3)
     report_error(api, "strategy.zero_state", "strategy.zero_state={} must be 0, 1, 2 or 3", s.zero_state);
   validate_sharding(s);
-  if (!detail::is_finite(s.mem_factor) || s.mem_factor <= 0 || s.mem_factor > 1)
-    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in (0, 1]", s.mem_factor);
+  // A caching allocator reserves more than it allocates, but not twice as much: PyTorch's splits
+  // blocks and rounds to 2 MiB / 20 MiB segments (c10/cuda/CUDACachingAllocator.cpp); SimuMax uses 0.94.
+  if (!detail::is_finite(s.mem_factor) || s.mem_factor < 0.5 || s.mem_factor > 1)
+    report_error(api, "strategy.mem_factor", "strategy.mem_factor={} must be in [0.5, 1] (allocated / reserved)",
+                 s.mem_factor);
   if (!detail::is_finite(s.attention_sparse_ratio) || s.attention_sparse_ratio < 0 || s.attention_sparse_ratio >= 1)
     report_error(api, "strategy.attention_sparse_ratio", "strategy.attention_sparse_ratio={} must be in [0, 1)",
                  s.attention_sparse_ratio);
@@ -2002,7 +2127,103 @@ struct system_spec {
   friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
 };
 
+/// The ranges a real device or network can have (issue 15), wide by orders of magnitude around
+/// today's parts — A100 312 and B300 about 5,000 dense TFLOP/s, HBM 1.5-8 TB/s, links 25-900 GB/s
+/// (SimuMax's system files) — yet finite, so every time and rate an estimate prints stays finite.
+namespace system_limits {
+inline constexpr double min_tflops = 1e-3;     ///< TFLOP/s: 1 GFLOP/s
+inline constexpr double max_tflops = 1e6;      ///< TFLOP/s: 1 EFLOP/s on one device
+inline constexpr double min_gbps = 1e-3;       ///< GB/s: 1 MB/s
+inline constexpr double max_gbps = 1e6;        ///< GB/s: 1 PB/s
+inline constexpr double max_latency_us = 1e6;  ///< one second for one kernel or one message
+/// Efficiency factors are fractions of a data-sheet rate; measured ones exceed 1 where a table's
+/// convention differs from the data sheet (SimuMax's network tables reach 1.45, its GEMM tables
+/// 1.20), never by 2x.
+inline constexpr double max_efficient_factor = 2;
+inline constexpr double max_mem_gbs = 1e5;           ///< GiB of one device: 100 TiB
+inline constexpr double max_collective_scale = 1e3;  ///< bytes moved per byte of a collective's size
+}  // namespace system_limits
+
 namespace detail {
+/// `v` is finite and in [lo, hi] (in (0, hi] when `lo` is 0 and `zero_allowed` is false).
+constexpr bool in_range(double v, double lo, double hi, bool zero_allowed = true) {
+  return is_finite(v) && v >= lo && v <= hi && (zero_allowed || v > 0);
+}
+}  // namespace detail
+
+namespace detail {
+/// The error-field names of a bandwidth entry's values (an HBM kind, or a network tier's link).
+struct bandwidth_fields {
+  std::string_view gbps, efficient_factor, latency_us, fixed_latency, fixed_latency_us_by_comm_num;
+};
+inline constexpr bandwidth_fields accelerator_bandwidth_fields{
+    "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.efficient_factor",
+    "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.fixed_latency",
+    "system.accelerator.bandwidth.fixed_latency_us_by_comm_num"};
+inline constexpr bandwidth_fields network_bandwidth_fields{
+    "system.networks.bandwidth.gbps", "system.networks.bandwidth.efficient_factor",
+    "system.networks.bandwidth.latency_us", "system.networks.bandwidth.fixed_latency",
+    "system.networks.bandwidth.fixed_latency_us_by_comm_num"};
+
+/// A bandwidth entry in range. Its dotted path is `head` + `name` + `tail`
+/// ("system.networks." "inter_node" ".bandwidth").
+constexpr void validate_bandwidth(const bandwidth_spec& bw, std::string_view head, std::string_view name,
+                                  std::string_view tail, const bandwidth_fields& f) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(bw.gbps, min_gbps, max_gbps))
+    report_error(api, f.gbps, "{}{}{}.gbps={} must be in [{}, {}] GB/s", head, name, tail, bw.gbps, min_gbps, max_gbps);
+  if (!in_range(bw.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, f.efficient_factor, "{}{}{}.efficient_factor={} must be in (0, {}]", head, name, tail,
+                 bw.efficient_factor, max_efficient_factor);
+  if (!in_range(bw.latency_us, 0, max_latency_us))
+    report_error(api, f.latency_us, "{}{}{}.latency_us={} must be in [0, {}] us", head, name, tail, bw.latency_us,
+                 max_latency_us);
+  if (!in_range(bw.fixed_latency, 0, max_latency_us))
+    report_error(api, f.fixed_latency, "{}{}{}.fixed_latency={} must be in [0, {}] us", head, name, tail,
+                 bw.fixed_latency, max_latency_us);
+  const auto& by_n = bw.fixed_latency_us_by_comm_num;
+  for (std::size_t e = 0; e < by_n.count; ++e)
+    if (!in_range(by_n.entries[e].second, 0, max_latency_us))
+      report_error(api, f.fixed_latency_us_by_comm_num,
+                   "{}{}{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", head, name, tail,
+                   by_n.entries[e].first, by_n.entries[e].second, max_latency_us);
+}
+
+/// One collective entry of a network tier in range.
+constexpr void validate_collective(const collective_spec& op, std::string_view tier, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.scale, 0, max_collective_scale, false))
+    report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be in (0, {}]", tier, kind,
+                 op.scale, max_collective_scale);
+  if (!in_range(op.offset, -1, 1))
+    report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", tier, kind,
+                 op.offset);
+  if (op.efficient_factor && !in_range(*op.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, "system.networks.op.efficient_factor",
+                 "system.networks.{}.op.{}.efficient_factor={} must be in (0, {}]", tier, kind, *op.efficient_factor,
+                 max_efficient_factor);
+  if (op.latency_us && !in_range(*op.latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be in [0, {}] us",
+                 tier, kind, *op.latency_us, max_latency_us);
+  if (op.fixed_latency_us && !in_range(*op.fixed_latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.fixed_latency_us",
+                 "system.networks.{}.op.{}.fixed_latency_us={} must be in [0, {}] us", tier, kind, *op.fixed_latency_us,
+                 max_latency_us);
+  for (std::size_t e = 0; e < op.fixed_latency_us_by_comm_num.count; ++e)
+    if (!in_range(op.fixed_latency_us_by_comm_num.entries[e].second, 0, max_latency_us))
+      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
+                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", tier, kind,
+                   op.fixed_latency_us_by_comm_num.entries[e].first, op.fixed_latency_us_by_comm_num.entries[e].second,
+                   max_latency_us);
+  for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+    if (!in_range(op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps))
+      report_error(api, "system.networks.op.dp_fixed_bw",
+                   "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be in [{}, {}] GB/s", tier, kind,
+                   op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
+}
+
 /// The network tiers of a system: bandwidths, latencies and collective factors in range.
 constexpr void validate_networks(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -2010,44 +2231,36 @@ constexpr void validate_networks(const system_spec& sys) {
     report_error(api, "system.networks", "system.networks must define at least one network tier");
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& net = sys.networks[i];
-    if (!detail::is_finite(net.processor_usage) || net.processor_usage < 0 || net.processor_usage > 1)
+    if (!in_range(net.processor_usage, 0, 1))
       report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
                    net.name, net.processor_usage);
-    if (!detail::is_finite(net.bandwidth.gbps) || net.bandwidth.gbps <= 0)
-      report_error(api, "system.networks.bandwidth.gbps",
-                   "system.networks.{}.bandwidth.gbps={} must be a positive number", net.name, net.bandwidth.gbps);
-    if (!detail::is_finite(net.bandwidth.efficient_factor) || net.bandwidth.efficient_factor <= 0)
-      report_error(api, "system.networks.bandwidth.efficient_factor",
-                   "system.networks.{}.bandwidth.efficient_factor={} must be a positive number", net.name,
-                   net.bandwidth.efficient_factor);
-    if (!detail::is_finite(net.bandwidth.latency_us) || net.bandwidth.latency_us < 0)
-      report_error(api, "system.networks.bandwidth.latency_us",
-                   "system.networks.{}.bandwidth.latency_us={} must be a finite number >= 0", net.name,
-                   net.bandwidth.latency_us);
-    for (std::size_t c = 0; c < net.op.size(); ++c) {
-      const auto& op = net.op[c];
-      if (!op.present) continue;
-      if (!detail::is_finite(op.scale) || op.scale <= 0)
-        report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be a positive number",
-                     net.name, collective_kind_names[c], op.scale);
-      if (!detail::is_finite(op.offset) || op.offset < -1 || op.offset > 1)
-        report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]",
-                     net.name, collective_kind_names[c], op.offset);
-      if (op.efficient_factor && (!detail::is_finite(*op.efficient_factor) || *op.efficient_factor <= 0))
-        report_error(api, "system.networks.op.efficient_factor",
-                     "system.networks.{}.op.{}.efficient_factor={} must be a positive number", net.name,
-                     collective_kind_names[c], *op.efficient_factor);
-      if (op.latency_us && (!detail::is_finite(*op.latency_us) || *op.latency_us < 0))
-        report_error(api, "system.networks.op.latency_us",
-                     "system.networks.{}.op.{}.latency_us={} must be a finite number >= 0", net.name,
-                     collective_kind_names[c], *op.latency_us);
-      for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-        if (!detail::is_finite(op.dp_fixed_bw.entries[e].second) || op.dp_fixed_bw.entries[e].second <= 0)
-          report_error(api, "system.networks.op.dp_fixed_bw",
-                       "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be a positive number", net.name,
-                       collective_kind_names[c], op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second);
-    }
+    validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
+    for (std::size_t c = 0; c < net.op.size(); ++c)
+      if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
   }
+}
+
+/// One compute entry of the accelerator in range.
+constexpr void validate_compute_op(const compute_op_spec& op, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.tflops, min_tflops, max_tflops))
+    report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be in [{}, {}] TFLOP/s",
+                 kind, op.tflops, min_tflops, max_tflops);
+  // 0 is SimuMax's "no flat factor": only the measured shapes price this kind (compute_cost.hpp).
+  if (!in_range(op.efficient_factor, 0, max_efficient_factor))
+    report_error(api, "system.accelerator.op.efficient_factor",
+                 "system.accelerator.op.{}.efficient_factor={} must be in [0, {}]", kind, op.efficient_factor,
+                 max_efficient_factor);
+  for (const auto& e : op.accurate_efficient_factor)
+    if (!in_range(e.efficiency, 0, max_efficient_factor, false))
+      report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                   "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be in (0, {}]", kind, e.shape,
+                   e.efficiency, max_efficient_factor);
+  if (!op.accurate_efficient_factor.is_sorted())
+    report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                 "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
+                 kind);
 }
 }  // namespace detail
 
@@ -2057,11 +2270,10 @@ constexpr void validate(const system_spec& sys) {
   using detail::report_error;
   if (sys.num_per_node < 1 || sys.num_per_node > 1024)
     report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
-  if (!detail::is_finite(sys.accelerator.mem_gbs) || sys.accelerator.mem_gbs <= 0)
-    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be a positive number",
-                 sys.accelerator.mem_gbs);
-  if (!detail::is_finite(sys.accelerator.compute_capability) || sys.accelerator.compute_capability < 0 ||
-      sys.accelerator.compute_capability > 100)
+  if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
+    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
+                 sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
+  if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
                  sys.accelerator.compute_capability);
@@ -2074,40 +2286,12 @@ constexpr void validate(const system_spec& sys) {
     report_error(
         api, "system.accelerator.bandwidth.default",
         "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
-  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k) {
-    const auto& op = sys.accelerator.op[k];
-    if (!op.present) continue;
-    if (!detail::is_finite(op.tflops) || op.tflops <= 0)
-      report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be a positive number",
-                   compute_kind_names[k], op.tflops);
-    if (!detail::is_finite(op.efficient_factor) || op.efficient_factor < 0)
-      report_error(api, "system.accelerator.op.efficient_factor",
-                   "system.accelerator.op.{}.efficient_factor={} must be a finite number >= 0", compute_kind_names[k],
-                   op.efficient_factor);
-    for (const auto& e : op.accurate_efficient_factor)
-      if (!detail::is_finite(e.efficiency) || e.efficiency <= 0)
-        report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                     "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be a positive number",
-                     compute_kind_names[k], e.shape, e.efficiency);
-    if (!op.accurate_efficient_factor.is_sorted())
-      report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                   "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
-                   compute_kind_names[k]);
-  }
+  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
+    if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
-    const auto& bw = sys.accelerator.bandwidth[k];
-    if (!bw.present) continue;
-    if (!detail::is_finite(bw.gbps) || bw.gbps <= 0)
-      report_error(api, "system.accelerator.bandwidth.gbps",
-                   "system.accelerator.bandwidth.{}.gbps={} must be a positive number", memory_kind_names[k], bw.gbps);
-    if (!detail::is_finite(bw.efficient_factor) || bw.efficient_factor <= 0)
-      report_error(api, "system.accelerator.bandwidth.efficient_factor",
-                   "system.accelerator.bandwidth.{}.efficient_factor={} must be a positive number",
-                   memory_kind_names[k], bw.efficient_factor);
-    if (!detail::is_finite(bw.latency_us) || bw.latency_us < 0)
-      report_error(api, "system.accelerator.bandwidth.latency_us",
-                   "system.accelerator.bandwidth.{}.latency_us={} must be a finite number >= 0", memory_kind_names[k],
-                   bw.latency_us);
+    if (!sys.accelerator.bandwidth[k].present) continue;
+    detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
+                               detail::accelerator_bandwidth_fields);
   }
   detail::validate_networks(sys);
 }
@@ -2512,6 +2696,54 @@ inline constexpr model_spec nemotron_3_nano_30b_a3b{
     .mamba_num_groups = 8,
 };
 
+/// NVIDIA Nemotron 3 Super 120B-A12B (hybrid Mamba-2 / attention / LatentMoE): Hugging Face
+/// nvidia/NVIDIA-Nemotron-3-Super-120B-A12B config.json (model_type nemotron_h: 88 layers, 40
+/// Mamba-2, 40 MoE, 8 attention; hidden 4096; GQA 32/2 heads of 128; 512 experts of 2688, top-22,
+/// moe_latent_size 1024, one shared expert of 5376; squared-ReLU, not gated; Mamba 128 heads of 64,
+/// 8 groups, state 128; vocabulary 131072, untied; num_nextn_predict_layers 1 with
+/// mtp_hybrid_override_pattern "*E"), as Megatron-Bridge's models/nemotronh/nemotron_h_bridge.py maps
+/// it (moe_latent_size, mtp_num_layers; tests/unit_tests/recipes/nemotronh/test_nemotron_3_super.py
+/// asserts 512 / 2688 / 5376 / top-22 / latent 1024 and the "*E" MTP pattern). Model card: 120B
+/// parameters in total, 12B active (without the MTP layer).
+inline constexpr model_spec nemotron_3_super_120b_a12b{
+    .model_type = model_kind::moe,
+    .model_name = "nemotron_3_super_120b_a12b",
+    .hidden_size = 4096,
+    .head_num = 32,
+    .kv_head_num = 2,
+    .head_size = 128,
+    .intermediate_size = 2688,
+    .layer_num = 88,
+    .vocab_size = 131072,
+    .use_swiglu = false,
+    .expert_num = 512,
+    .topk = 22,
+    .moe_ffn_hidden_size = 2688,
+    .moe_shared_expert_intermediate_size = 5376,
+    .position_embedding_type = position_kind::none,
+    .mtp_num_layers = 1,
+    .hybrid_override_pattern =
+        "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+    .mamba_state_dim = 128,
+    .mamba_head_dim = 64,
+    .mamba_num_heads = 128,
+    .mamba_num_groups = 8,
+    .moe_latent_size = 1024,
+    .mtp_hybrid_override_pattern = "*E",
+};
+
+/// NVIDIA Nemotron 3.5 Lightning 30B-A3B: Nemotron 3 Nano's architecture (Megatron-Bridge
+/// recipes/nemotronh/h100/nemotron_3_nano.py `nemotron_3_5_lightning_pretrain_config` starts from
+/// the Nano config and only adds MTP; the Lightning HF config.json has Nano's dimensions and
+/// num_nextn_predict_layers 1) with one MTP depth of pattern "*E" (attention then MoE).
+inline constexpr model_spec nemotron_3_5_lightning_30b_a3b = [] {
+  model_spec m = nemotron_3_nano_30b_a3b;
+  m.model_name.assign("nemotron_3_5_lightning_30b_a3b");
+  m.mtp_num_layers = 1;
+  m.mtp_hybrid_override_pattern.assign("*E");
+  return m;
+}();
+
 /// DeepSeek-V4's csa_compress_ratios for Flash: layers 0 and 1 sliding window only (0), then
 /// CSA (4) and HCA (128) alternating up to layer 42 (CSA), and the MTP layer 0 (HF config.json
 /// `compress_ratios`, 43 + 1 entries; deepseek_v4_bridge.py `_dsv4_compress_ratios`).
@@ -2571,7 +2803,7 @@ struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 19> models{{
+inline constexpr std::array<named_model, 21> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -2591,6 +2823,8 @@ inline constexpr std::array<named_model, 19> models{{
     {"gpt-oss-120b", &gpt_oss_120b},
     {"nemotron-3-nano-30b-a3b", &nemotron_3_nano_30b_a3b},
     {"deepseek-v4-flash", &deepseek_v4_flash},
+    {"nemotron-3-super-120b-a12b", &nemotron_3_super_120b_a12b},
+    {"nemotron-3.5-lightning-30b-a3b", &nemotron_3_5_lightning_30b_a3b},
 }};
 
 // ---- systems -----------------------------------------------------------------------------------
@@ -3599,14 +3833,32 @@ enum class leaf_id : std::uint8_t {
   /// The exposed part of a layer's host copies (fine-grained activation offloading).
   activation_offload,
   // Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; mamba_layer.py MambaLayer).
-  mamba_in_proj,      ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
-  mamba_conv_scan,    ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
-  mamba_norm,         ///< `norm`: the gated group RMSNorm over d_inner
-  mamba_out_proj,     ///< `out_proj`: d_inner -> h, row-parallel
-  mamba_residual_add  ///< the layer's residual add
+  mamba_in_proj,       ///< `in_proj`: h -> [z, x, B, C, dt], column-parallel
+  mamba_conv_scan,     ///< `mamba_split_conv1d_scan_combined`: depthwise conv1d over xBC + the SSD chunked scan
+  mamba_norm,          ///< `norm`: the gated group RMSNorm over d_inner
+  mamba_out_proj,      ///< `out_proj`: d_inner -> h, row-parallel
+  mamba_residual_add,  ///< the layer's residual add
+  // LatentMoE (megatron/core/transformer/moe/moe_layer.py).
+  moe_fc1_latent_proj,  ///< `fc1_latent_proj`: h -> moe_latent_size before the dispatch, duplicated over tp
+  moe_fc2_latent_proj,  ///< `fc2_latent_proj`: moe_latent_size -> h after the combine, duplicated over tp
+  // DeepSeek-V4 hybrid attention (Megatron-Core experimental_attention_variant/
+  // deepseek_v4_hybrid_attention.py, csa.py) and its hyper-connections (transformer/hyper_connection.py).
+  linear_kv_proj,        ///< `linear_kv_proj`: h -> v_head_dim, the one shared key/value
+  compressor,            ///< `core_attention.compressor`: wkv + wgate, gated pooling, norm, RoPE
+  indexer_linear_wq_b,   ///< `core_attention.indexer.linear_wq_b`: q_lora -> indexer heads
+  indexer_weights_proj,  ///< `core_attention.indexer.linear_weights_proj`: h -> indexer heads
+  indexer_compressor,    ///< `core_attention.indexer.compressor`: the indexer's own compressor
+  indexer_topk,          ///< the indexer's scores over the compressed keys, top-k, sparse KL loss
+  linear_o_group_proj,   ///< `linear_o_group_proj`: the grouped output projection (einsum)
+  hc_attn_pre,           ///< mHC before attention: mapping projection, Sinkhorn, stream aggregation
+  hc_attn_post,          ///< mHC after attention: residual mix + expanded output (h_post_bda)
+  hc_mlp_pre,            ///< ... before the MLP
+  hc_mlp_post,           ///< ... after the MLP
+  hc_expand,             ///< the embedding copied to the residual streams
+  hc_head                ///< the learned contraction of the streams before the final norm
 };
-/// Number of `leaf_id` values (they run from 0 without gaps; mamba_residual_add is the last).
-inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::mamba_residual_add) + 1;
+/// Number of `leaf_id` values (they run from 0 without gaps; hc_head is the last).
+inline constexpr std::size_t leaf_id_count = static_cast<std::size_t>(leaf_id::hc_head) + 1;
 
 /// The Megatron module name of `id`, as reports, `peak_path` and JSON print it (empty for a
 /// value outside the enumeration).
@@ -3659,6 +3911,21 @@ constexpr std::string_view leaf_name(leaf_id id) {
     case leaf_id::mamba_norm: return "mixer.norm";
     case leaf_id::mamba_out_proj: return "mixer.out_proj";
     case leaf_id::mamba_residual_add: return "mamba_residual_add";
+    case leaf_id::moe_fc1_latent_proj: return "fc1_latent_proj";
+    case leaf_id::moe_fc2_latent_proj: return "fc2_latent_proj";
+    case leaf_id::linear_kv_proj: return "linear_kv_proj";
+    case leaf_id::compressor: return "core_attention.compressor";
+    case leaf_id::indexer_linear_wq_b: return "core_attention.indexer.linear_wq_b";
+    case leaf_id::indexer_weights_proj: return "core_attention.indexer.linear_weights_proj";
+    case leaf_id::indexer_compressor: return "core_attention.indexer.compressor";
+    case leaf_id::indexer_topk: return "core_attention.indexer.qk_topk";
+    case leaf_id::linear_o_group_proj: return "linear_o_group_proj";
+    case leaf_id::hc_attn_pre: return "hc_attn.aggregate";
+    case leaf_id::hc_attn_post: return "hc_attn.post_bda";
+    case leaf_id::hc_mlp_pre: return "hc_mlp.aggregate";
+    case leaf_id::hc_mlp_post: return "hc_mlp.post_bda";
+    case leaf_id::hc_expand: return "hc.expand";
+    case leaf_id::hc_head: return "hc_head.contract";
   }
   // clang-format on
   return {};  // no enumerator: -Wswitch above flags a value without a name
@@ -4752,7 +5019,7 @@ constexpr seconds grad_reduce_tail(const bucket_plan& dense, const bucket_plan& 
     // Next bucket to become ready: the one whose fill completes first.
     const double ready_d = i < nd ? backward.value * (done_d + dense.elements(i)) / dense.total_elements() : 1e300;
     const double ready_e = k < ne ? backward.value * (done_e + expert.elements(k)) / expert.total_elements() : 1e300;
-    const bool take_dense = ready_d <= ready_e;
+    const bool take_dense = k >= ne || (i < nd && ready_d <= ready_e);  // never past a list's end, even for NaN
     const double ready = take_dense ? ready_d : ready_e;
     stream = (stream > ready ? stream : ready) + (take_dense ? dense.reduce(i) : expert.reduce(k)).value;
     if (take_dense)
@@ -4846,6 +5113,35 @@ LLMSIM_END_NAMESPACE
 /// static_assert(r.mem.peak_mem < 80_GiB);
 /// ```
 
+// ---- begin llmsim/core/checked.hpp -----------------------------------------------------------------
+/// \file llmsim/core/checked.hpp
+/// Conversions out of `double` that refuse what they cannot represent instead of wrapping.
+///
+/// Byte counts are summed in double (products of sizes) and stored as exact int64 `bytes`.
+/// Converting a double outside int64's range is undefined behaviour (C++20 [conv.fpint]); on x86 it
+/// gives INT64_MIN, which printed a weight of -8192 PiB (issue 15). `bytes_from` reports instead.
+
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// 2^63 as a double: the first value past int64's range.
+inline constexpr double int64_limit_as_double = 9223372036854775808.0;
+
+/// `count` bytes, truncated toward zero as the cast it replaces; a count that is not finite or lies
+/// outside int64 (±8 EiB) is a `config_error` at run time and a compile error in a constant expression.
+constexpr bytes bytes_from(double count) {
+  if (!(count > -int64_limit_as_double && count < int64_limit_as_double))  // also false for NaN
+    detail::report_error("llmsim::estimate", "model",
+                         "a byte count of {} is beyond 8 EiB: the job is larger than llmsim represents (check the "
+                         "model sizes, the sequence length and the micro-batch size)",
+                         count);
+  return bytes{static_cast<std::int64_t>(count)};
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/core/checked.hpp -------------------------------------------------------------------
 // ---- begin llmsim/cost/muon_cost.hpp ---------------------------------------------------------------
 /// \file llmsim/cost/muon_cost.hpp
 /// The Muon optimizer step (Megatron-LM --optimizer muon / dist_muon; megatron/core/optimizer/
@@ -4971,10 +5267,15 @@ constexpr double layer_norm_params(const model_spec& m) {
 /// Dense MLP parameters of one layer.
 constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_params(m, m.intermediate_size.value_or(0)); }
 /// MoE MLP parameters of one layer with `experts` routed experts counted: router, shared and routed experts.
+/// LatentMoE adds fc1_latent_proj (h x latent) and fc2_latent_proj (latent x h) and its routed
+/// experts read and write the latent width (moe_layer.py, experts.py).
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
   const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
-  return router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0)) +
-         experts * mlp_weight_params(m, expert_ffn_size(m));
+  const double shared = router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0));
+  if (!m.moe_latent_size) return shared + experts * mlp_weight_params(m, expert_ffn_size(m));
+  const double w = static_cast<double>(routed_width(m)), f = static_cast<double>(expert_ffn_size(m));
+  const double expert = w * (static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m))) + f);
+  return shared + 2 * static_cast<double>(m.hidden_size) * w + experts * expert;
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
@@ -5030,6 +5331,24 @@ constexpr double hybrid_layer_params(const model_spec& m, double routed) {
   return static_cast<double>(m.layer_num) * norm + n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
          n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
          (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+}
+/// One MTP layer of a hybrid model (multi_token_prediction.py MultiTokenPredictionLayer with a
+/// HybridStack inside): enorm, hnorm, eh_proj (2h x h), one layer per symbol of
+/// mtp_hybrid_override_pattern (each with its norm), the depth's final norm. Embedding and output
+/// layer are the model's.
+constexpr double hybrid_mtp_layer_params(const model_spec& m, double routed) {
+  const double norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * static_cast<double>(m.hidden_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const auto n = [&](char symbol) { return static_cast<double>(mtp_hybrid_layer_count(m, symbol)); };
+  const double layers = static_cast<double>(m.mtp_hybrid_override_pattern.view().size()) * norm +
+                        n('M') * (mamba_linear_params(m) + mamba_other_params(m)) +
+                        n('*') * attention_linear_params(m) + n('-') * dense_mlp_params(m) +
+                        (n('E') > 0 ? n('E') * moe_mlp_params(m, routed) : 0.0);
+  return 3 * norm + 2 * h * h + layers;
+}
+/// MTP layers holding parameters: one with mtp_use_repeated_layer, else one per depth.
+constexpr std::int64_t mtp_parameter_layers(const model_spec& m) {
+  return m.mtp_use_repeated_layer && m.mtp_num_layers > 0 ? 1 : m.mtp_num_layers;
 }
 
 /// One DeepSeek-V4 attention (experimental_attention_variant "dsv4_hybrid") of compression ratio
@@ -5100,7 +5419,9 @@ constexpr double parameters_with_experts(const model_spec& m, std::int64_t vocab
   const double embeddings =
       static_cast<double>(vocab) * h * (m.tie_word_embeddings ? 1.0 : 2.0) + position_table_params(m);
   const double final_norm = (m.norm_type == norm_kind::layernorm ? 2.0 : 1.0) * h;
-  if (is_hybrid(m)) return hybrid_layer_params(m, routed) + embeddings + final_norm;  // MTP is refused with it
+  if (is_hybrid(m))
+    return hybrid_layer_params(m, routed) + embeddings + final_norm +
+           static_cast<double>(mtp_parameter_layers(m)) * hybrid_mtp_layer_params(m, routed);
   const double body = dense * (attn + dense_mlp_params(m) + linear_bias_params(m, false)) +
                       moe * (attn + moe_mlp_params(m, routed) + linear_bias_params(m, true)) + embeddings + final_norm;
   if (m.mtp_num_layers == 0) return body;
@@ -5128,9 +5449,11 @@ constexpr double active_parameter_count(const model_spec& m, std::int64_t vocab)
 /// token passes through (Kaplan et al. 2020 "6N"; MoE: its top-k routed experts, shared experts and
 /// the router) plus attention scores over the full sequence (QKᵀ and PV: 2·s·H·(d_qk + d_v) per
 /// layer forward, non-causal as SimuMax counts it) plus the LM head (6·h·V); lookups are free.
-/// DeepSeek-V4's sparse attention (experimental_attention_variant) is not counted here: the estimate
-/// refuses it, and megatron_bridge::model_flops_per_token counts it as Megatron-Bridge does.
+/// DeepSeek-V4 (experimental_attention_variant) by `dsv4_flops_per_token`; megatron_bridge::
+/// model_flops_per_token counts it as Megatron-Bridge does.
+constexpr double dsv4_flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len);
 constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  if (m.experimental_attention_variant) return dsv4_flops_per_token(m, vocab, seq_len);
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   const auto dense = static_cast<double>(detail::dense_layer_count(m));
   const double moe = static_cast<double>(m.layer_num) - dense;
@@ -5152,8 +5475,17 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
                               (n('E') > 0 ? n('E') * detail::moe_mlp_params(m, topk) : 0.0);
     const double scan =
         mamba_scan_flops_per_token(m.mamba_num_heads, m.mamba_num_groups, m.mamba_state_dim, m.mamba_head_dim);
-    return 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) + 3.0 * n('M') * scan +
-           6.0 * h * static_cast<double>(vocab);
+    const double flops = 6.0 * layer_gemm + 6.0 * n('*') * static_cast<double>(seq_len) * H * (qk + v) +
+                         3.0 * n('M') * scan + 6.0 * h * static_cast<double>(vocab);
+    if (m.mtp_num_layers == 0) return flops;
+    // Each MTP depth runs its eh_proj, the layers of mtp_hybrid_override_pattern and one more
+    // logits GEMM (a repeated layer is computed at every depth all the same).
+    const auto t = [&](char symbol) { return static_cast<double>(mtp_hybrid_layer_count(m, symbol)); };
+    const double depth_gemm = 2 * h * h + t('M') * mamba_gemm + t('*') * attn + t('-') * detail::dense_mlp_params(m) +
+                              (t('E') > 0 ? t('E') * detail::moe_mlp_params(m, topk) : 0.0);
+    const double k = static_cast<double>(m.mtp_num_layers);
+    return flops + k * (6.0 * depth_gemm + 6.0 * t('*') * static_cast<double>(seq_len) * H * (qk + v) +
+                        3.0 * t('M') * scan + 6.0 * h * static_cast<double>(vocab));
   }
   const double flops =
       6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
@@ -5166,6 +5498,31 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
                                        : detail::dense_mlp_params(m));
   return flops + 6.0 * k * (layer + 2 * h * h) + 6.0 * k * static_cast<double>(seq_len) * H * (qk + v) +
          6.0 * k * h * static_cast<double>(vocab);
+}
+
+/// DeepSeek-V4's model FLOPs per token in training (3x forward): 6 per weight of each decoder and
+/// MTP layer (its attention by compression ratio, norms included, and its MLP with the top-k
+/// experts), the sparse attention's QKᵀ and PV over the keys each query's kernel runs
+/// (`dsv4_attended_keys`: 2 x 2 v H per key forward), a ratio-4 layer's dense indexer scoring over
+/// the s/4 compressed keys, each MTP depth's 2h x h projection, and the LM head per depth; the
+/// indexer's KL loss and the hyper-connections are left out, as in flop_utils.py.
+constexpr double dsv4_flops_per_token(const model_spec& m, std::int64_t vocab, std::int64_t seq_len) {
+  const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
+  const double v = static_cast<double>(m.v_head_dim.value_or(0));
+  const double topk = static_cast<double>(m.topk.value_or(1));
+  double flops = 0;
+  for (std::int64_t i = 0; i < m.layer_num + m.mtp_num_layers; ++i) {
+    const std::int64_t ratio = m.csa_compress_ratios[static_cast<std::size_t>(i)];
+    const bool dense = !is_moe(m) || i < m.dense_layers;
+    const double mlp = dense ? detail::dense_mlp_params(m) : detail::moe_mlp_params(m, topk);
+    flops += 6.0 * (detail::dsv4_attention_params(m, ratio) + mlp);
+    flops += 6.0 * 2.0 * H * v * static_cast<double>(dsv4_attended_keys(m, ratio, seq_len));
+    if (ratio == 4)
+      flops += 6.0 * static_cast<double>(m.dsa_indexer_n_heads.value_or(0) * m.dsa_indexer_head_dim.value_or(0)) *
+               static_cast<double>(dsv4_compressed_keys(4, seq_len));
+  }
+  const double depths = static_cast<double>(m.mtp_num_layers);
+  return flops + 6.0 * depths * 2 * h * h + 6.0 * (depths + 1) * h * static_cast<double>(vocab);
 }
 
 LLMSIM_END_NAMESPACE
@@ -5801,7 +6158,7 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
 /// `dispatch_probs`), then the ETP all-gather; backward mirrors it (Megatron MoEAlltoAllTokenDispatcher).
 constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
@@ -5818,7 +6175,7 @@ constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_
 /// rank permutes out the copies for its own experts; backward reduce-scatters the gradients.
 constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double map = tok.local * static_cast<double>(c.m().expert_num);  // probs (E bytes) + bool map
   const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
   const double per_rank = tok.local * h * E + map * (E + 1);
@@ -5833,7 +6190,7 @@ constexpr void allgather_dispatch_comm(leaf& p, const build_context& c, const mo
 /// goes once to every rank holding one of its experts, with its top-k expert indices (int64) and
 /// weights (fp32); backward is the combine of the gradients, the same bytes.
 constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double topk = static_cast<double>(c.m().topk.value_or(1));
   const double payload = tok.sent_rows * (h * E + topk * (8 + 4));
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input})
@@ -5843,7 +6200,7 @@ constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tok
 /// The combine's communication in `pass` for the all-to-all dispatcher, the mirror of its
 /// dispatch: ETP reduce-scatter (all-gather backward) then the all-to-all over ep.
 constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
-  const double A = tok.expert * static_cast<double>(c.m().hidden_size) * c.element_bytes();
+  const double A = tok.expert * static_cast<double>(routed_width(c.m())) * c.element_bytes();
   const bool fwd = pass == pass_kind::forward;
   c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
                A * static_cast<double>(c.s().etp_size));
@@ -5855,7 +6212,7 @@ constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_t
 constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   const auto& s = c.s();
   const auto ep = static_cast<double>(s.ep_size), etp = static_cast<double>(s.etp_size);
-  const double full = tok.local * static_cast<double>(c.m().hidden_size) * c.element_bytes() * ep * etp;
+  const double full = tok.local * static_cast<double>(routed_width(c.m())) * c.element_bytes() * ep * etp;
   if (pass == pass_kind::forward) {
     c.collective(u, pass, comm_group::etp, collective_kind::reduce_scatter, full);
     c.collective(u, pass, comm_group::ep, collective_kind::reduce_scatter, full / etp);
@@ -5868,7 +6225,7 @@ constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe
 /// DeepEP's combine (flex): each token's locally reduced output goes back once per rank.
 constexpr void flex_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   c.collective(u, pass, comm_group::ep, collective_kind::all2all,
-               tok.sent_rows * static_cast<double>(c.m().hidden_size) * c.element_bytes());
+               tok.sent_rows * static_cast<double>(routed_width(c.m())) * c.element_bytes());
 }
 
 /// What the strategy's token dispatcher does around the experts, decided once per MoE layer: the
@@ -5888,7 +6245,7 @@ struct dispatch_plan {
 /// The dispatch plan of the strategy's `moe_dispatcher_policy` (Megatron token_dispatcher.py).
 constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double A = tok.expert * h * E, out = tok.local * h * E;
   dispatch_plan d;
   if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
@@ -5917,7 +6274,7 @@ constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_token
 
 /// Permutation and the dispatch, as `plan` lays them out.
 constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double probs = tok.local * static_cast<double>(c.m().expert_num);  // routing probabilities
   leaf p;
   p.id = leaf_id::permutation;
@@ -5941,7 +6298,7 @@ constexpr leaf permutation_leaf(const build_context& c, const moe_tokens& tok) {
 
 /// Unpermutation and the combine, as `plan` lays them out.
 constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok, const dispatch_plan& plan) {
-  const double h = static_cast<double>(c.m().hidden_size), E = c.element_bytes();
+  const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   leaf u;
   u.id = leaf_id::unpermutation;
   u.kind = leaf_kind::activation;
@@ -5968,6 +6325,17 @@ constexpr leaf unpermutation_leaf(const build_context& c, const moe_tokens& tok)
   return unpermutation_leaf(c, tok, dispatch_plan_of(c, tok));
 }
 
+/// A LatentMoE projection (moe_layer.py `fc1_latent_proj` h -> latent before the dispatch,
+/// `fc2_latent_proj` latent -> h after the combine): TELinear with parallel_mode="duplicated", the
+/// whole weight on every tp rank applied to the rank's own tokens, no collective — at tp = 1 a plain
+/// linear, else `duplicated_linear_leaf` (with SP its gradient is summed over tp, as MLA's down
+/// projections'). Neither is expert-parallel: the weights are dense parameters of the layer.
+constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t in_features,
+                                std::int64_t out_features) {
+  if (c.s().tp_size == 1) return linear_leaf(c, id, true, in_features, out_features);
+  return duplicated_linear_leaf(c, id, in_features, out_features);
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -5988,14 +6356,18 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   }
   const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer
   b.push(router_leaf(c, tok));
+  // LatentMoE: the routed tokens leave at the latent width and come back to h (see latent_proj_leaf).
+  const std::int64_t w = routed_width(m);
+  if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc1_latent_proj, h, w));
   b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, h, mlp_fc1_width(m, fe)));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe)));
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, h));
+  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w));
   b.push(unpermutation_leaf(c, tok, plan));
+  if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc2_latent_proj, w, h));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
   b.push(residual_leaf(c, leaf_id::mlp_residual_add));
 }
@@ -6281,6 +6653,404 @@ constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/offload.hpp ---------------------------------------------------------------
+// ---- begin llmsim/program/dsv4.hpp -----------------------------------------------------------------
+/// \file llmsim/program/dsv4.hpp
+/// A DeepSeek-V4 decoder layer as Megatron-Core runs it (experimental_attention_variant
+/// "dsv4_hybrid"): the hybrid attention of one compression ratio (0: sliding window only, 4: CSA
+/// with the lightning indexer, 128: HCA), the MoE MLP, and around each half the manifold-constrained
+/// hyper-connections (mHC) of model.num_residual_streams streams.
+///
+/// Sources (read, not copied): Megatron-LM megatron/core/transformer/experimental_attention_variant/
+/// deepseek_v4_hybrid_attention.py (DSv4HybridSelfAttention: q down / norm / up, one shared
+/// key-value `linear_kv_proj` + `kv_layernorm`, a weightless RMS norm of q, RoPE, the grouped
+/// output projection `linear_o_group_proj` as an einsum, then `linear_proj`; tensor-parallel size
+/// 1 only; mla_up_proj recompute checkpoints q up .. RoPE and discards q, k, v after attention),
+/// csa.py (Compressor: `linear_wkv` and `linear_wgate` of h -> c x width outside FP8, c = 2 for the
+/// overlapping ratio-4 windows, gated pooling, norm, RoPE; CSAIndexer: `linear_wq_b`,
+/// `linear_weights_proj` (bf16), its own compressor with a Hadamard rotation, all on detached
+/// inputs; CompressedSparseAttention: window indices + compressed indices, the indexer's top-k and
+/// its KL loss against the main attention) and transformer/hyper_connection.py (HyperConnectionModule:
+/// `mapping_proj` k h -> k^2 + 2k, Sinkhorn, aggregation, h_post_bda).
+/// Conventions as program/dense.hpp: b micro-batch, s sequence, T = b s tokens, E = 2 bytes.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace detail {
+constexpr double dsv4_d(std::int64_t v) { return static_cast<double>(v); }
+}  // namespace detail
+
+namespace detail {
+/// A linear of the DeepSeek-V4 attention through the linear emitter of program/dense.hpp:
+/// `copies` identical weights on the same input (the compressor's wkv and wgate), `quantized`
+/// (TE under the recipe) or bf16 (built in get_fp8_disabled_context), `input_grad`: false for a
+/// linear on a detached input (the indexer's), which runs no input-gradient GEMM.
+constexpr leaf dsv4_linear_leaf(const build_context& c, leaf_id id, std::int64_t in, std::int64_t out, bool quantized,
+                                bool input_grad, int copies = 1) {
+  build_context q = c;
+  q.quantized = quantized && c.quantized;
+  const linear_geometry g = linear_geometry_of(q, true, true, q.quantized, in, out, q.sequence(), q.tokens());
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::linear_column;
+  for (int i = 0; i < copies; ++i) {
+    if (input_grad) {
+      emit_linear_data_passes(q, l, g);
+    } else {
+      if (g.quantized) {
+        quantize(q, l, pass_kind::forward, g.x, g.qa, g.x_copies);
+        quantize_weight(q, l, g.w);
+      }
+      const double fwd = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * g.E : (g.x + g.y + g.w) * g.E;
+      q.emit(l,
+             job_gemm(q, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd));
+      if (g.quantized) quantize(q, l, pass_kind::backward_weight, g.y, g.qa, 1);  // dy: the wgrad copy only
+    }
+    emit_linear_weight_pass(q, l, g);
+  }
+  const double k = static_cast<double>(copies);
+  l.params = k * g.w;
+  if (g.quantized) {
+    l.quantized_params = k * g.w;
+    l.quantized_weight_bytes = k * g.w * g.qw * g.f.copies;
+  }
+  l.input = g.x * g.E;
+  l.cache = g.quantized ? g.x * g.qa : g.x * g.E;
+  l.fwd_peak = (g.x + k * g.y) * g.E;
+  l.bwd_peak = (g.x + k * g.y) * g.E;
+  l.weight_rows = out;
+  l.weight_cols = in;
+  return l;
+}
+
+/// The compressor of a ratio-`ratio` layer at `width` (v_head_dim, or the indexer head width):
+/// wkv and wgate (h -> c width each, bf16), then the gated pooling (softmax of score + ape over the
+/// c x ratio rows of a group, weighted sum), the RMSNorm and the RoPE of the s/ratio compressed rows
+/// (the indexer's also its Hadamard rotation). Backward reads the kept kv and score to write their
+/// gradients. Its input is the layer's normed hidden state, which linear_q_down_proj keeps.
+constexpr leaf compressor_leaf(const build_context& c, leaf_id id, std::int64_t ratio, std::int64_t width,
+                               bool input_grad, bool rotate) {
+  const std::int64_t coff = ratio == 4 ? 2 : 1;
+  leaf l = dsv4_linear_leaf(c, id, c.m().hidden_size, coff * width, false, input_grad, 2);
+  const double E = c.element_bytes(), T = c.tokens();
+  const double projected = T * dsv4_d(coff * width) * E;  // kv, and score as large
+  const double rows = T / dsv4_d(ratio) * dsv4_d(width) * E;
+  const double rope = T / dsv4_d(ratio) * dsv4_d(*c.m().qk_pos_emb_head_dim) * E;
+  c.memory(l, pass_kind::forward, 2 * projected + rows);  // pooling: read kv and score, write the compressed rows
+  c.memory(l, pass_kind::forward, 2 * rows);              // norm
+  c.memory(l, pass_kind::forward, 2 * rope);              // RoPE of the positional part
+  if (rotate) c.memory(l, pass_kind::forward, 2 * rows);  // Hadamard rotation
+  c.memory(l, pass_kind::backward_input, 2 * projected + 2 * projected + rows);  // read kv, score; write both gradients
+  c.memory(l, pass_kind::backward_input, 3 * rows);                              // norm backward
+  l.params += dsv4_d(ratio * coff * width) + dsv4_d(width);                      // ape and the norm weight
+  l.cache = 2 * projected + rows;  // the pooling's kv and score, the norm's input
+  l.fwd_peak += rows;
+  return l;
+}
+}  // namespace detail
+
+/// The lightning indexer's scoring of a ratio-4 layer (csa.py CompressedSparseAttention.forward,
+/// fused_qk_topk with apply_dsa_kernel_fusion): every query's n_idx heads of width d_idx against
+/// all s/4 compressed indexer keys (2 T (s/4) n_idx d_idx FLOPs), ReLU, the per-head weights summed,
+/// the top-k kept. Training adds FusedDSAIndexerLoss: the main attention's logits over the k'
+/// selected keys (detached q and compressed keys: 2 T n v k' FLOPs, no PV) as the KL target; with
+/// dsa_indexer_use_sparse_loss its gradient reaches the indexer's q and k over the selected keys
+/// only (2 x 2 T n_idx d_idx k'). Kept: the int32 top-k indices (the sparse attention's backward
+/// reads them), the fp32 KL target, the indexer's q, k and weights.
+constexpr leaf indexer_topk_leaf(const build_context& c) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = leaf_id::indexer_topk;
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const double E = c.element_bytes(), T = c.tokens(), b = dsv4_d(c.s().micro_batch_size);
+  const double ni = dsv4_d(*m.dsa_indexer_n_heads), di = dsv4_d(*m.dsa_indexer_head_dim);
+  const double n = dsv4_d(m.head_num), v = dsv4_d(*m.v_head_dim);
+  const double keys = b * dsv4_d(dsv4_compressed_keys(4, c.sequence()));  // compressed keys of the micro-batch
+  const double per_sequence = dsv4_d(dsv4_compressed_keys(4, c.sequence()));
+  const double k = dsv4_d(dsv4_attended_keys(m, 4, c.sequence()) - *m.csa_window_size);
+  const double q_idx = T * ni * di * E, k_idx = keys * di * E, w = T * ni * 4;
+  const double selected = T * k * 4;  // int32 indices, and the fp32 KL target as large
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, 2 * T * per_sequence * ni * di, q_idx + k_idx + w + selected));
+  const double q = T * n * v * E, kv = keys * v * E;
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, 2 * T * n * v * k + 2 * T * ni * di * k, q + kv + 2 * selected));
+  c.emit(l,
+         unkeyed_gemm_op(pass_kind::backward_input, 2 * 2 * T * ni * di * k, 2 * (q_idx + k_idx) + w + 2 * selected));
+  l.input = q_idx + k_idx + w;
+  l.cache = q_idx + k_idx + w + 2 * selected;
+  l.fwd_peak = 2 * selected;
+  l.bwd_peak = q_idx + k_idx;
+  return l;
+}
+
+/// The sparse attention of a ratio-`ratio` layer (csa.py: one query width v_head_dim per head, the
+/// single key = value of width v_head_dim, the attention sink): every query against
+/// `dsv4_attended_keys` keys, priced on the attention path with that key count (forward QKᵀ and PV,
+/// backward 2.5 x). Kept: q, the raw and compressed kv, the fp32 log-sum-exp; its output is kept by
+/// linear_o_group_proj, which reads it.
+constexpr leaf dsv4_core_attention_leaf(const build_context& c, std::int64_t ratio) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = leaf_id::core_attention;
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const double E = c.element_bytes(), T = c.tokens(), b = dsv4_d(c.s().micro_batch_size);
+  const double n = dsv4_d(m.head_num), v = dsv4_d(*m.v_head_dim);
+  const double q = T * n * v * E, o = q, lse = T * n * 4;
+  const double raw_kv = T * v * E, compressed_kv = b * dsv4_d(dsv4_compressed_keys(ratio, c.sequence())) * v * E;
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = c.sequence(),
+                              .kv_len = dsv4_attended_keys(m, ratio, c.sequence()),
+                              .head_num = m.head_num,
+                              .kv_head_num = 1,
+                              .qk_head_dim = *m.v_head_dim,
+                              .v_head_dim = *m.v_head_dim,
+                              .qkv_contiguous = false};
+  c.emit(l, attention_op(pass_kind::forward, shape, q + raw_kv + compressed_kv + o + lse));
+  c.emit(l, attention_op(pass_kind::backward_input, shape, 2 * q + 2 * (raw_kv + compressed_kv) + o + lse));
+  l.params = n;  // one attention sink per head
+  l.input = q + raw_kv;
+  l.cache = q + raw_kv + compressed_kv + lse;
+  l.fwd_peak = o + lse;
+  l.bwd_peak = 2 * q + 2 * (raw_kv + compressed_kv);
+  return l;
+}
+
+/// The grouped output projection (deepseek_v4_hybrid_attention.py: a plain bf16 parameter applied
+/// by torch.einsum, o_groups batched GEMMs of (heads v / o_groups) -> o_lora_rank): forward,
+/// input gradient and weight gradient of 2 T n v o_lora FLOPs each, unkeyed (no table holds them);
+/// the bf16 weight gradient is added into the main gradient by Megatron's grad hook. It keeps its
+/// input, the attention output.
+constexpr leaf o_group_proj_leaf(const build_context& c) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = leaf_id::linear_o_group_proj;
+  l.kind = leaf_kind::linear_column;
+  const auto& m = c.m();
+  const double E = c.element_bytes(), T = c.tokens();
+  const double in = dsv4_d(m.head_num * *m.v_head_dim), out = dsv4_d(*m.o_groups * *m.o_lora_rank);
+  const double w = in * dsv4_d(*m.o_lora_rank), x = T * in, y = T * out;
+  const double flops = 2 * T * w;
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, flops, (x + y + w) * E));
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, flops, (x + y + w) * E));
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_weight, flops, (x + y + w) * E));
+  c.memory(l, pass_kind::backward_weight, w * E + 2 * w * c.main_grad_bytes());
+  l.params = w;
+  l.input = x * E;
+  l.cache = x * E;
+  l.fwd_peak = (x + y) * E;
+  l.bwd_peak = (x + y + w) * E;
+  return l;
+}
+
+/// The copies between the projections and the attention (deepseek_v4_hybrid_attention.py
+/// qkv_up_proj_and_rope_apply): the weightless RMS norm of q over each head (torch.compile: read,
+/// write; backward reads q and its gradient), then the fused in-place RoPE of q's and kv's
+/// positional parts (fused_mla_rope_inplace), forward and backward.
+constexpr leaf dsv4_glue_leaf(const build_context& c) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = leaf_id::mla_rope_and_concat;
+  l.kind = leaf_kind::activation;
+  const auto& m = c.m();
+  const double E = c.element_bytes(), T = c.tokens();
+  const double q = T * dsv4_d(m.head_num * *m.v_head_dim) * E;
+  const double rope = T * dsv4_d((m.head_num + 1) * *m.qk_pos_emb_head_dim) * E;
+  c.memory(l, pass_kind::forward, 2 * q);
+  c.memory(l, pass_kind::forward, 2 * rope);
+  c.memory(l, pass_kind::backward_input, 2 * rope);
+  c.memory(l, pass_kind::backward_input, 3 * q);
+  l.input = q;
+  l.cache = q;  // the norm's input
+  l.fwd_peak = q;
+  l.bwd_peak = 2 * q;
+  return l;
+}
+
+/// The mHC step before a sublayer (hyper_connection.py, fused kernels): the fp32 mapping
+/// projection of the k h streams to k^2 + 2k mixes with the streams' RMS (2 T k h (k^2 + 2k) FLOPs
+/// each pass, unkeyed), the Sinkhorn projection of the k x k residual mix (negligible), and the
+/// aggregation of the k streams into the sublayer's input (read k h, write h). Backward: the
+/// aggregation's gradient (read the output gradient and the streams, write the streams' gradient),
+/// the projection's input and weight gradients. It keeps the streams (the post step's residual too).
+constexpr leaf hc_pre_leaf(const build_context& c, leaf_id id) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::activation;
+  const double k = dsv4_d(*c.m().num_residual_streams), h = dsv4_d(c.m().hidden_size);
+  const double E = c.element_bytes(), T = c.tokens();
+  const double streams = T * k * h * E, out = T * h * E, mixes = T * (k * k + 2 * k) * 4;
+  const double flops = 2 * T * k * h * (k * k + 2 * k);
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, flops, streams + mixes));
+  c.memory(l, pass_kind::forward, streams + out + mixes);
+  c.memory(l, pass_kind::backward_input, out + streams + streams);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, flops, 3 * streams + mixes));
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_weight, flops, streams + mixes));
+  l.params = k * h * (k * k + 2 * k) + (k * k + 2 * k) + 3;
+  l.input = streams;
+  l.cache = streams + mixes;
+  l.fwd_peak = out + mixes;
+  l.bwd_peak = 2 * streams;
+  return l;
+}
+
+/// The mHC step after a sublayer (h_post_bda): new streams = H_resᵀ streams + H_post x, reading the
+/// k h streams and the h output, writing k h; backward reads the streams' gradient, the streams
+/// and x, writes the gradients of both. It keeps the sublayer's output x.
+constexpr leaf hc_post_leaf(const build_context& c, leaf_id id) {
+  using detail::dsv4_d;
+  leaf l;
+  l.id = id;
+  l.kind = leaf_kind::activation;
+  const double k = dsv4_d(*c.m().num_residual_streams), h = dsv4_d(c.m().hidden_size);
+  const double E = c.element_bytes(), T = c.tokens();
+  const double streams = T * k * h * E, x = T * h * E;
+  c.memory(l, pass_kind::forward, 2 * streams + x);
+  c.memory(l, pass_kind::backward_input, 3 * streams + 2 * x);
+  l.input = streams + x;
+  l.cache = x;
+  l.fwd_peak = streams;
+  l.bwd_peak = streams + x;
+  return l;
+}
+
+/// The embedding copied to the k residual streams at the stack's entry (read h, write k h;
+/// backward sums the streams' gradients).
+constexpr leaf hc_expand_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::hc_expand;
+  l.kind = leaf_kind::activation;
+  const double k = detail::dsv4_d(*c.m().num_residual_streams), h = detail::dsv4_d(c.m().hidden_size);
+  const double x = c.tokens() * h * c.element_bytes();
+  c.memory(l, pass_kind::forward, x + k * x);
+  c.memory(l, pass_kind::backward_input, k * x + x);
+  l.fwd_peak = k * x;
+  l.bwd_peak = k * x;
+  return l;
+}
+
+/// The learned contraction of the streams before a final norm (hyper_connection.py
+/// learned_output_contract, fp32: the k h -> k mixing GEMM, sigmoid gates, weighted sum): reads the
+/// streams, writes h; backward reads them again with the gradient and writes the streams' gradient.
+constexpr leaf hc_head_leaf(const build_context& c) {
+  leaf l;
+  l.id = leaf_id::hc_head;
+  l.kind = leaf_kind::activation;
+  const double k = detail::dsv4_d(*c.m().num_residual_streams), h = detail::dsv4_d(c.m().hidden_size);
+  const double E = c.element_bytes(), T = c.tokens();
+  const double streams = T * k * h * E, out = T * h * E;
+  c.emit(l, unkeyed_gemm_op(pass_kind::forward, 2 * T * k * h * k, streams));
+  c.memory(l, pass_kind::forward, streams + out);
+  c.memory(l, pass_kind::backward_input, 2 * streams + out);
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * T * k * h * k, 2 * streams));
+  c.emit(l, unkeyed_gemm_op(pass_kind::backward_weight, 2 * T * k * h * k, streams));
+  l.params = k * k * h + k + 1;
+  l.input = streams;
+  l.cache = streams;
+  l.fwd_peak = out;
+  l.bwd_peak = 2 * streams;
+  return l;
+}
+
+/// The attention half of a DeepSeek-V4 layer of compression ratio `ratio`. Leaf order: what
+/// runs outside the mla_up_proj checkpoint first (q down and its norm, the compressors and the
+/// indexer, which read the normed hidden state and q's latent), then the checkpointed q up, kv
+/// projection, kv norm, q norm and RoPE, and the attention, so that a recompute segment is contiguous.
+constexpr void push_dsv4_attention(leaf_block& b, const build_context& c, std::int64_t ratio) {
+  const auto& m = c.m();
+  const std::int64_t h = m.hidden_size, v = *m.v_head_dim, q_lora = *m.q_lora_rank;
+  const bool hc = m.num_residual_streams.has_value();
+  if (hc) b.push(hc_pre_leaf(c, leaf_id::hc_attn_pre));
+  b.push(norm_leaf(c, leaf_id::input_layernorm));
+  b.push(linear_leaf(c, leaf_id::linear_q_down_proj, true, h, q_lora));
+  b.push(norm_leaf(c, leaf_id::q_layernorm, q_lora, norm_kind::rmsnorm));
+  if (ratio > 0) { b.push(detail::compressor_leaf(c, leaf_id::compressor, ratio, v, true, false)); }
+  if (ratio == 4) {
+    const std::int64_t ni = *m.dsa_indexer_n_heads, di = *m.dsa_indexer_head_dim;
+    leaf wq = detail::dsv4_linear_leaf(c, leaf_id::indexer_linear_wq_b, q_lora, ni * di, true, false);
+    b.push(wq);
+    leaf weights = detail::dsv4_linear_leaf(c, leaf_id::indexer_weights_proj, h, ni, false, false);
+    weights.cache = 0;  // the normed hidden state again
+    b.push(weights);
+    b.push(detail::compressor_leaf(c, leaf_id::indexer_compressor, ratio, di, false, true));
+    b.push(indexer_topk_leaf(c));
+  }
+  b.push(linear_leaf(c, leaf_id::linear_q_up_proj, true, q_lora, m.head_num * v));
+  leaf kv = linear_leaf(c, leaf_id::linear_kv_proj, true, h, v);
+  kv.cache = 0;  // reads the same normed input linear_q_down_proj keeps
+  b.push(kv);
+  b.push(norm_leaf(c, leaf_id::kv_layernorm, v, norm_kind::rmsnorm));
+  b.push(dsv4_glue_leaf(c));
+  b.push(dsv4_core_attention_leaf(c, ratio));
+  b.push(o_group_proj_leaf(c));
+  // linear_proj: TE keeps its bf16 input under FP8/FP4 recipes other than delayed scaling
+  // (deepseek_v4_hybrid_attention.py set_save_original_input).
+  auto g = detail::linear_geometry_of(c, false, true, c.quantized, *m.o_groups * *m.o_lora_rank, h, c.sequence(),
+                                      c.tokens());
+  g.original_input = c.quantized && c.s().fp8_recipe != fp8_recipe_kind::delayed;
+  b.push(detail::linear_gemms(c, leaf_id::linear_proj, g));
+  if (hc)
+    b.push(hc_post_leaf(c, leaf_id::hc_attn_post));
+  else
+    b.push(residual_leaf(c, leaf_id::attention_residual_add));
+}
+
+/// Megatron's mla_up_proj recompute in a DeepSeek-V4 layer (deepseek_v4_hybrid_attention.py
+/// `qkv_up_checkpoint`): q up, the kv projection and norm, q's norm and RoPE replay in backward;
+/// the attention keeps only what is not q or the raw kv (the checkpoint discards them after it).
+constexpr void plan_dsv4_recompute(leaf_block& b, const strategy_spec& s) {
+  using enum leaf_id;
+  if (s.recompute_granularity == recompute_kind::selective_recompute && s.megatron_recompute) {
+    detail::plan_megatron_modules(b, s, false, detail::find_leaf(b, router) != nullptr);
+    if (s.megatron_recompute_modules.contains(recompute_module::mla_up_proj)) {
+      detail::mark(b, {linear_q_up_proj, linear_kv_proj, kv_layernorm, mla_rope_and_concat, core_attention});
+      leaf* core = detail::find_leaf(b, core_attention);
+      core->replay_free = true;
+      core->cache -= core->input;
+    }
+  }
+  b.leaves[0].segment_start = true;
+  b.assign_roles();
+}
+
+/// One DeepSeek-V4 decoder layer of compression ratio `ratio`: the hybrid attention, then the MoE
+/// MLP (or a dense one), each between its mHC steps when model.num_residual_streams is set.
+constexpr leaf_block dsv4_layer_leaves(const build_context& job, std::int64_t ratio, bool moe_mlp, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed;
+  leaf_block b;
+  push_dsv4_attention(b, c, ratio);
+  const bool hc = c.m().num_residual_streams.has_value();
+  if (hc) b.push(hc_pre_leaf(c, leaf_id::hc_mlp_pre));
+  if (moe_mlp)
+    push_moe_mlp(b, c);
+  else
+    push_dense_mlp(b, c);
+  if (hc) {
+    --b.count;  // mHC's post step replaces the plain residual add
+    b.push(hc_post_leaf(c, leaf_id::hc_mlp_post));
+  }
+  if (recomputed)
+    plan_dsv4_recompute(b, c.s());
+  else
+    b.assign_roles();
+  return b;
+}
+
+/// The per-layer ratios a DeepSeek-V4 model uses, in the order blocks are built (0, 4, 128).
+inline constexpr std::array<std::int64_t, 3> dsv4_ratios{0, 4, 128};
+
+/// Decoder layers (the first `layers` entries of model.csa_compress_ratios) of ratio `ratio`.
+constexpr std::int64_t dsv4_layer_count(const model_spec& m, std::int64_t ratio) {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < m.layer_num; ++i)
+    if (m.csa_compress_ratios[static_cast<std::size_t>(i)] == ratio) ++n;
+  return n;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/dsv4.hpp -------------------------------------------------------------------
 // ---- begin llmsim/program/mamba.hpp ----------------------------------------------------------------
 /// \file llmsim/program/mamba.hpp
 /// The layers of a hybrid model (Megatron `--hybrid-override-pattern`): the Mamba-2 mixer layer
@@ -6305,40 +7075,72 @@ LLMSIM_END_NAMESPACE
 LLMSIM_BEGIN_NAMESPACE
 
 /// Forward FLOPs of the SSD chunked scan of one rank over `tokens` tokens (see
-/// `mamba_scan_flops_per_token`; backward is twice this).
+/// `mamba_scan_flops_per_token`; the backward's are in `mamba_ssd_kernels`).
 constexpr double mamba_scan_flops(const mamba_local_sizes& l, double tokens) {
   return tokens * mamba_scan_flops_per_token(l.heads, l.groups, l.state, l.head_dim);
 }
 
-/// Bytes the SSD scan's kernels move on one rank (mamba_ssm ssd_combined.py), forward and
-/// backward, from the tensors they read and write: x and z (and out, out_x, dout) of T·d_inner,
-/// B and C of T·G·N, dt of T·H in bf16; dt after softplus and its cumulative sum dA (fp32, T·H
-/// each); the chunk states (fp32 P x N per head and chunk of Q tokens) and C·Bᵀ per chunk (fp32
-/// G·Q·Q per chunk, i.e. T·G·Q).
-struct mamba_scan_bytes {
-  double forward = 0, backward = 0;
+/// One Triton kernel of the SSD scan on one rank: the tensor-core FLOPs of its block products and
+/// the bytes it reads and writes. Each is priced as its own kernel (its own roofline and launch).
+struct ssd_kernel {
+  double flops = 0, bytes = 0;
 };
-constexpr mamba_scan_bytes mamba_scan_traffic(const mamba_local_sizes& n, double T, double E) {
-  const double x = T * static_cast<double>(n.inner) * E;             // also z, out, out_x, dout, dx, dz
-  const double b = T * static_cast<double>(n.groups * n.state) * E;  // also C, dB, dC
-  const double dt = T * static_cast<double>(n.heads) * E;
-  const double f = T * static_cast<double>(n.heads) * 4.0;  // dt (fp32) or dA_cumsum
-  const double st = T / static_cast<double>(mamba_chunk_size) * static_cast<double>(n.heads * n.head_dim) *
-                    static_cast<double>(n.state) * 4.0;
-  const double cb = T * static_cast<double>(n.groups * mamba_chunk_size) * 4.0;
-  // Forward kernels: chunk_cumsum (dt -> dt, dA), chunk_state (B, x, dt, dA -> states),
-  // state_passing (states -> states), bmm_chunk (C, B -> CB), chunk_scan (CB, x, dt, dA, C,
-  // states, z -> out, out_x).
-  const double cumsum = dt + 2 * f, chunk_state = b + x + 2 * f + st, passing = 2 * st, bmm = 2 * b + cb;
-  const double forward = cumsum + chunk_state + passing + bmm + (cb + x + 2 * f + b + st + x + 2 * x);
-  // Backward (`_mamba_chunk_scan_combined_bwd`): the first four forward kernels again, then the
-  // gradients: dz and the gated dout (dout, out_x, z -> dz, dout), dstates (C, dout, dA -> dstates),
-  // state passing backward (states, dstates -> dstates), dx / ddt (x, CB, dout, dt, dA, B, dstates ->
-  // dx, ddt), dC (states, dout, C, dA -> dC), dB (x, dt, dA, dstates -> dB), dCB and its bmm
-  // backward (x, dout, dt, dA -> dCB; dCB, B, C -> dB, dC), ddA (x, dout, dt, dA -> ddA).
-  const double grads = 5 * x + (b + x + f + st) + 3 * st + (3 * x + cb + 3 * f + b + st) + (st + x + f + 2 * b) +
-                       (x + 2 * f + st + b) + (2 * x + 2 * f + cb) + (cb + 4 * b) + (2 * x + 4 * f);
-  return {forward, cumsum + chunk_state + passing + bmm + grads};
+/// The SSD scan's kernels on one rank in the order mamba_ssm runs them (ops/triton/ssd_combined.py;
+/// Dao & Gu 2024, "Transformers are SSMs", §6 and appendix: the chunked algorithm's four steps
+/// and their gradients). Megatron's mixer trains through mamba_ssm's `mamba_split_conv1d_scan_combined`
+/// (megatron/core/ssm/mamba_mixer.py `_ssm_training`).
+struct ssd_kernels {
+  /// `_mamba_chunk_scan_combined_fwd`: chunk_cumsum, chunk_state, state_passing, bmm_chunk, chunk_scan.
+  std::array<ssd_kernel, 5> forward{};
+  /// `_mamba_chunk_scan_combined_bwd`: dt.clone(), the first four forward kernels again (their
+  /// outputs are not saved), then chunk_scan_bwd_dz, chunk_scan_bwd_dstates, state_passing_bwd,
+  /// chunk_scan_chunk_state_bwd_dx, chunk_state_bwd_db, chunk_scan_bwd_dC, chunk_scan_bwd_dcb,
+  /// bmm_chunk_bwd twice (dB and dC from dCB), chunk_scan_bwd_ddAcs_stable, chunk_cumsum_bwd.
+  std::array<ssd_kernel, 16> backward{};
+};
+/// The kernels of `ssd_kernels` over T tokens, activations of E bytes. Tensors: x and z (and out,
+/// out_x, dout, dx, dz) of T·d_inner, B and C (dB, dC) of T·G·N, dt of T·H in E bytes; dt after
+/// softplus, its cumulative sum dA and their gradients in fp32 (T·H each); the chunk states and
+/// their gradients in fp32 (P x N per head and chunk of Q tokens); C·Bᵀ and its gradient in fp32
+/// (G·Q·Q per chunk, i.e. T·G·Q). Products, per token: C·Bᵀ 2·G·Q·N; a state product (Bᵀ·x, C·state,
+/// and in backward dstates, dB, dC and dx's state term) 2·H·N·P; an intra-chunk product ((C·Bᵀ ∘
+/// decay)·x, and in backward dx's intra term, dCB, ddA) 2·H·Q·P, the kernels computing whole Q x Q
+/// blocks. Backward totals 3 C·Bᵀ products, 5 state products and 3 intra-chunk products.
+constexpr ssd_kernels mamba_ssd_kernels(const mamba_local_sizes& n, double T, double E) {
+  const double Q = static_cast<double>(mamba_chunk_size), N = static_cast<double>(n.state);
+  const double P = static_cast<double>(n.head_dim), H = static_cast<double>(n.heads);
+  const double G = static_cast<double>(n.groups);
+  const double x = T * static_cast<double>(n.inner) * E;
+  const double b = T * G * N * E;
+  const double dt = T * H * E;
+  const double f = T * H * 4.0;
+  const double st = T / Q * H * P * N * 4.0;
+  const double cb = T * G * Q * 4.0;
+  const double cb_f = T * G * 2 * Q * N, state_f = T * H * 2 * N * P, intra_f = T * H * 2 * Q * P;
+  const ssd_kernel cumsum{0, dt + 2 * f};                     // dt -> dt (fp32), dA
+  const ssd_kernel chunk_state{state_f, b + x + 2 * f + st};  // B, x, dt, dA -> states
+  const ssd_kernel passing{0, 2 * st};                        // states -> states
+  const ssd_kernel bmm{cb_f, 2 * b + cb};                     // C, B -> CB
+  ssd_kernels k;
+  // chunk_scan: CB, x, dt, dA, C, states, z -> out, out_x.
+  k.forward = {cumsum, chunk_state, passing, bmm, {intra_f + state_f, cb + x + 2 * f + b + st + x + 2 * x}};
+  k.backward = {ssd_kernel{0, 2 * dt},  // dt_in = dt.clone()
+                cumsum,
+                bmm,
+                chunk_state,
+                passing,
+                {0, 5 * x},                                        // dout, out_x, z -> dz, gated dout
+                {state_f, b + x + f + st},                         // C, dout, dA -> dstates
+                {0, 3 * st},                                       // states, dstates -> dstates
+                {intra_f + state_f, 3 * x + cb + 3 * f + b + st},  // x, CB, dout, dt, dA, B, dstates -> dx, ddt
+                {state_f, x + 2 * f + st + 2 * b},                 // x, dt, dA, dstates, B -> dB
+                {state_f, st + x + f + 2 * b},                     // states, dA, dout, C -> dC
+                {intra_f, 2 * x + 2 * f + cb},                     // x, dt, dA, dout -> dCB
+                {cb_f, cb + 3 * b},                                // C, dCB, dB -> dB
+                {cb_f, cb + 3 * b},                                // B, dCBᵀ, dC -> dC
+                {intra_f, 2 * x + 4 * f},                          // x, dt, dA, dout, CB -> ddA
+                {0, 2 * f + 2 * dt}};                              // ddA, ddt, dt_in -> ddt
+  return k;
 }
 
 /// The conv1d + SSD scan of one rank (`mamba_split_conv1d_scan_combined`).
@@ -6351,15 +7153,23 @@ constexpr leaf mamba_conv_scan_leaf(const build_context& c) {
   const double zxbcdt = T * static_cast<double>(n.in_proj_width()) * E;
   const double xbc = T * static_cast<double>(n.conv_channels()) * E;
   const double y = T * static_cast<double>(n.inner) * E;
-  const mamba_scan_bytes bytes = mamba_scan_traffic(n, T, E);
+  const ssd_kernels kernels = mamba_ssd_kernels(n, T, E);
+  // With more than one sequence per micro-batch the mixer's layout changes copy: _ssm_training's
+  // rearrange(zxBCdt, "l b d -> b l d").contiguous() before the scan and rearrange(y, "b l d ->
+  // l b d").contiguous() after it; in backward the gradient reaching in_proj is the permuted view,
+  // which TE's linear makes contiguous. With one sequence the permutes are already contiguous.
+  const bool layout_copies = c.s().micro_batch_size > 1;
+  if (layout_copies) c.memory(l, pass_kind::forward, 2 * zxbcdt);
   // Forward: the conv (causal_conv1d_fwd) reads xBC and writes its output, then the scan kernels.
   c.memory(l, pass_kind::forward, 2 * xbc);
-  c.emit(l, unkeyed_gemm_op(pass_kind::forward, mamba_scan_flops(n, T), bytes.forward));
+  for (const ssd_kernel& k : kernels.forward) c.emit(l, unkeyed_gemm_op(pass_kind::forward, k.flops, k.bytes));
+  if (layout_copies) c.memory(l, pass_kind::forward, 2 * y);
   // Backward: the conv is recomputed, the scan's backward kernels run, then the conv's backward
   // reads xBC and the gradient of its output and writes the gradient of xBC.
   c.memory(l, pass_kind::backward_input, 2 * xbc);
-  c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, 2 * mamba_scan_flops(n, T), bytes.backward));
+  for (const ssd_kernel& k : kernels.backward) c.emit(l, unkeyed_gemm_op(pass_kind::backward_input, k.flops, k.bytes));
   c.memory(l, pass_kind::backward_input, 3 * xbc);
+  if (layout_copies) c.memory(l, pass_kind::backward_input, 2 * zxbcdt);
   l.params = mamba_conv_scan_params(n);
   l.input = zxbcdt;
   l.cache = zxbcdt + y;  // ctx.save_for_backward(zxbcdt, ..., out_x, ...)
@@ -6405,10 +7215,47 @@ constexpr void push_mamba_mixer(leaf_block& b, const build_context& c) {
 /// The kinds of hybrid layer, in the order `job_blocks::hybrid_layer` holds them.
 inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
 
+/// Megatron-LM's selective recompute (`--recompute-modules`) on one hybrid layer of kind `symbol`.
+/// The hybrid stack's layers are TransformerLayers (MambaLayer for 'M') built from
+/// megatron/core/models/hybrid/hybrid_layer_specs.py `hybrid_stack_spec`: the Mamba in_proj, the
+/// attention's linear_qkv and the MLP layer's linear_fc1 are TELayerNormColumnParallelLinear, i.e.
+/// the layer's norm is fused into its first linear and the layer's own norm is IdentityOp; only the
+/// MoE layer keeps a separate pre_mlp_layernorm (TENorm), and an MLA attention layer a separate
+/// input_layernorm. TransformerLayer recomputes a norm under "layernorm" only when it is not
+/// IdentityOp (transformer_layer.py `recompute_input_layernorm` / `recompute_pre_mlp_layernorm`),
+/// and MambaLayer has no recompute module at all (ssm/mamba_layer.py). "mlp" checkpoints the MLP
+/// layer's whole `mlp` (its fused norm included); "moe" / "moe_act" act in the MoE layer as in a
+/// decoder layer.
+constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char symbol, bool mla) {
+  strategy_spec own = s;
+  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
+    own.megatron_recompute_modules = {};
+    for (auto mod :
+         {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp, recompute_module::moe})
+      if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
+  }
+  plan_recompute(b, own);
+  if (symbol == '-' && s.megatron_recompute_modules.contains(recompute_module::mlp)) {
+    // The MLP layer's norm is fused into linear_fc1 and so sits inside the checkpointed `mlp`.
+    detail::mark(b, {leaf_id::pre_mlp_layernorm});
+    b.assign_roles();
+  }
+}
+
+/// Whether the linears of a recomputed hybrid layer of kind `symbol` see the recompute plan
+/// (`saves_original_input`): only where a separate norm is recomputed (see plan_hybrid_selective).
+constexpr bool hybrid_recompute_reaches_linears(const model_spec& m, char symbol) {
+  return symbol == 'E' || (symbol == '*' && m.attention_type == attention_kind::mla);
+}
+
 /// One layer of a hybrid model of kind `symbol`: 'M' a Mamba-2 layer, '*' attention alone, '-' a
 /// dense MLP alone, 'E' an MoE alone (hybrid_layer_allocation.py Symbols), each with its norm and
-/// residual; recompute plans apply to them as to the halves of a decoder layer.
-constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bool recomputed) {
+/// residual. A recomputed layer follows Megatron: full recompute replays every leaf (the hybrid
+/// stack's `checkpointed_forward`, models/hybrid/hybrid_block.py), selective recompute the modules
+/// `plan_hybrid_selective` finds in that kind of layer.
+constexpr leaf_block hybrid_layer_leaves(const build_context& job, char symbol, bool recomputed) {
+  build_context c = job;
+  c.recomputed_layer = recomputed && hybrid_recompute_reaches_linears(c.m(), symbol);
   leaf_block b;
   if (symbol == 'M')
     push_mamba_mixer(b, c);
@@ -6418,10 +7265,12 @@ constexpr leaf_block hybrid_layer_leaves(const build_context& c, char symbol, bo
     push_dense_mlp(b, c);
   else
     push_moe_mlp(b, c);
-  if (recomputed)
-    plan_recompute(b, c.s());
-  else
+  if (!recomputed)
     b.assign_roles();
+  else if (c.s().recompute_granularity == recompute_kind::selective_recompute)
+    plan_hybrid_selective(b, c.s(), symbol, c.m().attention_type == attention_kind::mla);
+  else
+    plan_recompute(b, c.s());
   return b;
 }
 
@@ -8083,8 +8932,10 @@ struct stage_block {
 };
 
 /// Most blocks of a stage program: embedding, up to five runs of decoder layers (dense / MoE,
-/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head.
-inline constexpr std::size_t max_stage_blocks = 10;
+/// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head; a hybrid model's
+/// stage: embedding, four layer kinds, its MTP prefix, up to four kinds and suffix, each of these
+/// twice with a repeated MTP layer (the parameter-holding depth and the others), the head.
+inline constexpr std::size_t max_stage_blocks = 18;
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [MTP] [final norm, LM head, loss].
 struct stage_program {
@@ -8286,7 +9137,27 @@ struct job_blocks {
   leaf_block mtp_prefix{}, mtp_prefix_shared{}, mtp_suffix{}, mtp_suffix_own{};
   /// Hybrid models: one layer of each kind of `hybrid_symbols` ('M', '*', '-', 'E') in the pattern.
   std::array<leaf_block, hybrid_symbols.size()> hybrid_layer{};
+  /// A hybrid model's repeated MTP layer (mtp_use_repeated_layer) at its later depths: the same
+  /// leaves without parameters (the first depth holds them): per layer kind, prefix and suffix.
+  std::array<leaf_block, hybrid_symbols.size()> mtp_hybrid_repeat{};
+  leaf_block mtp_prefix_repeat{}, mtp_suffix_repeat{};
+  /// DeepSeek-V4 (model.experimental_attention_variant): one layer of each ratio of `dsv4_ratios`
+  /// that the model uses, recomputed or not, and the streams' contraction before a final norm.
+  std::array<leaf_block, dsv4_ratios.size()> dsv4_layer{}, dsv4_layer_recomputed{};
+  leaf_block hc_head{};
+  /// Hybrid models under recompute: the same kinds with the recompute plan applied.
+  std::array<leaf_block, hybrid_symbols.size()> hybrid_layer_recomputed{};
 };
+
+/// `b` without its parameters: a layer that runs again on weights another block holds.
+constexpr leaf_block without_parameters(leaf_block b) {
+  for (std::size_t i = 0; i < b.count; ++i) {
+    b.leaves[i].params = 0;
+    b.leaves[i].quantized_params = 0;
+    b.leaves[i].quantized_weight_bytes = 0;
+  }
+  return b;
+}
 
 /// The eh_proj of an MTP depth (multi_token_prediction.py `_concat_embeddings`): a column-parallel
 /// 2h -> h/t linear, its output gathered over tp (gather_from_tensor_model_parallel_region: an
@@ -8320,6 +9191,19 @@ constexpr void build_mtp_blocks(job_blocks& j, const build_context& c) {
   j.mtp_suffix.leaves[1].params = 0;
 }
 
+/// DeepSeek-V4's blocks: a layer of each compression ratio its decoder and MTP layers use (all
+/// recomputed alike: refuse_unmodelled_dsv4), the embedding copied to the mHC streams and their
+/// contraction before each final norm.
+constexpr void build_dsv4_blocks(job_blocks& j, const build_context& layer_context, bool recompute) {
+  const model_spec& m = layer_context.m();
+  for (std::size_t k = 0; k < dsv4_ratios.size(); ++k) {
+    if (m.csa_compress_ratios.layers_with(dsv4_ratios[k]) == 0) continue;
+    j.dsv4_layer[k] = dsv4_layer_leaves(layer_context, dsv4_ratios[k], is_moe(m), false);
+    if (recompute) j.dsv4_layer_recomputed[k] = dsv4_layer_leaves(layer_context, dsv4_ratios[k], is_moe(m), true);
+  }
+  if (m.num_residual_streams) j.hc_head.push(hc_head_leaf(layer_context));
+}
+
 /// Decoder layers (FP8 jobs: quantized, and bf16 twins for the first/last layers), embedding and
 /// head (always bf16: TE keeps the embedding, output layer and loss out of FP8).
 constexpr job_blocks build_blocks(const build_context& c) {
@@ -8329,17 +9213,29 @@ constexpr job_blocks build_blocks(const build_context& c) {
   build_context layer_context = c;
   layer_context.quantized = c.s().fp8;
   const bool bf16_twins = c.s().fp8 && c.s().fp8_first_last_layers_bf16;
-  if (is_hybrid(c.m())) {
+  if (c.m().experimental_attention_variant) {
+    build_dsv4_blocks(j, layer_context, rc);
+  } else if (is_hybrid(c.m())) {
+    const bool mtp = c.m().mtp_num_layers > 0;
     for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
-      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0 ||
+          (mtp && mtp_hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0))
         j.hybrid_layer[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], false);
+    if (mtp && c.m().mtp_use_repeated_layer)
+      for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+        j.mtp_hybrid_repeat[k] = without_parameters(j.hybrid_layer[k]);
+    if (rc)
+      for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
+        if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
+          j.hybrid_layer_recomputed[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], true);
   } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
     if (bf16_twins) j.dense_layer_bf16 = decoder_layer_leaves(c, false, false);
     if (bf16_twins && rc) j.dense_layer_bf16_recomputed = decoder_layer_leaves(c, false, true);
   }
-  if (!is_hybrid(c.m()) && is_moe(c.m()) && detail::dense_layer_count(c.m()) < c.m().layer_num) {
+  if (!is_hybrid(c.m()) && !c.m().experimental_attention_variant && is_moe(c.m()) &&
+      detail::dense_layer_count(c.m()) < c.m().layer_num) {
     j.moe_layer = decoder_layer_leaves(layer_context, true, false);
     if (rc) j.moe_layer_recomputed = decoder_layer_leaves(layer_context, true, true);
     if (bf16_twins) j.moe_layer_bf16 = decoder_layer_leaves(c, true, false);
@@ -8349,13 +9245,90 @@ constexpr job_blocks build_blocks(const build_context& c) {
        {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
         &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
     plan_activation_offload(*layer, c);
+  if (c.m().experimental_attention_variant && c.m().num_residual_streams) j.embedding.push(hc_expand_leaf(c));
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
   j.head.push(cross_entropy_leaf(c));
   j.tied_head = j.head;
   j.tied_head.leaves[1].params = 0;
   if (c.m().mtp_num_layers > 0) build_mtp_blocks(j, c);
+  if (c.m().mtp_num_layers > 0 && c.m().mtp_use_repeated_layer) {
+    j.mtp_prefix_repeat = without_parameters(j.mtp_prefix);
+    j.mtp_suffix_repeat = without_parameters(j.mtp_suffix);
+  }
   return j;
+}
+
+/// The MTP depths of a hybrid model on the last stage (hybrid_model.py builds the
+/// MultiTokenPredictionBlock there): each depth's prefix (embedding of the shifted tokens, enorm,
+/// hnorm, eh_proj), the layers of mtp_hybrid_override_pattern, its final norm, output layer and
+/// loss. A repeated layer (mtp_use_repeated_layer) holds its parameters at the first depth only.
+constexpr void add_hybrid_mtp(stage_program& p, const job_blocks& j, const model_spec& m, bool has_embedding,
+                              bool has_head) {
+  const std::int64_t depths = m.mtp_num_layers, owning = m.mtp_use_repeated_layer ? 1 : depths;
+  p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, owning, -1);
+  p.add(j.mtp_prefix_repeat, depths - owning, -1);
+  for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
+    const std::int64_t n = mtp_hybrid_layer_count(m, hybrid_symbols[k]);
+    p.add(j.hybrid_layer[k], n * owning, -1);
+    p.add(j.mtp_hybrid_repeat[k], n * (depths - owning), -1);
+  }
+  p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, owning, -1);
+  p.add(j.mtp_suffix_repeat, depths - owning, -1);
+}
+
+/// A DeepSeek-V4 stage (one stage holds every layer: refuse_unmodelled_dsv4): each ratio's
+/// layers priced once and counted, placed at the ratio's first layer; each MTP depth's layer is of
+/// its own ratio (csa_compress_ratios after the decoder layers) and recomputed as the others
+/// (DSv4HybridAttention reads the recompute modules from the shared config).
+constexpr stage_program build_dsv4_stage(stage_program& p, const job_blocks& j, const build_context& c,
+                                         std::int64_t mtp, bool has_embedding, bool has_head) {
+  const model_spec& m = c.m();
+  const bool rc = recompute_active(c.s());
+  const auto& layers = rc ? j.dsv4_layer_recomputed : j.dsv4_layer;
+  for (std::size_t k = 0; k < dsv4_ratios.size(); ++k) {
+    std::int64_t first = -1;
+    for (std::int64_t i = m.layer_num - 1; i >= 0; --i)
+      if (m.csa_compress_ratios[static_cast<std::size_t>(i)] == dsv4_ratios[k]) first = i;
+    p.add(layers[k], dsv4_layer_count(m, dsv4_ratios[k]), first);
+  }
+  if (mtp > 0) {  // every depth of one ratio (refuse_unmodelled_dsv4)
+    const std::int64_t ratio = m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num)];
+    std::size_t k = 0;
+    while (dsv4_ratios[k] != ratio) ++k;
+    p.add(has_embedding ? j.mtp_prefix_shared : j.mtp_prefix, mtp, -1);
+    p.add(layers[k], mtp, -1);
+    p.add(j.hc_head, mtp, -1);
+    p.add(has_head ? j.mtp_suffix : j.mtp_suffix_own, mtp, -1);
+  }
+  if (has_head) {
+    p.add(j.hc_head, 1, -1);
+    p.add(has_embedding && m.tie_word_embeddings ? j.tied_head : j.head, 1, -1);
+  }
+  return p;
+}
+
+/// The hybrid layers of a stage (one stage holds the whole pattern, refuse_unmodelled_hybrid):
+/// each kind's layers priced once and counted, placed at the kind's first layer; the first
+/// `recompute_layer_num` layers of the pattern follow the recompute plan (Megatron's hybrid stack
+/// checkpoints its layers in order as the transformer block does: models/hybrid/hybrid_block.py
+/// `checkpointed_forward`, recompute_method "block"; selective recompute sets every layer).
+constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const build_context& c) {
+  const std::string_view pattern = c.m().hybrid_override_pattern.view();
+  const std::int64_t layers = static_cast<std::int64_t>(pattern.size());
+  const std::int64_t rc = recompute_active(c.s()) ? c.s().recompute_layer_num : 0;
+  const std::size_t cut = static_cast<std::size_t>(rc < layers ? rc : layers);
+  for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
+    const std::string_view head = pattern.substr(0, cut), tail = pattern.substr(cut);
+    const auto count = [&](std::string_view part) {
+      std::int64_t n = 0;
+      for (const char ch : part) n += ch == hybrid_symbols[k] ? 1 : 0;
+      return n;
+    };
+    p.add(j.hybrid_layer_recomputed[k], count(head), static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
+    if (const std::size_t at = tail.find(hybrid_symbols[k]); at != std::string_view::npos)
+      p.add(j.hybrid_layer[k], count(tail), static_cast<std::int64_t>(cut + at));
+  }
 }
 
 /// The leaves of a stage holding `layers` decoder layers of which the first `dense` are dense
@@ -8369,13 +9342,10 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   stage_program p;
   p.layers = layers;
   if (has_embedding) p.add(j.embedding, 1, -1);
+  if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
-    // One stage holds the whole pattern (refuse_unmodelled_hybrid): each kind's layers priced once
-    // and counted, placed at the kind's first layer.
-    const std::string_view pattern = c.m().hybrid_override_pattern.view();
-    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
-      p.add(j.hybrid_layer[k], hybrid_layer_count(c.m(), hybrid_symbols[k]),
-            static_cast<std::int64_t>(pattern.find(hybrid_symbols[k])));
+    add_hybrid_layers(p, j, c);
+    if (mtp > 0) add_hybrid_mtp(p, j, c.m(), has_embedding, has_head);
     if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
     return p;
   }
@@ -8703,18 +9673,18 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
                  "model.hybrid_override_pattern with strategy.cp_size={} is not modelled yet (Mamba's context-parallel "
                  "all-to-alls, mamba_context_parallel.py)",
                  s.cp_size);
-  if (recompute_active(s))
-    report_error(api, "strategy.enable_recompute",
-                 "model.hybrid_override_pattern with recompute is not modelled yet (Megatron's recompute modules of "
-                 "hybrid layers)");
+  if (recompute_active(s) && s.recompute_granularity != recompute_kind::full_block &&
+      !(s.recompute_granularity == recompute_kind::selective_recompute && s.megatron_recompute))
+    report_error(
+        api, "strategy.recompute_granularity",
+        "model.hybrid_override_pattern with strategy.recompute_granularity \"{}\"{} is not modelled: "
+        "Megatron's hybrid stack recomputes whole layers (full_block) or the modules of "
+        "strategy.megatron_recompute_modules (selective_recompute with strategy.megatron_recompute=true)",
+        enum_name(s.recompute_granularity),
+        s.recompute_granularity == recompute_kind::selective_recompute ? " with SimuMax's selective flags" : "");
   if (s.fp8 && s.fp8_first_last_layers_bf16)
     report_error(api, "strategy.fp8_first_last_layers_bf16",
                  "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");
-  if (m.mtp_num_layers > 0)
-    report_error(api, "model.mtp_num_layers",
-                 "model.mtp_num_layers={} with model.hybrid_override_pattern is not modelled yet (Megatron "
-                 "--mtp-hybrid-override-pattern depths)",
-                 m.mtp_num_layers);
   if (activation_offload_active(s))
     report_error(api, "strategy.fine_grained_activation_offloading",
                  "activation offload with model.hybrid_override_pattern is not modelled yet (the offloaded modules of "
@@ -8723,6 +9693,66 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
     report_error(api, "model.add_linear_bias",
                  "model.add_linear_bias=true with model.hybrid_override_pattern is not modelled (Mamba's in_proj and "
                  "out_proj have no bias: mamba_mixer.py asserts not bias)");
+}
+
+/// What the DeepSeek-V4 program does not model, refused by field (called by refuse_unmodelled).
+constexpr void refuse_unmodelled_dsv4(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::estimate";
+  if (!m.experimental_attention_variant) return;
+  if (s.tp_size != 1)
+    report_error(api, "strategy.tp_size",
+                 "strategy.tp_size={} with model.experimental_attention_variant \"dsv4_hybrid\": Megatron's "
+                 "DSv4HybridAttention supports tensor-parallel size 1 only (deepseek_v4_hybrid_attention.py)",
+                 s.tp_size);
+  if (s.cp_size > 1)
+    report_error(api, "strategy.cp_size",
+                 "strategy.cp_size={} with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled yet "
+                 "(its THD context parallelism exchanges boundary rows, csa_utils/cp_utils.py)",
+                 s.cp_size);
+  if (s.pp_size > 1 || s.interleaving_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.pp_size",
+                 "strategy.pp_size={} (or interleaving / a pipeline layout) with model.experimental_attention_variant "
+                 "\"dsv4_hybrid\" is not modelled yet: its per-layer compression ratios are placed on one stage only",
+                 s.pp_size);
+  const bool modules_ok = s.megatron_recompute && s.recompute_granularity == recompute_kind::selective_recompute &&
+                          !s.megatron_recompute_modules.contains(recompute_module::layernorm) &&
+                          !s.megatron_recompute_modules.contains(recompute_module::core_attn) &&
+                          !s.megatron_recompute_modules.contains(recompute_module::mlp);
+  if (recompute_active(s) && (!modules_ok || s.recompute_layer_num < m.layer_num))
+    report_error(api, "strategy.recompute_granularity",
+                 "model.experimental_attention_variant \"dsv4_hybrid\" is modelled with Megatron's selective recompute "
+                 "modules mla_up_proj, moe and moe_act on every layer only");
+  if (s.fp8 && s.fp8_first_last_layers_bf16)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true with model.experimental_attention_variant \"dsv4_hybrid\" "
+                 "is not modelled yet");
+  if (activation_offload_active(s))
+    report_error(api, "strategy.fine_grained_activation_offloading",
+                 "activation offload with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled yet");
+  if (!s.use_flash_sdp)
+    report_error(api, "strategy.use_flash_sdp",
+                 "strategy.use_flash_sdp=false with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled (the unfused CSA reference path)");
+  if (m.add_linear_bias)
+    report_error(api, "model.add_linear_bias",
+                 "model.add_linear_bias=true with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled (its projections have no bias)");
+  if (is_hybrid(m))
+    report_error(api, "model.hybrid_override_pattern",
+                 "model.hybrid_override_pattern with model.experimental_attention_variant \"dsv4_hybrid\" is not "
+                 "modelled");
+  if (is_moe(m) && m.dense_layers > 0)
+    report_error(api, "model.dense_layers",
+                 "dense layers with model.experimental_attention_variant \"dsv4_hybrid\" are not modelled yet (every "
+                 "DeepSeek-V4 layer is MoE)");
+  for (std::int64_t d = 1; d < m.mtp_num_layers; ++d)
+    if (m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num + d)] !=
+        m.csa_compress_ratios[static_cast<std::size_t>(m.layer_num)])
+      report_error(api, "model.csa_compress_ratios",
+                   "model.csa_compress_ratios: MTP layers of different compression ratios are not modelled yet");
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev)
+    report_error(api, "strategy.pipeline_schedule",
+                 "the DualPipeV schedule with model.experimental_attention_variant \"dsv4_hybrid\" is not modelled");
 }
 
 /// Refuses what the estimate does not model yet, naming the field that asks for it.
@@ -8773,12 +9803,7 @@ constexpr void refuse_unmodelled(const model_spec& m, const strategy_spec& s) {
     report_error(api, "model.mtp_num_layers",
                  "model.mtp_num_layers={} with the DualPipeV schedule is not modelled (its V split has no MTP chunk)",
                  m.mtp_num_layers);
-  if (m.experimental_attention_variant)
-    report_error(api, "model.experimental_attention_variant",
-                 "model.experimental_attention_variant=\"dsv4_hybrid\" (DeepSeek-V4) is described (parameters, "
-                 "Megatron-Bridge FLOPs) but not priced: the stage programs do not yet emit its per-layer attention "
-                 "(sliding window, CSA compressor + lightning indexer top-k, HCA compressor, grouped output "
-                 "projection) nor the model.num_residual_streams hyper-connection streams");
+  refuse_unmodelled_dsv4(m, s);
   // Described chunks (rank_layout::chunks): MTP layers, a layout, or the embedding/loss slots.
   const bool slots = s.account_for_embedding_in_pipeline_split || s.account_for_loss_in_pipeline_split;
   if ((m.mtp_num_layers > 0 || !s.pipeline_model_parallel_layout.empty() || slots) &&
@@ -8844,7 +9869,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.expert_params) r.expert_params += l.params * n;
       r.quantized_params += l.quantized_params * n;
       if (l.expert_params) r.quantized_expert_params += l.quantized_params * n;
-      r.quantized_weight_mem += bytes{static_cast<std::int64_t>(l.quantized_weight_bytes * n)};
+      r.quantized_weight_mem += bytes_from(l.quantized_weight_bytes * n);
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
@@ -8952,8 +9977,8 @@ constexpr void plan_sharded_passes(stage_result& r, const job_context& j, const 
   r.bwd_shard_exposed_time = seconds{sharded_backward_exposed(plan.units, s.zero_state >= 3 || s.overlap_grad_reduce)};
   // Groups of one rank (dense dp·cp; edp when there are experts): every shard is the whole tensor.
   if (dp_size(s) * s.cp_size == 1 && (r.expert_params <= 0 || edp_size(s) == 1)) return;
-  if (s.zero_state >= 3) r.gathered_param_mem = bytes{static_cast<std::int64_t>(pair * j.c->element_bytes())};
-  r.unsharded_grad_mem = bytes{static_cast<std::int64_t>(largest * stage_grad_bytes(j))};
+  if (s.zero_state >= 3) r.gathered_param_mem = bytes_from(pair * j.c->element_bytes());
+  r.unsharded_grad_mem = bytes_from(largest * stage_grad_bytes(j));
 }
 
 /// Model memory of a stage: bf16 weights, main grads, fp32 master + Adam m, v sharded by ZeRO-1
@@ -8966,16 +9991,14 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   const double expert_shard = s.zero_state >= 1 ? static_cast<double>(edp_size(s)) : 1.0;
   // ZeRO-2 shards the gradients, ZeRO-3 also the weights, as the optimizer state (ZeRO paper §5.1-5.3).
   const auto sharded = [&](double per_param) {
-    return bytes{static_cast<std::int64_t>((r.params - r.expert_params) * per_param / shard +
-                                           r.expert_params * per_param / expert_shard)};
+    return bytes_from((r.params - r.expert_params) * per_param / shard + r.expert_params * per_param / expert_shard);
   };
-  r.weight_mem = bytes{static_cast<std::int64_t>(r.params * j.c->element_bytes())};
+  r.weight_mem = bytes_from(r.params * j.c->element_bytes());
   // FP8 (TE): quantized weight copies beside the bf16 weights; with fp8_param_gather (Megatron
   // --fp8-param-gather) the quantized copies are the parameters and the bf16 copy is gone.
-  if (s.fp8 && s.fp8_param_gather)
-    r.weight_mem = bytes{static_cast<std::int64_t>((r.params - r.quantized_params) * j.c->element_bytes())};
+  if (s.fp8 && s.fp8_param_gather) r.weight_mem = bytes_from((r.params - r.quantized_params) * j.c->element_bytes());
   r.weight_mem += r.quantized_weight_mem;
-  r.grad_mem = bytes{static_cast<std::int64_t>(r.params * j.grad_bytes)};
+  r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
   r.optimizer_state_mem = bytes{
@@ -8991,9 +10014,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
                                    (r.expert_params - r.muon_expert_params) * parameters::adam_state_bytes_per_param) /
                                       expert_shard)};
   }
-  r.te_dummy_wgrad_mem = bytes{static_cast<std::int64_t>(dummy_wgrad_bytes)};
-  r.workspace_mem = bytes{static_cast<std::int64_t>(
-      j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)))};
+  r.te_dummy_wgrad_mem = bytes_from(dummy_wgrad_bytes);
+  r.workspace_mem =
+      bytes_from(j.workspace_bytes * (1 + (r.expert_params > 0 ? parameters::te_grouped_gemm_streams : 0)));
   r.model_mem = r.weight_mem + r.grad_mem + r.optimizer_state_mem + r.te_dummy_wgrad_mem + r.workspace_mem;
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
@@ -9034,17 +10057,16 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
           ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head))
           : whole;
   const double others = held_by_others(r, s, whole.held);
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(whole.held)};
-  r.peak_activation_mem_in_1F1B =
-      bytes{static_cast<std::int64_t>(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.fwd_peak)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(chunk.bwd_peak)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.fwd_peak)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(others + chunk.bwd_peak)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(whole.held);
+  r.peak_activation_mem_in_1F1B = bytes_from(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak);
+  r.fwd_transient_mem = bytes_from(chunk.fwd_peak);
+  r.bwd_transient_mem = bytes_from(chunk.bwd_peak);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(others + chunk.fwd_peak);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(others + chunk.bwd_peak);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_site : chunk.bwd_site;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// The stage's data-parallel sync from its DDP buckets: the unoverlapped reductions and gathers
@@ -9215,20 +10237,20 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   }
   r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
   r.micro_batches_in_flight = (peak_sets + 1) / 2;  // activation sets of half a micro-batch's layers each
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
   r.v_chunk_held = {chunk[0].held, chunk[1].held};
   r.v_chunk_fwd_peak = {chunk[0].fwd_peak, chunk[1].fwd_peak};
   r.v_chunk_bwd_peak = {chunk[0].bwd_peak, chunk[1].bwd_peak};
   const double fwd = chunk[0].fwd_peak > chunk[1].fwd_peak ? chunk[0].fwd_peak : chunk[1].fwd_peak;
   const double bwd = chunk[0].bwd_peak > chunk[1].bwd_peak ? chunk[0].bwd_peak : chunk[1].bwd_peak;
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
+  r.fwd_transient_mem = bytes_from(fwd);
+  r.bwd_transient_mem = bytes_from(bwd);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(fwd_top);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(bwd_top);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// Interleaved 1F1B over described chunks: each chunk's own forward and backward time (what the
@@ -9285,16 +10307,16 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  r.fwd_activation_cache_per_micro_batch = bytes{static_cast<std::int64_t>(walk_stage(prog).held)};
-  r.peak_activation_mem_in_1F1B = bytes{static_cast<std::int64_t>(fwd > bwd ? fwd : bwd)};
-  r.fwd_transient_mem = bytes{static_cast<std::int64_t>(fwd)};
-  r.bwd_transient_mem = bytes{static_cast<std::int64_t>(bwd)};
-  r.fwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(fwd_top)};
-  r.bwd_peak_allocated_mem = r.model_mem + bytes{static_cast<std::int64_t>(bwd_top)};
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
+  r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
+  r.fwd_transient_mem = bytes_from(fwd);
+  r.bwd_transient_mem = bytes_from(bwd);
+  r.fwd_peak_allocated_mem = r.model_mem + bytes_from(fwd_top);
+  r.bwd_peak_allocated_mem = r.model_mem + bytes_from(bwd_top);
   r.peak_mem =
       r.fwd_peak_allocated_mem > r.bwd_peak_allocated_mem ? r.fwd_peak_allocated_mem : r.bwd_peak_allocated_mem;
   r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
-  r.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(r.peak_mem.value) / s.mem_factor)};
+  r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
 /// The matrices one leaf hands to Muon (Megatron layer_wise_optimizer.py
@@ -9668,7 +10690,7 @@ constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const s
       mem.peak_stage = static_cast<std::int64_t>(i);
     }
   }
-  mem.peak_mem_with_reserved = bytes{static_cast<std::int64_t>(static_cast<double>(mem.peak_mem.value) / s.mem_factor)};
+  mem.peak_mem_with_reserved = bytes_from(static_cast<double>(mem.peak_mem.value) / s.mem_factor);
   mem.device_mem = device_memory(sys);
   mem.fits = mem.peak_mem <= mem.device_mem;
   mem.over_by = mem.fits ? bytes{} : mem.peak_mem - mem.device_mem;
@@ -10138,8 +11160,22 @@ inline void add_tail(iteration_trace& t, const strategy_spec& s, double pipeline
 }
 }  // namespace detail
 
+/// Most pipeline passes (stages x micro-batches x model chunks) a trace records: every pass is
+/// simulated and becomes one span per op of its layers (about 20 per layer), so 4,096 passes of a
+/// stage of 10 layers are already about 800,000 spans (pp 8 x 512 micro-batches of Llama 3 70B). The estimate itself has no such limit (its 1F1B simulation
+/// stops at the steady phase); a trace of a larger job is refused (a fuzzer found
+/// micro_batch_num=2147483647 asking for 480 GB).
+inline constexpr std::int64_t max_traced_passes = 4096;
+
 /// Simulates one iteration of the job with every micro-batch and returns its timeline.
 inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  const double passes = static_cast<double>(s.pp_size) * static_cast<double>(s.micro_batch_num) *
+                        static_cast<double>(s.interleaving_size > 1 ? s.interleaving_size : 1);
+  if (passes > static_cast<double>(max_traced_passes))
+    detail::report_error("llmsim::trace", "strategy.micro_batch_num",
+                         "a trace records every micro-batch: strategy.pp_size*micro_batch_num*interleaving_size={} "
+                         "exceeds {}; trace the job with fewer micro-batches",
+                         passes, max_traced_passes);
   iteration_trace t;
   t.estimate = estimate(m, s, sys);
   const estimate_result& r = t.estimate;
@@ -10186,6 +11222,1525 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/trace.hpp -----------------------------------------------------------------
+// ---- begin llmsim/llm_analysis.hpp -----------------------------------------------------------------
+/// \file llmsim/llm_analysis.hpp
+/// `llmsim::llm_analysis`: llm-analysis (github.com/cli99/llm-analysis, commit d841e40) reproduced
+/// as constexpr C++ — its model / GPU / data-type configs, `training(...)` and `inference(...)` with
+/// its parameter names, returning its summary with its keys. It is a separate analysis, kept as
+/// llm-analysis computes it (its quirks included, marked "llm-analysis quirk"); llmsim's own
+/// estimate does not use it. Config files load with <llmsim/json/llm_analysis.hpp>.
+
+// ---- begin llmsim/llm_analysis/analysis.hpp --------------------------------------------------------
+/// \file llmsim/llm_analysis/analysis.hpp
+/// The per-layer formulas of llm-analysis (llm_analysis/analysis.py, class `LLMAnalysis`, commit
+/// d841e40): parameter counts, weight / optimizer / gradient / activation bytes, FLOPs and the
+/// roofline latencies of one forward pass. `training` and `inference` (their own headers) assemble
+/// them the way analysis.py does. Each formula reproduces llm-analysis, including where it is wrong;
+/// such places carry a "llm-analysis quirk" comment (listed in README.md, section "llm-analysis, reproduced").
+
+// ---- begin llmsim/llm_analysis/configs.hpp ---------------------------------------------------------
+/// \file llmsim/llm_analysis/configs.hpp
+/// The three configs of llm-analysis (github.com/cli99/llm-analysis, llm_analysis/config.py at
+/// commit d841e40): a model, a GPU and a data-type config, with the fields and defaults of its
+/// `ModelConfig`, `GPUConfig` and `DtypeConfig`, so that its JSON files load unchanged
+/// (<llmsim/json/llm_analysis.hpp>). Plain aggregates: usable in constant expressions.
+
+
+#include <cstdint>
+#include <optional>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// A transformer as llm-analysis describes it (config.py `ModelConfig`). Unset optionals take the
+/// defaults of `resolve`.
+struct model_config {
+  fixed_string<128> name;
+  std::int64_t num_layers = 0;
+  std::int64_t n_head = 0;
+  std::int64_t hidden_dim = 0;
+  std::int64_t vocab_size = 0;
+  std::optional<std::int64_t> max_seq_len;
+  std::optional<std::int64_t> num_key_value_heads;  ///< GQA; defaults to n_head
+  std::optional<double> ffn_embed_dim;              ///< defaults to hidden_dim * expansion_ratio (4)
+  std::optional<double> expansion_ratio;            ///< defaults to ffn_embed_dim / hidden_dim
+  fixed_string<64> model_type;
+  std::int64_t moe_num_experts = 1;
+  std::int64_t moe_top_k = 1;
+  bool mlp_gated_linear_units = false;
+};
+
+/// A GPU (config.py `GPUConfig`); missing integer peaks default to 2x / 4x the FP16 peak.
+struct gpu_config {
+  fixed_string<64> name;
+  double mem_per_GPU_in_GB = 0;  // NOLINT(readability-identifier-naming): llm-analysis's field name
+  double hbm_bandwidth_in_GB_per_sec = 0;
+  double intra_node_bandwidth_in_GB_per_sec = 0;
+  double intra_node_min_message_latency = 0;
+  double peak_fp16_TFLOPS = 0;                      // NOLINT(readability-identifier-naming)
+  std::optional<double> peak_i8_TFLOPS;             // NOLINT(readability-identifier-naming)
+  std::optional<double> peak_i4_TFLOPS;             // NOLINT(readability-identifier-naming)
+  double inter_node_bandwidth_in_GB_per_sec = 200;  // config.py: 200 Gb/s HDR InfiniBand assumed
+};
+
+/// Bits of the weights, activations and embedding (config.py `DtypeConfig`, e.g. "w4a16e16").
+struct dtype_config {
+  fixed_string<32> name{"w16a16e16"};
+  std::int64_t weight_bits = 16;
+  std::int64_t activation_bits = 16;
+  std::int64_t embedding_bits = 16;
+};
+
+/// A model config with its defaults filled in (what config.py's `__post_init__` derives).
+struct resolved_model {
+  model_config config;
+  double ffn_embed_dim = 0;
+  double expansion_ratio = 0;
+  std::int64_t num_key_value_heads = 0;
+  double num_key_value_groups = 0;  ///< n_head / num_key_value_heads (a float in llm-analysis)
+};
+
+/// Fills the defaults and checks what the formulas divide by.
+constexpr resolved_model resolve(const model_config& m) {
+  constexpr std::string_view api = "llmsim::llm_analysis::model_config";
+  if (m.num_layers < 1) llmsim::detail::report_error(api, "num_layers", "num_layers={} must be >= 1", m.num_layers);
+  if (m.n_head < 1) llmsim::detail::report_error(api, "n_head", "n_head={} must be >= 1", m.n_head);
+  if (m.hidden_dim < 1) llmsim::detail::report_error(api, "hidden_dim", "hidden_dim={} must be >= 1", m.hidden_dim);
+  if (m.vocab_size < 1) llmsim::detail::report_error(api, "vocab_size", "vocab_size={} must be >= 1", m.vocab_size);
+  if (m.moe_num_experts < 1)
+    llmsim::detail::report_error(api, "moe_num_experts", "moe_num_experts={} must be >= 1", m.moe_num_experts);
+  if (m.moe_top_k < 1 || m.moe_top_k > m.moe_num_experts)
+    llmsim::detail::report_error(api, "moe_top_k", "moe_top_k={} must be in [1, moe_num_experts={}]", m.moe_top_k,
+                                 m.moe_num_experts);
+  resolved_model r{m};
+  const auto h = static_cast<double>(m.hidden_dim);
+  if (!m.ffn_embed_dim && !m.expansion_ratio) {
+    r.ffn_embed_dim = 4 * h;
+    r.expansion_ratio = 4;
+  } else if (!m.ffn_embed_dim) {
+    r.expansion_ratio = *m.expansion_ratio;
+    r.ffn_embed_dim = h * r.expansion_ratio;
+  } else {
+    r.ffn_embed_dim = *m.ffn_embed_dim;
+    r.expansion_ratio = m.expansion_ratio ? *m.expansion_ratio : r.ffn_embed_dim / h;
+  }
+  if (!(r.ffn_embed_dim > 0))
+    llmsim::detail::report_error(api, "ffn_embed_dim", "ffn_embed_dim={} must be > 0", r.ffn_embed_dim);
+  r.num_key_value_heads = m.num_key_value_heads ? *m.num_key_value_heads : m.n_head;
+  if (r.num_key_value_heads < 1 || m.n_head % r.num_key_value_heads != 0)
+    llmsim::detail::report_error(api, "num_key_value_heads", "num_key_value_heads={} must divide n_head={}",
+                                 r.num_key_value_heads, m.n_head);
+  r.num_key_value_groups = static_cast<double>(m.n_head) / static_cast<double>(r.num_key_value_heads);
+  return r;
+}
+
+/// The integer-GEMM peaks of a GPU, defaulted as config.py does.
+constexpr double peak_i8_tflops(const gpu_config& g) {
+  return g.peak_i8_TFLOPS ? *g.peak_i8_TFLOPS : 2 * g.peak_fp16_TFLOPS;
+}
+constexpr double peak_i4_tflops(const gpu_config& g) {
+  return g.peak_i4_TFLOPS ? *g.peak_i4_TFLOPS : 4 * g.peak_fp16_TFLOPS;
+}
+
+/// Checks a GPU config: every rate the formulas divide by must be positive.
+constexpr void check(const gpu_config& g) {
+  constexpr std::string_view api = "llmsim::llm_analysis::gpu_config";
+  if (!(g.mem_per_GPU_in_GB > 0))
+    llmsim::detail::report_error(api, "mem_per_GPU_in_GB", "mem_per_GPU_in_GB={} must be > 0", g.mem_per_GPU_in_GB);
+  if (!(g.hbm_bandwidth_in_GB_per_sec > 0))
+    llmsim::detail::report_error(api, "hbm_bandwidth_in_GB_per_sec", "hbm_bandwidth_in_GB_per_sec={} must be > 0",
+                                 g.hbm_bandwidth_in_GB_per_sec);
+  if (!(g.intra_node_bandwidth_in_GB_per_sec > 0))
+    llmsim::detail::report_error(api, "intra_node_bandwidth_in_GB_per_sec",
+                                 "intra_node_bandwidth_in_GB_per_sec={} must be > 0",
+                                 g.intra_node_bandwidth_in_GB_per_sec);
+  if (!(g.inter_node_bandwidth_in_GB_per_sec > 0))
+    llmsim::detail::report_error(api, "inter_node_bandwidth_in_GB_per_sec",
+                                 "inter_node_bandwidth_in_GB_per_sec={} must be > 0",
+                                 g.inter_node_bandwidth_in_GB_per_sec);
+  if (!(g.intra_node_min_message_latency >= 0))
+    llmsim::detail::report_error(api, "intra_node_min_message_latency",
+                                 "intra_node_min_message_latency={} must be >= 0", g.intra_node_min_message_latency);
+  if (!(g.peak_fp16_TFLOPS > 0))
+    llmsim::detail::report_error(api, "peak_fp16_TFLOPS", "peak_fp16_TFLOPS={} must be > 0", g.peak_fp16_TFLOPS);
+  // the integer peaks may be 0 (a V100 has no integer tensor cores): checked when a data type uses them
+  if (!(peak_i8_tflops(g) >= 0))
+    llmsim::detail::report_error(api, "peak_i8_TFLOPS", "peak_i8_TFLOPS={} must be >= 0", peak_i8_tflops(g));
+  if (!(peak_i4_tflops(g) >= 0))
+    llmsim::detail::report_error(api, "peak_i4_TFLOPS", "peak_i4_TFLOPS={} must be >= 0", peak_i4_tflops(g));
+}
+
+/// Checks a data-type config: llm-analysis prices a GEMM at the wider of the weight and activation
+/// widths, which must be 4, 8 or 16 bits (analysis.py `get_TFLOPS_per_gpu`).
+constexpr void check(const dtype_config& d) {
+  constexpr std::string_view api = "llmsim::llm_analysis::dtype_config";
+  if (d.weight_bits < 1) llmsim::detail::report_error(api, "weight_bits", "weight_bits={} must be >= 1", d.weight_bits);
+  if (d.activation_bits < 1)
+    llmsim::detail::report_error(api, "activation_bits", "activation_bits={} must be >= 1", d.activation_bits);
+  if (d.embedding_bits < 1)
+    llmsim::detail::report_error(api, "embedding_bits", "embedding_bits={} must be >= 1", d.embedding_bits);
+  const auto wider = d.weight_bits > d.activation_bits ? d.weight_bits : d.activation_bits;
+  if (wider != 4 && wider != 8 && wider != 16)
+    llmsim::detail::report_error(api, "weight_bits", "max(weight_bits={}, activation_bits={}) must be 4, 8 or 16",
+                                 d.weight_bits, d.activation_bits);
+}
+
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/configs.hpp -----------------------------------------------------------
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// analysis.py `ActivationRecomputation`: what the backward pass recomputes.
+enum class activation_recomputation : int { NONE = 0, ATTN_COMPUTE = 1, ATTN = 2, NORM_ATTN_NORM = 3, FULL = 4 };
+/// analysis.py `DSZeRO`: what DeepSpeed ZeRO shards across the data-parallel group.
+enum class ds_zero : int { NONE = 0, STAGE_1 = 1, STAGE_2 = 2, STAGE_3 = 3 };
+
+constexpr std::string_view name(activation_recomputation r) {
+  constexpr std::string_view names[] = {"NONE", "ATTN_COMPUTE", "ATTN", "NORM_ATTN_NORM", "FULL"};
+  return names[static_cast<int>(r)];
+}
+constexpr std::string_view name(ds_zero z) {
+  constexpr std::string_view names[] = {"NONE", "STAGE_1", "STAGE_2", "STAGE_3"};
+  return names[static_cast<int>(z)];
+}
+
+/// config.py `ParallelismConfig`: dp_size is the sharded (ZeRO) data-parallel size, rdp_size the
+/// replicated one; sp_size is Megatron sequence parallelism (1 or tp_size).
+struct parallelism {
+  std::int64_t tp_size = 1;
+  std::int64_t pp_size = 1;
+  std::int64_t dp_size = 1;
+  std::int64_t rdp_size = 1;
+  std::int64_t ep_size = 1;
+  std::int64_t sp_size = 1;
+};
+
+/// Bytes per byte-sized unit (constant.py BITS_PER_BYTE) and the GB/TFLOPS scales analysis.py uses.
+inline constexpr double bits_per_byte = 8;
+inline constexpr double giga = 1e9;
+inline constexpr double tera = 1e12;
+
+/// Options of the activation-memory formulas that `training` exposes (analysis.py keyword names).
+struct activation_options {
+  activation_recomputation recomputation = activation_recomputation::NONE;
+  double layernorm_dtype_bytes = 4;
+  bool flash_attn = true;
+  bool softmax_dropout = false;
+  double mlp_1linear_bytes = 0;  ///< bytes per element of each MLP input; 0 = the activation width
+  double mlp_gelu_input_bytes = 0;
+  double mlp_2linear_bytes = 0;
+  bool mlp_recompute_gelu = false;
+  bool gated_linear_units = false;
+};
+
+/// Activation memory of one layer split as llm-analysis reports it.
+struct layer_activation {
+  double total = 0, attn = 0, mlp = 0, layernorm = 0;
+};
+
+/// One forward pass of a layer, by part (seconds), as analysis.py `get_latency_fwd_per_layer`.
+struct layer_latency {
+  double total = 0, attn = 0, mlp = 0, layernorm = 0, tp_comm = 0, sharded_dp_comm = 0;
+};
+
+/// The model, GPU, data types, parallel sizes and efficiencies one analysis runs with.
+struct analysis {
+  resolved_model model;
+  gpu_config gpu;
+  dtype_config dtype;
+  parallelism par;
+  double flops_efficiency = 1;       ///< constant.py FLOPS_EFFICIENCY
+  double hbm_memory_efficiency = 1;  ///< constant.py HBM_MEMORY_EFFICIENCY
+  double intra_node_memory_efficiency = 1;
+  double inter_node_memory_efficiency = 1;
+
+  [[nodiscard]] constexpr double h() const { return static_cast<double>(model.config.hidden_dim); }
+  [[nodiscard]] constexpr double vocab() const { return static_cast<double>(model.config.vocab_size); }
+  [[nodiscard]] constexpr double experts() const { return static_cast<double>(model.config.moe_num_experts); }
+  [[nodiscard]] constexpr double top_k() const { return static_cast<double>(model.config.moe_top_k); }
+  [[nodiscard]] constexpr double tp() const { return static_cast<double>(par.tp_size); }
+  [[nodiscard]] constexpr double sp() const { return static_cast<double>(par.sp_size); }
+  [[nodiscard]] constexpr double ep() const { return static_cast<double>(par.ep_size); }
+  [[nodiscard]] constexpr double dp() const { return static_cast<double>(par.dp_size); }
+  [[nodiscard]] constexpr double weight_bytes() const { return static_cast<double>(dtype.weight_bits) / bits_per_byte; }
+  [[nodiscard]] constexpr double act_bytes() const {
+    return static_cast<double>(dtype.activation_bits) / bits_per_byte;
+  }
+  [[nodiscard]] constexpr double embed_bytes() const {
+    return static_cast<double>(dtype.embedding_bits) / bits_per_byte;
+  }
+  /// Layers held by one pipeline stage: floor(num_layers / pp_size) (analysis.py takes the floor).
+  [[nodiscard]] constexpr double layers_per_gpu() const {
+    return static_cast<double>(model.config.num_layers / par.pp_size);
+  }
+
+  // ---- rates -----------------------------------------------------------------------------------
+  [[nodiscard]] constexpr double hbm_bandwidth() const {
+    return gpu.hbm_bandwidth_in_GB_per_sec * hbm_memory_efficiency;
+  }
+  [[nodiscard]] constexpr double intra_node_bandwidth() const {
+    return gpu.intra_node_bandwidth_in_GB_per_sec * intra_node_memory_efficiency;
+  }
+  [[nodiscard]] constexpr double inter_node_bandwidth() const {
+    return gpu.inter_node_bandwidth_in_GB_per_sec * inter_node_memory_efficiency;
+  }
+  /// Achieved TFLOP/s: the peak of the wider of the weight and activation types times the
+  /// efficiency (a w4a16 GEMM runs at the FP16 peak).
+  [[nodiscard]] constexpr double tflops_per_gpu() const {
+    const auto wider = dtype.weight_bits > dtype.activation_bits ? dtype.weight_bits : dtype.activation_bits;
+    const double peak = wider == 4 ? peak_i4_tflops(gpu) : wider == 8 ? peak_i8_tflops(gpu) : gpu.peak_fp16_TFLOPS;
+    return peak * flops_efficiency;
+  }
+  [[nodiscard]] constexpr double seconds_of_flops(double flops) const { return flops / (tflops_per_gpu() * tera); }
+  [[nodiscard]] constexpr double seconds_of_hbm(double bytes) const { return bytes / (hbm_bandwidth() * giga); }
+
+  // ---- parameters ------------------------------------------------------------------------------
+  /// Input embedding only: llm-analysis always ties the output layer to it.
+  [[nodiscard]] constexpr double params_embedding() const { return h() * vocab(); }
+  /// Q and output projections (h^2 each) plus K and V (h * kv_heads/n_head * h each). llm-analysis
+  /// quirk: with fewer KV heads than tp_size it counts tp_size KV heads (the replicated heads),
+  /// so the model's parameter count changes with tp_size.
+  [[nodiscard]] constexpr double params_attn() const {
+    const double kv = static_cast<double>(model.num_key_value_heads);
+    double heads_per_gpu = kv / tp();
+    if (heads_per_gpu < 1) heads_per_gpu = 1;
+    const double kv_heads = heads_per_gpu * tp();
+    return 2 * h() * h() + 2 * h() * (h() * kv_heads / static_cast<double>(model.config.n_head));
+  }
+  /// Two (three with gated linear units) h x ffn matrices per expert.
+  [[nodiscard]] constexpr double params_mlp() const {
+    return (model.config.mlp_gated_linear_units ? 3.0 : 2.0) * h() * model.ffn_embed_dim * experts();
+  }
+  [[nodiscard]] constexpr double params_router() const {
+    return model.config.moe_num_experts > 1 ? h() * experts() : 0;
+  }
+  [[nodiscard]] constexpr double params_layernorm() const { return 2 * h(); }  // two norms' scales
+  [[nodiscard]] constexpr double params_last_layernorm() const { return h(); }
+  [[nodiscard]] constexpr double params_layer() const {
+    return params_attn() + params_mlp() + params_router() + params_layernorm();
+  }
+  [[nodiscard]] constexpr double params_total() const {
+    return static_cast<double>(model.config.num_layers) * params_layer() + params_embedding() + params_last_layernorm();
+  }
+  [[nodiscard]] constexpr double active_params_total() const {
+    const double layer = params_attn() + params_mlp() * top_k() / experts() + params_router() + params_layernorm();
+    return static_cast<double>(model.config.num_layers) * layer + params_embedding() + params_last_layernorm();
+  }
+
+  // ---- weights, optimizer states, gradients ----------------------------------------------------
+  /// Embedding weights per GPU: split by tp, and by dp under ZeRO-3 when `sharded`.
+  [[nodiscard]] constexpr double weight_memory_embedding(ds_zero zero, bool sharded) const {
+    double m = params_embedding() / tp() * embed_bytes();
+    if (sharded && zero == ds_zero::STAGE_3) m /= dp();
+    return m;
+  }
+  /// Weights of one layer {total, attn, mlp, layernorm}; ZeRO-3 shards them by dp (the MLP by
+  /// dp/ep) when `sharded`. llm-analysis quirk: the norms are not split by tp.
+  [[nodiscard]] constexpr layer_activation weight_memory_layer(ds_zero zero, bool sharded) const {
+    const bool z3 = sharded && zero == ds_zero::STAGE_3;
+    const double shard = z3 ? dp() : 1, mlp_shard = z3 ? dp() / ep() : 1;
+    layer_activation w;
+    w.attn = params_attn() * weight_bytes() / tp() / shard;
+    w.mlp = (params_mlp() / ep() + params_router()) * weight_bytes() / tp() / mlp_shard;
+    w.layernorm = params_layernorm() * weight_bytes() / shard;
+    w.total = w.attn + w.mlp + w.layernorm;
+    return w;
+  }
+  [[nodiscard]] constexpr double weight_memory_last_layernorm(ds_zero zero) const {
+    double m = params_last_layernorm() * weight_bytes() / tp();
+    if (zero == ds_zero::STAGE_3) m /= dp();
+    return m;
+  }
+  /// {optimizer state, gradient} bytes of one layer: Adam keeps `op_bytes` per parameter (fp32
+  /// master + two moments = 12 by default), gradients `master_bytes`; ZeRO-1 shards the states by
+  /// dp (the MLP by dp/ep), ZeRO-2 the gradients too.
+  struct state_and_gradient {
+    double optimizer_state = 0, gradient = 0;
+  };
+  [[nodiscard]] constexpr state_and_gradient state_memory_layer(ds_zero zero, double op_bytes,
+                                                                double master_bytes) const {
+    const bool z1 = zero >= ds_zero::STAGE_1, z2 = zero >= ds_zero::STAGE_2;
+    state_and_gradient s;
+    s.optimizer_state = op_bytes * params_mlp() / ep() / tp() / (z1 ? dp() / ep() : 1) +
+                        op_bytes * ((params_attn() + params_router()) / tp() + params_layernorm()) / (z1 ? dp() : 1);
+    s.gradient = params_mlp() * master_bytes / ep() / tp() / (z2 ? dp() / ep() : 1) +
+                 (params_attn() + params_router() + params_layernorm()) * master_bytes / tp() / (z2 ? dp() : 1);
+    return s;
+  }
+  /// The same for a block of `params` split by tp (the embedding, the last norm).
+  [[nodiscard]] constexpr state_and_gradient state_memory_block(double params, ds_zero zero, double op_bytes,
+                                                                double master_bytes) const {
+    state_and_gradient s;
+    s.optimizer_state = op_bytes * params / tp();
+    if (zero >= ds_zero::STAGE_1) s.optimizer_state /= dp();
+    s.gradient = master_bytes * params / tp();
+    if (zero >= ds_zero::STAGE_2) s.gradient /= dp();
+    return s;
+  }
+
+  // ---- activations -----------------------------------------------------------------------------
+  /// Attention activations of one layer (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4).
+  /// Inference keeps the largest live buffer: max(3 tensors of s*b*h, the attention scores).
+  [[nodiscard]] constexpr double activation_attn(double b, double s, bool inference, bool flash_attn,
+                                                 bool softmax_dropout, activation_recomputation rec) const {
+    const double sbh = s * b * h(), bpa = act_bytes(), heads = static_cast<double>(model.config.n_head);
+    if (rec >= activation_recomputation::NORM_ATTN_NORM) return 0;
+    if (rec == activation_recomputation::ATTN) return sbh * bpa / sp();
+    double scores = 0;
+    if (rec == activation_recomputation::NONE) {
+      scores = flash_attn ? (2 * sbh + 4 * heads * s * b) * bpa / tp() : 2 * heads * s * s * b * bpa / tp();
+      if (softmax_dropout) scores += heads * s * s * b / tp();  // one byte per mask element
+    }
+    if (inference) {
+      const double three = 3 * bpa * sbh / tp();
+      return three > scores ? three : scores;
+    }
+    // input of QKV (sequence-parallel), Q, K, V and the attention output, the scores, and the
+    // one-byte attention-dropout mask
+    return (sbh / sp() + 4 * sbh / tp()) * bpa + scores + sbh / sp();
+  }
+  /// MLP activations of one layer (same source): its input, the GeLU input and the second GEMM's
+  /// input; MoE adds router/softmax inputs and the top-k dispatched copies.
+  [[nodiscard]] constexpr double activation_mlp(double b, double s, bool inference, const activation_options& o) const {
+    if (o.recomputation == activation_recomputation::FULL) return 0;
+    const double bpa = act_bytes(), sbh = s * b * h(), er = model.expansion_ratio;
+    const double b1 = o.mlp_1linear_bytes > 0 ? o.mlp_1linear_bytes : bpa;
+    const double bg = o.mlp_gelu_input_bytes > 0 ? o.mlp_gelu_input_bytes : bpa;
+    const double b2 = o.mlp_2linear_bytes > 0 ? o.mlp_2linear_bytes : bpa;
+    if (inference) {
+      const double widest = b1 > bg * er ? b1 : bg * er;
+      return widest * sbh * top_k() / tp();
+    }
+    double m = 0;
+    if (model.config.moe_num_experts > 1) {
+      m = 2 * bpa * sbh / sp() + b1 * sbh * top_k() + b1 * b * s * top_k() + b1 * sbh * top_k() / sp();
+    } else {
+      m = bpa * sbh / sp();
+    }
+    const double wide = er * sbh * top_k() / tp();
+    if (o.mlp_recompute_gelu && o.gated_linear_units) {
+      m += (1.0 / 3 * bg) * wide;
+    } else if (o.mlp_recompute_gelu) {
+      m += bg * wide;
+    } else {
+      m += (bg + b2) * wide;
+    }
+    return m;
+  }
+  [[nodiscard]] constexpr double activation_layernorm(double b, double s, double dtype_bytes) const {
+    return s * b * h() / sp() * dtype_bytes;
+  }
+  [[nodiscard]] constexpr double activation_input_embedding(double b, double s) const {
+    return h() * b * s * act_bytes() / tp();
+  }
+  /// The logits.
+  [[nodiscard]] constexpr double activation_output_embedding(double b, double s) const {
+    return vocab() * b * s * act_bytes() / tp();
+  }
+  /// One layer's activations: summed in training (one norm less under NORM_ATTN_NORM), the largest
+  /// part in inference (buffers reused); FULL recomputation keeps only the layer input.
+  [[nodiscard]] constexpr layer_activation activation_layer(double b, double s, bool inference,
+                                                            const activation_options& o) const {
+    layer_activation a;
+    if (o.recomputation == activation_recomputation::FULL) {
+      a.total = s * b * h() * act_bytes() / tp();
+      a.layernorm = a.total;
+      return a;
+    }
+    a.attn = activation_attn(b, s, inference, o.flash_attn, o.softmax_dropout, o.recomputation);
+    a.mlp = activation_mlp(b, s, inference, o);
+    const double norm = activation_layernorm(b, s, o.layernorm_dtype_bytes);
+    if (inference) {
+      a.total = a.attn > a.mlp ? a.attn : a.mlp;
+      if (norm > a.total) a.total = norm;
+      a.layernorm = norm;
+    } else {
+      a.layernorm = o.recomputation == activation_recomputation::NORM_ATTN_NORM ? norm : 2 * norm;
+      a.total = a.attn + a.mlp + a.layernorm;
+    }
+    return a;
+  }
+  /// KV cache of one layer: K and V of every token, at least one KV head per tensor-parallel GPU.
+  [[nodiscard]] constexpr double kv_cache_layer(double b, double s, double dtype_bytes) const {
+    const double head_dim = h() / static_cast<double>(model.config.n_head);
+    double heads_per_gpu = static_cast<double>(model.num_key_value_heads) / tp();
+    if (heads_per_gpu < 1) heads_per_gpu = 1;
+    return 2 * b * s * head_dim * heads_per_gpu * dtype_bytes;
+  }
+
+  // ---- FLOPs -----------------------------------------------------------------------------------
+  /// Q and output projections 4bsh^2, K and V 4bsh^2/groups, scores and context 4bs^2h (no causal
+  /// halving).
+  [[nodiscard]] constexpr double flops_attn(double b, double s) const {
+    return 4 * b * s * h() * h() + 4 * b * s * h() * h() / model.num_key_value_groups + 4 * b * s * s * h();
+  }
+  /// llm-analysis quirk: counts one expert's GEMMs (top-k is ignored) per token.
+  [[nodiscard]] constexpr double flops_mlp(double b, double s) const {
+    return (model.config.mlp_gated_linear_units ? 6.0 : 4.0) * b * s * h() * h() * model.expansion_ratio;
+  }
+  [[nodiscard]] constexpr double flops_fwd_total(double b, double s) const {
+    return (flops_attn(b, s) + flops_mlp(b, s)) * static_cast<double>(model.config.num_layers) +
+           2 * b * s * h() * vocab();
+  }
+  /// The recomputed score and context GEMMs of all layers (selective recomputation).
+  [[nodiscard]] constexpr double flops_attn_compute_total(double b, double s) const {
+    return 4 * b * s * s * h() * static_cast<double>(model.config.num_layers);
+  }
+};
+
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/analysis.hpp ----------------------------------------------------------
+// ---- begin llmsim/llm_analysis/inference.hpp -------------------------------------------------------
+/// \file llmsim/llm_analysis/inference.hpp
+/// llm-analysis's inference analysis (analysis.py `infer()` and `LLMAnalysis.inference()`):
+/// weight and KV-cache memory, the largest prefill and decode batches, prefill and per-token decode
+/// latency, tokens/s and, given a GPU-hour price, dollars per 1000 tokens.
+
+// ---- begin llmsim/llm_analysis/latency.hpp ---------------------------------------------------------
+/// \file llmsim/llm_analysis/latency.hpp
+/// llm-analysis's roofline latency of one forward pass (analysis.py `get_latency_fwd*`): each
+/// module takes max(compute at the achieved TFLOP/s, its weight and activation bytes at the
+/// achieved HBM bandwidth); tensor-parallel all-reduces and ZeRO all-gathers at link bandwidth.
+
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// The forward pass of the layers of one pipeline stage plus the embeddings (seconds).
+struct forward_latency {
+  double total = 0;
+  double attn = 0, mlp = 0, layernorm = 0, tp_comm = 0, sharded_dp_comm = 0;  ///< over the stage's layers
+  double input_embedding = 0, output_embedding_loss = 0;
+};
+
+namespace detail {
+constexpr double larger(double a, double b) { return a > b ? a : b; }
+}  // namespace detail
+
+/// Attention of one layer. llm-analysis quirk: its activation bytes are always those of flash
+/// attention without recomputation, whatever `flash_attn`, `softmax_dropout` and the recomputation
+/// are (analysis.py passes the recomputation where the flash_attn flag belongs).
+constexpr double latency_attn(const analysis& a, double b, double s, bool inference) {
+  const double compute = a.seconds_of_flops(a.flops_attn(b, s) / a.tp());
+  const double weights = a.seconds_of_hbm(a.params_attn() * a.weight_bytes() / a.tp());
+  const double acts = a.seconds_of_hbm(a.activation_attn(b, s, inference, true, false, activation_recomputation::NONE));
+  return detail::larger(compute, weights + acts);
+}
+
+/// The two all-to-alls of an MoE layer: top-k copies of every token, over NVLink while ep <= 8.
+constexpr double latency_moe_alltoall(const analysis& a, double b, double s) {
+  const double bytes = a.top_k() * b * s * a.h() * a.act_bytes();
+  const double bw = a.par.ep_size <= 8 ? a.intra_node_bandwidth() : a.inter_node_bandwidth();
+  return bytes / (bw * giga);
+}
+
+/// MLP of one layer. llm-analysis quirk: the activation bytes read ignore gated linear units and
+/// MLP quantization (defaults of the activation formula).
+constexpr double latency_mlp(const analysis& a, double b, double s, bool inference, activation_recomputation rec) {
+  const double compute = a.seconds_of_flops(a.flops_mlp(b, s) / a.tp());
+  const double weights = a.seconds_of_hbm(a.params_mlp() / a.ep() * a.weight_bytes() / a.tp());
+  activation_options o;
+  o.recomputation = rec;
+  const double acts = a.seconds_of_hbm(a.activation_mlp(b, s, inference, o));
+  const double alltoall = a.model.config.moe_num_experts > 1 ? 2 * latency_moe_alltoall(a, b, s) : 0;
+  return detail::larger(compute, weights + acts) + alltoall;
+}
+
+/// One norm: 5 FLOPs per element or its fp32 activation read. llm-analysis quirk: always fp32 bytes
+/// (the layernorm_dtype_bytes given is not passed on).
+constexpr double latency_layernorm(const analysis& a, double b, double s) {
+  const double compute = a.seconds_of_flops(s * b * a.h() * 5);
+  const double memory = a.seconds_of_hbm(a.activation_layernorm(b, s, 4));
+  return detail::larger(compute, memory);
+}
+
+/// One ring all-reduce of the layer output across tp (NVLink), at least the minimum message latency.
+constexpr double latency_tp_comm(const analysis& a, double b, double s, double dtype_bytes) {
+  if (a.par.tp_size == 1) return 0;
+  const double elems = 2 * b * s * a.h() * (a.tp() - 1) / a.tp();
+  return detail::larger(elems * dtype_bytes / (a.intra_node_bandwidth() * giga), a.gpu.intra_node_min_message_latency);
+}
+
+/// All-gather of one layer's weights across the sharded data-parallel group (NCCL's
+/// S (n-1) / (B n), nccl-tests doc/PERFORMANCE.md). llm-analysis quirk: charged under every ZeRO
+/// stage, also ZeRO-0/1/2 which gather no weights, and it bounds the layer time from below.
+constexpr double latency_sharded_dp_comm(const analysis& a) {
+  const auto allgather = [](double bytes, double n, double bw) { return bytes * (n - 1) / (bw * n); };
+  const double mlp_bytes = a.params_mlp() / a.ep() * a.weight_bytes();
+  const double other_bytes = (a.params_attn() + a.params_router() + a.params_layernorm()) * a.weight_bytes();
+  const double bw = (a.par.dp_size * a.par.tp_size <= 8 ? a.intra_node_bandwidth() : a.inter_node_bandwidth()) * giga;
+  return allgather(mlp_bytes, a.dp() / a.ep(), bw) + allgather(other_bytes, a.dp(), bw);
+}
+
+/// One layer: attention + MLP + two norms + two all-reduces, or the weight all-gather if longer.
+constexpr layer_latency latency_layer(const analysis& a, double b, double s, bool inference,
+                                      activation_recomputation rec) {
+  layer_latency l;
+  l.attn = latency_attn(a, b, s, inference);
+  l.mlp = latency_mlp(a, b, s, inference, rec);
+  l.layernorm = 2 * latency_layernorm(a, b, s);
+  l.tp_comm = 2 * latency_tp_comm(a, b, s, a.act_bytes());
+  l.sharded_dp_comm = latency_sharded_dp_comm(a);
+  l.total = detail::larger(l.attn + l.mlp + l.layernorm + l.tp_comm, l.sharded_dp_comm);
+  return l;
+}
+
+/// The input embedding: a read of the whole table plus an all-reduce.
+constexpr double latency_input_embedding(const analysis& a, double b, double s) {
+  return a.seconds_of_hbm(a.vocab() * a.h() * a.embed_bytes()) + latency_tp_comm(a, b, s, a.embed_bytes());
+}
+
+/// The logits GEMM. llm-analysis quirk: divided by pp_size as well as tp_size, although only the
+/// last stage computes it.
+constexpr double latency_output_embedding_loss(const analysis& a, double b, double s) {
+  return a.seconds_of_flops(2 * s * b * a.vocab() * a.h() / a.tp() / static_cast<double>(a.par.pp_size));
+}
+
+/// The forward pass of one stage (analysis.py `get_latency_fwd`).
+constexpr forward_latency latency_forward(const analysis& a, double b, double s, bool inference,
+                                          activation_recomputation rec) {
+  const double n = a.layers_per_gpu();
+  const layer_latency l = latency_layer(a, b, s, inference, rec);
+  forward_latency f;
+  f.attn = l.attn * n;
+  f.mlp = l.mlp * n;
+  f.layernorm = l.layernorm * n;
+  f.tp_comm = l.tp_comm * n;
+  f.sharded_dp_comm = l.sharded_dp_comm * n;
+  f.input_embedding = latency_input_embedding(a, b, s);
+  f.output_embedding_loss = latency_output_embedding_loss(a, b, s);
+  f.total = l.total * n + f.input_embedding + f.output_embedding_loss;
+  return f;
+}
+
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/latency.hpp -----------------------------------------------------------
+// ---- begin llmsim/llm_analysis/setup.hpp -----------------------------------------------------------
+/// \file llmsim/llm_analysis/setup.hpp
+/// What llm-analysis's `LLMAnalysis.__init__` decides before any formula: the FLOP and HBM
+/// efficiencies (an achieved rate given wins over an efficiency) and the sequence-parallel size.
+
+
+#include <optional>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+namespace detail {
+
+/// An efficiency from an achieved rate (over `peak`) or given directly; 1 when neither is given.
+constexpr double efficiency(std::string_view api, std::string_view achieved_name, std::optional<double> achieved,
+                            std::string_view efficiency_name, std::optional<double> given, double peak) {
+  if (achieved && !(*achieved > 0))
+    llmsim::detail::report_error(api, achieved_name, "{}={} must be > 0", achieved_name, *achieved);
+  if (given && !(*given > 0 && *given <= 1))
+    llmsim::detail::report_error(api, efficiency_name, "{}={} must be in (0, 1]", efficiency_name, *given);
+  const double e = achieved ? *achieved / peak : given ? *given : 1.0;
+  if (!(e > 0 && e <= 1))
+    llmsim::detail::report_error(api, achieved_name, "{}={} over the peak {} gives an efficiency {} outside (0, 1]",
+                                 achieved_name, *achieved, peak, e);
+  return e;
+}
+
+constexpr void require_positive(std::string_view api, std::string_view field, std::int64_t v) {
+  if (v < 1) llmsim::detail::report_error(api, field, "{}={} must be >= 1", field, v);
+}
+constexpr void require_positive(std::string_view api, std::string_view field, const std::optional<std::int64_t>& v) {
+  if (v) require_positive(api, field, *v);
+}
+
+/// The analysis of one run: configs checked, efficiencies and sizes resolved.
+struct analysis_inputs {
+  std::optional<double> achieved_tflops;
+  std::optional<double> achieved_memory_bandwidth_GBs;  // NOLINT(readability-identifier-naming)
+  std::optional<double> flops_efficiency;
+  std::optional<double> hbm_memory_efficiency;
+  double intra_node_memory_efficiency = 1;
+  double inter_node_memory_efficiency = 1;
+};
+
+constexpr analysis make_analysis(std::string_view api, const model_config& model, const gpu_config& gpu,
+                                 const dtype_config& dtype, const parallelism& par, const analysis_inputs& in) {
+  check(gpu);
+  check(dtype);
+  analysis a{resolve(model), gpu, dtype, par};
+  require_positive(api, "tp_size", par.tp_size);
+  require_positive(api, "pp_size", par.pp_size);
+  require_positive(api, "dp_size", par.dp_size);
+  require_positive(api, "ep_size", par.ep_size);
+  require_positive(api, "sp_size", par.sp_size);
+  if (par.pp_size > model.num_layers)
+    llmsim::detail::report_error(api, "pp_size", "pp_size={} must be <= num_layers={} of {}", par.pp_size,
+                                 model.num_layers, model.name);
+  if (par.sp_size > 1 && par.sp_size != par.tp_size)
+    llmsim::detail::report_error(api, "sp_size", "sp_size={} must be 1 or tp_size={} (Megatron sequence parallelism)",
+                                 par.sp_size, par.tp_size);
+  if (!(a.tflops_per_gpu() > 0)) {
+    const auto wider = dtype.weight_bits > dtype.activation_bits ? dtype.weight_bits : dtype.activation_bits;
+    llmsim::detail::report_error(api, wider == 8 ? "peak_i8_TFLOPS" : "peak_i4_TFLOPS",
+                                 "data type {} computes at {} bits, but GPU {} has no such peak ({})", dtype.name,
+                                 wider, gpu.name, wider == 8 ? peak_i8_tflops(gpu) : peak_i4_tflops(gpu));
+  }
+  a.hbm_memory_efficiency =
+      efficiency(api, "achieved_memory_bandwidth_GBs", in.achieved_memory_bandwidth_GBs, "hbm_memory_efficiency",
+                 in.hbm_memory_efficiency, gpu.hbm_bandwidth_in_GB_per_sec);
+  a.flops_efficiency = efficiency(api, "achieved_tflops", in.achieved_tflops, "flops_efficiency", in.flops_efficiency,
+                                  gpu.peak_fp16_TFLOPS);
+  if (!(in.intra_node_memory_efficiency > 0 && in.intra_node_memory_efficiency <= 1))
+    llmsim::detail::report_error(api, "intra_node_memory_efficiency",
+                                 "intra_node_memory_efficiency={} must be in (0, 1]", in.intra_node_memory_efficiency);
+  if (!(in.inter_node_memory_efficiency > 0 && in.inter_node_memory_efficiency <= 1))
+    llmsim::detail::report_error(api, "inter_node_memory_efficiency",
+                                 "inter_node_memory_efficiency={} must be in (0, 1]", in.inter_node_memory_efficiency);
+  a.intra_node_memory_efficiency = in.intra_node_memory_efficiency;
+  a.inter_node_memory_efficiency = in.inter_node_memory_efficiency;
+  return a;
+}
+
+/// The input sequence length: checked against the model's max_seq_len when it has one.
+constexpr std::int64_t checked_seq_len(std::string_view api, const model_config& m, std::optional<std::int64_t> seq) {
+  if (!seq) {
+    if (!m.max_seq_len)
+      llmsim::detail::report_error(api, "seq_len", "seq_len must be given: model {} has no max_seq_len", m.name);
+    return *m.max_seq_len;
+  }
+  require_positive(api, "seq_len", *seq);
+  if (m.max_seq_len && *seq > *m.max_seq_len)
+    llmsim::detail::report_error(api, "seq_len", "seq_len={} must be <= max_seq_len={} of {}", *seq, *m.max_seq_len,
+                                 m.name);
+  return *seq;
+}
+
+}  // namespace detail
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/setup.hpp -------------------------------------------------------------
+// ---- begin llmsim/llm_analysis/summary.hpp ---------------------------------------------------------
+/// \file llmsim/llm_analysis/summary.hpp
+/// The summary llm-analysis returns: an ordered list of keys (its dict's keys, in its order) with
+/// a null, a flag, an integer, a number or a text each, plus Python's `round(x, 2)`.
+
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// One value of the summary, typed as Python holds it (an int stays an integer, None is null).
+struct summary_value {
+  enum class kind : unsigned char { null, flag, integer, number, text };
+  kind type = kind::null;
+  bool flag = false;
+  std::int64_t integer = 0;
+  double number = 0;
+  std::string_view text;
+
+  /// The value as a double (null is NaN-free 0; check `type` first when null matters).
+  [[nodiscard]] constexpr double as_double() const {
+    if (type == kind::integer) return static_cast<double>(integer);
+    if (type == kind::flag) return flag ? 1.0 : 0.0;
+    return number;
+  }
+};
+
+struct summary_item {
+  std::string_view key;
+  summary_value value;
+};
+
+/// The summary dict: keys in llm-analysis's order.
+struct summary {
+  std::vector<summary_item> items;
+
+  constexpr void put_null(std::string_view key) { items.push_back({key, {}}); }
+  constexpr void put(std::string_view key, double v) {
+    items.push_back({key, {summary_value::kind::number, false, 0, v, {}}});
+  }
+  constexpr void put_int(std::string_view key, std::int64_t v) {
+    items.push_back({key, {summary_value::kind::integer, false, v, 0, {}}});
+  }
+  constexpr void put_flag(std::string_view key, bool v) {
+    items.push_back({key, {summary_value::kind::flag, v, 0, 0, {}}});
+  }
+  constexpr void put_text(std::string_view key, std::string_view v) {
+    items.push_back({key, {summary_value::kind::text, false, 0, 0, v}});
+  }
+  constexpr void put(std::string_view key, std::optional<double> v) {
+    if (v) {
+      put(key, *v);
+    } else {
+      put_null(key);
+    }
+  }
+
+  /// The value of `key`, or nullptr.
+  [[nodiscard]] constexpr const summary_value* find(std::string_view key) const {
+    for (const auto& item : items)
+      if (item.key == key) return &item.value;
+    return nullptr;
+  }
+  /// The value of `key` as a double; refuses an absent key.
+  [[nodiscard]] constexpr double operator[](std::string_view key) const {
+    const auto* v = find(key);
+    if (v == nullptr)
+      llmsim::detail::report_error("llmsim::llm_analysis::summary", key, "no key {} in the summary", key);
+    return v->as_double();
+  }
+};
+
+namespace detail {
+
+/// `a * b` as an unevaluated sum hi + lo (Dekker's exact product with Veltkamp splitting), so
+/// that rounding can look at the exact product of two doubles.
+constexpr void exact_product(double a, double b, double& hi, double& lo) {
+  constexpr double split = 134217729.0;  // 2^27 + 1
+  hi = a * b;
+  const double ca = split * a, cb = split * b;
+  const double ah = ca - (ca - a), al = a - ah;
+  const double bh = cb - (cb - b), bl = b - bh;
+  lo = ((ah * bh - hi) + ah * bl + al * bh) + al * bl;
+}
+
+}  // namespace detail
+
+/// Python's `round(x, 2)` on a float: the exact value of x scaled by 100, rounded to the nearest
+/// integer with ties to even, divided by 100 (CPython rounds the exact binary value through
+/// `_Py_dg_dtoa` and reads the decimal back, which is that quotient correctly rounded).
+/// For |x| < 2^44; larger values are returned as they are.
+constexpr double python_round2(double x) {
+  if (!(x < 1.7e13 && x > -1.7e13)) return x;
+  double hi = 0, lo = 0;
+  detail::exact_product(x, 100.0, hi, lo);
+  auto whole = static_cast<double>(static_cast<std::int64_t>(hi));  // truncated toward zero
+  double fraction = (hi - whole) + lo;
+  while (fraction >= 1) {
+    whole += 1;
+    fraction -= 1;
+  }
+  while (fraction < 0) {
+    whole -= 1;
+    fraction += 1;
+  }
+  if (fraction > 0.5) {
+    whole += 1;
+  } else if (fraction == 0.5 && static_cast<std::int64_t>(whole) % 2 != 0) {
+    whole += 1;
+  }
+  return whole / 100.0;
+}
+
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/summary.hpp -----------------------------------------------------------
+
+#include <cstdint>
+#include <optional>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// The parameters of llm-analysis's `infer()`, by the same names and with the same defaults.
+struct inference_params {
+  std::int64_t batch_size_per_gpu = 1;
+  llm_analysis::ds_zero ds_zero = llm_analysis::ds_zero::NONE;
+  std::int64_t dp_size = 1;
+  std::int64_t tp_size = 1;
+  std::int64_t pp_size = 1;
+  std::optional<std::int64_t> sp_size;
+  std::int64_t seq_len = 512;
+  std::int64_t num_tokens_to_generate = 32;
+  bool use_kv_cache = true;
+  std::int64_t layernorm_dtype_bytes = 2;
+  std::optional<double> kv_cache_dtype_bytes;  ///< None: the activation width
+  std::optional<double> achieved_tflops;
+  std::optional<double> achieved_memory_bandwidth_GBs;  // NOLINT(readability-identifier-naming)
+  std::optional<double> flops_efficiency;
+  std::optional<double> hbm_memory_efficiency;
+  double intra_node_memory_efficiency = 1;
+  double inter_node_memory_efficiency = 1;
+  std::optional<double> cost_per_gpu_hour;
+};
+
+namespace detail {
+
+inline constexpr std::string_view inference_api = "llmsim::llm_analysis::inference";
+
+/// The field an inference that does not fit in GPU memory names (the CLI exits 3 on it).
+inline constexpr std::string_view does_not_fit_field = "mem_per_GPU_in_GB";
+
+/// Activations of one forward pass at inference: the largest layer buffer or the logits.
+constexpr double inference_activation(const analysis& a, double b, double s, double layernorm_bytes) {
+  activation_options o;
+  o.layernorm_dtype_bytes = layernorm_bytes;
+  const double layer = a.activation_layer(b, s, true, o).total;
+  const double logits = a.activation_output_embedding(b, s);
+  return layer > logits ? layer : logits;
+}
+
+struct inference_memory {
+  double weight = 0, weight_embedding = 0, memory_left = 0;
+  double prefill_activation = 0, decode_activation = 0, kv_cache = 0;
+  std::int64_t prefill_max_batch = 0, decode_max_batch = 0;
+};
+
+constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inference_params& p, double kv_bytes) {
+  constexpr auto api = inference_api;
+  const double b = static_cast<double>(p.batch_size_per_gpu), s = static_cast<double>(p.seq_len);
+  const double total_len = static_cast<double>(p.seq_len + p.num_tokens_to_generate);
+  const double ln = static_cast<double>(p.layernorm_dtype_bytes);
+  inference_memory m;
+  // llm-analysis quirk: the layers' weights ignore ZeRO-3 (analysis.py passes ds_zero where the
+  // is_sharded flag belongs) while the embedding and last norm are sharded by it
+  m.weight_embedding = a.weight_memory_embedding(p.ds_zero, true);
+  m.weight = a.weight_memory_layer(ds_zero::NONE, true).total * a.layers_per_gpu() + m.weight_embedding +
+             a.weight_memory_last_layernorm(p.ds_zero);
+  const double device = a.gpu.mem_per_GPU_in_GB * 1073741824.0;  // GiB
+  m.memory_left = device - m.weight;
+  if (!(m.memory_left > 0))
+    llmsim::detail::report_error(api, does_not_fit_field, "the weights ({} bytes per GPU) do not fit in {}={} GiB",
+                                 m.weight, does_not_fit_field, a.gpu.mem_per_GPU_in_GB);
+  const double bs1 = inference_activation(a, 1, s, ln);
+  m.prefill_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+  m.prefill_activation = inference_activation(a, b, s, ln);
+  if (!(m.memory_left > m.prefill_activation))
+    llmsim::detail::report_error(api, does_not_fit_field,
+                                 "prefill activations of batch_size_per_gpu={} ({} bytes) do not fit in the {} bytes "
+                                 "{}={} GiB leaves after the weights (largest prefill batch {})",
+                                 p.batch_size_per_gpu, m.prefill_activation, m.memory_left, does_not_fit_field,
+                                 a.gpu.mem_per_GPU_in_GB, m.prefill_max_batch);
+  if (p.use_kv_cache) {
+    m.kv_cache = a.kv_cache_layer(b, total_len, kv_bytes) * a.layers_per_gpu();
+    m.decode_activation = inference_activation(a, b, 1, ln);
+    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / ((m.decode_activation + m.kv_cache) / b));
+    if (!(m.memory_left > m.kv_cache + m.decode_activation))
+      llmsim::detail::report_error(api, does_not_fit_field,
+                                   "KV cache and decode activations of batch_size_per_gpu={} ({} bytes) do not fit in "
+                                   "the {} bytes {}={} GiB leaves after the weights (largest decode batch {})",
+                                   p.batch_size_per_gpu, m.kv_cache + m.decode_activation, m.memory_left,
+                                   does_not_fit_field, a.gpu.mem_per_GPU_in_GB, m.decode_max_batch);
+  } else {
+    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+    if (p.batch_size_per_gpu > m.decode_max_batch)
+      llmsim::detail::report_error(
+          api, does_not_fit_field, "batch_size_per_gpu={} exceeds the largest batch {} that fits in {}={} GiB",
+          p.batch_size_per_gpu, m.decode_max_batch, does_not_fit_field, a.gpu.mem_per_GPU_in_GB);
+    // llm-analysis quirk: without the logits here, unlike the other activation figures
+    activation_options o;
+    o.layernorm_dtype_bytes = ln;
+    m.decode_activation = a.activation_layer(b, total_len, true, o).total;
+  }
+  return m;
+}
+
+constexpr void put_forward(summary& out, std::string_view prefix_kind, const forward_latency& f) {
+  const bool prefill = prefix_kind == "prefill";
+  out.put(prefill ? "prefill_latency_fwd_attn" : "decode_latency_fwd_attn", f.attn);
+  out.put(prefill ? "prefill_latency_fwd_mlp" : "decode_latency_fwd_mlp", f.mlp);
+  out.put(prefill ? "prefill_latency_fwd_layernorm" : "decode_latency_fwd_layernorm", f.layernorm);
+  out.put(prefill ? "prefill_latency_fwd_tp_comm" : "decode_latency_fwd_tp_comm", f.tp_comm);
+  out.put(prefill ? "prefill_latency_fwd_sharded_dp_comm" : "decode_latency_fwd_sharded_dp_comm", f.sharded_dp_comm);
+  out.put(prefill ? "prefill_latency_fwd_input_embedding" : "decode_latency_fwd_input_embedding", f.input_embedding);
+  out.put(prefill ? "prefill_latency_fwd_output_embedding_loss" : "decode_latency_fwd_output_embedding_loss",
+          f.output_embedding_loss);
+}
+
+constexpr void put_inference_head(summary& out, const analysis& a, const inference_params& p) {
+  const double mlp_total = a.params_mlp() * static_cast<double>(a.model.config.num_layers);
+  out.put_int("batch_size_per_gpu", p.batch_size_per_gpu);
+  out.put_int("seq_len", p.seq_len);
+  out.put_int("tp_size", a.par.tp_size);
+  out.put_int("ep_size", a.par.ep_size);
+  out.put_int("pp_size", a.par.pp_size);
+  out.put_int("num_tokens_to_generate", p.num_tokens_to_generate);
+  out.put("num_params_total", a.params_total());
+  if (mlp_total == static_cast<double>(static_cast<std::int64_t>(mlp_total)) && mlp_total < 9.0e15) {
+    out.put_int("num_params_total_mlp", static_cast<std::int64_t>(mlp_total));
+  } else {
+    out.put("num_params_total_mlp", mlp_total);
+  }
+  out.put_int("num_params_total_embedding", a.model.config.hidden_dim * a.model.config.vocab_size);
+  out.put("num_params_total_others", a.params_total() - mlp_total - a.params_embedding());
+  out.put("num_active_params_total", a.active_params_total());
+  out.put("flops_efficiency", a.flops_efficiency);
+  out.put("hbm_memory_efficiency", a.hbm_memory_efficiency);
+  out.put_int("layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  out.put_flag("use_kv_cache", p.use_kv_cache);
+}
+
+constexpr void check_inference_params(const inference_params& p) {
+  constexpr auto api = inference_api;
+  require_positive(api, "batch_size_per_gpu", p.batch_size_per_gpu);
+  require_positive(api, "seq_len", p.seq_len);
+  require_positive(api, "num_tokens_to_generate", p.num_tokens_to_generate);
+  require_positive(api, "layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  if (p.kv_cache_dtype_bytes && !(*p.kv_cache_dtype_bytes > 0))
+    llmsim::detail::report_error(api, "kv_cache_dtype_bytes", "kv_cache_dtype_bytes={} must be > 0",
+                                 *p.kv_cache_dtype_bytes);
+  if (p.cost_per_gpu_hour && !(*p.cost_per_gpu_hour > 0))
+    llmsim::detail::report_error(api, "cost_per_gpu_hour", "cost_per_gpu_hour={} must be > 0", *p.cost_per_gpu_hour);
+}
+
+}  // namespace detail
+
+/// llm-analysis's `infer()`: its summary dict, keys in its order.
+constexpr summary inference(const model_config& model, const gpu_config& gpu, const dtype_config& dtype,
+                            const inference_params& p) {
+  using namespace detail;
+  constexpr auto api = inference_api;
+  check_inference_params(p);
+  const parallelism par{p.tp_size, p.pp_size, p.dp_size, 1, 1, p.sp_size ? *p.sp_size : p.tp_size};
+  const analysis a =
+      make_analysis(api, model, gpu, dtype, par,
+                    {p.achieved_tflops, p.achieved_memory_bandwidth_GBs, p.flops_efficiency, p.hbm_memory_efficiency,
+                     p.intra_node_memory_efficiency, p.inter_node_memory_efficiency});
+  if (model.max_seq_len && p.seq_len > *model.max_seq_len)
+    llmsim::detail::report_error(api, "seq_len", "seq_len={} must be <= max_seq_len={} of {}", p.seq_len,
+                                 *model.max_seq_len, model.name);
+  const double kv_bytes = p.kv_cache_dtype_bytes ? *p.kv_cache_dtype_bytes : a.act_bytes();
+  const inference_memory m = inference_memory_per_gpu(a, p, kv_bytes);
+  const double b = static_cast<double>(p.batch_size_per_gpu), s = static_cast<double>(p.seq_len);
+  const double g = static_cast<double>(p.num_tokens_to_generate);
+  // without a KV cache each new token reruns the sequence: priced at its mean length, (s + g) // 2
+  const double decode_len = p.use_kv_cache ? 1.0 : static_cast<double>((p.seq_len + p.num_tokens_to_generate) / 2);
+  // llm-analysis quirk: every decode step reads and writes the KV cache of the final length s + g
+  const double kv_latency = p.use_kv_cache ? 2 * m.kv_cache / (a.hbm_bandwidth() * giga) : 0.0;
+  const forward_latency prefill = latency_forward(a, b, s, true, activation_recomputation::NONE);
+  const forward_latency decode = latency_forward(a, b, decode_len, true, activation_recomputation::NONE);
+  const double decode_latency = decode.total + kv_latency;
+  const double total_decode = decode_latency * g;
+  const double per_token = (prefill.total + total_decode) / g;
+
+  summary out;
+  put_inference_head(out, a, p);
+  out.put("kv_cache_latency", kv_latency);
+  out.put("kv_cache_memory_per_gpu", m.kv_cache);
+  out.put("weight_memory_per_gpu", m.weight);
+  out.put("weight_memory_embedding_per_gpu", m.weight_embedding);
+  out.put("prefill_activation_memory_per_gpu", m.prefill_activation);
+  out.put_int("prefill_max_batch_size_per_gpu", m.prefill_max_batch);
+  out.put("prefill_num_flops_fwd_total", a.flops_fwd_total(b, s));
+  out.put("decode_activation_memory_per_gpu", m.decode_activation);
+  out.put_int("decode_max_batch_size_per_gpu", m.decode_max_batch);
+  out.put("decode_num_flops_fwd_total", a.flops_fwd_total(b, decode_len));
+  out.put("prefill_latency", prefill.total);
+  put_forward(out, "prefill", prefill);
+  out.put("decode_latency", decode_latency);
+  put_forward(out, "decode", decode);
+  out.put("total_decode_latency", total_decode);
+  out.put("total_latency", prefill.total + decode_latency * g);
+  out.put("total_per_token_latency", per_token);
+  const double prefill_tps = b * s / prefill.total, decode_tps = b / decode_latency, total_tps = b / per_token;
+  out.put("prefill_tokens_per_sec", prefill_tps);
+  out.put("decode_tokens_per_sec", decode_tps);
+  out.put("total_tokens_per_sec", total_tps);
+  if (p.cost_per_gpu_hour) {
+    // dollars per 1000 tokens on the tp x pp GPUs serving one replica
+    const double usd_per_sec = *p.cost_per_gpu_hour * static_cast<double>(p.tp_size * p.pp_size) / 3600;
+    out.put("prefill_cost_per_1k_tokens", 1000 * usd_per_sec / prefill_tps);
+    out.put("decode_cost_per_1k_tokens", 1000 * usd_per_sec / decode_tps);
+    out.put("total_cost_per_1k_tokens", 1000 * usd_per_sec / total_tps);
+  }
+  return out;
+}
+
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/inference.hpp ---------------------------------------------------------
+// ---- begin llmsim/llm_analysis/training.hpp --------------------------------------------------------
+/// \file llmsim/llm_analysis/training.hpp
+/// llm-analysis's training analysis (analysis.py `train()` and `LLMAnalysis.training()`): memory per
+/// GPU (weights, ZeRO-sharded optimizer states and gradients, activations under a recomputation
+/// level), the largest micro-batch that fits, and the iteration time.
+///
+/// ```cpp
+/// llm_analysis::training_params p;
+/// p.seq_len = 4096; p.batch_size_per_gpu = 1; p.global_batch_size = 32; p.total_num_gpus = 8;
+/// const auto s = llm_analysis::training(model, gpu, dtype, p);
+/// double t = s["latency_per_iter"];
+/// ```
+
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace llm_analysis {
+
+/// The parameters of llm-analysis's `train()`, by the same names and with the same defaults (an
+/// empty optional is its None). The configs themselves are passed to `training` instead of names.
+struct training_params {
+  std::optional<std::int64_t> batch_size_per_gpu;
+  std::optional<std::int64_t> gradient_accumulation_steps;
+  std::optional<std::int64_t> global_batch_size;
+  std::optional<std::int64_t> seq_len;
+  std::optional<double> total_num_tokens;
+  llm_analysis::activation_recomputation activation_recomputation = llm_analysis::activation_recomputation::NONE;
+  llm_analysis::ds_zero ds_zero = llm_analysis::ds_zero::NONE;
+  bool fwd_prefetch = true;
+  bool bwd_prefetch = true;
+  std::optional<std::int64_t> dp_size;
+  std::int64_t tp_size = 1;
+  std::int64_t pp_size = 1;
+  std::optional<std::int64_t> sp_size;
+  std::int64_t ep_size = 1;
+  std::optional<std::int64_t> total_num_gpus;
+  std::int64_t layernorm_dtype_bytes = 4;
+  std::int64_t master_weights_dtype_bytes = 4;
+  std::optional<std::int64_t> other_op_bytes;  ///< None: Adam (two fp32 moments besides the master weights)
+  bool flash_attn = true;
+  bool softmax_dropout = false;
+  std::optional<std::int64_t> mlp_activation_quant_bits;
+  std::optional<std::int64_t> mlp_1linear_quant_bits;
+  std::optional<std::int64_t> mlp_gelu_input_quant_bits;
+  std::optional<std::int64_t> mlp_2linear_quant_bits;
+  bool mlp_recompute_gelu = false;
+  std::optional<double> achieved_tflops;
+  std::optional<double> flops_efficiency;
+  std::optional<double> hbm_memory_efficiency = 1.0;
+  double intra_node_memory_efficiency = 1;
+  double inter_node_memory_efficiency = 1;
+  std::int64_t num_gpus_per_node = 8;
+};
+
+namespace detail {
+
+inline constexpr std::string_view training_api = "llmsim::llm_analysis::training";
+
+/// dp_size, rdp_size and total_num_gpus from what is given (analysis.py `train`): dp_size and
+/// total_num_gpus both given make the rest replicated data parallelism.
+struct gpu_counts {
+  std::int64_t dp = 1, rdp = 1;
+  std::optional<std::int64_t> total;
+};
+constexpr gpu_counts resolve_gpu_counts(const training_params& p) {
+  require_positive(training_api, "dp_size", p.dp_size);
+  require_positive(training_api, "total_num_gpus", p.total_num_gpus);
+  require_positive(training_api, "tp_size", p.tp_size);
+  require_positive(training_api, "pp_size", p.pp_size);
+  const std::int64_t mp = p.tp_size * p.pp_size;
+  gpu_counts c;
+  c.total = p.total_num_gpus;
+  if (p.total_num_gpus && p.dp_size) {
+    if (*p.total_num_gpus % (*p.dp_size * mp) != 0)
+      llmsim::detail::report_error(training_api, "total_num_gpus",
+                                   "total_num_gpus={} must be a multiple of dp_size * tp_size * pp_size = {}",
+                                   *p.total_num_gpus, *p.dp_size * mp);
+    c.dp = *p.dp_size;
+    c.rdp = *p.total_num_gpus / (*p.dp_size * mp);
+  } else if (p.total_num_gpus) {
+    if (*p.total_num_gpus % mp != 0)
+      llmsim::detail::report_error(training_api, "total_num_gpus",
+                                   "total_num_gpus={} must be a multiple of tp_size * pp_size = {}", *p.total_num_gpus,
+                                   mp);
+    c.dp = *p.total_num_gpus / mp;
+  } else if (p.dp_size) {
+    c.dp = *p.dp_size;
+    c.total = c.dp * mp;
+  }
+  return c;
+}
+
+/// {batch_size_per_gpu, gradient_accumulation_steps, global_batch_size} as analysis.py
+/// `config_batch_size_and_gradient_accumulation_steps` completes them (dp counts replicas too).
+struct batch_config {
+  std::int64_t batch_size_per_gpu = 0, gradient_accumulation_steps = 0, global_batch_size = 0;
+};
+constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std::int64_t> bs,
+                                       std::optional<std::int64_t> gas, std::optional<std::int64_t> gbs,
+                                       std::int64_t dp) {
+  constexpr auto api = training_api;
+  require_positive(api, "batch_size_per_gpu", bs);
+  require_positive(api, "gradient_accumulation_steps", gas);
+  require_positive(api, "global_batch_size", gbs);
+  if (gbs && bs && gas) {
+    if (*gbs != *bs * *gas * dp)
+      llmsim::detail::report_error(api, "global_batch_size",
+                                   "global_batch_size={} must equal batch_size_per_gpu * gradient_accumulation_steps * "
+                                   "dp_size = {}",
+                                   *gbs, *bs * *gas * dp);
+    return {*bs, *gas, *gbs};
+  }
+  if (gbs && bs) {
+    if (*gbs % (*bs * dp) != 0)
+      llmsim::detail::report_error(api, "global_batch_size",
+                                   "global_batch_size={} must be a multiple of batch_size_per_gpu * dp_size = {}", *gbs,
+                                   *bs * dp);
+    return {*bs, *gbs / (*bs * dp), *gbs};
+  }
+  if (gbs && gas) {
+    if (*gbs % (*gas * dp) != 0)
+      llmsim::detail::report_error(
+          api, "global_batch_size",
+          "global_batch_size={} must be a multiple of gradient_accumulation_steps * dp_size = {}", *gbs, *gas * dp);
+    return {*gbs / (*gas * dp), *gas, *gbs};
+  }
+  if (bs) return {*bs, gas ? *gas : 1, *bs * (gas ? *gas : 1) * dp};
+  if (gbs) {
+    if (*gbs % dp != 0)
+      llmsim::detail::report_error(api, "global_batch_size", "global_batch_size={} must be a multiple of dp_size={}",
+                                   *gbs, dp);
+    const std::int64_t per_gpu = *gbs / dp;
+    if (max_batch >= per_gpu) return {per_gpu, 1, *gbs};
+    for (std::int64_t d = per_gpu; d > 0; --d)  // the largest divisor that fits
+      if (per_gpu % d == 0 && d <= max_batch) return {d, *gbs / (d * dp), *gbs};
+    llmsim::detail::report_error(api, "global_batch_size",
+                                 "no micro-batch fits in memory (max_batch_size_per_gpu={}) for global_batch_size={}",
+                                 max_batch, *gbs);
+  }
+  if (max_batch < 1)
+    llmsim::detail::report_error(api, "batch_size_per_gpu",
+                                 "batch_size_per_gpu not given and no micro-batch fits in memory "
+                                 "(max_batch_size_per_gpu={})",
+                                 max_batch);
+  const std::int64_t g = gas ? *gas : 1;
+  return {max_batch, g, max_batch * g * dp};
+}
+
+/// Bytes per element of an optionally quantized MLP activation (0: the activation width).
+constexpr double quant_bytes(std::optional<std::int64_t> bits, std::optional<std::int64_t> all) {
+  if (all) return static_cast<double>(*all) / bits_per_byte;
+  return bits ? static_cast<double>(*bits) / bits_per_byte : 0.0;
+}
+
+/// The model's activations per GPU at micro-batch `b`: all num_layers layers (the first pipeline
+/// stage holds p x L/p layers' worth, arXiv:2205.05198 sec. 4.2.3), embeddings and the final norm.
+struct model_activation {
+  layer_activation layers;  ///< each part times num_layers
+  double input_embedding = 0, output_embedding = 0, total = 0;
+};
+constexpr model_activation activation_per_gpu(const analysis& a, double b, double s, const activation_options& o) {
+  const double n = static_cast<double>(a.model.config.num_layers);
+  const layer_activation l = a.activation_layer(b, s, false, o);
+  model_activation m{{l.total * n, l.attn * n, l.mlp * n, l.layernorm * n}};
+  m.input_embedding = a.activation_input_embedding(b, s);
+  m.output_embedding = a.activation_output_embedding(b, s);
+  m.total =
+      m.layers.total + m.input_embedding + m.output_embedding + a.activation_layernorm(b, s, o.layernorm_dtype_bytes);
+  return m;
+}
+
+/// FLOPs recomputed per micro-batch for a recomputation level.
+constexpr double recompute_flops(const analysis& a, double b, double s, activation_recomputation rec) {
+  switch (rec) {
+    case activation_recomputation::FULL:
+      return a.flops_fwd_total(b, s);
+    case activation_recomputation::NORM_ATTN_NORM:
+    case activation_recomputation::ATTN:
+      return a.flops_attn(b, s) * static_cast<double>(a.model.config.num_layers);
+    case activation_recomputation::ATTN_COMPUTE:
+      return a.flops_attn_compute_total(b, s);
+    case activation_recomputation::NONE:
+      break;
+  }
+  return 0;
+}
+
+/// Seconds recomputing per micro-batch. llm-analysis quirk: for ATTN_COMPUTE it multiplies the
+/// FLOPs of all layers by the stage's layer count again, and divides by tp * pp.
+constexpr double recompute_latency(const analysis& a, double b, double s, activation_recomputation rec) {
+  const double n = a.layers_per_gpu();
+  const double attn = latency_attn(a, b, s, false), mlp = latency_mlp(a, b, s, false, rec);
+  const double norm = latency_layernorm(a, b, s);
+  switch (rec) {
+    case activation_recomputation::FULL:
+      return n * (attn + mlp + 2 * norm);
+    case activation_recomputation::NORM_ATTN_NORM:
+      return n * (attn + 2 * norm);
+    case activation_recomputation::ATTN:
+      return n * attn;
+    case activation_recomputation::ATTN_COMPUTE:
+      return n * a.flops_attn_compute_total(b, s) /
+             (a.tp() * static_cast<double>(a.par.pp_size) * a.tflops_per_gpu() * tera);
+    case activation_recomputation::NONE:
+      break;
+  }
+  return 0;
+}
+
+/// Weights, optimizer states and gradients per GPU.
+struct state_memory {
+  double weight = 0, weight_embedding = 0, weight_attn = 0, weight_mlp = 0, weight_layernorm = 0;
+  double unsharded_embedding = 0;
+  layer_activation unsharded_layer;
+  double optimizer_state = 0, gradient = 0;
+};
+constexpr state_memory state_memory_per_gpu(const analysis& a, const training_params& p) {
+  const double n = a.layers_per_gpu();
+  const double master = static_cast<double>(p.master_weights_dtype_bytes);
+  const double op = p.other_op_bytes ? static_cast<double>(*p.other_op_bytes) + master : 12.0;  // Adam: 4 + 2 x 4
+  state_memory m;
+  m.weight_embedding = a.weight_memory_embedding(p.ds_zero, true);
+  m.unsharded_embedding = a.weight_memory_embedding(p.ds_zero, false);
+  const layer_activation w = a.weight_memory_layer(p.ds_zero, true);
+  m.weight_attn = w.attn * n;
+  m.weight_mlp = w.mlp * n;
+  m.weight_layernorm = w.layernorm * n;
+  m.weight = m.weight_embedding + w.total * n + a.weight_memory_last_layernorm(p.ds_zero);
+  m.unsharded_layer = a.weight_memory_layer(p.ds_zero, false);
+  const auto layer = a.state_memory_layer(p.ds_zero, op, master);
+  const auto emb = a.state_memory_block(a.params_embedding(), p.ds_zero, op, master);
+  const auto last = a.state_memory_block(a.params_last_layernorm(), p.ds_zero, op, master);
+  m.optimizer_state = layer.optimizer_state * n + emb.optimizer_state + last.optimizer_state;
+  m.gradient = layer.gradient * n + emb.gradient + last.gradient;
+  return m;
+}
+
+/// The largest micro-batch whose activations, logits gradient or prefetch buffer fit in what the
+/// weights and optimizer states leave (may be <= 0 when nothing fits, as llm-analysis reports it).
+constexpr std::int64_t max_micro_batch(const analysis& a, double memory_left, double act_bs1, double prefetch,
+                                       double s) {
+  const auto fits = [&](std::int64_t m) {
+    const double loss = a.activation_output_embedding(static_cast<double>(m), s);
+    return !(memory_left < (prefetch > loss ? prefetch : loss) + act_bs1 * static_cast<double>(m));
+  };
+  const double q = memory_left / act_bs1;
+  auto top = static_cast<std::int64_t>(q);  // Python's floor division
+  if (static_cast<double>(top) > q) --top;
+  // analysis.py steps down from `top` one at a time until it fits; what it needs grows with m, so a
+  // doubling then bisecting search finds the same micro-batch in O(log) steps
+  if (fits(top)) return top;
+  std::int64_t bad = top, step = 1, good = top - 1;
+  while (!fits(good)) {
+    bad = good;
+    step *= 2;
+    good = top - step;
+  }
+  while (bad - good > 1) {
+    const std::int64_t mid = good + (bad - good) / 2;
+    if (fits(mid)) {
+      good = mid;
+    } else {
+      bad = mid;
+    }
+  }
+  return good;
+}
+
+/// Memory of the chosen micro-batch and everything that follows from it.
+struct training_memory {
+  state_memory state;
+  double fwd_prefetch = 0, bwd_prefetch = 0, memory_left = 0;
+  model_activation act_bs1, act;
+  double loss_bwd = 0;
+  std::int64_t max_batch = 0;
+  batch_config batch;
+};
+
+constexpr training_memory training_memory_per_gpu(const analysis& a, const training_params& p,
+                                                  const activation_options& o, double s) {
+  training_memory m;
+  m.state = state_memory_per_gpu(a, p);
+  // ZeRO-3 prefetch buffers: the embedding and a layer ahead in the forward pass, one or two layers
+  // in the backward pass
+  m.fwd_prefetch = m.state.unsharded_embedding + m.state.unsharded_layer.total;
+  m.bwd_prefetch = static_cast<double>(int{p.fwd_prefetch} + int{p.bwd_prefetch}) * m.state.unsharded_layer.total;
+  const double prefetch = m.fwd_prefetch > m.bwd_prefetch ? m.fwd_prefetch : m.bwd_prefetch;
+  m.memory_left = a.gpu.mem_per_GPU_in_GB * 1073741824.0 - m.state.weight - m.state.optimizer_state;  // GiB
+  m.act_bs1 = activation_per_gpu(a, 1, s, o);
+  m.max_batch = max_micro_batch(a, m.memory_left, m.act_bs1.total, prefetch, s);
+  m.batch = configure_batch(m.max_batch, p.batch_size_per_gpu, p.gradient_accumulation_steps, p.global_batch_size,
+                            a.par.dp_size * a.par.rdp_size);
+  const auto b = static_cast<double>(m.batch.batch_size_per_gpu);
+  m.act = m.batch.batch_size_per_gpu == 1 ? m.act_bs1 : activation_per_gpu(a, b, s, o);
+  m.loss_bwd = a.activation_output_embedding(b, s);  // the logits' gradient
+  return m;
+}
+
+/// Iteration time and its parts.
+struct training_time {
+  double flops_per_micro_batch = 0, latency_per_micro_batch = 0, latency_per_iter = 0;
+  double latency_per_iter_using_flops = 0;
+  forward_latency fwd;
+};
+
+constexpr training_time training_latency(const analysis& a, const training_params& p, double b, double s,
+                                         std::int64_t gas, double weight_grad_op_state) {
+  training_time t;
+  const double fwd_flops = a.flops_fwd_total(b, s);
+  // backward = 2 x forward FLOPs
+  t.flops_per_micro_batch = fwd_flops + 2 * fwd_flops + recompute_flops(a, b, s, p.activation_recomputation);
+  t.latency_per_iter_using_flops = t.flops_per_micro_batch /
+                                   (a.tp() * static_cast<double>(a.par.pp_size) * a.tflops_per_gpu() * 1e12) *
+                                   static_cast<double>(gas);
+  t.fwd = latency_forward(a, b, s, false, p.activation_recomputation);
+  // backward priced as twice the forward pass
+  t.latency_per_micro_batch = t.fwd.total * 3 + recompute_latency(a, b, s, p.activation_recomputation);
+  // the optimizer step reads weights, gradients and states once from HBM
+  t.latency_per_iter = t.latency_per_micro_batch * static_cast<double>(gas) + a.seconds_of_hbm(weight_grad_op_state);
+  return t;
+}
+
+constexpr void put_forward(summary& out, const forward_latency& f) {
+  out.put("latency_fwd_attn", f.attn);
+  out.put("latency_fwd_mlp", f.mlp);
+  out.put("latency_fwd_layernorm", f.layernorm);
+  out.put("latency_fwd_tp_comm", f.tp_comm);
+  out.put("latency_fwd_sharded_dp_comm", f.sharded_dp_comm);
+  out.put("latency_fwd_input_embedding", f.input_embedding);
+  out.put("latency_fwd_output_embedding_loss", f.output_embedding_loss);
+}
+
+/// A count Python holds as an int when it is one (the MLP and embedding parameter counts).
+constexpr void put_count(summary& out, std::string_view key, double v) {
+  if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v < 9.0e15) {
+    out.put_int(key, static_cast<std::int64_t>(v));
+  } else {
+    out.put(key, v);
+  }
+}
+
+constexpr void put_training_counts(summary& out, const analysis& a, const training_params& p, const training_memory& m,
+                                   std::int64_t seq) {
+  out.put_int("batch_size_per_gpu", m.batch.batch_size_per_gpu);
+  out.put_int("max_batch_size_per_gpu", m.max_batch);
+  out.put_int("gradient_accumulation_steps", m.batch.gradient_accumulation_steps);
+  out.put_int("global_batch_size", m.batch.global_batch_size);
+  out.put_int("dp_size", a.par.dp_size);
+  out.put_int("rdp_size", a.par.rdp_size);
+  out.put_int("tp_size", a.par.tp_size);
+  out.put_int("pp_size", a.par.pp_size);
+  out.put_int("sp_size", a.par.sp_size);
+  out.put_int("ep_size", a.par.ep_size);
+  out.put_text("ds_zero", name(p.ds_zero));
+  out.put_int("total_num_gpus", a.par.tp_size * a.par.pp_size * a.par.dp_size * a.par.rdp_size);
+  out.put_int("seq_len", seq);
+  out.put("total_num_tokens", p.total_num_tokens);
+  out.put("num_params_total", a.params_total());
+  put_count(out, "num_params_total_mlp", a.params_mlp() * static_cast<double>(a.model.config.num_layers));
+  put_count(out, "num_params_total_embedding", a.params_embedding());
+  out.put("num_params_total_others",
+          a.params_total() - a.params_mlp() * static_cast<double>(a.model.config.num_layers) - a.params_embedding());
+  out.put("num_active_params_total", a.active_params_total());
+  out.put_text("activation_recomputation", name(p.activation_recomputation));
+  out.put_int("layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  if (p.mlp_activation_quant_bits) {
+    out.put_int("mlp_activation_quant_bits", *p.mlp_activation_quant_bits);
+  } else {
+    out.put_null("mlp_activation_quant_bits");
+  }
+  out.put_flag("mlp_recompute_gelu", p.mlp_recompute_gelu);
+  out.put_flag("mlp_gated_linear_units", a.model.config.mlp_gated_linear_units);
+  out.put("achieved_flops", a.tflops_per_gpu());
+  out.put("flops_efficiency", a.flops_efficiency);
+  out.put("hbm_memory_efficiency", a.hbm_memory_efficiency);
+}
+
+constexpr void put_training_memory(summary& out, const training_memory& m) {
+  const auto& st = m.state;
+  out.put("weight_memory_per_gpu", st.weight);
+  out.put("weight_memory_embedding_per_gpu", st.weight_embedding);
+  out.put("weight_memory_attn_per_gpu", st.weight_attn);
+  out.put("weight_memory_mlp_per_gpu", st.weight_mlp);
+  out.put("weight_memory_layernorm_per_gpu", st.weight_layernorm);
+  out.put("unsharded_weight_memory_embedding", st.unsharded_embedding);
+  out.put("unsharded_weight_memory_per_layer", st.unsharded_layer.total);
+  out.put("unsharded_weight_memory_attn_per_layer", st.unsharded_layer.attn);
+  out.put("unsharded_weight_memory_mlp_per_layer", st.unsharded_layer.mlp);
+  out.put("unshared_weight_memory_layernorm", st.unsharded_layer.layernorm);  // llm-analysis's spelling
+  out.put("gradient_memory_per_gpu", st.gradient);
+  out.put("optimizer_state_memory_per_gpu", st.optimizer_state);
+  out.put("(weight+op_state)_memory_per_gpu", st.optimizer_state + st.weight);
+  out.put("estimated_fwd_prefetch_memory_per_gpu", m.fwd_prefetch);
+  out.put("estimated_bwd_prefetch_memory_per_gpu", m.bwd_prefetch);
+  out.put("loss_bwd_memory", m.loss_bwd);
+  out.put("activation_memory_batch_size_1", m.act_bs1.total);
+  out.put("activation_memory_per_gpu", m.act.total);
+  out.put("activation_memory_attn_per_gpu", m.act.layers.attn);
+  out.put("activation_memory_mlp_per_gpu", m.act.layers.mlp);
+  out.put("activation_memory_layernorm_per_gpu", m.act.layers.layernorm);
+  out.put("activation_memory_input_embedding_per_gpu", m.act.input_embedding);
+  out.put("activation_memory_output_embedding_per_gpu", m.act.output_embedding);
+  out.put("(weight+op_state+act)_memory_per_gpu", st.optimizer_state + st.weight + m.act.total);
+  out.put("(weight+op_state+grad)_memory_per_gpu", st.weight + st.optimizer_state + st.gradient);
+  // llm-analysis quirk: the peak adds the larger of activations and gradients, and of the backward
+  // prefetch and the logits' gradient, but not the forward prefetch
+  const double act_or_grad = m.act.total > st.gradient ? m.act.total : st.gradient;
+  const double bwd_or_loss = m.bwd_prefetch > m.loss_bwd ? m.bwd_prefetch : m.loss_bwd;
+  out.put("estimated_peak_memory_per_gpu", st.optimizer_state + st.weight + act_or_grad + bwd_or_loss);
+}
+
+}  // namespace detail
+
+/// llm-analysis's `train()`: its summary dict, keys in its order.
+constexpr summary training(const model_config& model, const gpu_config& gpu, const dtype_config& dtype,
+                           const training_params& p) {
+  using namespace detail;
+  constexpr auto api = training_api;
+  if (p.tp_size > p.num_gpus_per_node)
+    llmsim::detail::report_error(api, "tp_size", "tp_size={} must be <= num_gpus_per_node={}", p.tp_size,
+                                 p.num_gpus_per_node);
+  const gpu_counts gpus = resolve_gpu_counts(p);
+  const parallelism par{p.tp_size, p.pp_size, gpus.dp, gpus.rdp, p.ep_size, p.sp_size ? *p.sp_size : p.tp_size};
+  const analysis a = make_analysis(api, model, gpu, dtype, par,
+                                   {p.achieved_tflops, std::nullopt, p.flops_efficiency, p.hbm_memory_efficiency,
+                                    p.intra_node_memory_efficiency, p.inter_node_memory_efficiency});
+  const std::int64_t seq = checked_seq_len(api, model, p.seq_len);
+  require_positive(api, "layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  require_positive(api, "master_weights_dtype_bytes", p.master_weights_dtype_bytes);
+  if (p.other_op_bytes && *p.other_op_bytes < 0)
+    llmsim::detail::report_error(api, "other_op_bytes", "other_op_bytes={} must be >= 0", *p.other_op_bytes);
+  for (const auto& [field, bits] : {std::pair{"mlp_activation_quant_bits", p.mlp_activation_quant_bits},
+                                    std::pair{"mlp_1linear_quant_bits", p.mlp_1linear_quant_bits},
+                                    std::pair{"mlp_gelu_input_quant_bits", p.mlp_gelu_input_quant_bits},
+                                    std::pair{"mlp_2linear_quant_bits", p.mlp_2linear_quant_bits}})
+    require_positive(api, field, bits);
+  if (p.total_num_tokens && !(*p.total_num_tokens > 0))
+    llmsim::detail::report_error(api, "total_num_tokens", "total_num_tokens={} must be > 0", *p.total_num_tokens);
+
+  activation_options o;
+  o.recomputation = p.activation_recomputation;
+  o.layernorm_dtype_bytes = static_cast<double>(p.layernorm_dtype_bytes);
+  o.flash_attn = p.flash_attn;
+  o.softmax_dropout = p.softmax_dropout;
+  o.mlp_1linear_bytes = quant_bytes(p.mlp_1linear_quant_bits, p.mlp_activation_quant_bits);
+  o.mlp_gelu_input_bytes = quant_bytes(p.mlp_gelu_input_quant_bits, p.mlp_activation_quant_bits);
+  o.mlp_2linear_bytes = quant_bytes(p.mlp_2linear_quant_bits, p.mlp_activation_quant_bits);
+  o.mlp_recompute_gelu = p.mlp_recompute_gelu;
+  o.gated_linear_units = model.mlp_gated_linear_units;
+  const auto s = static_cast<double>(seq);
+  const training_memory m = training_memory_per_gpu(a, p, o, s);
+  const auto b = static_cast<double>(m.batch.batch_size_per_gpu);
+  const double state = m.state.weight + m.state.optimizer_state + m.state.gradient;
+  const training_time t = training_latency(a, p, b, s, m.batch.gradient_accumulation_steps, state);
+
+  summary out;
+  put_training_counts(out, a, p, m, seq);
+  out.put("num_flops_total_per_micro_batch", t.flops_per_micro_batch);
+  put_training_memory(out, m);
+  out.put("latency_per_micro_batch", t.latency_per_micro_batch);
+  out.put("latency_fwd", t.fwd.total);
+  put_forward(out, t.fwd);
+  out.put("latency_per_iter", t.latency_per_iter);
+  out.put("device_tokens_per_sec", python_round2(s * b / t.latency_per_iter));
+  std::optional<double> total, total_flops, gpu_hours;
+  if (p.total_num_tokens) {
+    // whole iterations: floor(tokens / (global batch x seq_len))
+    const double iters = static_cast<double>(
+        static_cast<std::int64_t>(*p.total_num_tokens / (static_cast<double>(m.batch.global_batch_size) * s)));
+    total = t.latency_per_iter * iters;
+    total_flops = t.latency_per_iter_using_flops * iters;
+    gpu_hours = *total * static_cast<double>(par.tp_size * par.pp_size * par.dp_size * par.rdp_size) / 3600;
+  }
+  out.put("total_training_latency", total);
+  out.put("latency_per_iter_using_flops", t.latency_per_iter_using_flops);
+  out.put("total_training_latency_using_flops", total_flops);
+  out.put("gpu_hours", gpu_hours);
+  return out;
+}
+}  // namespace llm_analysis
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/llm_analysis/training.hpp ----------------------------------------------------------
+// ---- end llmsim/llm_analysis.hpp -------------------------------------------------------------------
 // ---- begin llmsim/perf_llm.hpp ---------------------------------------------------------------------
 /// \file llmsim/perf_llm.hpp
 /// `llmsim::perf_llm`: the SimuMax-style workflow — configure a strategy, a model and a system,
@@ -10528,6 +13083,311 @@ LLMSIM_END_NAMESPACE
 /// candidates in one constant expression, which Clang's default step limit (2^20) allows for a
 /// handful of large jobs; `fastest_fitting_of<Model, Gpu, Candidates...>` gives each its own.
 
+// ---- begin llmsim/search/space.hpp -----------------------------------------------------------------
+/// \file llmsim/search/space.hpp
+/// The space of the strategy search and its enumeration in one canonical order: every layout
+/// (tp, cp, pp with its first/last split, virtual stages and schedule, ep, etp) that divides the
+/// GPUs and the model, and per layout every micro-batch size, ZeRO stage, FP8 recipe, optimizer
+/// offload and recompute choice. Everything here is constexpr (the typed `fastest_fitting` over a
+/// space enumerates it in a constant expression).
+///
+/// ```cpp
+/// llmsim::search_space sp{.gpus = 64, .global_batch = 256, .seq_len = 4096};
+/// auto layouts = llmsim::search_layouts(model, sp);   // the outer loop of llmsim::search
+/// ```
+
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The recompute choices of the search, in the order one layout tries them: none, selective
+/// (Megatron --recompute-granularity selective: core attention of every layer), full block over
+/// `recompute_layer_num` = 1 .. the most layers a stage holds (Megatron --recompute-method uniform
+/// --recompute-num-layers; SimuMax `search_best_recompute_layer_num`).
+enum class search_recompute : std::uint8_t { none, selective, full };
+
+/// Which values each dimension may take. An empty list means every value the job allows (powers
+/// of two for the parallel sizes, bounded by the rules of Megatron-LM's arguments.py).
+struct search_space {
+  std::int64_t gpus = 0;
+  std::int64_t global_batch = 0;     ///< sequences per iteration (or 0 and tokens_per_step)
+  std::int64_t tokens_per_step = 0;  ///< global_batch = tokens_per_step / seq_len
+  std::int64_t seq_len = 0;
+  std::vector<std::int64_t> tp{}, pp{}, cp{}, ep{}, etp{}, vp{}, mbs{};
+  std::vector<std::int64_t> zero{0, 1, 2, 3};  ///< ZeRO stages (2, 3: DeepSpeed; see `fsdp`)
+  bool fsdp = false;                           ///< also ZeRO-2/3 as Megatron-FSDP (data_parallel_sharding_strategy)
+  bool fp8 = true;                             ///< FP8 recipes too, on systems with an fp8_matmul entry
+  bool offload = true;                         ///< optimizer_cpu_offload on and off
+  bool recompute = true;                       ///< selective and full recompute (else none only)
+  bool uneven_split = true;                    ///< first/last-stage splits where pp does not divide the layers
+  bool schedules = true;                       ///< ZB-H1 and DualPipeV beside (interleaved) 1F1B
+  std::int64_t max_tp = 8;                     ///< tensor parallelism stays inside an NVLink domain of 8 by default
+  std::int64_t max_vp = 8;                     ///< most virtual stages per rank
+  std::int64_t max_mbs = 8;                    ///< largest micro-batch size
+  /// Fields the search does not vary (kernels, dispatcher, overlap flags ...): copied into every candidate.
+  strategy_spec base{};
+};
+
+/// One pipeline / parallel layout of the search (the outer loop).
+struct search_layout {
+  std::int64_t tp = 1, cp = 1, pp = 1, dp = 1, ep = 1, etp = 1, vp = 1;
+  std::int64_t first = 0, last = 0;  ///< num_layers_in_first/last_pipeline_stage (0: even)
+  pipeline_schedule_kind schedule = pipeline_schedule_kind::one_f_one_b;
+  std::int64_t max_stage_layers = 0;         ///< most decoder layers a pipeline rank holds
+  cp_comm_kind cp_comm = cp_comm_kind::a2a;  ///< cp > 1: Ulysses all-to-all or the KV ring (p2p)
+};
+
+/// One candidate: a layout and the inner choices. `order` is its place in the canonical
+/// enumeration (ties of the ranking go to the lower order).
+struct search_point {
+  search_layout layout{};
+  std::int64_t mbs = 1, mbn = 1;
+  std::int64_t zero = 1;
+  bool fsdp = false;
+  fp8_recipe_kind fp8 = fp8_recipe_kind::invalid;  ///< invalid: bf16
+  bool offload = false;
+  search_recompute recompute = search_recompute::none;
+  std::int64_t recompute_layers = 0;
+  std::uint64_t order = 0;
+};
+
+namespace detail {
+constexpr bool in_list(const std::vector<std::int64_t>& allowed, std::int64_t v) {
+  if (allowed.empty()) return true;
+  for (const std::int64_t a : allowed)
+    if (a == v) return true;
+  return false;
+}
+/// Powers of two 1..limit that the list allows.
+constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::vector<std::int64_t>& allowed) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= limit; v *= 2)
+    if (in_list(allowed, v)) out.push_back(v);
+  // An explicit list may name values that are not powers of two.
+  for (const std::int64_t a : allowed)
+    if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);
+  return out;
+}
+/// The sequences of the iteration.
+constexpr std::int64_t search_global_batch(const search_space& sp) {
+  if (sp.global_batch > 0) return sp.global_batch;
+  return sp.seq_len > 0 ? sp.tokens_per_step / sp.seq_len : 0;
+}
+
+/// The first/last splits of `layers` over pp stages: the even split when pp divides them; else
+/// (uneven_split) the most even splits Megatron-LM can express with --decoder-first-pipeline-num-layers
+/// and/or --decoder-last-pipeline-num-layers (transformer_config.py: the other stages share the
+/// rest evenly): middle stages of ceil(layers / pp) layers and the remainder on the first stage,
+/// or on the last, or the fewest layers split equally over both ends. Each entry: {first, last, middle}.
+constexpr void pipeline_splits(std::int64_t layers, std::int64_t pp, bool uneven,
+                               std::vector<std::array<std::int64_t, 3>>& out) {
+  out.clear();
+  if (pp == 1 || layers % pp == 0) {
+    out.push_back({0, 0, layers / pp});
+    return;
+  }
+  if (!uneven) return;
+  const std::int64_t m = (layers + pp - 1) / pp;
+  const std::int64_t end = layers - (pp - 1) * m;  // what is left for one end stage
+  if (end >= 1) {
+    out.push_back({end, 0, m});
+    out.push_back({0, end, m});
+  }
+  if (pp > 2) {
+    // Both ends equal, e <= middle: the largest such e (the most even).
+    for (std::int64_t e = m - 1; e >= 1; --e) {
+      const std::int64_t rest = layers - 2 * e;
+      if (rest > 0 && rest % (pp - 2) == 0 && rest / (pp - 2) > e) {
+        out.push_back({e, e, rest / (pp - 2)});
+        break;
+      }
+    }
+  }
+}
+}  // namespace detail
+
+/// The layouts (outer loop) of the space, in canonical order.
+constexpr std::vector<search_layout> search_layouts(const model_spec& m, const search_space& sp) {
+  std::vector<search_layout> out;
+  const std::int64_t batch = detail::search_global_batch(sp);
+  if (sp.gpus <= 0 || batch <= 0 || sp.seq_len <= 0) return out;
+  const bool moe = is_moe(m);
+  std::vector<std::array<std::int64_t, 3>> splits;
+  for (const std::int64_t tp : detail::powers_up_to(sp.max_tp < sp.gpus ? sp.max_tp : sp.gpus, sp.tp)) {
+    if (sp.gpus % tp != 0 || m.head_num % tp != 0) continue;
+    for (const std::int64_t cp : detail::powers_up_to(sp.gpus / tp, sp.cp)) {
+      if ((sp.gpus / tp) % cp != 0 || sp.seq_len % (2 * cp * tp) != 0) continue;
+      for (std::int64_t pp = 1; pp <= m.layer_num && pp <= sp.gpus / (tp * cp); ++pp) {
+        if ((sp.gpus / (tp * cp)) % pp != 0 || !detail::in_list(sp.pp, pp)) continue;
+        const std::int64_t dp = sp.gpus / (tp * cp * pp);
+        if (batch % dp != 0) continue;
+        detail::pipeline_splits(m.layer_num, pp, sp.uneven_split, splits);
+        for (const auto& split : splits) {
+          const std::int64_t most = split[2] > split[0] ? (split[2] > split[1] ? split[2] : split[1])
+                                                        : (split[0] > split[1] ? split[0] : split[1]);
+          search_layout base{tp, cp, pp, dp, 1, 1, 1, split[0], split[1], pipeline_schedule_kind::one_f_one_b, most};
+          std::vector<search_layout> schedules{base};
+          if (pp > 1 && split[0] == 0 && split[1] == 0) {
+            for (std::int64_t vp = 2; vp <= sp.max_vp && vp <= split[2]; ++vp) {
+              if (split[2] % vp != 0 || !detail::in_list(sp.vp, vp)) continue;
+              search_layout v = base;
+              v.vp = vp;
+              v.schedule = pipeline_schedule_kind::interleaved_1f1b;
+              schedules.push_back(v);
+            }
+          }
+          if (pp > 1 && sp.schedules)
+            for (const auto k : {pipeline_schedule_kind::zb_h1, pipeline_schedule_kind::dualpipev}) {
+              // DualPipeV splits the layers evenly over 2 * pp virtual stages (validate.hpp).
+              if (k == pipeline_schedule_kind::dualpipev &&
+                  (split[0] != 0 || split[1] != 0 || m.layer_num % (2 * pp) != 0))
+                continue;
+              search_layout v = base;
+              v.schedule = k;
+              schedules.push_back(v);
+            }
+          if (!detail::in_list(sp.vp, 1)) schedules.erase(schedules.begin());
+          if (cp > 1) {
+            // TransformerEngine's all-to-all (Ulysses) splits the heads over cp: cp must divide the
+            // KV heads of a tp rank (validate.hpp); the KV ring ("p2p") has no such rule.
+            const std::size_t n = schedules.size();
+            for (std::size_t i = 0; i < n; ++i) {
+              search_layout r = schedules[i];
+              r.cp_comm = cp_comm_kind::p2p;
+              schedules.push_back(r);
+            }
+            if ((m.kv_head_num / tp) % cp != 0 || (m.head_num / tp) % cp != 0)
+              schedules.erase(schedules.begin(), schedules.begin() + static_cast<std::ptrdiff_t>(n));
+          }
+          for (const search_layout& l : schedules) {
+            if (!moe) {
+              out.push_back(l);
+              continue;
+            }
+            // Expert parallelism: ep divides the experts; ep * etp ranks inside tp * cp * dp (Megatron
+            // parallel_state.py builds the expert groups from the same world: ep * etp * edp * pp).
+            for (const std::int64_t etp : detail::powers_up_to(tp, sp.etp)) {
+              for (const std::int64_t ep : detail::powers_up_to(m.expert_num, sp.ep)) {
+                if (m.expert_num % ep != 0 || (tp * cp * dp) % (ep * etp) != 0) continue;
+                search_layout e = l;
+                e.ep = ep;
+                e.etp = etp;
+                out.push_back(e);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// The FP8 recipes the space tries on `sys` (none without an fp8_matmul entry, or `fp8` off).
+constexpr std::vector<fp8_recipe_kind> search_fp8_recipes(const search_space& sp, const system_spec& sys) {
+  std::vector<fp8_recipe_kind> out{fp8_recipe_kind::invalid};
+  if (!sp.fp8 || !sys.op(compute_kind::fp8_matmul).present) return out;
+  for (const auto r : {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise, fp8_recipe_kind::blockwise})
+    out.push_back(r);
+  // MXFP8 needs a Blackwell GPU (compute capability >= 10; TransformerEngine, validated in strategy.hpp).
+  if (sys.accelerator.compute_capability >= 10) out.push_back(fp8_recipe_kind::mxfp8);
+  return out;
+}
+
+/// The strategy of a candidate: `base` with the searched fields set.
+constexpr strategy_spec to_strategy(const search_point& p, const search_space& sp) {
+  strategy_spec s = sp.base;
+  const search_layout& l = p.layout;
+  s.seq_len = sp.seq_len;
+  s.world_size = sp.gpus;
+  s.tp_size = l.tp;
+  s.cp_size = l.cp;
+  s.cp_comm_type = l.cp > 1 ? l.cp_comm : sp.base.cp_comm_type;
+  s.pp_size = l.pp;
+  s.ep_size = l.ep;
+  s.etp_size = l.etp;
+  s.interleaving_size = l.vp;
+  s.pipeline_schedule = l.schedule;
+  s.num_layers_in_first_pipeline_stage = {};
+  s.num_layers_in_last_pipeline_stage = {};
+  if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;
+  if (l.last > 0) s.num_layers_in_last_pipeline_stage = l.last;
+  s.micro_batch_size = p.mbs;
+  s.micro_batch_num = p.mbn;
+  s.zero_state = p.zero;
+  s.data_parallel_sharding_strategy = {};
+  if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
+  s.fp8 = p.fp8 != fp8_recipe_kind::invalid;
+  s.fp8_recipe = s.fp8 ? p.fp8 : sp.base.fp8_recipe;
+  s.optimizer_cpu_offload = p.offload;
+  s.enable_recompute = p.recompute != search_recompute::none;
+  s.attn_recompute = false;
+  s.recompute_layer_num = 0;
+  s.recompute_granularity = recompute_kind::none;
+  if (p.recompute == search_recompute::selective) {
+    s.recompute_granularity = recompute_kind::selective_recompute;
+    s.attn_recompute = true;
+    s.recompute_layer_num = l.max_stage_layers;
+  } else if (p.recompute == search_recompute::full) {
+    s.recompute_granularity = recompute_kind::full_block;
+    s.recompute_layer_num = p.recompute_layers;
+  }
+  return s;
+}
+
+/// The inner choices of one layout except recompute ("groups"), in canonical order; calls
+/// `f(point)` with recompute none for each. Stops early when `f` returns false.
+template <class F>
+constexpr bool for_each_group(const search_layout& l, const search_space& sp,
+                              const std::vector<fp8_recipe_kind>& recipes, std::uint64_t layout_index, F&& f) {
+  const std::int64_t per_dp = detail::search_global_batch(sp) / l.dp;
+  std::uint64_t g = 0;
+  for (std::int64_t mbs = 1; mbs <= sp.max_mbs && mbs <= per_dp; mbs *= 2) {
+    if (per_dp % mbs != 0 || !detail::in_list(sp.mbs, mbs)) continue;
+    // Megatron's interleaved schedule runs micro-batches in groups of pp (schedules.py).
+    if (l.vp > 1 && (per_dp / mbs) % l.pp != 0) continue;
+    // DualPipeV needs at least two micro-batches per rank (dualpipev.py; schedule/dualpipev.hpp).
+    if (l.schedule == pipeline_schedule_kind::dualpipev && per_dp / mbs < 2 * l.pp) continue;
+    for (const std::int64_t zero : sp.zero) {
+      if (zero > 0 && l.dp * l.cp == 1) continue;  // nothing to shard over
+      for (int fsdp = 0; fsdp <= ((sp.fsdp && zero >= 2) ? 1 : 0); ++fsdp) {
+        // DeepSpeed's pipeline engine refuses ZeRO-2/3 with pipeline parallelism (estimate.hpp).
+        if (zero >= 2 && fsdp == 0 && l.pp > 1) continue;
+        for (const fp8_recipe_kind r : recipes) {
+          for (int off = 0; off <= (sp.offload ? 1 : 0); ++off) {
+            search_point p{l, mbs, per_dp / mbs, zero, fsdp == 1, r, off == 1};
+            p.order = (layout_index << 32U) | (g++ << 10U);
+            if (!f(p)) return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/// The recompute variants of a group in canonical order: none, selective, full 1..max layers.
+constexpr std::int64_t recompute_variant_count(const search_point& group, const search_space& sp) {
+  return sp.recompute ? 2 + group.layout.max_stage_layers : 1;
+}
+constexpr search_point recompute_variant(search_point p, std::int64_t i) {
+  if (i == 0) {
+    p.recompute = search_recompute::none;
+  } else if (i == 1) {
+    p.recompute = search_recompute::selective;
+  } else {
+    p.recompute = search_recompute::full;
+    p.recompute_layers = i - 1;
+  }
+  p.order += static_cast<std::uint64_t>(i);
+  return p;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/search/space.hpp -------------------------------------------------------------------
 // ---- begin llmsim/typed/concepts.hpp ---------------------------------------------------------------
 /// \file llmsim/typed/concepts.hpp
 /// The concepts of the typed compile-time API: what may stand in a model (`Layer`), inside a
@@ -10811,6 +13671,8 @@ struct moe_mlp {
   std::int64_t groups = 0;
   std::int64_t group_topk = 0;
   bool expert_bias = false;
+  /// LatentMoE (model_spec's moe_latent_size): routed experts at this width, 0: at the hidden size.
+  std::int64_t latent = 0;
 };
 
 // ---- norms -------------------------------------------------------------------------------------
@@ -10915,6 +13777,7 @@ constexpr void lower_into(model_spec& m, const moe_mlp& p) {
     m.moe_router_group_topk = p.group_topk;
   }
   m.moe_router_enable_expert_bias = p.expert_bias;
+  if (p.latent != 0) m.moe_latent_size = p.latent;
 }
 constexpr void lower_into(model_spec& m, const rms_norm&) { m.norm_type = norm_kind::rmsnorm; }
 constexpr void lower_into(model_spec& m, const layer_norm&) { m.norm_type = norm_kind::layernorm; }
@@ -11580,6 +14443,43 @@ inline constexpr strategy_choice fastest_fitting_of = detail::fastest_of(
     std::array<strategy_spec, sizeof...(P)>{P::spec...},
     std::array<const estimate_result*, sizeof...(P)>{&typed::estimate_of<Model, P, H>...}, hw::device_memory(H::spec));
 
+/// The fastest fitting strategy of a whole `search_space` (search/space.hpp), enumerated in the
+/// same canonical order as `llmsim::search` and priced by the one estimate, in a constant
+/// expression: build the space inside it (it owns vectors), e.g.
+/// `constexpr auto best = [] { search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096}; sp.tp = {2, 4};
+///                               return fastest_fitting(sp, llama3_8b, hw::h100_sxm{}); }();`
+/// For small spaces: every candidate must pass validation (an invalid one is a compile error
+/// showing its rule), and each estimate spends the compiler's evaluation budget. The budget is
+/// device memory x (1 - memory_margin), as `llmsim::search` applies it; `index` is the
+/// candidate's place in the enumeration.
+template <typed::ModelDescription M, typed::SystemDescription H>
+constexpr strategy_choice fastest_fitting(const search_space& sp, const M& model, const H& system,
+                                          double memory_margin = 0.0) {
+  const model_spec& m = typed::to_spec(model);
+  const system_spec& sys = typed::to_spec(system);
+  const double budget = static_cast<double>(hw::device_memory(sys).value) * (1.0 - memory_margin);
+  const std::vector<search_layout> layouts = search_layouts(m, sp);
+  const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);
+  strategy_choice best;
+  std::size_t index = 0;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    for_each_group(layouts[li], sp, recipes, li, [&](const search_point& g) {
+      for (std::int64_t i = 0; i < recompute_variant_count(g, sp); ++i, ++index) {
+        const strategy_spec s = to_strategy(recompute_variant(g, i), sp);
+        estimate_result r = llmsim::estimate(m, s, sys);
+        if (static_cast<double>(r.mem.peak_mem.value) > budget) continue;
+        if (best.found && !(r.cost.duration_time_per_iter < best.result.cost.duration_time_per_iter)) continue;
+        best.found = true;
+        best.index = index;
+        best.strategy = s;
+        best.result = r;
+      }
+      return true;
+    });
+  }
+  return best;
+}
+
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/typed/choose.hpp -------------------------------------------------------------------
 // ---- end llmsim/typed.hpp --------------------------------------------------------------------------
@@ -11658,9 +14558,15 @@ constexpr double mla_layer_terms(const model_spec& m, std::int64_t s) {
 /// pattern, forward, times 3. Its Mamba term takes d_in = 2·hidden (Mamba's default expand=2),
 /// not mamba_num_heads·mamba_head_dim, and 7·d_in·N for the scan; its attention term counts the
 /// projections as 4·h·p·(h + h·g/n) with p = kv_channels·n/h and the scores as 2·h·p·s.
+/// MTP depths count their mtp_hybrid_override_pattern's layers once per depth, as
+/// Megatron-LM's get_hybrid_layer_counts (hybrid_layer_allocation.py) does for a unified pattern;
+/// LatentMoE's routed experts run at moe_latent_size and its two projections add 4·h·latent
+/// (`moe_layer_flops`).
 constexpr double hybrid_flops_per_token(const flop_inputs& in) {
   const model_spec& m = in.model;
-  const auto n = [&](char symbol) { return d(hybrid_layer_count(m, symbol)); };
+  const auto n = [&](char symbol) {
+    return d(hybrid_layer_count(m, symbol) + in.mtp_num_layers * mtp_hybrid_layer_count(m, symbol));
+  };
   const double h = d(m.hidden_size), s = d(in.seq_len);
   const double gated = m.use_swiglu ? 1.5 : 1.0;  // flop_utils.py scale_factor of a gated_linear_unit MLP
   const double heads = d(m.head_num), p = d(m.head_size.value_or(m.hidden_size / m.head_num)) * heads / h;
@@ -11669,9 +14575,11 @@ constexpr double hybrid_flops_per_token(const flop_inputs& in) {
   const double d_in = 2 * h;
   const double mamba = 2 * h * (2 * d_in + 2 * d(m.mamba_num_groups * m.mamba_state_dim) + d(m.mamba_num_heads)) +
                        7 * d_in * d(m.mamba_state_dim) + 2 * d_in * h;
+  const double routed = m.moe_latent_size ? d(*m.moe_latent_size) : h;
+  const double latent_proj = m.moe_latent_size ? 4 * h * d(*m.moe_latent_size) : 0.0;
   const double moe =
-      4 * h * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
-      4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
+      4 * routed * d(m.moe_ffn_hidden_size.value_or(m.intermediate_size.value_or(0))) * d(m.topk.value_or(1)) * gated +
+      latent_proj + 4 * h * d(m.moe_shared_expert_intermediate_size.value_or(0)) * gated;
   const double logits = 2 * h * d(padded_vocab(m, in.tp_size)) * d(in.mtp_num_layers + 1);
   return 3 * (n('*') * attention + n('-') * mlp + n('M') * mamba + n('E') * moe + logits);
 }

@@ -1,5 +1,6 @@
 // Every field's range, and the arithmetic that could leave the representable range (issue 15):
 // each input below was accepted before and printed a wrong figure with exit status 0, or hung.
+#include <llmsim/estimate/trace.hpp>
 #include <llmsim/json.hpp>
 
 #include <gtest/gtest.h>
@@ -68,6 +69,25 @@ TEST(Limits, PipelineSimulationIsBounded) {
   EXPECT_EQ(strategy_refusal("tp8_pp128_dp1_mbc200000", {{"pipeline_schedule", "zb_h1"}}, {{"layer_num", 1024}}),
             "strategy.pp_size*micro_batch_num*interleaving_size=25600000 exceeds 16777216: the interleaved, ZB-H1 "
             "and DualPipeV schedules are simulated pass by pass");
+}
+
+// Found by tests/fuzz (scripts/fuzz.sh): micro_batch_num=2147483647 made the trace allocate 480 GB.
+// The estimate stops its 1F1B simulation at the steady phase; the trace simulates every pass.
+TEST(Limits, TraceRecordsABoundedNumberOfPasses) {
+  auto model = *llmsim::catalogue::find_model("llama3-8b");
+  model.layer_num = 2;  // one layer per stage: the trace at the limit stays small
+  llmsim::strategy_spec s{};
+  ASSERT_TRUE(llmsim::catalogue::parse_strategy_name("tp8_pp2_dp1_mbc2049", s));
+  try {
+    (void)llmsim::trace_iteration(model, s, *llmsim::catalogue::find_system("h100-sxm"));
+    ADD_FAILURE() << "a trace of 2 x 2,049 = 4,098 passes was accepted";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_EQ(e.rule(),
+              "a trace records every micro-batch: strategy.pp_size*micro_batch_num*interleaving_size=4098 exceeds "
+              "4096; trace the job with fewer micro-batches");
+  }
+  s.micro_batch_num = 2048;  // 4,096 passes: the limit itself is traced
+  EXPECT_GT(llmsim::trace_iteration(model, s, *llmsim::catalogue::find_system("h100-sxm")).spans.size(), 0U);
 }
 
 TEST(Limits, ByteCountsBeyondInt64AreRefusedNotWrapped) {

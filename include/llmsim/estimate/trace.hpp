@@ -417,8 +417,22 @@ inline void add_tail(iteration_trace& t, const strategy_spec& s, double pipeline
 }
 }  // namespace detail
 
+/// Most pipeline passes (stages x micro-batches x model chunks) a trace records: every pass is
+/// simulated and becomes one span per op of its layers (about 20 per layer), so 4,096 passes of a
+/// stage of 10 layers are already about 800,000 spans (pp 8 x 512 micro-batches of Llama 3 70B). The estimate itself has no such limit (its 1F1B simulation
+/// stops at the steady phase); a trace of a larger job is refused (a fuzzer found
+/// micro_batch_num=2147483647 asking for 480 GB).
+inline constexpr std::int64_t max_traced_passes = 4096;
+
 /// Simulates one iteration of the job with every micro-batch and returns its timeline.
 inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  const double passes = static_cast<double>(s.pp_size) * static_cast<double>(s.micro_batch_num) *
+                        static_cast<double>(s.interleaving_size > 1 ? s.interleaving_size : 1);
+  if (passes > static_cast<double>(max_traced_passes))
+    detail::report_error("llmsim::trace", "strategy.micro_batch_num",
+                         "a trace records every micro-batch: strategy.pp_size*micro_batch_num*interleaving_size={} "
+                         "exceeds {}; trace the job with fewer micro-batches",
+                         passes, max_traced_passes);
   iteration_trace t;
   t.estimate = estimate(m, s, sys);
   const estimate_result& r = t.estimate;
