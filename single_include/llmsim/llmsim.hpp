@@ -541,17 +541,19 @@ constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
 
 /// Whether the model is a hybrid (has a `hybrid_override_pattern`).
 constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_pattern.empty(); }
-/// Layers of the pattern with symbol `symbol` ('M', '*', '-', 'E').
-constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+/// Layers with symbol `symbol` ('M', '*', '-', 'E') in a hybrid pattern or a part of one.
+constexpr std::int64_t pattern_layer_count(std::string_view pattern, char symbol) {
   std::int64_t n = 0;
-  for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  for (const char ch : pattern) n += ch == symbol ? 1 : 0;
   return n;
+}
+/// Layers of the pattern with symbol `symbol`.
+constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+  return pattern_layer_count(m.hybrid_override_pattern.view(), symbol);
 }
 /// Layers with symbol `symbol` in one MTP depth of a hybrid model (mtp_hybrid_override_pattern).
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
-  std::int64_t n = 0;
-  for (const char ch : m.mtp_hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
-  return n;
+  return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
@@ -9320,14 +9322,10 @@ constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const bu
   const std::size_t cut = static_cast<std::size_t>(rc < layers ? rc : layers);
   for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
     const std::string_view head = pattern.substr(0, cut), tail = pattern.substr(cut);
-    const auto count = [&](std::string_view part) {
-      std::int64_t n = 0;
-      for (const char ch : part) n += ch == hybrid_symbols[k] ? 1 : 0;
-      return n;
-    };
-    p.add(j.hybrid_layer_recomputed[k], count(head), static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
+    p.add(j.hybrid_layer_recomputed[k], pattern_layer_count(head, hybrid_symbols[k]),
+          static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
     if (const std::size_t at = tail.find(hybrid_symbols[k]); at != std::string_view::npos)
-      p.add(j.hybrid_layer[k], count(tail), static_cast<std::int64_t>(cut + at));
+      p.add(j.hybrid_layer[k], pattern_layer_count(tail, hybrid_symbols[k]), static_cast<std::int64_t>(cut + at));
   }
 }
 

@@ -485,14 +485,10 @@ constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const bu
   const std::size_t cut = static_cast<std::size_t>(rc < layers ? rc : layers);
   for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
     const std::string_view head = pattern.substr(0, cut), tail = pattern.substr(cut);
-    const auto count = [&](std::string_view part) {
-      std::int64_t n = 0;
-      for (const char ch : part) n += ch == hybrid_symbols[k] ? 1 : 0;
-      return n;
-    };
-    p.add(j.hybrid_layer_recomputed[k], count(head), static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
+    p.add(j.hybrid_layer_recomputed[k], pattern_layer_count(head, hybrid_symbols[k]),
+          static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
     if (const std::size_t at = tail.find(hybrid_symbols[k]); at != std::string_view::npos)
-      p.add(j.hybrid_layer[k], count(tail), static_cast<std::int64_t>(cut + at));
+      p.add(j.hybrid_layer[k], pattern_layer_count(tail, hybrid_symbols[k]), static_cast<std::int64_t>(cut + at));
   }
 }
 

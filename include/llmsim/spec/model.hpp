@@ -242,17 +242,19 @@ constexpr std::int64_t padded_vocab(const model_spec& m, std::int64_t tp) {
 
 /// Whether the model is a hybrid (has a `hybrid_override_pattern`).
 constexpr bool is_hybrid(const model_spec& m) { return !m.hybrid_override_pattern.empty(); }
-/// Layers of the pattern with symbol `symbol` ('M', '*', '-', 'E').
-constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+/// Layers with symbol `symbol` ('M', '*', '-', 'E') in a hybrid pattern or a part of one.
+constexpr std::int64_t pattern_layer_count(std::string_view pattern, char symbol) {
   std::int64_t n = 0;
-  for (const char ch : m.hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
+  for (const char ch : pattern) n += ch == symbol ? 1 : 0;
   return n;
+}
+/// Layers of the pattern with symbol `symbol`.
+constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
+  return pattern_layer_count(m.hybrid_override_pattern.view(), symbol);
 }
 /// Layers with symbol `symbol` in one MTP depth of a hybrid model (mtp_hybrid_override_pattern).
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
-  std::int64_t n = 0;
-  for (const char ch : m.mtp_hybrid_override_pattern.view()) n += ch == symbol ? 1 : 0;
-  return n;
+  return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
