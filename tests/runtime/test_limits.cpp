@@ -99,6 +99,20 @@ TEST(Limits, ByteCountsBeyondInt64AreRefusedNotWrapped) {
   EXPECT_NE(rule.find("is beyond 8 EiB: the job is larger than llmsim represents"), std::string::npos) << rule;
 }
 
+// Found by tests/fuzz: hidden_size 2^30 put about 1e19 parameters on one stage, and the overlap
+// simulation of the gradient sync walked its 1e11 DDP buckets one by one (minutes under ASan).
+TEST(Limits, DataParallelBucketsAreBounded) {
+  // tp2 dp4: buckets of max(40M, 1M x 4) = 40,000,000 elements. intermediate_size 2^31 - 2 puts
+  // 32 layers x 3 x 4096 x 2.1e9 / 2 (tp) = 4.2e14 parameters on the stage: 1.1e7 buckets > 2^20.
+  const std::string rule = strategy_refusal("tp2_pp1_dp4", lj::value::object(), {{"intermediate_size", 2147483646}});
+  EXPECT_NE(rule.find("parameters in 40000000-element DDP buckets: more than the 1048576 buckets the gradient-sync "
+                      "simulation walks (use more pipeline stages)"),
+            std::string::npos)
+      << rule;
+  // intermediate_size 1e8: 32 x 3 x 4096 x 1e8 / 2 = 2.0e13 parameters, about 490,000 buckets.
+  EXPECT_EQ(strategy_refusal("tp2_pp1_dp4", lj::value::object(), {{"intermediate_size", 100000000}}), "estimated");
+}
+
 TEST(Limits, ScaleListFinishesWithFiniteFigures) {
   // issue 15's scale list: 1,048,576 GPUs; 10 M-token sequences; 100,000 micro-batches; 10,000 layers.
   struct job {

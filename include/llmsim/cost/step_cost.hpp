@@ -12,6 +12,10 @@ namespace parameters {
 /// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
 inline constexpr double ddp_bucket_min_elements = 40000000.0;
 inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// The most DDP buckets one stage's gradient buffer may hold: the overlap simulation walks them one
+/// by one. 2^20 buckets of at least 40M elements are 42 T parameters on one pipeline stage, four
+/// times a 10 T-parameter model without pipeline parallelism; beyond that the estimate refuses.
+inline constexpr std::int64_t max_ddp_buckets = std::int64_t{1} << 20;
 /// Optimizer CPU offload: each GPU's host link, PCIe 4.0 x16 before Hopper (A100) and PCIe 5.0 x16
 /// on Hopper and Blackwell: 16 / 32 GT/s per lane, about 32 / 64 GB/s per direction (PCI-SIG base
 /// specifications 4.0 and 5.0).
@@ -55,6 +59,11 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
   const network_tier& tier = resolve_tier(sys, s, which);
   const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
   b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
+  if (params / b.per_bucket > static_cast<double>(parameters::max_ddp_buckets))
+    report_error("llmsim::estimate", "strategy.pp_size",
+                 "a pipeline stage holds {} parameters in {}-element DDP buckets: more than the {} buckets the "
+                 "gradient-sync simulation walks (use more pipeline stages)",
+                 params, static_cast<std::int64_t>(b.per_bucket), parameters::max_ddp_buckets);
   b.full = static_cast<std::int64_t>(params / b.per_bucket);
   b.rest = params - static_cast<double>(b.full) * b.per_bucket;
   auto reduce = [&](double elements) {
