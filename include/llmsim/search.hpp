@@ -98,11 +98,11 @@ constexpr bool ranks_before(const search_candidate& a, const search_candidate& b
 
 /// Prices one candidate; false when validate() or the estimate refuses it.
 inline bool price_candidate(const model_spec& m, const system_spec& sys, const search_space& sp, const search_point& p,
-                            search_candidate& out) {
+                            search_candidate& out, block_cache& blocks) {
   const strategy_spec s = to_strategy(p, sp);
   try {
     validate(m, s, sys);
-    const estimate_result r = estimate_validated(m, s, sys);
+    const estimate_result r = estimate_validated(m, s, sys, blocks);
     out.point = p;
     out.time = r.cost.duration_time_per_iter.value;
     out.mfu = r.cost.mfu;
@@ -240,7 +240,7 @@ class search_worker {
     sh_.evaluated.fetch_add(1, std::memory_order_relaxed);
     search_candidate c;
     ++state.estimated;
-    if (!price_candidate(m_, sys_, sp_, p, c)) {
+    if (!price_candidate(m_, sys_, sp_, p, c, blocks_)) {
       ++state.invalid;
       return -1;
     }
@@ -295,6 +295,7 @@ class search_worker {
   const search_options& o_;
   search_shared& sh_;
   double budget_;
+  block_cache blocks_;  ///< a group's recompute variants share their layer blocks
 };
 }  // namespace detail
 

@@ -4846,6 +4846,22 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
+namespace detail {
+/// An entry that prices every shape alike: no measured table, a usable efficient_factor.
+constexpr bool prices_without_shape(const compute_op_spec& e) {
+  return e.accurate_efficient_factor.empty() && e.efficient_factor > 0;
+}
+/// Whether pricing `o` (compute_op_cost) never reads its shape key: every entry it can reach
+/// prices without one, and no refusal can name the shape. Building the key is a string of the
+/// shape's dimensions; with catalogue systems (no measured tables) it is most of an op's price.
+constexpr bool shape_unread(const system_spec& sys, const op& o) {
+  const compute_kind twin = bf16_twin(o.compute);
+  if (twin == o.compute || sys.op(o.compute).present) return prices_without_shape(compute_entry(sys, o.compute));
+  return low_precision_speedup(o.compute, known_compute_capability(sys)) > 0 &&
+         prices_without_shape(compute_entry(sys, twin));
+}
+}  // namespace detail
+
 /// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
 /// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
@@ -4853,7 +4869,7 @@ constexpr shape_key key_of(const op& o) {
 /// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
 /// capability unknown or without such tensor cores) it is refused, never priced at 0 or inf.
 constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
-  const shape_key key = key_of(o);
+  const shape_key key = detail::shape_unread(sys, o) ? shape_key{} : key_of(o);
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
@@ -4871,7 +4887,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   op bf16 = o;
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
-  const shape_key twin_key = key_of(bf16);
+  const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
 }
 
@@ -4939,6 +4955,10 @@ namespace parameters {
 /// Megatron-LM DDP bucket size in elements: max(40M, 1M * dp) (`distributed_data_parallel_config.bucket_size`).
 inline constexpr double ddp_bucket_min_elements = 40000000.0;
 inline constexpr double ddp_bucket_elements_per_dp_rank = 1000000.0;
+/// The most DDP buckets one stage's gradient buffer may hold: the overlap simulation walks them one
+/// by one. 2^20 buckets of at least 40M elements are 42 T parameters on one pipeline stage, four
+/// times a 10 T-parameter model without pipeline parallelism; beyond that the estimate refuses.
+inline constexpr std::int64_t max_ddp_buckets = std::int64_t{1} << 20;
 /// Optimizer CPU offload: each GPU's host link, PCIe 4.0 x16 before Hopper (A100) and PCIe 5.0 x16
 /// on Hopper and Blackwell: 16 / 32 GT/s per lane, about 32 / 64 GB/s per direction (PCI-SIG base
 /// specifications 4.0 and 5.0).
@@ -4982,6 +5002,11 @@ constexpr bucket_plan plan_buckets(const system_spec& sys, const strategy_spec& 
   const network_tier& tier = resolve_tier(sys, s, which);
   const double per_rank = parameters::ddp_bucket_elements_per_dp_rank * static_cast<double>(group);
   b.per_bucket = parameters::ddp_bucket_min_elements > per_rank ? parameters::ddp_bucket_min_elements : per_rank;
+  if (params / b.per_bucket > static_cast<double>(parameters::max_ddp_buckets))
+    report_error("llmsim::estimate", "strategy.pp_size",
+                 "a pipeline stage holds {} parameters in {}-element DDP buckets: more than the {} buckets the "
+                 "gradient-sync simulation walks (use more pipeline stages)",
+                 params, static_cast<std::int64_t>(b.per_bucket), parameters::max_ddp_buckets);
   b.full = static_cast<std::int64_t>(params / b.per_bucket);
   b.rest = params - static_cast<double>(b.full) * b.per_bucket;
   auto reduce = [&](double elements) {
@@ -10695,25 +10720,61 @@ constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const s
 }
 }  // namespace detail
 
-/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at
-/// configure): every distinct pipeline-rank program priced once, the schedule over all ranks,
-/// then cost and memory over all stages.
-constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
-  detail::refuse_unmodelled(m, s);
-  estimate_result out;
-  out.padded_vocab = padded_vocab(m, s.tp_size);
-  out.param_count = parameter_count(m, out.padded_vocab);
-  out.active_param_count = active_parameter_count(m, out.padded_vocab);
-  out.compute_capability = detail::effective_compute_capability(sys, out.notes);
-  detail::note_unmodelled_system(sys, out.notes);
-  if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
-  if (s.fp8) {
-    const compute_kind gemm = quantized_format_of(s, sys).gemm;
-    if (!sys.op(gemm).present || sys.op(gemm).efficient_factor <= 0)
-      detail::add_note(out.notes, estimate_note::low_precision_rate_derived);
+/// The layer blocks (`build_blocks`) of recent estimates, for a caller that estimates many
+/// strategies of one model and one system — the search prices up to a stage's layer count of
+/// full-recompute variants per layout. build_blocks reads `recompute_layer_num` only through
+/// `recompute_active`, so strategies equal but for that count share their blocks. The model and
+/// system are told apart by address: do not change them while a cache holds their blocks.
+class block_cache {
+ public:
+  /// Blocks of the job `c` describes: built once, then the stored ones.
+  constexpr const job_blocks& blocks_of(const build_context& c) {
+    if (c.model != model_ || c.system != system_) {
+      entries_.clear();
+      model_ = c.model;
+      system_ = c.system;
+    }
+    const strategy_spec key = key_of_strategy(c.s());
+    for (const entry& e : entries_)
+      if (e.key == key) return e.blocks;
+    ++builds_;
+    if (entries_.size() < capacity) {
+      entries_.push_back({key, build_blocks(c)});
+      return entries_.back().blocks;
+    }
+    entry& oldest = entries_[next_];  // round robin: entries are too large to shift
+    next_ = (next_ + 1) % capacity;
+    oldest.key = key;
+    oldest.blocks = build_blocks(c);
+    return oldest.blocks;
   }
-  const build_context c = make_build_context(m, s, sys, out.padded_vocab);
-  const job_blocks blocks = build_blocks(c);
+  /// Blocks built so far (the rest were reused).
+  [[nodiscard]] constexpr std::int64_t builds() const { return builds_; }
+
+ private:
+  /// The search alternates full recompute (all layers, then 1..n), none and selective per group.
+  static constexpr std::size_t capacity = 4;
+  struct entry {
+    strategy_spec key;
+    job_blocks blocks;
+  };
+  static constexpr strategy_spec key_of_strategy(const strategy_spec& s) {
+    strategy_spec k = s;
+    k.recompute_layer_num = recompute_active(s) ? 1 : 0;
+    return k;
+  }
+  const model_spec* model_ = nullptr;
+  const system_spec* system_ = nullptr;
+  std::vector<entry> entries_;
+  std::size_t next_ = 0;
+  std::int64_t builds_ = 0;
+};
+
+namespace detail {
+/// The estimate once the job's layer blocks exist: every distinct rank program priced, the
+/// schedule over all ranks, cost and memory.
+constexpr void estimate_from_blocks(estimate_result& out, const build_context& c, const job_blocks& blocks) {
+  const strategy_spec& s = c.s();
   detail::job_context j{&c, &blocks};
   const detail::pipeline_transfer transfer = detail::pipeline_transfer_of(c);
   j.p2p = transfer.time;
@@ -10728,8 +10789,46 @@ constexpr estimate_result estimate_validated(const model_spec& m, const strategy
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);
   detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), rank_stage, j.p2p);
-  detail::fill_memory(out, s, sys);
+  detail::fill_memory(out, s, c.sys());
+}
+
+constexpr estimate_result estimate_with(const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                                        block_cache* cache) {
+  detail::refuse_unmodelled(m, s);
+  estimate_result out;
+  out.padded_vocab = padded_vocab(m, s.tp_size);
+  out.param_count = parameter_count(m, out.padded_vocab);
+  out.active_param_count = active_parameter_count(m, out.padded_vocab);
+  out.compute_capability = detail::effective_compute_capability(sys, out.notes);
+  detail::note_unmodelled_system(sys, out.notes);
+  if (s.use_math_sdp && s.use_flash_sdp) detail::add_note(out.notes, estimate_note::math_sdp_shadowed_by_flash);
+  if (s.fp8) {
+    const compute_kind gemm = quantized_format_of(s, sys).gemm;
+    if (!sys.op(gemm).present || sys.op(gemm).efficient_factor <= 0)
+      detail::add_note(out.notes, estimate_note::low_precision_rate_derived);
+  }
+  const build_context c = make_build_context(m, s, sys, out.padded_vocab);
+  if (cache != nullptr) {
+    estimate_from_blocks(out, c, cache->blocks_of(c));
+  } else {
+    const job_blocks blocks = build_blocks(c);  // 200 KB of fixed-capacity leaf blocks
+    estimate_from_blocks(out, c, blocks);
+  }
   return out;
+}
+}  // namespace detail
+
+/// The estimate of specs that already passed `validate(m, s, sys)` (perf_llm validates once at
+/// configure): every distinct pipeline-rank program priced once, the schedule over all ranks,
+/// then cost and memory over all stages.
+constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
+  return detail::estimate_with(m, s, sys, nullptr);
+}
+/// The same, reusing the layer blocks `cache` holds for strategies that differ only in their
+/// count of recomputed layers (the result is the same as without the cache).
+constexpr estimate_result estimate_validated(const model_spec& m, const strategy_spec& s, const system_spec& sys,
+                                             block_cache& cache) {
+  return detail::estimate_with(m, s, sys, &cache);
 }
 
 /// Runs the whole estimate. Validates the three specs first (one error path).

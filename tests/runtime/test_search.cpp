@@ -41,6 +41,45 @@ llmsim::search_space small_space() {
 }
 }  // namespace
 
+// The search reuses a group's layer blocks across its full-recompute variants (block_cache): each
+// estimate must equal the one built from scratch, and the cache must rebuild whenever anything but
+// the count of recomputed layers changes.
+TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
+  const auto& m = model("llama3-8b");
+  const auto& sys = system_of("h100-sxm");
+  llmsim::strategy_spec base{};
+  ASSERT_TRUE(llmsim::catalogue::parse_strategy_name("tp2_pp2_dp2_mbc8", base));
+  auto full = [&](std::int64_t layers) {
+    llmsim::strategy_spec s = base;
+    s.enable_recompute = true;
+    s.recompute_granularity = llmsim::recompute_kind::full_block;
+    s.recompute_layer_num = layers;
+    return s;
+  };
+  llmsim::strategy_spec selective = full(1);
+  selective.recompute_granularity = llmsim::recompute_kind::selective_recompute;
+  llmsim::strategy_spec wider = full(3);
+  wider.micro_batch_size = 2;  // another micro-batch size: other blocks
+  // Expected builds after each estimate: full 16, 1, 2 share one build; none, selective and mbs 2
+  // each need their own; full 5 is still held (4 entries); none again too.
+  const std::vector<std::pair<llmsim::strategy_spec, std::int64_t>> steps{
+      {full(16), 1}, {full(1), 1}, {full(2), 1}, {base, 2}, {selective, 3}, {wider, 4}, {full(5), 4}, {base, 4}};
+  llmsim::block_cache cache;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto& [s, builds] = steps[i];
+    const auto fresh = llmsim::estimate(m, s, sys);
+    const auto cached = llmsim::estimate_validated(m, s, sys, cache);
+    EXPECT_EQ(cached.cost.duration_time_per_iter.value, fresh.cost.duration_time_per_iter.value) << "step " << i;
+    EXPECT_EQ(cached.mem.peak_mem.value, fresh.mem.peak_mem.value) << "step " << i;
+    for (std::size_t k = 0; k < fresh.stage_count; ++k)
+      EXPECT_EQ(cached.stages[k].chunk_time, fresh.stages[k].chunk_time) << "step " << i << " stage " << k;
+    EXPECT_EQ(cache.builds(), builds) << "step " << i;
+  }
+  // Recompute must have changed the figures the cache shares blocks for (else the test is empty).
+  EXPECT_NE(llmsim::estimate(m, full(1), sys).cost.duration_time_per_iter.value,
+            llmsim::estimate(m, full(16), sys).cost.duration_time_per_iter.value);
+}
+
 TEST(Search, PruningEqualsBruteForceTopK) {
   const auto sp = small_space();
   llmsim::search_options brute{.top_k = 40, .memory_margin = 0.30, .prune = false};

@@ -45,6 +45,22 @@ constexpr shape_key key_of(const op& o) {
   }
 }
 
+namespace detail {
+/// An entry that prices every shape alike: no measured table, a usable efficient_factor.
+constexpr bool prices_without_shape(const compute_op_spec& e) {
+  return e.accurate_efficient_factor.empty() && e.efficient_factor > 0;
+}
+/// Whether pricing `o` (compute_op_cost) never reads its shape key: every entry it can reach
+/// prices without one, and no refusal can name the shape. Building the key is a string of the
+/// shape's dimensions; with catalogue systems (no measured tables) it is most of an op's price.
+constexpr bool shape_unread(const system_spec& sys, const op& o) {
+  const compute_kind twin = bf16_twin(o.compute);
+  if (twin == o.compute || sys.op(o.compute).present) return prices_without_shape(compute_entry(sys, o.compute));
+  return low_precision_speedup(o.compute, known_compute_capability(sys)) > 0 &&
+         prices_without_shape(compute_entry(sys, twin));
+}
+}  // namespace detail
+
 /// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
 /// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
@@ -52,7 +68,7 @@ constexpr shape_key key_of(const op& o) {
 /// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
 /// capability unknown or without such tensor cores) it is refused, never priced at 0 or inf.
 constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
-  const shape_key key = key_of(o);
+  const shape_key key = detail::shape_unread(sys, o) ? shape_key{} : key_of(o);
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
@@ -70,7 +86,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   op bf16 = o;
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
-  const shape_key twin_key = key_of(bf16);
+  const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
 }
 
