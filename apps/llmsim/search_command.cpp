@@ -155,6 +155,28 @@ lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank) {
       {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)])}};
 }
 
+/// Where the document holds the candidates until they are written (see below).
+constexpr std::string_view candidates_placeholder = "@llmsim-candidates@";
+
+/// Prints `document` (indented JSON) with the placeholder string replaced by every fitting
+/// candidate, one compact object per line, each written as it is made: a tree of half a million
+/// candidates took longer to build and copy than the search took to price them.
+void print_json_streaming_candidates(const std::string& document, const std::vector<llmsim::search_candidate>& all) {
+  const std::string quoted = "\"" + std::string(candidates_placeholder) + "\"";
+  const std::size_t at = document.find(quoted);
+  std::fwrite(document.data(), 1, at, stdout);
+  std::fputs(all.empty() ? "[]" : "[\n", stdout);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string line = candidate_json(all[i], i + 1).dump();
+    std::fputs("    ", stdout);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputs(i + 1 < all.size() ? ",\n" : "\n  ]", stdout);
+  }
+  const std::size_t rest = at + quoted.size();
+  std::fwrite(document.data() + rest, 1, document.size() - rest, stdout);
+  std::fputs("\n", stdout);
+}
+
 /// Why a row ranks where it does: the winner against the runner-up, the others against the winner.
 std::string why(const llmsim::search_result& r, std::size_t i) {
   char buf[128];
@@ -328,11 +350,10 @@ int run_search(const search_args& a) {
   const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
   const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());
   if (a.format == "json") {
-    lj::value top = lj::value::array(), all = lj::value::array(), front = lj::value::array();
+    lj::value top = lj::value::array(), front = lj::value::array();
     for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1));
-    for (std::size_t i = 0; i < r.fitting.size(); ++i) all.push_back(candidate_json(r.fitting[i], i + 1));
     out["top"] = top;
-    out["candidates"] = all;
+    out["candidates"] = std::string(candidates_placeholder);
     if (a.pareto) {
       for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1));
       out["pareto"] = front;
@@ -340,7 +361,7 @@ int run_search(const search_args& a) {
     out["winner"] = lj::to_json(winner);
     out["winner"]["strategy"] = lj::to_json(best);
     out["exit_status"] = 0;
-    std::printf("%s\n", out.dump(2).c_str());
+    print_json_streaming_candidates(out.dump(2), r.fitting);
   } else if (a.format == "csv") {
     print_csv(a.pareto ? r.pareto : r.fitting);
   } else {

@@ -10722,9 +10722,13 @@ constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const s
 
 /// The layer blocks (`build_blocks`) of recent estimates, for a caller that estimates many
 /// strategies of one model and one system — the search prices up to a stage's layer count of
-/// full-recompute variants per layout. build_blocks reads `recompute_layer_num` only through
-/// `recompute_active`, so strategies equal but for that count share their blocks. The model and
-/// system are told apart by address: do not change them while a cache holds their blocks.
+/// full-recompute variants per layout, and each layout under every ZeRO stage and optimizer
+/// offload. Strategies that differ only in fields build_blocks does not read share their blocks:
+/// `recompute_layer_num` (read only through `recompute_active`), and `zero_state`,
+/// `data_parallel_sharding_strategy` and `optimizer_cpu_offload`, which only the stage pricing
+/// after the blocks reads (sharded passes, model memory, the optimizer step). A leaf that comes to
+/// depend on one of them must take it out of `key_of_strategy`. The model and system are told
+/// apart by address: do not change them while a cache holds their blocks.
 class block_cache {
  public:
   /// Blocks of the job `c` describes: built once, then the stored ones.
@@ -10752,8 +10756,9 @@ class block_cache {
   [[nodiscard]] constexpr std::int64_t builds() const { return builds_; }
 
  private:
-  /// The search alternates full recompute (all layers, then 1..n), none and selective per group.
-  static constexpr std::size_t capacity = 4;
+  /// The search walks, per layout and micro-batch size, ZeRO stages x FP8 recipes x offload, and
+  /// in each group full recompute, none and selective: 4 recipes x 3 recompute kinds.
+  static constexpr std::size_t capacity = 12;
   struct entry {
     strategy_spec key;
     job_blocks blocks;
@@ -10761,6 +10766,9 @@ class block_cache {
   static constexpr strategy_spec key_of_strategy(const strategy_spec& s) {
     strategy_spec k = s;
     k.recompute_layer_num = recompute_active(s) ? 1 : 0;
+    k.zero_state = 0;
+    k.data_parallel_sharding_strategy = {};
+    k.optimizer_cpu_offload = false;
     return k;
   }
   const model_spec* model_ = nullptr;
@@ -10948,6 +10956,11 @@ constexpr std::string_view op_kind_name(const op& o) {
   if (o.kind == op_kind::collective) return collective_kind_names[static_cast<std::size_t>(o.collective)];
   return compute[static_cast<std::size_t>(o.kind)];
 }
+
+/// Most op spans a trace records (about 100 MB of spans): a pass of a deep MoE stage holds
+/// thousands of ops, so fewer passes can still be too many spans (a fuzzer found Qwen3-30B-A3B at
+/// pp 2 x 808 micro-batches: 3 M spans, seconds to lay out).
+inline constexpr std::int64_t max_traced_spans = std::int64_t{1} << 20;
 
 namespace detail {
 /// Which stage of `r` every pipeline rank runs (the ranks a stage stands for).
@@ -11200,6 +11213,36 @@ inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipe
   }
 }
 
+/// The op steps pass `e` lays out (none for transfers).
+inline const std::vector<op_step>* steps_of(const pipeline_event& e, const chunk_ops& c) {
+  switch (e.what) {
+    case pipeline_event::kind::forward:
+      return &c.forward;
+    case pipeline_event::kind::backward:
+      return &c.backward;
+    case pipeline_event::kind::backward_input:
+      return &c.backward_input;
+    case pipeline_event::kind::backward_weight:
+      return &c.backward_weight;
+    default:
+      return nullptr;
+  }
+}
+
+/// Refuses a trace of more than `max_traced_spans` op spans before laying any out.
+inline void refuse_too_many_spans(const std::vector<pipeline_event>& events, const std::vector<chunk_ops>& chunks,
+                                  std::int64_t per_rank) {
+  std::int64_t spans = 0;
+  for (const pipeline_event& e : events) {
+    const auto* steps = steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
+    spans += 1 + (steps != nullptr ? static_cast<std::int64_t>(steps->size()) : 0);
+  }
+  if (spans > max_traced_spans)
+    report_error("llmsim::trace", "strategy.micro_batch_num",
+                 "the trace would record {} op spans, more than {}; trace the job with fewer micro-batches", spans,
+                 max_traced_spans);
+}
+
 /// The priced ops, with their shape keys, as the trace shows them.
 inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
   std::vector<trace_op> out;
@@ -11289,6 +11332,7 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     for (std::int64_t chunk = 0; chunk < per_rank; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   detail::split_overlapped_pairs(events, chunks, per_rank);
+  detail::refuse_too_many_spans(events, chunks, per_rank);
   for (const pipeline_event& e : events) {
     constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
                                                     "recv",    "backward input", "backward weight"};

@@ -90,6 +90,27 @@ TEST(Limits, TraceRecordsABoundedNumberOfPasses) {
   EXPECT_GT(llmsim::trace_iteration(model, s, *llmsim::catalogue::find_system("h100-sxm")).spans.size(), 0U);
 }
 
+// Found by tests/fuzz: 1,616 passes (within the pass limit) of a Qwen3-30B-A3B stage of 24 MoE
+// layers, each pass about a thousand op spans: over 3 M spans, seconds to lay out under ASan.
+TEST(Limits, TraceRecordsABoundedNumberOfSpans) {
+  llmsim::strategy_spec s{};
+  ASSERT_TRUE(llmsim::catalogue::parse_strategy_name("pp2_dp4_ep4_mbs9_mbc808_seq4096", s));
+  const auto& model = *llmsim::catalogue::find_model("qwen3-30b-a3b");
+  const auto& sys = *llmsim::catalogue::find_system("a100-pcie");
+  try {
+    (void)llmsim::trace_iteration(model, s, sys);
+    ADD_FAILURE() << "a trace of 2 x 808 passes of 24 MoE layers was accepted";
+  } catch (const llmsim::config_error& e) {
+    EXPECT_EQ(e.field(), "strategy.micro_batch_num");
+    EXPECT_NE(e.rule().find(" op spans, more than 1048576; trace the job with fewer micro-batches"), std::string::npos)
+        << e.rule();
+  }
+  s.micro_batch_num = 100;  // an eighth of the passes: well under the limit
+  const auto spans = llmsim::trace_iteration(model, s, sys).spans.size();
+  EXPECT_GT(spans, 200U * 24U);  // more than one span per layer and pass
+  EXPECT_LE(spans, 1048576U);
+}
+
 TEST(Limits, ByteCountsBeyondInt64AreRefusedNotWrapped) {
   // hidden 2,147,483,520 x vocab 2,147,483,647: the embedding alone is 4.6e18 parameters, its fp32
   // gradient 1.8e19 bytes > 2^63 = 9.2e18. The cast used to print -8192 PiB with exit status 0.

@@ -59,11 +59,18 @@ TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
   llmsim::strategy_spec selective = full(1);
   selective.recompute_granularity = llmsim::recompute_kind::selective_recompute;
   llmsim::strategy_spec wider = full(3);
-  wider.micro_batch_size = 2;  // another micro-batch size: other blocks
+  wider.micro_batch_size = 2;             // another micro-batch size: other blocks
+  llmsim::strategy_spec zero3 = full(4);  // Megatron-FSDP ZeRO-3, optimizer on the host: the same blocks
+  zero3.zero_state = 3;
+  zero3.data_parallel_sharding_strategy = llmsim::dp_sharding_kind::optim_grads_params;
+  zero3.optimizer_cpu_offload = true;
+  llmsim::strategy_spec fp8 = full(4);  // an FP8 recipe: quantized linears, other blocks
+  fp8.fp8 = true;
   // Expected builds after each estimate: full 16, 1, 2 share one build; none, selective and mbs 2
-  // each need their own; full 5 is still held (4 entries); none again too.
+  // each need their own; full 5 and ZeRO-3 + offload reuse the first; none again too; fp8 builds.
   const std::vector<std::pair<llmsim::strategy_spec, std::int64_t>> steps{
-      {full(16), 1}, {full(1), 1}, {full(2), 1}, {base, 2}, {selective, 3}, {wider, 4}, {full(5), 4}, {base, 4}};
+      {full(16), 1}, {full(1), 1}, {full(2), 1}, {base, 2}, {selective, 3},
+      {wider, 4},    {full(5), 4}, {zero3, 4},   {base, 4}, {fp8, 5}};
   llmsim::block_cache cache;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const auto& [s, builds] = steps[i];
@@ -75,9 +82,37 @@ TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
       EXPECT_EQ(cached.stages[k].chunk_time, fresh.stages[k].chunk_time) << "step " << i << " stage " << k;
     EXPECT_EQ(cache.builds(), builds) << "step " << i;
   }
-  // Recompute must have changed the figures the cache shares blocks for (else the test is empty).
-  EXPECT_NE(llmsim::estimate(m, full(1), sys).cost.duration_time_per_iter.value,
-            llmsim::estimate(m, full(16), sys).cost.duration_time_per_iter.value);
+  // Recompute, ZeRO-3 and offload must have changed the figures of the strategies that share
+  // blocks (else the test is empty).
+  const auto time_of = [&](const llmsim::strategy_spec& s) {
+    return llmsim::estimate(m, s, sys).cost.duration_time_per_iter.value;
+  };
+  EXPECT_NE(time_of(full(1)), time_of(full(16)));
+  EXPECT_NE(time_of(zero3), time_of(full(4)));
+  EXPECT_NE(llmsim::estimate(m, zero3, sys).mem.peak_mem.value, llmsim::estimate(m, full(4), sys).mem.peak_mem.value);
+}
+
+// Every fitting candidate of a space with every ZeRO stage, Megatron-FSDP, offload and recompute
+// variant (candidates that share layer blocks through the cache, in the search's own order) has
+// the time and peak of an estimate built from scratch.
+TEST(Search, EveryFittingCandidateEqualsAFreshEstimate) {
+  const auto& m = model("llama3-8b");
+  const auto& sys = system_of("h100-sxm");
+  llmsim::search_space sp{.gpus = 8, .global_batch = 16, .seq_len = 4096};
+  sp.fsdp = true;
+  sp.fp8 = false;
+  llmsim::search_options all{.top_k = 5, .memory_margin = 0.30, .threads = 1, .keep_all = true, .prune = false};
+  const auto r = llmsim::search(m, sys, sp, all);
+  ASSERT_GT(r.fitting.size(), 100U) << "the space must hold many sharing candidates";
+  int zero3_fsdp_offload = 0;
+  for (const auto& c : r.fitting) {
+    const auto s = llmsim::to_strategy(c.point, sp);
+    const auto fresh = llmsim::estimate(m, s, sys);
+    ASSERT_EQ(c.time, fresh.cost.duration_time_per_iter.value) << "candidate " << c.point.order;
+    ASSERT_EQ(c.peak_mem, fresh.mem.peak_mem.value) << "candidate " << c.point.order;
+    zero3_fsdp_offload += (c.point.zero == 3 && c.point.fsdp && c.point.offload) ? 1 : 0;
+  }
+  EXPECT_GT(zero3_fsdp_offload, 0) << "Megatron-FSDP ZeRO-3 with offload must be among them";
 }
 
 TEST(Search, PruningEqualsBruteForceTopK) {

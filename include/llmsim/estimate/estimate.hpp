@@ -1860,9 +1860,13 @@ constexpr void fill_memory(estimate_result& out, const strategy_spec& s, const s
 
 /// The layer blocks (`build_blocks`) of recent estimates, for a caller that estimates many
 /// strategies of one model and one system — the search prices up to a stage's layer count of
-/// full-recompute variants per layout. build_blocks reads `recompute_layer_num` only through
-/// `recompute_active`, so strategies equal but for that count share their blocks. The model and
-/// system are told apart by address: do not change them while a cache holds their blocks.
+/// full-recompute variants per layout, and each layout under every ZeRO stage and optimizer
+/// offload. Strategies that differ only in fields build_blocks does not read share their blocks:
+/// `recompute_layer_num` (read only through `recompute_active`), and `zero_state`,
+/// `data_parallel_sharding_strategy` and `optimizer_cpu_offload`, which only the stage pricing
+/// after the blocks reads (sharded passes, model memory, the optimizer step). A leaf that comes to
+/// depend on one of them must take it out of `key_of_strategy`. The model and system are told
+/// apart by address: do not change them while a cache holds their blocks.
 class block_cache {
  public:
   /// Blocks of the job `c` describes: built once, then the stored ones.
@@ -1890,8 +1894,9 @@ class block_cache {
   [[nodiscard]] constexpr std::int64_t builds() const { return builds_; }
 
  private:
-  /// The search alternates full recompute (all layers, then 1..n), none and selective per group.
-  static constexpr std::size_t capacity = 4;
+  /// The search walks, per layout and micro-batch size, ZeRO stages x FP8 recipes x offload, and
+  /// in each group full recompute, none and selective: 4 recipes x 3 recompute kinds.
+  static constexpr std::size_t capacity = 12;
   struct entry {
     strategy_spec key;
     job_blocks blocks;
@@ -1899,6 +1904,9 @@ class block_cache {
   static constexpr strategy_spec key_of_strategy(const strategy_spec& s) {
     strategy_spec k = s;
     k.recompute_layer_num = recompute_active(s) ? 1 : 0;
+    k.zero_state = 0;
+    k.data_parallel_sharding_strategy = {};
+    k.optimizer_cpu_offload = false;
     return k;
   }
   const model_spec* model_ = nullptr;

@@ -109,6 +109,11 @@ constexpr std::string_view op_kind_name(const op& o) {
   return compute[static_cast<std::size_t>(o.kind)];
 }
 
+/// Most op spans a trace records (about 100 MB of spans): a pass of a deep MoE stage holds
+/// thousands of ops, so fewer passes can still be too many spans (a fuzzer found Qwen3-30B-A3B at
+/// pp 2 x 808 micro-batches: 3 M spans, seconds to lay out).
+inline constexpr std::int64_t max_traced_spans = std::int64_t{1} << 20;
+
 namespace detail {
 /// Which stage of `r` every pipeline rank runs (the ranks a stage stands for).
 inline std::vector<std::size_t> stages_of_ranks(const estimate_result& r, const model_spec& m, const strategy_spec& s) {
@@ -360,6 +365,36 @@ inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipe
   }
 }
 
+/// The op steps pass `e` lays out (none for transfers).
+inline const std::vector<op_step>* steps_of(const pipeline_event& e, const chunk_ops& c) {
+  switch (e.what) {
+    case pipeline_event::kind::forward:
+      return &c.forward;
+    case pipeline_event::kind::backward:
+      return &c.backward;
+    case pipeline_event::kind::backward_input:
+      return &c.backward_input;
+    case pipeline_event::kind::backward_weight:
+      return &c.backward_weight;
+    default:
+      return nullptr;
+  }
+}
+
+/// Refuses a trace of more than `max_traced_spans` op spans before laying any out.
+inline void refuse_too_many_spans(const std::vector<pipeline_event>& events, const std::vector<chunk_ops>& chunks,
+                                  std::int64_t per_rank) {
+  std::int64_t spans = 0;
+  for (const pipeline_event& e : events) {
+    const auto* steps = steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
+    spans += 1 + (steps != nullptr ? static_cast<std::int64_t>(steps->size()) : 0);
+  }
+  if (spans > max_traced_spans)
+    report_error("llmsim::trace", "strategy.micro_batch_num",
+                 "the trace would record {} op spans, more than {}; trace the job with fewer micro-batches", spans,
+                 max_traced_spans);
+}
+
 /// The priced ops, with their shape keys, as the trace shows them.
 inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
   std::vector<trace_op> out;
@@ -449,6 +484,7 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     for (std::int64_t chunk = 0; chunk < per_rank; ++chunk)
       chunks.push_back(detail::ops_of_chunk(job, m, s, rank, chunk));
   detail::split_overlapped_pairs(events, chunks, per_rank);
+  detail::refuse_too_many_spans(events, chunks, per_rank);
   for (const pipeline_event& e : events) {
     constexpr std::array<std::string_view, 6> names{"forward", "backward",       "send",
                                                     "recv",    "backward input", "backward weight"};
