@@ -6,10 +6,15 @@
 #include <llmsim/search.hpp>
 
 #include <atomic>
+#include <charconv>
+#include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #ifndef _WIN32
@@ -123,36 +128,99 @@ std::string layout_name(const llmsim::search_candidate& c) {
   return n;
 }
 
-lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank) {
+const char* recompute_name(llmsim::search_recompute r) {
+  if (r == llmsim::search_recompute::none) return "none";
+  return r == llmsim::search_recompute::selective ? "selective" : "full";
+}
+
+/// The fields of a candidate row in output order (JSON keys, CSV columns): `emit(key, value)` with
+/// an integer, a double, a bool or a string.
+template <class Emit>
+void for_each_field(const llmsim::search_candidate& c, std::size_t rank, Emit&& emit) {
   const auto& p = c.point;
   const auto& l = p.layout;
-  return {
-      {"rank", rank},
-      {"layout", layout_name(c)},
-      {"tp", l.tp},
-      {"pp", l.pp},
-      {"cp", l.cp},
-      {"dp", l.dp},
-      {"ep", l.ep},
-      {"etp", l.etp},
-      {"vp", l.vp},
-      {"first", l.first},
-      {"last", l.last},
-      {"schedule", std::string(llmsim::enum_name(l.schedule))},
-      {"mbs", p.mbs},
-      {"mbc", p.mbn},
-      {"zero", p.zero},
-      {"fp8", p.fp8 == llmsim::fp8_recipe_kind::invalid ? std::string("off") : std::string(llmsim::enum_name(p.fp8))},
-      {"optimizer_offload", p.offload},
-      {"recompute", p.recompute == llmsim::search_recompute::none        ? "none"
-                    : p.recompute == llmsim::search_recompute::selective ? "selective"
-                                                                         : "full"},
-      {"recompute_layers", p.recompute_layers},
-      {"step_time", c.time},
-      {"mfu", c.mfu},
-      {"tokens_per_s_per_gpu", c.tokens_per_gpu},
-      {"peak_mem_gib", c.peak_mem / gib},
-      {"peak_stage", std::string(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)])}};
+  emit("rank", static_cast<std::int64_t>(rank));
+  emit("layout", std::string_view(layout_name(c)));
+  for (const auto& [key, v] : {std::pair{"tp", l.tp},
+                               {"pp", l.pp},
+                               {"cp", l.cp},
+                               {"dp", l.dp},
+                               {"ep", l.ep},
+                               {"etp", l.etp},
+                               {"vp", l.vp},
+                               {"first", l.first},
+                               {"last", l.last}})
+    emit(key, v);
+  emit("schedule", llmsim::enum_name(l.schedule));
+  emit("mbs", p.mbs);
+  emit("mbc", p.mbn);
+  emit("zero", p.zero);
+  emit("fsdp", p.fsdp);
+  emit("fp8", p.fp8 == llmsim::fp8_recipe_kind::invalid ? std::string_view("off") : llmsim::enum_name(p.fp8));
+  emit("optimizer_offload", p.offload);
+  emit("recompute", std::string_view(recompute_name(p.recompute)));
+  emit("recompute_layers", p.recompute_layers);
+  emit("step_time", c.time);
+  emit("mfu", c.mfu);
+  emit("tokens_per_s_per_gpu", c.tokens_per_gpu);
+  emit("peak_mem_gib", c.peak_mem / gib);
+  emit("peak_stage", llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)]);
+}
+
+lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank) {
+  lj::value out = lj::value::object();
+  for_each_field(c, rank, [&out](const char* key, const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string_view>)
+      out[key] = std::string(v);
+    else
+      out[key] = v;
+  });
+  return out;
+}
+
+/// Appends a number as the shortest text that reads back to it (JSON: null when not finite).
+void append_number(std::string& line, double v, bool json) {
+  if (!std::isfinite(v)) {
+    line += json ? "null" : (std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+    return;
+  }
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  line.append(buf, r.ptr);
+}
+void append_number(std::string& line, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  line.append(buf, r.ptr);
+}
+
+/// One candidate as a compact JSON object, or as a CSV row (`json` false). The strings are
+/// layout tokens and enum names: letters, digits and '_', nothing to escape or quote.
+void append_candidate(std::string& line, const llmsim::search_candidate& c, std::size_t rank, bool json) {
+  bool first = true;
+  if (json) line += '{';
+  for_each_field(c, rank, [&](const char* key, const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if (!first) line += ',';
+    first = false;
+    if (json) {
+      line += '"';
+      line += key;
+      line += "\":";
+    }
+    if constexpr (std::is_same_v<T, std::string_view>) {
+      if (json) line += '"';
+      line += v;
+      if (json) line += '"';
+    } else if constexpr (std::is_same_v<T, bool>) {
+      line += v ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, double>) {
+      append_number(line, v, json);
+    } else {
+      append_number(line, static_cast<std::int64_t>(v));
+    }
+  });
+  if (json) line += '}';
 }
 
 /// Where the document holds the candidates until they are written (see below).
@@ -166,11 +234,12 @@ void print_json_streaming_candidates(const std::string& document, const std::vec
   const std::size_t at = document.find(quoted);
   std::fwrite(document.data(), 1, at, stdout);
   std::fputs(all.empty() ? "[]" : "[\n", stdout);
+  std::string line;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string line = candidate_json(all[i], i + 1).dump();
-    std::fputs("    ", stdout);
+    line = "    ";
+    append_candidate(line, all[i], i + 1, true);
+    line += i + 1 < all.size() ? ",\n" : "\n  ]";
     std::fwrite(line.data(), 1, line.size(), stdout);
-    std::fputs(i + 1 < all.size() ? ",\n" : "\n  ]", stdout);
   }
   const std::size_t rest = at + quoted.size();
   std::fwrite(document.data() + rest, 1, document.size() - rest, stdout);
@@ -201,17 +270,18 @@ void print_table(const llmsim::search_result& r, const std::vector<llmsim::searc
 }
 
 void print_csv(const std::vector<llmsim::search_candidate>& rows) {
-  std::printf(
-      "rank,layout,tp,pp,cp,dp,ep,etp,vp,first,last,schedule,mbs,mbc,zero,fp8,optimizer_offload,recompute,"
-      "recompute_layers,step_time,mfu,tokens_per_s_per_gpu,peak_mem_gib,peak_stage\n");
+  std::string line;
+  for_each_field(llmsim::search_candidate{}, 0, [&line](const char* key, const auto&) {
+    if (!line.empty()) line += ',';
+    line += key;
+  });
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const lj::value j = candidate_json(rows[i], i + 1);
-    std::string line;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!line.empty()) line += ",";
-      line += it->is_string() ? it->get<std::string>() : it->dump();
-    }
-    std::printf("%s\n", line.c_str());
+    line.clear();
+    append_candidate(line, rows[i], i + 1, false);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
   }
 }
 

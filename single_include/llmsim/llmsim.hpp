@@ -7541,6 +7541,7 @@ struct stage_timing {
   seconds forward{};
   seconds backward{};
   seconds p2p{};  ///< one activation (or gradient) transfer to or from a neighbour
+  constexpr bool operator==(const stage_timing&) const = default;
 };
 
 namespace detail {
@@ -7828,6 +7829,7 @@ struct chunk_durations {
   double backward_weight = 0;
   double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
   double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
+  constexpr bool operator==(const chunk_durations&) const = default;
 };
 
 /// Every rank's ordered pass list, in one buffer: rank r runs passes[begin[r] .. begin[r + 1]).
@@ -7845,6 +7847,7 @@ struct schedule_setup {
   std::vector<double> p2p;                 ///< per rank: one transfer it sends or receives
   bool async_p2p = true;
   std::vector<double> activation;  ///< per [rank * chunks + chunk]: one activation set; empty = 1 each
+  constexpr bool operator==(const schedule_setup&) const = default;
 };
 
 /// The engine's answer: the pipeline time, and per rank the peak of activation sets held.
@@ -8894,9 +8897,11 @@ LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/validate.hpp ------------------------------------------------------------------
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -10494,66 +10499,24 @@ constexpr void price_stages(estimate_result& out, const job_context& j, std::vec
   }
 }
 
-/// ZB-H1 over every rank: B is the backward without its weight-gradient pass (plus recompute and
-/// the input-gradient collectives), W the weight-gradient kernels and their collectives (the
-/// sequence-parallel re-gather of a linear's input that the weight gradient needs).
-constexpr pipeline_result run_zb_h1(const estimate_result& out, const strategy_spec& s,
-                                    const std::vector<std::uint8_t>& rank_stage, seconds p2p,
-                                    std::vector<pipeline_event>* events) {
-  schedule_setup in;
-  in.ranks = static_cast<std::int64_t>(rank_stage.size());
-  in.async_p2p = s.pp_comm_async;
-  for (const std::uint8_t i : rank_stage) {
-    in.durations.push_back(split_pass_times(out.stages[i]));
-    in.p2p.push_back(p2p.value);
-  }
-  return simulate_zb_h1(in, s.micro_batch_num, events).pipe;
-}
+/// Which simulator a pipeline plan runs.
+enum class pipeline_path : std::uint8_t { one_f_one_b, interleaved, zb_h1, dualpipev };
 
-/// DualPipeV over every rank: V-shaped placement, each chunk's own pass times (`v_chunks`), the
-/// overlapped forward-backward pairs of `dualpipev_order`. dualpipev.py waits for the sends and
-/// receives it posts after a pass before it starts the next one (`_commit_and_wait_comm`), so the
-/// sender waits for its send. Long runs use the engine's steady-period extension; a pass waits on
-/// passes at most 2p micro-batches apart (the first rank's warm-up reaches micro-batch 2p - 1).
-constexpr pipeline_result run_dualpipev(const estimate_result& out, const strategy_spec& s,
-                                        const std::vector<std::uint8_t>& rank_stage, seconds p2p,
-                                        std::vector<pipeline_event>* events) {
-  schedule_setup in;
-  in.ranks = s.pp_size;
-  in.chunks = 2;
-  in.placement = chunk_placement::v_shape;
-  in.async_p2p = false;
-  for (const std::uint8_t i : rank_stage) {
-    in.durations.push_back(out.stages[i].v_chunks[0]);
-    in.durations.push_back(out.stages[i].v_chunks[1]);
-    in.p2p.push_back(p2p.value);
-  }
-  return simulate_dualpipev(in, s.micro_batch_num, events).pipe;
-}
+/// Everything a pipeline simulation reads, taken from the priced stages: jobs with equal plans
+/// have equal pipelines (the search's ZeRO-0/1 and optimizer-offload variants of a layout do).
+struct pipeline_plan {
+  pipeline_path path = pipeline_path::one_f_one_b;
+  std::int64_t micro_batches = 0;
+  std::int64_t group = 1;             ///< interleaved: micro-batches per group of the schedule table
+  std::vector<stage_timing> timings;  ///< one_f_one_b: per rank
+  schedule_setup setup;               ///< the pass-list engine's schedules
+  constexpr bool operator==(const pipeline_plan&) const = default;
+};
 
-/// Interleaved 1F1B over described chunks: the engine with each chunk's own times.
-constexpr pipeline_result run_described_chunks(const estimate_result& out, const strategy_spec& s,
-                                               const std::vector<std::uint8_t>& rank_stage, seconds p2p,
-                                               std::vector<pipeline_event>* events) {
-  schedule_setup in;
-  in.ranks = s.pp_size;
-  in.chunks = s.interleaving_size;
-  in.async_p2p = s.pp_comm_async;
-  for (const std::uint8_t i : rank_stage) {
-    for (std::int64_t c = 0; c < s.interleaving_size; ++c)
-      in.durations.push_back(out.stages[i].layout_chunks[static_cast<std::size_t>(c)]);
-    in.p2p.push_back(p2p.value);
-  }
-  return simulate_interleaved_setup(in, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(s.pp_size),
-                                    events);
-}
-
-/// The pipeline schedule simulated over every rank: plain 1F1B, or interleaved 1F1B in
-/// Megatron's order (pp_comm_async: transfers beside compute). With `events`, every micro-batch
-/// is simulated (no steady-state extension) and every span recorded.
-constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
-                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p,
-                                       std::vector<pipeline_event>* events = nullptr) {
+/// Per rank: one micro-batch's forward and whole backward (with recompute and the exposed
+/// collectives of each) and one transfer.
+constexpr std::vector<stage_timing> stage_timings(const estimate_result& out,
+                                                  const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
   for (const std::uint8_t i : rank_stage) {
@@ -10563,16 +10526,90 @@ constexpr pipeline_result run_pipeline(const estimate_result& out, const strateg
                            st.bwd_shard_exposed_time,
                        p2p});
   }
-  // (if/else, not ?: — GCC 12 destroys a ?: of two vector-owning prvalues twice in constant evaluation)
-  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) return run_zb_h1(out, s, rank_stage, p2p, events);
-  if (v_shaped(s)) return run_dualpipev(out, s, rank_stage, p2p, events);
-  if (s.interleaving_size <= 1) {
-    if (events != nullptr) return simulate_1f1b_exhaustive(timings, s.micro_batch_num, events);
-    return simulate_1f1b(timings, s.micro_batch_num);
+  return timings;
+}
+
+/// The engine's setup with per-rank chunk times `chunks_of(stage)` (`per_rank` of them).
+template <class Chunks>
+constexpr schedule_setup chunked_setup(const estimate_result& out, const std::vector<std::uint8_t>& rank_stage,
+                                       seconds p2p, std::int64_t per_rank, Chunks&& chunks_of) {
+  schedule_setup in;
+  in.ranks = static_cast<std::int64_t>(rank_stage.size());
+  in.chunks = per_rank;
+  for (const std::uint8_t i : rank_stage) {
+    for (std::int64_t c = 0; c < per_rank; ++c) in.durations.push_back(chunks_of(out.stages[i], c));
+    in.p2p.push_back(p2p.value);
   }
-  if (out.stages[rank_stage[0]].layout.chunk_count > 1) return run_described_chunks(out, s, rank_stage, p2p, events);
-  return simulate_interleaved(timings, s.interleaving_size, s.micro_batch_num,
-                              s.microbatch_group_size_per_vp_stage.value_or(s.pp_size), s.pp_comm_async, events);
+  return in;
+}
+
+/// The plan of the job's schedule:
+/// - ZB-H1: B is the backward without its weight-gradient pass (plus recompute and the
+///   input-gradient collectives), W the weight-gradient kernels and their collectives (the
+///   sequence-parallel re-gather of a linear's input that the weight gradient needs).
+/// - DualPipeV: V-shaped placement, each chunk's own pass times (`v_chunks`), the overlapped
+///   forward-backward pairs of `dualpipev_order`. dualpipev.py waits for the sends and receives
+///   it posts after a pass before it starts the next one (`_commit_and_wait_comm`), so the sender
+///   waits for its send.
+/// - Interleaved 1F1B in Megatron's order over described chunks (each chunk's own times) or the
+///   stage split evenly over its virtual stages; plain 1F1B otherwise (pp_comm_async: transfers
+///   beside compute).
+constexpr pipeline_plan plan_pipeline(const estimate_result& out, const strategy_spec& s,
+                                      const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
+  pipeline_plan plan;
+  plan.micro_batches = s.micro_batch_num;
+  if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) {
+    plan.path = pipeline_path::zb_h1;
+    plan.setup = chunked_setup(out, rank_stage, p2p, 1,
+                               [](const stage_result& st, std::int64_t) { return split_pass_times(st); });
+    plan.setup.async_p2p = s.pp_comm_async;
+  } else if (v_shaped(s)) {
+    plan.path = pipeline_path::dualpipev;
+    plan.setup = chunked_setup(out, rank_stage, p2p, 2, [](const stage_result& st, std::int64_t c) {
+      return st.v_chunks[static_cast<std::size_t>(c)];
+    });
+    plan.setup.placement = chunk_placement::v_shape;
+    plan.setup.async_p2p = false;
+  } else if (s.interleaving_size > 1) {
+    plan.path = pipeline_path::interleaved;
+    plan.group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
+    if (out.stages[rank_stage[0]].layout.chunk_count > 1) {
+      plan.setup = chunked_setup(out, rank_stage, p2p, s.interleaving_size, [](const stage_result& st, std::int64_t c) {
+        return st.layout_chunks[static_cast<std::size_t>(c)];
+      });
+      plan.setup.async_p2p = s.pp_comm_async;
+    } else {
+      plan.setup = interleaved_setup(stage_timings(out, rank_stage, p2p), s.interleaving_size, s.pp_comm_async);
+    }
+  } else {
+    plan.timings = stage_timings(out, rank_stage, p2p);
+  }
+  return plan;
+}
+
+/// Simulates the plan over every rank. With `events`, every micro-batch is simulated (no
+/// steady-state extension) and every span recorded.
+constexpr pipeline_result simulate_plan(const pipeline_plan& plan, std::vector<pipeline_event>* events = nullptr) {
+  const std::int64_t m = plan.micro_batches;
+  switch (plan.path) {
+    case pipeline_path::zb_h1:
+      return simulate_zb_h1(plan.setup, m, events).pipe;
+    case pipeline_path::dualpipev:
+      return simulate_dualpipev(plan.setup, m, events).pipe;
+    case pipeline_path::interleaved:
+      return simulate_interleaved_setup(plan.setup, m, plan.group, events);
+    default:
+      break;
+  }
+  if (events != nullptr) return simulate_1f1b_exhaustive(plan.timings, m, events);
+  return simulate_1f1b(plan.timings, m);
+}
+
+/// The pipeline schedule simulated over every rank (`plan_pipeline`, `simulate_plan`).
+constexpr pipeline_result run_pipeline(const estimate_result& out, const strategy_spec& s,
+                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p,
+                                       std::vector<pipeline_event>* events = nullptr) {
+  return simulate_plan(plan_pipeline(out, s, rank_stage, p2p), events);
 }
 
 /// One activation (or gradient) transfer between neighbouring stages.
@@ -10755,6 +10792,25 @@ class block_cache {
   /// Blocks built so far (the rest were reused).
   [[nodiscard]] constexpr std::int64_t builds() const { return builds_; }
 
+  /// The pipeline of `plan`: simulated once, then the stored result (equal plans, equal results).
+  constexpr pipeline_result pipeline_of(const detail::pipeline_plan& plan) {
+    const std::uint64_t h = hash_of(plan);
+    for (const pipeline_entry& e : pipelines_)
+      if (e.hash == h && e.plan == plan) return e.result;
+    ++simulations_;
+    pipeline_entry fresh{h, plan, detail::simulate_plan(plan)};
+    if (pipelines_.size() < pipeline_capacity) {
+      pipelines_.push_back(std::move(fresh));
+      return pipelines_.back().result;
+    }
+    pipeline_entry& oldest = pipelines_[next_pipeline_];
+    next_pipeline_ = (next_pipeline_ + 1) % pipeline_capacity;
+    oldest = std::move(fresh);
+    return oldest.result;
+  }
+  /// Pipelines simulated so far (the rest were reused).
+  [[nodiscard]] constexpr std::int64_t simulations() const { return simulations_; }
+
  private:
   /// The search walks, per layout and micro-batch size, ZeRO stages x FP8 recipes x offload, and
   /// in each group full recompute, none and selective: 4 recipes x 3 recompute kinds.
@@ -10771,17 +10827,44 @@ class block_cache {
     k.optimizer_cpu_offload = false;
     return k;
   }
+  /// A layout's groups (ZeRO stage x FP8 recipe x offload) each price their recompute variants
+  /// (none, selective, full over up to a stage's layers); the pipeline-equal ones are a few groups apart.
+  static constexpr std::size_t pipeline_capacity = 256;
+  struct pipeline_entry {
+    std::uint64_t hash = 0;
+    detail::pipeline_plan plan;
+    pipeline_result result;
+  };
+  /// FNV-1a over the plan's numbers: most lookups are decided by the hash alone.
+  static constexpr std::uint64_t hash_of(const detail::pipeline_plan& p) {
+    std::uint64_t h = 14695981039346656037ULL;
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    mix(static_cast<std::uint64_t>(p.path));
+    mix(static_cast<std::uint64_t>(p.micro_batches));
+    mix(static_cast<std::uint64_t>(p.group));
+    for (const stage_timing& t : p.timings)
+      for (const double d : {t.forward.value, t.backward.value, t.p2p.value}) mix(std::bit_cast<std::uint64_t>(d));
+    for (const chunk_durations& d : p.setup.durations)
+      for (const double x : {d.forward, d.backward_input, d.backward_weight, d.forward_comm, d.backward_comm})
+        mix(std::bit_cast<std::uint64_t>(x));
+    for (const double d : p.setup.p2p) mix(std::bit_cast<std::uint64_t>(d));
+    return h;
+  }
   const model_spec* model_ = nullptr;
   const system_spec* system_ = nullptr;
   std::vector<entry> entries_;
   std::size_t next_ = 0;
   std::int64_t builds_ = 0;
+  std::vector<pipeline_entry> pipelines_;
+  std::size_t next_pipeline_ = 0;
+  std::int64_t simulations_ = 0;
 };
 
 namespace detail {
 /// The estimate once the job's layer blocks exist: every distinct rank program priced, the
 /// schedule over all ranks, cost and memory.
-constexpr void estimate_from_blocks(estimate_result& out, const build_context& c, const job_blocks& blocks) {
+constexpr void estimate_from_blocks(estimate_result& out, const build_context& c, const job_blocks& blocks,
+                                    block_cache* cache) {
   const strategy_spec& s = c.s();
   detail::job_context j{&c, &blocks};
   const detail::pipeline_transfer transfer = detail::pipeline_transfer_of(c);
@@ -10796,7 +10879,11 @@ constexpr void estimate_from_blocks(estimate_result& out, const build_context& c
 
   std::vector<std::uint8_t> rank_stage;
   detail::price_stages(out, j, rank_stage);
-  detail::fill_cost(out, c, detail::run_pipeline(out, s, rank_stage, j.p2p), rank_stage, j.p2p);
+  const pipeline_plan plan = plan_pipeline(out, s, rank_stage, j.p2p);
+  if (cache != nullptr)
+    detail::fill_cost(out, c, cache->pipeline_of(plan), rank_stage, j.p2p);
+  else
+    detail::fill_cost(out, c, simulate_plan(plan), rank_stage, j.p2p);
   detail::fill_memory(out, s, c.sys());
 }
 
@@ -10817,10 +10904,10 @@ constexpr estimate_result estimate_with(const model_spec& m, const strategy_spec
   }
   const build_context c = make_build_context(m, s, sys, out.padded_vocab);
   if (cache != nullptr) {
-    estimate_from_blocks(out, c, cache->blocks_of(c));
+    estimate_from_blocks(out, c, cache->blocks_of(c), cache);
   } else {
     const job_blocks blocks = build_blocks(c);  // 200 KB of fixed-capacity leaf blocks
-    estimate_from_blocks(out, c, blocks);
+    estimate_from_blocks(out, c, blocks, nullptr);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // previous run of the tool.
 
 #include <llmsim/json.hpp>
+#include <llmsim/search.hpp>
 
 #include <gtest/gtest.h>
 
@@ -662,6 +663,67 @@ TEST(CliSearch, TextTableCsvAndPareto) {
   const auto j = run_cli(small_search + " --format json").out_json();
   const auto lines = static_cast<std::size_t>(std::count(c.out.begin(), c.out.end(), '\n'));
   EXPECT_EQ(lines, j["fitting"].get<std::size_t>() + 1) << "a header and one row per fitting candidate";
+}
+
+// Every JSON row and every CSV row carries the library's figures for the same candidate, exactly
+// (the shortest text of a double reads back to the same double), and the CSV columns are the
+// JSON keys with the same values.
+TEST(CliSearch, EveryRowCarriesTheLibrarysFigures) {
+  LLMSIM_REQUIRE_CLI();
+  llmsim::search_space sp{.gpus = 8, .global_batch = 16, .seq_len = 4096};
+  sp.fp8 = false;
+  sp.offload = false;
+  const llmsim::search_options o{.top_k = 5, .keep_all = true};
+  const auto lib =
+      llmsim::search(*llmsim::catalogue::find_model("llama3-8b"), *llmsim::catalogue::find_system("h100-sxm"), sp, o);
+  const json j = run_cli(small_search + " --format json").out_json();
+  ASSERT_FALSE(j.is_discarded());
+  const auto& rows = j["candidates"];
+  ASSERT_EQ(rows.size(), lib.fitting.size());
+  ASSERT_GT(rows.size(), 50U);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& c = lib.fitting[i];
+    const auto& r = rows[i];
+    EXPECT_EQ(r["rank"].get<std::size_t>(), i + 1);
+    EXPECT_EQ(r["step_time"].get<double>(), c.time) << i;
+    EXPECT_EQ(r["mfu"].get<double>(), c.mfu) << i;
+    EXPECT_EQ(r["tokens_per_s_per_gpu"].get<double>(), c.tokens_per_gpu) << i;
+    EXPECT_EQ(r["peak_mem_gib"].get<double>(), c.peak_mem / (1024.0 * 1024.0 * 1024.0)) << i;
+    EXPECT_EQ(r["tp"].get<std::int64_t>(), c.point.layout.tp) << i;
+    EXPECT_EQ(r["mbc"].get<std::int64_t>(), c.point.mbn) << i;
+    EXPECT_EQ(r["zero"].get<std::int64_t>(), c.point.zero) << i;
+    EXPECT_EQ(r["fsdp"].get<bool>(), c.point.fsdp) << i;
+    EXPECT_EQ(r["recompute_layers"].get<std::int64_t>(), c.point.recompute_layers) << i;
+  }
+  const auto csv = run_cli(small_search + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  std::istringstream in(csv.out);
+  auto split = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    return cells;
+  };
+  std::string line;
+  std::getline(in, line);
+  const auto header = split(line);
+  ASSERT_EQ(header.size(), rows[0].size());
+  std::size_t k = 0;
+  for (auto it = rows[0].begin(); it != rows[0].end(); ++it, ++k) EXPECT_EQ(header[k], it.key());
+  for (std::size_t i = 0; std::getline(in, line); ++i) {
+    ASSERT_LT(i, rows.size());
+    const auto cells = split(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    for (std::size_t f = 0; f < cells.size(); ++f) {
+      const auto& v = rows[i][header[f]];
+      if (v.is_string())
+        EXPECT_EQ(cells[f], v.get<std::string>()) << header[f];
+      else if (v.is_boolean())
+        EXPECT_EQ(cells[f], v.get<bool>() ? "true" : "false") << header[f];
+      else
+        EXPECT_EQ(std::strtod(cells[f].c_str(), nullptr), v.get<double>()) << header[f] << " row " << i;
+    }
+  }
 }
 
 TEST(CliSearch, NothingFitsExitsThreeNamingTheShortfall) {

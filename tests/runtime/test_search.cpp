@@ -90,6 +90,23 @@ TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
   EXPECT_NE(time_of(full(1)), time_of(full(16)));
   EXPECT_NE(time_of(zero3), time_of(full(4)));
   EXPECT_NE(llmsim::estimate(m, zero3, sys).mem.peak_mem.value, llmsim::estimate(m, full(4), sys).mem.peak_mem.value);
+
+  // Pipelines: ZeRO-1 (the distributed optimizer shards the step, not a pass) and optimizer
+  // offload leave every stage's pass times as they are, so the pipeline of full(4) is reused;
+  // Megatron-FSDP ZeRO-3 gathers parameters inside the passes and is simulated anew.
+  llmsim::strategy_spec zero1 = full(4);
+  zero1.zero_state = 1;
+  zero1.optimizer_cpu_offload = true;
+  llmsim::block_cache pipes;
+  const std::vector<std::pair<llmsim::strategy_spec, std::int64_t>> pipe_steps{
+      {full(4), 1}, {zero1, 1}, {zero3, 2}, {full(4), 2}, {full(5), 3}};
+  for (std::size_t i = 0; i < pipe_steps.size(); ++i) {
+    const auto& [s, simulations] = pipe_steps[i];
+    const auto cached = llmsim::estimate_validated(m, s, sys, pipes);
+    EXPECT_EQ(cached.cost.duration_time_per_iter.value, time_of(s)) << "pipeline step " << i;
+    EXPECT_EQ(pipes.simulations(), simulations) << "pipeline step " << i;
+  }
+  EXPECT_NE(time_of(zero1), time_of(full(4))) << "offload moves the optimizer step to the host";
 }
 
 // Every fitting candidate of a space with every ZeRO stage, Megatron-FSDP, offload and recompute

@@ -44,6 +44,7 @@ struct chunk_durations {
   double backward_weight = 0;
   double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
   double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
+  constexpr bool operator==(const chunk_durations&) const = default;
 };
 
 /// Every rank's ordered pass list, in one buffer: rank r runs passes[begin[r] .. begin[r + 1]).
@@ -61,6 +62,7 @@ struct schedule_setup {
   std::vector<double> p2p;                 ///< per rank: one transfer it sends or receives
   bool async_p2p = true;
   std::vector<double> activation;  ///< per [rank * chunks + chunk]: one activation set; empty = 1 each
+  constexpr bool operator==(const schedule_setup&) const = default;
 };
 
 /// The engine's answer: the pipeline time, and per rank the peak of activation sets held.

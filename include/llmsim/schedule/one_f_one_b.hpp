@@ -22,6 +22,7 @@ struct stage_timing {
   seconds forward{};
   seconds backward{};
   seconds p2p{};  ///< one activation (or gradient) transfer to or from a neighbour
+  constexpr bool operator==(const stage_timing&) const = default;
 };
 
 namespace detail {
