@@ -34,6 +34,20 @@ int main() {
     std::fprintf(stderr, "an empty object was taken for a Megatron-Bridge cases document\n");
     return 1;
   }
+  // The strategy search travels in the core single header (two std::threads, no extra flags).
+  llmsim::search_space space{.gpus = 8, .global_batch = 8, .seq_len = 2048};
+  space.zero = {1};
+  space.fp8 = false;
+  space.offload = false;
+  const auto& model = *llmsim::catalogue::find_model("llama3-8b");
+  const auto& system = *llmsim::catalogue::find_system("h100-sxm");
+  const llmsim::search_result found = llmsim::search(model, system, space, {});
+  if (found.top.empty() ||
+      found.top[0].time != llmsim::estimate(model, llmsim::to_strategy(found.top[0].point, space), system)
+                               .cost.duration_time_per_iter.value) {
+    std::fprintf(stderr, "the search's winner is not priced as its own estimate\n");
+    return 1;
+  }
   std::printf("llmsim %s single headers: ok\n", LLMSIM_VERSION_STRING);
   return 0;
 }
