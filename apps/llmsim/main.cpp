@@ -246,6 +246,7 @@ struct spec_args {
   bool allow_oom = false;
   std::string format = "text";
   std::optional<std::string> trace_file;
+  std::optional<double> tokens, usd_per_gpu_hour;  ///< perf: price a training run on that many tokens
 };
 
 void add_spec_options(CLI::App* cmd, spec_args& a, bool required) {
@@ -422,11 +423,18 @@ int run_perf(const spec_args& a) {
     out["model"] = lj::to_json(perf.model());
     out["strategy"] = lj::to_json(perf.strategy());
     out["system"] = std::string(perf.system().sys_name.view());
+    if (a.tokens)
+      out["training_cost"] =
+          lj::to_json(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour));
     out["warnings"] = warnings;
     out["exit_status"] = status;
     std::printf("%s\n", dump(out).c_str());
   } else {
     std::printf("%s", llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system()).c_str());
+    if (a.tokens)
+      std::printf("%s",
+                  llmsim::to_text(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour))
+                      .c_str());
   }
   return status;
 }
@@ -804,6 +812,7 @@ int main(int argc, char** argv) {
                    "expert-parallel comm, pipeline p2p and data-parallel comm; a span per pass and per op (module, "
                    "pass, shape, FLOPs, bytes, micro-batch, chunk, layer); memory per rank")
       ->type_name("FILE");
+  llmsim_cli::add_training_cost_options(perf, perf_args.tokens, perf_args.usd_per_gpu_hour);
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
   add_spec_options(bench, bench_args, true);
   int iterations = 1000;

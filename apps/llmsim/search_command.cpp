@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -133,10 +134,19 @@ const char* recompute_name(llmsim::search_recompute r) {
   return r == llmsim::search_recompute::selective ? "selective" : "full";
 }
 
+/// With --tokens: what every candidate's training run is priced on.
+struct run_pricing {
+  double tokens = 0, tokens_per_step = 0;
+  std::int64_t gpus = 0;
+  std::optional<double> usd_per_gpu_hour;
+};
+
 /// The fields of a candidate row in output order (JSON keys, CSV columns): `emit(key, value)` with
-/// an integer, a double, a bool or a string.
+/// an integer, a double, a bool or a string; with `pricing`, the training run's days, GPU-hours
+/// and dollars last.
 template <class Emit>
-void for_each_field(const llmsim::search_candidate& c, std::size_t rank, Emit&& emit) {
+void for_each_field(const llmsim::search_candidate& c, std::size_t rank, const std::optional<run_pricing>& pricing,
+                    Emit&& emit) {
   const auto& p = c.point;
   const auto& l = p.layout;
   emit("rank", static_cast<std::int64_t>(rank));
@@ -165,11 +175,18 @@ void for_each_field(const llmsim::search_candidate& c, std::size_t rank, Emit&& 
   emit("tokens_per_s_per_gpu", c.tokens_per_gpu);
   emit("peak_mem_gib", c.peak_mem / gib);
   emit("peak_stage", llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)]);
+  if (!pricing) return;
+  const auto run = llmsim::training_cost(c.time, pricing->gpus, pricing->tokens_per_step, pricing->tokens,
+                                         pricing->usd_per_gpu_hour);
+  emit("train_days", run.days);
+  emit("gpu_hours", run.gpu_hours);
+  if (run.usd) emit("usd", *run.usd);
 }
 
-lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank) {
+lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank,
+                         const std::optional<run_pricing>& pricing) {
   lj::value out = lj::value::object();
-  for_each_field(c, rank, [&out](const char* key, const auto& v) {
+  for_each_field(c, rank, pricing, [&out](const char* key, const auto& v) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string_view>)
       out[key] = std::string(v);
     else
@@ -196,10 +213,11 @@ void append_number(std::string& line, std::int64_t v) {
 
 /// One candidate as a compact JSON object, or as a CSV row (`json` false). The strings are
 /// layout tokens and enum names: letters, digits and '_', nothing to escape or quote.
-void append_candidate(std::string& line, const llmsim::search_candidate& c, std::size_t rank, bool json) {
+void append_candidate(std::string& line, const llmsim::search_candidate& c, std::size_t rank,
+                      const std::optional<run_pricing>& pricing, bool json) {
   bool first = true;
   if (json) line += '{';
-  for_each_field(c, rank, [&](const char* key, const auto& v) {
+  for_each_field(c, rank, pricing, [&](const char* key, const auto& v) {
     using T = std::decay_t<decltype(v)>;
     if (!first) line += ',';
     first = false;
@@ -229,7 +247,8 @@ constexpr std::string_view candidates_placeholder = "@llmsim-candidates@";
 /// Prints `document` (indented JSON) with the placeholder string replaced by every fitting
 /// candidate, one compact object per line, each written as it is made: a tree of half a million
 /// candidates took longer to build and copy than the search took to price them.
-void print_json_streaming_candidates(const std::string& document, const std::vector<llmsim::search_candidate>& all) {
+void print_json_streaming_candidates(const std::string& document, const std::vector<llmsim::search_candidate>& all,
+                                     const std::optional<run_pricing>& pricing) {
   const std::string quoted = "\"" + std::string(candidates_placeholder) + "\"";
   const std::size_t at = document.find(quoted);
   std::fwrite(document.data(), 1, at, stdout);
@@ -237,7 +256,7 @@ void print_json_streaming_candidates(const std::string& document, const std::vec
   std::string line;
   for (std::size_t i = 0; i < all.size(); ++i) {
     line = "    ";
-    append_candidate(line, all[i], i + 1, true);
+    append_candidate(line, all[i], i + 1, pricing, true);
     line += i + 1 < all.size() ? ",\n" : "\n  ]";
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
@@ -269,9 +288,9 @@ void print_table(const llmsim::search_result& r, const std::vector<llmsim::searc
   }
 }
 
-void print_csv(const std::vector<llmsim::search_candidate>& rows) {
+void print_csv(const std::vector<llmsim::search_candidate>& rows, const std::optional<run_pricing>& pricing) {
   std::string line;
-  for_each_field(llmsim::search_candidate{}, 0, [&line](const char* key, const auto&) {
+  for_each_field(llmsim::search_candidate{.time = 1}, 0, pricing, [&line](const char* key, const auto&) {
     if (!line.empty()) line += ',';
     line += key;
   });
@@ -279,7 +298,7 @@ void print_csv(const std::vector<llmsim::search_candidate>& rows) {
   std::fwrite(line.data(), 1, line.size(), stdout);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     line.clear();
-    append_candidate(line, rows[i], i + 1, false);
+    append_candidate(line, rows[i], i + 1, pricing, false);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
@@ -331,7 +350,8 @@ lj::value summary_json(const search_args& a, const llmsim::search_result& r, std
 }
 
 /// Nothing fits: the candidate closest to fitting, by how much it misses.
-int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj::value& out) {
+int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj::value& out,
+                        const std::optional<run_pricing>& pricing) {
   std::string msg = "no strategy of the space fits " + a.model + " on " + std::to_string(a.gpus) + " x " + a.system;
   if (r.smallest_shortfall >= 0) {
     char buf[256];
@@ -341,7 +361,7 @@ int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj
                   r.smallest_shortfall / gib, r.budget / gib, a.memory_margin * 100, layout_name(r.closest).c_str());
     msg += buf;
     out["smallest_shortfall_gib"] = r.smallest_shortfall / gib;
-    out["closest"] = candidate_json(r.closest, 0);
+    out["closest"] = candidate_json(r.closest, 0, pricing);
   } else {
     msg += ": no candidate of the space passes validation";
   }
@@ -385,6 +405,7 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
       ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_flag("--pareto", a.pareto, "Also the memory-vs-time Pareto front (prices every fitting candidate)");
   cmd->add_option("--threads", a.threads, "Worker threads (default 2)")->check(CLI::Range(1, 256));
+  add_training_cost_options(cmd, a.tokens, a.usd_per_gpu_hour);
   cmd->callback([&a] {
     if (!a.global_batch && !a.tokens_per_step)
       throw CLI::ValidationError("search", "give --global-batch or --tokens-per-step");
@@ -415,25 +436,31 @@ int run_search(const search_args& a) {
   if (o.progress) std::fprintf(stderr, "\r%80s\r", "");
   if (r.interrupted) std::fprintf(stderr, "llmsim: interrupted: the best so far follows\n");
   const std::int64_t batch = sp.global_batch > 0 ? sp.global_batch : sp.tokens_per_step / sp.seq_len;
+  std::optional<run_pricing> pricing;
+  if (a.tokens)
+    pricing = run_pricing{*a.tokens, static_cast<double>(batch) * static_cast<double>(sp.seq_len), sp.gpus,
+                          a.usd_per_gpu_hour};
   lj::value out = summary_json(a, r, batch);
-  if (r.top.empty()) return report_nothing_fits(a, r, out);
+  if (r.top.empty()) return report_nothing_fits(a, r, out, pricing);
   const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
   const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());
   if (a.format == "json") {
     lj::value top = lj::value::array(), front = lj::value::array();
-    for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1));
+    for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1, pricing));
     out["top"] = top;
     out["candidates"] = std::string(candidates_placeholder);
     if (a.pareto) {
-      for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1));
+      for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1, pricing));
       out["pareto"] = front;
     }
     out["winner"] = lj::to_json(winner);
     out["winner"]["strategy"] = lj::to_json(best);
+    if (a.tokens)
+      out["winner"]["training_cost"] = lj::to_json(llmsim::training_cost(winner, best, *a.tokens, a.usd_per_gpu_hour));
     out["exit_status"] = 0;
-    print_json_streaming_candidates(out.dump(2), r.fitting);
+    print_json_streaming_candidates(out.dump(2), r.fitting, pricing);
   } else if (a.format == "csv") {
-    print_csv(a.pareto ? r.pareto : r.fitting);
+    print_csv(a.pareto ? r.pareto : r.fitting, pricing);
   } else {
     std::printf("search: %s on %lld x %s, global batch %lld x seq %lld; memory budget %.2f GiB per GPU\n",
                 a.model.c_str(), static_cast<long long>(a.gpus), a.system.c_str(), static_cast<long long>(batch),
@@ -452,6 +479,8 @@ int run_search(const search_args& a) {
     }
     std::printf("\nwinner: %s\n%s", layout_name(r.top[0]).c_str(),
                 llmsim::to_text(winner, model, best, system.spec()).c_str());
+    if (a.tokens)
+      std::printf("%s", llmsim::to_text(llmsim::training_cost(winner, best, *a.tokens, a.usd_per_gpu_hour)).c_str());
   }
   return 0;
 }

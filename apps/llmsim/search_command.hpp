@@ -34,7 +34,21 @@ struct search_args {
   std::string format = "text";
   bool pareto = false;
   unsigned threads = 2;
+  std::optional<double> tokens, usd_per_gpu_hour;  ///< price a training run per candidate
 };
+
+/// --tokens N and --usd-per-gpu-hour X (perf and search): a training run's days, GPU-hours and,
+/// with the user's price (there is no default), dollars.
+inline void add_training_cost_options(CLI::App* cmd, std::optional<double>& tokens, std::optional<double>& usd) {
+  auto* t = cmd->add_option("--tokens", tokens,
+                            "Also price a training run on this many tokens (e.g. 15e12): steps of the global batch, "
+                            "wall-clock days, GPU-hours")
+                ->check(CLI::Range(1.0, 1e18));
+  cmd->add_option("--usd-per-gpu-hour", usd,
+                  "Price of one GPU-hour in US dollars, for the run's cost (no default: a price is always yours)")
+      ->check(CLI::Range(0.0, 1e4))
+      ->needs(t);
+}
 
 /// Adds the `search` subcommand to `app`, filling `a`.
 CLI::App* add_search_command(CLI::App& app, search_args& a);

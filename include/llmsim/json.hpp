@@ -1230,6 +1230,19 @@ inline value stage_memory_json(const estimate_result& r, std::size_t i) {
 }
 }  // namespace detail
 
+/// A training run's cost (`training_cost`): null dollars when no price was given.
+inline value to_json(const training_run_cost& c) {
+  auto optional = [](const std::optional<double>& v) { return v ? value(*v) : value(nullptr); };
+  return {{"tokens", c.tokens},
+          {"tokens_per_step", c.tokens_per_step},
+          {"steps", c.steps},
+          {"seconds", c.seconds},
+          {"days", c.days},
+          {"gpu_hours", c.gpu_hours},
+          {"usd_per_gpu_hour", optional(c.usd_per_gpu_hour)},
+          {"usd", optional(c.usd)}};
+}
+
 /// An estimate as JSON with SimuMax's field names; times in milliseconds, memory in GiB (2^30
 /// bytes). Stages are keyed by `stage_name` (first_stage, middle_stage or middle_stage[a-b],
 /// last_stage); `breakdown_result` is the bounding stage's, and every stage has its own.

@@ -15,6 +15,7 @@
 #include <llmsim/estimate/estimate.hpp>
 #include <llmsim/estimate/model_counts.hpp>
 #include <llmsim/estimate/trace.hpp>
+#include <llmsim/estimate/training_cost.hpp>
 #include <llmsim/llm_analysis.hpp>
 #include <llmsim/perf_llm.hpp>
 #include <llmsim/program/dense.hpp>

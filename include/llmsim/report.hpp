@@ -4,6 +4,7 @@
 #pragma once
 
 #include <llmsim/estimate/estimate.hpp>
+#include <llmsim/estimate/training_cost.hpp>
 
 #include <cstdio>
 #include <string>
@@ -242,6 +243,25 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   const auto notes = notes_of(r);
   if (!notes.empty()) out += "\nnotes\n";
   for (const auto& n : notes) out += "  - " + n + "\n";
+  return out;
+}
+
+/// A training run's cost in the report's style (`training_cost`).
+inline std::string to_text(const training_run_cost& c) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "\ntraining run\n"
+      "  tokens                       %.0f (%.0f steps of %.0f tokens; a partial last batch runs a whole step)\n"
+      "  wall clock                   %.2f days (%.0f s, one job, no restarts or evaluation)\n"
+      "  gpu_hours                    %.1f\n",
+      c.tokens, c.steps, c.tokens_per_step, c.days, c.seconds, c.gpu_hours);
+  std::string out = buf;
+  if (c.usd) {
+    std::snprintf(buf, sizeof buf, "  cost                         $%.2f at $%.4g per GPU-hour\n", *c.usd,
+                  *c.usd_per_gpu_hour);
+    out += buf;
+  }
   return out;
 }
 

@@ -2290,6 +2290,19 @@ constexpr void validate(const system_spec& sys) {
         "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
   for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
     if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
+  // `default` is the device's 16-bit peak: SimuMax measures MFU against it (every SimuMax system
+  // file sets it to the BF16 tensor-core peak, as matmul and attention), so a 16-bit kind faster
+  // than it would report more model FLOP/s than the peak. FP8 and FP4 kinds may exceed it.
+  const double peak = sys.op(compute_kind::default_kind).tflops;
+  for (const compute_kind k :
+       {compute_kind::matmul, compute_kind::group_matmul, compute_kind::sdp_fwd, compute_kind::sdp_bwd}) {
+    const compute_op_spec& op = sys.op(k);
+    if (op.present && op.tflops > peak)
+      report_error(api, "system.accelerator.op.tflops",
+                   "system.accelerator.op.{}.tflops={} must not exceed system.accelerator.op.default.tflops={}: "
+                   "default is the 16-bit peak MFU is measured against",
+                   compute_kind_names[static_cast<std::size_t>(k)], op.tflops, peak);
+  }
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
     if (!sys.accelerator.bandwidth[k].present) continue;
     detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
@@ -11450,6 +11463,73 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/trace.hpp -----------------------------------------------------------------
+// ---- begin llmsim/estimate/training_cost.hpp -------------------------------------------------------
+/// \file llmsim/estimate/training_cost.hpp
+/// What a whole training run costs at the estimated iteration time: steps, wall-clock days,
+/// GPU-hours and (with the user's price; there is no default price) dollars to train on N tokens.
+
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Ranges a real run can have: up to 10^18 tokens (a hundred thousand times today's largest
+/// pretraining sets) and up to $10,000 per GPU-hour.
+namespace training_cost_limits {
+inline constexpr double max_tokens = 1e18;
+inline constexpr double max_usd_per_gpu_hour = 1e4;
+}  // namespace training_cost_limits
+
+/// A training run of `tokens` tokens in steps of the strategy's global batch.
+struct training_run_cost {
+  double tokens = 0;           ///< asked for
+  double tokens_per_step = 0;  ///< seq_len x global batch size
+  double steps = 0;      ///< ceil(tokens / tokens_per_step): every token seen, a last partial batch runs a whole step
+  double seconds = 0;    ///< steps x iteration time (one job, no restarts or evaluation)
+  double days = 0;       ///< seconds / 86,400
+  double gpu_hours = 0;  ///< seconds x world_size / 3,600
+  std::optional<double> usd_per_gpu_hour;
+  std::optional<double> usd;  ///< gpu_hours x usd_per_gpu_hour, only when a price is given
+};
+
+/// The run of `tokens` tokens in steps of `tokens_per_step` tokens taking `iteration_seconds` each
+/// on `world_size` GPUs. Refuses tokens outside (0, max_tokens] and a price outside
+/// [0, max_usd_per_gpu_hour].
+constexpr training_run_cost training_cost(double iteration_seconds, std::int64_t world_size, double tokens_per_step,
+                                          double tokens, std::optional<double> usd_per_gpu_hour = {}) {
+  constexpr std::string_view api = "llmsim::training_cost";
+  using namespace training_cost_limits;
+  if (!(tokens > 0 && tokens <= max_tokens))
+    detail::report_error(api, "tokens", "tokens={} must be in (0, {}]", tokens, max_tokens);
+  if (usd_per_gpu_hour && !(*usd_per_gpu_hour >= 0 && *usd_per_gpu_hour <= max_usd_per_gpu_hour))
+    detail::report_error(api, "usd_per_gpu_hour", "usd_per_gpu_hour={} must be in [0, {}]", *usd_per_gpu_hour,
+                         max_usd_per_gpu_hour);
+  training_run_cost c;
+  c.tokens = tokens;
+  c.tokens_per_step = tokens_per_step;
+  const double whole = static_cast<double>(static_cast<std::int64_t>(tokens / tokens_per_step));
+  c.steps = whole * tokens_per_step < tokens ? whole + 1 : whole;
+  c.seconds = c.steps * iteration_seconds;
+  c.days = c.seconds / 86400.0;
+  c.gpu_hours = c.seconds * static_cast<double>(world_size) / 3600.0;
+  c.usd_per_gpu_hour = usd_per_gpu_hour;
+  if (usd_per_gpu_hour) c.usd = c.gpu_hours * *usd_per_gpu_hour;
+  return c;
+}
+
+/// The same at the iteration time of `r`, the estimate of strategy `s` (seq_len x global batch
+/// tokens per step).
+constexpr training_run_cost training_cost(const estimate_result& r, const strategy_spec& s, double tokens,
+                                          std::optional<double> usd_per_gpu_hour = {}) {
+  return training_cost(r.cost.duration_time_per_iter.value, s.world_size,
+                       static_cast<double>(s.seq_len) * static_cast<double>(global_batch_size(s)), tokens,
+                       usd_per_gpu_hour);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/estimate/training_cost.hpp ---------------------------------------------------------
 // ---- begin llmsim/llm_analysis.hpp -----------------------------------------------------------------
 /// \file llmsim/llm_analysis.hpp
 /// `llmsim::llm_analysis`: llm-analysis (github.com/cli99/llm-analysis, commit d841e40) reproduced
@@ -13275,6 +13355,25 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   const auto notes = notes_of(r);
   if (!notes.empty()) out += "\nnotes\n";
   for (const auto& n : notes) out += "  - " + n + "\n";
+  return out;
+}
+
+/// A training run's cost in the report's style (`training_cost`).
+inline std::string to_text(const training_run_cost& c) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "\ntraining run\n"
+      "  tokens                       %.0f (%.0f steps of %.0f tokens; a partial last batch runs a whole step)\n"
+      "  wall clock                   %.2f days (%.0f s, one job, no restarts or evaluation)\n"
+      "  gpu_hours                    %.1f\n",
+      c.tokens, c.steps, c.tokens_per_step, c.days, c.seconds, c.gpu_hours);
+  std::string out = buf;
+  if (c.usd) {
+    std::snprintf(buf, sizeof buf, "  cost                         $%.2f at $%.4g per GPU-hour\n", *c.usd,
+                  *c.usd_per_gpu_hour);
+    out += buf;
+  }
   return out;
 }
 

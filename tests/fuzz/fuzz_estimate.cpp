@@ -5,8 +5,9 @@
 // Rules checked after every accepted input (issue 15):
 // - no exception other than llmsim::config_error (a refusal with file, field and rule) escapes;
 // - every number of the JSON report is finite and non-negative (times, rates, byte counts);
-// - MFU is positive and at most system_limits::max_efficient_factor: it is measured against the file's
-//   `tflops`, and a measured efficiency table may exceed that figure (SimuMax's B200 file reaches 1.20);
+// - MFU is positive and at most system_limits::max_efficient_factor x (the fastest compute kind's
+//   tflops / the `default` tflops it is measured against): a measured efficiency table may exceed its
+//   kind's figure (SimuMax's B200 file reaches 1.20), and FP8 / FP4 kinds may be faster than `default`;
 // - the estimate, the text report and the trace finish within `max_seconds` of processor time.
 // A violation aborts, which libFuzzer reports with the input that caused it.
 #include <llmsim/estimate/trace.hpp>
@@ -114,9 +115,19 @@ void estimate_and_check(const llmsim::model_spec& model, const llmsim::strategy_
   perf.run_estimate();
   const auto& result = perf.result();
   check_numbers(lj::to_json(result), "");
+  // MFU is model FLOP/s over the `default` peak; no kind runs faster than its tflops x
+  // max_efficient_factor, and only FP8 / FP4 kinds may be faster than `default` (validate).
+  const llmsim::system_spec& sys = perf.system();
+  double fastest = 0;
+  for (std::size_t k = 0; k < llmsim::compute_kind_names.size(); ++k) {
+    const auto& op = sys.op(static_cast<llmsim::compute_kind>(k));
+    if (op.present && op.tflops > fastest) fastest = op.tflops;
+  }
+  const double bound =
+      llmsim::system_limits::max_efficient_factor * fastest / sys.op(llmsim::compute_kind::default_kind).tflops;
   const double mfu = result.cost.mfu;
-  if (!(mfu > 0 && mfu <= llmsim::system_limits::max_efficient_factor))
-    violation("mfu = " + std::to_string(mfu) + " (must be in (0, max_efficient_factor])");
+  if (!(mfu > 0 && mfu <= bound))
+    violation("mfu = " + std::to_string(mfu) + " (must be in (0, " + std::to_string(bound) + "])");
   (void)llmsim::to_text(result, perf.model(), perf.strategy(), perf.system());
   (void)llmsim::trace_iteration(perf.model(), perf.strategy(), perf.system());
   const double seconds = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;

@@ -726,6 +726,50 @@ TEST(CliSearch, EveryRowCarriesTheLibrarysFigures) {
   }
 }
 
+// --tokens and --usd-per-gpu-hour: the run's steps, days, GPU-hours and dollars from the iteration
+// time the same output reports (perf), and per candidate from its step time (search).
+TEST(CliCost, PerfPricesATrainingRun) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string perf =
+      "perf --system h100-sxm --model llama3-8b --strategy tp2_pp1_dp4_mbs1_mbc8 --set strategy.seq_len=4096 ";
+  const auto r = run_cli(perf + "--tokens 1e9 --usd-per-gpu-hour 2.5 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  const double t = j["cost_result"]["duration_time_per_iter"].get<double>() / 1000;  // ms in the report
+  const auto& c = j["training_cost"];
+  // 1e9 / (32 x 4096) = 7,629.39: 7,630 steps on 8 GPUs.
+  EXPECT_EQ(c["steps"].get<double>(), 7630.0);
+  EXPECT_DOUBLE_EQ(c["days"].get<double>(), 7630 * t / 86400);
+  EXPECT_DOUBLE_EQ(c["gpu_hours"].get<double>(), 7630 * t * 8 / 3600);
+  EXPECT_DOUBLE_EQ(c["usd"].get<double>(), 7630 * t * 8 / 3600 * 2.5);
+  const auto no_price = run_cli(perf + "--tokens 1e9 --format json").out_json();
+  EXPECT_TRUE(no_price["training_cost"]["usd"].is_null()) << "no default price";
+  EXPECT_FALSE(run_cli(perf + "--format json").out_json().contains("training_cost"));
+  const auto text = run_cli(perf + "--tokens 1e9 --usd-per-gpu-hour 2.5");
+  EXPECT_NE(text.out.find("7630 steps of 131072 tokens"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("per GPU-hour"), std::string::npos) << text.out;
+  EXPECT_EQ(run_cli(perf + "--usd-per-gpu-hour 2.5").exit_code, 2) << "a price needs --tokens";
+  EXPECT_EQ(run_cli(perf + "--tokens 0").exit_code, 2);
+  EXPECT_EQ(run_cli(perf + "--tokens 1e9 --usd-per-gpu-hour -1").exit_code, 2);
+}
+
+TEST(CliCost, SearchPricesEveryCandidate) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli(small_search + " --tokens 1e10 --usd-per-gpu-hour 3 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  // 1e10 / (16 x 4096) = 152,587.89: 152,588 steps on 8 GPUs.
+  for (const auto& c : j["candidates"]) {
+    const double t = c["step_time"].get<double>();
+    EXPECT_DOUBLE_EQ(c["train_days"].get<double>(), 152588 * t / 86400);
+    EXPECT_DOUBLE_EQ(c["gpu_hours"].get<double>(), 152588 * t * 8 / 3600);
+    EXPECT_DOUBLE_EQ(c["usd"].get<double>(), 152588 * t * 8 / 3600 * 3);
+  }
+  EXPECT_EQ(j["winner"]["training_cost"]["steps"].get<double>(), 152588.0);
+  const auto csv = run_cli(small_search + " --tokens 1e10 --format csv");
+  EXPECT_NE(csv.out.find(",peak_stage,train_days,gpu_hours\n"), std::string::npos) << csv.out.substr(0, 300);
+}
+
 TEST(CliSearch, NothingFitsExitsThreeNamingTheShortfall) {
   LLMSIM_REQUIRE_CLI();
   // Llama 3 405B's weights, gradients and Adam state (16 bytes a parameter) are ~101 GB per GPU even

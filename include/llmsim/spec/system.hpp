@@ -371,6 +371,19 @@ constexpr void validate(const system_spec& sys) {
         "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
   for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
     if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
+  // `default` is the device's 16-bit peak: SimuMax measures MFU against it (every SimuMax system
+  // file sets it to the BF16 tensor-core peak, as matmul and attention), so a 16-bit kind faster
+  // than it would report more model FLOP/s than the peak. FP8 and FP4 kinds may exceed it.
+  const double peak = sys.op(compute_kind::default_kind).tflops;
+  for (const compute_kind k :
+       {compute_kind::matmul, compute_kind::group_matmul, compute_kind::sdp_fwd, compute_kind::sdp_bwd}) {
+    const compute_op_spec& op = sys.op(k);
+    if (op.present && op.tflops > peak)
+      report_error(api, "system.accelerator.op.tflops",
+                   "system.accelerator.op.{}.tflops={} must not exceed system.accelerator.op.default.tflops={}: "
+                   "default is the 16-bit peak MFU is measured against",
+                   compute_kind_names[static_cast<std::size_t>(k)], op.tflops, peak);
+  }
   for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
     if (!sys.accelerator.bandwidth[k].present) continue;
     detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
