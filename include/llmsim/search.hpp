@@ -345,8 +345,11 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
   work(0);
   for (auto& t : threads) t.join();
   out.interrupted = stopped.load() || (o.stop != nullptr && o.stop->load());
+  std::size_t kept = 0;
+  for (const auto& w : workers) kept += w.state.all.size();
+  out.fitting.reserve(kept);  // one allocation: growing it by doubling held up to twice the rows
   for (auto& w : workers) {
-    const auto& s = w.state;
+    auto& s = w.state;
     out.evaluated += s.evaluated;
     out.estimated += s.estimated;
     out.invalid += s.invalid;
@@ -355,6 +358,7 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
     out.fitting_count += s.fitting;
     out.top.insert(out.top.end(), s.best.begin(), s.best.end());
     out.fitting.insert(out.fitting.end(), s.all.begin(), s.all.end());
+    std::vector<search_candidate>().swap(s.all);  // freed before the next worker's rows are copied
     if (s.shortfall >= 0 &&
         (out.smallest_shortfall < 0 || s.shortfall < out.smallest_shortfall ||
          (s.shortfall == out.smallest_shortfall && s.closest.point.order < out.closest.point.order))) {
