@@ -11313,19 +11313,25 @@ inline void add_op_spans(iteration_trace& t, const recorded_job& job, const pipe
   }
 }
 
-/// The op steps pass `e` lays out (none for transfers).
-inline const std::vector<op_step>* steps_of(const pipeline_event& e, const chunk_ops& c) {
+/// The op steps pass `e` lays out, their priced time, and whether they are a whole forward or
+/// backward (which an interleaved or DualPipeV schedule rescales); no steps for transfers.
+struct pass_steps {
+  const std::vector<op_step>* steps = nullptr;
+  double time = 0;
+  bool whole_pass = false;
+};
+inline pass_steps steps_of(const pipeline_event& e, const chunk_ops& c) {
   switch (e.what) {
     case pipeline_event::kind::forward:
-      return &c.forward;
+      return {&c.forward, c.forward_time, true};
     case pipeline_event::kind::backward:
-      return &c.backward;
+      return {&c.backward, c.backward_time, true};
     case pipeline_event::kind::backward_input:
-      return &c.backward_input;
+      return {&c.backward_input, c.backward_input_time, false};
     case pipeline_event::kind::backward_weight:
-      return &c.backward_weight;
+      return {&c.backward_weight, c.backward_weight_time, false};
     default:
-      return nullptr;
+      return {};
   }
 }
 
@@ -11334,8 +11340,8 @@ inline void refuse_too_many_spans(const std::vector<pipeline_event>& events, con
                                   std::int64_t per_rank) {
   std::int64_t spans = 0;
   for (const pipeline_event& e : events) {
-    const auto* steps = steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
-    spans += 1 + (steps != nullptr ? static_cast<std::int64_t>(steps->size()) : 0);
+    const pass_steps p = steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
+    spans += 1 + (p.steps != nullptr ? static_cast<std::int64_t>(p.steps->size()) : 0);
   }
   if (spans > max_traced_spans)
     report_error("llmsim::trace", "strategy.micro_batch_num",
@@ -11443,16 +11449,9 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     }
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
-    const detail::chunk_ops& c = chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)];
+    const detail::pass_steps p = detail::steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
     const bool rescale = s.interleaving_size > 1 || v_shaped(s);  // chunk shares; DualPipeV's overlapped pairs
-    if (e.what == pipeline_event::kind::forward)
-      detail::add_op_spans(t, job, e, c.forward, c.forward_time, rescale);
-    else if (e.what == pipeline_event::kind::backward)
-      detail::add_op_spans(t, job, e, c.backward, c.backward_time, rescale);
-    else if (e.what == pipeline_event::kind::backward_input)
-      detail::add_op_spans(t, job, e, c.backward_input, c.backward_input_time, false);
-    else
-      detail::add_op_spans(t, job, e, c.backward_weight, c.backward_weight_time, false);
+    detail::add_op_spans(t, job, e, *p.steps, p.time, rescale && p.whole_pass);
   }
   detail::add_tail(t, s, pipe.total.value);
   for (std::int64_t rank = 0; rank < s.pp_size; ++rank)
@@ -11519,12 +11518,10 @@ constexpr training_run_cost training_cost(double iteration_seconds, std::int64_t
   return c;
 }
 
-/// The same at the iteration time of `r`, the estimate of strategy `s` (seq_len x global batch
-/// tokens per step).
+/// The same at the iteration time and tokens per iteration of `r`, the estimate of strategy `s`.
 constexpr training_run_cost training_cost(const estimate_result& r, const strategy_spec& s, double tokens,
                                           std::optional<double> usd_per_gpu_hour = {}) {
-  return training_cost(r.cost.duration_time_per_iter.value, s.world_size,
-                       static_cast<double>(s.seq_len) * static_cast<double>(global_batch_size(s)), tokens,
+  return training_cost(r.cost.duration_time_per_iter.value, s.world_size, r.cost.all_tokens_per_iter, tokens,
                        usd_per_gpu_hour);
 }
 
