@@ -57,12 +57,10 @@ constexpr training_run_cost training_cost(double iteration_seconds, std::int64_t
   return c;
 }
 
-/// The same at the iteration time of `r`, the estimate of strategy `s` (seq_len x global batch
-/// tokens per step).
+/// The same at the iteration time and tokens per iteration of `r`, the estimate of strategy `s`.
 constexpr training_run_cost training_cost(const estimate_result& r, const strategy_spec& s, double tokens,
                                           std::optional<double> usd_per_gpu_hour = {}) {
-  return training_cost(r.cost.duration_time_per_iter.value, s.world_size,
-                       static_cast<double>(s.seq_len) * static_cast<double>(global_batch_size(s)), tokens,
+  return training_cost(r.cost.duration_time_per_iter.value, s.world_size, r.cost.all_tokens_per_iter, tokens,
                        usd_per_gpu_hour);
 }
 
