@@ -12,6 +12,7 @@
 #include <llmsim/json.hpp>
 #include <llmsim/json/megatron_bridge.hpp>
 
+#include "infer_command.hpp"
 #include "llm_analysis_command.hpp"
 #include "search_command.hpp"
 
@@ -67,7 +68,8 @@ constexpr const char* exit_status_help =
     "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
     "     --strategy and --model; llm-analysis train), unless --allow-oom; llm-analysis infer:\n"
     "     the weights, activations or KV cache do not fit; search: no strategy of the space fits (the\n"
-    "     message names the smallest shortfall)\n"
+    "     message names the smallest shortfall); infer: the batch's weights, KV cache and activations\n"
+    "     exceed the usable device memory\n"
     "  4  unexpected internal error\n"
     "  5  validate: some cases could not be estimated (each is listed with its reason; the others\n"
     "     are compared as usual)\n"
@@ -679,10 +681,131 @@ std::string number_or_dash(const lj::value& object, const char* key, const char*
   return object.is_object() && object.contains(key) ? number_or_dash(object[key], format) : "-";
 }
 
+/// Reads an inference recipe file (configs/inference/validation.json), checking its shape.
+lj::value read_inference_recipes(const std::string& file) {
+  const lj::value r = lj::read_file(file);
+  const std::string format(lj::inference_cases::recipes_format);
+  auto refuse = [&](const std::string& at, const std::string& rule) {
+    throw llmsim::config_error("llmsim validate", at, at + ": " + rule, file);
+  };
+  if (!r.is_object() || !r.contains("format") || !r["format"].is_string() ||
+      r["format"].get<std::string>().rfind(format, 0) != 0)
+    refuse("/format", "expected a recipe file whose format starts with \"" + format + "\"");
+  if (!r.contains("models") || !r["models"].is_object()) refuse("/models", "expected an object");
+  for (const auto& [key, entry] : r["models"].items())
+    if (!entry.is_object() || (!(entry.contains("catalogue") && entry["catalogue"].is_string()) &&
+                               !(entry.contains("spec") && entry["spec"].is_object())))
+      refuse("/models/" + key, "expected {\"catalogue\": name} or {\"spec\": {...}}");
+  if (r.contains("gpt_style") && !r["gpt_style"].is_object()) refuse("/gpt_style", "expected an object");
+  if (!r.contains("systems") || !r["systems"].is_array()) refuse("/systems", "expected an array");
+  for (std::size_t i = 0; i < r["systems"].size(); ++i) {
+    const lj::value& rule = r["systems"][i];
+    if (!rule.is_object() || !rule.contains("contains") || !rule["contains"].is_array() || !rule.contains("system") ||
+        !rule["system"].is_string())
+      refuse("/systems/" + std::to_string(i), "expected {\"contains\": [words], \"system\": name}");
+    for (const auto& w : rule["contains"])
+      if (!w.is_string()) refuse("/systems/" + std::to_string(i) + "/contains", "expected strings");
+  }
+  return r;
+}
+
+/// Mean and largest |error| of a group of compared figures.
+struct inference_error_stats {
+  std::size_t figures = 0;
+  double sum = 0, max = 0;
+  void add(double err) {
+    ++figures;
+    sum += std::fabs(err);
+    max = std::max(max, std::fabs(err));
+  }
+  [[nodiscard]] lj::value json() const {
+    return {{"figures", figures},
+            {"mean_abs_err", figures ? sum / static_cast<double>(figures) : 0.0},
+            {"max_abs_err", max}};
+  }
+};
+
+/// `llmsim validate` of an inference cases document: every printed figure llmsim predicts (TTFT,
+/// TPOT, end-to-end latency, tokens/s, memory) against its prediction, summarised by regime.
+int run_validate_inference(const lj::value& doc, const std::string& file, const std::string& format,
+                           const std::string& recipes_file) {
+  namespace ic = lj::inference_cases;
+  if (!doc.contains("rows") || !doc["rows"].is_array())
+    throw llmsim::config_error("llmsim validate", "/rows", "/rows: expected an array", file);
+  if (!doc.contains("metric_fields") || !doc["metric_fields"].is_array())
+    throw llmsim::config_error("llmsim validate", "/metric_fields", "/metric_fields: expected an array", file);
+  std::vector<std::string> metrics;
+  for (const auto& m : doc["metric_fields"])
+    if (m.is_string()) metrics.push_back(m.get<std::string>());
+  const lj::value recipes = read_inference_recipes(recipes_file);
+  lj::value rows = lj::value::array(), refused = lj::value::object();
+  std::map<std::string, inference_error_stats> by_regime;
+  inference_error_stats all;
+  std::size_t n_refused = 0;
+  for (const auto& row : doc["rows"]) {
+    if (!row.is_object()) continue;
+    const ic::row_result r = ic::estimate_row(row, recipes, metrics);
+    lj::value out{
+        {"id", r.job.id}, {"regime", r.job.regime}, {"model", r.job.model_name}, {"system", r.job.system_name}};
+    if (!r.estimated()) {
+      ++n_refused;
+      out["reason"] = r.error;
+      refused[r.error] = refused.value(r.error, 0) + 1;
+    } else {
+      out["inference"] = lj::to_json(r.job.spec);
+      lj::value figures = lj::value::array();
+      for (const auto& m : r.metrics) {
+        figures.push_back({{"metric", m.name}, {"real", m.real}, {"predicted", m.predicted}, {"err", m.error()}});
+        by_regime[r.job.regime].add(m.error());
+        all.add(m.error());
+      }
+      out["figures"] = figures;
+    }
+    rows.push_back(out);
+  }
+  lj::value regimes = lj::value::object();
+  for (const auto& [k, v] : by_regime) regimes[k] = v.json();
+  const lj::value summary{{"rows", rows.size()},
+                          {"not_estimated", n_refused},
+                          {"all", all.json()},
+                          {"by_regime", regimes},
+                          {"not_estimated_reasons", refused}};
+  const int status = n_refused > 0 ? exit_not_all_estimated : exit_success;
+  if (format == "json") {
+    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
+    return status;
+  }
+  std::printf("%-6s %-24s %-14s %-28s %12s %12s %8s\n", "id", "model", "system", "figure", "real", "predicted",
+              "error");
+  for (const auto& row : rows) {
+    if (row.contains("reason")) {
+      std::printf("%-6s not estimated: %s\n", row["id"].get<std::string>().c_str(),
+                  row["reason"].get<std::string>().c_str());
+      continue;
+    }
+    for (const auto& f : row["figures"])
+      std::printf("%-6s %-24s %-14s %-28s %12.2f %12.2f %+7.1f%%\n", row["id"].get<std::string>().c_str(),
+                  row["model"].get<std::string>().c_str(), row["system"].get<std::string>().c_str(),
+                  f["metric"].get<std::string>().c_str(), f["real"].get<double>(), f["predicted"].get<double>(),
+                  100 * f["err"].get<double>());
+  }
+  std::printf("\nmean |error| by regime:\n");
+  for (const auto& [k, v] : by_regime)
+    std::printf("  %-62s %4zu figures  mean %5.1f%%  max %6.1f%%\n", k.c_str(), v.figures,
+                100 * v.sum / static_cast<double>(v.figures), 100 * v.max);
+  std::printf("  %-62s %4zu figures  mean %5.1f%%  max %6.1f%%\n", "all", all.figures,
+              all.figures ? 100 * all.sum / static_cast<double>(all.figures) : 0.0, 100 * all.max);
+  std::printf("rows %zu, not estimated %zu\n", rows.size(), n_refused);
+  return status;
+}
+
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
 int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file) {
   const lj::value doc = lj::read_file(file);
   if (lj::megatron_bridge::is_cases_document(doc)) return run_validate_mb(doc, file, format, recipes_file);
+  if (lj::inference_cases::is_cases_document(doc))
+    return run_validate_inference(doc, file, format,
+                                  recipes_file == LLMSIM_MB_RECIPES ? LLMSIM_INFERENCE_RECIPES : recipes_file);
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
   if (doc.contains("config_root") && !doc["config_root"].is_string())
@@ -841,8 +964,10 @@ int main(int argc, char** argv) {
   auto* llma = llmsim_cli::add_llm_analysis(app, llma_args);
   llmsim_cli::search_args search_args;
   auto* search = llmsim_cli::add_search_command(app, search_args);
+  llmsim_cli::infer_args infer_args;
+  auto* infer = llmsim_cli::add_infer_command(app, infer_args);
   app.footer(exit_status_help);
-  for (auto* sub : {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search})
+  for (auto* sub : {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search, infer})
     sub->footer(exit_status_help);
 
   try {
@@ -859,7 +984,7 @@ int main(int argc, char** argv) {
       (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
       (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
       (list->parsed() && list_format == "json") || (llma->parsed() && llma_args.format == "json") ||
-      (search->parsed() && search_args.format == "json");
+      (search->parsed() && search_args.format == "json") || (infer->parsed() && infer_args.format == "json");
   try {
     // Lets the test suite reach exit status 4, which no input should reach.
     if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
@@ -869,6 +994,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file);
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);
     if (search->parsed()) return llmsim_cli::run_search(search_args);
+    if (infer->parsed()) return llmsim_cli::run_infer(infer_args, exit_does_not_fit);
     if (list->parsed()) {
       if (json_out)
         std::printf("%s\n", dump(catalogue_json()).c_str());

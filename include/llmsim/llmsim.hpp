@@ -13,6 +13,7 @@
 #include <llmsim/cost/op_cost.hpp>
 #include <llmsim/cost/step_cost.hpp>
 #include <llmsim/estimate/estimate.hpp>
+#include <llmsim/estimate/inference.hpp>
 #include <llmsim/estimate/model_counts.hpp>
 #include <llmsim/estimate/trace.hpp>
 #include <llmsim/estimate/training_cost.hpp>

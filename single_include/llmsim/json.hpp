@@ -2120,3 +2120,293 @@ inline value to_json(const la::summary& s) {
 }  // namespace json
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/json/llm_analysis.hpp --------------------------------------------------------------
+// ---- begin llmsim/json/inference.hpp ---------------------------------------------------------------
+/// \file llmsim/json/inference.hpp
+/// Serving estimates as JSON, and real inference measurements (an `inference_cases.json`
+/// document: rows transcribed from FasterTransformer, gpt-fast and TensorRT-LLM tables) mapped to
+/// an `inference_spec` and estimated. A row's model and system come from its text through a recipe
+/// file (configs/inference/validation.json): model names matched without case, punctuation or a
+/// parenthesised note, first in the recipe, then in the catalogue; GPUs by the words their text
+/// contains. A row whose model, GPU or precision cannot be resolved is refused with the reason.
+///
+/// ```cpp
+/// const auto recipes = llmsim::json::read_file("configs/inference/validation.json");
+/// const auto r = llmsim::json::inference_cases::estimate_row(doc["rows"][0], recipes);
+/// ```
+
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace json {
+
+/// The figures of one serving estimate, in the units people quote (ms, tokens/s, GB = 10^9 B).
+inline value to_json(const inference_result& r) {
+  return {
+      {"ttft_ms", r.ttft.value * 1e3},
+      {"tpot_ms", r.tpot.value * 1e3},
+      {"e2e_latency_ms", r.e2e.value * 1e3},
+      {"first_decode_step_ms", r.first_step.value * 1e3},
+      {"last_decode_step_ms", r.last_step.value * 1e3},
+      {"decode_kernels_per_step", r.decode_kernels},
+      {"prefill_tflops_per_gpu", r.prefill_tflops},
+      {"output_tok_s", r.output_tok_s},
+      {"output_tok_s_per_gpu", r.output_tok_s_per_gpu},
+      {"decode_tok_s_per_user", r.decode_tok_s_per_user},
+      {"weight_gb", r.weight_bytes / 1e9},
+      {"kv_cache_gb", r.kv_cache_bytes / 1e9},
+      {"kv_cache_bytes_per_token", r.kv_bytes_per_token},
+      {"activation_gb", r.activation_bytes / 1e9},
+      {"peak_gb", r.peak_bytes / 1e9},
+      {"capacity_gb", r.capacity_bytes / 1e9},
+      {"fits", r.fits},
+      {"max_batch", r.max_batch},
+      {"offline_batch", r.offline_batch},
+      {"offline_output_tok_s_per_gpu", r.offline_output_tok_s_per_gpu},
+      {"usd_per_million_output_tokens",
+       r.usd_per_million_output_tokens > 0 ? value(r.usd_per_million_output_tokens) : value(nullptr)},
+      {"offline_usd_per_million_output_tokens",
+       r.offline_usd_per_million_output_tokens > 0 ? value(r.offline_usd_per_million_output_tokens) : value(nullptr)},
+      {"gpus", r.gpus}};
+}
+
+inline value to_json(const inference_spec& i) {
+  return {{"batch", i.batch},
+          {"input_len", i.input_len},
+          {"output_len", i.output_len},
+          {"tp", i.tp},
+          {"pp", i.pp},
+          {"ep", i.ep},
+          {"dp", i.dp},
+          {"weights", std::string(enum_name(i.weights))},
+          {"int4_group_size", i.int4_group_size},
+          {"activations", std::string(enum_name(i.activations))},
+          {"kv_cache", std::string(enum_name(i.kv_cache))},
+          {"cuda_graphs", i.cuda_graphs},
+          {"memory_fraction", i.memory_fraction}};
+}
+
+namespace inference_cases {
+
+inline constexpr std::string_view cases_format = "llmsim inference validation cases";
+inline constexpr std::string_view recipes_format = "llmsim inference validation recipes";
+
+/// Whether `doc` is an inference cases document (its `format` names it).
+inline bool is_cases_document(const value& doc) {
+  return doc.is_object() && doc.contains("format") && doc["format"].is_string() &&
+         doc["format"].get<std::string>().rfind(cases_format, 0) == 0;
+}
+
+/// `name` without a parenthesised note, lower-case, letters and digits only ("Llama-2-7B" ->
+/// "llama27b", "GPT-20B (GPT-style, FT example config)" -> "gpt20b").
+inline std::string normalized_name(std::string_view name) {
+  std::string out;
+  int depth = 0;
+  for (const char ch : name) {
+    if (ch == '(') ++depth;
+    if (ch == ')' && depth > 0) {
+      --depth;
+      continue;
+    }
+    if (depth == 0 && std::isalnum(static_cast<unsigned char>(ch)))
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  }
+  return out;
+}
+
+/// A row mapped to llmsim's inputs, or the reason it cannot be.
+struct row_job {
+  std::string id, regime, model_name, system_name;
+  model_spec model{};
+  inference_spec spec{};
+  std::string refused;
+  bool decode_rates_only = false;  ///< the row gives no output length: throughput figures are decode rates
+};
+
+namespace detail {
+inline std::string text_of(const value& row, const char* key) {
+  return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : std::string();
+}
+inline std::optional<std::int64_t> count_of(const value& row, const char* key) {
+  if (!row.contains(key) || !row[key].is_number_integer()) return std::nullopt;
+  return row[key].get<std::int64_t>();
+}
+inline bool starts_with_word(const std::string& text, std::string_view word) {
+  std::string upper;
+  for (const char ch : text.substr(0, word.size()))
+    upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+  return upper == word;
+}
+
+/// The model a row names: a recipe entry (a catalogue name or a spec), else the catalogue.
+inline std::string resolve_model(row_job& job, const value& row, const value& recipes) {
+  const std::string name = text_of(row, "model"), key = normalized_name(name);
+  const value& entries = recipes["models"];
+  if (entries.contains(key)) {
+    const value& e = entries[key];
+    if (e.contains("catalogue")) {
+      job.model_name = e["catalogue"].get<std::string>();
+      job.model = load_model(job.model_name);
+      return {};
+    }
+    value spec = recipes.value("gpt_style", value::object());
+    merge_patch(spec, e["spec"]);
+    spec["model_name"] = key;
+    job.model_name = key;
+    job.model = parse_model(spec, "inference recipe model " + key, {.strict = true});
+    return {};
+  }
+  for (const auto& [catalogue_name, spec] : catalogue::models) {
+    if (normalized_name(catalogue_name) != key) continue;
+    job.model_name = std::string(catalogue_name);
+    job.model = *spec;
+    return {};
+  }
+  return "model \"" + name + "\" is neither in the recipe file nor in the catalogue";
+}
+
+/// The system of the first recipe rule whose words the row's gpu text all contains.
+inline std::string resolve_system(row_job& job, const value& row, const value& recipes) {
+  const std::string gpu = text_of(row, "gpu");
+  for (const value& rule : recipes["systems"]) {
+    bool all = true;
+    for (const value& word : rule["contains"]) all = all && gpu.find(word.get<std::string>()) != std::string::npos;
+    if (!all) continue;
+    job.system_name = rule["system"].get<std::string>();
+    return {};
+  }
+  return "gpu \"" + gpu + "\" matches no system rule of the recipe file";
+}
+
+/// Weight, activation and KV-cache formats from the row's precision texts ("FP16", "FP8",
+/// "INT8 weight-only", "INT4 weight-only, group size 32", "BF16 (assumed)").
+inline std::string resolve_precision(row_job& job, const value& row) {
+  const std::string w = text_of(row, "precision_weights"), a = text_of(row, "precision_activations"),
+                    kv = text_of(row, "precision_kv");
+  inference_spec& s = job.spec;
+  if (starts_with_word(w, "FP8"))
+    s.weights = weight_format::fp8;
+  else if (starts_with_word(w, "INT8"))
+    s.weights = weight_format::int8;
+  else if (starts_with_word(w, "INT4"))
+    s.weights = weight_format::int4;
+  else if (starts_with_word(w, "FP16"))
+    s.weights = weight_format::fp16;
+  else if (starts_with_word(w, "BF16"))
+    s.weights = weight_format::bf16;
+  else
+    return "precision_weights \"" + w + "\" is not FP16, BF16, FP8, INT8 or INT4";
+  if (const auto at = w.find("group size "); at != std::string::npos) {
+    std::int64_t g = 0;
+    for (std::size_t k = at + 11; k < w.size() && std::isdigit(static_cast<unsigned char>(w[k])) && g < (1 << 24); ++k)
+      g = g * 10 + (w[k] - '0');
+    if (g == 0) return "precision_weights \"" + w + "\" names no group size";
+    s.int4_group_size = g;
+  }
+  s.activations = starts_with_word(a, "FP8")    ? activation_format::fp8
+                  : starts_with_word(a, "FP16") ? activation_format::fp16
+                                                : activation_format::bf16;
+  s.kv_cache = starts_with_word(kv, "FP8")    ? kv_cache_format::fp8
+               : starts_with_word(kv, "INT8") ? kv_cache_format::int8
+                                              : kv_cache_format::bf16;
+  return {};
+}
+}  // namespace detail
+
+/// Maps one row: model, system, precision, parallel sizes, batch and lengths.
+inline row_job map_row(const value& row, const value& recipes) {
+  row_job job;
+  job.id = detail::text_of(row, "id");
+  job.regime = detail::text_of(row, "regime");
+  for (auto step : {detail::resolve_model, detail::resolve_system}) {
+    job.refused = step(job, row, recipes);
+    if (!job.refused.empty()) return job;
+  }
+  job.refused = detail::resolve_precision(job, row);
+  if (!job.refused.empty()) return job;
+  const auto batch = detail::count_of(row, "batch_size"), isl = detail::count_of(row, "isl");
+  if (!batch || !isl) {
+    job.refused = "the row states no batch_size or isl";
+    return job;
+  }
+  inference_spec& s = job.spec;
+  s.batch = *batch;
+  s.input_len = *isl;
+  const auto osl = detail::count_of(row, "osl");
+  job.decode_rates_only = !osl;
+  s.output_len = osl ? *osl : 2;  // without one: the first decode step gives the rates
+  s.tp = detail::count_of(row, "tp").value_or(1);
+  s.pp = detail::count_of(row, "pp").value_or(1);
+  s.ep = detail::count_of(row, "ep").value_or(1);
+  s.dp = detail::count_of(row, "dp").value_or(1);
+  return job;
+}
+
+/// One printed figure next to its prediction.
+struct metric {
+  std::string name;
+  double real = 0, predicted = 0;
+  [[nodiscard]] double error() const { return (predicted - real) / real; }
+};
+
+/// A row's predictions next to its printed figures.
+struct row_result {
+  row_job job;
+  std::string error;  ///< non-empty: not estimated (a refusal or the estimate's error)
+  inference_result result{};
+  std::vector<metric> metrics;
+  [[nodiscard]] bool estimated() const { return error.empty(); }
+};
+
+/// The prediction of the row's metric `name`, if llmsim predicts it.
+inline std::optional<double> predicted(const row_job& job, const inference_result& r, std::string_view name) {
+  const double per_replica_gpus = static_cast<double>(job.spec.tp * job.spec.pp);
+  const double rate_total =
+      job.decode_rates_only ? static_cast<double>(job.spec.batch) * r.decode_tok_s_per_user : r.output_tok_s;
+  if (name == "ttft_ms" || name == "prefill_latency_ms") return r.ttft.value * 1e3;
+  if (name == "tpot_ms" || name == "decode_step_latency_ms" || name == "itl_ms") return r.tpot.value * 1e3;
+  if (name == "e2e_latency_ms") return r.e2e.value * 1e3;
+  if (name == "output_tok_s_total") return rate_total * static_cast<double>(job.spec.dp);
+  // A figure that may be per GPU or per replica: TensorRT-LLM's out tok/s/GPU convention.
+  if (name == "output_tok_s_per_gpu" || name == "output_tok_s_ambiguous_norm") return rate_total / per_replica_gpus;
+  if (name == "output_tok_s_per_user") return r.decode_tok_s_per_user;
+  if (name == "request_throughput_req_s") return static_cast<double>(job.spec.batch * job.spec.dp) / r.e2e.value;
+  if (name == "total_tok_s")
+    return static_cast<double>(job.spec.batch * job.spec.dp * (job.spec.input_len + job.spec.output_len)) / r.e2e.value;
+  if (name == "memory_usage_gb") return r.peak_bytes / 1e9;
+  return std::nullopt;
+}
+
+/// Maps and estimates one row; every metric it prints that llmsim predicts is compared.
+inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names) {
+  row_result out;
+  out.job = map_row(row, recipes);
+  if (!out.job.refused.empty()) {
+    out.error = out.job.refused;
+    return out;
+  }
+  try {
+    const system_config sys = load_system(out.job.system_name);
+    out.result = infer(out.job.model, out.job.spec, sys.spec());
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    return out;
+  }
+  for (const std::string& name : metric_names) {
+    if (!row.contains(name) || !row[name].is_number()) continue;
+    const double real = row[name].get<double>();
+    if (const auto p = predicted(out.job, out.result, name); p && real > 0) out.metrics.push_back({name, real, *p});
+  }
+  return out;
+}
+
+}  // namespace inference_cases
+}  // namespace json
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/json/inference.hpp -----------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <llmsim/json.hpp>
 #include <llmsim/search.hpp>
 
+#include "shared_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -260,7 +262,8 @@ TEST(CliCheck, DirectoryAndUnknownNamesAreRefusedClearly) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find(
                 "error: h100: llmsim::json: is neither a file nor a catalogue system name; catalogue "
-                "systems: a100-sxm a100-pcie h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72\n"),
+                "systems: a100-sxm a100-pcie a100-sxm-40gb l40s mi250x-gcd h100-sxm h200 b200 mi300x mi355x h800 b300 "
+                "gb200-nvl72 gb300-nvl72\n"),
             std::string::npos)
       << unknown.err;
 }
@@ -564,7 +567,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
       if (e["name"] == name) return e;
     return json();
   };
-  ASSERT_EQ(j["models"].size(), 21U);
+  ASSERT_EQ(j["models"].size(), 23U);
   const json llama = find("models", "llama3-70b");
   EXPECT_EQ(llama["model_type"], "dense");
   EXPECT_EQ(llama["hidden_size"], 8192);
@@ -579,7 +582,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   EXPECT_EQ(v3["layer_num"], 61);
   EXPECT_EQ(v3["expert_num"], 256);
   EXPECT_EQ(v3["topk"], 8);
-  ASSERT_EQ(j["systems"].size(), 11U);
+  ASSERT_EQ(j["systems"].size(), 14U);
   const json h100 = find("systems", "h100-sxm");
   EXPECT_EQ(h100["mem_gbs"], 80.0);
   EXPECT_EQ(h100["matmul_tflops"], 989.0);
@@ -799,5 +802,56 @@ TEST(CliSearch, UsageErrorsExitTwo) {
 }
 
 }  // namespace
+
+TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string base = "infer --model llama2-7b --system a100-sxm --input-len 512 --output-len 64 ";
+  const auto r = run_cli(base + "--batch 8 --usd-per-gpu-hour 2 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  llmsim::inference_spec i;
+  i.batch = 8;
+  i.input_len = 512;
+  i.output_len = 64;
+  i.usd_per_gpu_hour = 2;
+  const auto lib = llmsim::infer(llmsim::catalogue::llama2_7b, i, llmsim::catalogue::a100_sxm);
+  const auto& out = j["result"];
+  EXPECT_DOUBLE_EQ(out["ttft_ms"].get<double>(), lib.ttft.value * 1e3);
+  EXPECT_DOUBLE_EQ(out["tpot_ms"].get<double>(), lib.tpot.value * 1e3);
+  EXPECT_DOUBLE_EQ(out["e2e_latency_ms"].get<double>(), lib.e2e.value * 1e3);
+  EXPECT_DOUBLE_EQ(out["output_tok_s_per_gpu"].get<double>(), lib.output_tok_s_per_gpu);
+  EXPECT_DOUBLE_EQ(out["kv_cache_gb"].get<double>(), lib.kv_cache_bytes / 1e9);
+  EXPECT_DOUBLE_EQ(out["weight_gb"].get<double>(), lib.weight_bytes / 1e9);
+  EXPECT_EQ(out["max_batch"].get<std::int64_t>(), lib.max_batch);
+  EXPECT_DOUBLE_EQ(out["usd_per_million_output_tokens"].get<double>(), lib.usd_per_million_output_tokens);
+  EXPECT_EQ(j["inference"]["batch"].get<std::int64_t>(), 8);
+  // A batch past the largest that fits: exit status 3, the figures still printed.
+  const auto big = run_cli(base + "--batch " + std::to_string(lib.max_batch + 1) + " --format json");
+  EXPECT_EQ(big.exit_code, 3) << big.err;
+  EXPECT_FALSE(big.out_json()["result"]["fits"].get<bool>());
+  const auto bad = run_cli(base + "--tp 3 --format json");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.out_json()["error"]["field"].get<std::string>(), "inference.tp") << bad.out;
+  EXPECT_EQ(run_cli(base + "--weights int3").exit_code, 2);
+  const auto text = run_cli(base + "--batch 8");
+  EXPECT_NE(text.out.find("time to first token"), std::string::npos) << text.out;
+}
+
+TEST(CliInfer, ValidateReportsInferenceRowsByRegime) {
+  LLMSIM_REQUIRE_CLI();
+  const auto file = llmsim_test::shared_dir() / "validation" / "inference_cases.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file << " (tests that read ../shared skip)";
+  const auto r = run_cli("validate " + file.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  EXPECT_EQ(j["summary"]["rows"].get<std::size_t>(), 147U);
+  EXPECT_EQ(j["summary"]["not_estimated"].get<std::size_t>(), 0U);
+  EXPECT_EQ(j["summary"]["all"]["figures"].get<std::size_t>(), 197U);
+  EXPECT_TRUE(j["summary"]["by_regime"].contains("prefill latency (TTFT at batch 1)"));
+  for (const auto& row : j["rows"])
+    for (const auto& f : row["figures"])
+      EXPECT_DOUBLE_EQ(f["err"].get<double>(),
+                       (f["predicted"].get<double>() - f["real"].get<double>()) / f["real"].get<double>());
+}
 
 }  // namespace llmsim_test_cli

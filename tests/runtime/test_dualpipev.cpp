@@ -329,8 +329,9 @@ TEST(DualPipeV, VShapedRanksHoldTheWholeModelOnceWithBothEndsOnRankZero) {
     }
   }
   // Layer counts 32, 40, 80, 32, 80, 96, 64, 60, 32, 56, 48, 36 divide by 4; all but 60 and 36
-  // (gpt-oss-120b) by 8; 32, 80, 32, 80, 96, 64, 32, 48 by 16 (Kimi K2's 61, as DeepSeek-V3's, by none).
-  EXPECT_EQ(checked, 12 + 10 + 8);
+  // (gpt-oss-120b) by 8; 32, 80, 32, 80, 96, 64, 32, 48 by 16 (Kimi K2's 61, as DeepSeek-V3's, by none);
+  // GPT-J 6B's 28 by 4 only, Falcon-180B's 80 by all three.
+  EXPECT_EQ(checked, 14 + 11 + 9);
 }
 
 TEST(DualPipeV, DenseLayersFallInTheChunksTheyNumberInto) {

@@ -408,13 +408,14 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
   EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, "llama3-7b"),
             "llama3-7b: llmsim::json: is neither a file nor a catalogue model name; catalogue models: llama2-7b "
             "llama2-13b llama2-70b "
-            "llama3-8b llama3-70b llama3-405b gpt3-175b qwen3-32b deepseek-v2 deepseek-v2-lite deepseek-v3 "
+            "llama3-8b llama3-70b llama3-405b gpt3-175b gptj-6b falcon-180b qwen3-32b deepseek-v2 deepseek-v2-lite "
+            "deepseek-v3 "
             "mixtral-8x7b mixtral-8x22b "
             "qwen3-30b-a3b qwen3-235b-a22b kimi-k2 gpt-oss-120b nemotron-3-nano-30b-a3b deepseek-v4-flash "
             "nemotron-3-super-120b-a12b nemotron-3.5-lightning-30b-a3b");
   EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
             "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
-            "h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");
+            "a100-sxm-40gb l40s mi250x-gcd h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");
   EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
             "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, "
             "e.g. tp2_pp1_dp4 or "

@@ -113,6 +113,37 @@ inline constexpr model_spec gpt3_175b{
     .position_embedding_type = position_kind::learned_absolute,
     .max_position_embeddings = 2048,  // n_ctx = 2048 tokens (Brown et al. 2020, §2.1)
 };
+/// GPT-J 6B (EleutherAI/gpt-j-6b config.json): 28 layers, d_model 4096, 16 heads of 256, rotary
+/// (on 64 of each head's dims), GeLU MLP of 16384, LayerNorm, vocabulary 50400, untied LM head.
+inline constexpr model_spec gptj_6b{
+    .model_type = model_kind::dense,
+    .model_name = "gptj_6b",
+    .hidden_size = 4096,
+    .head_num = 16,
+    .kv_head_num = 16,
+    .head_size = 256,
+    .intermediate_size = 16384,
+    .layer_num = 28,
+    .vocab_size = 50400,
+    .use_swiglu = false,
+    .norm_type = norm_kind::layernorm,
+};
+/// Falcon-180B (tiiuae/falcon-180B config.json): 80 layers, hidden 14848, 232 query heads of 64,
+/// 8 KV heads, GeLU MLP of 4 x 14848, LayerNorm, no biases, vocabulary 65024, tied embeddings.
+inline constexpr model_spec falcon_180b{
+    .model_type = model_kind::dense,
+    .model_name = "falcon_180b",
+    .hidden_size = 14848,
+    .head_num = 232,
+    .kv_head_num = 8,
+    .head_size = 64,
+    .intermediate_size = 59392,
+    .layer_num = 80,
+    .vocab_size = 65024,
+    .use_swiglu = false,
+    .norm_type = norm_kind::layernorm,
+    .tie_word_embeddings = true,
+};
 /// Qwen3-32B (Qwen team config.json): 64 query heads of 128 (wider than hidden 5120), 8 KV heads.
 inline constexpr model_spec qwen3_32b{
     .model_type = model_kind::dense,
@@ -460,7 +491,7 @@ struct named_model {
   std::string_view name;
   const model_spec* spec;
 };
-inline constexpr std::array<named_model, 21> models{{
+inline constexpr std::array<named_model, 23> models{{
     {"llama2-7b", &llama2_7b},
     {"llama2-13b", &llama2_13b},
     {"llama2-70b", &llama2_70b},
@@ -468,6 +499,8 @@ inline constexpr std::array<named_model, 21> models{{
     {"llama3-70b", &llama3_70b},
     {"llama3-405b", &llama3_405b},
     {"gpt3-175b", &gpt3_175b},
+    {"gptj-6b", &gptj_6b},
+    {"falcon-180b", &falcon_180b},
     {"qwen3-32b", &qwen3_32b},
     {"deepseek-v2", &deepseek_v2},
     {"deepseek-v2-lite", &deepseek_v2_lite},
@@ -598,6 +631,16 @@ constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
 inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
 /// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
 inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
+/// NVIDIA A100 SXM4 40 GB: 312 TFLOPS BF16 dense, 1555 GB/s HBM2, NVLink 3 (A100 data sheet).
+inline constexpr system_spec a100_sxm_40gb =
+    detail::node("a100_sxm_40gb", "cuda", 8.0, 312, 0, 1555, 40, 300, false, 25);
+/// NVIDIA L40S 48 GB (Ada): 362 TFLOPS BF16 / 733 FP8 dense tensor (the data sheet's 733 / 1466
+/// are with sparsity), 864 GB/s GDDR6, PCIe Gen4 x16 (32 GB/s each way), no NVLink (L40S data sheet).
+inline constexpr system_spec l40s = detail::node("l40s", "cuda", 8.9, 362, 733, 864, 48, 32, true, 25);
+/// One GCD of an AMD Instinct MI250X (the OAM package is two GCDs, each its own device): 191.5
+/// TFLOPS BF16 dense and 1638.4 GB/s HBM2e of its 64 GB (half the package's 383 TFLOPS and
+/// 3.2768 TB/s, MI250X data sheet); Infinity Fabric 50 GB/s each way per link.
+inline constexpr system_spec mi250x_gcd = detail::node("mi250x_gcd", "rocm", 0, 191.5, 0, 1638.4, 64, 50, false, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
@@ -643,9 +686,12 @@ struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 11> systems{{
+inline constexpr std::array<named_system, 14> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
+    {"a100-sxm-40gb", &a100_sxm_40gb},
+    {"l40s", &l40s},
+    {"mi250x-gcd", &mi250x_gcd},
     {"h100-sxm", &h100_sxm},
     {"h200", &h200},
     {"b200", &b200},

@@ -53,6 +53,19 @@ struct op_record {
   }
 };
 
+/// What an inference forward (estimate/inference.hpp) changes in the programs: only forward ops
+/// run; every sequence already has `kv_cached` tokens in the KV cache, which its attention reads
+/// besides the forward's own (q = s over kv = kv_cached + s, the pairs a causal mask keeps); the
+/// decoder linears' weights and the cached K/V are read at the widths they are stored in.
+struct inference_forward {
+  std::int64_t kv_cached = 0;
+  double weight_bytes = 2;  ///< bytes per decoder-linear weight element (int4 with its group scales: 0.5 + 2/g)
+  double kv_bytes = 2;      ///< bytes per cached K or V element
+  /// Tokens routed by the whole expert-parallel group in this forward: a rank's grouped GEMMs read
+  /// only the experts they activate (`expected_active_experts`).
+  double routed_tokens = 0;
+};
+
 /// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
 struct build_context {
   const model_spec* model = nullptr;
@@ -69,6 +82,8 @@ struct build_context {
   bool quantized = false;
   /// The leaves built with this context belong to a layer the recompute plan applies to.
   bool recomputed_layer = false;
+  /// An inference forward (nullptr: a training step).
+  const inference_forward* inference = nullptr;
 
   [[nodiscard]] constexpr const model_spec& m() const { return *model; }
   [[nodiscard]] constexpr const strategy_spec& s() const { return *strategy; }
@@ -89,11 +104,16 @@ struct build_context {
     return (s().grad_reduce_in_bf16 || !s().use_fp32_accum_grad) ? 2.0 : 4.0;
   }
   /// The recipe's byte figures on this system (meaningful when `quantized`).
-  [[nodiscard]] constexpr quantized_format format() const { return quantized_format_of(s(), sys()); }
+  [[nodiscard]] constexpr quantized_format format() const {
+    quantized_format f = quantized_format_of(s(), sys());
+    if (inference != nullptr) f.copies = 1;  // only the forward GEMM reads a cast: no transposed copy
+    return f;
+  }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
   constexpr void emit(leaf& l, const op& o) const {
     if (pricing == nullptr)
       detail::report_error("llmsim::program", "", "a build_context needs its op pricing (use make_build_context)");
+    if (inference != nullptr && o.pass != pass_kind::forward) return;  // inference runs no backward
     (void)pricing(*this, l, o);
   }
   /// A memory-bound kernel of `pass` moving `bytes`.
@@ -126,6 +146,7 @@ constexpr void quantize(const build_context& c, leaf& l, pass_kind pass, double 
 /// writes the quantized parameter; only a tensor-scaled transpose (Hopper) is made per iteration.
 /// (Each micro-batch still pays the kernel's latency: a small over-count.)
 constexpr void quantize_weight(const build_context& c, leaf& l, double w) {
+  if (c.inference != nullptr) return;  // served from a checkpoint already quantized (TRT-LLM, vLLM)
   const quantized_format f = c.format();
   const double m = static_cast<double>(c.s().micro_batch_num);
   if (!c.s().fp8_param_gather)
@@ -227,7 +248,9 @@ constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const li
     quantize_weight(c, l, g.w);
   }
   if (g.gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
-  const double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
+  double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
+  if (c.inference != nullptr)  // the weight as stored: the whole read of a decode step's GEMV
+    fwd_bytes = g.x * (g.quantized ? g.qa : E) + g.w * c.inference->weight_bytes + g.y * E;
   c.emit(l,
          job_gemm(c, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
   if (g.tp_comm && !g.column) linear_reduce(c, l, pass_kind::forward, g.y * E);
@@ -360,8 +383,17 @@ struct attention_lengths {
   attention_pairs pairs = attention_pairs::all;
 };
 /// Training self-attention: the whole sequence attends over itself; the causal mask is counted as
-/// SimuMax counts it, all s² pairs (see attention_pairs::all).
-constexpr attention_lengths self_attention(const build_context& c) { return {c.s().seq_len, c.s().seq_len}; }
+/// SimuMax counts it, all s² pairs (see attention_pairs::all). Inference: the s new tokens of each
+/// sequence attend over the cached ones and themselves, the pairs the causal mask keeps (the
+/// kernels skip masked blocks: FlashAttention causal, TRT-LLM / vLLM paged attention).
+constexpr attention_lengths self_attention(const build_context& c) {
+  if (c.inference != nullptr) return {c.s().seq_len, c.inference->kv_cached + c.s().seq_len, attention_pairs::causal};
+  return {c.s().seq_len, c.s().seq_len};
+}
+/// Bytes of one K or V element as attention reads it (the KV cache's width in inference).
+constexpr double kv_element_bytes(const build_context& c) {
+  return c.inference != nullptr ? c.inference->kv_bytes : c.element_bytes();
+}
 
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend) of `len.q`
 /// queries over `len.kv` keys and values. FLOPs as the system tables are measured against
@@ -395,7 +427,9 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
   const double sparse = c.s().attention_sparse_ratio;
-  c.emit(l, attention_op(pass_kind::forward, shape, (q + 2 * k + q + lse) * E, sparse));
+  const double fwd_bytes = c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c)  // reads the cache
+                                                  : (q + 2 * k + q + lse) * E;
+  c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
   l.cache = (q + 2 * k) * E + lse * E;

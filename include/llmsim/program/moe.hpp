@@ -72,6 +72,33 @@ constexpr double distinct_expert_ranks(std::int64_t experts, std::int64_t ep, st
   return static_cast<double>(ep) * (1 - none_here);
 }
 
+/// `base` to the power `n` >= 0 by squaring (constexpr; std::pow is not before C++26).
+constexpr double power_of(double base, std::int64_t n) {
+  double result = 1;
+  for (; n > 0; n /= 2, base *= base)
+    if (n % 2 == 1) result *= base;
+  return result;
+}
+
+/// Expected fraction of `experts` that at least one of `tokens` tokens routes to, each token
+/// picking `topk` of them uniformly (balanced routing): 1 − (1 − k/E)^T. A decode step of a small
+/// batch reads only these experts' weights (vLLM's fused_moe and TRT-LLM's MoE kernels skip
+/// experts with no tokens).
+constexpr double expected_active_fraction(std::int64_t experts, std::int64_t topk, double tokens) {
+  if (experts <= 1) return 1;
+  const double miss = 1 - static_cast<double>(topk) / static_cast<double>(experts);
+  return 1 - power_of(miss, static_cast<std::int64_t>(tokens));
+}
+
+/// Bytes a grouped GEMM's forward reads of its `w` weight elements stored at `stored` bytes each:
+/// all of them in training, the activated experts' in inference.
+constexpr double grouped_weight_read(const build_context& c, double w, double stored) {
+  if (c.inference == nullptr) return w * stored;
+  const auto& m = c.m();
+  return w * c.inference->weight_bytes *
+         expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens);
+}
+
 /// Token counts of one MoE layer on this rank, for the strategy's dispatcher.
 constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
@@ -144,6 +171,38 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
   if (c.quantized) l.cache += o * E;  // its output O, which linear_proj keeps only in FP8 (see attention_leaf)
   l.fwd_peak = (q + k + v + lse + o) * E;
   l.bwd_peak = (2 * q + 2 * k + 2 * v + lse + o) * E;
+  return l;
+}
+
+/// MLA attention of a decode step, in the absorbed form (DeepSeek-V2 paper §2.1.3: W_UK folds into
+/// the queries, W_UV into the output; vLLM's MLA backend and FlashMLA decode this way): every head
+/// of the rank attends over the cached latent itself, one key "head" of kv_lora_rank + rope dims
+/// and one value "head" of kv_lora_rank dims shared by all heads — multi-query attention over the
+/// compressed cache, which is what a step reads. (Prefill runs the expanded form, `mla_attention_leaf`.)
+constexpr leaf mla_latent_attention_leaf(const build_context& c, const attention_lengths& len) {
+  leaf l;
+  l.id = leaf_id::core_attention;
+  l.kind = leaf_kind::attention;
+  const auto& m = c.m();
+  const std::int64_t heads = m.head_num / c.s().tp_size;
+  const std::int64_t qd = *m.kv_lora_rank + *m.qk_pos_emb_head_dim, vd = *m.kv_lora_rank;
+  const double E = c.element_bytes();
+  const double b = static_cast<double>(c.s().micro_batch_size);
+  const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
+  const double q = b * sq * static_cast<double>(heads * qd), o = b * sq * static_cast<double>(heads * vd);
+  const double latent = b * skv * static_cast<double>(qd);  // the cached latent and rope key
+  const attention_shape shape{.batch = c.s().micro_batch_size,
+                              .q_len = len.q,
+                              .kv_len = len.kv,
+                              .head_num = heads,
+                              .kv_head_num = 1,
+                              .qk_head_dim = qd,
+                              .v_head_dim = vd,
+                              .qkv_contiguous = false,
+                              .pairs = len.pairs};
+  c.emit(l, attention_op(pass_kind::forward, shape, (q + o) * E + latent * kv_element_bytes(c)));
+  l.input = q * E;
+  l.fwd_peak = (q + o) * E;
   return l;
 }
 
@@ -234,6 +293,8 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(mla_glue_leaf(c));
   if (c.s().cp_size > 1)
     b.push(context_parallel_attention_leaf(c));
+  else if (c.inference != nullptr && c.s().seq_len == 1)
+    b.push(mla_latent_attention_leaf(c, self_attention(c)));
   else if (c.s().use_flash_sdp)
     b.push(mla_attention_leaf(c, self_attention(c)));
   else
@@ -262,7 +323,8 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
                               false,   c.main_grad_bytes() == 4.0, stage};
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
-  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, (x + y + w) * E));
+  const double fwd_bytes = c.inference == nullptr ? (x + y + w) * E : (x + y) * E + grouped_weight_read(c, w, E);
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, fwd_bytes));
   c.emit(l,
          grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count, (x + y + w) * E));
   if (c.s().use_fused_grad_accumulation) {
@@ -315,7 +377,8 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
                                 detail::saves_original_input(c, id);
   detail::quantize(c, l, pass_kind::forward, x, qa, bf16_input_saved ? 1 : f.copies);
   detail::quantize_weight(c, l, w);
-  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count, x * qa + w * qw + y * E));
+  c.emit(l, grouped_gemm_op(pass_kind::forward, shape(grouped_stage::forward), flop_count,
+                            x * qa + grouped_weight_read(c, w, qw) + y * E));
   detail::quantize(c, l, pass_kind::backward_input, y, qa, f.copies);
   c.emit(l, grouped_gemm_op(pass_kind::backward_input, shape(grouped_stage::input_gradient), flop_count,
                             y * qa + w * qw + x * E));

@@ -1,0 +1,112 @@
+// `llmsim infer`: serving a model on the engine (estimate/inference.hpp) — time to first token,
+// time per output token, end-to-end latency, tokens/s per GPU and per user, weights / KV cache /
+// activation memory, the largest batch, offline throughput and, with a price, $ per million tokens.
+#pragma once
+
+#include <llmsim/json/inference.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace llmsim_cli {
+
+namespace lj = llmsim::json;
+
+struct infer_args {
+  std::string model, system, format = "text";
+  std::string weights = "bf16", activations = "bf16", kv_cache = "bf16";
+  bool no_cuda_graphs = false;
+  llmsim::inference_spec spec{};
+};
+
+inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
+  auto* c = app.add_subcommand("infer", "Serving estimate: prefill, decode steps, memory, largest batch, $ per token.");
+  c->add_option("--model", a.model, "Model config file or catalogue name")->required();
+  c->add_option("--system", a.system, "System config file or catalogue name")->required();
+  c->add_option("--batch", a.spec.batch, "Sequences decoded together per replica")->capture_default_str();
+  c->add_option("--input-len", a.spec.input_len, "Prompt tokens per sequence")->required();
+  c->add_option("--output-len", a.spec.output_len, "Generated tokens per sequence")->required();
+  c->add_option("--tp", a.spec.tp, "Tensor-parallel size")->capture_default_str();
+  c->add_option("--pp", a.spec.pp, "Pipeline stages")->capture_default_str();
+  c->add_option("--ep", a.spec.ep, "Expert-parallel size (MoE; the experts over the tp x dp GPUs)")
+      ->capture_default_str();
+  c->add_option("--dp", a.spec.dp, "Replicas")->capture_default_str();
+  c->add_option("--weights", a.weights, "Decoder-linear weights as stored")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8", "int4"}))
+      ->capture_default_str();
+  c->add_option("--int4-group-size", a.spec.int4_group_size, "int4: elements per scale group")->capture_default_str();
+  c->add_option("--activations", a.activations, "GEMM inputs (fp8 needs --weights fp8)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8"}))
+      ->capture_default_str();
+  c->add_option("--kv-cache", a.kv_cache, "KV-cache elements")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8"}))
+      ->capture_default_str();
+  c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
+              "The host launches each kernel: a step takes at least kernels x --host-launch-us");
+  c->add_option("--host-launch-us", a.spec.host_launch_us, "Host cost of one kernel launch without CUDA graphs")
+      ->capture_default_str();
+  c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
+      ->capture_default_str();
+  c->add_option("--usd-per-gpu-hour", a.spec.usd_per_gpu_hour, "Price of one GPU-hour (no default: $ only when given)");
+  c->add_option("--format", a.format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
+  return c;
+}
+
+namespace detail {
+template <class E>
+E parse_enum(const std::string& text) {
+  for (const auto& [value, name] : llmsim::enum_names<E>::value)
+    if (name == text) return value;
+  return llmsim::enum_names<E>::value[0].first;  // unreachable: CLI11 checked the spelling
+}
+
+inline void print_inference_text(const std::string& model, const std::string& system, const llmsim::inference_spec& i,
+                                 const llmsim::inference_result& r) {
+  std::printf("%s on %s: batch %lld, input %lld, output %lld tokens; tp %lld pp %lld ep %lld dp %lld (%lld GPUs)\n",
+              model.c_str(), system.c_str(), static_cast<long long>(i.batch), static_cast<long long>(i.input_len),
+              static_cast<long long>(i.output_len), static_cast<long long>(i.tp), static_cast<long long>(i.pp),
+              static_cast<long long>(i.ep), static_cast<long long>(i.dp), static_cast<long long>(r.gpus));
+  std::printf("  time to first token      %10.3f ms  (prefill, %.1f TFLOP/s per GPU)\n", r.ttft.value * 1e3,
+              r.prefill_tflops);
+  std::printf("  time per output token    %10.3f ms  (first step %.3f, last %.3f; %.0f kernels per step)\n",
+              r.tpot.value * 1e3, r.first_step.value * 1e3, r.last_step.value * 1e3, r.decode_kernels);
+  std::printf("  end-to-end latency       %10.3f ms\n", r.e2e.value * 1e3);
+  std::printf("  output tokens/s          %10.1f per replica, %.1f per GPU, %.1f per user while decoding\n",
+              r.output_tok_s, r.output_tok_s_per_gpu, r.decode_tok_s_per_user);
+  std::printf(
+      "  memory per GPU           %10.2f GB = weights %.2f + KV cache %.2f (%.0f B/token) + activations %.2f;"
+      " %s %.2f GB usable\n",
+      r.peak_bytes / 1e9, r.weight_bytes / 1e9, r.kv_cache_bytes / 1e9, r.kv_bytes_per_token, r.activation_bytes / 1e9,
+      r.fits ? "fits in" : "EXCEEDS", r.capacity_bytes / 1e9);
+  std::printf("  largest static batch     %10lld\n", static_cast<long long>(r.max_batch));
+  std::printf("  offline (in-flight)      %10lld sequences, %.1f output tokens/s per GPU\n",
+              static_cast<long long>(r.offline_batch), r.offline_output_tok_s_per_gpu);
+  if (r.usd_per_million_output_tokens > 0)
+    std::printf("  $ per million output tokens %7.4f at this batch, %.4f offline\n", r.usd_per_million_output_tokens,
+                r.offline_usd_per_million_output_tokens);
+}
+}  // namespace detail
+
+/// Runs `llmsim infer`; `does_not_fit` is the exit status when the batch's memory exceeds the GPU's.
+inline int run_infer(infer_args& a, int does_not_fit) {
+  a.spec.weights = detail::parse_enum<llmsim::weight_format>(a.weights);
+  a.spec.activations = detail::parse_enum<llmsim::activation_format>(a.activations);
+  a.spec.kv_cache = detail::parse_enum<llmsim::kv_cache_format>(a.kv_cache);
+  a.spec.cuda_graphs = !a.no_cuda_graphs;
+  const llmsim::model_spec model = lj::load_model(a.model);
+  const lj::system_config system = lj::load_system(a.system);
+  const llmsim::inference_result r = llmsim::infer(model, a.spec, system.spec());
+  const int status = r.fits ? 0 : does_not_fit;
+  if (a.format == "json") {
+    const lj::value out{{"inference", lj::to_json(a.spec)}, {"result", lj::to_json(r)}, {"exit_status", status}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    detail::print_inference_text(a.model, a.system, a.spec, r);
+  }
+  return status;
+}
+
+}  // namespace llmsim_cli

@@ -1,0 +1,449 @@
+/// \file llmsim/estimate/inference.hpp
+/// Serving a model: prefill (time to first token), each decode step over the growing KV cache
+/// (time per output token), end-to-end latency, throughput per GPU and per user, the memory of
+/// weights, KV cache and activations, the largest batch that fits, and the offline throughput of
+/// in-flight batching. The same leaves and cost/ as training (program/dense.hpp
+/// `inference_forward`): a forward of `batch` sequences of `input_len` tokens, then forwards of one
+/// token per sequence whose attention reads the cache. A static batch, as FasterTransformer and
+/// TensorRT-LLM's gptSessionBenchmark run it: every sequence starts together and runs to its
+/// last token; pipeline stages run one after the other (no micro-batching).
+#pragma once
+
+#include <llmsim/cost/op_cost.hpp>
+#include <llmsim/estimate/model_counts.hpp>
+#include <llmsim/program/layer.hpp>
+#include <llmsim/spec/validate.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// How the decoder linears' weights are stored.
+enum class weight_format : std::uint8_t { bf16, fp16, fp8, int8, int4 };
+template <>
+struct enum_names<weight_format> {
+  static constexpr std::array<std::pair<weight_format, std::string_view>, 5> value{{{weight_format::bf16, "bf16"},
+                                                                                    {weight_format::fp16, "fp16"},
+                                                                                    {weight_format::fp8, "fp8"},
+                                                                                    {weight_format::int8, "int8"},
+                                                                                    {weight_format::int4, "int4"}}};
+};
+/// The GEMMs' input precision: 16-bit, or FP8 (W8A8 with FP8 tensor cores, TRT-LLM / vLLM fp8).
+enum class activation_format : std::uint8_t { bf16, fp16, fp8 };
+template <>
+struct enum_names<activation_format> {
+  static constexpr std::array<std::pair<activation_format, std::string_view>, 3> value{
+      {{activation_format::bf16, "bf16"}, {activation_format::fp16, "fp16"}, {activation_format::fp8, "fp8"}}};
+};
+/// How the KV cache is stored.
+enum class kv_cache_format : std::uint8_t { bf16, fp16, fp8, int8 };
+template <>
+struct enum_names<kv_cache_format> {
+  static constexpr std::array<std::pair<kv_cache_format, std::string_view>, 4> value{{{kv_cache_format::bf16, "bf16"},
+                                                                                      {kv_cache_format::fp16, "fp16"},
+                                                                                      {kv_cache_format::fp8, "fp8"},
+                                                                                      {kv_cache_format::int8, "int8"}}};
+};
+
+/// One serving job: a model replica over tp x pp GPUs (experts over ep of them), `dp` replicas.
+struct inference_spec {
+  std::int64_t batch = 1;       ///< sequences one replica decodes together
+  std::int64_t input_len = 0;   ///< prompt tokens per sequence
+  std::int64_t output_len = 1;  ///< generated tokens per sequence (the first comes from prefill)
+  std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;
+  weight_format weights = weight_format::bf16;
+  /// int4 weights: elements per bf16 scale (gpt-fast `--groupsize`, AWQ / GPTQ group size).
+  std::int64_t int4_group_size = 128;
+  activation_format activations = activation_format::bf16;
+  kv_cache_format kv_cache = kv_cache_format::bf16;
+  /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
+  /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
+  /// step takes at least kernels x `host_launch_us`.
+  bool cuda_graphs = true;
+  double host_launch_us = 4.0;  ///< host cost of one kernel launch (see `host_launch_us` note below)
+  /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
+  /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
+  double memory_fraction = 0.9;
+  /// Tokens per KV-cache block of a paged cache (vLLM `block_size` default 16): in-flight batching
+  /// allocates whole blocks.
+  std::int64_t kv_block_tokens = 16;
+  std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
+  double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
+};
+
+/// Bytes of one decoder-linear weight element as stored: int4 carries a bf16 scale per group
+/// (gpt-fast quantize.py `WeightOnlyInt4QuantHandler`: scales and zeros per group, 2 x 2 bytes).
+constexpr double stored_weight_bytes(const inference_spec& i) {
+  switch (i.weights) {
+    case weight_format::fp8:
+    case weight_format::int8:
+      return 1;
+    case weight_format::int4:
+      return 0.5 + 4.0 / static_cast<double>(i.int4_group_size);
+    default:
+      return 2;
+  }
+}
+constexpr double kv_cache_bytes(const inference_spec& i) {
+  return i.kv_cache == kv_cache_format::fp8 || i.kv_cache == kv_cache_format::int8 ? 1 : 2;
+}
+
+/// Checks an inference job against its model and system; errors name the `inference.<field>`.
+constexpr void validate(const model_spec& m, const inference_spec& i, const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::inference";
+  using detail::report_error;
+  validate(m);
+  validate(sys);
+  auto positive = [&](std::int64_t v, std::string_view field, std::int64_t most) {
+    if (v < 1 || v > most) report_error(api, field, "{}={} must be in [1, {}]", field, v, most);
+  };
+  positive(i.batch, "inference.batch", 1 << 24);
+  positive(i.input_len, "inference.input_len", 1 << 24);
+  positive(i.output_len, "inference.output_len", 1 << 20);  // each decode step is priced
+  positive(i.tp, "inference.tp", 1 << 16);
+  positive(i.pp, "inference.pp", 1 << 16);
+  positive(i.ep, "inference.ep", 1 << 16);
+  positive(i.dp, "inference.dp", 1 << 16);
+  positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
+  positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
+  positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
+  if (!(i.host_launch_us >= 0 && i.host_launch_us <= 1e4))
+    report_error(api, "inference.host_launch_us", "inference.host_launch_us={} must be in [0, 10000]",
+                 i.host_launch_us);
+  if (!(i.memory_fraction > 0 && i.memory_fraction <= 1))
+    report_error(api, "inference.memory_fraction", "inference.memory_fraction={} must be in (0, 1]", i.memory_fraction);
+  if (!(i.usd_per_gpu_hour >= 0 && i.usd_per_gpu_hour <= 1e6))
+    report_error(api, "inference.usd_per_gpu_hour", "inference.usd_per_gpu_hour={} must be in [0, 1e6]",
+                 i.usd_per_gpu_hour);
+  if (is_hybrid(m) || m.experimental_attention_variant)
+    report_error(api, "model", "inference of {} models is not modelled (hybrid / DeepSeek-V4 attention)",
+                 is_hybrid(m) ? "model.hybrid_override_pattern" : "model.experimental_attention_variant");
+  if (m.head_num % i.tp != 0)
+    report_error(api, "inference.tp", "inference.tp={} must divide model.head_num={}", i.tp, m.head_num);
+  if (m.attention_type != attention_kind::mla && m.kv_head_num % i.tp != 0)
+    report_error(api, "inference.tp", "inference.tp={} must divide model.kv_head_num={}", i.tp, m.kv_head_num);
+  if (m.intermediate_size && *m.intermediate_size % i.tp != 0)
+    report_error(api, "inference.tp", "inference.tp={} must divide model.intermediate_size={}", i.tp,
+                 *m.intermediate_size);
+  if (i.pp > m.layer_num)
+    report_error(api, "inference.pp", "inference.pp={} exceeds model.layer_num={} (a stage holds whole layers)", i.pp,
+                 m.layer_num);
+  if (is_moe(m) && m.expert_num % i.ep != 0)
+    report_error(api, "inference.ep", "inference.ep={} must divide model.expert_num={}", i.ep, m.expert_num);
+  if (i.ep > 1 && (i.tp * i.dp) % i.ep != 0)
+    report_error(api, "inference.ep",
+                 "inference.ep={} must divide inference.tp x inference.dp={} (the experts sit on "
+                 "the GPUs of the attention's tensor- and data-parallel groups)",
+                 i.ep, i.tp * i.dp);
+  if (i.activations == activation_format::fp8 && i.weights != weight_format::fp8)
+    report_error(api, "inference.activations",
+                 "inference.activations=fp8 needs inference.weights=fp8 (FP8 GEMMs read both operands in FP8)");
+  if (i.activations == activation_format::fp8 || i.weights == weight_format::fp8 ||
+      i.kv_cache == kv_cache_format::fp8) {
+    const double cc = known_compute_capability(sys);
+    if (cc > 0 && cc < 8.9)
+      report_error(api, "inference.weights",
+                   "FP8 weights, activations or KV cache need FP8 tensor cores (compute capability >= 8.9); "
+                   "system {} has {}",
+                   sys.sys_name, cc);
+  }
+}
+
+/// The times and sizes of one serving job on one replica.
+struct inference_result {
+  seconds ttft{};                   ///< prefill of the batch, its first output token included (time to first token)
+  seconds tpot{};                   ///< mean decode step (time per output token after the first); 0 when output_len = 1
+  seconds e2e{};                    ///< ttft + every decode step
+  seconds first_step{};             ///< the first decode step (context input_len + 1), the fastest
+  seconds last_step{};              ///< the last decode step (context input_len + output_len - 1), the slowest
+  double prefill_tflops = 0;        ///< prefill FLOPs of the replica / ttft / GPUs, TFLOP/s per GPU
+  double decode_kernels = 0;        ///< kernels and collectives of one decode step, all stages
+  double output_tok_s = 0;          ///< batch x output_len / e2e, one replica
+  double output_tok_s_per_gpu = 0;  ///< ... per GPU of the replica (TRT-LLM's out tok/s/GPU)
+  double decode_tok_s_per_user = 0;  ///< 1 / tpot: what a user sees once tokens stream
+  double weight_bytes = 0;           ///< weights per GPU (the fullest pipeline stage)
+  double kv_cache_bytes = 0;         ///< KV cache per GPU at the full context, the whole batch
+  double kv_bytes_per_token = 0;     ///< KV cache of one token over the stage's layers, per GPU
+  double activation_bytes = 0;       ///< peak transient of prefill (largest leaf) and the logits, per GPU
+  double peak_bytes = 0;             ///< weights + KV cache + activations
+  double capacity_bytes = 0;         ///< device memory x memory_fraction
+  bool fits = false;
+  std::int64_t max_batch = 0;      ///< the largest static batch whose memory fits at the full context
+  std::int64_t offline_batch = 0;  ///< in-flight batching: sequences whose paged cache at the mean context fits
+  double offline_output_tok_s_per_gpu = 0;   ///< output tokens/s per GPU of the replica at offline_batch
+  double usd_per_million_output_tokens = 0;  ///< at the batch given (0 without a price)
+  double offline_usd_per_million_output_tokens = 0;
+  std::int64_t gpus = 0;  ///< tp x pp x dp
+};
+
+namespace detail {
+/// The strategy one forward of a replica runs: `tokens` new tokens per sequence, no sequence
+/// parallelism (inference all-reduces over tp: TRT-LLM, vLLM, FasterTransformer), no dropout.
+constexpr strategy_spec inference_strategy(const model_spec& m, const inference_spec& i, std::int64_t batch,
+                                           std::int64_t tokens) {
+  strategy_spec s;
+  s.seq_len = tokens;
+  s.micro_batch_size = batch;
+  s.micro_batch_num = 1;
+  s.tp_size = i.tp;
+  s.pp_size = 1;  // each stage is priced alone; see price_forward
+  s.ep_size = is_moe(m) ? i.ep : 1;
+  s.etp_size = 1;
+  s.world_size = i.tp * (s.ep_size > i.tp ? s.ep_size / i.tp : 1);
+  s.dtype = i.activations == activation_format::fp16 ? dtype_kind::fp16 : dtype_kind::bf16;
+  s.fp8 = i.activations == activation_format::fp8;
+  s.fp8_recipe = fp8_recipe_kind::delayed;  // static per-tensor scales from calibration
+  s.enable_sequence_parallel = false;
+  s.enable_dropout = false;
+  s.use_flash_sdp = true;
+  s.recompute_granularity = recompute_kind::none;
+  return s;
+}
+
+/// One priced forward of a replica, every pipeline stage in turn.
+struct forward_cost {
+  seconds time{};             ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
+  seconds attention{};        ///< of which core attention (every layer)
+  double kernels = 0;         ///< kernels and collectives launched
+  double flops = 0;           ///< compute work, all GPUs of the replica
+  double peak_transient = 0;  ///< largest leaf transient on one GPU
+  double weight_bytes = 0;    ///< weights of the fullest stage, per GPU
+};
+
+/// Decoder layers of the fullest pipeline stage: ceil(layer_num / pp) (an uneven split puts the
+/// extra layers on some stages, as Megatron's and vLLM's partitions do).
+constexpr std::int64_t fullest_stage_layers(const model_spec& m, const inference_spec& i) {
+  return (m.layer_num + i.pp - 1) / i.pp;
+}
+
+/// Adds `repeat` runs of block `b` to `f`; the op record counts its kernels.
+constexpr void add_block(forward_cost& f, const leaf_block& b, double repeat, const op_record& ops, double tp) {
+  for (const leaf& l : b) {
+    f.time += (l.fwd + l.fwd_comm) * repeat;
+    if (l.id == leaf_id::core_attention) f.attention += l.fwd * repeat;
+    if (l.fwd_peak > f.peak_transient) f.peak_transient = l.fwd_peak;
+  }
+  double flops = 0;
+  for (const priced_op& p : ops.ops) flops += p.o.flops;
+  f.kernels += static_cast<double>(ops.ops.size()) * repeat;
+  f.flops += flops * repeat * tp;
+}
+
+/// Bytes of one stage's weights on one GPU: decoder linears as stored, the rest 16-bit.
+constexpr double block_weight_bytes(const leaf_block& b, double stored) {
+  double bytes = 0;
+  for (const leaf& l : b) {
+    const bool linear = l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row;
+    bytes += l.params * (linear && l.id != leaf_id::router ? stored : 2.0);
+  }
+  return bytes;
+}
+}  // namespace detail
+
+/// Prices one forward of a replica: `batch` sequences of `tokens` new tokens over `kv_cached`
+/// cached ones. The LM head scores only each sequence's last token (TRT-LLM without
+/// gather_context_logits, vLLM); the stages pass the hidden states on over the pp tier.
+constexpr detail::forward_cost price_forward(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                             std::int64_t batch, std::int64_t tokens, std::int64_t kv_cached) {
+  const strategy_spec s = detail::inference_strategy(m, i, batch, tokens);
+  const std::int64_t vocab = padded_vocab(m, i.tp);
+  const inference_forward layers{.kv_cached = kv_cached,
+                                 .weight_bytes = stored_weight_bytes(i),
+                                 .kv_bytes = kv_cache_bytes(i),
+                                 .routed_tokens = static_cast<double>(batch * tokens)};
+  const inference_forward head{.kv_cached = kv_cached, .weight_bytes = 2, .kv_bytes = kv_cache_bytes(i)};
+  build_context c = make_build_context(m, s, sys, vocab);
+  op_record ops;
+  c.pricing = &record_op;
+  c.record = &ops;
+  c.inference = &layers;
+  build_context layer = c;
+  layer.quantized = s.fp8;
+  detail::forward_cost f;
+  const double tp = static_cast<double>(i.tp), stages = static_cast<double>(i.pp);
+  const std::int64_t dense = detail::dense_layer_count(m), moe = m.layer_num - dense;
+  const double stored = stored_weight_bytes(i);
+  double layer_weights = 0;
+  for (const bool is_moe_layer : {false, true}) {
+    const std::int64_t n = is_moe_layer ? moe : dense;
+    if (n == 0) continue;
+    ops.ops.clear();
+    const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
+    detail::add_block(f, b, static_cast<double>(n), ops, tp);
+    layer_weights += detail::block_weight_bytes(b, stored) * static_cast<double>(n);
+  }
+  strategy_spec last = s;
+  last.seq_len = 1;
+  build_context h = c;
+  h.strategy = &last;
+  h.inference = &head;
+  ops.ops.clear();
+  leaf_block edge;
+  edge.push(embedding_leaf(c));
+  edge.push(norm_leaf(h, leaf_id::final_layernorm));
+  edge.push(linear_leaf(h, leaf_id::output_layer, true, m.hidden_size, vocab / i.tp));
+  detail::add_block(f, edge, 1, ops, tp);
+  const double edge_weights = detail::block_weight_bytes(edge, 2.0) * (m.tie_word_embeddings && i.pp == 1 ? 0.5 : 1);
+  f.weight_bytes =
+      layer_weights * static_cast<double>(detail::fullest_stage_layers(m, i)) / static_cast<double>(m.layer_num) +
+      (i.pp == 1 ? edge_weights : edge_weights / 2);
+  if (i.pp > 1) {
+    strategy_spec piped = s;
+    piped.pp_size = i.pp;
+    piped.world_size = s.world_size * i.pp;
+    const double hidden = static_cast<double>(batch * tokens * m.hidden_size) * c.element_bytes();
+    const network_tier& tier = resolve_tier(sys, piped, comm_group::pp);
+    f.time += (stages - 1) * collective_time(sys, piped, tier, {collective_kind::p2p, hidden, 2, comm_group::pp});
+    f.kernels += stages - 1;
+  }
+  return f;
+}
+
+namespace detail {
+/// Core attention of one decode step at `kv_cached` cached tokens, every layer of the replica.
+constexpr seconds decode_attention(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                   std::int64_t batch, std::int64_t kv_cached) {
+  const strategy_spec s = inference_strategy(m, i, batch, 1);
+  const inference_forward f{.kv_cached = kv_cached, .weight_bytes = 2, .kv_bytes = kv_cache_bytes(i)};
+  build_context c = make_build_context(m, s, sys, padded_vocab(m, i.tp));
+  c.inference = &f;
+  const leaf l =
+      m.attention_type == attention_kind::mla ? mla_latent_attention_leaf(c, self_attention(c)) : attention_leaf(c);
+  return l.fwd * static_cast<double>(m.layer_num);
+}
+
+/// KV-cache bytes of one token on one GPU over a stage's layers: K and V of this rank's KV heads
+/// (GQA: kv_head_num / tp of them), or MLA's compressed latent and rope key, which every tp rank
+/// holds whole (DeepSeek-V2 §2.1: kv_lora_rank + qk_rope_head_dim per token and layer).
+constexpr double kv_bytes_per_token(const model_spec& m, const inference_spec& i) {
+  const double layers = static_cast<double>(fullest_stage_layers(m, i));
+  if (m.attention_type == attention_kind::mla)
+    return layers * static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) * kv_cache_bytes(i);
+  return layers * 2.0 * static_cast<double>(m.kv_head_num / i.tp * head_dim(m)) * kv_cache_bytes(i);
+}
+
+/// Per-GPU bytes of a static batch at `context` tokens per sequence: weights, cache, transients
+/// (prefill's largest leaf and the fp32 logits of the batch's last tokens).
+struct serving_memory {
+  double weights = 0, kv = 0, activations = 0;
+  [[nodiscard]] constexpr double total() const { return weights + kv + activations; }
+};
+constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                   std::int64_t batch, double context) {
+  const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
+  const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
+  return {prefill.weight_bytes, static_cast<double>(batch) * context * kv_bytes_per_token(m, i),
+          prefill.peak_transient + logits};
+}
+
+/// The largest batch in [0, limit] whose memory at `context` fits `capacity` (memory grows with
+/// the batch, so a binary search).
+constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                     double context, double capacity) {
+  std::int64_t lo = 0, hi = i.max_batch_limit;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (memory_at(m, sys, i, mid, context).total() <= capacity)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/// Decode steps of a static batch: steps 1 .. output_len - 1 at kv_cached = input_len + step - 1.
+/// Everything but attention is the same at every step; attention is priced at each cache length.
+struct decode_totals {
+  seconds total{}, first{}, last{};
+  double kernels = 0;
+};
+constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                     std::int64_t batch) {
+  decode_totals d;
+  if (i.output_len <= 1) return d;
+  const forward_cost step = price_forward(m, sys, i, batch, 1, i.input_len);
+  const seconds rest = step.time - step.attention;
+  d.kernels = step.kernels;
+  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels * i.host_launch_us * 1e-6};
+  for (std::int64_t k = 1; k < i.output_len; ++k) {
+    const seconds gpu = rest + decode_attention(m, sys, i, batch, i.input_len + k - 1);
+    const seconds t = gpu > launch_bound ? gpu : launch_bound;
+    d.total += t;
+    if (k == 1) d.first = t;
+    d.last = t;
+  }
+  return d;
+}
+
+/// Prefill and decode of one static batch: ttft and the summed steps.
+struct batch_times {
+  seconds ttft{};
+  decode_totals decode{};
+  double prefill_flops = 0;
+};
+constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                 std::int64_t batch) {
+  const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
+  const seconds launch_bound{i.cuda_graphs ? 0.0 : prefill.kernels * i.host_launch_us * 1e-6};
+  return {prefill.time > launch_bound ? prefill.time : launch_bound, decode_steps(m, sys, i, batch), prefill.flops};
+}
+
+/// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
+constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double tok_s) {
+  return usd_per_gpu_hour > 0 && tok_s > 0 ? usd_per_gpu_hour * gpus / 3600.0 / tok_s * 1e6 : 0;
+}
+}  // namespace detail
+
+/// Estimates one serving job whose specs passed `validate`.
+constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& sys) {
+  inference_result r;
+  const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
+  r.gpus = i.tp * i.pp * i.dp;
+  const detail::batch_times t = detail::time_batch(m, sys, i, i.batch);
+  r.ttft = t.ttft;
+  r.e2e = t.ttft + t.decode.total;
+  r.tpot = i.output_len > 1 ? t.decode.total / static_cast<double>(i.output_len - 1) : seconds{};
+  r.first_step = t.decode.first;
+  r.last_step = t.decode.last;
+  r.decode_kernels = t.decode.kernels;
+  r.prefill_tflops = t.prefill_flops / t.ttft.value / gpus_per_replica / 1e12;
+  r.output_tok_s = static_cast<double>(i.batch * i.output_len) / r.e2e.value;
+  r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
+  r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
+  const double context = static_cast<double>(i.input_len + i.output_len);
+  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context);
+  r.weight_bytes = mem.weights;
+  r.kv_cache_bytes = mem.kv;
+  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i);
+  r.activation_bytes = mem.activations;
+  r.peak_bytes = mem.total();
+  r.capacity_bytes = sys.accelerator.mem_gbs * 1073741824.0 * i.memory_fraction;
+  r.fits = r.peak_bytes <= r.capacity_bytes;
+  r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes);
+  // In-flight batching holds each sequence's cache at its current length in whole blocks: on
+  // average half the output generated.
+  const double block = static_cast<double>(i.kv_block_tokens);
+  const double mean_context =
+      block * static_cast<double>(static_cast<std::int64_t>(
+                  (static_cast<double>(i.input_len) + static_cast<double>(i.output_len) / 2 + block - 1) / block));
+  r.offline_batch = detail::largest_batch(m, sys, i, mean_context, r.capacity_bytes);
+  if (r.offline_batch > 0) {
+    const detail::batch_times o = detail::time_batch(m, sys, i, r.offline_batch);
+    r.offline_output_tok_s_per_gpu =
+        static_cast<double>(r.offline_batch * i.output_len) / (o.ttft + o.decode.total).value / gpus_per_replica;
+  }
+  r.usd_per_million_output_tokens = detail::usd_per_million(i.usd_per_gpu_hour, gpus_per_replica, r.output_tok_s);
+  r.offline_usd_per_million_output_tokens =
+      detail::usd_per_million(i.usd_per_gpu_hour, 1, r.offline_output_tok_s_per_gpu);
+  return r;
+}
+
+/// Validates and estimates one serving job.
+constexpr inference_result infer(const model_spec& m, const inference_spec& i, const system_spec& sys) {
+  validate(m, i, sys);
+  return infer_validated(m, i, sys);
+}
+
+LLMSIM_END_NAMESPACE

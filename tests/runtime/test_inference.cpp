@@ -1,0 +1,312 @@
+// Serving estimates (llmsim/estimate/inference.hpp) on systems whose figures make each phase one
+// term of the roofline, so the expected times follow by hand from the model's shapes:
+// decode steps from the bytes they read, prefill from its FLOPs, memory from parameter counts.
+#include <llmsim/json/inference.hpp>
+#include <llmsim/llmsim.hpp>
+
+#include "shared_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace llmsim_test_inference {
+
+using llmsim::inference_spec;
+namespace cat = llmsim::catalogue;
+
+namespace {
+/// H100's catalogue system with HBM at exactly 1e12 B/s, no kernel latency, and compute so fast
+/// that every kernel is bound by the bytes it moves.
+llmsim::system_spec bandwidth_bound() {
+  llmsim::system_spec s = cat::h100_sxm;
+  for (auto& op : s.accelerator.op)
+    if (op.present) {
+      op.tflops = 1e6;  // 1e18 FLOP/s: a bs-1 step's 2.6e10 FLOPs take 26 ns
+      op.efficient_factor = 1;
+    }
+  for (auto& bw : s.accelerator.bandwidth) {
+    bw.gbps = 1e12 / 1073741824.0;
+    bw.efficient_factor = 1;
+    bw.latency_us = 0;
+  }
+  return s;
+}
+/// ... and the reverse: 100 TFLOP/s at full efficiency for every kernel, bandwidth so large that
+/// memory traffic costs next to nothing (under 1e-4 of a prefill).
+llmsim::system_spec compute_bound() {
+  llmsim::system_spec s = cat::h100_sxm;
+  for (auto& op : s.accelerator.op)
+    if (op.present) {
+      op.tflops = 100;
+      op.efficient_factor = 1;
+    }
+  for (auto& bw : s.accelerator.bandwidth) {
+    bw.gbps = 1e6;  // 1.07e15 B/s: prefill's few GB of traffic take microseconds
+    bw.efficient_factor = 1;
+    bw.latency_us = 0;
+  }
+  return s;
+}
+inference_spec job(std::int64_t batch, std::int64_t input, std::int64_t output) {
+  inference_spec i;
+  i.batch = batch;
+  i.input_len = input;
+  i.output_len = output;
+  return i;
+}
+std::string refused_field(const llmsim::model_spec& m, const inference_spec& i, const llmsim::system_spec& sys) {
+  try {
+    (void)llmsim::infer(m, i, sys);
+  } catch (const llmsim::config_error& e) { return e.field(); }
+  return "accepted";
+}
+
+// Llama-2-7B's decoder linears per layer: qkv 4096 x 12288, proj 4096 x 4096, fc1 4096 x 22016
+// (gate and up), fc2 11008 x 4096 = 202,375,168 weights; 32 layers: 6,476,005,376. LM head
+// 32000 x 4096 = 131,072,000.
+constexpr double llama2_7b_linear_weights = 32 * 202375168.0;
+constexpr double llama2_7b_head_weights = 32000 * 4096.0;
+}  // namespace
+
+TEST(Inference, BatchOneDecodeStepReadsEveryWeightOnce) {
+  // One decode step at batch 1 reads every decoder weight and the LM head once, in bf16:
+  // (6,476,005,376 + 131,072,000) x 2 B = 13,214,154,752 B at 1e12 B/s = 13.214 ms. Activations,
+  // norms and the two cached tokens add about 13 MB (0.1 %).
+  const auto r = llmsim::infer(cat::llama2_7b, job(1, 1, 2), bandwidth_bound());
+  const double weights_only = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  EXPECT_GT(r.tpot.value, weights_only);
+  EXPECT_NEAR(r.tpot.value, weights_only, 0.002 * weights_only);
+  EXPECT_DOUBLE_EQ(r.first_step.value, r.tpot.value);
+  EXPECT_NEAR(r.decode_tok_s_per_user, 1 / r.tpot.value, 1e-9);
+}
+
+TEST(Inference, Int4WeightsReadFiveEighthsOfAByteWithTheirGroupScales) {
+  // int4 with a bf16 scale and zero per 32 weights: 0.5 + 4/32 = 0.625 B per weight; the LM head
+  // stays bf16: 6,476,005,376 x 0.625 + 131,072,000 x 2 = 8,357,147,360 B -> 8.357 ms.
+  auto i = job(1, 1, 2);
+  i.weights = llmsim::weight_format::int4;
+  i.int4_group_size = 32;
+  const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  const double expected = (llama2_7b_linear_weights * 0.625 + llama2_7b_head_weights * 2) / 1e12;
+  EXPECT_NEAR(r.tpot.value, expected, 0.003 * expected);
+  i.weights = llmsim::weight_format::int8;
+  const double int8 = (llama2_7b_linear_weights * 1 + llama2_7b_head_weights * 2) / 1e12;
+  EXPECT_NEAR(llmsim::infer(cat::llama2_7b, i, bandwidth_bound()).tpot.value, int8, 0.003 * int8);
+}
+
+TEST(Inference, EachDecodeStepReadsTheCacheAtItsLength) {
+  // Batch 8, 100 prompt tokens, 50 generated: the first decode step attends over 101 cached
+  // tokens, the last (step 49) over 149. The 48 more tokens' K and V per sequence and layer are
+  // 2 x 48 x 32 heads x 128 x 2 B = 786,432 B; x 8 sequences x 32 layers = 201,326,592 B = 201.3 us.
+  const auto r = llmsim::infer(cat::llama2_7b, job(8, 100, 50), bandwidth_bound());
+  EXPECT_NEAR((r.last_step - r.first_step).value, 201326592.0 / 1e12, 1e-12);
+  // Step time grows linearly with the cache, so the mean step is the middle one.
+  EXPECT_NEAR(r.tpot.value, (r.first_step.value + r.last_step.value) / 2, 1e-12);
+  EXPECT_NEAR(r.e2e.value, r.ttft.value + 49 * r.tpot.value, 1e-12);
+  // An FP8 cache halves that difference.
+  auto fp8 = job(8, 100, 50);
+  fp8.kv_cache = llmsim::kv_cache_format::fp8;
+  const auto half = llmsim::infer(cat::llama2_7b, fp8, bandwidth_bound());
+  EXPECT_NEAR((half.last_step - half.first_step).value, 201326592.0 / 2 / 1e12, 1e-12);
+}
+
+TEST(Inference, PrefillIsItsFlopsAtThePeak) {
+  // Batch 2 x 1024 prompt tokens at 100 TFLOP/s, memory free:
+  // - decoder GEMMs 2 x 6,476,005,376 x 2,048 tokens = 26,525,718,020,096 FLOPs;
+  // - causal attention per layer 2 x 2 seq x 32 heads x (1024 x 1025 / 2 pairs) x (128 + 128)
+  //   = 17,196,646,400; x 32 layers = 550,292,684,800;
+  // - the LM head on each sequence's last token only: 2 x 2 x 4096 x 32000 = 524,288,000.
+  // Total 27,076,534,992,896 FLOPs -> 0.270765 s.
+  const auto r = llmsim::infer(cat::llama2_7b, job(2, 1024, 1), compute_bound());
+  const double flops = 2 * llama2_7b_linear_weights * 2048 + 32 * 17196646400.0 + 524288000.0;
+  EXPECT_NEAR(r.ttft.value, flops / 100e12, 1e-4 * flops / 100e12);
+  EXPECT_NEAR(r.prefill_tflops, 100, 0.01);
+  EXPECT_EQ(r.tpot.value, 0) << "one output token: no decode step";
+  EXPECT_DOUBLE_EQ(r.e2e.value, r.ttft.value);
+}
+
+TEST(Inference, MemoryOfWeightsAndCache) {
+  // bf16 weights: linears 6,476,005,376 + norms 32 x 2 x 4096 + final norm 4096 + embedding and
+  // head 2 x 131,072,000 = 6,738,415,616 parameters = 13,476,831,232 B. KV cache of 4 sequences at
+  // 1024 tokens: 4 x 1024 x (32 layers x 2 x 32 heads x 128 x 2 B = 524,288 B) = 2 GiB.
+  const auto r = llmsim::infer(cat::llama2_7b, job(4, 1000, 24), cat::a100_sxm);
+  EXPECT_DOUBLE_EQ(r.weight_bytes, 13476831232.0);
+  EXPECT_DOUBLE_EQ(r.kv_bytes_per_token, 524288.0);
+  EXPECT_DOUBLE_EQ(r.kv_cache_bytes, 2147483648.0);
+  EXPECT_DOUBLE_EQ(r.peak_bytes, r.weight_bytes + r.kv_cache_bytes + r.activation_bytes);
+  // 80 GiB x 0.9 usable; without activations (77,309,411,328 - 13,476,831,232) / 536,870,912 B per
+  // sequence = 118.9: the largest batch is at most 118, and exactly the one whose memory fits.
+  EXPECT_DOUBLE_EQ(r.capacity_bytes, 80.0 * 1073741824 * 0.9);
+  ASSERT_GT(r.max_batch, 0);
+  EXPECT_LE(r.max_batch, 118);
+  EXPECT_TRUE(llmsim::infer(cat::llama2_7b, job(r.max_batch, 1000, 24), cat::a100_sxm).fits);
+  EXPECT_FALSE(llmsim::infer(cat::llama2_7b, job(r.max_batch + 1, 1000, 24), cat::a100_sxm).fits);
+  // In-flight batching pages the cache at the mean length (1000 + 12, rounded up to 16-token
+  // blocks: 1024 here, the same as the full context), so it fits the same batch.
+  EXPECT_EQ(r.offline_batch, r.max_batch);
+}
+
+TEST(Inference, GroupedQueryAndLatentCachesPerToken) {
+  // Llama-2-70B on tp 4, FP8 cache: 80 layers x 2 x (8 KV heads / 4) x 128 x 1 B = 40,960 B.
+  auto i = job(1, 16, 2);
+  i.tp = 4;
+  i.weights = llmsim::weight_format::fp8;
+  i.kv_cache = llmsim::kv_cache_format::fp8;
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::llama2_70b, i, cat::h100_sxm).kv_bytes_per_token, 40960.0);
+  // DeepSeek-V3 on pp 2: ceil(61 / 2) = 31 layers x (512 latent + 64 rope) x 2 B = 35,712 B on
+  // every tp rank (the latent is not split over heads).
+  auto d = job(1, 16, 2);
+  d.tp = 8;
+  d.pp = 2;
+  d.ep = 8;
+  d.weights = llmsim::weight_format::fp8;
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::deepseek_v3, d, cat::h800).kv_bytes_per_token, 35712.0);
+}
+
+TEST(Inference, ActiveExpertsOfASmallBatch) {
+  // 1 - (1 - k/E)^T: one token picks 2 of 8 experts: 0.25; two tokens 1 - 0.75^2 = 0.4375.
+  EXPECT_DOUBLE_EQ(llmsim::expected_active_fraction(8, 2, 1), 0.25);
+  EXPECT_DOUBLE_EQ(llmsim::expected_active_fraction(8, 2, 2), 0.4375);
+  EXPECT_DOUBLE_EQ(llmsim::expected_active_fraction(1, 1, 5), 1.0);
+  EXPECT_NEAR(llmsim::expected_active_fraction(256, 8, 4096), 1.0, 1e-12);
+  // Mixtral 8x7B's experts: 32 layers x 8 x 3 x 4096 x 14336 x 2 B = 90.2 GB in all. A decode step
+  // of batch 1 reads 25 % of them, of batch 2 43.75 %: 18.75 % = 16.9 GB (16.9 ms at 1e12 B/s)
+  // more; the second sequence's own activations add about 13 MB (0.08 %).
+  const auto one = llmsim::infer(cat::mixtral_8x7b, job(1, 1, 2), bandwidth_bound());
+  const auto two = llmsim::infer(cat::mixtral_8x7b, job(2, 1, 2), bandwidth_bound());
+  const double experts = 32 * 8 * 3 * 4096 * 14336.0 * 2;
+  EXPECT_NEAR((two.tpot - one.tpot).value, experts * 0.1875 / 1e12, 0.002 * experts * 0.1875 / 1e12);
+}
+
+TEST(Inference, DollarsPerMillionTokensOnlyWithAPrice) {
+  auto i = job(16, 128, 64);
+  i.tp = 2;
+  const auto free = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_EQ(free.usd_per_million_output_tokens, 0) << "no default price";
+  i.usd_per_gpu_hour = 2;
+  const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  // $2 x 2 GPUs per hour / (3600 s x output tokens/s) x 1e6.
+  EXPECT_NEAR(r.usd_per_million_output_tokens, 2.0 * 2 / 3600 / r.output_tok_s * 1e6, 1e-9);
+  EXPECT_NEAR(r.output_tok_s, 16.0 * 64 / r.e2e.value, 1e-9);
+  EXPECT_NEAR(r.output_tok_s_per_gpu, r.output_tok_s / 2, 1e-9);
+}
+
+TEST(Inference, TensorParallelDecodeAddsTwoAllReducesPerLayer) {
+  // tp 2 on the bandwidth-bound system with a link of fixed latency only: a decode step reads half
+  // the weights per GPU and waits for 2 all-reduces per layer plus the embedding's: 65 x 1 ms.
+  llmsim::system_spec s = bandwidth_bound();
+  for (std::size_t k = 0; k < s.network_count; ++k) {
+    s.networks[k].bandwidth.gbps = 1e6;
+    s.networks[k].bandwidth.latency_us = 0;
+    s.networks[k].bandwidth.fixed_latency = 1000;
+  }
+  auto i = job(1, 1, 2);
+  const double one = llmsim::infer(cat::llama2_7b, i, s).tpot.value;
+  i.tp = 2;
+  const double two = llmsim::infer(cat::llama2_7b, i, s).tpot.value;
+  EXPECT_NEAR(two - one / 2, 65e-3, 2e-4);
+}
+
+TEST(Inference, RefusalsNameTheField) {
+  auto i = job(1, 16, 2);
+  i.tp = 3;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.tp");
+  i = job(0, 16, 2);
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.batch");
+  i = job(1, 16, 0);
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.output_len");
+  i = job(1, 16, 2);
+  i.weights = llmsim::weight_format::fp8;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.weights") << "A100 has no FP8";
+  i = job(1, 16, 2);
+  i.activations = llmsim::activation_format::fp8;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::h100_sxm), "inference.activations");
+  i = job(1, 16, 2);
+  i.ep = 3;
+  EXPECT_EQ(refused_field(cat::mixtral_8x7b, i, cat::h100_sxm), "inference.ep");
+  i = job(1, 16, 2);
+  i.pp = 33;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.pp");
+  i = job(1, 16, 2);
+  i.memory_fraction = 0;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.memory_fraction");
+}
+
+TEST(Inference, TrainingEstimatesIgnoreTheInferenceHooks) {
+  // The programs' inference branches are taken only with build_context::inference set.
+  llmsim::strategy_spec s{};
+  ASSERT_TRUE(cat::parse_strategy_name("tp2_pp1_dp4_mbs1_mbc8", s));
+  s.seq_len = 4096;
+  const auto a = llmsim::estimate(cat::llama3_8b, s, cat::h100_sxm);
+  (void)llmsim::infer(cat::llama3_8b, job(4, 512, 8), cat::h100_sxm);
+  const auto b = llmsim::estimate(cat::llama3_8b, s, cat::h100_sxm);
+  EXPECT_EQ(a.cost.duration_time_per_iter.value, b.cost.duration_time_per_iter.value);
+}
+
+// ---- the validation adapter -----------------------------------------------------------------
+
+TEST(InferenceCases, NamesMatchWithoutCasePunctuationOrNotes) {
+  namespace ic = llmsim::json::inference_cases;
+  EXPECT_EQ(ic::normalized_name("Llama-2-7B"), "llama27b");
+  EXPECT_EQ(ic::normalized_name("GPT-20B (GPT-style, FT example config)"), "gpt20b");
+  EXPECT_EQ(ic::normalized_name("GPT-6.7B"), "gpt67b");
+  EXPECT_EQ(ic::normalized_name("llama2-7b"), ic::normalized_name("Llama 2 7B"));
+}
+
+TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
+  namespace lj = llmsim::json;
+  const auto recipes = lj::read_file(llmsim_test::source_dir() / "configs" / "inference" / "validation.json");
+  const lj::value row = {{"id", "X1"},
+                         {"model", "Llama-2-70B"},
+                         {"gpu", "NVIDIA H100 SXM 80GB"},
+                         {"precision_weights", "INT4 weight-only, group size 64"},
+                         {"precision_activations", "BF16"},
+                         {"precision_kv", "FP8"},
+                         {"tp", 4},
+                         {"batch_size", 8},
+                         {"isl", 100},
+                         {"osl", 20},
+                         {"tpot_ms", 20.0}};
+  const auto job = lj::inference_cases::map_row(row, recipes);
+  ASSERT_TRUE(job.refused.empty()) << job.refused;
+  EXPECT_EQ(job.model_name, "llama2-70b");
+  EXPECT_EQ(job.system_name, "h100-sxm");
+  EXPECT_EQ(job.spec.weights, llmsim::weight_format::int4);
+  EXPECT_EQ(job.spec.int4_group_size, 64);
+  EXPECT_EQ(job.spec.kv_cache, llmsim::kv_cache_format::fp8);
+  EXPECT_EQ(job.spec.tp, 4);
+  EXPECT_EQ(job.spec.batch, 8);
+  EXPECT_EQ(job.spec.output_len, 20);
+  const auto r = lj::inference_cases::estimate_row(row, recipes, {"tpot_ms", "ttft_ms"});
+  ASSERT_TRUE(r.estimated()) << r.error;
+  ASSERT_EQ(r.metrics.size(), 1U) << "only the figures the row prints";
+  EXPECT_DOUBLE_EQ(r.metrics[0].predicted, r.result.tpot.value * 1e3);
+  lj::value unknown = row;
+  unknown["model"] = "Nonesuch 9B";
+  EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("Nonesuch 9B"), std::string::npos);
+  unknown = row;
+  unknown["gpu"] = "TPU v5e";
+  EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("TPU v5e"), std::string::npos);
+}
+
+TEST(InferenceCases, EveryVisibleRowIsEstimated) {
+  const auto file = llmsim_test::shared_dir() / "validation" / "inference_cases.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file << " (tests that read ../shared skip)";
+  namespace lj = llmsim::json;
+  const auto doc = lj::read_file(file);
+  const auto recipes = lj::read_file(llmsim_test::source_dir() / "configs" / "inference" / "validation.json");
+  std::vector<std::string> metrics;
+  for (const auto& m : doc["metric_fields"]) metrics.push_back(m.get<std::string>());
+  std::size_t figures = 0;
+  for (const auto& row : doc["rows"]) {
+    const auto r = lj::inference_cases::estimate_row(row, recipes, metrics);
+    EXPECT_TRUE(r.estimated()) << row["id"] << ": " << r.error;
+    figures += r.metrics.size();
+  }
+  EXPECT_EQ(doc["rows"].size(), 147U);
+  EXPECT_EQ(figures, 197U) << "every printed latency, rate and memory figure is compared";
+}
+
+}  // namespace llmsim_test_inference
