@@ -62,7 +62,10 @@ struct inference_spec {
   /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
   /// step takes at least kernels x `host_launch_us`.
   bool cuda_graphs = true;
-  double host_launch_us = 4.0;  ///< host cost of one kernel launch (see `host_launch_us` note below)
+  /// Host cost of one kernel launch without graphs: an assumption, of the order of the
+  /// few-microsecond launch overheads CUDA Graphs remove (NVIDIA blog "Getting Started with CUDA
+  /// Graphs", 2019).
+  double host_launch_us = 4.0;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
