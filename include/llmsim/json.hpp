@@ -953,6 +953,8 @@ inline system_config parse_system(const value& v, const std::string& source = {}
           const auto fat = nat.child(f.key());
           if (f.key() == "processor_usage")
             read(f.value(), fat, tier.processor_usage);
+          else if (f.key() == "nccl_link")
+            read(f.value(), fat, tier.nccl_link);
           else if (f.key() == "bandwidth") {
             tier.bandwidth = read_bandwidth(f.value(), fat, opt, true);
             has_bw = true;
@@ -1025,6 +1027,7 @@ inline value to_json(const system_spec& sys) {
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto& tier = sys.networks[i];
     value t = {{"processor_usage", tier.processor_usage}, {"bandwidth", write_bandwidth(tier.bandwidth, true)}};
+    if (tier.nccl_link != nccl_link_kind::none) t["nccl_link"] = std::string(enum_name(tier.nccl_link));
     t["op"] = value::object();
     for (std::size_t c = 0; c < collective_kind_names.size(); ++c) {
       const auto& op = tier.op[c];

@@ -2094,9 +2094,23 @@ struct collective_spec {
   friend constexpr bool operator==(const collective_spec&, const collective_spec&) = default;
 };
 
+/// The link class of a tier in NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc:
+/// NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET). `none`: the tier's fitted latencies (SimuMax format).
+enum class nccl_link_kind : std::uint8_t { none, nvlink, pci, net };
+template <>
+struct enum_names<nccl_link_kind> {
+  static constexpr std::array<std::pair<nccl_link_kind, std::string_view>, 4> value{{{nccl_link_kind::none, ""},
+                                                                                     {nccl_link_kind::nvlink, "nvlink"},
+                                                                                     {nccl_link_kind::pci, "pci"},
+                                                                                     {nccl_link_kind::net, "net"}}};
+};
+
 /// One network tier such as `high_intra_node` or `inter_node`.
 struct network_tier {
   fixed_string<32> name = {};
+  /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
+  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
+  nccl_link_kind nccl_link = nccl_link_kind::none;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
   std::array<collective_spec, collective_kind_names.size()> op{};
@@ -2894,22 +2908,22 @@ inline constexpr double hbm_efficiency = 0.80;
 inline constexpr double kernel_latency_us = 10.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
-/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
-inline constexpr double intra_node_step_latency_us = 5.0;
-inline constexpr double inter_node_step_latency_us = 10.0;
+// Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
+// its link class (nccl_link) instead of a per-step latency.
 }  // namespace assumptions
 
 namespace detail {
 /// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
 constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
 
-constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
+constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, nccl_link_kind link) {
   network_tier t{};
   t.name.assign(name);
+  t.nccl_link = link;
   t.bandwidth = {.present = true,
                  .gbps = sheet_gbps(gb_per_s_one_direction),
                  .efficient_factor = assumptions::link_efficiency,
-                 .latency_us = step_latency_us};
+                 .latency_us = 0};
   t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
   t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
   t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
@@ -2952,14 +2966,13 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
                                 .latency_us = assumptions::kernel_latency_us};
   s.intra_with_pcie = pcie;
   if (pcie) {
-    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, nccl_link_kind::pci);
+    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, nccl_link_kind::pci);
+    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, nccl_link_kind::pci);
   } else {
-    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, nccl_link_kind::nvlink);
   }
-  s.networks[s.network_count++] =
-      tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, nccl_link_kind::net);  // 8 NICs per node
   return s;
 }
 
@@ -2969,7 +2982,7 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
 constexpr system_spec nvlink_domain(system_spec s, std::int64_t per_node, double nic_gb_per_s) {
   s.num_per_node = per_node;
   s.networks[s.network_count - 1] =
-      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), assumptions::inter_node_step_latency_us);
+      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), nccl_link_kind::net);
   return s;
 }
 
@@ -3735,6 +3748,72 @@ struct collective_call {
   comm_group group = comm_group::tp;
 };
 
+namespace detail {
+/// NCCL's latency model (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, `baseLat` and `hwLat`, in
+/// us; protocols LL, LL128, Simple): a call costs the algorithm's base latency plus one hardware
+/// latency per step, and NCCL runs the protocol (and for all-reduce across nodes, ring or tree)
+/// whose latency + bytes / bandwidth is least.
+inline constexpr std::array<double, 3> nccl_ring_base_us{3.6, 10.0, 8.4};
+inline constexpr std::array<double, 3> nccl_tree_base_us{4.4, 4.4, 0.0};
+/// Per-step latency by link (NVLink, PCI, network) and protocol.
+inline constexpr std::array<std::array<double, 3>, 3> nccl_ring_step_us{
+    {{.47, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 9.6}}};
+inline constexpr std::array<std::array<double, 3>, 3> nccl_tree_step_us{
+    {{.52, 1.2, 28}, {1.0, 1.9, 28}, {5.0, 8.5, 50}}};
+/// Share of the link bandwidth a protocol moves payload at (tuning.cc): LL sends 4 B of data per 8 B
+/// line and all-reduce rings reach 1/4 (1/3 for the other collectives on one node), LL128 120 of
+/// every 128 B (0.92; 0.7 with one GPU per node), Simple all of it.
+constexpr double nccl_protocol_share(std::size_t protocol, bool all_reduce, bool multi_node, bool one_per_node) {
+  if (protocol == 0) return all_reduce || multi_node ? 0.25 : 1.0 / 3.0;
+  if (protocol == 1) return one_per_node ? 0.7 : 0.92;
+  return 1.0;
+}
+/// Tree all-reduce (tuning.cc): bus bandwidth x 0.9 (LL x 1/3.8, LL128 x 0.915) at half the
+/// algorithm bandwidth, latency 2 x ((ranks per node − 1) intra steps + log2(nodes) network steps).
+constexpr double nccl_tree_share(std::size_t protocol) {
+  return 0.9 * (protocol == 0 ? 1 / 3.8 : protocol == 1 ? 0.915 : 1.0) * 0.5;
+}
+constexpr double log2_ceil(double x) {
+  double n = 0;
+  for (double v = 1; v < x; v *= 2) n += 1;
+  return n;
+}
+}  // namespace detail
+
+/// One collective priced by NCCL's model: `n` ranks, `per_node` of them per node, moving `traffic`
+/// bytes per rank (ring) at `bytes_per_second` (the tier's link bandwidth and efficiency).
+constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind link, collective_kind kind,
+                                       std::int64_t n, std::int64_t per_node, double size, double traffic,
+                                       double bytes_per_second) {
+  const auto nodes = static_cast<double>((n + per_node - 1) / per_node);
+  const bool multi_node = nodes > 1, all_reduce = kind == collective_kind::all_reduce;
+  const double steps = all_reduce                     ? 2.0 * static_cast<double>(n - 1)
+                       : kind == collective_kind::p2p ? 1.0
+                                                      : static_cast<double>(n - 1);
+  const double inter_steps = !multi_node                    ? 0
+                             : all_reduce                   ? 2 * (nodes - 1)
+                             : kind == collective_kind::p2p ? 1
+                                                            : nodes - 1;
+  const std::size_t intra = link == nccl_link_kind::pci || (link == nccl_link_kind::net && sys.intra_with_pcie) ? 1 : 0;
+  double best = -1;
+  for (std::size_t p = 0; p < 3; ++p) {
+    const double intra_us = detail::nccl_ring_step_us[intra][p] * (multi_node && p == 0 ? 1.8 : 1.0);
+    const double latency =
+        detail::nccl_ring_base_us[p] + (steps - inter_steps) * intra_us + inter_steps * detail::nccl_ring_step_us[2][p];
+    const double share = detail::nccl_protocol_share(p, all_reduce, multi_node, per_node < 2);
+    const double ring = latency * 1e-6 + traffic / (bytes_per_second * share);
+    if (best < 0 || ring < best) best = ring;
+    if (!all_reduce || !multi_node) continue;
+    const double tree_intra_us = detail::nccl_tree_step_us[intra][p] * (p == 0 ? 1.8 : 1.0);  // LL across nodes
+    const double tree_latency =
+        detail::nccl_tree_base_us[p] + 2 * (static_cast<double>(per_node - 1) * tree_intra_us +
+                                            detail::log2_ceil(nodes) * detail::nccl_tree_step_us[2][p]);
+    const double tree = tree_latency * 1e-6 + size / (bytes_per_second * detail::nccl_tree_share(p));
+    if (tree < best) best = tree;
+  }
+  return seconds{best};
+}
+
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
 /// `s` supplies how many groups share a node's inter-node links.
 constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier,
@@ -3779,6 +3858,13 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     }
   }
   const double efficiency = op.efficient_factor ? *op.efficient_factor : tier.bandwidth.efficient_factor;
+  if (tier.nccl_link != nccl_link_kind::none) {
+    const std::int64_t stride = layout_of(s, c.group).stride;
+    std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
+    if (tier_name != "inter_node" || per_node > n) per_node = n;
+    return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,
+                                format_gbps_to_bytes_per_second(bandwidth) * efficiency);
+  }
   double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
   if (c.kind != collective_kind::p2p)
     latency_us *= (static_cast<double>(n) + op.offset) * op.scale;  // one latency per ring step

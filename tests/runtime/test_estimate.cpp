@@ -145,19 +145,36 @@ TEST(Estimate, EfficiencyLookupHitsTheExactKeyAndFallsBack) {
   EXPECT_DOUBLE_EQ(c.efficiency, catalogue::assumptions::other_compute_efficiency);
 }
 
-TEST(Estimate, CollectivesFollowTheRingModel) {
+TEST(Estimate, CatalogueCollectivesFollowNcclsModel) {
   const auto& sys = catalogue::h100_sxm;
   strategy_spec s = tp2_dp4();
   const network_tier& tier = resolve_tier(sys, s, comm_group::tp);
   EXPECT_EQ(tier.name.view(), "high_intra_node");
+  EXPECT_EQ(tier.nccl_link, nccl_link_kind::nvlink);
   const double bw = tier.bandwidth.gbps * 1073741824.0 * tier.bandwidth.efficient_factor;
-  // all-gather over 2 ranks moves half the buffer and takes (n-1) latency steps.
+  // NCCL's tuning model (tuning.cc): latency = base + steps x per-step latency, the protocol of least
+  // time. 1 GB is bandwidth-bound, so Simple (the whole bandwidth; base 8.4 us, 3.4 us a step on
+  // NVLink): all-gather over 2 ranks moves half the buffer in 1 step ...
   const auto ag = collective_time(sys, s, tier, {collective_kind::all_gather, 1e9, 2, comm_group::tp});
-  EXPECT_NEAR(ag.value, 0.5e9 / bw + 1 * tier.bandwidth.latency_us * 1e-6, 1e-12);
-  // all-reduce over 8 moves 2*7/8 and takes 2*7 steps.
+  EXPECT_NEAR(ag.value, 0.5e9 / bw + (8.4 + 1 * 3.4) * 1e-6, 1e-12);
+  // ... all-reduce over 8 moves 2 x 7/8 in 2 x 7 steps.
   const auto ar = collective_time(sys, s, tier, {collective_kind::all_reduce, 1e9, 8, comm_group::tp});
-  EXPECT_NEAR(ar.value, 2 * 7.0 / 8 * 1e9 / bw + 14 * tier.bandwidth.latency_us * 1e-6, 1e-12);
+  EXPECT_NEAR(ar.value, 2 * 7.0 / 8 * 1e9 / bw + (8.4 + 14 * 3.4) * 1e-6, 1e-12);
+  // 8 KiB over 8 (a decode step's all-reduce) is latency-bound: LL (base 3.6 us, 0.47 us a step, a
+  // quarter of the bandwidth) beats LL128 (10 + 14 x 1.9 = 36.6 us) and Simple (56 us).
+  const auto small = collective_time(sys, s, tier, {collective_kind::all_reduce, 8192, 8, comm_group::tp});
+  EXPECT_NEAR(small.value, 2 * 7.0 / 8 * 8192 / (bw / 4) + (3.6 + 14 * 0.47) * 1e-6, 1e-12);
   EXPECT_EQ(collective_time(sys, s, tier, {collective_kind::all_reduce, 1e9, 1, comm_group::tp}).value, 0);
+  // 8 KiB all-reduced over tp 16 on 2 nodes: NCCL's LL tree, 4.4 us + 2 x (7 NVLink hops x 0.52 us
+  // x 1.8 (LL across nodes) + log2(2) network hops x 5 us) = 27.504 us, at 0.9 / 3.8 of the bus
+  // bandwidth and half of it as algorithm bandwidth; the LL ring would take 3.6 + 28 x 0.47 x 1.8 +
+  // 2 x 2.7 = 32.688 us.
+  strategy_spec tp16{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .tp_size = 16};
+  const network_tier& net = resolve_tier(sys, tp16, comm_group::tp);
+  ASSERT_EQ(net.name.view(), "inter_node");
+  const double net_bw = net.bandwidth.gbps * 1073741824.0 * net.bandwidth.efficient_factor;
+  const auto tree = collective_time(sys, tp16, net, {collective_kind::all_reduce, 8192, 16, comm_group::tp});
+  EXPECT_NEAR(tree.value, 27.504e-6 + 8192 / (net_bw * 0.9 / 3.8 * 0.5), 1e-12);
   // A data-parallel group spanning nodes uses the inter-node tier.
   strategy_spec wide{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 32, .tp_size = 2};
   EXPECT_EQ(resolve_tier(sys, wide, comm_group::dp).name.view(), "inter_node");
@@ -256,7 +273,8 @@ TEST(EstimateMoe, AllToAllMovesTopKTokenCopiesPerRank) {
   const network_tier& tier = *c.ep_tier;
   const double bw = tier.bandwidth.gbps * 1073741824.0 * tier.bandwidth.efficient_factor;
   const auto a2a = collective_time(sys, s, tier, {collective_kind::all2all, payload, 8, comm_group::ep});
-  EXPECT_NEAR(a2a.value, payload * 7 / 8 / bw + 7 * tier.bandwidth.latency_us * 1e-6, 1e-12);
+  // NCCL's Simple protocol (67 MB is bandwidth-bound): 8.4 us + 7 steps of 3.4 us on NVLink.
+  EXPECT_NEAR(a2a.value, payload * 7 / 8 / bw + (8.4 + 7 * 3.4) * 1e-6, 1e-12);
   // The permutation leaf carries dispatch forward and backward; unpermutation the combine.
   leaf_block b;
   push_moe_mlp(b, c);

@@ -244,14 +244,14 @@ TEST(JsonOverrides, NestedSystemFieldMergesIntoItsObject) {
     want.accelerator.mem_gbs = 141;
     EXPECT_EQ(sys.spec(), want);
   }
-  // Three levels down: the inter-node tier keeps its efficiency 0.8 and latency 10 us (the file's).
+  // Three levels down: the inter-node tier keeps its efficiency 0.8 and NCCL link class (the file's).
   const auto sys =
       lj::load_system(file, {.strict = true}, {{"networks", {{"inter_node", {{"bandwidth", {{"gbps", 100}}}}}}}});
   const auto* tier = sys.spec().network("inter_node");
   ASSERT_NE(tier, nullptr);
   EXPECT_EQ(tier->bandwidth.gbps, 100.0);
   EXPECT_EQ(tier->bandwidth.efficient_factor, 0.8);
-  EXPECT_EQ(tier->bandwidth.latency_us, 10.0);
+  EXPECT_EQ(tier->nccl_link, llmsim::nccl_link_kind::net);
   llmsim::system_spec want = base.spec();
   for (std::size_t i = 0; i < want.network_count; ++i)
     if (want.networks[i].name.view() == "inter_node") want.networks[i].bandwidth.gbps = 100;

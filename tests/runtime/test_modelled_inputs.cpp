@@ -120,6 +120,7 @@ TEST(ModelledInputs, ScatterGatherSendsOneTpShareAndGathersIt) {
     sys.networks[i].bandwidth.efficient_factor = 1.0;
     sys.networks[i].bandwidth.latency_us = 5;
     sys.networks[i].bandwidth.fixed_latency = 0;
+    sys.networks[i].nccl_link = nccl_link_kind::none;  // the ring model with these fitted figures
   }
   // tp2 x pp2 without sequence parallelism: the activation between stages is 4096 x 4096 x 2 B.
   strategy_spec s{.seq_len = 4096,

@@ -536,22 +536,22 @@ inline constexpr double hbm_efficiency = 0.80;
 inline constexpr double kernel_latency_us = 10.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
-/// Per ring step latency of NVLink / PCIe, and of the inter-node fabric, microseconds.
-inline constexpr double intra_node_step_latency_us = 5.0;
-inline constexpr double inter_node_step_latency_us = 10.0;
+// Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
+// its link class (nccl_link) instead of a per-step latency.
 }  // namespace assumptions
 
 namespace detail {
 /// GB/s as data sheets print it (10^9 B/s) in the system format's unit (2^30 B/s).
 constexpr double sheet_gbps(double gb_per_s) { return gb_per_s * 1e9 / 1073741824.0; }
 
-constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, double step_latency_us) {
+constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction, nccl_link_kind link) {
   network_tier t{};
   t.name.assign(name);
+  t.nccl_link = link;
   t.bandwidth = {.present = true,
                  .gbps = sheet_gbps(gb_per_s_one_direction),
                  .efficient_factor = assumptions::link_efficiency,
-                 .latency_us = step_latency_us};
+                 .latency_us = 0};
   t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
   t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
   t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
@@ -594,14 +594,13 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
                                 .latency_us = assumptions::kernel_latency_us};
   s.intra_with_pcie = pcie;
   if (pcie) {
-    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
-    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, nccl_link_kind::pci);
+    s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, nccl_link_kind::pci);
+    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, nccl_link_kind::pci);
   } else {
-    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, assumptions::intra_node_step_latency_us);
+    s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, nccl_link_kind::nvlink);
   }
-  s.networks[s.network_count++] =
-      tier("inter_node", nic_gb_per_s * 8, assumptions::inter_node_step_latency_us);  // 8 NICs per node
+  s.networks[s.network_count++] = tier("inter_node", nic_gb_per_s * 8, nccl_link_kind::net);  // 8 NICs per node
   return s;
 }
 
@@ -611,7 +610,7 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
 constexpr system_spec nvlink_domain(system_spec s, std::int64_t per_node, double nic_gb_per_s) {
   s.num_per_node = per_node;
   s.networks[s.network_count - 1] =
-      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), assumptions::inter_node_step_latency_us);
+      tier("inter_node", nic_gb_per_s * static_cast<double>(per_node), nccl_link_kind::net);
   return s;
 }
 

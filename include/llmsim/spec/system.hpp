@@ -175,9 +175,23 @@ struct collective_spec {
   friend constexpr bool operator==(const collective_spec&, const collective_spec&) = default;
 };
 
+/// The link class of a tier in NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc:
+/// NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET). `none`: the tier's fitted latencies (SimuMax format).
+enum class nccl_link_kind : std::uint8_t { none, nvlink, pci, net };
+template <>
+struct enum_names<nccl_link_kind> {
+  static constexpr std::array<std::pair<nccl_link_kind, std::string_view>, 4> value{{{nccl_link_kind::none, ""},
+                                                                                     {nccl_link_kind::nvlink, "nvlink"},
+                                                                                     {nccl_link_kind::pci, "pci"},
+                                                                                     {nccl_link_kind::net, "net"}}};
+};
+
 /// One network tier such as `high_intra_node` or `inter_node`.
 struct network_tier {
   fixed_string<32> name = {};
+  /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
+  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
+  nccl_link_kind nccl_link = nccl_link_kind::none;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
   std::array<collective_spec, collective_kind_names.size()> op{};
