@@ -194,17 +194,38 @@ TEST(Inference, DollarsPerMillionTokensOnlyWithAPrice) {
 }
 
 TEST(Inference, TensorParallelDecodeAddsTwoAllReducesPerLayer) {
-  // tp 2 on the bandwidth-bound system over NVLink at 1e6 GB/s: a decode step reads half the
-  // weights per GPU and waits for 2 all-reduces per layer plus the embedding's, 65 of 8 KiB.
-  // NCCL runs them with LL, latency-bound: 3.6 us + 2 steps x 0.47 us = 4.54 us each (tuning.cc).
+  // tp 2 on the bandwidth-bound system over NVLink at 1e6 GB/s: a decode step waits for 2
+  // all-reduces per layer plus the embedding's, 65 of 8 KiB, which NCCL runs with LL,
+  // latency-bound: 3.6 us + 2 steps x 0.47 us = 4.54 us each (tuning.cc); then the logits'
+  // all-gather, 1 step: 3.6 + 0.47 = 4.07 us. Against the same step with free collectives
+  // (tiers without NCCL's model and without latency): 65 x 4.54 + 4.07 = 299.17 us.
   llmsim::system_spec s = bandwidth_bound();
   for (std::size_t k = 0; k < s.network_count; ++k) s.networks[k].bandwidth.gbps = 1e6;
+  llmsim::system_spec free = s;
+  for (std::size_t k = 0; k < free.network_count; ++k) {
+    free.networks[k].nccl_link = llmsim::nccl_link_kind::none;
+    free.networks[k].bandwidth.latency_us = 0;
+    free.networks[k].bandwidth.fixed_latency = 0;
+  }
   auto i = job(1, 1, 2);
-  const double one = llmsim::infer(cat::llama2_7b, i, s).tpot.value;
   i.tp = 2;
-  const double two = llmsim::infer(cat::llama2_7b, i, s).tpot.value;
-  // The norms' and residuals' traffic (about 6 us of the step) is not halved.
-  EXPECT_NEAR(two - one / 2, 65 * 4.54e-6, 1e-5);
+  const double with = llmsim::infer(cat::llama2_7b, i, s).tpot.value;
+  const double without = llmsim::infer(cat::llama2_7b, i, free).tpot.value;
+  EXPECT_NEAR(with - without, 65 * 4.54e-6 + 4.07e-6, 1e-8);  // bytes at 1e6 GB/s: ~2 ns
+}
+
+TEST(Inference, WithoutCudaGraphsTheHostBoundsAStep) {
+  // Launching each kernel from the host at 1 ms: a step of K kernels takes K ms, far above its GPU
+  // time (13 ms of weights at 1e12 B/s against ~450 kernels); with graphs the GPU time stands.
+  auto i = job(1, 1, 2);
+  const auto graphs = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  i.cuda_graphs = false;
+  i.host_launch_us = 1000;
+  const auto host = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  ASSERT_GT(host.decode_kernels, 100);
+  EXPECT_DOUBLE_EQ(host.decode_kernels, graphs.decode_kernels);
+  EXPECT_NEAR(host.tpot.value, host.decode_kernels * 1e-3, 1e-12);
+  EXPECT_LT(graphs.tpot.value, 0.02);
 }
 
 TEST(Inference, RefusalsNameTheField) {

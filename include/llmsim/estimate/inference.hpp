@@ -228,9 +228,13 @@ constexpr void add_block(forward_cost& f, const leaf_block& b, double repeat, co
     if (l.id == leaf_id::core_attention) f.attention += l.fwd * repeat;
     if (l.fwd_peak > f.peak_transient) f.peak_transient = l.fwd_peak;
   }
-  double flops = 0;
-  for (const priced_op& p : ops.ops) flops += p.o.flops;
-  f.kernels += static_cast<double>(ops.ops.size()) * repeat;
+  double flops = 0, kernels = 0;
+  for (const priced_op& p : ops.ops) {
+    flops += p.o.flops;
+    // A collective over a group of one launches nothing.
+    if (p.o.kind != op_kind::collective || p.time.value > 0) kernels += 1;
+  }
+  f.kernels += kernels * repeat;
   f.flops += flops * repeat * tp;
 }
 
@@ -286,7 +290,12 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   leaf_block edge;
   edge.push(embedding_leaf(c));
   edge.push(norm_leaf(h, leaf_id::final_layernorm));
-  edge.push(linear_leaf(h, leaf_id::output_layer, true, m.hidden_size, vocab / i.tp));
+  leaf lm_head = linear_leaf(h, leaf_id::output_layer, true, m.hidden_size, vocab / i.tp);
+  // The sampler needs every vocabulary shard's logits: an all-gather over tp (vLLM
+  // LogitsProcessor `tensor_model_parallel_gather`; TensorRT-LLM's lm_head gathers its output).
+  h.collective(lm_head, pass_kind::forward, comm_group::tp, collective_kind::all_gather,
+               static_cast<double>(batch * vocab) * c.element_bytes());
+  edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
   const double edge_weights = detail::block_weight_bytes(edge, 2.0) * (m.tie_word_embeddings && i.pp == 1 ? 0.5 : 1);
   f.weight_bytes =
