@@ -2192,7 +2192,11 @@ inline value to_json(const inference_spec& i) {
           {"activations", std::string(enum_name(i.activations))},
           {"kv_cache", std::string(enum_name(i.kv_cache))},
           {"cuda_graphs", i.cuda_graphs},
-          {"memory_fraction", i.memory_fraction}};
+          {"host_launch_us", i.host_launch_us},
+          {"memory_fraction", i.memory_fraction},
+          {"kv_block_tokens", i.kv_block_tokens},
+          {"max_batch_limit", i.max_batch_limit},
+          {"usd_per_gpu_hour", i.usd_per_gpu_hour > 0 ? value(i.usd_per_gpu_hour) : value(nullptr)}};
 }
 
 namespace inference_cases {
@@ -2236,8 +2240,14 @@ namespace detail {
 inline std::string text_of(const value& row, const char* key) {
   return row.contains(key) && row[key].is_string() ? row[key].get<std::string>() : std::string();
 }
-inline std::optional<std::int64_t> count_of(const value& row, const char* key) {
-  if (!row.contains(key) || !row[key].is_number_integer()) return std::nullopt;
+/// A positive count the row states under `key`; absent or null: nullopt; anything else: the reason
+/// the row is refused, in `refused`.
+inline std::optional<std::int64_t> count_of(const value& row, const char* key, std::string& refused) {
+  if (!row.contains(key) || row[key].is_null()) return std::nullopt;
+  if (!row[key].is_number_integer() || row[key].get<std::int64_t>() < 1) {
+    if (refused.empty()) refused = std::string(key) + " must be a positive integer, got " + row[key].dump();
+    return std::nullopt;
+  }
   return row[key].get<std::int64_t>();
 }
 inline bool starts_with_word(const std::string& text, std::string_view word) {
@@ -2312,6 +2322,8 @@ inline std::string resolve_precision(row_job& job, const value& row) {
     if (g == 0) return "precision_weights \"" + w + "\" names no group size";
     s.int4_group_size = g;
   }
+  if (starts_with_word(a, "INT8") || starts_with_word(a, "INT4"))
+    return "precision_activations \"" + a + "\": integer activations (W8A8) are not modelled";
   s.activations = starts_with_word(a, "FP8")    ? activation_format::fp8
                   : starts_with_word(a, "FP16") ? activation_format::fp16
                                                 : activation_format::bf16;
@@ -2333,21 +2345,20 @@ inline row_job map_row(const value& row, const value& recipes) {
   }
   job.refused = detail::resolve_precision(job, row);
   if (!job.refused.empty()) return job;
-  const auto batch = detail::count_of(row, "batch_size"), isl = detail::count_of(row, "isl");
-  if (!batch || !isl) {
-    job.refused = "the row states no batch_size or isl";
-    return job;
-  }
+  std::string& why = job.refused;
+  const auto batch = detail::count_of(row, "batch_size", why), isl = detail::count_of(row, "isl", why);
+  const auto osl = detail::count_of(row, "osl", why);
   inference_spec& s = job.spec;
+  s.tp = detail::count_of(row, "tp", why).value_or(1);
+  s.pp = detail::count_of(row, "pp", why).value_or(1);
+  s.ep = detail::count_of(row, "ep", why).value_or(1);
+  s.dp = detail::count_of(row, "dp", why).value_or(1);
+  if (why.empty() && (!batch || !isl)) why = "the row states no batch_size or isl";
+  if (!why.empty()) return job;
   s.batch = *batch;
   s.input_len = *isl;
-  const auto osl = detail::count_of(row, "osl");
   job.decode_rates_only = !osl;
   s.output_len = osl ? *osl : 2;  // without one: the first decode step gives the rates
-  s.tp = detail::count_of(row, "tp").value_or(1);
-  s.pp = detail::count_of(row, "pp").value_or(1);
-  s.ep = detail::count_of(row, "ep").value_or(1);
-  s.dp = detail::count_of(row, "dp").value_or(1);
   return job;
 }
 
@@ -2389,12 +2400,13 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
 /// Maps and estimates one row; every metric it prints that llmsim predicts is compared.
 inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names) {
   row_result out;
-  out.job = map_row(row, recipes);
-  if (!out.job.refused.empty()) {
-    out.error = out.job.refused;
-    return out;
-  }
+  out.job.id = detail::text_of(row, "id");  // named even when mapping throws
   try {
+    out.job = map_row(row, recipes);
+    if (!out.job.refused.empty()) {
+      out.error = out.job.refused;
+      return out;
+    }
     const system_config sys = load_system(out.job.system_name);
     out.result = infer(out.job.model, out.job.spec, sys.spec());
   } catch (const std::exception& e) {

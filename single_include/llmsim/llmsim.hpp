@@ -3629,6 +3629,7 @@ constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/op.hpp ---------------------------------------------------------------------
 
+#include <algorithm>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -3751,8 +3752,9 @@ struct collective_call {
 namespace detail {
 /// NCCL's latency model (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, `baseLat` and `hwLat`, in
 /// us; protocols LL, LL128, Simple): a call costs the algorithm's base latency plus one hardware
-/// latency per step, and NCCL runs the protocol (and for all-reduce across nodes, ring or tree)
-/// whose latency + bytes / bandwidth is least.
+/// latency per step, and NCCL runs the algorithm and protocol whose latency + bytes / bandwidth is
+/// least. Departures: the tree's per-size `treeCorrectionFactor` is left out, and all-to-all and
+/// p2p (which tuning.cc does not model) take ring steps of their kind.
 inline constexpr std::array<double, 3> nccl_ring_base_us{3.6, 10.0, 8.4};
 inline constexpr std::array<double, 3> nccl_tree_base_us{4.4, 4.4, 0.0};
 /// Per-step latency by link (NVLink, PCI, network) and protocol.
@@ -3769,47 +3771,74 @@ constexpr double nccl_protocol_share(std::size_t protocol, bool all_reduce, bool
   return 1.0;
 }
 /// Tree all-reduce (tuning.cc): bus bandwidth x 0.9 (LL x 1/3.8, LL128 x 0.915) at half the
-/// algorithm bandwidth, latency 2 x ((ranks per node − 1) intra steps + log2(nodes) network steps).
+/// algorithm bandwidth.
 constexpr double nccl_tree_share(std::size_t protocol) {
   return 0.9 * (protocol == 0 ? 1 / 3.8 : protocol == 1 ? 0.915 : 1.0) * 0.5;
 }
-constexpr double log2_ceil(double x) {
+/// log2 rounded down (tuning.cc `log2i`).
+constexpr double log2_floor(double x) {
   double n = 0;
-  for (double v = 1; v < x; v *= 2) n += 1;
+  for (double v = 2; v <= x; v *= 2) n += 1;
   return n;
+}
+
+/// The shape of one NCCL call: ranks, ranks per node, nodes, ring steps and which link is inside a node.
+struct nccl_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double ranks = 1, per_node = 1, nodes = 1;
+  double steps = 0, inter_steps = 0;
+  std::size_t intra = 0;  ///< 0 NVLink, 1 PCI
+  double size = 0, traffic = 0, bytes_per_second = 0;
+  [[nodiscard]] constexpr bool multi_node() const { return nodes > 1; }
+  [[nodiscard]] constexpr bool all_reduce() const { return kind == collective_kind::all_reduce; }
+};
+
+/// Ring time with protocol `p`. LL on a multi-node ring pays 1.8x the intra-node step latency; a
+/// Simple all-reduce across nodes of at least ranks/16 x 64 KiB pays 1.9x its latency ("plateau
+/// effect of ring").
+constexpr double nccl_ring_seconds(const nccl_call& c, std::size_t p) {
+  const double intra_us = nccl_ring_step_us[c.intra][p] * (c.multi_node() && p == 0 ? 1.8 : 1.0);
+  double latency =
+      nccl_ring_base_us[p] + (c.steps - c.inter_steps) * intra_us + c.inter_steps * nccl_ring_step_us[2][p];
+  if (p == 2 && c.multi_node() && c.all_reduce() && c.size >= c.ranks / 16.0 * 65536) latency *= 1.9;
+  const double share = nccl_protocol_share(p, c.all_reduce(), c.multi_node(), c.per_node < 2);
+  return latency * 1e-6 + c.traffic / (c.bytes_per_second * share);
+}
+/// Tree all-reduce time with protocol `p`: 2 x ((ranks per node − 1) intra steps + log2(nodes)
+/// network steps), the whole buffer at the tree's bandwidth.
+constexpr double nccl_tree_seconds(const nccl_call& c, std::size_t p) {
+  const double intra_us = nccl_tree_step_us[c.intra][p] * (c.multi_node() && p == 0 ? 1.8 : 1.0);
+  const double latency =
+      nccl_tree_base_us[p] + 2 * ((c.per_node - 1) * intra_us + log2_floor(c.nodes) * nccl_tree_step_us[2][p]);
+  return latency * 1e-6 + c.size / (c.bytes_per_second * nccl_tree_share(p));
 }
 }  // namespace detail
 
 /// One collective priced by NCCL's model: `n` ranks, `per_node` of them per node, moving `traffic`
-/// bytes per rank (ring) at `bytes_per_second` (the tier's link bandwidth and efficiency).
+/// bytes per rank (ring) at `bytes_per_second` (the tier's link bandwidth and efficiency). LL128 is
+/// offered on NVLink only (tuning.cc enables it by default only there).
 constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind link, collective_kind kind,
                                        std::int64_t n, std::int64_t per_node, double size, double traffic,
                                        double bytes_per_second) {
-  const auto nodes = static_cast<double>((n + per_node - 1) / per_node);
-  const bool multi_node = nodes > 1, all_reduce = kind == collective_kind::all_reduce;
-  const double steps = all_reduce                     ? 2.0 * static_cast<double>(n - 1)
-                       : kind == collective_kind::p2p ? 1.0
-                                                      : static_cast<double>(n - 1);
-  const double inter_steps = !multi_node                    ? 0
-                             : all_reduce                   ? 2 * (nodes - 1)
-                             : kind == collective_kind::p2p ? 1
-                                                            : nodes - 1;
-  const std::size_t intra = link == nccl_link_kind::pci || (link == nccl_link_kind::net && sys.intra_with_pcie) ? 1 : 0;
+  detail::nccl_call c{.kind = kind,
+                      .ranks = static_cast<double>(n),
+                      .per_node = static_cast<double>(per_node),
+                      .nodes = static_cast<double>((n + per_node - 1) / per_node),
+                      .size = size,
+                      .traffic = traffic,
+                      .bytes_per_second = bytes_per_second};
+  c.steps = c.all_reduce() ? 2 * (c.ranks - 1) : kind == collective_kind::p2p ? 1 : c.ranks - 1;
+  c.inter_steps = !c.multi_node()                ? 0
+                  : c.all_reduce()               ? 2 * (c.nodes - 1)
+                  : kind == collective_kind::p2p ? 1
+                                                 : c.nodes - 1;
+  c.intra = link == nccl_link_kind::pci || (link == nccl_link_kind::net && sys.intra_with_pcie) ? 1 : 0;
   double best = -1;
   for (std::size_t p = 0; p < 3; ++p) {
-    const double intra_us = detail::nccl_ring_step_us[intra][p] * (multi_node && p == 0 ? 1.8 : 1.0);
-    const double latency =
-        detail::nccl_ring_base_us[p] + (steps - inter_steps) * intra_us + inter_steps * detail::nccl_ring_step_us[2][p];
-    const double share = detail::nccl_protocol_share(p, all_reduce, multi_node, per_node < 2);
-    const double ring = latency * 1e-6 + traffic / (bytes_per_second * share);
+    if (p == 1 && c.intra != 0) continue;
+    const double ring = detail::nccl_ring_seconds(c, p);
     if (best < 0 || ring < best) best = ring;
-    if (!all_reduce || !multi_node) continue;
-    const double tree_intra_us = detail::nccl_tree_step_us[intra][p] * (p == 0 ? 1.8 : 1.0);  // LL across nodes
-    const double tree_latency =
-        detail::nccl_tree_base_us[p] + 2 * (static_cast<double>(per_node - 1) * tree_intra_us +
-                                            detail::log2_ceil(nodes) * detail::nccl_tree_step_us[2][p]);
-    const double tree = tree_latency * 1e-6 + size / (bytes_per_second * detail::nccl_tree_share(p));
-    if (tree < best) best = tree;
+    if (c.all_reduce()) best = std::min(best, detail::nccl_tree_seconds(c, p));
   }
   return seconds{best};
 }
@@ -4367,8 +4396,9 @@ struct op_record {
 /// decoder linears' weights and the cached K/V are read at the widths they are stored in.
 struct inference_forward {
   std::int64_t kv_cached = 0;
-  double weight_bytes = 2;  ///< bytes per decoder-linear weight element (int4 with its group scales: 0.5 + 2/g)
-  double kv_bytes = 2;      ///< bytes per cached K or V element
+  double weight_bytes =
+      2;                ///< bytes per decoder-linear weight element (int4 with a bf16 scale and zero per g: 0.5 + 4/g)
+  double kv_bytes = 2;  ///< bytes per cached K or V element
   /// Tokens routed by the whole expert-parallel group in this forward: a rank's grouped GEMMs read
   /// only the experts they activate (`expected_active_experts`).
   double routed_tokens = 0;
@@ -6074,7 +6104,9 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
   moe_tokens t;
-  t.local = c.local_tokens();
+  // Inference runs no sequence parallelism, but a tensor-parallel group holds one copy of its tokens:
+  // each rank routes its 1/tp share (vLLM's fused MoE over TP, Megatron's dispatcher under SP).
+  t.local = c.inference != nullptr ? c.tokens() / static_cast<double>(s.tp_size) : c.local_tokens();
   t.local_experts = m.expert_num / s.ep_size;
   const double topk = static_cast<double>(m.topk.value_or(1));
   t.dispatched = routed_copies(m, topk * t.local);
@@ -11309,6 +11341,14 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  m.layer_num);
   if (is_moe(m) && m.expert_num % i.ep != 0)
     report_error(api, "inference.ep", "inference.ep={} must divide model.expert_num={}", i.ep, m.expert_num);
+  if (is_moe(m) && (i.ep >= i.tp ? i.ep % i.tp : i.tp % i.ep) != 0)
+    report_error(api, "inference.ep",
+                 "inference.ep={} and inference.tp={} must divide one another (the experts' tensor-parallel "
+                 "split is tp / ep)",
+                 i.ep, i.tp);
+  if (is_moe(m) && i.ep < i.tp && expert_ffn_size(m) % (i.tp / i.ep) != 0)
+    report_error(api, "inference.tp", "inference.tp / inference.ep={} must divide the expert FFN width {}", i.tp / i.ep,
+                 expert_ffn_size(m));
   if (i.ep > 1 && (i.tp * i.dp) % i.ep != 0)
     report_error(api, "inference.ep",
                  "inference.ep={} must divide inference.tp x inference.dp={} (the experts sit on "
@@ -11367,7 +11407,9 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
   s.tp_size = i.tp;
   s.pp_size = 1;  // each stage is priced alone; see price_forward
   s.ep_size = is_moe(m) ? i.ep : 1;
-  s.etp_size = 1;
+  // Experts over ep ranks, each expert's FFN split over the rest of the tp group (vLLM's default
+  // tensor-parallel MoE is ep 1, etp = tp; --enable-expert-parallel is ep = tp, etp 1).
+  s.etp_size = s.ep_size >= i.tp ? 1 : i.tp / s.ep_size;
   s.world_size = i.tp * (s.ep_size > i.tp ? s.ep_size / i.tp : 1);
   s.dtype = i.activations == activation_format::fp16 ? dtype_kind::fp16 : dtype_kind::bf16;
   s.fp8 = i.activations == activation_format::fp8;
@@ -11465,8 +11507,8 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   edge.push(embedding_leaf(c));
   edge.push(norm_leaf(h, leaf_id::final_layernorm));
   leaf lm_head = linear_leaf(h, leaf_id::output_layer, true, m.hidden_size, vocab / i.tp);
-  // The sampler needs every vocabulary shard's logits: an all-gather over tp (vLLM
-  // LogitsProcessor `tensor_model_parallel_gather`; TensorRT-LLM's lm_head gathers its output).
+  // The sampler needs every vocabulary shard's logits: an all-gather over tp (vLLM LogitsProcessor
+  // with `tensor_model_parallel_all_gather`; TensorRT-LLM's lm_head gathers its output).
   h.collective(lm_head, pass_kind::forward, comm_group::tp, collective_kind::all_gather,
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
@@ -11552,7 +11594,8 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
   const forward_cost step = price_forward(m, sys, i, batch, 1, i.input_len);
   const seconds rest = step.time - step.attention;
   d.kernels = step.kernels;
-  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels * i.host_launch_us * 1e-6};
+  // Each stage's host launches its own kernels while earlier stages run: the fullest stage bounds.
+  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
   for (std::int64_t k = 1; k < i.output_len; ++k) {
     const seconds gpu = rest + decode_attention(m, sys, i, batch, i.input_len + k - 1);
     const seconds t = gpu > launch_bound ? gpu : launch_bound;
@@ -11572,7 +11615,8 @@ struct batch_times {
 constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                  std::int64_t batch) {
   const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
-  const seconds launch_bound{i.cuda_graphs ? 0.0 : prefill.kernels * i.host_launch_us * 1e-6};
+  const seconds launch_bound{i.cuda_graphs ? 0.0
+                                           : prefill.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
   return {prefill.time > launch_bound ? prefill.time : launch_bound, decode_steps(m, sys, i, batch), prefill.flops};
 }
 

@@ -84,7 +84,7 @@ TEST(Inference, BatchOneDecodeStepReadsEveryWeightOnce) {
 
 TEST(Inference, Int4WeightsReadFiveEighthsOfAByteWithTheirGroupScales) {
   // int4 with a bf16 scale and zero per 32 weights: 0.5 + 4/32 = 0.625 B per weight; the LM head
-  // stays bf16: 6,476,005,376 x 0.625 + 131,072,000 x 2 = 8,357,147,360 B -> 8.357 ms.
+  // stays bf16: 6,476,005,376 x 0.625 + 131,072,000 x 2 = 4,309,647,360 B -> 4.310 ms.
   auto i = job(1, 1, 2);
   i.weights = llmsim::weight_format::int4;
   i.int4_group_size = 32;
@@ -178,6 +178,27 @@ TEST(Inference, ActiveExpertsOfASmallBatch) {
   const auto two = llmsim::infer(cat::mixtral_8x7b, job(2, 1, 2), bandwidth_bound());
   const double experts = 32 * 8 * 3 * 4096 * 14336.0 * 2;
   EXPECT_NEAR((two.tpot - one.tpot).value, experts * 0.1875 / 1e12, 0.002 * experts * 0.1875 / 1e12);
+}
+
+TEST(Inference, TensorParallelMoeSplitsItsExpertsOnce) {
+  // Mixtral 8x7B's weights split over tp 2 — each expert's FFN over the two GPUs (ep 1, vLLM's
+  // default), or the experts four and four (ep 2) — hold half the model per GPU: the vocabulary-
+  // parallel embedding and head, the attention and the experts halve; only the norms (2 x 32 x 4096 +
+  // 4096 elements) and the router (32 x 4096 x 8) are whole on each GPU.
+  auto i = job(1, 16, 2);
+  const double whole = llmsim::infer(cat::mixtral_8x7b, i, cat::h200).weight_bytes;
+  const double replicated = (2 * 32 * 4096.0 + 4096 + 32 * 4096 * 8.0) * 2;
+  i.tp = 2;
+  EXPECT_NEAR(llmsim::infer(cat::mixtral_8x7b, i, cat::h200).weight_bytes, (whole - replicated) / 2 + replicated, 1);
+  i.ep = 2;
+  EXPECT_NEAR(llmsim::infer(cat::mixtral_8x7b, i, cat::h200).weight_bytes, (whole - replicated) / 2 + replicated, 1);
+  // A prefill's expert work does not grow with tp: each GPU routes its share of the tokens.
+  auto p = job(4, 512, 1);
+  const double flops_tp1 = llmsim::infer(cat::mixtral_8x7b, p, compute_bound()).prefill_tflops *
+                           llmsim::infer(cat::mixtral_8x7b, p, compute_bound()).ttft.value;
+  p.tp = 2;
+  const auto two = llmsim::infer(cat::mixtral_8x7b, p, compute_bound());
+  EXPECT_NEAR(two.prefill_tflops * two.ttft.value * 2, flops_tp1, 1e-6 * flops_tp1);
 }
 
 TEST(Inference, DollarsPerMillionTokensOnlyWithAPrice) {
@@ -305,6 +326,14 @@ TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
   lj::value unknown = row;
   unknown["model"] = "Nonesuch 9B";
   EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("Nonesuch 9B"), std::string::npos);
+  lj::value sizes = row;
+  sizes["tp"] = "4";
+  EXPECT_NE(lj::inference_cases::map_row(sizes, recipes).refused.find("tp must be a positive integer"),
+            std::string::npos)
+      << "a malformed size is refused, not replaced by 1";
+  sizes = row;
+  sizes["precision_activations"] = "INT8";
+  EXPECT_NE(lj::inference_cases::map_row(sizes, recipes).refused.find("not modelled"), std::string::npos);
   unknown = row;
   unknown["gpu"] = "TPU v5e";
   EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("TPU v5e"), std::string::npos);

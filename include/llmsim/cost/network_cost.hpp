@@ -12,6 +12,7 @@
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
+#include <algorithm>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -134,8 +135,9 @@ struct collective_call {
 namespace detail {
 /// NCCL's latency model (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, `baseLat` and `hwLat`, in
 /// us; protocols LL, LL128, Simple): a call costs the algorithm's base latency plus one hardware
-/// latency per step, and NCCL runs the protocol (and for all-reduce across nodes, ring or tree)
-/// whose latency + bytes / bandwidth is least.
+/// latency per step, and NCCL runs the algorithm and protocol whose latency + bytes / bandwidth is
+/// least. Departures: the tree's per-size `treeCorrectionFactor` is left out, and all-to-all and
+/// p2p (which tuning.cc does not model) take ring steps of their kind.
 inline constexpr std::array<double, 3> nccl_ring_base_us{3.6, 10.0, 8.4};
 inline constexpr std::array<double, 3> nccl_tree_base_us{4.4, 4.4, 0.0};
 /// Per-step latency by link (NVLink, PCI, network) and protocol.
@@ -152,47 +154,74 @@ constexpr double nccl_protocol_share(std::size_t protocol, bool all_reduce, bool
   return 1.0;
 }
 /// Tree all-reduce (tuning.cc): bus bandwidth x 0.9 (LL x 1/3.8, LL128 x 0.915) at half the
-/// algorithm bandwidth, latency 2 x ((ranks per node − 1) intra steps + log2(nodes) network steps).
+/// algorithm bandwidth.
 constexpr double nccl_tree_share(std::size_t protocol) {
   return 0.9 * (protocol == 0 ? 1 / 3.8 : protocol == 1 ? 0.915 : 1.0) * 0.5;
 }
-constexpr double log2_ceil(double x) {
+/// log2 rounded down (tuning.cc `log2i`).
+constexpr double log2_floor(double x) {
   double n = 0;
-  for (double v = 1; v < x; v *= 2) n += 1;
+  for (double v = 2; v <= x; v *= 2) n += 1;
   return n;
+}
+
+/// The shape of one NCCL call: ranks, ranks per node, nodes, ring steps and which link is inside a node.
+struct nccl_call {
+  collective_kind kind = collective_kind::all_reduce;
+  double ranks = 1, per_node = 1, nodes = 1;
+  double steps = 0, inter_steps = 0;
+  std::size_t intra = 0;  ///< 0 NVLink, 1 PCI
+  double size = 0, traffic = 0, bytes_per_second = 0;
+  [[nodiscard]] constexpr bool multi_node() const { return nodes > 1; }
+  [[nodiscard]] constexpr bool all_reduce() const { return kind == collective_kind::all_reduce; }
+};
+
+/// Ring time with protocol `p`. LL on a multi-node ring pays 1.8x the intra-node step latency; a
+/// Simple all-reduce across nodes of at least ranks/16 x 64 KiB pays 1.9x its latency ("plateau
+/// effect of ring").
+constexpr double nccl_ring_seconds(const nccl_call& c, std::size_t p) {
+  const double intra_us = nccl_ring_step_us[c.intra][p] * (c.multi_node() && p == 0 ? 1.8 : 1.0);
+  double latency =
+      nccl_ring_base_us[p] + (c.steps - c.inter_steps) * intra_us + c.inter_steps * nccl_ring_step_us[2][p];
+  if (p == 2 && c.multi_node() && c.all_reduce() && c.size >= c.ranks / 16.0 * 65536) latency *= 1.9;
+  const double share = nccl_protocol_share(p, c.all_reduce(), c.multi_node(), c.per_node < 2);
+  return latency * 1e-6 + c.traffic / (c.bytes_per_second * share);
+}
+/// Tree all-reduce time with protocol `p`: 2 x ((ranks per node − 1) intra steps + log2(nodes)
+/// network steps), the whole buffer at the tree's bandwidth.
+constexpr double nccl_tree_seconds(const nccl_call& c, std::size_t p) {
+  const double intra_us = nccl_tree_step_us[c.intra][p] * (c.multi_node() && p == 0 ? 1.8 : 1.0);
+  const double latency =
+      nccl_tree_base_us[p] + 2 * ((c.per_node - 1) * intra_us + log2_floor(c.nodes) * nccl_tree_step_us[2][p]);
+  return latency * 1e-6 + c.size / (c.bytes_per_second * nccl_tree_share(p));
 }
 }  // namespace detail
 
 /// One collective priced by NCCL's model: `n` ranks, `per_node` of them per node, moving `traffic`
-/// bytes per rank (ring) at `bytes_per_second` (the tier's link bandwidth and efficiency).
+/// bytes per rank (ring) at `bytes_per_second` (the tier's link bandwidth and efficiency). LL128 is
+/// offered on NVLink only (tuning.cc enables it by default only there).
 constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind link, collective_kind kind,
                                        std::int64_t n, std::int64_t per_node, double size, double traffic,
                                        double bytes_per_second) {
-  const auto nodes = static_cast<double>((n + per_node - 1) / per_node);
-  const bool multi_node = nodes > 1, all_reduce = kind == collective_kind::all_reduce;
-  const double steps = all_reduce                     ? 2.0 * static_cast<double>(n - 1)
-                       : kind == collective_kind::p2p ? 1.0
-                                                      : static_cast<double>(n - 1);
-  const double inter_steps = !multi_node                    ? 0
-                             : all_reduce                   ? 2 * (nodes - 1)
-                             : kind == collective_kind::p2p ? 1
-                                                            : nodes - 1;
-  const std::size_t intra = link == nccl_link_kind::pci || (link == nccl_link_kind::net && sys.intra_with_pcie) ? 1 : 0;
+  detail::nccl_call c{.kind = kind,
+                      .ranks = static_cast<double>(n),
+                      .per_node = static_cast<double>(per_node),
+                      .nodes = static_cast<double>((n + per_node - 1) / per_node),
+                      .size = size,
+                      .traffic = traffic,
+                      .bytes_per_second = bytes_per_second};
+  c.steps = c.all_reduce() ? 2 * (c.ranks - 1) : kind == collective_kind::p2p ? 1 : c.ranks - 1;
+  c.inter_steps = !c.multi_node()                ? 0
+                  : c.all_reduce()               ? 2 * (c.nodes - 1)
+                  : kind == collective_kind::p2p ? 1
+                                                 : c.nodes - 1;
+  c.intra = link == nccl_link_kind::pci || (link == nccl_link_kind::net && sys.intra_with_pcie) ? 1 : 0;
   double best = -1;
   for (std::size_t p = 0; p < 3; ++p) {
-    const double intra_us = detail::nccl_ring_step_us[intra][p] * (multi_node && p == 0 ? 1.8 : 1.0);
-    const double latency =
-        detail::nccl_ring_base_us[p] + (steps - inter_steps) * intra_us + inter_steps * detail::nccl_ring_step_us[2][p];
-    const double share = detail::nccl_protocol_share(p, all_reduce, multi_node, per_node < 2);
-    const double ring = latency * 1e-6 + traffic / (bytes_per_second * share);
+    if (p == 1 && c.intra != 0) continue;
+    const double ring = detail::nccl_ring_seconds(c, p);
     if (best < 0 || ring < best) best = ring;
-    if (!all_reduce || !multi_node) continue;
-    const double tree_intra_us = detail::nccl_tree_step_us[intra][p] * (p == 0 ? 1.8 : 1.0);  // LL across nodes
-    const double tree_latency =
-        detail::nccl_tree_base_us[p] + 2 * (static_cast<double>(per_node - 1) * tree_intra_us +
-                                            detail::log2_ceil(nodes) * detail::nccl_tree_step_us[2][p]);
-    const double tree = tree_latency * 1e-6 + size / (bytes_per_second * detail::nccl_tree_share(p));
-    if (tree < best) best = tree;
+    if (c.all_reduce()) best = std::min(best, detail::nccl_tree_seconds(c, p));
   }
   return seconds{best};
 }

@@ -135,6 +135,14 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  m.layer_num);
   if (is_moe(m) && m.expert_num % i.ep != 0)
     report_error(api, "inference.ep", "inference.ep={} must divide model.expert_num={}", i.ep, m.expert_num);
+  if (is_moe(m) && (i.ep >= i.tp ? i.ep % i.tp : i.tp % i.ep) != 0)
+    report_error(api, "inference.ep",
+                 "inference.ep={} and inference.tp={} must divide one another (the experts' tensor-parallel "
+                 "split is tp / ep)",
+                 i.ep, i.tp);
+  if (is_moe(m) && i.ep < i.tp && expert_ffn_size(m) % (i.tp / i.ep) != 0)
+    report_error(api, "inference.tp", "inference.tp / inference.ep={} must divide the expert FFN width {}", i.tp / i.ep,
+                 expert_ffn_size(m));
   if (i.ep > 1 && (i.tp * i.dp) % i.ep != 0)
     report_error(api, "inference.ep",
                  "inference.ep={} must divide inference.tp x inference.dp={} (the experts sit on "
@@ -193,7 +201,9 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
   s.tp_size = i.tp;
   s.pp_size = 1;  // each stage is priced alone; see price_forward
   s.ep_size = is_moe(m) ? i.ep : 1;
-  s.etp_size = 1;
+  // Experts over ep ranks, each expert's FFN split over the rest of the tp group (vLLM's default
+  // tensor-parallel MoE is ep 1, etp = tp; --enable-expert-parallel is ep = tp, etp 1).
+  s.etp_size = s.ep_size >= i.tp ? 1 : i.tp / s.ep_size;
   s.world_size = i.tp * (s.ep_size > i.tp ? s.ep_size / i.tp : 1);
   s.dtype = i.activations == activation_format::fp16 ? dtype_kind::fp16 : dtype_kind::bf16;
   s.fp8 = i.activations == activation_format::fp8;
@@ -291,8 +301,8 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   edge.push(embedding_leaf(c));
   edge.push(norm_leaf(h, leaf_id::final_layernorm));
   leaf lm_head = linear_leaf(h, leaf_id::output_layer, true, m.hidden_size, vocab / i.tp);
-  // The sampler needs every vocabulary shard's logits: an all-gather over tp (vLLM
-  // LogitsProcessor `tensor_model_parallel_gather`; TensorRT-LLM's lm_head gathers its output).
+  // The sampler needs every vocabulary shard's logits: an all-gather over tp (vLLM LogitsProcessor
+  // with `tensor_model_parallel_all_gather`; TensorRT-LLM's lm_head gathers its output).
   h.collective(lm_head, pass_kind::forward, comm_group::tp, collective_kind::all_gather,
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
@@ -378,7 +388,8 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
   const forward_cost step = price_forward(m, sys, i, batch, 1, i.input_len);
   const seconds rest = step.time - step.attention;
   d.kernels = step.kernels;
-  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels * i.host_launch_us * 1e-6};
+  // Each stage's host launches its own kernels while earlier stages run: the fullest stage bounds.
+  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
   for (std::int64_t k = 1; k < i.output_len; ++k) {
     const seconds gpu = rest + decode_attention(m, sys, i, batch, i.input_len + k - 1);
     const seconds t = gpu > launch_bound ? gpu : launch_bound;
@@ -398,7 +409,8 @@ struct batch_times {
 constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                  std::int64_t batch) {
   const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
-  const seconds launch_bound{i.cuda_graphs ? 0.0 : prefill.kernels * i.host_launch_us * 1e-6};
+  const seconds launch_bound{i.cuda_graphs ? 0.0
+                                           : prefill.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
   return {prefill.time > launch_bound ? prefill.time : launch_bound, decode_steps(m, sys, i, batch), prefill.flops};
 }
 

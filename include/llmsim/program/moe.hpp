@@ -104,7 +104,9 @@ constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
   moe_tokens t;
-  t.local = c.local_tokens();
+  // Inference runs no sequence parallelism, but a tensor-parallel group holds one copy of its tokens:
+  // each rank routes its 1/tp share (vLLM's fused MoE over TP, Megatron's dispatcher under SP).
+  t.local = c.inference != nullptr ? c.tokens() / static_cast<double>(s.tp_size) : c.local_tokens();
   t.local_experts = m.expert_num / s.ep_size;
   const double topk = static_cast<double>(m.topk.value_or(1));
   t.dispatched = routed_copies(m, topk * t.local);
