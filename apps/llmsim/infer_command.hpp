@@ -51,6 +51,8 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
   c->add_option("--usd-per-gpu-hour", a.spec.usd_per_gpu_hour, "Price of one GPU-hour (no default: $ only when given)");
+  c->add_option("--max-batch-limit", a.spec.max_batch_limit, "The largest batch the largest-batch search tries")
+      ->capture_default_str();
   c->add_option("--format", a.format, "Output format (text is the default)")->check(CLI::IsMember({"text", "json"}));
   return c;
 }
@@ -81,7 +83,8 @@ inline void print_inference_text(const std::string& model, const std::string& sy
       " %s %.2f GB usable\n",
       r.peak_bytes / 1e9, r.weight_bytes / 1e9, r.kv_cache_bytes / 1e9, r.kv_bytes_per_token, r.activation_bytes / 1e9,
       r.fits ? "fits in" : "EXCEEDS", r.capacity_bytes / 1e9);
-  std::printf("  largest static batch     %10lld\n", static_cast<long long>(r.max_batch));
+  std::printf("  largest static batch     %10lld%s\n", static_cast<long long>(r.max_batch),
+              r.max_batch_at_limit ? " (the search limit, --max-batch-limit; more may fit)" : "");
   std::printf("  offline (in-flight)      %10lld sequences, %.1f output tokens/s per GPU\n",
               static_cast<long long>(r.offline_batch), r.offline_output_tok_s_per_gpu);
   if (r.usd_per_million_output_tokens > 0)

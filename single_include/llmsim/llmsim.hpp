@@ -11387,8 +11387,9 @@ struct inference_result {
   double peak_bytes = 0;             ///< weights + KV cache + activations
   double capacity_bytes = 0;         ///< device memory x memory_fraction
   bool fits = false;
-  std::int64_t max_batch = 0;      ///< the largest static batch whose memory fits at the full context
-  std::int64_t offline_batch = 0;  ///< in-flight batching: sequences whose paged cache at the mean context fits
+  std::int64_t max_batch = 0;       ///< the largest static batch whose memory fits at the full context
+  bool max_batch_at_limit = false;  ///< max_batch reached inference_spec::max_batch_limit (more may fit)
+  std::int64_t offline_batch = 0;   ///< in-flight batching: sequences whose paged cache at the mean context fits
   double offline_output_tok_s_per_gpu = 0;   ///< output tokens/s per GPU of the replica at offline_batch
   double usd_per_million_output_tokens = 0;  ///< at the batch given (0 without a price)
   double offline_usd_per_million_output_tokens = 0;
@@ -11652,6 +11653,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.capacity_bytes = sys.accelerator.mem_gbs * 1073741824.0 * i.memory_fraction;
   r.fits = r.peak_bytes <= r.capacity_bytes;
   r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes);
+  r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
   // average half the output generated.
   const double block = static_cast<double>(i.kv_block_tokens);

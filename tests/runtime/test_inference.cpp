@@ -143,6 +143,12 @@ TEST(Inference, MemoryOfWeightsAndCache) {
   EXPECT_LE(r.max_batch, 118);
   EXPECT_TRUE(llmsim::infer(cat::llama2_7b, job(r.max_batch, 1000, 24), cat::a100_sxm).fits);
   EXPECT_FALSE(llmsim::infer(cat::llama2_7b, job(r.max_batch + 1, 1000, 24), cat::a100_sxm).fits);
+  EXPECT_FALSE(r.max_batch_at_limit);
+  auto capped = job(4, 1000, 24);
+  capped.max_batch_limit = 50;
+  const auto c = llmsim::infer(cat::llama2_7b, capped, cat::a100_sxm);
+  EXPECT_EQ(c.max_batch, 50);
+  EXPECT_TRUE(c.max_batch_at_limit) << "a capped search says so";
   // In-flight batching pages the cache at the mean length (1000 + 12, rounded up to 16-token
   // blocks: 1024 here, the same as the full context), so it fits the same batch.
   EXPECT_EQ(r.offline_batch, r.max_batch);

@@ -47,6 +47,7 @@ inline value to_json(const inference_result& r) {
       {"capacity_gb", r.capacity_bytes / 1e9},
       {"fits", r.fits},
       {"max_batch", r.max_batch},
+      {"max_batch_at_limit", r.max_batch_at_limit},
       {"offline_batch", r.offline_batch},
       {"offline_output_tok_s_per_gpu", r.offline_output_tok_s_per_gpu},
       {"usd_per_million_output_tokens",
