@@ -249,12 +249,13 @@ constexpr void add_block(forward_cost& f, const leaf_block& b, double repeat, co
   f.flops += flops * repeat * tp;
 }
 
-/// Bytes of one stage's weights on one GPU: decoder linears as stored, the rest 16-bit.
-constexpr double block_weight_bytes(const leaf_block& b, double stored) {
+/// Bytes of one block's weights on one GPU: decoder linears at `stored` bytes an element (the
+/// router stays 16-bit), the rest at `element`.
+constexpr double block_weight_bytes(const leaf_block& b, double stored, double element) {
   double bytes = 0;
   for (const leaf& l : b) {
     const bool linear = l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row;
-    bytes += l.params * (linear && l.id != leaf_id::router ? stored : 2.0);
+    bytes += l.params * (linear && l.id != leaf_id::router ? stored : element);
   }
   return bytes;
 }
@@ -271,7 +272,8 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                                  .weight_bytes = stored_weight_bytes(i),
                                  .kv_bytes = kv_cache_bytes(i),
                                  .routed_tokens = static_cast<double>(batch * tokens)};
-  const inference_forward head{.kv_cached = kv_cached, .weight_bytes = 2, .kv_bytes = kv_cache_bytes(i)};
+  const double element = static_cast<double>(dtype_bytes(s.dtype));
+  const inference_forward lm_forward{.kv_cached = kv_cached, .weight_bytes = element, .kv_bytes = kv_cache_bytes(i)};
   build_context c = make_build_context(m, s, sys, vocab);
   op_record ops;
   c.pricing = &record_op;
@@ -283,20 +285,20 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   const double tp = static_cast<double>(i.tp), stages = static_cast<double>(i.pp);
   const std::int64_t dense = detail::dense_layer_count(m), moe = m.layer_num - dense;
   const double stored = stored_weight_bytes(i);
-  double layer_weights = 0;
+  std::array<double, 2> layer_weights{};  // one dense, one MoE layer
   for (const bool is_moe_layer : {false, true}) {
     const std::int64_t n = is_moe_layer ? moe : dense;
     if (n == 0) continue;
     ops.ops.clear();
     const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
-    layer_weights += detail::block_weight_bytes(b, stored) * static_cast<double>(n);
+    layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
   }
   strategy_spec last = s;
   last.seq_len = 1;
   build_context h = c;
   h.strategy = &last;
-  h.inference = &head;
+  h.inference = &lm_forward;
   ops.ops.clear();
   leaf_block edge;
   edge.push(embedding_leaf(c));
@@ -308,10 +310,16 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
-  const double edge_weights = detail::block_weight_bytes(edge, 2.0) * (m.tie_word_embeddings && i.pp == 1 ? 0.5 : 1);
+  // The fullest stage: as many layers as any stage holds, the MoE ones (the last layers, Megatron
+  // --first-k-dense-replace puts the dense layers first) as many as it can; one stage holds the
+  // embedding and the head (this one once when tied), a pipeline its larger end.
+  const std::int64_t held = detail::fullest_stage_layers(m, i), held_moe = moe < held ? moe : held;
+  const double embedding = edge.leaves[0].params * element, head = (edge.leaves[1].params + lm_head.params) * element;
+  const double ends = i.pp > 1                ? (embedding > head ? embedding : head)
+                      : m.tie_word_embeddings ? embedding + edge.leaves[1].params * element
+                                              : embedding + head;
   f.weight_bytes =
-      layer_weights * static_cast<double>(detail::fullest_stage_layers(m, i)) / static_cast<double>(m.layer_num) +
-      (i.pp == 1 ? edge_weights : edge_weights / 2);
+      static_cast<double>(held_moe) * layer_weights[1] + static_cast<double>(held - held_moe) * layer_weights[0] + ends;
   if (i.pp > 1) {
     strategy_spec piped = s;
     piped.pp_size = i.pp;
@@ -332,9 +340,7 @@ constexpr seconds decode_attention(const model_spec& m, const system_spec& sys, 
   const inference_forward f{.kv_cached = kv_cached, .weight_bytes = 2, .kv_bytes = kv_cache_bytes(i)};
   build_context c = make_build_context(m, s, sys, padded_vocab(m, i.tp));
   c.inference = &f;
-  const leaf l =
-      m.attention_type == attention_kind::mla ? mla_latent_attention_leaf(c, self_attention(c)) : attention_leaf(c);
-  return l.fwd * static_cast<double>(m.layer_num);
+  return core_attention_leaf(c).fwd * static_cast<double>(m.layer_num);
 }
 
 /// KV-cache bytes of one token on one GPU over a stage's layers: K and V of this rank's KV heads
@@ -376,6 +382,12 @@ constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys
   return lo;
 }
 
+/// The host's bound on a forward of `kernels` launches without CUDA graphs: each stage's host
+/// launches its own kernels while earlier stages run, so the fullest stage's share bounds.
+constexpr seconds launch_bound(const inference_spec& i, double kernels) {
+  return seconds{i.cuda_graphs ? 0.0 : kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
+}
+
 /// Decode steps of a static batch: steps 1 .. output_len - 1 at kv_cached = input_len + step - 1.
 /// Everything but attention is the same at every step; attention is priced at each cache length.
 struct decode_totals {
@@ -389,11 +401,10 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
   const forward_cost step = price_forward(m, sys, i, batch, 1, i.input_len);
   const seconds rest = step.time - step.attention;
   d.kernels = step.kernels;
-  // Each stage's host launches its own kernels while earlier stages run: the fullest stage bounds.
-  const seconds launch_bound{i.cuda_graphs ? 0.0 : step.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
+  const seconds bound = launch_bound(i, step.kernels);
   for (std::int64_t k = 1; k < i.output_len; ++k) {
     const seconds gpu = rest + decode_attention(m, sys, i, batch, i.input_len + k - 1);
-    const seconds t = gpu > launch_bound ? gpu : launch_bound;
+    const seconds t = gpu > bound ? gpu : bound;
     d.total += t;
     if (k == 1) d.first = t;
     d.last = t;
@@ -410,9 +421,8 @@ struct batch_times {
 constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                  std::int64_t batch) {
   const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
-  const seconds launch_bound{i.cuda_graphs ? 0.0
-                                           : prefill.kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
-  return {prefill.time > launch_bound ? prefill.time : launch_bound, decode_steps(m, sys, i, batch), prefill.flops};
+  const seconds bound = launch_bound(i, prefill.kernels);
+  return {prefill.time > bound ? prefill.time : bound, decode_steps(m, sys, i, batch), prefill.flops};
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
@@ -444,17 +454,15 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i);
   r.activation_bytes = mem.activations;
   r.peak_bytes = mem.total();
-  r.capacity_bytes = sys.accelerator.mem_gbs * 1073741824.0 * i.memory_fraction;
+  r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;
   r.fits = r.peak_bytes <= r.capacity_bytes;
   r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes);
   r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
   // average half the output generated.
-  const double block = static_cast<double>(i.kv_block_tokens);
-  const double mean_context =
-      block * static_cast<double>(static_cast<std::int64_t>(
-                  (static_cast<double>(i.input_len) + static_cast<double>(i.output_len) / 2 + block - 1) / block));
-  r.offline_batch = detail::largest_batch(m, sys, i, mean_context, r.capacity_bytes);
+  const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
+  const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
+  r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes);
   if (r.offline_batch > 0) {
     const detail::batch_times o = detail::time_batch(m, sys, i, r.offline_batch);
     r.offline_output_tok_s_per_gpu =

@@ -143,6 +143,13 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   b.assign_roles();
 }
 
+/// The core attention of a decoder layer: MLA's (`mla_core_attention_leaf`), else MHA/GQA over the
+/// context-parallel ring or one fused kernel (flash or unfused, `attention_leaf`).
+constexpr leaf core_attention_leaf(const build_context& c) {
+  if (c.m().attention_type == attention_kind::mla) return mla_core_attention_leaf(c);
+  return c.s().cp_size > 1 ? context_parallel_attention_leaf(c) : attention_leaf(c);
+}
+
 /// The attention half of a decoder layer: MHA/GQA (input norm, QKV, RoPE, attention, output
 /// projection, residual) or MLA.
 constexpr void push_attention(leaf_block& b, const build_context& c) {
@@ -156,10 +163,7 @@ constexpr void push_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, leaf_id::input_layernorm));
   b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
   if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
-  if (c.s().cp_size > 1)
-    b.push(context_parallel_attention_leaf(c));
-  else
-    b.push(attention_leaf(c));
+  b.push(core_attention_leaf(c));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }

@@ -266,6 +266,15 @@ constexpr leaf mla_down_leaf(const build_context& c, leaf_id id, std::int64_t in
   return duplicated_linear_leaf(c, id, in_features, out_features);
 }
 
+/// MLA's core attention: over the context-parallel ring, the latent form of a decode step, flash
+/// attention or the unfused kernels.
+constexpr leaf mla_core_attention_leaf(const build_context& c) {
+  if (c.s().cp_size > 1) return context_parallel_attention_leaf(c);
+  if (c.inference != nullptr && c.s().seq_len == 1) return mla_latent_attention_leaf(c, self_attention(c));
+  if (c.s().use_flash_sdp) return mla_attention_leaf(c, self_attention(c));
+  return mla_math_attention_leaf(c, self_attention(c));
+}
+
 /// The attention half of an MLA layer (input norm … output projection, residual add); heads split
 /// over tp from the up projections on (see the file comment).
 constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
@@ -293,14 +302,7 @@ constexpr void push_mla_attention(leaf_block& b, const build_context& c) {
   b.push(norm_leaf(c, leaf_id::kv_layernorm, *m.kv_lora_rank, norm_kind::rmsnorm));
   b.push(linear_leaf(c, leaf_id::linear_kv_up_proj, true, *m.kv_lora_rank, H * (*m.qk_head_dim + *m.v_head_dim)));
   b.push(mla_glue_leaf(c));
-  if (c.s().cp_size > 1)
-    b.push(context_parallel_attention_leaf(c));
-  else if (c.inference != nullptr && c.s().seq_len == 1)
-    b.push(mla_latent_attention_leaf(c, self_attention(c)));
-  else if (c.s().use_flash_sdp)
-    b.push(mla_attention_leaf(c, self_attention(c)));
-  else
-    b.push(mla_math_attention_leaf(c, self_attention(c)));
+  b.push(mla_core_attention_leaf(c));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, H * *m.v_head_dim, h));
   b.push(residual_leaf(c, leaf_id::attention_residual_add));
 }
