@@ -48,6 +48,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
               "The host launches each kernel: a step takes at least kernels x --host-launch-us");
   c->add_option("--host-launch-us", a.spec.host_launch_us, "Host cost of one kernel launch without CUDA graphs")
       ->capture_default_str();
+  c->add_option("--kernel-latency-us", a.spec.kernel_latency_us,
+                "Device time each kernel adds to its bytes over bandwidth (replaces the system file's latency_us)")
+      ->capture_default_str();
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
   c->add_option("--usd-per-gpu-hour", a.spec.usd_per_gpu_hour, "Price of one GPU-hour (no default: $ only when given)");

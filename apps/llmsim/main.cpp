@@ -799,9 +799,32 @@ int run_validate_inference(const lj::value& doc, const std::string& file, const 
   return status;
 }
 
+/// The system a training case is priced on: the case's own file, unless `--system` replaces it.
+/// Each replacement is `S` (every case) or `CASE_SYSTEM=S` (cases whose system path ends with
+/// CASE_SYSTEM); S is a system file or catalogue name. The last matching replacement wins.
+fs::path case_system(const fs::path& root, const std::string& own, const std::vector<std::string>& replacements) {
+  fs::path chosen = root / own;
+  for (const auto& r : replacements) {
+    const auto eq = r.find('=');
+    if (eq == std::string::npos) {
+      chosen = r;
+      continue;
+    }
+    const std::string suffix = r.substr(0, eq);
+    if (own.size() >= suffix.size() && own.compare(own.size() - suffix.size(), suffix.size(), suffix) == 0)
+      chosen = r.substr(eq + 1);
+  }
+  return chosen;
+}
+
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
-int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file) {
+int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file,
+                 const std::vector<std::string>& system_replacements) {
   const lj::value doc = lj::read_file(file);
+  const bool other_kind = lj::megatron_bridge::is_cases_document(doc) || lj::inference_cases::is_cases_document(doc);
+  if (other_kind && !system_replacements.empty())
+    throw usage_error("--system", "--system applies to training-cases files; " + file +
+                                      " names a catalogue system per row (Megatron-Bridge or inference rows)");
   if (lj::megatron_bridge::is_cases_document(doc)) return run_validate_mb(doc, file, format, recipes_file);
   if (lj::inference_cases::is_cases_document(doc))
     return run_validate_inference(doc, file, format,
@@ -821,6 +844,7 @@ int run_validate(const std::string& file, const std::string& format, const std::
   for (const auto& c : doc["cases"]) {
     lj::value row = {{"name", c.value("name", std::string("?"))}};
     row["real"] = c.value("real", lj::value::object());
+    row["system"] = case_system(root, c.at("system").get<std::string>(), system_replacements).string();
     row["predicted"] = nullptr;
     row["time_err"] = nullptr;
     row["mem_err"] = nullptr;
@@ -828,7 +852,8 @@ int run_validate(const std::string& file, const std::string& format, const std::
     try {
       lj::perf_llm perf;
       perf.configure(root / c.at("strategy").get<std::string>(), root / c.at("model").get<std::string>(),
-                     root / c.at("system").get<std::string>(), {}, c.value("strategy_overrides", lj::value::object()),
+                     case_system(root, c.at("system").get<std::string>(), system_replacements), {},
+                     c.value("strategy_overrides", lj::value::object()),
                      c.value("model_overrides", lj::value::object()), c.value("system_overrides", lj::value::object()));
       perf.run_estimate();
       const double t = perf.analysis_cost().duration_time_per_iter.ms();
@@ -954,6 +979,13 @@ int main(int argc, char** argv) {
                    "Megatron-Bridge recipe settings for rows of a Megatron-Bridge cases file")
       ->default_str(recipes_file)
       ->type_name("FILE");
+  std::vector<std::string> validate_systems;
+  validate
+      ->add_option("--system", validate_systems,
+                   "Price training cases on another system: S (a system file or catalogue name) for every case, "
+                   "or CASE_SYSTEM=S for the cases whose system path ends with CASE_SYSTEM (repeatable, e.g. "
+                   "--system a100_pcie.json=a100-pcie --system b200_bf16_ceperm.json=b200)")
+      ->type_name("[CASE_SYSTEM=]S");
   validate->add_option("--format", validate_format, "Output format (text is the default)")
       ->check(CLI::IsMember({"text", "json"}));
   std::string list_format = "text";
@@ -991,7 +1023,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return run_check(check_args);
     if (perf->parsed()) return run_perf(perf_args);
     if (bench->parsed()) return run_bench(bench_args, iterations);
-    if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file);
+    if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file, validate_systems);
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);
     if (search->parsed()) return llmsim_cli::run_search(search_args);
     if (infer->parsed()) return llmsim_cli::run_infer(infer_args, exit_does_not_fit);

@@ -1040,6 +1040,10 @@ inline system_config parse_system(const value& v, const std::string& source = {}
           read(a.value(), aat, sys.accelerator.mode);
         else if (ak == "compute_capability")
           read(a.value(), aat, sys.accelerator.compute_capability);
+        else if (ak == "kernel_model")
+          read(a.value(), aat, sys.accelerator.kernel_model);
+        else if (ak == "sm_count")
+          read(a.value(), aat, sys.accelerator.sm_count);
         else if (ak == "op") {
           has_op = true;
           require_object(a.value(), aat);
@@ -1121,6 +1125,8 @@ inline system_config parse_system(const value& v, const std::string& source = {}
             read(f.value(), fat, tier.processor_usage);
           else if (f.key() == "nccl_link")
             read(f.value(), fat, tier.nccl_link);
+          else if (f.key() == "shared_link")
+            read(f.value(), fat, tier.shared_link);
           else if (f.key() == "bandwidth") {
             tier.bandwidth = read_bandwidth(f.value(), fat, opt, true);
             has_bw = true;
@@ -1173,6 +1179,10 @@ inline value to_json(const system_spec& sys) {
                {"mem_gbs", sys.accelerator.mem_gbs},
                {"mode", write(sys.accelerator.mode)}};
   if (sys.accelerator.compute_capability != 0) acc["compute_capability"] = sys.accelerator.compute_capability;
+  if (sys.accelerator.kernel_model != kernel_architecture::none) {
+    acc["kernel_model"] = std::string(enum_name(sys.accelerator.kernel_model));
+    acc["sm_count"] = sys.accelerator.sm_count;
+  }
   acc["op"] = value::object();
   for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {
     const auto& op = sys.accelerator.op[k];
@@ -1194,6 +1204,7 @@ inline value to_json(const system_spec& sys) {
     const auto& tier = sys.networks[i];
     value t = {{"processor_usage", tier.processor_usage}, {"bandwidth", write_bandwidth(tier.bandwidth, true)}};
     if (tier.nccl_link != nccl_link_kind::none) t["nccl_link"] = std::string(enum_name(tier.nccl_link));
+    if (tier.shared_link) t["shared_link"] = true;
     t["op"] = value::object();
     for (std::size_t c = 0; c < collective_kind_names.size(); ++c) {
       const auto& op = tier.op[c];
@@ -1442,7 +1453,9 @@ inline value to_json(const estimate_result& r) {
     cost["comm_result"]["cp_a2a_net"] = std::string(c.comm_result.cp_a2a_net);
     cost["comm_result"]["cp_ring_net"] = std::string(c.comm_result.cp_ring_net);
   }
-  cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups}, {"efficiency_misses", c.efficiency_misses}};
+  cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups},
+                             {"efficiency_misses", c.efficiency_misses},
+                             {"efficiency_modelled", c.efficiency_modelled}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {
     const std::string name = stage_name(r, i);
@@ -2194,6 +2207,7 @@ inline value to_json(const inference_spec& i) {
           {"kv_cache", std::string(enum_name(i.kv_cache))},
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
+          {"kernel_latency_us", i.kernel_latency_us},
           {"memory_fraction", i.memory_fraction},
           {"kv_block_tokens", i.kv_block_tokens},
           {"max_batch_limit", i.max_batch_limit},

@@ -17,17 +17,63 @@
 /// measurements (see `catalogue::assumptions`). For timing-quality work use a system file with
 /// measured shape tables (SimuMax's `accurate_efficient_factor`).
 
-// ---- begin llmsim/spec/model.hpp -------------------------------------------------------------------
-/// \file llmsim/spec/model.hpp
-/// `model_spec`: the architecture of a decoder-only transformer, field for field the SimuMax
-/// model format (docs/model.md of MooreThreads/SimuMax), with SimuMax's defaults, plus three
-/// llmsim fields for GPT-style models (`norm_type`, `tie_word_embeddings`, `add_linear_bias`).
+// ---- begin llmsim/cost/kernel_model.hpp ------------------------------------------------------------
+/// \file llmsim/cost/kernel_model.hpp
+/// The analytic efficiency of GEMMs, grouped GEMMs and fused attention on a system whose
+/// measured table lacks the shape (or that has no table: catalogue systems): what fraction of the
+/// data-sheet peak a kernel of this shape sustains on this architecture.
+///
+/// The forms, each with the mechanism it stands for:
+///   GEMM          sustained                       a GEMM's share of the data-sheet peak under the
+///                                                 part's power and clock limits (a tile and SM-wave
+///                                                 quantization term was fitted too and left out:
+///                                                 held-out error 6.7 -> 5.4 % on Ampere, 12.3 ->
+///                                                 11.5 % on Blackwell, while small-M GEMMs need
+///                                                 cuBLAS's choice of small-M kernels to be priced)
+///   grouped GEMM  sustained x M / (M + m0)        each expert's GEMM costs as if it had m0 more
+///                                                 rows: the per-group tile prologue, epilogue and
+///                                                 padding of TE's grouped GEMM (M: rows per expert)
+///   attention     ceiling x x / (x + x0)          x = query (backward: key) blocks of 128 over the
+///                                                 SMs; FlashAttention fills the GPU only with many
+///                                                 more blocks than SMs (causal blocks are uneven)
+/// The efficiencies are in the tables' convention (FLOPs / (time x peak), training attention
+/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1).
+///
+/// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
+/// each architecture's measured bandwidth shares and latency.
+///
+/// The per-architecture constants are fitted to SimuMax's microbenchmark tables
+/// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
+/// for Blackwell) by scripts/fit_kernel_model.py, which prints each fit's mean and largest error
+/// on shapes left out of it (5-fold cross-validation). Nothing here is fitted to training runs.
+/// Architectures without such a table (Hopper, CDNA3) have no model: their catalogue entries keep
+/// the flat efficiencies of catalogue.hpp `assumptions`.
+
+// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
+/// \file llmsim/program/op.hpp
+/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
+/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
+/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
+
+// ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
+/// \file llmsim/program/shape_key.hpp
+/// The exact shape keys under which system files store measured efficiencies
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
+/// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
+///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
+///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
+///             (seq_len is the query length; training self-attention has keys as long)
+
+// ---- begin llmsim/spec/strategy.hpp ----------------------------------------------------------------
+/// \file llmsim/spec/strategy.hpp
+/// `strategy_spec`: how a training job is batched, parallelised, recomputed and which kernels it
+/// uses — field for field the SimuMax strategy format (docs/strategy.md of MooreThreads/SimuMax),
+/// with SimuMax's defaults.
 ///
 /// ```cpp
-/// constexpr llmsim::model_spec llama3_8b{.model_name = "llama3_8b", .hidden_size = 4096,
-///     .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336,
-///     .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
-/// static_assert((llmsim::validate(llama3_8b), true));
+/// constexpr llmsim::strategy_spec tp2{.seq_len = 4096, .micro_batch_size = 1,
+///     .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
+/// static_assert(llmsim::dp_size(tp2) == 4);
 /// ```
 
 // ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
@@ -313,6 +359,19 @@ constexpr Enum enum_from_name(std::string_view name) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/fields.hpp --------------------------------------------------------------------
+// ---- begin llmsim/spec/model.hpp -------------------------------------------------------------------
+/// \file llmsim/spec/model.hpp
+/// `model_spec`: the architecture of a decoder-only transformer, field for field the SimuMax
+/// model format (docs/model.md of MooreThreads/SimuMax), with SimuMax's defaults, plus three
+/// llmsim fields for GPT-style models (`norm_type`, `tie_word_embeddings`, `add_linear_bias`).
+///
+/// ```cpp
+/// constexpr llmsim::model_spec llama3_8b{.model_name = "llama3_8b", .hidden_size = 4096,
+///     .head_num = 32, .kv_head_num = 8, .head_size = 128, .intermediate_size = 14336,
+///     .layer_num = 32, .vocab_size = 128256, .use_swiglu = true};
+/// static_assert((llmsim::validate(llama3_8b), true));
+/// ```
+
 
 #include <array>
 #include <cstdint>
@@ -910,18 +969,6 @@ constexpr void validate(const model_spec& m) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/model.hpp ---------------------------------------------------------------------
-// ---- begin llmsim/spec/strategy.hpp ----------------------------------------------------------------
-/// \file llmsim/spec/strategy.hpp
-/// `strategy_spec`: how a training job is batched, parallelised, recomputed and which kernels it
-/// uses — field for field the SimuMax strategy format (docs/strategy.md of MooreThreads/SimuMax),
-/// with SimuMax's defaults.
-///
-/// ```cpp
-/// constexpr llmsim::strategy_spec tp2{.seq_len = 4096, .micro_batch_size = 1,
-///     .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
-/// static_assert(llmsim::dp_size(tp2) == 4);
-/// ```
-
 
 #include <array>
 #include <cstdint>
@@ -1713,6 +1760,171 @@ constexpr stage_layers split_layers(const model_spec& m, const strategy_spec& s)
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/strategy.hpp ------------------------------------------------------------------
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+// GCC 12 reports -Wstringop-overflow on the bounded appends below once they are inlined into a
+// long chain (it bounds `length` by the sum of the worst cases, not by the check); the writes
+// are guarded, so the warning is silenced for this struct only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+/// A short text assembled at compile time or run time without allocation.
+struct shape_key {
+  char chars[224]{};
+  std::size_t length = 0;
+
+  constexpr shape_key& append(std::string_view s) {  // NOLINT: one overload per value kind
+    for (char c : s) {
+      if (length == sizeof chars) break;  // keys are far shorter; never overruns
+      chars[length++] = c;
+    }
+    return *this;
+  }
+  constexpr shape_key& append(std::int64_t v) {
+    char digits[24]{};
+    std::size_t n = 0;
+    const bool negative = v < 0;
+    std::uint64_t u = negative ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
+    do {
+      digits[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (negative) digits[n++] = '-';
+    for (; n > 0 && length < sizeof chars; ++length) chars[length] = digits[--n];
+    return *this;
+  }
+  /// Python spelling of a flag, as the keys write it. (Not an `append` overload: a literal would pick bool.)
+  constexpr shape_key& append_flag(bool v) { return append(v ? std::string_view("True") : std::string_view("False")); }
+  [[nodiscard]] constexpr std::string_view view() const { return {chars, length}; }
+};
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+/// How a GEMM reads its operands: TN = forward (x · Wᵀ), NN = gradient of the input (dy · W),
+/// NT = gradient of the weight (dyᵀ · x).
+enum class gemm_layout : std::uint8_t { tn, nn, nt };
+
+/// One GEMM as the system file keys it.
+struct gemm_shape {
+  std::int64_t b = 1, m = 0, k = 0, n = 0;
+  gemm_layout layout = gemm_layout::tn;
+  bool accumulate = false;  ///< adds into an existing output (the fp32 main grad)
+  dtype_kind out_dtype = dtype_kind::bf16;
+
+  /// Floating-point operations: one multiply-add per (b, m, n, k) point.
+  [[nodiscard]] constexpr double flop_count() const {
+    return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  }
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("b=").append(b).append(", m=").append(m).append(", k=").append(k).append(", n=").append(n);
+    s.append(", layout=").append(layout == gemm_layout::tn ? "TN" : layout == gemm_layout::nn ? "NN" : "NT");
+    s.append(", accumulate=").append_flag(accumulate).append(", out_dtype=").append(enum_name(out_dtype));
+    return s;
+  }
+};
+
+/// Which (query, key) pairs an attention call's FLOPs count.
+enum class attention_pairs : std::uint8_t {
+  /// All q_len · kv_len pairs. Training counts its causal self-attention this way, as SimuMax does
+  /// (its sdp tables and efficient factors are measured against the unmasked count, so the mask's
+  /// saving is in the efficiency; `attention_sparse_ratio` removes a declared fraction).
+  all,
+  /// The pairs a causal mask keeps when the q_len queries are the last q_len of the kv_len
+  /// positions (bottom-right aligned, as in chunked prefill and decode over a KV cache: vLLM, and
+  /// FlashAttention >= 2.1 `causal=True` with seqlen_q < seqlen_k): query i (0-based) sees
+  /// kv − q + i + 1 keys, so q·kv − q(q−1)/2 pairs (q = kv: the triangle with its diagonal,
+  /// q(q+1)/2). FlashAttention-3's benchmark count (hopper/benchmark_attn.py `flops`, average key
+  /// length (max(0, kv − q) + kv)/2) is the same without the half diagonal.
+  causal,
+};
+
+/// One flash-attention call as the system file keys it (heads are those of one tensor-parallel rank).
+/// Queries and keys/values have their own lengths: training self-attention has q_len = kv_len =
+/// seq_len; a decode step has q_len = 1 over a cache of kv_len tokens.
+struct attention_shape {
+  std::int64_t batch = 1, q_len = 0, kv_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
+  bool qkv_contiguous = true;  ///< TE receives q, k, v as views of one fused QKV output
+  attention_pairs pairs = attention_pairs::all;
+
+  /// (query, key) pairs one head of one sequence scores (with q_len > kv_len under the causal
+  /// mask, the first q_len − kv_len queries see no key).
+  [[nodiscard]] constexpr double score_pairs() const {
+    const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
+    if (pairs == attention_pairs::all) return q * kv;
+    const double seen = q < kv ? q : kv;  // queries that see at least one key
+    return seen * kv - seen * (seen - 1) / 2;
+  }
+  /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
+  /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
+  /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
+  /// decode step (q = 1) over kv = N: 2·N·heads·(qk + v), 4·N·heads·d for equal head dims.
+  [[nodiscard]] constexpr double forward_flop_count(double skipped = 0) const {
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(head_num) * score_pairs() *
+           static_cast<double>(qk_head_dim + v_head_dim) * (1.0 - skipped);
+  }
+  /// The table key. SimuMax measures training self-attention and keys it by `seq_len` (= q_len =
+  /// kv_len); a call with kv_len != q_len adds `kv_seq_len`, which no such table holds, so it is
+  /// priced by the kind's efficient_factor rather than by a self-attention entry of the wrong shape.
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("batch=").append(batch).append(", seq_len=").append(q_len);
+    if (kv_len != q_len) s.append(", kv_seq_len=").append(kv_len);
+    s.append(", head_num=").append(head_num);
+    s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
+    s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
+    return s;
+  }
+};
+
+/// The stage of a TE GroupedLinear GEMM as the grouped-GEMM table keys it.
+enum class grouped_stage : std::uint8_t { forward, input_gradient, weight_gradient, weight_gradient_unaccumulated };
+
+/// One grouped GEMM over a rank's experts as the system file keys it (M, N, K of the forward GEMM).
+struct grouped_gemm_shape {
+  std::int64_t experts = 1, m = 0, n = 0, k = 0;
+  bool fp8 = false;
+  bool main_grad_fp32 = true;
+  grouped_stage stage = grouped_stage::forward;
+  bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
+  [[nodiscard]] constexpr shape_key key() const {
+    shape_key s;
+    s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
+    s.append(", K=")
+        .append(k)
+        .append(", dtype=")
+        .append(fp4   ? "fp4"
+                : fp8 ? "fp8"
+                      : "bf16")
+        .append(", out_dtype=bf16, main_grad_dtype=")
+        .append(main_grad_fp32 ? "fp32" : "bf16");
+    switch (stage) {
+      case grouped_stage::forward:
+        s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
+        break;
+      case grouped_stage::input_gradient:
+        s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
+        break;
+      case grouped_stage::weight_gradient_unaccumulated:
+        s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
+        break;
+    }
+    return s;
+  }
+};
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/shape_key.hpp --------------------------------------------------------------
 // ---- begin llmsim/spec/system.hpp ------------------------------------------------------------------
 /// \file llmsim/spec/system.hpp
 /// `system_spec`: one accelerator type and the networks between accelerators — field for field the
@@ -2069,6 +2281,17 @@ struct enum_names<accelerator_mode> {
        {accelerator_mode::only_compute, "only_compute"}}};
 };
 
+/// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
+/// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
+enum class kernel_architecture : std::uint8_t { none, ampere, blackwell };
+template <>
+struct enum_names<kernel_architecture> {
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 3> value{
+      {{kernel_architecture::none, "none"},
+       {kernel_architecture::ampere, "ampere"},
+       {kernel_architecture::blackwell, "blackwell"}}};
+};
+
 struct accelerator_spec {
   fixed_string<32> backend = "cuda";
   double mem_gbs = 0;  ///< device memory in GB (SimuMax reads it as GiB: 80 for an 80 GB part)
@@ -2078,6 +2301,10 @@ struct accelerator_spec {
   /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
   /// extension: sizes TransformerEngine's cuBLAS workspaces).
   double compute_capability = 0;
+  /// llmsim extension: the fitted kernel model for shapes without a measured efficiency, and the
+  /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
+  kernel_architecture kernel_model = kernel_architecture::none;
+  std::int64_t sm_count = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -2111,6 +2338,10 @@ struct network_tier {
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
   nccl_link_kind nccl_link = nccl_link_kind::none;
+  /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
+  /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
+  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
+  bool shared_link = false;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
   std::array<collective_spec, collective_kind_names.size()> op{};
@@ -2289,6 +2520,11 @@ constexpr void validate(const system_spec& sys) {
   if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
     report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
                  sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
+  if (sys.accelerator.kernel_model != kernel_architecture::none &&
+      !(sys.accelerator.sm_count >= 1 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
+                 sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
@@ -2383,6 +2619,262 @@ constexpr double known_compute_capability(const system_spec& sys) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/system.hpp --------------------------------------------------------------------
+
+#include <cstdint>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// The communication groups of a Megatron-LM job. Context parallelism's attention talks over two
+/// levels of the cp group (TransformerEngine context_parallel.py): `cp_a2a`, the ranks a Ulysses
+/// all-to-all spans (all of cp for "a2a", the first hierarchical level for "a2a+p2p"), and
+/// `cp_ring`, the ranks the KV ring passes through (all of cp for "p2p", the second level).
+enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp, cp_a2a, cp_ring };
+inline constexpr std::array<std::string_view, 9> comm_group_names{"tp",  "cp",  "pp",     "dp",     "ep",
+                                                                  "etp", "edp", "cp_a2a", "cp_ring"};
+
+/// Which pass of training runs an op. Backward is split into the input gradient and the weight
+/// gradient (what zero-bubble schedules move apart); a recompute replays the forward ops.
+enum class pass_kind : std::uint8_t { forward, backward_input, backward_weight };
+
+enum class op_kind : std::uint8_t {
+  gemm,          ///< one GEMM keyed by `gemm` (or unkeyed batched GEMMs: `keyed = false`)
+  grouped_gemm,  ///< TE GroupedLinear keyed by `grouped`
+  attention,     ///< a fused attention kernel keyed by `attention`
+  memory,        ///< a memory-bound kernel: `bytes` moved on the `memory` bandwidth entry
+  collective,    ///< a collective of `bytes` (the full buffer) over `group`
+};
+
+struct op {
+  op_kind kind = op_kind::memory;
+  pass_kind pass = pass_kind::forward;
+  compute_kind compute = compute_kind::default_kind;  ///< the `accelerator.op` entry of compute work
+  memory_kind memory = memory_kind::default_kind;     ///< the `accelerator.bandwidth` entry of its traffic
+  collective_kind collective = collective_kind::all_reduce;
+  comm_group group = comm_group::tp;
+  bool keyed = true;  ///< a compute op looked up by its shape key
+  /// A collective that runs beside the pass's previous compute op of its leaf, on its own stream
+  /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
+  /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
+  bool beside_previous = false;
+  double flops = 0;  ///< floating-point work (compute ops)
+  double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
+  gemm_shape gemm{};
+  attention_shape attention{};
+  grouped_gemm_shape grouped{};
+
+  [[nodiscard]] constexpr bool is_backward() const { return pass != pass_kind::forward; }
+};
+
+/// A memory-bound kernel of `pass` moving `bytes` on bandwidth entry `kind`.
+constexpr op memory_op(pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) {
+  op o;
+  o.kind = op_kind::memory;
+  o.pass = pass;
+  o.memory = kind;
+  o.bytes = bytes;
+  return o;
+}
+/// A collective of `pass` over `group` on a buffer of `bytes`.
+constexpr op collective_op(pass_kind pass, collective_kind kind, comm_group group, double bytes) {
+  op o;
+  o.kind = op_kind::collective;
+  o.pass = pass;
+  o.collective = kind;
+  o.group = group;
+  o.bytes = bytes;
+  return o;
+}
+/// A GEMM of `pass` with its shape and traffic (`compute`: matmul, or fp8_matmul under FP8).
+constexpr op gemm_op(pass_kind pass, const gemm_shape& g, double traffic, compute_kind compute = compute_kind::matmul) {
+  op o;
+  o.kind = op_kind::gemm;
+  o.pass = pass;
+  o.compute = compute;
+  o.gemm = g;
+  o.flops = g.flop_count();
+  o.bytes = traffic;
+  return o;
+}
+/// Batched GEMMs no system table keys (unfused attention's Q·Kᵀ and P·V): priced by the
+/// kind's `efficient_factor`.
+constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
+  op o;
+  o.kind = op_kind::gemm;
+  o.pass = pass;
+  o.compute = compute_kind::matmul;
+  o.keyed = false;
+  o.flops = flops;
+  o.bytes = traffic;
+  return o;
+}
+/// Backward FLOPs of fused attention over its forward: five matmuls (QKᵀ recomputed, dV, dP, dQ,
+/// dK) against the forward's two (Dao 2023, FlashAttention-2 §4.1 counts backward as 2.5 × forward).
+inline constexpr double flash_backward_flop_factor = 2.5;
+/// A fused attention kernel (sdp_fwd or sdp_bwd) over shape `a`, `skipped` the fraction of its
+/// score pairs a declared sparsity removes (`attention_sparse_ratio`).
+constexpr op attention_op(pass_kind pass, const attention_shape& a, double traffic, double skipped = 0) {
+  op o;
+  o.kind = op_kind::attention;
+  o.pass = pass;
+  o.compute = pass == pass_kind::forward ? compute_kind::sdp_fwd : compute_kind::sdp_bwd;
+  o.attention = a;
+  o.flops = a.forward_flop_count(skipped);
+  if (pass != pass_kind::forward) o.flops *= flash_backward_flop_factor;
+  o.bytes = traffic;
+  return o;
+}
+/// A grouped GEMM (group_matmul; fp8_group_matmul or fp4_group_matmul in quantized layers).
+constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double flops, double traffic) {
+  op o;
+  o.kind = op_kind::grouped_gemm;
+  o.pass = pass;
+  o.compute = g.fp4   ? compute_kind::fp4_group_matmul
+              : g.fp8 ? compute_kind::fp8_group_matmul
+                      : compute_kind::group_matmul;
+  o.grouped = g;
+  o.flops = flops;
+  o.bytes = traffic;
+  return o;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/program/op.hpp ---------------------------------------------------------------------
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One architecture's fitted constants (see the file comment for the forms).
+struct kernel_model_constants {
+  double gemm_sustained = 0;
+  double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
+  double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
+  double grouped_min_rows = 0;  ///< fewest rows per expert the fit saw; fewer are priced at this
+  double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
+  double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
+  /// Memory-bound kernels: the share of the data-sheet HBM bandwidth each kind sustains (default,
+  /// token permutation forward / backward, cross-entropy, fused cross-entropy; 0: as default) and
+  /// the time each kernel adds in eager-mode training (host and launch), microseconds.
+  double hbm_default = 0, hbm_permute_fwd = 0, hbm_permute_bwd = 0, hbm_ce = 0, hbm_ce_fusion = 0;
+  double kernel_latency_us = 0;
+};
+
+namespace kernel_models {
+/// GB/s per GiB/s: SimuMax's files give bandwidth in GiB/s (2^30 B), data sheets in GB/s.
+inline constexpr double gb_per_gib = 1.073741824;
+/// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
+/// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
+/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %.
+inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
+                                               .grouped_sustained = 0.725,
+                                               .grouped_m0 = 64,
+                                               .grouped_wgrad_sustained = 0.81,
+                                               .grouped_wgrad_m0 = 344,
+                                               .grouped_min_rows = 616,
+                                               .attention_fwd_ceiling = 1.27,
+                                               .attention_fwd_x0 = 1.5,
+                                               .attention_bwd_ceiling = 0.90,
+                                               .attention_bwd_x0 = 0.4,
+                                               // a100_pcie.json: 1600 GiB/s x 0.91 (default), 0.1879
+                                               // (permute), 0.808 (ce), latency 40 us; over the A100
+                                               // PCIe's 1935 GB/s.
+                                               .hbm_default = 0.91 * 1600 * gb_per_gib / 1935,
+                                               .hbm_permute_fwd = 0.1879 * 1600 * gb_per_gib / 1935,
+                                               .hbm_permute_bwd = 0.1879 * 1600 * gb_per_gib / 1935,
+                                               .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
+                                               .kernel_latency_us = 40};
+/// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
+/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (a few small-n shapes; 90 % within 24 %),
+/// grouped 15.3 % / 74.3 % (wgrad 18.0 % / 56.2 %), attention forward 13.9 % / 53.9 %, backward
+/// 15.1 % / 53.3 %. A B200 GEMM sustains about half its 2.25 PFLOPS data-sheet peak.
+inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
+                                                  .grouped_sustained = 0.495,
+                                                  .grouped_m0 = 224,
+                                                  .grouped_wgrad_sustained = 0.435,
+                                                  .grouped_wgrad_m0 = 392,
+                                                  .grouped_min_rows = 128,
+                                                  .attention_fwd_ceiling = 1.10,
+                                                  .attention_fwd_x0 = 3.6,
+                                                  .attention_bwd_ceiling = 0.83,
+                                                  .attention_bwd_x0 = 0.55,
+                                                  // b200_bf16_ceperm.json: 8000 GiB/s x 0.666
+                                                  // (default), 0.5008 / 0.5108 (permute), 0.3246
+                                                  // (ce), 0.2795 (ce_fusion), latency 30 us; over
+                                                  // the B200's 8000 GB/s.
+                                                  .hbm_default = 0.666 * gb_per_gib,
+                                                  .hbm_permute_fwd = 0.5008136513816437 * gb_per_gib,
+                                                  .hbm_permute_bwd = 0.5108178337365621 * gb_per_gib,
+                                                  .hbm_ce = 0.3246108444537549 * gb_per_gib,
+                                                  .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
+                                                  .kernel_latency_us = 30};
+/// FlashAttention-2 gives each thread block 128 queries in the forward and 128 keys in the backward
+/// (head dim 128: kBlockM = 128 in flash_fwd_launch_template.h, kBlockN = 128 in
+/// flash_bwd_launch_template.h).
+inline constexpr double attention_block = 128;
+}  // namespace kernel_models
+
+/// The constants of `a`, or nullptr when it has no model.
+constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) {
+  switch (a) {
+    case kernel_architecture::ampere:
+      return &kernel_models::ampere;
+    case kernel_architecture::blackwell:
+      return &kernel_models::blackwell;
+    default:
+      return nullptr;
+  }
+}
+
+namespace detail {
+constexpr double ceil_div(double a, double b) {
+  const auto whole = static_cast<double>(static_cast<std::int64_t>(a / b));
+  return whole * b < a ? whole + 1 : whole;
+}
+constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
+  const bool wgrad =
+      g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
+  const double rows = static_cast<double>(g.m) < k.grouped_min_rows ? k.grouped_min_rows : static_cast<double>(g.m);
+  const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
+  return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
+}
+constexpr double attention_efficiency(const kernel_model_constants& k, const attention_shape& a, bool backward,
+                                      std::int64_t sm_count) {
+  const double tokens = static_cast<double>(backward ? a.kv_len : a.q_len);
+  const double blocks =
+      static_cast<double>(a.batch) * static_cast<double>(a.head_num) * ceil_div(tokens, kernel_models::attention_block);
+  const double x = blocks / static_cast<double>(sm_count);
+  const double ceiling = backward ? k.attention_bwd_ceiling : k.attention_fwd_ceiling;
+  const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
+  return ceiling * x / (x + x0);
+}
+}  // namespace detail
+
+/// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
+/// no kernel model or the op is not a GEMM, grouped GEMM or attention kernel. FP8 and FP4 GEMMs
+/// take their BF16 twin's fraction of their own data-sheet peak (same clocks and power limit; the
+/// tables hold BF16 only).
+constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, const op& o) {
+  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
+  if (k == nullptr || sys.accelerator.sm_count <= 0) return 0;
+  switch (kind) {
+    case compute_kind::matmul:
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp4_matmul:
+      return o.kind == op_kind::gemm ? k->gemm_sustained : 0;
+    case compute_kind::group_matmul:
+    case compute_kind::fp8_group_matmul:
+    case compute_kind::fp4_group_matmul:
+      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) : 0;
+    case compute_kind::sdp_fwd:
+    case compute_kind::sdp_bwd:
+      return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,
+                                                                         sys.accelerator.sm_count)
+                                          : 0;
+    default:
+      return 0;
+  }
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/kernel_model.hpp --------------------------------------------------------------
 
 #include <array>
 #include <string_view>
@@ -2932,9 +3424,19 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
   return t;
 }
 
+/// PCIe nodes are two-socket hosts with four GPUs per socket. NCCL prices a GPU's PCIe Gen4 x16 link
+/// at 24 GB/s (src/graph/topo.cc `ncclTopoAddPci`: 16 lanes x 120 (100 Mb/s per lane at 16 GT/s)
+/// / 80) and the link between two AMD EPYC sockets at 16 GB/s (src/graph/topo.h `AMD_BW`; the
+/// common 8-GPU PCIe A100 servers, e.g. Supermicro AS-4124GS-TNR, are EPYC hosts). Groups inside a
+/// socket run at the PCIe figure; groups spanning both sockets (tier intra_node_pcie_8x) cross the
+/// socket link, which the node's groups of a kind share (`shared_link`).
+inline constexpr double pcie_gen4_x16_gb_per_s = 24.0;
+inline constexpr double epyc_socket_link_gb_per_s = 16.0;
+
 /// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
 /// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
-/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
+/// PCIe (tiers intra_node_pcie_2x/4x at `intra_gb_per_s`, 8x across sockets, see above) instead
+/// of NVLink/Infinity Fabric;
 /// `nic_gb_per_s`: one NIC per GPU. The `inter_node` tier carries the node's total over its
 /// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
 /// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
@@ -2968,7 +3470,9 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
   if (pcie) {
     s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, nccl_link_kind::pci);
     s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, nccl_link_kind::pci);
-    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, nccl_link_kind::pci);
+    network_tier across = tier("intra_node_pcie_8x", epyc_socket_link_gb_per_s, nccl_link_kind::pci);
+    across.shared_link = true;
+    s.networks[s.network_count++] = across;
   } else {
     s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, nccl_link_kind::nvlink);
   }
@@ -2995,19 +3499,55 @@ constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
       .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::grouped_gemm_efficiency};
   return s;
 }
+/// `s` priced, where its measured tables lack a shape (catalogue systems have none), by the kernel
+/// model fitted for `arch` (cost/kernel_model.hpp) over `sms` streaming multiprocessors.
+/// Its memory-bound kernels take the architecture's measured bandwidth shares and latency.
+constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch, std::int64_t sms) {
+  s.accelerator.kernel_model = arch;
+  s.accelerator.sm_count = sms;
+  const kernel_model_constants& k = *kernel_constants(arch);
+  auto& bw = s.accelerator.bandwidth;
+  bw[0].efficient_factor = k.hbm_default;
+  bw[0].latency_us = k.kernel_latency_us;
+  const std::array<std::pair<memory_kind, double>, 4> kinds{{{memory_kind::permute_fwd, k.hbm_permute_fwd},
+                                                             {memory_kind::permute_bwd, k.hbm_permute_bwd},
+                                                             {memory_kind::ce, k.hbm_ce},
+                                                             {memory_kind::ce_fusion, k.hbm_ce_fusion}}};
+  for (const auto& [kind, share] : kinds)
+    if (share > 0) {
+      auto& e = bw[static_cast<std::size_t>(kind)];
+      e = bw[0];
+      e.efficient_factor = share;
+    }
+  return s;
+}
+/// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
+/// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
+/// taken as the same); B300 / GB300 160 (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra",
+/// 2025). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
+/// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
+inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
 /// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
-inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
-/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
-inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
+inline constexpr system_spec a100_sxm =
+    detail::with_kernel_model(detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25),
+                              kernel_architecture::ampere, detail::a100_sms);
+/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 (NCCL's 24 GB/s, see `node`), HDR
+/// 200 Gb/s.
+inline constexpr system_spec a100_pcie = detail::with_kernel_model(
+    detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, detail::pcie_gen4_x16_gb_per_s, true, 25),
+    kernel_architecture::ampere, detail::a100_sms);
 /// NVIDIA A100 SXM4 40 GB: 312 TFLOPS BF16 dense, 1555 GB/s HBM2, NVLink 3 (A100 data sheet).
 inline constexpr system_spec a100_sxm_40gb =
-    detail::node("a100_sxm_40gb", "cuda", 8.0, 312, 0, 1555, 40, 300, false, 25);
+    detail::with_kernel_model(detail::node("a100_sxm_40gb", "cuda", 8.0, 312, 0, 1555, 40, 300, false, 25),
+                              kernel_architecture::ampere, detail::a100_sms);
 /// NVIDIA L40S 48 GB (Ada): 362 TFLOPS BF16 / 733 FP8 dense tensor (the data sheet's 733 / 1466
-/// are with sparsity), 864 GB/s GDDR6, PCIe Gen4 x16 (32 GB/s each way), no NVLink (L40S data sheet).
-inline constexpr system_spec l40s = detail::node("l40s", "cuda", 8.9, 362, 733, 864, 48, 32, true, 25);
+/// are with sparsity), 864 GB/s GDDR6, PCIe Gen4 x16 (NCCL's 24 GB/s, see `node`), no NVLink (L40S
+/// data sheet).
+inline constexpr system_spec l40s =
+    detail::node("l40s", "cuda", 8.9, 362, 733, 864, 48, detail::pcie_gen4_x16_gb_per_s, true, 25);
 /// One GCD of an AMD Instinct MI250X (the OAM package is two GCDs, each its own device): 191.5
 /// TFLOPS BF16 dense and 1638.4 GB/s HBM2e of its 64 GB (half the package's 383 TFLOPS and
 /// 3.2768 TB/s, MI250X data sheet); Infinity Fabric 50 GB/s each way per link.
@@ -3018,8 +3558,9 @@ inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 98
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 =
-    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000);
+inline constexpr system_spec b200 = detail::with_kernel_model(
+    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000),
+    kernel_architecture::blackwell, detail::b200_sms);
 /// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
 /// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
 /// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
@@ -3028,21 +3569,27 @@ inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979,
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
 /// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
-inline constexpr system_spec b300 =
-    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500);
+inline constexpr system_spec b300 = detail::with_kernel_model(
+    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500),
+    kernel_architecture::blackwell, detail::b300_sms);
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
 /// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
 inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
-    detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
+    detail::with_kernel_model(
+        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
+        kernel_architecture::blackwell, detail::b200_sms),
+    72, 50);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
 /// 800 Gb/s per GPU.
 inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
-    detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72,
-    100);
+    detail::with_kernel_model(
+        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
+        kernel_architecture::blackwell, detail::b300_sms),
+    72, 100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
@@ -3235,17 +3782,21 @@ struct kernel_cost {
   seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
   double efficiency = 0;  ///< the compute efficiency used
   bool measured = false;  ///< the efficiency came from the shape-keyed table
+  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
 };
 
-/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count,
-                                   std::string_view shape) {
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
+/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
+/// Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                   double modelled = 0) {
   kernel_cost c;
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
   const auto measured = op.accurate_efficient_factor.find(shape);
   c.measured = measured.has_value();
-  c.efficiency = measured ? *measured : op.efficient_factor;
+  c.modelled = !c.measured && modelled > 0;
+  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -3305,11 +3856,11 @@ constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::stri
   return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
 }
 
-/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
   c.memory = memory_time(sys, traffic_kind, byte_count);
   if (sys.accelerator.mode == accelerator_mode::only_compute)
     c.time = c.compute.value > 0 ? c.compute : c.memory;
@@ -3328,306 +3879,6 @@ LLMSIM_END_NAMESPACE
 /// steps; a fixed per-call latency (optionally per group size) is added; PCIe data-parallel groups
 /// may carry a measured bus bandwidth per group size (`dp_fixed_bw`).
 
-// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
-/// \file llmsim/program/op.hpp
-/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
-/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
-/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
-
-// ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
-/// \file llmsim/program/shape_key.hpp
-/// The exact shape keys under which system files store measured efficiencies
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
-/// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
-///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
-///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
-///             (seq_len is the query length; training self-attention has keys as long)
-
-
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-
-// GCC 12 reports -Wstringop-overflow on the bounded appends below once they are inlined into a
-// long chain (it bounds `length` by the sum of the worst cases, not by the check); the writes
-// are guarded, so the warning is silenced for this struct only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#endif
-/// A short text assembled at compile time or run time without allocation.
-struct shape_key {
-  char chars[224]{};
-  std::size_t length = 0;
-
-  constexpr shape_key& append(std::string_view s) {  // NOLINT: one overload per value kind
-    for (char c : s) {
-      if (length == sizeof chars) break;  // keys are far shorter; never overruns
-      chars[length++] = c;
-    }
-    return *this;
-  }
-  constexpr shape_key& append(std::int64_t v) {
-    char digits[24]{};
-    std::size_t n = 0;
-    const bool negative = v < 0;
-    std::uint64_t u = negative ? static_cast<std::uint64_t>(-(v + 1)) + 1 : static_cast<std::uint64_t>(v);
-    do {
-      digits[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0);
-    if (negative) digits[n++] = '-';
-    for (; n > 0 && length < sizeof chars; ++length) chars[length] = digits[--n];
-    return *this;
-  }
-  /// Python spelling of a flag, as the keys write it. (Not an `append` overload: a literal would pick bool.)
-  constexpr shape_key& append_flag(bool v) { return append(v ? std::string_view("True") : std::string_view("False")); }
-  [[nodiscard]] constexpr std::string_view view() const { return {chars, length}; }
-};
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
-/// How a GEMM reads its operands: TN = forward (x · Wᵀ), NN = gradient of the input (dy · W),
-/// NT = gradient of the weight (dyᵀ · x).
-enum class gemm_layout : std::uint8_t { tn, nn, nt };
-
-/// One GEMM as the system file keys it.
-struct gemm_shape {
-  std::int64_t b = 1, m = 0, k = 0, n = 0;
-  gemm_layout layout = gemm_layout::tn;
-  bool accumulate = false;  ///< adds into an existing output (the fp32 main grad)
-  dtype_kind out_dtype = dtype_kind::bf16;
-
-  /// Floating-point operations: one multiply-add per (b, m, n, k) point.
-  [[nodiscard]] constexpr double flop_count() const {
-    return 2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  }
-  [[nodiscard]] constexpr shape_key key() const {
-    shape_key s;
-    s.append("b=").append(b).append(", m=").append(m).append(", k=").append(k).append(", n=").append(n);
-    s.append(", layout=").append(layout == gemm_layout::tn ? "TN" : layout == gemm_layout::nn ? "NN" : "NT");
-    s.append(", accumulate=").append_flag(accumulate).append(", out_dtype=").append(enum_name(out_dtype));
-    return s;
-  }
-};
-
-/// Which (query, key) pairs an attention call's FLOPs count.
-enum class attention_pairs : std::uint8_t {
-  /// All q_len · kv_len pairs. Training counts its causal self-attention this way, as SimuMax does
-  /// (its sdp tables and efficient factors are measured against the unmasked count, so the mask's
-  /// saving is in the efficiency; `attention_sparse_ratio` removes a declared fraction).
-  all,
-  /// The pairs a causal mask keeps when the q_len queries are the last q_len of the kv_len
-  /// positions (bottom-right aligned, as in chunked prefill and decode over a KV cache: vLLM, and
-  /// FlashAttention >= 2.1 `causal=True` with seqlen_q < seqlen_k): query i (0-based) sees
-  /// kv − q + i + 1 keys, so q·kv − q(q−1)/2 pairs (q = kv: the triangle with its diagonal,
-  /// q(q+1)/2). FlashAttention-3's benchmark count (hopper/benchmark_attn.py `flops`, average key
-  /// length (max(0, kv − q) + kv)/2) is the same without the half diagonal.
-  causal,
-};
-
-/// One flash-attention call as the system file keys it (heads are those of one tensor-parallel rank).
-/// Queries and keys/values have their own lengths: training self-attention has q_len = kv_len =
-/// seq_len; a decode step has q_len = 1 over a cache of kv_len tokens.
-struct attention_shape {
-  std::int64_t batch = 1, q_len = 0, kv_len = 0, head_num = 0, kv_head_num = 0, qk_head_dim = 0, v_head_dim = 0;
-  bool qkv_contiguous = true;  ///< TE receives q, k, v as views of one fused QKV output
-  attention_pairs pairs = attention_pairs::all;
-
-  /// (query, key) pairs one head of one sequence scores (with q_len > kv_len under the causal
-  /// mask, the first q_len − kv_len queries see no key).
-  [[nodiscard]] constexpr double score_pairs() const {
-    const double q = static_cast<double>(q_len), kv = static_cast<double>(kv_len);
-    if (pairs == attention_pairs::all) return q * kv;
-    const double seen = q < kv ? q : kv;  // queries that see at least one key
-    return seen * kv - seen * (seen - 1) / 2;
-  }
-  /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
-  /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
-  /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
-  /// decode step (q = 1) over kv = N: 2·N·heads·(qk + v), 4·N·heads·d for equal head dims.
-  [[nodiscard]] constexpr double forward_flop_count(double skipped = 0) const {
-    return 2.0 * static_cast<double>(batch) * static_cast<double>(head_num) * score_pairs() *
-           static_cast<double>(qk_head_dim + v_head_dim) * (1.0 - skipped);
-  }
-  /// The table key. SimuMax measures training self-attention and keys it by `seq_len` (= q_len =
-  /// kv_len); a call with kv_len != q_len adds `kv_seq_len`, which no such table holds, so it is
-  /// priced by the kind's efficient_factor rather than by a self-attention entry of the wrong shape.
-  [[nodiscard]] constexpr shape_key key() const {
-    shape_key s;
-    s.append("batch=").append(batch).append(", seq_len=").append(q_len);
-    if (kv_len != q_len) s.append(", kv_seq_len=").append(kv_len);
-    s.append(", head_num=").append(head_num);
-    s.append(", kv_head_num=").append(kv_head_num).append(", qk_head_dim=").append(qk_head_dim);
-    s.append(", v_head_dim=").append(v_head_dim).append(", qkv_contiguous=").append_flag(qkv_contiguous);
-    return s;
-  }
-};
-
-/// The stage of a TE GroupedLinear GEMM as the grouped-GEMM table keys it.
-enum class grouped_stage : std::uint8_t { forward, input_gradient, weight_gradient, weight_gradient_unaccumulated };
-
-/// One grouped GEMM over a rank's experts as the system file keys it (M, N, K of the forward GEMM).
-struct grouped_gemm_shape {
-  std::int64_t experts = 1, m = 0, n = 0, k = 0;
-  bool fp8 = false;
-  bool main_grad_fp32 = true;
-  grouped_stage stage = grouped_stage::forward;
-  bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
-  [[nodiscard]] constexpr shape_key key() const {
-    shape_key s;
-    s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
-    s.append(", K=")
-        .append(k)
-        .append(", dtype=")
-        .append(fp4   ? "fp4"
-                : fp8 ? "fp8"
-                      : "bf16")
-        .append(", out_dtype=bf16, main_grad_dtype=")
-        .append(main_grad_fp32 ? "fp32" : "bf16");
-    switch (stage) {
-      case grouped_stage::forward:
-        s.append(", stage=fwd, grad=False, accumulate=False, use_split_accumulator=False, single_output=True");
-        break;
-      case grouped_stage::input_gradient:
-        s.append(", stage=bwd_grad_act, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
-        break;
-      case grouped_stage::weight_gradient:
-        s.append(", stage=bwd_grad_w, grad=True, accumulate=True, use_split_accumulator=True, single_output=False");
-        break;
-      case grouped_stage::weight_gradient_unaccumulated:
-        s.append(", stage=bwd_grad_w, grad=True, accumulate=False, use_split_accumulator=True, single_output=False");
-        break;
-    }
-    return s;
-  }
-};
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/program/shape_key.hpp --------------------------------------------------------------
-
-#include <cstdint>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// The communication groups of a Megatron-LM job. Context parallelism's attention talks over two
-/// levels of the cp group (TransformerEngine context_parallel.py): `cp_a2a`, the ranks a Ulysses
-/// all-to-all spans (all of cp for "a2a", the first hierarchical level for "a2a+p2p"), and
-/// `cp_ring`, the ranks the KV ring passes through (all of cp for "p2p", the second level).
-enum class comm_group : std::uint8_t { tp, cp, pp, dp, ep, etp, edp, cp_a2a, cp_ring };
-inline constexpr std::array<std::string_view, 9> comm_group_names{"tp",  "cp",  "pp",     "dp",     "ep",
-                                                                  "etp", "edp", "cp_a2a", "cp_ring"};
-
-/// Which pass of training runs an op. Backward is split into the input gradient and the weight
-/// gradient (what zero-bubble schedules move apart); a recompute replays the forward ops.
-enum class pass_kind : std::uint8_t { forward, backward_input, backward_weight };
-
-enum class op_kind : std::uint8_t {
-  gemm,          ///< one GEMM keyed by `gemm` (or unkeyed batched GEMMs: `keyed = false`)
-  grouped_gemm,  ///< TE GroupedLinear keyed by `grouped`
-  attention,     ///< a fused attention kernel keyed by `attention`
-  memory,        ///< a memory-bound kernel: `bytes` moved on the `memory` bandwidth entry
-  collective,    ///< a collective of `bytes` (the full buffer) over `group`
-};
-
-struct op {
-  op_kind kind = op_kind::memory;
-  pass_kind pass = pass_kind::forward;
-  compute_kind compute = compute_kind::default_kind;  ///< the `accelerator.op` entry of compute work
-  memory_kind memory = memory_kind::default_kind;     ///< the `accelerator.bandwidth` entry of its traffic
-  collective_kind collective = collective_kind::all_reduce;
-  comm_group group = comm_group::tp;
-  bool keyed = true;  ///< a compute op looked up by its shape key
-  /// A collective that runs beside the pass's previous compute op of its leaf, on its own stream
-  /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
-  /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
-  bool beside_previous = false;
-  double flops = 0;  ///< floating-point work (compute ops)
-  double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
-  gemm_shape gemm{};
-  attention_shape attention{};
-  grouped_gemm_shape grouped{};
-
-  [[nodiscard]] constexpr bool is_backward() const { return pass != pass_kind::forward; }
-};
-
-/// A memory-bound kernel of `pass` moving `bytes` on bandwidth entry `kind`.
-constexpr op memory_op(pass_kind pass, double bytes, memory_kind kind = memory_kind::default_kind) {
-  op o;
-  o.kind = op_kind::memory;
-  o.pass = pass;
-  o.memory = kind;
-  o.bytes = bytes;
-  return o;
-}
-/// A collective of `pass` over `group` on a buffer of `bytes`.
-constexpr op collective_op(pass_kind pass, collective_kind kind, comm_group group, double bytes) {
-  op o;
-  o.kind = op_kind::collective;
-  o.pass = pass;
-  o.collective = kind;
-  o.group = group;
-  o.bytes = bytes;
-  return o;
-}
-/// A GEMM of `pass` with its shape and traffic (`compute`: matmul, or fp8_matmul under FP8).
-constexpr op gemm_op(pass_kind pass, const gemm_shape& g, double traffic, compute_kind compute = compute_kind::matmul) {
-  op o;
-  o.kind = op_kind::gemm;
-  o.pass = pass;
-  o.compute = compute;
-  o.gemm = g;
-  o.flops = g.flop_count();
-  o.bytes = traffic;
-  return o;
-}
-/// Batched GEMMs no system table keys (unfused attention's Q·Kᵀ and P·V): priced by the
-/// kind's `efficient_factor`.
-constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
-  op o;
-  o.kind = op_kind::gemm;
-  o.pass = pass;
-  o.compute = compute_kind::matmul;
-  o.keyed = false;
-  o.flops = flops;
-  o.bytes = traffic;
-  return o;
-}
-/// Backward FLOPs of fused attention over its forward: five matmuls (QKᵀ recomputed, dV, dP, dQ,
-/// dK) against the forward's two (Dao 2023, FlashAttention-2 §4.1 counts backward as 2.5 × forward).
-inline constexpr double flash_backward_flop_factor = 2.5;
-/// A fused attention kernel (sdp_fwd or sdp_bwd) over shape `a`, `skipped` the fraction of its
-/// score pairs a declared sparsity removes (`attention_sparse_ratio`).
-constexpr op attention_op(pass_kind pass, const attention_shape& a, double traffic, double skipped = 0) {
-  op o;
-  o.kind = op_kind::attention;
-  o.pass = pass;
-  o.compute = pass == pass_kind::forward ? compute_kind::sdp_fwd : compute_kind::sdp_bwd;
-  o.attention = a;
-  o.flops = a.forward_flop_count(skipped);
-  if (pass != pass_kind::forward) o.flops *= flash_backward_flop_factor;
-  o.bytes = traffic;
-  return o;
-}
-/// A grouped GEMM (group_matmul; fp8_group_matmul or fp4_group_matmul in quantized layers).
-constexpr op grouped_gemm_op(pass_kind pass, const grouped_gemm_shape& g, double flops, double traffic) {
-  op o;
-  o.kind = op_kind::grouped_gemm;
-  o.pass = pass;
-  o.compute = g.fp4   ? compute_kind::fp4_group_matmul
-              : g.fp8 ? compute_kind::fp8_group_matmul
-                      : compute_kind::group_matmul;
-  o.grouped = g;
-  o.flops = flops;
-  o.bytes = traffic;
-  return o;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/program/op.hpp ---------------------------------------------------------------------
 
 #include <algorithm>
 #include <string_view>
@@ -3863,6 +4114,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
   }
   double bandwidth = tier.bandwidth.gbps;
+  if (tier.shared_link && n < sys.num_per_node)
+    bandwidth /= static_cast<double>(sys.num_per_node / n);  // the node's groups cross the link together
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
@@ -4144,8 +4397,9 @@ struct leaf {
   recompute_role role = recompute_role::none;
   /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
   double offloaded = 0;
-  std::int32_t efficiency_lookups = 0;  ///< compute kernels priced by the shape table
-  std::int32_t efficiency_misses = 0;   ///< ... of which fell back to the op kind's efficient_factor
+  std::int32_t efficiency_lookups = 0;   ///< compute kernels priced by the shape table
+  std::int32_t efficiency_misses = 0;    ///< ... of which the table lacked
+  std::int32_t efficiency_modelled = 0;  ///< ... of those, priced by the kernel model (else efficient_factor)
   seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
 
   /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
@@ -5071,7 +5325,8 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
 }
 }  // namespace detail
 
-/// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
+/// The roofline of compute op `o`: the efficiency of its shape from the system's table, else its
+/// kernel model (cost/kernel_model.hpp), else the kind's efficient_factor. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
 /// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
 /// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
@@ -5081,7 +5336,8 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const shape_key key = detail::shape_unread(sys, o) ? shape_key{} : key_of(o);
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
-    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
+                       modelled_efficiency(sys, o.compute, o));
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
@@ -5097,7 +5353,8 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
-  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
+  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
+                     modelled_efficiency(sys, twin, bf16));
 }
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
@@ -5122,6 +5379,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;
+    if (cost.modelled) ++l.efficiency_modelled;
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;
@@ -9333,7 +9591,7 @@ struct stage_result {
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
   peak_site peak_path{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
 };
 
 /// Network tiers chosen for the groups.
@@ -9372,8 +9630,9 @@ struct cost_result {
   critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
   time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  std::int32_t efficiency_lookups = 0,
-               efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+  /// compute_details: compute kernels priced, of which the table lacked the shape, of which the
+  /// kernel model priced (the rest: the op kind's efficient_factor)
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -10181,6 +10440,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+      r.efficiency_modelled += l.efficiency_modelled * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
         for (std::size_t i = 0; i < shape_count; ++i)
@@ -10989,6 +11249,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
       cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
+    cost.efficiency_modelled += st.efficiency_modelled;
   }
   find_critical_path(cost, out, pipe, rank_stage);
   const stage_result& bound = out.stages[static_cast<std::size_t>(cost.bounding_stage)];
@@ -11278,6 +11539,12 @@ struct inference_spec {
   /// few-microsecond launch overheads CUDA Graphs remove (NVIDIA blog "Getting Started with CUDA
   /// Graphs", 2019).
   double host_launch_us = 4.0;
+  /// Device time each kernel adds to its bytes over bandwidth (ramp-up, tail, the gap to the next
+  /// kernel), microseconds: an assumption (no published figure for it was found; the catalogue's
+  /// flat per-kernel latency before the kernel model). It replaces the system's
+  /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
+  /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
+  double kernel_latency_us = 10.0;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
@@ -11324,6 +11591,9 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
+  if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
+    report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
+                 i.kernel_latency_us);
   if (!(i.host_launch_us >= 0 && i.host_launch_us <= 1e4))
     report_error(api, "inference.host_launch_us", "inference.host_launch_us={} must be in [0, 10000]",
                  i.host_launch_us);
@@ -11643,8 +11913,16 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 }
 }  // namespace detail
 
+/// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
+/// `kernel_latency_us`, not the training-fitted latency of the system file.
+constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
+  for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
+  return sys;
+}
+
 /// Estimates one serving job whose specs passed `validate`.
-constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& sys) {
+constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& file_sys) {
+  const system_spec sys = serving_system(file_sys, i);
   inference_result r;
   const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
   r.gpus = i.tp * i.pp * i.dp;
@@ -14088,8 +14366,11 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += detail::breakdown_lines(r, bound);
   out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
          std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
-  std::snprintf(buf, sizeof buf, "  compute shapes priced from measured tables: %d of %d\n",
-                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups);
+  std::snprintf(buf, sizeof buf,
+                "  compute shapes priced from measured tables: %d of %d (kernel model: %d, flat efficient_factor: "
+                "%d)\n",
+                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups, c.efficiency_modelled,
+                c.efficiency_misses - c.efficiency_modelled);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) out += detail::stage_memory_lines(r, i);

@@ -497,6 +497,39 @@ TEST(CliValidate, AllCasesEstimatedExitsZero) {
   EXPECT_NE(text.out.find("          -        - (memory unverified)"), std::string::npos) << text.out;
 }
 
+// `--system` prices cases on another system: CASE_SYSTEM=S replaces the matching cases' system,
+// a bare S every case's; the result equals `perf` of the same job on that system.
+TEST(CliValidate, SystemReplacesTheCasesSystem) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::temp_directory_path() / ("llmsim_cli_validate_system_" + unique_suffix() + ".json");
+  std::ofstream(file) << R"({"config_root": ")" << (source_dir / "configs").string() << R"(", "cases": [
+      {"name": "ok", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json",
+       "real": {"iter_time_ms": 1000}}]})";
+  const std::string strategy = (source_dir / "configs" / "strategy" / "tp2_pp1_dp4_mbs1.json").string();
+  const std::string model = (source_dir / "configs" / "models" / "llama3-8b.json").string();
+  const auto own = run_cli("validate --format json '" + file.string() + "'");
+  const auto matched = run_cli("validate --format json --system h100_sxm.json=b200 '" + file.string() + "'");
+  const auto unmatched = run_cli("validate --format json --system a100_pcie.json=b200 '" + file.string() + "'");
+  const auto every = run_cli("validate --format json --system b200 '" + file.string() + "'");
+  const auto perf = run_cli("perf --format json --system b200 --strategy '" + strategy + "' --model '" + model + "'");
+  fs::remove(file);
+  for (const auto* r : {&own, &matched, &unmatched, &every}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  const auto time = [](const run_result& r) { return r.out_json()["cases"][0]["predicted"]["iter_time_ms"]; };
+  const double b200_ms = perf.out_json()["cost_result"]["duration_time_per_iter"].get<double>();  // ms
+  EXPECT_NEAR(time(matched).get<double>(), b200_ms, 1e-9 * b200_ms);
+  EXPECT_NEAR(time(every).get<double>(), b200_ms, 1e-9 * b200_ms);
+  EXPECT_EQ(time(unmatched), time(own));
+  EXPECT_NE(time(own), time(every));
+  EXPECT_EQ(every.out_json()["cases"][0]["system"], "b200");
+  // Inference (and Megatron-Bridge) rows name their own catalogue systems: --system is a usage error.
+  const fs::path rows = fs::temp_directory_path() / ("llmsim_cli_validate_rows_" + unique_suffix() + ".json");
+  std::ofstream(rows) << R"({"format": "llmsim inference validation cases", "rows": []})";
+  const auto refused = run_cli("validate --system b200 '" + rows.string() + "'");
+  fs::remove(rows);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("--system applies to training-cases files"), std::string::npos) << refused.err;
+}
+
 // ---- item: --format json answers on stdout, errors included -----------------------------------------
 
 /// The error object of a failed `--format json` command, checked against what stderr says.

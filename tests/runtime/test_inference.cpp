@@ -54,6 +54,7 @@ inference_spec job(std::int64_t batch, std::int64_t input, std::int64_t output) 
   i.batch = batch;
   i.input_len = input;
   i.output_len = output;
+  i.kernel_latency_us = 0;  // the test systems' kernels take their bytes over bandwidth only
   return i;
 }
 std::string refused_field(const llmsim::model_spec& m, const inference_spec& i, const llmsim::system_spec& sys) {
@@ -253,6 +254,20 @@ TEST(Inference, WithoutCudaGraphsTheHostBoundsAStep) {
   EXPECT_DOUBLE_EQ(host.decode_kernels, graphs.decode_kernels);
   EXPECT_NEAR(host.tpot.value, host.decode_kernels * 1e-3, 1e-12);
   EXPECT_LT(graphs.tpot.value, 0.02);
+}
+
+TEST(Inference, TheJobsKernelLatencyReplacesTheSystemFiles) {
+  // A system file's latency_us (SimuMax fits 30-40 us per kernel to eager-mode training) does not
+  // reach a serving job: 1 ms there changes nothing; the job's kernel_latency_us adds its 5 us to
+  // every kernel of the step (each moves bytes; compute is negligible on this system).
+  auto sys = bandwidth_bound();
+  for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = 1000;
+  auto i = job(1, 1, 2);
+  const auto base = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::llama2_7b, i, sys).tpot.value, base.tpot.value);
+  i.kernel_latency_us = 5;
+  const auto slow = llmsim::infer(cat::llama2_7b, i, sys);
+  EXPECT_NEAR(slow.tpot.value - base.tpot.value, 5e-6 * base.decode_kernels, 1e-9);
 }
 
 TEST(Inference, RefusalsNameTheField) {

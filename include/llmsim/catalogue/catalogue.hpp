@@ -8,6 +8,7 @@
 /// measured shape tables (SimuMax's `accurate_efficient_factor`).
 #pragma once
 
+#include <llmsim/cost/kernel_model.hpp>
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
@@ -560,9 +561,19 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
   return t;
 }
 
+/// PCIe nodes are two-socket hosts with four GPUs per socket. NCCL prices a GPU's PCIe Gen4 x16 link
+/// at 24 GB/s (src/graph/topo.cc `ncclTopoAddPci`: 16 lanes x 120 (100 Mb/s per lane at 16 GT/s)
+/// / 80) and the link between two AMD EPYC sockets at 16 GB/s (src/graph/topo.h `AMD_BW`; the
+/// common 8-GPU PCIe A100 servers, e.g. Supermicro AS-4124GS-TNR, are EPYC hosts). Groups inside a
+/// socket run at the PCIe figure; groups spanning both sockets (tier intra_node_pcie_8x) cross the
+/// socket link, which the node's groups of a kind share (`shared_link`).
+inline constexpr double pcie_gen4_x16_gb_per_s = 24.0;
+inline constexpr double epyc_socket_link_gb_per_s = 16.0;
+
 /// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
 /// memory; `intra_gb_per_s`: per-GPU link bandwidth in one direction; `pcie`: the GPUs talk over
-/// PCIe switches (tiers intra_node_pcie_2x/4x/8x) instead of NVLink/Infinity Fabric;
+/// PCIe (tiers intra_node_pcie_2x/4x at `intra_gb_per_s`, 8x across sockets, see above) instead
+/// of NVLink/Infinity Fabric;
 /// `nic_gb_per_s`: one NIC per GPU. The `inter_node` tier carries the node's total over its
 /// `num_per_node` NICs, as the system format means it: SimuMax's `compute_net_op_time`
 /// (simumax/core/config.py) divides it by `num_per_node` for one NIC's share (p2p, cross-node
@@ -596,7 +607,9 @@ constexpr system_spec node(std::string_view name, std::string_view backend, doub
   if (pcie) {
     s.networks[s.network_count++] = tier("intra_node_pcie_2x", intra_gb_per_s, nccl_link_kind::pci);
     s.networks[s.network_count++] = tier("intra_node_pcie_4x", intra_gb_per_s, nccl_link_kind::pci);
-    s.networks[s.network_count++] = tier("intra_node_pcie_8x", intra_gb_per_s, nccl_link_kind::pci);
+    network_tier across = tier("intra_node_pcie_8x", epyc_socket_link_gb_per_s, nccl_link_kind::pci);
+    across.shared_link = true;
+    s.networks[s.network_count++] = across;
   } else {
     s.networks[s.network_count++] = tier("high_intra_node", intra_gb_per_s, nccl_link_kind::nvlink);
   }
@@ -623,19 +636,55 @@ constexpr system_spec with_fp4(system_spec s, double fp4_tflops) {
       .present = true, .tflops = fp4_tflops, .efficient_factor = assumptions::grouped_gemm_efficiency};
   return s;
 }
+/// `s` priced, where its measured tables lack a shape (catalogue systems have none), by the kernel
+/// model fitted for `arch` (cost/kernel_model.hpp) over `sms` streaming multiprocessors.
+/// Its memory-bound kernels take the architecture's measured bandwidth shares and latency.
+constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch, std::int64_t sms) {
+  s.accelerator.kernel_model = arch;
+  s.accelerator.sm_count = sms;
+  const kernel_model_constants& k = *kernel_constants(arch);
+  auto& bw = s.accelerator.bandwidth;
+  bw[0].efficient_factor = k.hbm_default;
+  bw[0].latency_us = k.kernel_latency_us;
+  const std::array<std::pair<memory_kind, double>, 4> kinds{{{memory_kind::permute_fwd, k.hbm_permute_fwd},
+                                                             {memory_kind::permute_bwd, k.hbm_permute_bwd},
+                                                             {memory_kind::ce, k.hbm_ce},
+                                                             {memory_kind::ce_fusion, k.hbm_ce_fusion}}};
+  for (const auto& [kind, share] : kinds)
+    if (share > 0) {
+      auto& e = bw[static_cast<std::size_t>(kind)];
+      e = bw[0];
+      e.efficient_factor = share;
+    }
+  return s;
+}
+/// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
+/// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
+/// taken as the same); B300 / GB300 160 (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra",
+/// 2025). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
+/// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
+inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
 /// HDR InfiniBand 200 Gb/s (25 GB/s) per GPU (A100 data sheet).
-inline constexpr system_spec a100_sxm = detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25);
-/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 32 GB/s each way, HDR 200 Gb/s.
-inline constexpr system_spec a100_pcie = detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, 32, true, 25);
+inline constexpr system_spec a100_sxm =
+    detail::with_kernel_model(detail::node("a100_sxm", "cuda", 8.0, 312, 0, 2039, 80, 300, false, 25),
+                              kernel_architecture::ampere, detail::a100_sms);
+/// NVIDIA A100 PCIe 80 GB: 312 TFLOPS, 1935 GB/s, PCIe Gen4 x16 (NCCL's 24 GB/s, see `node`), HDR
+/// 200 Gb/s.
+inline constexpr system_spec a100_pcie = detail::with_kernel_model(
+    detail::node("a100_pcie", "cuda", 8.0, 312, 0, 1935, 80, detail::pcie_gen4_x16_gb_per_s, true, 25),
+    kernel_architecture::ampere, detail::a100_sms);
 /// NVIDIA A100 SXM4 40 GB: 312 TFLOPS BF16 dense, 1555 GB/s HBM2, NVLink 3 (A100 data sheet).
 inline constexpr system_spec a100_sxm_40gb =
-    detail::node("a100_sxm_40gb", "cuda", 8.0, 312, 0, 1555, 40, 300, false, 25);
+    detail::with_kernel_model(detail::node("a100_sxm_40gb", "cuda", 8.0, 312, 0, 1555, 40, 300, false, 25),
+                              kernel_architecture::ampere, detail::a100_sms);
 /// NVIDIA L40S 48 GB (Ada): 362 TFLOPS BF16 / 733 FP8 dense tensor (the data sheet's 733 / 1466
-/// are with sparsity), 864 GB/s GDDR6, PCIe Gen4 x16 (32 GB/s each way), no NVLink (L40S data sheet).
-inline constexpr system_spec l40s = detail::node("l40s", "cuda", 8.9, 362, 733, 864, 48, 32, true, 25);
+/// are with sparsity), 864 GB/s GDDR6, PCIe Gen4 x16 (NCCL's 24 GB/s, see `node`), no NVLink (L40S
+/// data sheet).
+inline constexpr system_spec l40s =
+    detail::node("l40s", "cuda", 8.9, 362, 733, 864, 48, detail::pcie_gen4_x16_gb_per_s, true, 25);
 /// One GCD of an AMD Instinct MI250X (the OAM package is two GCDs, each its own device): 191.5
 /// TFLOPS BF16 dense and 1638.4 GB/s HBM2e of its 64 GB (half the package's 383 TFLOPS and
 /// 3.2768 TB/s, MI250X data sheet); Infinity Fabric 50 GB/s each way per link.
@@ -646,8 +695,9 @@ inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 98
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
-inline constexpr system_spec b200 =
-    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000);
+inline constexpr system_spec b200 = detail::with_kernel_model(
+    detail::with_fp4(detail::node("b200", "cuda", 10.0, 2250, 4500, 8000, 180, 900, false, 50), 9000),
+    kernel_architecture::blackwell, detail::b200_sms);
 /// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
 /// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
 /// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
@@ -656,21 +706,27 @@ inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979,
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
 /// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
-inline constexpr system_spec b300 =
-    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500);
+inline constexpr system_spec b300 = detail::with_kernel_model(
+    detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500),
+    kernel_architecture::blackwell, detail::b300_sms);
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
 /// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
 inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
-    detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000), 72, 50);
+    detail::with_kernel_model(
+        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
+        kernel_architecture::blackwell, detail::b200_sms),
+    72, 50);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
 /// 800 Gb/s per GPU.
 inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
-    detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000), 72,
-    100);
+    detail::with_kernel_model(
+        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
+        kernel_architecture::blackwell, detail::b300_sms),
+    72, 100);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);

@@ -32,17 +32,21 @@ struct kernel_cost {
   seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
   double efficiency = 0;  ///< the compute efficiency used
   bool measured = false;  ///< the efficiency came from the shape-keyed table
+  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
 };
 
-/// Compute-bound part: flops / (tflops * 1e12 * efficiency). Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count,
-                                   std::string_view shape) {
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
+/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
+/// Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                   double modelled = 0) {
   kernel_cost c;
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
   const auto measured = op.accurate_efficient_factor.find(shape);
   c.measured = measured.has_value();
-  c.efficiency = measured ? *measured : op.efficient_factor;
+  c.modelled = !c.measured && modelled > 0;
+  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -102,11 +106,11 @@ constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::stri
   return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
 }
 
-/// A kernel with both work and traffic: `roofline` mode takes the larger; `only_compute` takes the
+/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape);
+                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
   c.memory = memory_time(sys, traffic_kind, byte_count);
   if (sys.accelerator.mode == accelerator_mode::only_compute)
     c.time = c.compute.value > 0 ? c.compute : c.memory;

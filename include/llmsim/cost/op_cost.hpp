@@ -6,6 +6,7 @@
 #pragma once
 
 #include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/kernel_model.hpp>
 #include <llmsim/cost/network_cost.hpp>
 #include <llmsim/program/dense.hpp>
 
@@ -61,7 +62,8 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
 }
 }  // namespace detail
 
-/// The roofline of compute op `o`. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
+/// The roofline of compute op `o`: the efficiency of its shape from the system's table, else its
+/// kernel model (cost/kernel_model.hpp), else the kind's efficient_factor. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
 /// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
 /// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
@@ -71,7 +73,8 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const shape_key key = detail::shape_unread(sys, o) ? shape_key{} : key_of(o);
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
-    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes);
+    return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
+                       modelled_efficiency(sys, o.compute, o));
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
@@ -87,7 +90,8 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
-  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes);
+  return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
+                     modelled_efficiency(sys, twin, bf16));
 }
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
@@ -112,6 +116,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;
+    if (cost.modelled) ++l.efficiency_modelled;
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
   if (o.pass == pass_kind::backward_weight) l.bwd_weight += t;

@@ -188,7 +188,7 @@ struct stage_result {
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
   peak_site peak_path{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0;
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
 };
 
 /// Network tiers chosen for the groups.
@@ -227,8 +227,9 @@ struct cost_result {
   critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
   time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  std::int32_t efficiency_lookups = 0,
-               efficiency_misses = 0;  ///< compute_details: shapes priced from the table vs fallback
+  /// compute_details: compute kernels priced, of which the table lacked the shape, of which the
+  /// kernel model priced (the rest: the op kind's efficient_factor)
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -1036,6 +1037,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+      r.efficiency_modelled += l.efficiency_modelled * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
         for (std::size_t i = 0; i < shape_count; ++i)
@@ -1844,6 +1846,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
       cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
+    cost.efficiency_modelled += st.efficiency_modelled;
   }
   find_critical_path(cost, out, pipe, rank_stage);
   const stage_result& bound = out.stages[static_cast<std::size_t>(cost.bounding_stage)];

@@ -66,6 +66,12 @@ struct inference_spec {
   /// few-microsecond launch overheads CUDA Graphs remove (NVIDIA blog "Getting Started with CUDA
   /// Graphs", 2019).
   double host_launch_us = 4.0;
+  /// Device time each kernel adds to its bytes over bandwidth (ramp-up, tail, the gap to the next
+  /// kernel), microseconds: an assumption (no published figure for it was found; the catalogue's
+  /// flat per-kernel latency before the kernel model). It replaces the system's
+  /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
+  /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
+  double kernel_latency_us = 10.0;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
@@ -112,6 +118,9 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
+  if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
+    report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
+                 i.kernel_latency_us);
   if (!(i.host_launch_us >= 0 && i.host_launch_us <= 1e4))
     report_error(api, "inference.host_launch_us", "inference.host_launch_us={} must be in [0, 10000]",
                  i.host_launch_us);
@@ -431,8 +440,16 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 }
 }  // namespace detail
 
+/// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
+/// `kernel_latency_us`, not the training-fitted latency of the system file.
+constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
+  for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
+  return sys;
+}
+
 /// Estimates one serving job whose specs passed `validate`.
-constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& sys) {
+constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& file_sys) {
+  const system_spec sys = serving_system(file_sys, i);
   inference_result r;
   const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
   r.gpus = i.tp * i.pp * i.dp;

@@ -71,6 +71,7 @@ inline value to_json(const inference_spec& i) {
           {"kv_cache", std::string(enum_name(i.kv_cache))},
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
+          {"kernel_latency_us", i.kernel_latency_us},
           {"memory_fraction", i.memory_fraction},
           {"kv_block_tokens", i.kv_block_tokens},
           {"max_batch_limit", i.max_batch_limit},

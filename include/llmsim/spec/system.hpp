@@ -150,6 +150,17 @@ struct enum_names<accelerator_mode> {
        {accelerator_mode::only_compute, "only_compute"}}};
 };
 
+/// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
+/// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
+enum class kernel_architecture : std::uint8_t { none, ampere, blackwell };
+template <>
+struct enum_names<kernel_architecture> {
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 3> value{
+      {{kernel_architecture::none, "none"},
+       {kernel_architecture::ampere, "ampere"},
+       {kernel_architecture::blackwell, "blackwell"}}};
+};
+
 struct accelerator_spec {
   fixed_string<32> backend = "cuda";
   double mem_gbs = 0;  ///< device memory in GB (SimuMax reads it as GiB: 80 for an 80 GB part)
@@ -159,6 +170,10 @@ struct accelerator_spec {
   /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
   /// extension: sizes TransformerEngine's cuBLAS workspaces).
   double compute_capability = 0;
+  /// llmsim extension: the fitted kernel model for shapes without a measured efficiency, and the
+  /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
+  kernel_architecture kernel_model = kernel_architecture::none;
+  std::int64_t sm_count = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -192,6 +207,10 @@ struct network_tier {
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
   nccl_link_kind nccl_link = nccl_link_kind::none;
+  /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
+  /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
+  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
+  bool shared_link = false;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
   std::array<collective_spec, collective_kind_names.size()> op{};
@@ -370,6 +389,11 @@ constexpr void validate(const system_spec& sys) {
   if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
     report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
                  sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
+  if (sys.accelerator.kernel_model != kernel_architecture::none &&
+      !(sys.accelerator.sm_count >= 1 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
+                 sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",

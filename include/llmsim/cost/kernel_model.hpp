@@ -1,0 +1,169 @@
+/// \file llmsim/cost/kernel_model.hpp
+/// The analytic efficiency of GEMMs, grouped GEMMs and fused attention on a system whose
+/// measured table lacks the shape (or that has no table: catalogue systems): what fraction of the
+/// data-sheet peak a kernel of this shape sustains on this architecture.
+///
+/// The forms, each with the mechanism it stands for:
+///   GEMM          sustained                       a GEMM's share of the data-sheet peak under the
+///                                                 part's power and clock limits (a tile and SM-wave
+///                                                 quantization term was fitted too and left out:
+///                                                 held-out error 6.7 -> 5.4 % on Ampere, 12.3 ->
+///                                                 11.5 % on Blackwell, while small-M GEMMs need
+///                                                 cuBLAS's choice of small-M kernels to be priced)
+///   grouped GEMM  sustained x M / (M + m0)        each expert's GEMM costs as if it had m0 more
+///                                                 rows: the per-group tile prologue, epilogue and
+///                                                 padding of TE's grouped GEMM (M: rows per expert)
+///   attention     ceiling x x / (x + x0)          x = query (backward: key) blocks of 128 over the
+///                                                 SMs; FlashAttention fills the GPU only with many
+///                                                 more blocks than SMs (causal blocks are uneven)
+/// The efficiencies are in the tables' convention (FLOPs / (time x peak), training attention
+/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1).
+///
+/// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
+/// each architecture's measured bandwidth shares and latency.
+///
+/// The per-architecture constants are fitted to SimuMax's microbenchmark tables
+/// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
+/// for Blackwell) by scripts/fit_kernel_model.py, which prints each fit's mean and largest error
+/// on shapes left out of it (5-fold cross-validation). Nothing here is fitted to training runs.
+/// Architectures without such a table (Hopper, CDNA3) have no model: their catalogue entries keep
+/// the flat efficiencies of catalogue.hpp `assumptions`.
+#pragma once
+
+#include <llmsim/program/op.hpp>
+#include <llmsim/spec/system.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One architecture's fitted constants (see the file comment for the forms).
+struct kernel_model_constants {
+  double gemm_sustained = 0;
+  double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
+  double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
+  double grouped_min_rows = 0;  ///< fewest rows per expert the fit saw; fewer are priced at this
+  double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
+  double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
+  /// Memory-bound kernels: the share of the data-sheet HBM bandwidth each kind sustains (default,
+  /// token permutation forward / backward, cross-entropy, fused cross-entropy; 0: as default) and
+  /// the time each kernel adds in eager-mode training (host and launch), microseconds.
+  double hbm_default = 0, hbm_permute_fwd = 0, hbm_permute_bwd = 0, hbm_ce = 0, hbm_ce_fusion = 0;
+  double kernel_latency_us = 0;
+};
+
+namespace kernel_models {
+/// GB/s per GiB/s: SimuMax's files give bandwidth in GiB/s (2^30 B), data sheets in GB/s.
+inline constexpr double gb_per_gib = 1.073741824;
+/// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
+/// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
+/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %.
+inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
+                                               .grouped_sustained = 0.725,
+                                               .grouped_m0 = 64,
+                                               .grouped_wgrad_sustained = 0.81,
+                                               .grouped_wgrad_m0 = 344,
+                                               .grouped_min_rows = 616,
+                                               .attention_fwd_ceiling = 1.27,
+                                               .attention_fwd_x0 = 1.5,
+                                               .attention_bwd_ceiling = 0.90,
+                                               .attention_bwd_x0 = 0.4,
+                                               // a100_pcie.json: 1600 GiB/s x 0.91 (default), 0.1879
+                                               // (permute), 0.808 (ce), latency 40 us; over the A100
+                                               // PCIe's 1935 GB/s.
+                                               .hbm_default = 0.91 * 1600 * gb_per_gib / 1935,
+                                               .hbm_permute_fwd = 0.1879 * 1600 * gb_per_gib / 1935,
+                                               .hbm_permute_bwd = 0.1879 * 1600 * gb_per_gib / 1935,
+                                               .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
+                                               .kernel_latency_us = 40};
+/// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
+/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (a few small-n shapes; 90 % within 24 %),
+/// grouped 15.3 % / 74.3 % (wgrad 18.0 % / 56.2 %), attention forward 13.9 % / 53.9 %, backward
+/// 15.1 % / 53.3 %. A B200 GEMM sustains about half its 2.25 PFLOPS data-sheet peak.
+inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
+                                                  .grouped_sustained = 0.495,
+                                                  .grouped_m0 = 224,
+                                                  .grouped_wgrad_sustained = 0.435,
+                                                  .grouped_wgrad_m0 = 392,
+                                                  .grouped_min_rows = 128,
+                                                  .attention_fwd_ceiling = 1.10,
+                                                  .attention_fwd_x0 = 3.6,
+                                                  .attention_bwd_ceiling = 0.83,
+                                                  .attention_bwd_x0 = 0.55,
+                                                  // b200_bf16_ceperm.json: 8000 GiB/s x 0.666
+                                                  // (default), 0.5008 / 0.5108 (permute), 0.3246
+                                                  // (ce), 0.2795 (ce_fusion), latency 30 us; over
+                                                  // the B200's 8000 GB/s.
+                                                  .hbm_default = 0.666 * gb_per_gib,
+                                                  .hbm_permute_fwd = 0.5008136513816437 * gb_per_gib,
+                                                  .hbm_permute_bwd = 0.5108178337365621 * gb_per_gib,
+                                                  .hbm_ce = 0.3246108444537549 * gb_per_gib,
+                                                  .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
+                                                  .kernel_latency_us = 30};
+/// FlashAttention-2 gives each thread block 128 queries in the forward and 128 keys in the backward
+/// (head dim 128: kBlockM = 128 in flash_fwd_launch_template.h, kBlockN = 128 in
+/// flash_bwd_launch_template.h).
+inline constexpr double attention_block = 128;
+}  // namespace kernel_models
+
+/// The constants of `a`, or nullptr when it has no model.
+constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) {
+  switch (a) {
+    case kernel_architecture::ampere:
+      return &kernel_models::ampere;
+    case kernel_architecture::blackwell:
+      return &kernel_models::blackwell;
+    default:
+      return nullptr;
+  }
+}
+
+namespace detail {
+constexpr double ceil_div(double a, double b) {
+  const auto whole = static_cast<double>(static_cast<std::int64_t>(a / b));
+  return whole * b < a ? whole + 1 : whole;
+}
+constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
+  const bool wgrad =
+      g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
+  const double rows = static_cast<double>(g.m) < k.grouped_min_rows ? k.grouped_min_rows : static_cast<double>(g.m);
+  const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
+  return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
+}
+constexpr double attention_efficiency(const kernel_model_constants& k, const attention_shape& a, bool backward,
+                                      std::int64_t sm_count) {
+  const double tokens = static_cast<double>(backward ? a.kv_len : a.q_len);
+  const double blocks =
+      static_cast<double>(a.batch) * static_cast<double>(a.head_num) * ceil_div(tokens, kernel_models::attention_block);
+  const double x = blocks / static_cast<double>(sm_count);
+  const double ceiling = backward ? k.attention_bwd_ceiling : k.attention_fwd_ceiling;
+  const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
+  return ceiling * x / (x + x0);
+}
+}  // namespace detail
+
+/// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
+/// no kernel model or the op is not a GEMM, grouped GEMM or attention kernel. FP8 and FP4 GEMMs
+/// take their BF16 twin's fraction of their own data-sheet peak (same clocks and power limit; the
+/// tables hold BF16 only).
+constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, const op& o) {
+  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
+  if (k == nullptr || sys.accelerator.sm_count <= 0) return 0;
+  switch (kind) {
+    case compute_kind::matmul:
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp4_matmul:
+      return o.kind == op_kind::gemm ? k->gemm_sustained : 0;
+    case compute_kind::group_matmul:
+    case compute_kind::fp8_group_matmul:
+    case compute_kind::fp4_group_matmul:
+      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) : 0;
+    case compute_kind::sdp_fwd:
+    case compute_kind::sdp_bwd:
+      return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,
+                                                                         sys.accelerator.sm_count)
+                                          : 0;
+    default:
+      return 0;
+  }
+}
+
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,175 @@
+// The fitted kernel model (cost/kernel_model.hpp) prices the shapes a system's tables lack. Each
+// expected time is derived by hand from the model's form, the fitted constants and the data-sheet
+// peaks in the test's comment; the fit itself is reproduced by scripts/fit_kernel_model.py.
+#include <llmsim/json.hpp>
+#include <llmsim/llmsim.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+// A named namespace per file: the runtime tests compile as a CMake unity build.
+namespace llmsim_test_kernel_model {
+
+using namespace llmsim;
+
+TEST(KernelModel, CatalogueB200GemmSustainsTheFittedFractionOfItsPeak) {
+  // A 4096 x 8192 x 8192 forward GEMM: 2 x 4096 x 8192 x 8192 = 549,755,813,888 FLOPs at
+  // 2250 TFLOPS x 0.484 = 1.089e15 FLOP/s -> 504.826 us (1 MB of traffic is ~0.2 us at 8 TB/s).
+  const op o = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6);
+  const kernel_cost c = compute_op_cost(catalogue::b200, o);
+  EXPECT_NEAR(c.time.value, 549755813888.0 / 1.089e15, 1e-12);
+  EXPECT_TRUE(c.modelled);
+  EXPECT_FALSE(c.measured);
+  // FP8 takes the same fraction of the FP8 peak (4500 TFLOPS): half the time.
+  const op fp8 = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6, compute_kind::fp8_matmul);
+  EXPECT_NEAR(compute_op_cost(catalogue::b200, fp8).time.value, 549755813888.0 / 2.178e15, 1e-12);
+}
+
+TEST(KernelModel, GroupedGemmPaysItsPerExpertRows) {
+  // 8 experts of 128 rows, N 4096, K 7168 on the B200: efficiency 0.495 x 128 / (128 + 224) = 0.18;
+  // 2 x 8 x 128 x 4096 x 7168 = 60,129,542,144 FLOPs at 2250e12 x 0.18 = 4.05e14 -> 148.468 us.
+  const grouped_gemm_shape g{.experts = 8, .m = 128, .n = 4096, .k = 7168};
+  const double flops = 2.0 * 8 * 128 * 4096 * 7168;
+  const kernel_cost fwd = compute_op_cost(catalogue::b200, grouped_gemm_op(pass_kind::forward, g, flops, 1e6));
+  EXPECT_NEAR(fwd.time.value, flops / 4.05e14, 1e-12);
+  EXPECT_NEAR(fwd.efficiency, 0.18, 1e-12);
+  // The weight gradient with 64 rows per expert, below the 128 the fit saw, is priced at 128:
+  // 0.435 x 128 / (128 + 392) = 0.10707692...
+  grouped_gemm_shape w = g;
+  w.m = 64;
+  w.stage = grouped_stage::weight_gradient;
+  const kernel_cost wgrad =
+      compute_op_cost(catalogue::b200, grouped_gemm_op(pass_kind::backward_weight, w, flops / 2, 1e6));
+  EXPECT_NEAR(wgrad.efficiency, 0.435 * 128 / 520, 1e-12);
+}
+
+TEST(KernelModel, AttentionEfficiencyGrowsWithBlocksPerSm) {
+  // A100: 32 heads x 4096 queries = 32 x 32 blocks of 128 = 1024 over 108 SMs, x = 9.481481...;
+  // forward 1.27 x x / (x + 1.5) = 1.096526..., backward 0.90 x x / (x + 0.4) = 0.863568...
+  const attention_shape a{
+      .q_len = 4096, .kv_len = 4096, .head_num = 32, .kv_head_num = 8, .qk_head_dim = 128, .v_head_dim = 128};
+  const double x = 1024.0 / 108;
+  const kernel_cost fwd = compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, a, 1e6));
+  EXPECT_NEAR(fwd.efficiency, 1.27 * x / (x + 1.5), 1e-12);
+  // 2 x 32 x 4096^2 x 256 = 274,877,906,944 FLOPs (every pair, as the tables count them).
+  EXPECT_NEAR(fwd.time.value, 274877906944.0 / (312e12 * 1.27 * x / (x + 1.5)), 1e-12);
+  const kernel_cost bwd = compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::backward_input, a, 1e6));
+  EXPECT_NEAR(bwd.efficiency, 0.90 * x / (x + 0.4), 1e-12);
+  // Four heads: 128 blocks, x = 1.185185...: the forward falls to 1.27 x / (x + 1.5) = 0.5604...
+  attention_shape few = a;
+  few.head_num = 4;
+  few.kv_head_num = 1;
+  const double x4 = 128.0 / 108;
+  EXPECT_NEAR(compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, few, 1e6)).efficiency,
+              1.27 * x4 / (x4 + 1.5), 1e-12);
+}
+
+TEST(KernelModel, ArchitecturesWithoutAFitKeepTheFlatEfficiency) {
+  const op o = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6);
+  EXPECT_EQ(modelled_efficiency(catalogue::h100_sxm, compute_kind::matmul, o), 0.0);
+  const kernel_cost c = compute_op_cost(catalogue::h100_sxm, o);
+  EXPECT_FALSE(c.modelled);
+  EXPECT_NEAR(c.time.value, 549755813888.0 / (989e12 * 0.70), 1e-12);
+}
+
+TEST(KernelModel, AMeasuredShapeWinsOverTheModel) {
+  system_spec sys = catalogue::b200;
+  const gemm_shape g{.m = 4096, .k = 8192, .n = 8192};
+  static constexpr shape_efficiency measured[] = {
+      {"b=1, m=4096, k=8192, n=8192, layout=TN, accumulate=False, out_dtype=bf16", 0.25}};
+  ASSERT_EQ(g.key().view(), measured[0].shape);
+  sys.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].accurate_efficient_factor = {measured, 1};
+  const kernel_cost c = compute_op_cost(sys, gemm_op(pass_kind::forward, g, 1e6));
+  EXPECT_TRUE(c.measured);
+  EXPECT_FALSE(c.modelled);
+  EXPECT_NEAR(c.time.value, 549755813888.0 / (2250e12 * 0.25), 1e-12);
+  // Another shape on the same system falls to the model, not to efficient_factor 0.7.
+  const kernel_cost other = compute_op_cost(sys, gemm_op(pass_kind::forward, {.m = 2048, .k = 8192, .n = 8192}, 1e6));
+  EXPECT_TRUE(other.modelled);
+  EXPECT_NEAR(other.efficiency, 0.484, 1e-15);
+}
+
+TEST(KernelModel, SystemFilesCarryTheModelAndRefuseItWithoutSmCount) {
+  namespace lj = llmsim::json;
+  const lj::value written = lj::to_json(catalogue::a100_sxm);
+  EXPECT_EQ(written["accelerator"]["kernel_model"], "ampere");
+  EXPECT_EQ(written["accelerator"]["sm_count"], 108);
+  const system_spec back = lj::parse_system(written).spec();
+  EXPECT_EQ(back.accelerator.kernel_model, kernel_architecture::ampere);
+  EXPECT_EQ(back.accelerator.sm_count, 108);
+  lj::value missing = written;
+  missing["accelerator"].erase("sm_count");
+  try {
+    (void)lj::parse_system(missing);
+    FAIL() << "a kernel model without sm_count was accepted";
+  } catch (const config_error& e) {
+    EXPECT_EQ(e.field(), "system.accelerator.sm_count");
+    EXPECT_NE(std::string(e.what()).find("must be in [1, 100000] when system.accelerator.kernel_model is ampere"),
+              std::string::npos)
+        << e.what();
+  }
+  lj::value unknown = written;
+  unknown["accelerator"]["kernel_model"] = "hopper";
+  EXPECT_THROW((void)lj::parse_system(unknown), config_error);
+}
+
+TEST(KernelModel, AnEstimateSaysWhichShapesTheModelPriced) {
+  // Every compute kernel of a catalogue B200 job is a GEMM, grouped GEMM or attention kernel the
+  // model prices (no measured table); on the H100 (no fit) none is.
+  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 2, .world_size = 8, .tp_size = 8};
+  model_spec m = catalogue::llama3_8b;
+  m.layer_num = 2;
+  const auto b = estimate(m, s, catalogue::b200);
+  EXPECT_GT(b.cost.efficiency_lookups, 0);
+  EXPECT_EQ(b.cost.efficiency_misses, b.cost.efficiency_lookups);
+  EXPECT_EQ(b.cost.efficiency_modelled, b.cost.efficiency_lookups);
+  const auto h = estimate(m, s, catalogue::h100_sxm);
+  EXPECT_EQ(h.cost.efficiency_modelled, 0);
+}
+
+TEST(KernelModel, PcieNodeGroupsAcrossSocketsShareTheSocketLink) {
+  // Catalogue A100 PCIe: inside a socket NCCL's Gen4 x16 figure, 24 GB/s; across the two sockets
+  // the EPYC link, 16 GB/s, shared by the node's groups that cross it (each at 0.8 of its share).
+  const system_spec& sys = catalogue::a100_pcie;
+  ASSERT_NE(sys.network("intra_node_pcie_8x"), nullptr);
+  EXPECT_TRUE(sys.network("intra_node_pcie_8x")->shared_link);
+  EXPECT_FALSE(sys.network("intra_node_pcie_4x")->shared_link);
+  EXPECT_NEAR(sys.network("intra_node_pcie_4x")->bandwidth.gbps * 1073741824.0, 24e9, 1);
+  // tp 4 x dp 2: each data-parallel pair {r, r + 4} spans both sockets; 4 pairs share the link:
+  // 16e9 / 4 x 0.8 = 3.2e9 B/s. An all-gather of 1 GiB moves half of it: 536,870,912 B -> 0.16777216 s,
+  // plus NCCL's Simple ring latency over PCI, 8.4 + 1 step x 5.7 = 14.1 us.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 4};
+  const network_tier& pair_tier = resolve_tier(sys, s, comm_group::dp);
+  EXPECT_EQ(pair_tier.name.view(), "intra_node_pcie_8x");
+  const double gib = 1073741824.0;
+  EXPECT_NEAR(collective_time(sys, s, pair_tier, {collective_kind::all_gather, gib, 2, comm_group::dp}).value,
+              536870912.0 / 3.2e9 + 14.1e-6, 1e-9);
+  // tp 2 x dp 4: two groups of four share it: 6.4e9 B/s for 3/4 of the buffer, 3 steps of latency.
+  s.tp_size = 2;
+  EXPECT_NEAR(collective_time(sys, s, resolve_tier(sys, s, comm_group::dp),
+                              {collective_kind::all_gather, gib, 4, comm_group::dp})
+                  .value,
+              0.75 * gib / 6.4e9 + (8.4 + 3 * 5.7) * 1e-6, 1e-9);
+}
+
+TEST(KernelModel, CatalogueMemoryKernelsTakeTheArchitecturesMeasuredShares) {
+  // B200: 0.666 of 8000 GiB/s (b200_bf16_ceperm.json) = 5.7209e12 B/s, 30 us per kernel; a 1 GB
+  // default-kind kernel: 1e9 / (8000 x 2^30 x 0.666) + 30 us.
+  const double b200 = 1e9 / (8000 * 1073741824.0 * 0.666) + 30e-6;
+  EXPECT_NEAR(memory_time(catalogue::b200, memory_kind::default_kind, 1e9).value, b200, 1e-12);
+  // Cross-entropy: 0.3246... of the same.
+  EXPECT_NEAR(memory_time(catalogue::b200, memory_kind::ce, 1e9).value,
+              1e9 / (8000 * 1073741824.0 * 0.3246108444537549) + 30e-6, 1e-12);
+  // A100 (a100_pcie.json): 0.91 of 1600 GiB/s over the PCIe part's 1935 GB/s, 40 us; the SXM part
+  // (2039 GB/s) sustains the same share of its own bandwidth.
+  EXPECT_NEAR(memory_time(catalogue::a100_pcie, memory_kind::default_kind, 1e9).value,
+              1e9 / (1600 * 1073741824.0 * 0.91) + 40e-6, 1e-12);
+  EXPECT_NEAR(memory_time(catalogue::a100_sxm, memory_kind::default_kind, 1e9).value,
+              1e9 / (2039e9 * 0.91 * 1600 * 1.073741824 / 1935) + 40e-6, 1e-12);
+  // The H100 has no fit: the catalogue's assumption, 0.8 of 3350 GB/s and 10 us.
+  EXPECT_NEAR(memory_time(catalogue::h100_sxm, memory_kind::default_kind, 1e9).value, 1e9 / (3350e9 * 0.8) + 10e-6,
+              1e-12);
+}
+
+}  // namespace llmsim_test_kernel_model
