@@ -1013,10 +1013,9 @@ inline value to_json(const system_spec& sys) {
                {"mem_gbs", sys.accelerator.mem_gbs},
                {"mode", write(sys.accelerator.mode)}};
   if (sys.accelerator.compute_capability != 0) acc["compute_capability"] = sys.accelerator.compute_capability;
-  if (sys.accelerator.kernel_model != kernel_architecture::none) {
+  if (sys.accelerator.kernel_model != kernel_architecture::none)
     acc["kernel_model"] = std::string(enum_name(sys.accelerator.kernel_model));
-    acc["sm_count"] = sys.accelerator.sm_count;
-  }
+  if (sys.accelerator.sm_count != 0) acc["sm_count"] = sys.accelerator.sm_count;
   acc["op"] = value::object();
   for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {
     const auto& op = sys.accelerator.op[k];

@@ -37,7 +37,8 @@
 ///                                                 SMs; FlashAttention fills the GPU only with many
 ///                                                 more blocks than SMs (causal blocks are uneven)
 /// The efficiencies are in the tables' convention (FLOPs / (time x peak), training attention
-/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1).
+/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1); a call counting only
+/// the causal pairs (serving) has its efficiency scaled by the share of pairs it counts.
 ///
 /// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
 /// each architecture's measured bandwidth shares and latency.
@@ -2525,6 +2526,9 @@ constexpr void validate(const system_spec& sys) {
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
                  sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
+  if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
@@ -2747,7 +2751,6 @@ struct kernel_model_constants {
   double gemm_sustained = 0;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
-  double grouped_min_rows = 0;  ///< fewest rows per expert the fit saw; fewer are priced at this
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
   double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
   /// Memory-bound kernels: the share of the data-sheet HBM bandwidth each kind sustains (default,
@@ -2762,13 +2765,14 @@ namespace kernel_models {
 inline constexpr double gb_per_gib = 1.073741824;
 /// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
 /// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
-/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %.
+/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %. The grouped table holds two row
+/// counts only (616 and 1232 per expert): its m0 rests on two points, and its held-out error
+/// does not test the dependence on rows.
 inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                .grouped_sustained = 0.725,
                                                .grouped_m0 = 64,
                                                .grouped_wgrad_sustained = 0.81,
                                                .grouped_wgrad_m0 = 344,
-                                               .grouped_min_rows = 616,
                                                .attention_fwd_ceiling = 1.27,
                                                .attention_fwd_x0 = 1.5,
                                                .attention_bwd_ceiling = 0.90,
@@ -2782,7 +2786,8 @@ inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
                                                .kernel_latency_us = 40};
 /// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
-/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (a few small-n shapes; 90 % within 24 %),
+/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (the worst have one dimension of 160 or 256,
+/// mostly k = 160; 89 % of shapes within 24 %),
 /// grouped 15.3 % / 74.3 % (wgrad 18.0 % / 56.2 %), attention forward 13.9 % / 53.9 %, backward
 /// 15.1 % / 53.3 %. A B200 GEMM sustains about half its 2.25 PFLOPS data-sheet peak.
 inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
@@ -2790,7 +2795,6 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .grouped_m0 = 224,
                                                   .grouped_wgrad_sustained = 0.435,
                                                   .grouped_wgrad_m0 = 392,
-                                                  .grouped_min_rows = 128,
                                                   .attention_fwd_ceiling = 1.10,
                                                   .attention_fwd_x0 = 3.6,
                                                   .attention_bwd_ceiling = 0.83,
@@ -2805,9 +2809,9 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .hbm_ce = 0.3246108444537549 * gb_per_gib,
                                                   .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
                                                   .kernel_latency_us = 30};
-/// FlashAttention-2 gives each thread block 128 queries in the forward and 128 keys in the backward
-/// (head dim 128: kBlockM = 128 in flash_fwd_launch_template.h, kBlockN = 128 in
-/// flash_bwd_launch_template.h).
+/// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
+/// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
+/// TE's fused attention and other head dims, tile differently).
 inline constexpr double attention_block = 128;
 }  // namespace kernel_models
 
@@ -2831,7 +2835,7 @@ constexpr double ceil_div(double a, double b) {
 constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
   const bool wgrad =
       g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
-  const double rows = static_cast<double>(g.m) < k.grouped_min_rows ? k.grouped_min_rows : static_cast<double>(g.m);
+  const auto rows = static_cast<double>(g.m);
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }
@@ -2843,7 +2847,10 @@ constexpr double attention_efficiency(const kernel_model_constants& k, const att
   const double x = blocks / static_cast<double>(sm_count);
   const double ceiling = backward ? k.attention_bwd_ceiling : k.attention_fwd_ceiling;
   const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
-  return ceiling * x / (x + x0);
+  // The tables count every (query, key) pair of a causal kernel; a call that counts only the pairs
+  // its mask keeps (serving: attention_pairs::causal) does the same work in fewer counted FLOPs.
+  const double counted = a.score_pairs() / (static_cast<double>(a.q_len) * static_cast<double>(a.kv_len));
+  return ceiling * x / (x + x0) * counted;
 }
 }  // namespace detail
 
@@ -3424,7 +3431,9 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
   return t;
 }
 
-/// PCIe nodes are two-socket hosts with four GPUs per socket. NCCL prices a GPU's PCIe Gen4 x16 link
+/// PCIe nodes are modelled as two-socket AMD EPYC hosts with four GPUs per socket (an assumption
+/// for every catalogue PCIe system; L40S servers are often Intel hosts, whose socket link NCCL
+/// prices differently). NCCL prices a GPU's PCIe Gen4 x16 link
 /// at 24 GB/s (src/graph/topo.cc `ncclTopoAddPci`: 16 lanes x 120 (100 Mb/s per lane at 16 GT/s)
 /// / 80) and the link between two AMD EPYC sockets at 16 GB/s (src/graph/topo.h `AMD_BW`; the
 /// common 8-GPU PCIe A100 servers, e.g. Supermicro AS-4124GS-TNR, are EPYC hosts). Groups inside a
@@ -3523,8 +3532,9 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
 /// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
-/// taken as the same); B300 / GB300 160 (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra",
-/// 2025). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
+/// taken as the same); B300 / GB300 160: an assumption (NVIDIA's technical blog "Inside NVIDIA
+/// Blackwell Ultra", 2025, gives 160 SMs for the full GPU; the enabled count of the shipping part
+/// is not published there). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
 /// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
 inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
 }  // namespace detail
@@ -4114,8 +4124,10 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
   }
   double bandwidth = tier.bandwidth.gbps;
-  if (tier.shared_link && n < sys.num_per_node)
-    bandwidth /= static_cast<double>(sys.num_per_node / n);  // the node's groups cross the link together
+  // The node's groups of this kind cross the link together (a job smaller than a node has fewer).
+  if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
+      tier.shared_link && n < in_node)
+    bandwidth /= static_cast<double>(in_node / n);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
@@ -5670,7 +5682,8 @@ constexpr double muon_ns_iteration_flops(std::int64_t rows, std::int64_t cols) {
 }
 
 /// Time of orthogonalising one `rows` x `cols` matrix with `steps` Newton-Schulz iterations, each
-/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs)
+/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs,
+/// else the kernel model)
 /// with their bf16 operand traffic, plus the memory passes around them: the Frobenius
 /// normalisation (reads the fp32 momentum, writes bf16 X: muon_utils.py normalize, then the cast)
 /// and the cast of the result back to fp32.
@@ -5681,7 +5694,9 @@ constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::i
   const double mn = static_cast<double>(m) * static_cast<double>(n),
                mm = static_cast<double>(m) * static_cast<double>(m);
   auto gemm = [&](const gemm_shape& g, double traffic) {
-    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic)
+    const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
+    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
+                       modelled)
         .time;
   };
   const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);

@@ -34,14 +34,17 @@ TEST(KernelModel, GroupedGemmPaysItsPerExpertRows) {
   const kernel_cost fwd = compute_op_cost(catalogue::b200, grouped_gemm_op(pass_kind::forward, g, flops, 1e6));
   EXPECT_NEAR(fwd.time.value, flops / 4.05e14, 1e-12);
   EXPECT_NEAR(fwd.efficiency, 0.18, 1e-12);
-  // The weight gradient with 64 rows per expert, below the 128 the fit saw, is priced at 128:
-  // 0.435 x 128 / (128 + 392) = 0.10707692...
+  // The weight gradient with 64 rows per expert (fewer than the table's 128: the form's fixed
+  // cost per expert holds): 0.435 x 64 / (64 + 392) = 0.061052..., so its time is that of
+  // 64 + 392 rows at 0.435.
   grouped_gemm_shape w = g;
   w.m = 64;
   w.stage = grouped_stage::weight_gradient;
+  const double wflops = 2.0 * 8 * 64 * 4096 * 7168;
   const kernel_cost wgrad =
-      compute_op_cost(catalogue::b200, grouped_gemm_op(pass_kind::backward_weight, w, flops / 2, 1e6));
-  EXPECT_NEAR(wgrad.efficiency, 0.435 * 128 / 520, 1e-12);
+      compute_op_cost(catalogue::b200, grouped_gemm_op(pass_kind::backward_weight, w, wflops, 1e6));
+  EXPECT_NEAR(wgrad.efficiency, 0.435 * 64 / 456, 1e-12);
+  EXPECT_NEAR(wgrad.time.value, 2.0 * 8 * (64 + 392) * 4096 * 7168 / (2250e12 * 0.435), 1e-12);
 }
 
 TEST(KernelModel, AttentionEfficiencyGrowsWithBlocksPerSm) {
@@ -63,6 +66,40 @@ TEST(KernelModel, AttentionEfficiencyGrowsWithBlocksPerSm) {
   const double x4 = 128.0 / 108;
   EXPECT_NEAR(compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, few, 1e6)).efficiency,
               1.27 * x4 / (x4 + 1.5), 1e-12);
+}
+
+TEST(KernelModel, ServingAttentionCountsOnlyCausalPairs) {
+  // A 2048-token prefill (32 heads, A100): 32 x 16 blocks over 108 SMs, x = 4.740740...; the
+  // tables' efficiency counts all 2048^2 pairs, the serving call only the causal 2048^2 -
+  // 2048 x 2047 / 2, a share of 1 - 2047 / 4096 = 0.500244140625: the same time for half the FLOPs.
+  attention_shape a{.q_len = 2048,
+                    .kv_len = 2048,
+                    .head_num = 32,
+                    .kv_head_num = 32,
+                    .qk_head_dim = 128,
+                    .v_head_dim = 128,
+                    .pairs = attention_pairs::causal};
+  const double x = 512.0 / 108;
+  const kernel_cost causal = compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, a, 1e6));
+  EXPECT_NEAR(causal.efficiency, 1.27 * x / (x + 1.5) * 0.500244140625, 1e-12);
+  a.pairs = attention_pairs::all;
+  const kernel_cost all = compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, a, 1e6));
+  EXPECT_NEAR(causal.time.value, all.time.value, 1e-15);
+  // A decode step (one query over 2048 keys) counts every pair it has: no scaling (x = 32 / 108).
+  a.q_len = 1;
+  a.pairs = attention_pairs::causal;
+  EXPECT_NEAR(compute_op_cost(catalogue::a100_sxm, attention_op(pass_kind::forward, a, 1e6)).efficiency,
+              1.27 * (32.0 / 108) / (32.0 / 108 + 1.5), 1e-12);
+}
+
+TEST(KernelModel, MuonNewtonSchulzGemmsUseTheModel) {
+  // Catalogue B200 Muon GEMMs at the fitted 0.484, as a B200 whose flat matmul efficiency were 0.484.
+  system_spec flat = catalogue::b200;
+  flat.accelerator.kernel_model = kernel_architecture::none;
+  flat.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].efficient_factor = 0.484;
+  EXPECT_DOUBLE_EQ(muon_ns_time(catalogue::b200, 7168, 2048, 5).value, muon_ns_time(flat, 7168, 2048, 5).value);
+  flat.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].efficient_factor = 0.70;
+  EXPECT_GT(muon_ns_time(catalogue::b200, 7168, 2048, 5).value, muon_ns_time(flat, 7168, 2048, 5).value);
 }
 
 TEST(KernelModel, ArchitecturesWithoutAFitKeepTheFlatEfficiency) {
@@ -109,6 +146,10 @@ TEST(KernelModel, SystemFilesCarryTheModelAndRefuseItWithoutSmCount) {
               std::string::npos)
         << e.what();
   }
+  // An SM count without a model is kept too.
+  system_spec plain = catalogue::h100_sxm;
+  plain.accelerator.sm_count = 132;
+  EXPECT_EQ(lj::parse_system(lj::to_json(plain)).spec().accelerator.sm_count, 132);
   lj::value unknown = written;
   unknown["accelerator"]["kernel_model"] = "hopper";
   EXPECT_THROW((void)lj::parse_system(unknown), config_error);
@@ -145,6 +186,10 @@ TEST(KernelModel, PcieNodeGroupsAcrossSocketsShareTheSocketLink) {
   const double gib = 1073741824.0;
   EXPECT_NEAR(collective_time(sys, s, pair_tier, {collective_kind::all_gather, gib, 2, comm_group::dp}).value,
               536870912.0 / 3.2e9 + 14.1e-6, 1e-9);
+  // A job of 4 GPUs has two pairs in its node to share the link: 16e9 / 2 x 0.8 = 6.4e9 B/s.
+  const strategy_spec half{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 4};
+  EXPECT_NEAR(collective_time(sys, half, pair_tier, {collective_kind::all_gather, gib, 2, comm_group::dp}).value,
+              536870912.0 / 6.4e9 + 14.1e-6, 1e-9);
   // tp 2 x dp 4: two groups of four share it: 6.4e9 B/s for 3/4 of the buffer, 3 steps of latency.
   s.tp_size = 2;
   EXPECT_NEAR(collective_time(sys, s, resolve_tier(sys, s, comm_group::dp),

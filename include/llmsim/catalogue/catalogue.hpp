@@ -561,7 +561,9 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
   return t;
 }
 
-/// PCIe nodes are two-socket hosts with four GPUs per socket. NCCL prices a GPU's PCIe Gen4 x16 link
+/// PCIe nodes are modelled as two-socket AMD EPYC hosts with four GPUs per socket (an assumption
+/// for every catalogue PCIe system; L40S servers are often Intel hosts, whose socket link NCCL
+/// prices differently). NCCL prices a GPU's PCIe Gen4 x16 link
 /// at 24 GB/s (src/graph/topo.cc `ncclTopoAddPci`: 16 lanes x 120 (100 Mb/s per lane at 16 GT/s)
 /// / 80) and the link between two AMD EPYC sockets at 16 GB/s (src/graph/topo.h `AMD_BW`; the
 /// common 8-GPU PCIe A100 servers, e.g. Supermicro AS-4124GS-TNR, are EPYC hosts). Groups inside a
@@ -660,8 +662,9 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
 /// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
-/// taken as the same); B300 / GB300 160 (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra",
-/// 2025). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
+/// taken as the same); B300 / GB300 160: an assumption (NVIDIA's technical blog "Inside NVIDIA
+/// Blackwell Ultra", 2025, gives 160 SMs for the full GPU; the enabled count of the shipping part
+/// is not published there). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
 /// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
 inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
 }  // namespace detail

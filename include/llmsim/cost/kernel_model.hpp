@@ -17,7 +17,8 @@
 ///                                                 SMs; FlashAttention fills the GPU only with many
 ///                                                 more blocks than SMs (causal blocks are uneven)
 /// The efficiencies are in the tables' convention (FLOPs / (time x peak), training attention
-/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1).
+/// counting every (query, key) pair, so a causal kernel's ceiling exceeds 1); a call counting only
+/// the causal pairs (serving) has its efficiency scaled by the share of pairs it counts.
 ///
 /// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
 /// each architecture's measured bandwidth shares and latency.
@@ -40,7 +41,6 @@ struct kernel_model_constants {
   double gemm_sustained = 0;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
-  double grouped_min_rows = 0;  ///< fewest rows per expert the fit saw; fewer are priced at this
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
   double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
   /// Memory-bound kernels: the share of the data-sheet HBM bandwidth each kind sustains (default,
@@ -55,13 +55,14 @@ namespace kernel_models {
 inline constexpr double gb_per_gib = 1.073741824;
 /// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
 /// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
-/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %.
+/// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %. The grouped table holds two row
+/// counts only (616 and 1232 per expert): its m0 rests on two points, and its held-out error
+/// does not test the dependence on rows.
 inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                .grouped_sustained = 0.725,
                                                .grouped_m0 = 64,
                                                .grouped_wgrad_sustained = 0.81,
                                                .grouped_wgrad_m0 = 344,
-                                               .grouped_min_rows = 616,
                                                .attention_fwd_ceiling = 1.27,
                                                .attention_fwd_x0 = 1.5,
                                                .attention_bwd_ceiling = 0.90,
@@ -75,7 +76,8 @@ inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
                                                .kernel_latency_us = 40};
 /// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
-/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (a few small-n shapes; 90 % within 24 %),
+/// Held-out |error| mean / max: GEMM 12.3 % / 208 % (the worst have one dimension of 160 or 256,
+/// mostly k = 160; 89 % of shapes within 24 %),
 /// grouped 15.3 % / 74.3 % (wgrad 18.0 % / 56.2 %), attention forward 13.9 % / 53.9 %, backward
 /// 15.1 % / 53.3 %. A B200 GEMM sustains about half its 2.25 PFLOPS data-sheet peak.
 inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
@@ -83,7 +85,6 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .grouped_m0 = 224,
                                                   .grouped_wgrad_sustained = 0.435,
                                                   .grouped_wgrad_m0 = 392,
-                                                  .grouped_min_rows = 128,
                                                   .attention_fwd_ceiling = 1.10,
                                                   .attention_fwd_x0 = 3.6,
                                                   .attention_bwd_ceiling = 0.83,
@@ -98,9 +99,9 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .hbm_ce = 0.3246108444537549 * gb_per_gib,
                                                   .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
                                                   .kernel_latency_us = 30};
-/// FlashAttention-2 gives each thread block 128 queries in the forward and 128 keys in the backward
-/// (head dim 128: kBlockM = 128 in flash_fwd_launch_template.h, kBlockN = 128 in
-/// flash_bwd_launch_template.h).
+/// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
+/// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
+/// TE's fused attention and other head dims, tile differently).
 inline constexpr double attention_block = 128;
 }  // namespace kernel_models
 
@@ -124,7 +125,7 @@ constexpr double ceil_div(double a, double b) {
 constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
   const bool wgrad =
       g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
-  const double rows = static_cast<double>(g.m) < k.grouped_min_rows ? k.grouped_min_rows : static_cast<double>(g.m);
+  const auto rows = static_cast<double>(g.m);
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }
@@ -136,7 +137,10 @@ constexpr double attention_efficiency(const kernel_model_constants& k, const att
   const double x = blocks / static_cast<double>(sm_count);
   const double ceiling = backward ? k.attention_bwd_ceiling : k.attention_fwd_ceiling;
   const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
-  return ceiling * x / (x + x0);
+  // The tables count every (query, key) pair of a causal kernel; a call that counts only the pairs
+  // its mask keeps (serving: attention_pairs::causal) does the same work in fewer counted FLOPs.
+  const double counted = a.score_pairs() / (static_cast<double>(a.q_len) * static_cast<double>(a.kv_len));
+  return ceiling * x / (x + x0) * counted;
 }
 }  // namespace detail
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/kernel_model.hpp>
 #include <llmsim/program/shape_key.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
@@ -36,7 +37,8 @@ constexpr double muon_ns_iteration_flops(std::int64_t rows, std::int64_t cols) {
 }
 
 /// Time of orthogonalising one `rows` x `cols` matrix with `steps` Newton-Schulz iterations, each
-/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs)
+/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs,
+/// else the kernel model)
 /// with their bf16 operand traffic, plus the memory passes around them: the Frobenius
 /// normalisation (reads the fp32 momentum, writes bf16 X: muon_utils.py normalize, then the cast)
 /// and the cast of the result back to fp32.
@@ -47,7 +49,9 @@ constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::i
   const double mn = static_cast<double>(m) * static_cast<double>(n),
                mm = static_cast<double>(m) * static_cast<double>(m);
   auto gemm = [&](const gemm_shape& g, double traffic) {
-    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic)
+    const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
+    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
+                       modelled)
         .time;
   };
   const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);

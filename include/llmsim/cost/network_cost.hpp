@@ -246,8 +246,10 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     if (const auto fixed = op.dp_fixed_bw.find(n)) return seconds{traffic / format_gbps_to_bytes_per_second(*fixed)};
   }
   double bandwidth = tier.bandwidth.gbps;
-  if (tier.shared_link && n < sys.num_per_node)
-    bandwidth /= static_cast<double>(sys.num_per_node / n);  // the node's groups cross the link together
+  // The node's groups of this kind cross the link together (a job smaller than a node has fewer).
+  if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
+      tier.shared_link && n < in_node)
+    bandwidth /= static_cast<double>(in_node / n);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers

@@ -394,6 +394,9 @@ constexpr void validate(const system_spec& sys) {
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
                  sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
+  if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
