@@ -2,7 +2,7 @@
 # checks that the cache says Release:
 #   cmake -DSOURCE_DIR=<llmsim> -DWORK_DIR=<scratch> -DCXX=<compiler> -P check_default_build_type.cmake
 # "Unix Makefiles" is single-config, the case the default applies to.
-cmake_minimum_required(VERSION 3.23)
+cmake_minimum_required(VERSION 3.22)
 foreach(var IN ITEMS SOURCE_DIR WORK_DIR CXX)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "check_default_build_type.cmake: -D${var}=... is required")

@@ -8,7 +8,7 @@
 #pragma once
 
 #define LLMSIM_VERSION_MAJOR_THIS 0
-#define LLMSIM_VERSION_MINOR_THIS 1
+#define LLMSIM_VERSION_MINOR_THIS 2
 #define LLMSIM_VERSION_PATCH_THIS 0
 
 #if defined(LLMSIM_VERSION_MAJOR) &&                                                                           \
@@ -20,11 +20,11 @@
 #define LLMSIM_VERSION_MAJOR LLMSIM_VERSION_MAJOR_THIS
 #define LLMSIM_VERSION_MINOR LLMSIM_VERSION_MINOR_THIS
 #define LLMSIM_VERSION_PATCH LLMSIM_VERSION_PATCH_THIS
-#define LLMSIM_VERSION_STRING "0.1.0"
+#define LLMSIM_VERSION_STRING "0.2.0"
 /// One number that orders versions: major * 10000 + minor * 100 + patch.
 #define LLMSIM_VERSION (LLMSIM_VERSION_MAJOR * 10000 + LLMSIM_VERSION_MINOR * 100 + LLMSIM_VERSION_PATCH)
 
-#define LLMSIM_ABI_NAMESPACE v0_1_0
+#define LLMSIM_ABI_NAMESPACE v0_2_0
 #define LLMSIM_BEGIN_NAMESPACE \
   namespace llmsim {           \
   inline namespace LLMSIM_ABI_NAMESPACE {

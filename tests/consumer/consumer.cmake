@@ -1,8 +1,8 @@
-# One consumer test, as a script: cmake -DCASE=find_package|add_subdirectory|single_header
+# One consumer test, as a script: cmake -DCASE=find_package|find_package_core|add_subdirectory|single_header
 #   -DSOURCE_DIR=<llmsim> -DCONSUMER_DIR=<tests/consumer> -DWORK_DIR=<scratch> -DCXX=<compiler>
 #   -DGENERATOR=<cmake generator> [-DMAKE_PROGRAM=<ninja/make>] -DVERSION=<llmsim version> -P consumer.cmake
 # Every step starts from an empty WORK_DIR and stops the test with the step's full output on failure.
-cmake_minimum_required(VERSION 3.23)
+cmake_minimum_required(VERSION 3.22)
 foreach(var IN ITEMS CASE SOURCE_DIR CONSUMER_DIR WORK_DIR CXX GENERATOR VERSION)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "consumer.cmake: -D${var}=... is required")
@@ -53,6 +53,30 @@ if(CASE STREQUAL "find_package")
   run("build the consumer" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
   run("run the consumer" "${WORK_DIR}/build/consumer")
 
+elseif(CASE STREQUAL "find_package_core")
+  # A machine without nlohmann_json (hidden from every configure) installs and uses the core headers;
+  # CMake 3.22's path (no header sets) is the one taken.
+  set(prefix "${WORK_DIR}/prefix")
+  set(no_json -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON)
+  run("configure llmsim for install without nlohmann_json" "${CMAKE_COMMAND}" ${configure_args} -S "${SOURCE_DIR}"
+      -B "${WORK_DIR}/llmsim-build" -DLLMSIM_BUILD_TESTS=OFF -DLLMSIM_BUILD_EXAMPLES=OFF -DLLMSIM_BUILD_CLI=OFF
+      -DLLMSIM_INSTALL=ON -DLLMSIM_USE_FILE_SETS=OFF ${no_json} "-DCMAKE_INSTALL_PREFIX=${prefix}")
+  run("install llmsim into ${prefix}" "${CMAKE_COMMAND}" --install "${WORK_DIR}/llmsim-build")
+  foreach(file IN ITEMS include/llmsim/llmsim.hpp include/llmsim/cost/kernel_model.hpp
+                        share/cmake/llmsim/llmsimConfig.cmake share/cmake/llmsim/llmsimTargets.cmake
+                        share/doc/llmsim/LICENSE share/doc/llmsim/CHANGELOG.md)
+    if(NOT EXISTS "${prefix}/${file}")
+      message(FATAL_ERROR "consumer.find_package_core: the install has no ${file}")
+    endif()
+  endforeach()
+  if(EXISTS "${prefix}/share/cmake/llmsim/llmsimJsonTargets.cmake")
+    message(FATAL_ERROR "consumer.find_package_core: llmsim::json was installed without nlohmann_json")
+  endif()
+  run("configure the consumer" "${CMAKE_COMMAND}" ${configure_args} -S "${CONSUMER_DIR}/find_package_core"
+      -B "${WORK_DIR}/build" "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${no_json})
+  run("build the consumer" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+  run("run the consumer" "${WORK_DIR}/build/consumer")
+
 elseif(CASE STREQUAL "add_subdirectory")
   # The consumer's CMakeLists.txt refuses to configure when llmsim's tests, tools or install rules appear.
   run("configure the consumer" "${CMAKE_COMMAND}" ${configure_args} -S "${CONSUMER_DIR}/add_subdirectory" -B "${WORK_DIR}/build"
@@ -71,6 +95,6 @@ elseif(CASE STREQUAL "single_header")
   run("run the consumer" "${WORK_DIR}/consumer")
 
 else()
-  message(FATAL_ERROR "consumer.cmake: unknown CASE `${CASE}` (find_package, add_subdirectory or single_header)")
+  message(FATAL_ERROR "consumer.cmake: unknown CASE `${CASE}` (find_package, find_package_core, add_subdirectory or single_header)")
 endif()
 message(STATUS "consumer.${CASE}: ${run_output}")
