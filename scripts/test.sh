@@ -2,14 +2,15 @@
 # Builds llmsim with GCC 12 and with Clang 14 (warnings as errors) and runs every test:
 # the source format (clang-format), static, runtime, compile_fail, bad-input corpus, consumers,
 # single-header staleness, examples; the GCC pass (Release) also runs the sanitizer build, the
-# consumer builds and the per-header build, the Clang pass (-O1) the rest; then 60 s of libFuzzer
+# consumer builds, the per-header build and the Python package (pytest, pip install into a venv),
+# the Clang pass (-O1) the rest; then 60 s of libFuzzer
 # (scripts/fuzz.sh). Installs missing Debian packages first (needs root).
 # This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake make g++ clang libclang-rt-14-dev clang-format-14 python3 libboost-dev nlohmann-json3-dev libgtest-dev
-  libcli11-dev)
+  libcli11-dev pybind11-dev python3-pybind11 python3-dev python3-pytest python3-venv python3-setuptools)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -25,8 +26,8 @@ for compiler in g++ clang++; do
   dir="build/test-${compiler%++}"
   echo "=== ${compiler}: configure, build, test (${dir}) ==="
   if [ "$compiler" = g++ ]; then
-    flags=()   # Release (-O3): what users build
-    skip=()    # everything, the sanitizer build and the consumers included
+    flags=(-DLLMSIM_BUILD_PYTHON=ON)  # Release (-O3): what users build; and the Python package
+    skip=()    # everything, the sanitizer build, the consumers and the Python tests included
   else
     # Clang checks that the library compiles and constant-evaluates the same way under a second
     # compiler; -O1 is enough for that and halves its build. The sanitizer build, the consumer

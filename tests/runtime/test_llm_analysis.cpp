@@ -46,71 +46,11 @@ fs::path oracle_file() { return llmsim_test::shared_dir() / "validation" / "llm_
 
 // ---- the oracle: llm-analysis's own outputs -----------------------------------------------------
 
-/// The keyword arguments of an oracle case applied to the parameters; an argument this test does
-/// not know fails the test, so a new oracle field is not silently ignored.
-la::training_params training_kwargs(const json& k) {
-  la::training_params p;
-  for (const auto& [key, v] : k.items()) {
-    if (key == "model_name" || key == "gpu_name" || key == "dtype_name" || key == "log_level") continue;
-    if (key == "seq_len")
-      p.seq_len = v.get<std::int64_t>();
-    else if (key == "batch_size_per_gpu")
-      p.batch_size_per_gpu = v.get<std::int64_t>();
-    else if (key == "global_batch_size")
-      p.global_batch_size = v.get<std::int64_t>();
-    else if (key == "gradient_accumulation_steps")
-      p.gradient_accumulation_steps = v.get<std::int64_t>();
-    else if (key == "total_num_gpus")
-      p.total_num_gpus = v.get<std::int64_t>();
-    else if (key == "dp_size")
-      p.dp_size = v.get<std::int64_t>();
-    else if (key == "tp_size")
-      p.tp_size = v.get<std::int64_t>();
-    else if (key == "pp_size")
-      p.pp_size = v.get<std::int64_t>();
-    else if (key == "ds_zero")
-      p.ds_zero = static_cast<la::ds_zero>(v.get<int>());
-    else if (key == "activation_recomputation")
-      p.activation_recomputation = static_cast<la::activation_recomputation>(v.get<int>());
-    else if (key == "flops_efficiency")
-      p.flops_efficiency = v.get<double>();
-    else if (key == "hbm_memory_efficiency")
-      p.hbm_memory_efficiency = v.get<double>();
-    else if (key == "total_num_tokens")
-      p.total_num_tokens = v.get<double>();
-    else
-      ADD_FAILURE() << "oracle train kwarg not mapped by this test: " << key;
-  }
-  return p;
-}
-
-la::inference_params inference_kwargs(const json& k) {
-  la::inference_params p;
-  for (const auto& [key, v] : k.items()) {
-    if (key == "model_name" || key == "gpu_name" || key == "dtype_name" || key == "log_level") continue;
-    if (key == "seq_len")
-      p.seq_len = v.get<std::int64_t>();
-    else if (key == "batch_size_per_gpu")
-      p.batch_size_per_gpu = v.get<std::int64_t>();
-    else if (key == "tp_size")
-      p.tp_size = v.get<std::int64_t>();
-    else if (key == "num_tokens_to_generate")
-      p.num_tokens_to_generate = v.get<std::int64_t>();
-    else if (key == "use_kv_cache")
-      p.use_kv_cache = v.get<bool>();
-    else if (key == "kv_cache_dtype_bytes")
-      p.kv_cache_dtype_bytes = v.get<double>();
-    else if (key == "cost_per_gpu_hour")
-      p.cost_per_gpu_hour = v.get<double>();
-    else if (key == "flops_efficiency")
-      p.flops_efficiency = v.get<double>();
-    else if (key == "hbm_memory_efficiency")
-      p.hbm_memory_efficiency = v.get<double>();
-    else
-      ADD_FAILURE() << "oracle infer kwarg not mapped by this test: " << key;
-  }
-  return p;
-}
+// An oracle case's keyword arguments go through the library's reader (json/llm_analysis.hpp
+// read_training_kwargs / read_inference_kwargs, what the Python module calls): a key it does not
+// know is an error, so a new oracle field is not silently ignored.
+la::training_params training_kwargs(const json& k) { return lja::read_training_kwargs(k, "oracle"); }
+la::inference_params inference_kwargs(const json& k) { return lja::read_inference_kwargs(k, "oracle"); }
 
 json run_case(const json& c) {
   const auto& k = c["kwargs"];
@@ -504,4 +444,42 @@ TEST(LlmAnalysisCli, ExitStatuses) {
 }
 
 }  // namespace
+}  // namespace llmsim_test_llm_analysis
+
+namespace llmsim_test_llm_analysis {
+namespace {
+namespace lja2 = llmsim::json::llm_analysis;
+std::string kwargs_error(const llmsim::json::value& k, bool train) {
+  try {
+    if (train)
+      (void)lja2::read_training_kwargs(k, "train()");
+    else
+      (void)lja2::read_inference_kwargs(k, "infer()");
+  } catch (const llmsim::config_error& e) { return e.what(); }
+  return "accepted";
+}
+}  // namespace
+
+// The keyword readers behind the Python module: llm-analysis's defaults stay unless given, None
+// clears an optional, an unknown keyword or an enum out of range is refused with its name.
+TEST(LlmAnalysisKwargs, DefaultsNoneAndRefusals) {
+  using json = llmsim::json::value;
+  const auto p = lja2::read_training_kwargs(json{{"tp_size", 2}, {"seq_len", 2048}, {"model_name", "x"}});
+  EXPECT_EQ(p.tp_size, 2);
+  EXPECT_EQ(p.seq_len, 2048);
+  ASSERT_TRUE(p.hbm_memory_efficiency.has_value());  // llm-analysis's default 1.0 for train()
+  EXPECT_EQ(*p.hbm_memory_efficiency, 1.0);
+  EXPECT_FALSE(lja2::read_training_kwargs(json{{"hbm_memory_efficiency", nullptr}}).hbm_memory_efficiency);
+  EXPECT_EQ(lja2::read_training_kwargs(json{{"ds_zero", 3}}).ds_zero, llmsim::llm_analysis::ds_zero::STAGE_3);
+  EXPECT_EQ(kwargs_error(json{{"no_such", 1}}, true),
+            "train(): llmsim::json: /no_such: unknown key (not a field of llm-analysis's config)");
+  EXPECT_EQ(kwargs_error(json{{"ds_zero", 4}}, true), "train(): llmsim::json: /ds_zero: ds_zero=4 must be in [0, 3]");
+  EXPECT_EQ(kwargs_error(json{{"activation_recomputation", 5}}, true),
+            "train(): llmsim::json: /activation_recomputation: activation_recomputation=5 must be in [0, 4]");
+  EXPECT_EQ(lja2::read_inference_kwargs(json{{"num_tokens_to_generate", 7}}).num_tokens_to_generate, 7);
+  EXPECT_EQ(lja2::read_inference_kwargs(json::object()).seq_len, 512);  // infer()'s default
+  EXPECT_EQ(kwargs_error(json{{"tp_size", "two"}}, false).rfind("infer(): llmsim::json: /tp_size: expected", 0), 0U)
+      << kwargs_error(json{{"tp_size", "two"}}, false);
+}
+
 }  // namespace llmsim_test_llm_analysis

@@ -188,6 +188,163 @@ inline la::dtype_config find_dtype_config(const std::filesystem::path& dir, cons
                              [](const value& v, const std::string& f) { return read_dtype_config(v, f); });
 }
 
+namespace detail {
+/// An enum given as llm-analysis's integer (`ActivationRecomputation`, `DSZeRO`), 0..`last`.
+template <class E>
+void enum_field(const value& obj, const location& at, std::string_view key, E& out, std::int64_t last) {
+  std::optional<std::int64_t> v;
+  field(obj, at, key, v);
+  if (!v) return;
+  if (*v < 0 || *v > last)
+    json::detail::fail(at.child(key),
+                       std::string(key) + "=" + std::to_string(*v) + " must be in [0, " + std::to_string(last) + "]");
+  out = static_cast<E>(*v);
+}
+/// An optional keyword argument: absent keeps the default, None (null) clears it.
+template <class T>
+void kwarg(const value& obj, const location& at, std::string_view key, std::optional<T>& out) {
+  const std::string k(key);
+  if (!obj.contains(k)) return;
+  if (obj[k].is_null()) {
+    out.reset();
+    return;
+  }
+  T v{};
+  json::detail::read(obj[k], at.child(key), v);
+  out = v;
+}
+/// A keyword argument with a value: absent keeps the default.
+template <class T>
+void kwarg(const value& obj, const location& at, std::string_view key, T& out) {
+  field(obj, at, key, out, false);
+}
+}  // namespace detail
+
+/// `train(**kwargs)`'s parameters from a keyword-argument object (llm-analysis's names; the config
+/// names model_name, gpu_name, dtype_name and log_level are skipped); any other key is an error.
+inline la::training_params read_training_kwargs(const value& k, const std::string& source = {}) {
+  using detail::kwarg;
+  const detail::location at{source, ""};
+  detail::only_keys(k, at,
+                    {"model_name",
+                     "gpu_name",
+                     "dtype_name",
+                     "log_level",
+                     "batch_size_per_gpu",
+                     "gradient_accumulation_steps",
+                     "global_batch_size",
+                     "seq_len",
+                     "total_num_tokens",
+                     "activation_recomputation",
+                     "ds_zero",
+                     "fwd_prefetch",
+                     "bwd_prefetch",
+                     "dp_size",
+                     "tp_size",
+                     "pp_size",
+                     "sp_size",
+                     "ep_size",
+                     "total_num_gpus",
+                     "layernorm_dtype_bytes",
+                     "master_weights_dtype_bytes",
+                     "other_op_bytes",
+                     "flash_attn",
+                     "softmax_dropout",
+                     "mlp_activation_quant_bits",
+                     "mlp_1linear_quant_bits",
+                     "mlp_gelu_input_quant_bits",
+                     "mlp_2linear_quant_bits",
+                     "mlp_recompute_gelu",
+                     "achieved_tflops",
+                     "flops_efficiency",
+                     "hbm_memory_efficiency",
+                     "intra_node_memory_efficiency",
+                     "inter_node_memory_efficiency",
+                     "num_gpus_per_node"});
+  la::training_params p;
+  kwarg(k, at, "batch_size_per_gpu", p.batch_size_per_gpu);
+  kwarg(k, at, "gradient_accumulation_steps", p.gradient_accumulation_steps);
+  kwarg(k, at, "global_batch_size", p.global_batch_size);
+  kwarg(k, at, "seq_len", p.seq_len);
+  kwarg(k, at, "total_num_tokens", p.total_num_tokens);
+  detail::enum_field(k, at, "activation_recomputation", p.activation_recomputation, 4);
+  detail::enum_field(k, at, "ds_zero", p.ds_zero, 3);
+  kwarg(k, at, "fwd_prefetch", p.fwd_prefetch);
+  kwarg(k, at, "bwd_prefetch", p.bwd_prefetch);
+  kwarg(k, at, "dp_size", p.dp_size);
+  kwarg(k, at, "tp_size", p.tp_size);
+  kwarg(k, at, "pp_size", p.pp_size);
+  kwarg(k, at, "sp_size", p.sp_size);
+  kwarg(k, at, "ep_size", p.ep_size);
+  kwarg(k, at, "total_num_gpus", p.total_num_gpus);
+  kwarg(k, at, "layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  kwarg(k, at, "master_weights_dtype_bytes", p.master_weights_dtype_bytes);
+  kwarg(k, at, "other_op_bytes", p.other_op_bytes);
+  kwarg(k, at, "flash_attn", p.flash_attn);
+  kwarg(k, at, "softmax_dropout", p.softmax_dropout);
+  kwarg(k, at, "mlp_activation_quant_bits", p.mlp_activation_quant_bits);
+  kwarg(k, at, "mlp_1linear_quant_bits", p.mlp_1linear_quant_bits);
+  kwarg(k, at, "mlp_gelu_input_quant_bits", p.mlp_gelu_input_quant_bits);
+  kwarg(k, at, "mlp_2linear_quant_bits", p.mlp_2linear_quant_bits);
+  kwarg(k, at, "mlp_recompute_gelu", p.mlp_recompute_gelu);
+  kwarg(k, at, "achieved_tflops", p.achieved_tflops);
+  kwarg(k, at, "flops_efficiency", p.flops_efficiency);
+  kwarg(k, at, "hbm_memory_efficiency", p.hbm_memory_efficiency);
+  kwarg(k, at, "intra_node_memory_efficiency", p.intra_node_memory_efficiency);
+  kwarg(k, at, "inter_node_memory_efficiency", p.inter_node_memory_efficiency);
+  kwarg(k, at, "num_gpus_per_node", p.num_gpus_per_node);
+  return p;
+}
+
+/// `infer(**kwargs)`'s parameters, likewise.
+inline la::inference_params read_inference_kwargs(const value& k, const std::string& source = {}) {
+  using detail::kwarg;
+  const detail::location at{source, ""};
+  detail::only_keys(k, at,
+                    {"model_name",
+                     "gpu_name",
+                     "dtype_name",
+                     "log_level",
+                     "batch_size_per_gpu",
+                     "ds_zero",
+                     "dp_size",
+                     "tp_size",
+                     "pp_size",
+                     "sp_size",
+                     "seq_len",
+                     "num_tokens_to_generate",
+                     "use_kv_cache",
+                     "layernorm_dtype_bytes",
+                     "kv_cache_dtype_bytes",
+                     "achieved_tflops",
+                     "achieved_memory_bandwidth_GBs",
+                     "flops_efficiency",
+                     "hbm_memory_efficiency",
+                     "intra_node_memory_efficiency",
+                     "inter_node_memory_efficiency",
+                     "cost_per_gpu_hour"});
+  la::inference_params p;
+  kwarg(k, at, "batch_size_per_gpu", p.batch_size_per_gpu);
+  detail::enum_field(k, at, "ds_zero", p.ds_zero, 3);
+  kwarg(k, at, "dp_size", p.dp_size);
+  kwarg(k, at, "tp_size", p.tp_size);
+  kwarg(k, at, "pp_size", p.pp_size);
+  kwarg(k, at, "sp_size", p.sp_size);
+  kwarg(k, at, "seq_len", p.seq_len);
+  kwarg(k, at, "num_tokens_to_generate", p.num_tokens_to_generate);
+  kwarg(k, at, "use_kv_cache", p.use_kv_cache);
+  kwarg(k, at, "layernorm_dtype_bytes", p.layernorm_dtype_bytes);
+  kwarg(k, at, "kv_cache_dtype_bytes", p.kv_cache_dtype_bytes);
+  kwarg(k, at, "achieved_tflops", p.achieved_tflops);
+  kwarg(k, at, "achieved_memory_bandwidth_GBs", p.achieved_memory_bandwidth_GBs);
+  kwarg(k, at, "flops_efficiency", p.flops_efficiency);
+  kwarg(k, at, "hbm_memory_efficiency", p.hbm_memory_efficiency);
+  kwarg(k, at, "intra_node_memory_efficiency", p.intra_node_memory_efficiency);
+  kwarg(k, at, "inter_node_memory_efficiency", p.inter_node_memory_efficiency);
+  kwarg(k, at, "cost_per_gpu_hour", p.cost_per_gpu_hour);
+  return p;
+}
+
 /// The summary as llm-analysis's dict: same keys, same order, ints as integers, None as null.
 inline value to_json(const la::summary& s) {
   value out = value::object();

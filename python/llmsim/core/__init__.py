@@ -1,0 +1,1 @@
+"""SimuMax's ``simumax.core`` names: ``config`` and ``perf_llm``."""

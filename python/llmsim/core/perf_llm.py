@@ -1,0 +1,82 @@
+"""``PerfLLM``: SimuMax's workflow (configure, run_estimate, analysis_mem, analysis_cost, the
+strategy search) on llmsim's C++ estimate."""
+
+import os
+
+from .. import _core
+from .config import ModelConfig, StrategyConfig, SystemConfig
+
+
+def _as_config(cls, value):
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        return cls.init_from_dict(value)
+    if isinstance(value, (str, os.PathLike)):
+        return cls.init_from_config_file(value)
+    raise TypeError(f"expected a {cls.__name__}, a dict, a file path or a catalogue name, got {type(value).__name__}")
+
+
+class PerfLLM:
+    """One training job: ``configure`` it, ``run_estimate``, then read ``analysis_cost()`` and
+    ``analysis_mem()`` (dicts with SimuMax's keys, as ``llmsim perf --format json`` prints them)."""
+
+    def __init__(self):
+        self.model_config = None
+        self.strategy = None
+        self.system = None
+        self._result = None
+
+    def configure(self, strategy_config, model_config, system_config):
+        """Takes the three configs: config objects, dicts, file paths or catalogue names."""
+        self.strategy = _as_config(StrategyConfig, strategy_config)
+        self.model_config = _as_config(ModelConfig, model_config)
+        self.system = _as_config(SystemConfig, system_config)
+        self._result = None
+
+    def _require_configured(self):
+        if self.strategy is None:
+            raise RuntimeError("PerfLLM: configure() first")
+
+    def run_estimate(self):
+        """Estimates the configured job as its configs stand now; raises llmsim.ConfigError."""
+        self._require_configured()
+        self._result = _core.estimate(self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(),
+                                      self.strategy.source, self.model_config.source, self.system.source)
+        return self._result
+
+    def _require_result(self):
+        if self._result is None:
+            raise RuntimeError("PerfLLM: run_estimate() first")
+        return self._result
+
+    def analysis_cost(self):
+        """Iteration time, MFU, throughput and the breakdown (SimuMax's cost_result keys; times in ms)."""
+        return self._require_result()["cost_result"]
+
+    def analysis_mem(self):
+        """Per-stage memory and its peak (SimuMax's mem_result keys; GiB)."""
+        return self._require_result()["mem_result"]
+
+    def analysis(self, name=None, verbose=True):
+        """Prints the text report (``llmsim perf``'s) and returns the whole result dict."""
+        result = self._require_result()
+        if verbose:
+            if name:
+                print(f"== {name} ==")
+            print(result["report"], end="")
+        return result
+
+    def search_best_parallel_strategy_with_recompute(self, world_size, gmi_error, micro_batch_size,
+                                                     global_batch_size, tp_search_list=None, ep_search_list=None,
+                                                     pp_search_list=None, use_etp=False, use_reserved_memory=True):
+        """SimuMax's search with its parameter names: tp, ep, pp and recompute over ``world_size``
+        GPUs; the configured strategy gives every other field. A dict: ``found``, the best
+        ``strategy`` (by MFU), its ``mfu``, ``duration_time_per_iter`` (ms), ``peak_mem`` (GiB) and
+        ``candidates_fitting``."""
+        self._require_configured()
+        return _core.search_best_parallel_strategy_with_recompute(
+            self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(), self.strategy.source,
+            self.model_config.source, self.system.source, world_size, gmi_error, micro_batch_size,
+            global_batch_size, list(tp_search_list or []), list(ep_search_list or []), list(pp_search_list or []),
+            use_etp, use_reserved_memory)

@@ -1,0 +1,53 @@
+"""Bad input raises llmsim.ConfigError naming the file, the field and the rule."""
+
+import pytest
+
+import llmsim
+from llmsim import ConfigError, PerfLLM
+
+
+def test_a_rule_broken_across_specs_names_field_and_rule():
+    perf = PerfLLM()
+    perf.configure(strategy_config="tp3", model_config="llama3-8b", system_config="h100-sxm")
+    with pytest.raises(ConfigError) as e:
+        perf.run_estimate()
+    assert e.value.field == "strategy.tp_size"
+    assert e.value.rule == "strategy.tp_size=3 must divide model.head_num=32"
+    assert e.value.file == "tp3"
+    assert str(e.value) == "tp3: llmsim::strategy: strategy.tp_size=3 must divide model.head_num=32"
+    assert isinstance(e.value, ValueError)
+
+
+def test_a_bad_field_value_names_its_source(tmp_path):
+    bad = tmp_path / "model.json"
+    bad.write_text('{"hidden_size": 256, "head_num": 3, "kv_head_num": 2, "layer_num": 2, "vocab_size": 1000}')
+    perf = PerfLLM()
+    perf.configure(strategy_config="tp1", model_config=str(bad), system_config="h100-sxm")
+    with pytest.raises(ConfigError) as e:
+        perf.run_estimate()
+    assert e.value.file == str(bad)
+    assert e.value.field.startswith("model.")
+    assert "kv_head_num=2 must divide" in e.value.rule
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(ConfigError) as e:
+        llmsim.ModelConfig.init_from_config_file("no-such-model")
+    assert "is neither a file nor a catalogue model name" in str(e.value)
+
+
+def test_order_of_calls():
+    perf = PerfLLM()
+    with pytest.raises(RuntimeError):
+        perf.run_estimate()
+    perf.configure(strategy_config="tp1", model_config="llama3-8b", system_config="h100-sxm")
+    with pytest.raises(RuntimeError):
+        perf.analysis_cost()
+    with pytest.raises(TypeError):
+        perf.configure(strategy_config=3, model_config="llama3-8b", system_config="h100-sxm")
+
+
+def test_llm_analysis_refuses_unknown_keywords(shared_dir):
+    with pytest.raises(ConfigError) as e:
+        llmsim.llm_analysis.train(configs=shared_dir / "reference" / "llm-analysis", no_such_argument=1)
+    assert e.value.field == "/no_such_argument"

@@ -1,0 +1,106 @@
+"""SimuMax's workflow from Python: configure, run_estimate, analysis_cost / analysis_mem."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import llmsim
+from llmsim.core.config import ModelConfig, StrategyConfig, SystemConfig
+from llmsim.core.perf_llm import PerfLLM
+
+
+def configured(source_dir):
+    perf = PerfLLM()
+    perf.configure(strategy_config=str(source_dir / "configs/strategy/tp2_pp1_dp4_mbs1.json"),
+                   model_config=str(source_dir / "configs/models/llama3-8b.json"),
+                   system_config=str(source_dir / "configs/system/h100_sxm.json"))
+    return perf
+
+
+def test_the_estimate_is_the_command_lines(source_dir, cli):
+    # Same files, same numbers and keys as `llmsim perf --format json` (the CLI's own JSON writer).
+    perf = configured(source_dir)
+    perf.run_estimate()
+    out = subprocess.run([cli, "perf", "--format", "json",
+                          "--system", str(source_dir / "configs/system/h100_sxm.json"),
+                          "--strategy", str(source_dir / "configs/strategy/tp2_pp1_dp4_mbs1.json"),
+                          "--model", str(source_dir / "configs/models/llama3-8b.json")],
+                         check=True, capture_output=True, text=True).stdout
+    expected = json.loads(out)
+    assert perf.analysis_cost() == expected["cost_result"]
+    assert perf.analysis_mem() == expected["mem_result"]
+
+
+def test_simumax_keys(source_dir):
+    perf = configured(source_dir)
+    perf.run_estimate()
+    cost, mem = perf.analysis_cost(), perf.analysis_mem()
+    for key in ("duration_time_per_iter", "mfu", "throughput_per_accelerator", "all_tokens_per_iter",
+                "breakdown_result", "comm_result", "chunk_time"):
+        assert key in cost, key
+    for key in ("first_stage", "peak_mem", "peak_mem_with_reserved", "device_mem"):
+        assert key in mem, key
+    # Llama 3 8B at tp2 x dp4, seq 4096, 1 x 8 micro-batches (tp2_pp1_dp4_mbs1.json): every
+    # iteration takes dp x micro-batches x seq = 4 x 8 x 4096 = 131072 tokens.
+    assert cost["all_tokens_per_iter"] == 4 * 8 * 4096
+    # throughput per GPU = tokens / (time x 8 GPUs), time in ms.
+    assert cost["throughput_per_accelerator"] == pytest.approx(131072 / (cost["duration_time_per_iter"] / 1e3) / 8)
+
+
+def test_changes_after_configure_count(source_dir):
+    # SimuMax's examples set model_config fields after configure(); the next estimate reads them.
+    perf = configured(source_dir)
+    perf.run_estimate()
+    full = perf.analysis_cost()["duration_time_per_iter"]
+    perf.model_config.layer_num = 16
+    perf.run_estimate()
+    half = perf.analysis_cost()["duration_time_per_iter"]
+    assert half < full
+    assert perf.analysis_mem()["peak_mem"] < configured_peak(source_dir)
+
+
+def configured_peak(source_dir):
+    perf = configured(source_dir)
+    perf.run_estimate()
+    return perf.analysis_mem()["peak_mem"]
+
+
+def test_the_simumax_style_script_runs(source_dir):
+    script = os.path.join(os.path.dirname(__file__), "perf_llama3_8b_tp2.py")
+    out = subprocess.run([sys.executable, script], check=True, capture_output=True, text=True).stdout
+    assert "duration_time_per_iter" in out and "mfu" in out and "peak_mem" in out
+    assert "llama3_8b" in out  # the report's title names the model
+
+
+def test_names_resolve_to_configs_or_the_catalogue():
+    assert os.path.isfile(llmsim.get_simu_model_config("llama3-8b"))  # shipped configs/models/llama3-8b.json
+    assert llmsim.get_simu_system_config("a100_pcie") == "a100-pcie"  # the catalogue's spelling
+    assert llmsim.get_simu_strategy_config("tp1_pp2_dp4_mbs1") == "tp1_pp2_dp4_mbs1"  # a compact name
+    s = StrategyConfig.init_from_config_file("tp1_pp2_dp4_mbs1")
+    assert (s.tp_size, s.pp_size, s.world_size, s.micro_batch_size, s.dp_size) == (1, 2, 8, 1, 4)
+
+
+def test_configs_are_objects_with_fields(source_dir):
+    m = ModelConfig.init_from_config_file(str(source_dir / "configs/models/llama3-8b.json"))
+    # Llama 3 8B (Meta's config.json): 4096 hidden, 32 layers, 32 heads, 8 KV heads.
+    assert (m.hidden_size, m.layer_num, m.head_num, m.kv_head_num) == (4096, 32, 32, 8)
+    with pytest.raises(AttributeError):
+        _ = m.no_such_field
+    d = m.to_dict()
+    d["layer_num"] = 1
+    assert m.layer_num == 32  # a copy
+    assert ModelConfig.init_from_dict(m.to_dict()) == m
+    assert StrategyConfig({"world_size": 16, "tp_size": 2, "pp_size": 2}).dp_size == 4
+
+
+def test_catalogue():
+    names = llmsim.catalogue()
+    assert "llama3-70b" in names["models"] and "h100-sxm" in names["systems"]
+    # Llama 3 70B: 8192 hidden, 80 layers, 64 heads, 8 KV heads (Meta's config.json).
+    m = llmsim.catalogue_model("llama3-70b")
+    assert (m.hidden_size, m.layer_num, m.head_num, m.kv_head_num) == (8192, 80, 64, 8)
+    s = llmsim.catalogue_system("h100-sxm")
+    assert s.accelerator["op"]["matmul"]["tflops"] == 989  # H100 SXM dense BF16 (data sheet)
