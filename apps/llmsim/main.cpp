@@ -1,9 +1,10 @@
 // The llmsim command line tool:
 //   llmsim check    [--system S] [--strategy T] [--model M] [--set key=value]... [--strict] [--allow-oom] [--format text|json]
 //   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--allow-oom] [--format text|json]
-//   llmsim validate CASES.json [--recipes FILE] [--format text|json]
+//   llmsim validate CASES.json [--recipes FILE] [--system [CASE_SYSTEM=]S]... [--format text|json|csv]
 //   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
 //   llmsim list     [--format text|json]
+//   llmsim import-hf CONFIG.json [-o MODEL.json]
 //   llmsim llm-analysis train|infer --model_name M --gpu_name G [llm-analysis's flags] [--format text|json]
 //   llmsim search   --model M --system S --gpus N (--global-batch B | --tokens-per-step T) --seq L [...]
 // S, T, M are config files (SimuMax format) or catalogue names (`llmsim list`). Exit statuses:
@@ -645,6 +646,51 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
     std::printf("  %3zu  %s\n", v.get<std::size_t>(), k.c_str());
 }
 
+/// One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes doubled.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+/// A JSON value as a CSV field: numbers to 17 significant digits (they read back exactly), strings
+/// quoted as needed, booleans as true/false, null or absent as an empty field.
+std::string csv_value(const lj::value& v) {
+  if (v.is_number()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v.get<double>());
+    return text;
+  }
+  if (v.is_string()) return csv_field(v.get<std::string>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return "";
+}
+/// `object[key]`, or null when `object` is not an object or lacks it.
+lj::value member(const lj::value& object, const char* key) {
+  return object.is_object() && object.contains(key) ? object[key] : lj::value(nullptr);
+}
+/// Prints one CSV line of fields.
+void print_csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + fields[i];
+  std::printf("%s\n", line.c_str());
+}
+
+/// `validate --format csv` of Megatron-Bridge rows: one line per row.
+void print_mb_csv(const lj::value& rows) {
+  print_csv_line({"id", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
+                  "real_tokens_per_sec_per_gpu", "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
+                  "real_model_tflops_per_sec_per_gpu", "tflops_err", "not_estimated_reason"});
+  for (const auto& r : rows) {
+    const lj::value p = member(r, "predicted");
+    print_csv_line({csv_value(r["id"]), csv_value(r["model"]), csv_value(r["gpu_type"]), csv_value(r["precision"]),
+                    csv_value(member(p, "tokens_per_sec_per_gpu")), csv_value(r["real"]["tokens_per_sec_per_gpu"]),
+                    csv_value(r["tokens_err"]), csv_value(member(p, "model_tflops_per_sec_per_gpu")),
+                    csv_value(r["real"]["model_tflops_per_sec_per_gpu"]), csv_value(r["tflops_err"]),
+                    csv_value(member(r, "reason"))});
+  }
+}
+
 /// `llmsim validate` of a Megatron-Bridge cases document: each row's tokens/s/GPU and model
 /// TFLOP/s/GPU predicted and compared with the printed ones.
 int run_validate_mb(const lj::value& doc, const std::string& file, const std::string& format,
@@ -664,6 +710,8 @@ int run_validate_mb(const lj::value& doc, const std::string& file, const std::st
   const int status = summary["n_not_estimated"].get<std::size_t>() > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json")
     std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
+  else if (format == "csv")
+    print_mb_csv(rows);
   else
     print_mb_text(rows, summary);
   return status;
@@ -773,6 +821,21 @@ int run_validate_inference(const lj::value& doc, const std::string& file, const 
   const int status = n_refused > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json") {
     std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
+    return status;
+  }
+  if (format == "csv") {  // one line per compared figure; a row not estimated has one line with its reason
+    print_csv_line({"id", "regime", "model", "system", "figure", "real", "predicted", "err", "not_estimated_reason"});
+    for (const auto& row : rows) {
+      const std::vector<std::string> head{csv_value(row["id"]), csv_value(row["regime"]), csv_value(row["model"]),
+                                          csv_value(row["system"])};
+      if (row.contains("reason")) {
+        print_csv_line({head[0], head[1], head[2], head[3], "", "", "", "", csv_value(row["reason"])});
+        continue;
+      }
+      for (const auto& f : row["figures"])
+        print_csv_line({head[0], head[1], head[2], head[3], csv_value(f["metric"]), csv_value(f["real"]),
+                        csv_value(f["predicted"]), csv_value(f["err"]), ""});
+    }
     return status;
   }
   std::printf("%-6s %-24s %-14s %-28s %12s %12s %8s\n", "id", "model", "system", "figure", "real", "predicted",
@@ -895,6 +958,20 @@ int run_validate(const std::string& file, const std::string& format, const std::
     std::printf("%s\n", dump(lj::value{{"cases", cases}, {"summary", summary}, {"exit_status", status}}).c_str());
     return status;
   }
+  if (format == "csv") {  // one line per case
+    print_csv_line({"name", "system", "predicted_iter_time_ms", "real_iter_time_ms", "time_err",
+                    "predicted_peak_alloc_gib", "real_peak_alloc_gib", "mem_err", "memory_verified",
+                    "not_estimated_reason"});
+    for (const auto& r : cases) {
+      const lj::value p = member(r, "predicted");
+      print_csv_line({csv_value(r["name"]), csv_value(r["system"]), csv_value(member(p, "iter_time_ms")),
+                      csv_value(member(r["real"], "iter_time_ms")), csv_value(r["time_err"]),
+                      csv_value(member(p, "peak_alloc_gib")), csv_value(member(r["real"], "peak_alloc_gib")),
+                      csv_value(r["mem_err"]), r["real"].value("memory_verified", false) ? "true" : "false",
+                      csv_value(r["error"])});
+    }
+    return status;
+  }
   std::printf("%-46s %12s %12s %8s %10s %10s %8s\n", "case", "time ms", "real ms", "err", "peak GiB", "real GiB",
               "err");
   for (const auto& r : cases) {
@@ -918,6 +995,27 @@ int run_validate(const std::string& file, const std::string& format, const std::
       cases.size(), n_failed, 100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n,
       100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
   return status;
+}
+
+/// `llmsim import-hf`: the model a Hugging Face config.json gives, in the SimuMax format (every
+/// field, defaults written out), with what it does not model on stderr.
+int run_import_hf(const std::string& config, const std::string& output) {
+  std::vector<std::string> notes;
+  const llmsim::model_spec m = lj::load_model(config, {.strict = false, .warnings = &notes});
+  if (!lj::hf::is_hf_config(lj::read_file(config)))
+    throw llmsim::config_error("llmsim import-hf", "/model_type",
+                               "not a Hugging Face config.json (needs a string model_type and num_hidden_layers)",
+                               config);
+  for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  const std::string text = dump(lj::to_json(m)) + "\n";
+  if (output.empty()) {
+    std::printf("%s", text.c_str());
+    return exit_success;
+  }
+  std::ofstream out(output, std::ios::binary);
+  if (out) out << text;
+  if (!out) throw llmsim::config_error("llmsim import-hf", "--output", "cannot write the model file", output);
+  return exit_success;
 }
 
 /// Whether the raw command line asks for JSON, known before CLI11 has parsed it so that a usage
@@ -986,12 +1084,20 @@ int main(int argc, char** argv) {
                    "or CASE_SYSTEM=S for the cases whose system path ends with CASE_SYSTEM (repeatable, e.g. "
                    "--system a100_pcie.json=a100-pcie --system b200_bf16_ceperm.json=b200)")
       ->type_name("[CASE_SYSTEM=]S");
-  validate->add_option("--format", validate_format, "Output format (text is the default)")
-      ->check(CLI::IsMember({"text", "json"}));
+  validate
+      ->add_option("--format", validate_format,
+                   "Output format: text (the default), json, or csv (a line per case, row or compared figure)")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
   std::string list_format = "text";
   auto* list = app.add_subcommand("list", "List the catalogue models, systems and the strategy-name grammar.");
   list->add_option("--format", list_format, "Output format (text is the default)")
       ->check(CLI::IsMember({"text", "json"}));
+  std::string hf_config, hf_output;
+  auto* import_hf = app.add_subcommand(
+      "import-hf", "Write the SimuMax-format model JSON of a Hugging Face config.json (what --model reads from it).");
+  import_hf->add_option("config", hf_config, "Hugging Face config.json")->required();
+  import_hf->add_option("-o,--output", hf_output, "Write the model JSON here instead of standard output")
+      ->type_name("FILE");
   llmsim_cli::llm_analysis_args llma_args;
   auto* llma = llmsim_cli::add_llm_analysis(app, llma_args);
   llmsim_cli::search_args search_args;
@@ -999,7 +1105,8 @@ int main(int argc, char** argv) {
   llmsim_cli::infer_args infer_args;
   auto* infer = llmsim_cli::add_infer_command(app, infer_args);
   app.footer(exit_status_help);
-  for (auto* sub : {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search, infer})
+  for (auto* sub :
+       {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search, infer, import_hf})
     sub->footer(exit_status_help);
 
   try {
@@ -1027,6 +1134,7 @@ int main(int argc, char** argv) {
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);
     if (search->parsed()) return llmsim_cli::run_search(search_args);
     if (infer->parsed()) return llmsim_cli::run_infer(infer_args, exit_does_not_fit);
+    if (import_hf->parsed()) return run_import_hf(hf_config, hf_output);
     if (list->parsed()) {
       if (json_out)
         std::printf("%s\n", dump(catalogue_json()).c_str());

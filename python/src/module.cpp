@@ -39,7 +39,9 @@ struct job {
 job parse_job(const py::dict& strategy, const py::dict& model, const py::dict& system, const std::string& strategy_src,
               const std::string& model_src, const std::string& system_src) {
   job j;
-  j.model = lj::parse_model(from_python(model, model_src), model_src);
+  lj::value m = from_python(model, model_src);
+  if (lj::hf::is_hf_config(m)) m = lj::hf::to_model_json(m, model_src);  // a Hugging Face config.json
+  j.model = lj::parse_model(m, model_src);
   j.strategy = lj::parse_strategy(from_python(strategy, strategy_src), strategy_src);
   j.system = lj::parse_system(from_python(system, system_src), system_src);
   lj::validate_files(j.model, model_src, j.strategy, strategy_src, j.system.spec(), system_src);

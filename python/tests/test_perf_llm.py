@@ -104,3 +104,15 @@ def test_catalogue():
     assert (m.hidden_size, m.layer_num, m.head_num, m.kv_head_num) == (8192, 80, 64, 8)
     s = llmsim.catalogue_system("h100-sxm")
     assert s.accelerator["op"]["matmul"]["tflops"] == 989  # H100 SXM dense BF16 (data sheet)
+
+
+def test_a_hugging_face_config_is_a_model(source_dir, cli):
+    # --model takes a Hugging Face config.json; so does PerfLLM: the same estimate as the CLI's.
+    config = str(source_dir / "tests/hf_configs/Qwen2-7B.json")
+    perf = PerfLLM()
+    perf.configure(strategy_config="tp4", model_config=config, system_config="h100-sxm")
+    perf.run_estimate()
+    out = subprocess.run([cli, "perf", "--format", "json", "--system", "h100-sxm", "--strategy", "tp4",
+                          "--model", config], check=True, capture_output=True, text=True).stdout
+    assert perf.analysis_cost() == json.loads(out)["cost_result"]
+    assert perf.model_config.model_type == "qwen2"  # the config object keeps the file as it is

@@ -1270,7 +1270,166 @@ inline value read_config(const std::filesystem::path& file, std::string_view kin
 }
 }  // namespace detail
 
-/// Loads a model: a file, or, when `file` is not an existing regular file, a catalogue name
+// ---- Hugging Face config.json -----------------------------------------------------------------
+/// A Hugging Face `config.json` as a model (`--model path/to/config.json`, `llmsim import-hf`): the
+/// architectural fields of transformers' config classes mapped to the SimuMax model format.
+namespace hf {
+
+/// A Hugging Face config: `model_type` names a transformers architecture and the sizes use its
+/// names (`num_hidden_layers`), unlike the SimuMax format's `model_type` dense / moe and `layer_num`.
+inline bool is_hf_config(const value& v) {
+  return v.is_object() && v.contains("model_type") && v["model_type"].is_string() && v.contains("num_hidden_layers");
+}
+
+/// The model_type values this importer maps.
+inline constexpr std::array<std::string_view, 9> supported_types{
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"};
+
+namespace detail {
+using json::detail::location;
+/// An integer field: required, or `fallback` when absent or null.
+inline std::int64_t integer(const value& v, const location& at, const char* key, std::optional<std::int64_t> fallback) {
+  if (!v.contains(key) || v[key].is_null()) {
+    if (fallback) return *fallback;
+    json::detail::fail(at.child(key), "required field is missing (Hugging Face config)");
+  }
+  std::int64_t out = 0;
+  json::detail::read(v[key], at.child(key), out);
+  return out;
+}
+inline bool flag(const value& v, const location& at, const char* key, bool fallback) {
+  if (!v.contains(key) || v[key].is_null()) return fallback;
+  bool out = false;
+  json::detail::read(v[key], at.child(key), out);
+  return out;
+}
+inline std::string text(const value& v, const char* key, const std::string& fallback) {
+  return v.contains(key) && v[key].is_string() ? v[key].get<std::string>() : fallback;
+}
+/// Notes what the config states that the estimate does not model, with its size where it has one.
+inline void note(std::vector<std::string>* notes, const std::string& source, const std::string& what) {
+  if (notes) notes->push_back(source + ": " + what);
+}
+}  // namespace detail
+
+/// The SimuMax-format model JSON of Hugging Face config `v` (read from `source`). Fields the
+/// estimate does not model (biases on q/k/v only, q/k norms, sliding windows, RoPE scaling) are
+/// listed in `notes`; an architecture outside `supported_types` is refused naming model_type.
+inline value to_model_json(const value& v, const std::string& source, std::vector<std::string>* notes = nullptr) {
+  using detail::flag;
+  using detail::integer;
+  const json::detail::location at{source, ""};
+  const std::string type = v["model_type"].get<std::string>();
+  if (std::find(supported_types.begin(), supported_types.end(), type) == supported_types.end()) {
+    std::string list;
+    for (const auto t : supported_types) list.append(list.empty() ? "" : ", ").append(t);
+    json::detail::fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
+  }
+  const std::string act = detail::text(v, "hidden_act", "silu");
+  if (act != "silu" && act != "swish")
+    json::detail::fail(at.child("hidden_act"), "hidden_act \"" + act + "\": llmsim imports gated SiLU MLPs only");
+  const std::int64_t hidden = integer(v, at, "hidden_size", {}), heads = integer(v, at, "num_attention_heads", {});
+  std::string name = detail::text(v, "_name_or_path", type);
+  name = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1).substr(0, 63);
+  value m = {{"model_name", name.empty() ? type : name},
+             {"hidden_size", hidden},
+             {"layer_num", integer(v, at, "num_hidden_layers", {})},
+             {"head_num", heads},
+             {"kv_head_num", integer(v, at, "num_key_value_heads", heads)},
+             {"vocab_size", integer(v, at, "vocab_size", {})},
+             {"use_swiglu", true},
+             {"tie_word_embeddings", flag(v, at, "tie_word_embeddings", false)}};
+  if (v.contains("intermediate_size") && !v["intermediate_size"].is_null())
+    m["intermediate_size"] = integer(v, at, "intermediate_size", {});
+  // head_dim absent: hidden_size / num_attention_heads, as transformers' attention modules take it.
+  const bool has_head_dim = v.contains("head_dim") && !v["head_dim"].is_null();
+  if (!has_head_dim && (heads <= 0 || hidden % heads != 0))
+    json::detail::fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) +
+                                                            " must divide hidden_size=" + std::to_string(hidden) +
+                                                            " when head_dim is absent");
+  m["head_size"] = has_head_dim ? integer(v, at, "head_dim", {}) : hidden / heads;
+  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  if (type == "mixtral") {
+    m["model_type"] = "moe";
+    m["expert_num"] = integer(v, at, "num_local_experts", {});
+    m["topk"] = integer(v, at, "num_experts_per_tok", {});
+    m["moe_ffn_hidden_size"] = integer(v, at, "intermediate_size", {});
+  } else if (type == "qwen3_moe") {
+    if (integer(v, at, "decoder_sparse_step", 1) != 1 ||
+        (v.contains("mlp_only_layers") && v["mlp_only_layers"].is_array() && !v["mlp_only_layers"].empty()))
+      json::detail::fail(at.child("mlp_only_layers"), "dense layers among the MoE layers are not imported");
+    m["model_type"] = "moe";
+    m["expert_num"] = integer(v, at, "num_experts", {});
+    m["topk"] = integer(v, at, "num_experts_per_tok", {});
+    m["moe_ffn_hidden_size"] = integer(v, at, "moe_intermediate_size", {});
+  } else if (deepseek) {
+    const std::int64_t expert = integer(v, at, "moe_intermediate_size", {});
+    m["model_type"] = "moe";
+    m["attention_type"] = "mla";
+    m["expert_num"] = integer(v, at, "n_routed_experts", {});
+    m["topk"] = integer(v, at, "num_experts_per_tok", {});
+    m["moe_ffn_hidden_size"] = expert;
+    if (const std::int64_t shared = integer(v, at, "n_shared_experts", 0); shared > 0) {
+      if (expert <= 0 || shared > std::numeric_limits<std::int64_t>::max() / expert)
+        json::detail::fail(at.child("n_shared_experts"), "n_shared_experts x moe_intermediate_size is out of range");
+      m["moe_shared_expert_intermediate_size"] = shared * expert;
+    }
+    m["dense_layers"] = integer(v, at, "first_k_dense_replace", 0);
+    if (integer(v, at, "moe_layer_freq", 1) != 1)
+      json::detail::fail(at.child("moe_layer_freq"), "MoE layers every other layer are not imported");
+    m["q_lora_rank"] = v.contains("q_lora_rank") && !v["q_lora_rank"].is_null()
+                           ? value(integer(v, at, "q_lora_rank", {}))
+                           : value(nullptr);
+    m["kv_lora_rank"] = integer(v, at, "kv_lora_rank", {});
+    m["qk_head_dim"] = integer(v, at, "qk_nope_head_dim", {});
+    m["qk_pos_emb_head_dim"] = integer(v, at, "qk_rope_head_dim", {});
+    m["v_head_dim"] = integer(v, at, "v_head_dim", {});
+    m["head_size"] = m["qk_head_dim"];
+    // Routing: DeepSeek-V3's sigmoid scores with the aux-loss-free bias (topk_method noaux_tc),
+    // group-limited top-k (n_group, topk_group) for both.
+    if (detail::text(v, "scoring_func", "softmax") == "sigmoid") m["moe_router_score_function"] = "sigmoid";
+    if (detail::text(v, "topk_method", "") == "noaux_tc") m["moe_router_enable_expert_bias"] = true;
+    const std::int64_t groups = integer(v, at, "n_group", 1);
+    if (groups > 1) {
+      m["moe_router_num_groups"] = groups;
+      m["moe_router_group_topk"] = integer(v, at, "topk_group", {});
+    }
+    if (const std::int64_t mtp = integer(v, at, "num_nextn_predict_layers", 0); mtp > 0) m["mtp_num_layers"] = mtp;
+  } else {
+    m["model_type"] = "dense";
+  }
+  if (!m.contains("intermediate_size") && !deepseek)
+    json::detail::fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
+  // What the estimate leaves out, with the weights it leaves out.
+  // (In doubles: the sizes are not validated yet and may be huge.)
+  const auto kv = static_cast<double>(m["kv_head_num"].get<std::int64_t>());
+  const auto layers = static_cast<double>(m["layer_num"].get<std::int64_t>());
+  const auto head = static_cast<double>(m["head_size"].get<std::int64_t>());
+  const auto count = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f", x);
+    return std::string(text);
+  };
+  if (type == "qwen2" || flag(v, at, "attention_bias", false))
+    detail::note(notes, source,
+                 "biases of the q, k, v projections are not modelled (" +
+                     count(layers * (static_cast<double>(heads) + 2 * kv) * head) + " parameters)");
+  if (type == "qwen3" || type == "qwen3_moe")
+    detail::note(notes, source,
+                 "the per-head q and k RMSNorms are not modelled (" + count(layers * 2 * head) +
+                     " parameters and their small kernels)");
+  if (v.contains("sliding_window") && v["sliding_window"].is_number_integer() &&
+      flag(v, at, "use_sliding_window", type != "qwen2" && type != "qwen3" && type != "qwen3_moe"))
+    detail::note(notes, source, "the sliding attention window is not modelled: attention spans the whole sequence");
+  if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
+    detail::note(notes, source, "rope_scaling changes no FLOPs or bytes (positions only)");
+  return m;
+}
+
+}  // namespace hf
+
+/// Loads a model: a file (SimuMax's format or a Hugging Face config.json, whose unmodelled fields
+/// become warnings), or, when `file` is not an existing regular file, a catalogue name
 /// (`load_model("llama3-70b")`, see `catalogue::models`). `overrides` (an object; keys may be
 /// dotted paths) merge in before parsing, as `merge_overrides` does.
 inline model_spec load_model(const std::filesystem::path& file, const load_options& opt = {},
@@ -1279,6 +1438,7 @@ inline model_spec load_model(const std::filesystem::path& file, const load_optio
   const model_spec* entry = detail::is_regular_file(file) ? nullptr : catalogue::find_model(name);
   const std::string source = entry ? "catalogue model " + name : name;
   value v = entry ? to_json(*entry) : detail::read_config(file, "model");
+  if (hf::is_hf_config(v)) v = hf::to_model_json(v, source, opt.warnings);  // a Hugging Face config.json
   merge_overrides(v, overrides, source + " (with overrides)");
   return parse_model(v, source, opt);
 }

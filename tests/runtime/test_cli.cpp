@@ -530,6 +530,66 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
   EXPECT_NE(refused.err.find("--system applies to training-cases files"), std::string::npos) << refused.err;
 }
 
+// `validate --format csv`: a header and a line per case; numbers read back to the JSON's exactly,
+// a name with a comma and quotes quoted as RFC 4180 says.
+TEST(CliValidate, CsvHasALinePerCase) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path file = fs::temp_directory_path() / ("llmsim_cli_validate_csv_" + unique_suffix() + ".json");
+  std::ofstream(file) << R"({"config_root": ")" << (source_dir / "configs").string() << R"(", "cases": [
+      {"name": "plain", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json",
+       "real": {"iter_time_ms": 1000, "peak_alloc_gib": 30, "memory_verified": true}},
+      {"name": "a \"quoted\", name", "model": "models/llama3-8b.json", "strategy": "strategy/tp2_pp1_dp4_mbs1.json", "system": "system/h100_sxm.json"}]})";
+  const auto csv = run_cli("validate --format csv '" + file.string() + "'");
+  const auto js = run_cli("validate --format json '" + file.string() + "'");
+  fs::remove(file);
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  std::vector<std::string> lines;
+  std::istringstream in(csv.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3U) << csv.out;
+  EXPECT_EQ(lines[0],
+            "name,system,predicted_iter_time_ms,real_iter_time_ms,time_err,predicted_peak_alloc_gib,"
+            "real_peak_alloc_gib,mem_err,memory_verified,not_estimated_reason");
+  std::vector<std::string> f;
+  std::istringstream row(lines[1]);
+  for (std::string field; std::getline(row, field, ',');) f.push_back(field);
+  ASSERT_EQ(f.size(), 9U) << lines[1];  // the empty reason ends the line
+  const json j = js.out_json();
+  EXPECT_EQ(f[0], "plain");
+  EXPECT_EQ(std::strtod(f[2].c_str(), nullptr), j["cases"][0]["predicted"]["iter_time_ms"].get<double>());
+  EXPECT_EQ(f[3], "1000");
+  EXPECT_EQ(std::strtod(f[4].c_str(), nullptr), j["cases"][0]["time_err"].get<double>());
+  EXPECT_EQ(f[6], "30");
+  EXPECT_EQ(f[8], "true");
+  EXPECT_EQ(lines[2].rfind("\"a \"\"quoted\"\", name\",", 0), 0U) << lines[2];
+  // No real figures: the real time, its error, the real peak and its error are empty fields.
+  EXPECT_NE(lines[2].find(",,,"), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 9), ",,,false,") << lines[2];
+}
+
+// `import-hf` writes the SimuMax model JSON of a Hugging Face config.json; `perf --model` reads
+// either the same way; a file that is not a Hugging Face config is refused.
+TEST(CliImportHf, WritesTheModelPerfReads) {
+  LLMSIM_REQUIRE_CLI();
+  const std::string config = (source_dir / "tests" / "hf_configs" / "Qwen2-7B.json").string();
+  const fs::path out = fs::temp_directory_path() / ("llmsim_cli_import_hf_" + unique_suffix() + ".json");
+  const auto r = run_cli("import-hf '" + config + "' -o '" + out.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: " + config + ": biases of the q, k, v projections are not modelled (129024 parameters)"),
+            std::string::npos)
+      << r.err;
+  const auto via_file = run_cli("perf --format json --system h100-sxm --strategy tp4 --model '" + out.string() + "'");
+  const auto direct = run_cli("perf --format json --system h100-sxm --strategy tp4 --model '" + config + "'");
+  fs::remove(out);
+  ASSERT_EQ(via_file.exit_code, 0) << via_file.err;
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(via_file.out_json()["cost_result"], direct.out_json()["cost_result"]);
+  EXPECT_EQ(direct.out_json()["param_count"], 7615487488.0);  // by hand in test_hf_import.cpp
+  const auto simumax = run_cli("import-hf '" + (source_dir / "configs" / "models" / "llama3-8b.json").string() + "'");
+  EXPECT_EQ(simumax.exit_code, 1);
+  EXPECT_NE(simumax.err.find("not a Hugging Face config.json"), std::string::npos) << simumax.err;
+}
+
 // ---- item: --format json answers on stdout, errors included -----------------------------------------
 
 /// The error object of a failed `--format json` command, checked against what stderr says.

@@ -463,7 +463,6 @@ std::string kwargs_error(const llmsim::json::value& k, bool train) {
 // The keyword readers behind the Python module: llm-analysis's defaults stay unless given, None
 // clears an optional, an unknown keyword or an enum out of range is refused with its name.
 TEST(LlmAnalysisKwargs, DefaultsNoneAndRefusals) {
-  using json = llmsim::json::value;
   const auto p = lja2::read_training_kwargs(json{{"tp_size", 2}, {"seq_len", 2048}, {"model_name", "x"}});
   EXPECT_EQ(p.tp_size, 2);
   EXPECT_EQ(p.seq_len, 2048);
