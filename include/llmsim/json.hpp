@@ -1137,12 +1137,67 @@ inline bool flag(const value& v, const location& at, const char* key, bool fallb
   json::detail::read(v[key], at.child(key), out);
   return out;
 }
-inline std::string text(const value& v, const char* key, const std::string& fallback) {
-  return v.contains(key) && v[key].is_string() ? v[key].get<std::string>() : fallback;
+/// A text field: `fallback` when absent or null, else it must be a string.
+inline std::string word(const value& v, const location& at, const char* key, const std::string& fallback) {
+  if (!v.contains(key) || v[key].is_null()) return fallback;
+  if (!v[key].is_string())
+    json::detail::fail(at.child(key), "expected a string, got " + json::detail::describe(v[key]));
+  return v[key].get<std::string>();
+}
+/// The last path component of `path`, at most 63 bytes cut on a UTF-8 character boundary.
+inline std::string short_name(const std::string& path, const std::string& fallback) {
+  const auto slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.size() > 63) {
+    std::size_t end = 63;
+    while (end > 0 && (static_cast<unsigned char>(name[end]) & 0xC0) == 0x80) --end;  // not inside a character
+    name.resize(end);
+  }
+  return name.empty() ? fallback : name;
 }
 /// Notes what the config states that the estimate does not model, with its size where it has one.
 inline void note(std::vector<std::string>* notes, const std::string& source, const std::string& what) {
   if (notes) notes->push_back(source + ": " + what);
+}
+/// Notes what `v` states that the estimate of model `m` leaves out, with the weights it leaves out.
+inline void note_unmodelled(const value& v, const location& at, const std::string& type, const value& m,
+                            std::vector<std::string>* notes) {
+  // (In doubles: the sizes are not validated yet and may be huge.)
+  const auto number = [&](const char* key) { return static_cast<double>(m[key].get<std::int64_t>()); };
+  const double layers = number("layer_num"), heads = number("head_num"), kv = number("kv_head_num");
+  const double head = number("head_size"), hidden = number("hidden_size");
+  const auto count = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f", x);
+    return std::string(text);
+  };
+  const std::string src = at.file;
+  if (type == "qwen2")  // Qwen2's q, k, v projections always carry biases (modeling_qwen2.py)
+    note(notes, src,
+         "biases of the q, k, v projections are not modelled (" + count(layers * (heads + 2 * kv) * head) +
+             " parameters)");
+  else if (flag(v, at, "attention_bias", false))
+    note(notes, src,
+         "attention_bias: biases of the q, k, v and o projections are not modelled (" +
+             count(layers * ((heads + 2 * kv) * head + hidden)) + " parameters)");
+  if (flag(v, at, "mlp_bias", false)) note(notes, src, "mlp_bias: the MLP projections' biases are not modelled");
+  if (type == "qwen3" || type == "qwen3_moe")
+    note(notes, src,
+         "the per-head q and k RMSNorms are not modelled (" + count(layers * 2 * head) +
+             " parameters and their small kernels)");
+  const bool window = v.contains("sliding_window") && v["sliding_window"].is_number_integer() &&
+                      flag(v, at, "use_sliding_window", type != "qwen2" && type != "qwen3" && type != "qwen3_moe");
+  if (window || (type == "mistral" && !v.contains("sliding_window")))  // transformers' MistralConfig default: 4096
+    note(notes, src, "the sliding attention window is not modelled: attention spans the whole sequence");
+  if (v.contains("layer_types")) note(notes, src, "layer_types (per-layer attention kinds) are not modelled");
+  if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
+    note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
+  if (v.contains("quantization_config") && v["quantization_config"].is_object())
+    note(notes, src,
+         "quantization_config (" +
+             word(v["quantization_config"], at.child("quantization_config"), "quant_method", "?") +
+             "): the model is imported with 16-bit weights; training takes the strategy's precision, "
+             "serving its --weights");
 }
 }  // namespace detail
 
@@ -1152,24 +1207,33 @@ inline void note(std::vector<std::string>* notes, const std::string& source, con
 inline value to_model_json(const value& v, const std::string& source, std::vector<std::string>* notes = nullptr) {
   using detail::flag;
   using detail::integer;
+  using json::detail::fail;
   const json::detail::location at{source, ""};
+  if (!is_hf_config(v))
+    fail(at.child("model_type"), "not a Hugging Face config (needs model_type and num_hidden_layers)");
   const std::string type = v["model_type"].get<std::string>();
   if (std::find(supported_types.begin(), supported_types.end(), type) == supported_types.end()) {
     std::string list;
     for (const auto t : supported_types) list.append(list.empty() ? "" : ", ").append(t);
-    json::detail::fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
+    fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
   }
-  const std::string act = detail::text(v, "hidden_act", "silu");
+  const std::string act = detail::word(v, at, "hidden_act", "silu");
   if (act != "silu" && act != "swish")
-    json::detail::fail(at.child("hidden_act"), "hidden_act \"" + act + "\": llmsim imports gated SiLU MLPs only");
+    fail(at.child("hidden_act"), "hidden_act \"" + act + "\": llmsim imports gated SiLU MLPs only");
+  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
   const std::int64_t hidden = integer(v, at, "hidden_size", {}), heads = integer(v, at, "num_attention_heads", {});
-  std::string name = detail::text(v, "_name_or_path", type);
-  name = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1).substr(0, 63);
-  value m = {{"model_name", name.empty() ? type : name},
+  // transformers' class defaults differ by type (mistral and mixtral 8 KV heads, qwen2 and qwen3 32,
+  // qwen3_moe 4, DeepSeek 128; Qwen3 head_dim 128): where the default is not "as many as the query
+  // heads" the config must say it; released configs do.
+  const bool kv_defaults_to_heads = type == "llama" || type == "phi3";
+  const std::int64_t kv =
+      integer(v, at, "num_key_value_heads", kv_defaults_to_heads ? std::optional(heads) : std::nullopt);
+  value m = {{"model_name", detail::short_name(detail::word(v, at, "_name_or_path", type), type)},
              {"hidden_size", hidden},
              {"layer_num", integer(v, at, "num_hidden_layers", {})},
              {"head_num", heads},
-             {"kv_head_num", integer(v, at, "num_key_value_heads", heads)},
+             {"kv_head_num", kv},
              {"vocab_size", integer(v, at, "vocab_size", {})},
              {"use_swiglu", true},
              {"tie_word_embeddings", flag(v, at, "tie_word_embeddings", false)}};
@@ -1177,40 +1241,53 @@ inline value to_model_json(const value& v, const std::string& source, std::vecto
     m["intermediate_size"] = integer(v, at, "intermediate_size", {});
   // head_dim absent: hidden_size / num_attention_heads, as transformers' attention modules take it.
   const bool has_head_dim = v.contains("head_dim") && !v["head_dim"].is_null();
+  if (!has_head_dim && qwen3)
+    fail(at.child("head_dim"), "required field is missing (Qwen3's default is 128, not hidden_size / heads)");
   if (!has_head_dim && (heads <= 0 || hidden % heads != 0))
-    json::detail::fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) +
-                                                            " must divide hidden_size=" + std::to_string(hidden) +
-                                                            " when head_dim is absent");
+    fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) + " must divide hidden_size=" +
+                                              std::to_string(hidden) + " when head_dim is absent");
   m["head_size"] = has_head_dim ? integer(v, at, "head_dim", {}) : hidden / heads;
-  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  const auto at_least = [&](const char* key, std::int64_t value, std::int64_t minimum) {
+    if (value < minimum)
+      fail(at.child(key),
+           std::string(key) + "=" + std::to_string(value) + " must be at least " + std::to_string(minimum));
+    return value;
+  };
   if (type == "mixtral") {
     m["model_type"] = "moe";
     m["expert_num"] = integer(v, at, "num_local_experts", {});
     m["topk"] = integer(v, at, "num_experts_per_tok", {});
     m["moe_ffn_hidden_size"] = integer(v, at, "intermediate_size", {});
   } else if (type == "qwen3_moe") {
-    if (integer(v, at, "decoder_sparse_step", 1) != 1 ||
-        (v.contains("mlp_only_layers") && v["mlp_only_layers"].is_array() && !v["mlp_only_layers"].empty()))
-      json::detail::fail(at.child("mlp_only_layers"), "dense layers among the MoE layers are not imported");
+    if (integer(v, at, "decoder_sparse_step", 1) != 1)
+      fail(at.child("decoder_sparse_step"), "MoE layers every other layer (decoder_sparse_step > 1) are not imported");
+    if (v.contains("mlp_only_layers") && !v["mlp_only_layers"].is_null()) {
+      if (!v["mlp_only_layers"].is_array()) fail(at.child("mlp_only_layers"), "expected a list of layer indices");
+      if (!v["mlp_only_layers"].empty())
+        fail(at.child("mlp_only_layers"), "dense layers among the MoE layers are not imported");
+    }
     m["model_type"] = "moe";
-    m["expert_num"] = integer(v, at, "num_experts", {});
+    // transformers' newer saved configs name it num_local_experts.
+    m["expert_num"] =
+        v.contains("num_experts") ? integer(v, at, "num_experts", {}) : integer(v, at, "num_local_experts", {});
     m["topk"] = integer(v, at, "num_experts_per_tok", {});
     m["moe_ffn_hidden_size"] = integer(v, at, "moe_intermediate_size", {});
   } else if (deepseek) {
-    const std::int64_t expert = integer(v, at, "moe_intermediate_size", {});
+    const std::int64_t expert = at_least("moe_intermediate_size", integer(v, at, "moe_intermediate_size", {}), 1);
     m["model_type"] = "moe";
     m["attention_type"] = "mla";
     m["expert_num"] = integer(v, at, "n_routed_experts", {});
     m["topk"] = integer(v, at, "num_experts_per_tok", {});
     m["moe_ffn_hidden_size"] = expert;
-    if (const std::int64_t shared = integer(v, at, "n_shared_experts", 0); shared > 0) {
-      if (expert <= 0 || shared > std::numeric_limits<std::int64_t>::max() / expert)
-        json::detail::fail(at.child("n_shared_experts"), "n_shared_experts x moe_intermediate_size is out of range");
+    if (const std::int64_t shared = at_least("n_shared_experts", integer(v, at, "n_shared_experts", {}), 0);
+        shared > 0) {
+      if (shared > std::numeric_limits<std::int64_t>::max() / expert)
+        fail(at.child("n_shared_experts"), "n_shared_experts x moe_intermediate_size is out of range");
       m["moe_shared_expert_intermediate_size"] = shared * expert;
     }
-    m["dense_layers"] = integer(v, at, "first_k_dense_replace", 0);
+    m["dense_layers"] = at_least("first_k_dense_replace", integer(v, at, "first_k_dense_replace", {}), 0);
     if (integer(v, at, "moe_layer_freq", 1) != 1)
-      json::detail::fail(at.child("moe_layer_freq"), "MoE layers every other layer are not imported");
+      fail(at.child("moe_layer_freq"), "MoE layers every other layer are not imported");
     m["q_lora_rank"] = v.contains("q_lora_rank") && !v["q_lora_rank"].is_null()
                            ? value(integer(v, at, "q_lora_rank", {}))
                            : value(nullptr);
@@ -1219,44 +1296,33 @@ inline value to_model_json(const value& v, const std::string& source, std::vecto
     m["qk_pos_emb_head_dim"] = integer(v, at, "qk_rope_head_dim", {});
     m["v_head_dim"] = integer(v, at, "v_head_dim", {});
     m["head_size"] = m["qk_head_dim"];
-    // Routing: DeepSeek-V3's sigmoid scores with the aux-loss-free bias (topk_method noaux_tc),
-    // group-limited top-k (n_group, topk_group) for both.
-    if (detail::text(v, "scoring_func", "softmax") == "sigmoid") m["moe_router_score_function"] = "sigmoid";
-    if (detail::text(v, "topk_method", "") == "noaux_tc") m["moe_router_enable_expert_bias"] = true;
-    const std::int64_t groups = integer(v, at, "n_group", 1);
-    if (groups > 1) {
-      m["moe_router_num_groups"] = groups;
-      m["moe_router_group_topk"] = integer(v, at, "topk_group", {});
+    // Routing (modeling_deepseek.py MoEGate): DeepSeek-V3 scores with a sigmoid and the
+    // aux-loss-free bias (topk_method noaux_tc, its only method); V2 with a softmax, limited to
+    // topk_group of n_group groups under topk_method group_limited_greedy.
+    const std::string scoring = detail::word(v, at, "scoring_func", type == "deepseek_v3" ? "sigmoid" : "softmax");
+    const std::string method = detail::word(v, at, "topk_method", type == "deepseek_v3" ? "noaux_tc" : "greedy");
+    if (scoring != "softmax" && scoring != "sigmoid")
+      fail(at.child("scoring_func"), "scoring_func \"" + scoring + "\" must be softmax or sigmoid");
+    if (method != "greedy" && method != "group_limited_greedy" && method != "noaux_tc")
+      fail(at.child("topk_method"), "topk_method \"" + method + "\" must be greedy, group_limited_greedy or noaux_tc");
+    if (scoring == "sigmoid") m["moe_router_score_function"] = "sigmoid";
+    if (method == "noaux_tc") m["moe_router_enable_expert_bias"] = true;
+    if (method != "greedy") {
+      const std::int64_t groups = at_least("n_group", integer(v, at, "n_group", {}), 1);
+      if (groups > 1) {
+        m["moe_router_num_groups"] = groups;
+        m["moe_router_group_topk"] = at_least("topk_group", integer(v, at, "topk_group", {}), 1);
+      }
     }
-    if (const std::int64_t mtp = integer(v, at, "num_nextn_predict_layers", 0); mtp > 0) m["mtp_num_layers"] = mtp;
+    if (const std::int64_t mtp = at_least("num_nextn_predict_layers", integer(v, at, "num_nextn_predict_layers", 0), 0);
+        mtp > 0)
+      m["mtp_num_layers"] = mtp;
   } else {
     m["model_type"] = "dense";
   }
   if (!m.contains("intermediate_size") && !deepseek)
-    json::detail::fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
-  // What the estimate leaves out, with the weights it leaves out.
-  // (In doubles: the sizes are not validated yet and may be huge.)
-  const auto kv = static_cast<double>(m["kv_head_num"].get<std::int64_t>());
-  const auto layers = static_cast<double>(m["layer_num"].get<std::int64_t>());
-  const auto head = static_cast<double>(m["head_size"].get<std::int64_t>());
-  const auto count = [](double x) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.0f", x);
-    return std::string(text);
-  };
-  if (type == "qwen2" || flag(v, at, "attention_bias", false))
-    detail::note(notes, source,
-                 "biases of the q, k, v projections are not modelled (" +
-                     count(layers * (static_cast<double>(heads) + 2 * kv) * head) + " parameters)");
-  if (type == "qwen3" || type == "qwen3_moe")
-    detail::note(notes, source,
-                 "the per-head q and k RMSNorms are not modelled (" + count(layers * 2 * head) +
-                     " parameters and their small kernels)");
-  if (v.contains("sliding_window") && v["sliding_window"].is_number_integer() &&
-      flag(v, at, "use_sliding_window", type != "qwen2" && type != "qwen3" && type != "qwen3_moe"))
-    detail::note(notes, source, "the sliding attention window is not modelled: attention spans the whole sequence");
-  if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
-    detail::note(notes, source, "rope_scaling changes no FLOPs or bytes (positions only)");
+    fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
+  detail::note_unmodelled(v, at, type, m, notes);
   return m;
 }
 

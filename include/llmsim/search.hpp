@@ -408,6 +408,26 @@ inline best_parallel_strategy search_best_parallel_strategy_with_recompute(
     std::int64_t global_batch_size, std::vector<std::int64_t> tp_search_list = {},
     std::vector<std::int64_t> ep_search_list = {}, std::vector<std::int64_t> pp_search_list = {}, bool use_etp = false,
     bool use_reserved_memory = true) {
+  constexpr std::string_view api = "llmsim::search_best_parallel_strategy_with_recompute";
+  const auto refuse = [&](std::string_view name, const std::string& rule) {
+    throw config_error(std::string(api), std::string(name), rule);
+  };
+  // The command line's ranges (llmsim search --gpus): a world of 1 .. 2^24 GPUs.
+  if (world_size < 1 || world_size > (std::int64_t{1} << 24))
+    refuse("world_size", "world_size=" + std::to_string(world_size) + " must be in [1, 16777216]");
+  if (micro_batch_size < 1 || micro_batch_size > max_dimension)
+    refuse("micro_batch_size", "micro_batch_size=" + std::to_string(micro_batch_size) + " must be at least 1");
+  if (global_batch_size < 1 || global_batch_size > max_dimension)
+    refuse("global_batch_size", "global_batch_size=" + std::to_string(global_batch_size) + " must be at least 1");
+  if (!(gmi_error >= 0 && gmi_error <= 1e6))
+    refuse("gmi_error", "gmi_error=" + std::to_string(gmi_error) + " must be in [0, 1e6] GiB");
+  for (const auto* list : {&tp_search_list, &ep_search_list, &pp_search_list})
+    for (const std::int64_t v : *list)
+      if (v < 1 || v > world_size)
+        refuse(list == &tp_search_list   ? "tp_search_list"
+               : list == &ep_search_list ? "ep_search_list"
+                                         : "pp_search_list",
+               "every size must be in [1, world_size=" + std::to_string(world_size) + "], got " + std::to_string(v));
   const model_spec& m = perf.model();
   const strategy_spec& base = perf.strategy();
   search_space sp{.gpus = world_size, .global_batch = global_batch_size, .seq_len = base.seq_len};

@@ -37,13 +37,14 @@ struct job {
   lj::system_config system;
 };
 job parse_job(const py::dict& strategy, const py::dict& model, const py::dict& system, const std::string& strategy_src,
-              const std::string& model_src, const std::string& system_src) {
+              const std::string& model_src, const std::string& system_src, std::vector<std::string>& warnings) {
   job j;
+  const lj::load_options opt{.strict = false, .warnings = &warnings};  // unknown keys: warnings, as the CLI
   lj::value m = from_python(model, model_src);
-  if (lj::hf::is_hf_config(m)) m = lj::hf::to_model_json(m, model_src);  // a Hugging Face config.json
-  j.model = lj::parse_model(m, model_src);
-  j.strategy = lj::parse_strategy(from_python(strategy, strategy_src), strategy_src);
-  j.system = lj::parse_system(from_python(system, system_src), system_src);
+  if (lj::hf::is_hf_config(m)) m = lj::hf::to_model_json(m, model_src, &warnings);  // a Hugging Face config.json
+  j.model = lj::parse_model(m, model_src, opt);
+  j.strategy = lj::parse_strategy(from_python(strategy, strategy_src), strategy_src, opt);
+  j.system = lj::parse_system(from_python(system, system_src), system_src, opt);
   lj::validate_files(j.model, model_src, j.strategy, strategy_src, j.system.spec(), system_src);
   return j;
 }
@@ -51,7 +52,8 @@ job parse_job(const py::dict& strategy, const py::dict& model, const py::dict& s
 /// `llmsim perf --format json` of a job: cost_result, mem_result and the rest, plus the text report.
 py::object estimate(const py::dict& strategy, const py::dict& model, const py::dict& system,
                     const std::string& strategy_src, const std::string& model_src, const std::string& system_src) {
-  const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src);
+  std::vector<std::string> warnings;
+  const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src, warnings);
   lj::perf_llm perf;
   perf.configure(j.strategy, j.model, j.system);
   try {
@@ -65,6 +67,7 @@ py::object estimate(const py::dict& strategy, const py::dict& model, const py::d
   out["strategy"] = lj::to_json(perf.strategy());
   out["system"] = std::string(perf.system().sys_name.view());
   out["report"] = llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system());
+  out["warnings"] = warnings;
   return to_python(out);
 }
 
@@ -74,6 +77,17 @@ py::object catalogue_spec(const std::string& kind, const std::string& name) {
   if (kind == "strategy") return to_python(lj::to_json(lj::load_strategy(name)));
   if (kind == "system") return to_python(lj::to_json(lj::load_system(name).spec()));
   throw std::invalid_argument("kind must be \"model\", \"strategy\" or \"system\", got \"" + kind + "\"");
+}
+
+/// A JSON file through the library's reader (duplicate keys, NaN and invalid UTF-8 refused with
+/// the file and the place named), as a Python object.
+py::object read_json(const std::string& file) { return to_python(lj::read_file(file)); }
+
+/// A Hugging Face config.json's model in the SimuMax format, and the notes on what it leaves out.
+py::object hf_to_model(const py::dict& config, const std::string& source) {
+  std::vector<std::string> notes;
+  const lj::value m = lj::hf::to_model_json(from_python(config, source), source, &notes);
+  return to_python(lj::value{{"model", m}, {"notes", notes}, {"is_hf", true}});
 }
 
 /// The catalogue's names.
@@ -92,7 +106,8 @@ py::object search_best(const py::dict& strategy, const py::dict& model, const py
                        std::int64_t global_batch_size, const std::vector<std::int64_t>& tp_search_list,
                        const std::vector<std::int64_t>& ep_search_list, const std::vector<std::int64_t>& pp_search_list,
                        bool use_etp, bool use_reserved_memory) {
-  const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src);
+  std::vector<std::string> warnings;
+  const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src, warnings);
   lj::perf_llm perf;
   perf.configure(j.strategy, j.model, j.system);
   llmsim::best_parallel_strategy best;
@@ -102,7 +117,7 @@ py::object search_best(const py::dict& strategy, const py::dict& model, const py
                                                                 global_batch_size, tp_search_list, ep_search_list,
                                                                 pp_search_list, use_etp, use_reserved_memory);
   }
-  lj::value out = {{"found", best.found}, {"candidates_fitting", best.search.fitting.size()}};
+  lj::value out = {{"found", best.found}, {"candidates_fitting", best.search.fitting.size()}, {"warnings", warnings}};
   if (best.found) {
     out["strategy"] = lj::to_json(best.strategy);
     out["mfu"] = best.mfu;
@@ -144,6 +159,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("model_src"), py::arg("system_src"));
   m.def("catalogue_spec", &catalogue_spec, py::arg("kind"), py::arg("name"));
   m.def("catalogue_names", &catalogue_names);
+  m.def("read_json", &read_json, py::arg("file"));
+  m.def("hf_to_model", &hf_to_model, py::arg("config"), py::arg("source"));
+  m.def("is_hf_config", [](const py::dict& d) { return lj::hf::is_hf_config(from_python(d, "dict")); });
   m.def("search_best_parallel_strategy_with_recompute", &search_best, py::arg("strategy"), py::arg("model"),
         py::arg("system"), py::arg("strategy_src"), py::arg("model_src"), py::arg("system_src"), py::arg("world_size"),
         py::arg("gmi_error"), py::arg("micro_batch_size"), py::arg("global_batch_size"), py::arg("tp_search_list"),

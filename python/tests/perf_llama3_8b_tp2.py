@@ -25,7 +25,7 @@ def main():
     system_name = perf_model.system.sys_name
     set_megatron_config(perf_model)
     perf_model.run_estimate()
-    perf_model.analysis(f"{model_name}_{system_name}")
+    perf_model.analysis(f"{model_name}_{system_name}")  # prints the report; writes it into that folder
     cost = perf_model.analysis_cost()
     mem = perf_model.analysis_mem()
     print("duration_time_per_iter", cost["duration_time_per_iter"])

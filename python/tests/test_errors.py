@@ -51,3 +51,23 @@ def test_llm_analysis_refuses_unknown_keywords(shared_dir):
     with pytest.raises(ConfigError) as e:
         llmsim.llm_analysis.train(configs=shared_dir / "reference" / "llm-analysis", no_such_argument=1)
     assert e.value.field == "/no_such_argument"
+
+
+def test_search_arguments_are_checked():
+    perf = PerfLLM()
+    perf.configure(strategy_config="tp1_mbc8", model_config="llama3-8b", system_config="h100-sxm")
+    with pytest.raises(ConfigError) as e:
+        perf.search_best_parallel_strategy_with_recompute(2**62, 10, 1, 32)  # once looped forever
+    assert e.value.field == "world_size"
+    with pytest.raises(ConfigError) as e:
+        perf.search_best_parallel_strategy_with_recompute(8, float("nan"), 1, 32)
+    assert e.value.field == "gmi_error"
+    with pytest.raises(ConfigError) as e:
+        perf.search_best_parallel_strategy_with_recompute(8, 10, 1, 32, tp_search_list=[0])
+    assert e.value.field == "tp_search_list"
+    with pytest.raises(ConfigError):
+        perf.search_best_parallel_strategy_with_recompute(8, 10, 0, 32)
+    with pytest.raises(TypeError):
+        perf.search_best_parallel_strategy_with_recompute(True, 10, 1, 32)
+    with pytest.raises(ValueError):
+        perf.search_best_parallel_strategy_with_recompute(8, 10, 1, 32, recompute_search_type=["no_recompute"])

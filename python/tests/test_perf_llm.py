@@ -68,11 +68,16 @@ def configured_peak(source_dir):
     return perf.analysis_mem()["peak_mem"]
 
 
-def test_the_simumax_style_script_runs(source_dir):
+def test_the_simumax_style_script_runs(source_dir, tmp_path):
     script = os.path.join(os.path.dirname(__file__), "perf_llama3_8b_tp2.py")
-    out = subprocess.run([sys.executable, script], check=True, capture_output=True, text=True).stdout
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, script], check=True, capture_output=True, text=True, cwd=tmp_path,
+                         env=env).stdout
     assert "duration_time_per_iter" in out and "mfu" in out and "peak_mem" in out
     assert "llama3_8b" in out  # the report's title names the model
+    # analysis(save_path) wrote the result where SimuMax writes its analysis.
+    saved = json.loads((tmp_path / "llama3_8b_h100_sxm" / "llmsim_result.json").read_text())
+    assert saved["cost_result"]["duration_time_per_iter"] > 0
 
 
 def test_names_resolve_to_configs_or_the_catalogue():
@@ -107,12 +112,30 @@ def test_catalogue():
 
 
 def test_a_hugging_face_config_is_a_model(source_dir, cli):
-    # --model takes a Hugging Face config.json; so does PerfLLM: the same estimate as the CLI's.
+    # --model takes a Hugging Face config.json; so does PerfLLM, converted to SimuMax's fields when
+    # loaded (so they can be set), with a warning for what is not modelled: the CLI's estimate.
     config = str(source_dir / "tests/hf_configs/Qwen2-7B.json")
     perf = PerfLLM()
-    perf.configure(strategy_config="tp4", model_config=config, system_config="h100-sxm")
-    perf.run_estimate()
+    with pytest.warns(UserWarning, match=r"biases of the q, k, v projections are not modelled \(129024 parameters\)"):
+        perf.configure(strategy_config="tp4", model_config=config, system_config="h100-sxm")
+    assert (perf.model_config.layer_num, perf.model_config.hidden_size) == (28, 3584)
+    perf.run_estimate()  # converted once, when loaded: no second warning
     out = subprocess.run([cli, "perf", "--format", "json", "--system", "h100-sxm", "--strategy", "tp4",
                           "--model", config], check=True, capture_output=True, text=True).stdout
     assert perf.analysis_cost() == json.loads(out)["cost_result"]
-    assert perf.model_config.model_type == "qwen2"  # the config object keeps the file as it is
+    full = perf.analysis_cost()["duration_time_per_iter"]
+    perf.model_config.layer_num = 14
+    perf.run_estimate()
+    assert perf.analysis_cost()["duration_time_per_iter"] < full
+
+
+def test_files_are_read_strictly_and_unknown_keys_warn(source_dir, tmp_path):
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"layer_num": 2, "layer_num": 4}')
+    with pytest.raises(llmsim.ConfigError) as e:
+        ModelConfig.init_from_config_file(str(dup))
+    assert "duplicate key" in str(e.value) and e.value.file == str(dup)
+    perf = configured(source_dir)
+    perf.model_config.layer_nun = 16  # a typo: the estimate runs and says so
+    with pytest.warns(UserWarning, match="layer_nun: unknown key"):
+        perf.run_estimate()

@@ -106,4 +106,59 @@ TEST(HfImport, BadConfigsAreRefusedByField) {
   EXPECT_FALSE(lj::hf::is_hf_config(lj::to_json(llmsim::catalogue::llama3_8b)));
 }
 
+TEST(HfImport, TypeDefaultsRoutingAndNotes) {
+  lj::value v3 = lj::read_file(config("DeepSeek-V3.json"));
+  // DeepSeek-V3's router is sigmoid with the expert bias whatever the config spells out
+  // (DeepseekV3Config has neither key).
+  lj::value bare = v3;
+  bare.erase("scoring_func");
+  bare.erase("topk_method");
+  const lj::value m = lj::hf::to_model_json(bare, "v3.json");
+  EXPECT_EQ(m["moe_router_score_function"], "sigmoid");
+  EXPECT_EQ(m["moe_router_enable_expert_bias"], true);
+  EXPECT_EQ(m["moe_router_num_groups"], 8);
+  // DeepSeek-V2 groups only under group_limited_greedy; plain greedy ignores n_group.
+  lj::value v2 = v3;
+  v2["model_type"] = "deepseek_v2";
+  v2["scoring_func"] = "softmax";
+  v2["topk_method"] = "greedy";
+  const lj::value greedy = lj::hf::to_model_json(v2, "v2.json");
+  EXPECT_FALSE(greedy.contains("moe_router_num_groups"));
+  EXPECT_FALSE(greedy.contains("moe_router_score_function"));
+  v2["topk_method"] = "group_limited_greedy";
+  EXPECT_EQ(lj::hf::to_model_json(v2, "v2.json")["moe_router_group_topk"], 4);
+  v2["topk_method"] = "best";
+  EXPECT_NE(refusal(v2).find("/topk_method | "), std::string::npos);
+  lj::value shared = v3;
+  shared["n_shared_experts"] = -1;
+  EXPECT_NE(refusal(shared).find("n_shared_experts=-1 must be at least 0"), std::string::npos);
+  // Types whose KV-head or head_dim default is not the query heads' must state them.
+  lj::value mistral = lj::read_file(config("Meta-Llama-3-8B.json"));
+  mistral["model_type"] = "mistral";
+  mistral.erase("num_key_value_heads");
+  EXPECT_NE(refusal(mistral).find("/num_key_value_heads | "), std::string::npos);
+  lj::value qwen3 = lj::read_file(config("Qwen3-30B-A3B.json"));
+  qwen3.erase("head_dim");
+  EXPECT_NE(refusal(qwen3).find("/head_dim | "), std::string::npos);
+  lj::value sparse = lj::read_file(config("Qwen3-30B-A3B.json"));
+  sparse["mlp_only_layers"] = 3;
+  EXPECT_NE(refusal(sparse).find("/mlp_only_layers | "), std::string::npos);
+  lj::value act = lj::read_file(config("Meta-Llama-3-8B.json"));
+  act["hidden_act"] = 5;
+  EXPECT_NE(refusal(act).find("/hidden_act: expected a string"), std::string::npos);
+  // Notes: q, k, v and o biases (Llama's attention_bias: 32 x ((32 + 16) x 128 + 4096) =
+  // 327,680), a quantized checkpoint, a long name cut on a character boundary.
+  lj::value biased = lj::read_file(config("Meta-Llama-3-8B.json"));
+  biased["attention_bias"] = true;
+  biased["quantization_config"] = {{"quant_method", "fp8"}};
+  biased["_name_or_path"] = std::string(62, 'x') + "\u00e9";  // 62 bytes + a 2-byte character
+  std::vector<std::string> notes;
+  const lj::value b = lj::hf::to_model_json(biased, "llama.json", &notes);
+  EXPECT_EQ(b["model_name"], std::string(62, 'x'));
+  ASSERT_EQ(notes.size(), 2U);
+  EXPECT_NE(notes[0].find("q, k, v and o projections are not modelled (327680 parameters)"), std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[1].find("quantization_config (fp8)"), std::string::npos) << notes[1];
+}
+
 }  // namespace llmsim_test_hf_import

@@ -82,8 +82,10 @@ constexpr bool in_list(const std::vector<std::int64_t>& allowed, std::int64_t v)
 /// Powers of two 1..limit that the list allows.
 constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::vector<std::int64_t>& allowed) {
   std::vector<std::int64_t> out;
-  for (std::int64_t v = 1; v <= limit; v *= 2)
+  for (std::int64_t v = 1; v <= limit; v *= 2) {
     if (in_list(allowed, v)) out.push_back(v);
+    if (v > limit / 2) break;  // the next power would pass the limit (or overflow)
+  }
   // An explicit list may name values that are not powers of two.
   for (const std::int64_t a : allowed)
     if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);

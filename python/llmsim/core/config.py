@@ -6,8 +6,8 @@ is when ``PerfLLM.run_estimate()`` runs, so changes after ``configure`` count, a
 """
 
 import copy
-import json
 import os
+import warnings
 
 from .. import _core
 
@@ -24,9 +24,13 @@ class _Config:
     # -- construction, with SimuMax's class-method names --------------------------------------
     @staticmethod
     def read_json_file(path):
-        """The JSON object in ``path`` as a dict."""
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        """The JSON object in ``path`` as a dict, read as the command line reads it (a duplicate
+        key, NaN or invalid UTF-8 raises llmsim.ConfigError naming the file and the place)."""
+        return _core.read_json(os.fspath(path))
+
+    @classmethod
+    def _from_data(cls, data, source):
+        return cls(data, source)
 
     @classmethod
     def init_from_config_file(cls, path_or_name):
@@ -34,13 +38,13 @@ class _Config:
         systems) or a compact strategy name such as ``tp2_pp1_dp4_mbs1``."""
         path = os.fspath(path_or_name)
         if os.path.isfile(path):
-            return cls(cls.read_json_file(path), path)
+            return cls._from_data(cls.read_json_file(path), path)
         return cls(_core.catalogue_spec(cls.kind, path), path)
 
     @classmethod
     def init_from_dict(cls, data):
         """From a dict shaped like the JSON file."""
-        return cls(data)
+        return cls._from_data(data, "")
 
     # -- the fields ----------------------------------------------------------------------------
     def __getattr__(self, name):
@@ -76,9 +80,20 @@ class _Config:
 
 
 class ModelConfig(_Config):
-    """A model (SimuMax model JSON: hidden_size, head_num, layer_num, ...)."""
+    """A model (SimuMax model JSON: hidden_size, head_num, layer_num, ...). A Hugging Face
+    config.json is converted to these fields when loaded (``init_from_config_file``,
+    ``init_from_dict``), with a warning for each thing the estimate does not model."""
 
     kind = "model"
+
+    @classmethod
+    def _from_data(cls, data, source):
+        if isinstance(data, dict) and _core.is_hf_config(data):
+            converted = _core.hf_to_model(data, source or "Hugging Face config")
+            for note in converted["notes"]:
+                warnings.warn(note, stacklevel=3)
+            data = converted["model"]
+        return cls(data, source)
 
 
 class StrategyConfig(_Config):
@@ -88,9 +103,14 @@ class StrategyConfig(_Config):
 
     @property
     def dp_size(self):
-        """world_size / (tp_size x pp_size x cp_size), as SimuMax derives it."""
+        """world_size / (tp_size x pp_size x cp_size), as SimuMax derives it (a ValueError when
+        they do not divide it)."""
         d = self._data
-        return d.get("world_size", 1) // (d.get("tp_size", 1) * d.get("pp_size", 1) * d.get("cp_size", 1))
+        model_parallel = d.get("tp_size", 1) * d.get("pp_size", 1) * d.get("cp_size", 1)
+        world = d.get("world_size", 1)
+        if not isinstance(model_parallel, int) or model_parallel < 1 or world % model_parallel:
+            raise ValueError(f"world_size={world} is not divisible by tp_size x pp_size x cp_size={model_parallel}")
+        return world // model_parallel
 
 
 class SystemConfig(_Config):

@@ -1,7 +1,9 @@
 """``PerfLLM``: SimuMax's workflow (configure, run_estimate, analysis_mem, analysis_cost, the
 strategy search) on llmsim's C++ estimate."""
 
+import json
 import os
+import warnings
 
 from .. import _core
 from .config import ModelConfig, StrategyConfig, SystemConfig
@@ -43,6 +45,8 @@ class PerfLLM:
         self._require_configured()
         self._result = _core.estimate(self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(),
                                       self.strategy.source, self.model_config.source, self.system.source)
+        for message in self._result["warnings"]:  # unknown keys, what a Hugging Face config leaves out
+            warnings.warn(message, stacklevel=2)
         return self._result
 
     def _require_result(self):
@@ -58,25 +62,53 @@ class PerfLLM:
         """Per-stage memory and its peak (SimuMax's mem_result keys; GiB)."""
         return self._require_result()["mem_result"]
 
-    def analysis(self, name=None, verbose=True):
-        """Prints the text report (``llmsim perf``'s) and returns the whole result dict."""
+    def analysis(self, save_path=None, console_log=True):
+        """SimuMax's ``analysis``: prints the text report (``llmsim perf``'s) when ``console_log``;
+        with ``save_path``, writes the whole result as ``<save_path>/llmsim_result.json`` (and
+        the report as ``llmsim_report.txt``); returns the result dict."""
         result = self._require_result()
-        if verbose:
-            if name:
-                print(f"== {name} ==")
+        if console_log:
             print(result["report"], end="")
+        if save_path:
+            os.makedirs(save_path, exist_ok=True)
+            with open(os.path.join(save_path, "llmsim_result.json"), "w", encoding="utf-8") as f:
+                json.dump(result, f, indent=2)
+            with open(os.path.join(save_path, "llmsim_report.txt"), "w", encoding="utf-8") as f:
+                f.write(result["report"])
         return result
 
     def search_best_parallel_strategy_with_recompute(self, world_size, gmi_error, micro_batch_size,
-                                                     global_batch_size, tp_search_list=None, ep_search_list=None,
-                                                     pp_search_list=None, use_etp=False, use_reserved_memory=True):
-        """SimuMax's search with its parameter names: tp, ep, pp and recompute over ``world_size``
-        GPUs; the configured strategy gives every other field. A dict: ``found``, the best
-        ``strategy`` (by MFU), its ``mfu``, ``duration_time_per_iter`` (ms), ``peak_mem`` (GiB) and
-        ``candidates_fitting``."""
+                                                     global_batch_size, all_search_result=None, tp_search_list=None,
+                                                     ep_search_list=None, pp_search_list=None, use_etp=False,
+                                                     use_reserved_memory=True, recompute_search_type=None,
+                                                     dump_path=None, verbose=False):
+        """SimuMax's search with its parameter names: tp, ep, pp and recompute (none, selective,
+        full over 1..L layers) over ``world_size`` GPUs; the configured strategy gives every other
+        field. Returns a dict: ``found``, the best ``strategy`` (by MFU), its ``mfu``,
+        ``duration_time_per_iter`` (ms), ``peak_mem`` (GiB) and ``candidates_fitting``; the same
+        goes into ``all_search_result`` (a dict) and, with ``dump_path``, into that JSON file.
+        Out-of-range arguments raise llmsim.ConfigError naming them."""
         self._require_configured()
-        return _core.search_best_parallel_strategy_with_recompute(
+        if recompute_search_type is not None and sorted(recompute_search_type) != sorted(
+                ["no_recompute", "selective_recompute", "full_recompute"]):
+            raise ValueError("llmsim searches every recompute type (no_recompute, selective_recompute, "
+                             f"full_recompute); recompute_search_type={recompute_search_type!r} is not supported")
+        for name, value in (("world_size", world_size), ("micro_batch_size", micro_batch_size),
+                            ("global_batch_size", global_batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        result = _core.search_best_parallel_strategy_with_recompute(
             self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(), self.strategy.source,
-            self.model_config.source, self.system.source, world_size, gmi_error, micro_batch_size,
+            self.model_config.source, self.system.source, world_size, float(gmi_error), micro_batch_size,
             global_batch_size, list(tp_search_list or []), list(ep_search_list or []), list(pp_search_list or []),
-            use_etp, use_reserved_memory)
+            bool(use_etp), bool(use_reserved_memory))
+        for message in result.pop("warnings"):
+            warnings.warn(message, stacklevel=2)
+        if isinstance(all_search_result, dict):
+            all_search_result.update(result)
+        if dump_path:
+            with open(dump_path, "w", encoding="utf-8") as f:
+                json.dump(result, f, indent=2)
+        if verbose:
+            print(json.dumps(result, indent=2))
+        return result
