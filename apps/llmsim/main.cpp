@@ -1000,12 +1000,12 @@ int run_validate(const std::string& file, const std::string& format, const std::
 /// `llmsim import-hf`: the model a Hugging Face config.json gives, in the SimuMax format (every
 /// field, defaults written out), with what it does not model on stderr.
 int run_import_hf(const std::string& config, const std::string& output) {
-  std::vector<std::string> notes;
-  const llmsim::model_spec m = lj::load_model(config, {.strict = false, .warnings = &notes});
   if (!lj::hf::is_hf_config(lj::read_file(config)))
     throw llmsim::config_error("llmsim import-hf", "/model_type",
                                "not a Hugging Face config.json (needs a string model_type and num_hidden_layers)",
                                config);
+  std::vector<std::string> notes;
+  const llmsim::model_spec m = lj::load_model(config, {.strict = false, .warnings = &notes});
   for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   const std::string text = dump(lj::to_json(m)) + "\n";
   if (output.empty()) {

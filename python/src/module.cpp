@@ -87,7 +87,7 @@ py::object read_json(const std::string& file) { return to_python(lj::read_file(f
 py::object hf_to_model(const py::dict& config, const std::string& source) {
   std::vector<std::string> notes;
   const lj::value m = lj::hf::to_model_json(from_python(config, source), source, &notes);
-  return to_python(lj::value{{"model", m}, {"notes", notes}, {"is_hf", true}});
+  return to_python(lj::value{{"model", m}, {"notes", notes}});
 }
 
 /// The catalogue's names.

@@ -50,42 +50,21 @@
 /// Architectures without such a table (Hopper, CDNA3) have no model: their catalogue entries keep
 /// the flat efficiencies of catalogue.hpp `assumptions`.
 
-// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
-/// \file llmsim/program/op.hpp
-/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
-/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
-/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
+// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
+/// \file llmsim/cost/compute_cost.hpp
+/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
+/// moves, with the efficiency looked up by exact shape key in the system file
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
 
-// ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
-/// \file llmsim/program/shape_key.hpp
-/// The exact shape keys under which system files store measured efficiencies
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
-/// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
-///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
-///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
-///             (seq_len is the query length; training self-attention has keys as long)
-
-// ---- begin llmsim/spec/strategy.hpp ----------------------------------------------------------------
-/// \file llmsim/spec/strategy.hpp
-/// `strategy_spec`: how a training job is batched, parallelised, recomputed and which kernels it
-/// uses — field for field the SimuMax strategy format (docs/strategy.md of MooreThreads/SimuMax),
-/// with SimuMax's defaults.
+// ---- begin llmsim/core/units.hpp -------------------------------------------------------------------
+/// \file llmsim/core/units.hpp
+/// Strong quantity types with literals: `80_GiB`, `312_TFLOPS`, `900_GBps`, `10_us`.
 ///
-/// ```cpp
-/// constexpr llmsim::strategy_spec tp2{.seq_len = 4096, .micro_batch_size = 1,
-///     .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
-/// static_assert(llmsim::dp_size(tp2) == 4);
-/// ```
-
-// ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
-/// \file llmsim/core/error.hpp
-/// The one error path of llmsim.
-///
-/// Every check calls `detail::report_error`, which is deliberately not `constexpr`:
-/// - in a constant expression (a `static_assert`, a `constexpr` variable) reaching it is a hard
-///   compile error, and the compiler prints the call line, which carries the rule as a literal;
-/// - at run time it throws `llmsim::config_error` whose message restates the rule with the values:
-///   `llmsim::strategy: strategy.tp_size=3 must divide model.head_num=32`.
+/// Each quantity is an aggregate with one public `value` (so it is structural and usable as a
+/// template argument) in SI base units: bytes, floating-point operations, seconds. Only arithmetic
+/// that keeps dimensions straight compiles: `bytes / bytes_per_second` is `seconds`,
+/// `flops / flops_per_second` is `seconds`, `bytes + seconds` does not exist.
+/// `bytes` is an int64 count (exact); flops are double because training totals pass 2^63.
 
 // ---- begin llmsim/version.hpp ----------------------------------------------------------------------
 /// \file llmsim/version.hpp
@@ -133,6 +112,226 @@ inline constexpr version_info version{LLMSIM_VERSION_MAJOR, LLMSIM_VERSION_MINOR
                                       LLMSIM_VERSION_STRING};
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/version.hpp ------------------------------------------------------------------------
+
+#include <compare>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// A number of bytes (exact, signed so differences are representable).
+struct bytes {
+  std::int64_t value = 0;
+  friend constexpr auto operator<=>(bytes, bytes) = default;
+  friend constexpr bytes operator+(bytes a, bytes b) { return {a.value + b.value}; }
+  friend constexpr bytes operator-(bytes a, bytes b) { return {a.value - b.value}; }
+  friend constexpr bytes operator*(bytes a, std::int64_t n) { return {a.value * n}; }
+  friend constexpr bytes operator*(std::int64_t n, bytes a) { return {a.value * n}; }
+  /// Integer division (a share of a buffer split n ways, rounded down).
+  friend constexpr bytes operator/(bytes a, std::int64_t n) { return {a.value / n}; }
+  /// Dimensionless ratio.
+  friend constexpr double operator/(bytes a, bytes b) {
+    return static_cast<double>(a.value) / static_cast<double>(b.value);
+  }
+  constexpr bytes& operator+=(bytes b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr bytes& operator-=(bytes b) {
+    value -= b.value;
+    return *this;
+  }
+  [[nodiscard]] constexpr double gib() const { return static_cast<double>(value) / (1024.0 * 1024.0 * 1024.0); }
+  [[nodiscard]] constexpr double mib() const { return static_cast<double>(value) / (1024.0 * 1024.0); }
+};
+
+/// A number of floating-point operations (multiply-add = 2).
+struct flops {
+  double value = 0;
+  friend constexpr auto operator<=>(flops, flops) = default;
+  friend constexpr flops operator+(flops a, flops b) { return {a.value + b.value}; }
+  friend constexpr flops operator-(flops a, flops b) { return {a.value - b.value}; }
+  friend constexpr flops operator*(flops a, double k) { return {a.value * k}; }
+  friend constexpr flops operator*(double k, flops a) { return {a.value * k}; }
+  friend constexpr flops operator/(flops a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(flops a, flops b) { return a.value / b.value; }
+  constexpr flops& operator+=(flops b) {
+    value += b.value;
+    return *this;
+  }
+};
+
+/// A duration in seconds.
+struct seconds {
+  double value = 0;
+  friend constexpr auto operator<=>(seconds, seconds) = default;
+  friend constexpr seconds operator+(seconds a, seconds b) { return {a.value + b.value}; }
+  friend constexpr seconds operator-(seconds a, seconds b) { return {a.value - b.value}; }
+  friend constexpr seconds operator*(seconds a, double k) { return {a.value * k}; }
+  friend constexpr seconds operator*(double k, seconds a) { return {a.value * k}; }
+  friend constexpr seconds operator/(seconds a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(seconds a, seconds b) { return a.value / b.value; }
+  constexpr seconds& operator+=(seconds b) {
+    value += b.value;
+    return *this;
+  }
+  constexpr seconds& operator-=(seconds b) {
+    value -= b.value;
+    return *this;
+  }
+  [[nodiscard]] constexpr double ms() const { return value * 1e3; }
+  [[nodiscard]] constexpr double us() const { return value * 1e6; }
+};
+
+/// A transfer rate in bytes per second.
+struct bytes_per_second {
+  double value = 0;
+  friend constexpr auto operator<=>(bytes_per_second, bytes_per_second) = default;
+  friend constexpr bytes_per_second operator*(bytes_per_second a, double k) { return {a.value * k}; }
+  friend constexpr bytes_per_second operator*(double k, bytes_per_second a) { return {a.value * k}; }
+  friend constexpr bytes_per_second operator/(bytes_per_second a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(bytes_per_second a, bytes_per_second b) { return a.value / b.value; }
+};
+
+/// A compute rate in floating-point operations per second.
+struct flops_per_second {
+  double value = 0;
+  friend constexpr auto operator<=>(flops_per_second, flops_per_second) = default;
+  friend constexpr flops_per_second operator*(flops_per_second a, double k) { return {a.value * k}; }
+  friend constexpr flops_per_second operator*(double k, flops_per_second a) { return {a.value * k}; }
+  friend constexpr flops_per_second operator/(flops_per_second a, double k) { return {a.value / k}; }
+  friend constexpr double operator/(flops_per_second a, flops_per_second b) { return a.value / b.value; }
+};
+
+// Cross-dimension arithmetic: the only ways to change dimension.
+constexpr seconds operator/(bytes b, bytes_per_second r) { return {static_cast<double>(b.value) / r.value}; }
+constexpr seconds operator/(flops f, flops_per_second r) { return {f.value / r.value}; }
+constexpr bytes_per_second operator/(bytes b, seconds t) { return {static_cast<double>(b.value) / t.value}; }
+constexpr flops_per_second operator/(flops f, seconds t) { return {f.value / t.value}; }
+constexpr flops operator*(flops_per_second r, seconds t) { return {r.value * t.value}; }
+constexpr flops operator*(seconds t, flops_per_second r) { return {r.value * t.value}; }
+
+namespace literals {
+// clang-format off
+constexpr bytes operator""_B(unsigned long long n) { return {static_cast<std::int64_t>(n)}; }
+constexpr bytes operator""_KiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 10}; }
+constexpr bytes operator""_MiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 20}; }
+constexpr bytes operator""_GiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 30}; }
+constexpr bytes operator""_TiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 40}; }
+constexpr bytes operator""_KB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000}; }
+constexpr bytes operator""_MB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000}; }
+constexpr bytes operator""_GB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000000}; }
+constexpr bytes operator""_GiB(long double n) { return {static_cast<std::int64_t>(n * 1073741824.0L)}; }
+constexpr bytes operator""_MiB(long double n) { return {static_cast<std::int64_t>(n * 1048576.0L)}; }
+
+constexpr flops operator""_GFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr flops operator""_TFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr flops operator""_PFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
+
+constexpr flops_per_second operator""_GFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr flops_per_second operator""_TFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr flops_per_second operator""_TFLOPS(long double n) { return {static_cast<double>(n * 1e12L)}; }
+constexpr flops_per_second operator""_PFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
+
+constexpr bytes_per_second operator""_MBps(unsigned long long n) { return {static_cast<double>(n) * 1e6}; }
+constexpr bytes_per_second operator""_GBps(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
+constexpr bytes_per_second operator""_GBps(long double n) { return {static_cast<double>(n * 1e9L)}; }
+constexpr bytes_per_second operator""_TBps(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
+constexpr bytes_per_second operator""_GiBps(unsigned long long n) { return {static_cast<double>(n) * 1073741824.0}; }
+
+constexpr seconds operator""_s(unsigned long long n) { return {static_cast<double>(n)}; }
+constexpr seconds operator""_s(long double n) { return {static_cast<double>(n)}; }
+constexpr seconds operator""_ms(unsigned long long n) { return {static_cast<double>(n) / 1e3}; }
+constexpr seconds operator""_ms(long double n) { return {static_cast<double>(n / 1e3L)}; }
+constexpr seconds operator""_us(unsigned long long n) { return {static_cast<double>(n) / 1e6}; }
+constexpr seconds operator""_us(long double n) { return {static_cast<double>(n / 1e6L)}; }
+constexpr seconds operator""_ns(unsigned long long n) { return {static_cast<double>(n) / 1e9}; }
+// clang-format on
+}  // namespace literals
+using namespace literals;  // NOLINT(google-build-using-namespace): literals are part of the vocabulary
+
+namespace detail {
+inline std::string format_scaled(double v, const char* const* units, int unit_count, double step, int decimals) {
+  int i = 0;
+  const double sign = v < 0 ? -1.0 : 1.0;
+  v *= sign;
+  while (i + 1 < unit_count && v >= step) {
+    v /= step;
+    ++i;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, sign * v, units[i]);
+  return buf;
+}
+}  // namespace detail
+
+/// `to_string(1.5_GiB) == "1.50 GiB"` (binary prefixes, two decimals).
+inline std::string to_string(bytes b) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0,
+                               b.value < 1024 && b.value > -1024 ? 0 : 2);
+}
+/// `to_string(0.4567_s) == "456.7 ms"` (four significant digits).
+inline std::string to_string(seconds t) {
+  const double a = t.value < 0 ? -t.value : t.value;
+  double v = t.value;
+  const char* unit = "s";
+  if (a != 0 && a < 1e-6) {
+    v *= 1e9;
+    unit = "ns";
+  } else if (a != 0 && a < 1e-3) {
+    v *= 1e6;
+    unit = "us";
+  } else if (a != 0 && a < 1.0) {
+    v *= 1e3;
+    unit = "ms";
+  }
+  const double av = v < 0 ? -v : v;
+  const int decimals = av >= 1000 ? 0 : av >= 100 ? 1 : av >= 10 ? 2 : 3;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
+  return buf;
+}
+/// `to_string(312_TFLOPS) == "312.0 TFLOP/s"`.
+inline std::string to_string(flops_per_second r) {
+  static const char* const units[] = {"FLOP/s", "KFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
+  return detail::format_scaled(r.value, units, 7, 1000.0, 1);
+}
+/// `to_string(6_PFLOP) == "6.00 PFLOP"`.
+inline std::string to_string(flops f) {
+  static const char* const units[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP"};
+  return detail::format_scaled(f.value, units, 9, 1000.0, 2);
+}
+/// `to_string(900_GBps) == "900.0 GB/s"` (decimal prefixes, as data sheets quote links).
+inline std::string to_string(bytes_per_second r) {
+  static const char* const units[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
+  return detail::format_scaled(r.value, units, 6, 1000.0, 1);
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/core/units.hpp ---------------------------------------------------------------------
+// ---- begin llmsim/spec/system.hpp ------------------------------------------------------------------
+/// \file llmsim/spec/system.hpp
+/// `system_spec`: one accelerator type and the networks between accelerators — field for field the
+/// SimuMax system format (docs/system.md of MooreThreads/SimuMax): peak rates and default
+/// efficiencies per op kind, measured efficiencies per exact shape key, HBM bandwidth per
+/// memory-bound op kind, and network tiers with per-collective scale/offset/efficiency/latency.
+///
+/// Shape-keyed tables are views (`efficiency_table`) so the same spec type serves a `constexpr`
+/// catalogue (views of static arrays) and a file loaded at run time (views of storage the loader
+/// owns, see `llmsim::json::system_config`).
+
+// ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
+/// \file llmsim/core/error.hpp
+/// The one error path of llmsim.
+///
+/// Every check calls `detail::report_error`, which is deliberately not `constexpr`:
+/// - in a constant expression (a `static_assert`, a `constexpr` variable) reaching it is a hard
+///   compile error, and the compiler prints the call line, which carries the rule as a literal;
+/// - at run time it throws `llmsim::config_error` whose message restates the rule with the values:
+///   `llmsim::strategy: strategy.tp_size=3 must divide model.head_num=32`.
+
 
 #include <charconv>
 #include <cstdint>
@@ -970,6 +1169,625 @@ constexpr void validate(const model_spec& m) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/spec/model.hpp ---------------------------------------------------------------------
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// One measured efficiency: the shape key exactly as the system file writes it.
+struct shape_efficiency {
+  std::string_view shape;
+  double efficiency = 0;
+};
+
+/// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
+struct efficiency_table {
+  const shape_efficiency* entries = nullptr;
+  std::size_t count = 0;
+
+  [[nodiscard]] constexpr const shape_efficiency* begin() const { return entries; }
+  [[nodiscard]] constexpr const shape_efficiency* end() const { return entries + count; }
+  [[nodiscard]] constexpr std::size_t size() const { return count; }
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  /// The efficiency measured for exactly `shape`, if any (binary search; O(log n)).
+  [[nodiscard]] constexpr std::optional<double> find(std::string_view shape) const {
+    std::size_t lo = 0, hi = count;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (entries[mid].shape < shape)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
+    return std::nullopt;
+  }
+  /// Equal when both hold the same keys with the same efficiencies (not the same storage).
+  friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (a.entries[i].shape != b.entries[i].shape || a.entries[i].efficiency != b.entries[i].efficiency) return false;
+    return true;
+  }
+  [[nodiscard]] constexpr bool is_sorted() const {
+    for (std::size_t i = 1; i < count; ++i)
+      if (!(entries[i - 1].shape < entries[i].shape)) return false;
+    return true;
+  }
+};
+
+/// A value per communication-group size, e.g. measured bus bandwidth for DP groups of 2 and 4.
+struct group_size_table {
+  static constexpr std::size_t capacity = 16;
+  std::array<std::pair<std::int64_t, double>, capacity> entries{};
+  std::size_t count = 0;
+  [[nodiscard]] constexpr std::optional<double> find(std::int64_t group_size) const {
+    for (std::size_t i = 0; i < count; ++i)
+      if (entries[i].first == group_size) return entries[i].second;
+    return std::nullopt;
+  }
+  constexpr void set(std::int64_t group_size, double v) {
+    for (std::size_t i = 0; i < count; ++i)
+      if (entries[i].first == group_size) {
+        entries[i].second = v;
+        return;
+      }
+    if (count == capacity)
+      detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
+    entries[count++] = {group_size, v};
+  }
+  [[nodiscard]] constexpr bool empty() const { return count == 0; }
+  friend constexpr bool operator==(const group_size_table& a, const group_size_table& b) {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i)
+      if (b.find(a.entries[i].first) != a.entries[i].second) return false;
+    return true;
+  }
+};
+
+/// Compute op kinds of `accelerator.op`.
+enum class compute_kind : std::uint8_t {
+  default_kind,
+  matmul,
+  fp8_matmul,
+  group_matmul,
+  fp8_group_matmul,
+  sdp_fwd,
+  sdp_bwd,
+  fp4_matmul,       ///< NVFP4 GEMMs (llmsim's extension of the SimuMax format)
+  fp4_group_matmul  ///< NVFP4 grouped GEMMs (likewise)
+};
+inline constexpr std::array<std::string_view, 9> compute_kind_names{
+    "default", "matmul",  "fp8_matmul", "group_matmul",    "fp8_group_matmul",
+    "sdp_fwd", "sdp_bwd", "fp4_matmul", "fp4_group_matmul"};
+
+/// Memory-bound op kinds of `accelerator.bandwidth`.
+enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
+inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce",
+                                                                   "ce_fusion"};
+
+/// Collectives of `networks.<tier>.op`.
+enum class collective_kind : std::uint8_t { all_reduce, all_gather, reduce_scatter, p2p, all2all };
+inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter",
+                                                                       "p2p", "all2all"};
+
+/// `accelerator.op.<kind>`: peak rate, efficiency when no shape matches, measured efficiency per shape.
+struct compute_op_spec {
+  bool present = false;
+  double tflops = 0;
+  double efficient_factor = 0;
+  efficiency_table accurate_efficient_factor = {};
+  friend constexpr bool operator==(const compute_op_spec&, const compute_op_spec&) = default;
+};
+
+/// `accelerator.bandwidth.<kind>` and `networks.<tier>.bandwidth`.
+struct bandwidth_spec {
+  bool present = false;
+  double gbps = 0;  ///< GB/s as SimuMax uses it: times 2^30 bytes per second
+  double efficient_factor = 0;
+  double latency_us = 0;
+  double fixed_latency = 0;  ///< added once per operation (network tiers)
+  group_size_table fixed_latency_us_by_comm_num = {};
+  friend constexpr bool operator==(const bandwidth_spec&, const bandwidth_spec&) = default;
+};
+
+enum class accelerator_mode : std::uint8_t { invalid, roofline, only_compute };
+template <>
+struct enum_names<accelerator_mode> {
+  static constexpr std::array<std::pair<accelerator_mode, std::string_view>, 3> value{
+      {{accelerator_mode::invalid, ""},
+       {accelerator_mode::roofline, "roofline"},
+       {accelerator_mode::only_compute, "only_compute"}}};
+};
+
+/// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
+/// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
+enum class kernel_architecture : std::uint8_t { none, ampere, blackwell };
+template <>
+struct enum_names<kernel_architecture> {
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 3> value{
+      {{kernel_architecture::none, "none"},
+       {kernel_architecture::ampere, "ampere"},
+       {kernel_architecture::blackwell, "blackwell"}}};
+};
+
+struct accelerator_spec {
+  fixed_string<32> backend = "cuda";
+  double mem_gbs = 0;  ///< device memory in GB (SimuMax reads it as GiB: 80 for an 80 GB part)
+  std::array<compute_op_spec, compute_kind_names.size()> op{};
+  std::array<bandwidth_spec, memory_kind_names.size()> bandwidth{};
+  accelerator_mode mode = accelerator_mode::roofline;
+  /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
+  /// extension: sizes TransformerEngine's cuBLAS workspaces).
+  double compute_capability = 0;
+  /// llmsim extension: the fitted kernel model for shapes without a measured efficiency, and the
+  /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
+  kernel_architecture kernel_model = kernel_architecture::none;
+  std::int64_t sm_count = 0;
+  friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
+};
+
+/// `networks.<tier>.op.<collective>`: bytes moved = size * scale * (1 + offset / n) for a group of n.
+struct collective_spec {
+  bool present = false;
+  double scale = 1;
+  double offset = 0;
+  std::optional<double> efficient_factor = {};  ///< absent: the tier's bandwidth.efficient_factor
+  std::optional<double> latency_us = {};        ///< absent: the tier's bandwidth.latency_us
+  std::optional<double> fixed_latency_us = {};
+  group_size_table fixed_latency_us_by_comm_num = {};
+  group_size_table dp_fixed_bw = {};  ///< measured GB/s for data-parallel groups of a given size
+  friend constexpr bool operator==(const collective_spec&, const collective_spec&) = default;
+};
+
+/// The link class of a tier in NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc:
+/// NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET). `none`: the tier's fitted latencies (SimuMax format).
+enum class nccl_link_kind : std::uint8_t { none, nvlink, pci, net };
+template <>
+struct enum_names<nccl_link_kind> {
+  static constexpr std::array<std::pair<nccl_link_kind, std::string_view>, 4> value{{{nccl_link_kind::none, ""},
+                                                                                     {nccl_link_kind::nvlink, "nvlink"},
+                                                                                     {nccl_link_kind::pci, "pci"},
+                                                                                     {nccl_link_kind::net, "net"}}};
+};
+
+/// One network tier such as `high_intra_node` or `inter_node`.
+struct network_tier {
+  fixed_string<32> name = {};
+  /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
+  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
+  nccl_link_kind nccl_link = nccl_link_kind::none;
+  /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
+  /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
+  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
+  bool shared_link = false;
+  double processor_usage = 0;
+  bandwidth_spec bandwidth = {};
+  std::array<collective_spec, collective_kind_names.size()> op{};
+  friend constexpr bool operator==(const network_tier&, const network_tier&) = default;
+};
+
+/// A cluster: the accelerator and its networks.
+struct system_spec {
+  static constexpr std::size_t max_networks = 8;
+  fixed_string<64> sys_name = "null";
+  std::int64_t num_per_node = 8;
+  accelerator_spec accelerator = {};
+  bool intra_with_pcie = false;  ///< (`networks.intra_with_pcie`) GPUs talk over PCIe inside a node
+  bool FC8 = false;  ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
+  std::array<network_tier, max_networks> networks{};
+  std::size_t network_count = 0;
+
+  /// The tier named `name`, or nullptr.
+  [[nodiscard]] constexpr const network_tier* network(std::string_view name) const {
+    for (std::size_t i = 0; i < network_count; ++i)
+      if (networks[i].name.view() == name) return &networks[i];
+    return nullptr;
+  }
+  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const {
+    return accelerator.op[static_cast<std::size_t>(k)];
+  }
+  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const {
+    return accelerator.bandwidth[static_cast<std::size_t>(k)];
+  }
+  friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
+};
+
+/// The ranges a real device or network can have (issue 15), wide by orders of magnitude around
+/// today's parts — A100 312 and B300 about 5,000 dense TFLOP/s, HBM 1.5-8 TB/s, links 25-900 GB/s
+/// (SimuMax's system files) — yet finite, so every time and rate an estimate prints stays finite.
+namespace system_limits {
+inline constexpr double min_tflops = 1e-3;     ///< TFLOP/s: 1 GFLOP/s
+inline constexpr double max_tflops = 1e6;      ///< TFLOP/s: 1 EFLOP/s on one device
+inline constexpr double min_gbps = 1e-3;       ///< GB/s: 1 MB/s
+inline constexpr double max_gbps = 1e6;        ///< GB/s: 1 PB/s
+inline constexpr double max_latency_us = 1e6;  ///< one second for one kernel or one message
+/// Efficiency factors are fractions of a data-sheet rate; measured ones exceed 1 where a table's
+/// convention differs from the data sheet (SimuMax's network tables reach 1.45, its GEMM tables
+/// 1.20), never by 2x.
+inline constexpr double max_efficient_factor = 2;
+inline constexpr double max_mem_gbs = 1e5;           ///< GiB of one device: 100 TiB
+inline constexpr double max_collective_scale = 1e3;  ///< bytes moved per byte of a collective's size
+}  // namespace system_limits
+
+namespace detail {
+/// `v` is finite and in [lo, hi] (in (0, hi] when `lo` is 0 and `zero_allowed` is false).
+constexpr bool in_range(double v, double lo, double hi, bool zero_allowed = true) {
+  return is_finite(v) && v >= lo && v <= hi && (zero_allowed || v > 0);
+}
+}  // namespace detail
+
+namespace detail {
+/// The error-field names of a bandwidth entry's values (an HBM kind, or a network tier's link).
+struct bandwidth_fields {
+  std::string_view gbps, efficient_factor, latency_us, fixed_latency, fixed_latency_us_by_comm_num;
+};
+inline constexpr bandwidth_fields accelerator_bandwidth_fields{
+    "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.efficient_factor",
+    "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.fixed_latency",
+    "system.accelerator.bandwidth.fixed_latency_us_by_comm_num"};
+inline constexpr bandwidth_fields network_bandwidth_fields{
+    "system.networks.bandwidth.gbps", "system.networks.bandwidth.efficient_factor",
+    "system.networks.bandwidth.latency_us", "system.networks.bandwidth.fixed_latency",
+    "system.networks.bandwidth.fixed_latency_us_by_comm_num"};
+
+/// A bandwidth entry in range. Its dotted path is `head` + `name` + `tail`
+/// ("system.networks." "inter_node" ".bandwidth").
+constexpr void validate_bandwidth(const bandwidth_spec& bw, std::string_view head, std::string_view name,
+                                  std::string_view tail, const bandwidth_fields& f) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(bw.gbps, min_gbps, max_gbps))
+    report_error(api, f.gbps, "{}{}{}.gbps={} must be in [{}, {}] GB/s", head, name, tail, bw.gbps, min_gbps, max_gbps);
+  if (!in_range(bw.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, f.efficient_factor, "{}{}{}.efficient_factor={} must be in (0, {}]", head, name, tail,
+                 bw.efficient_factor, max_efficient_factor);
+  if (!in_range(bw.latency_us, 0, max_latency_us))
+    report_error(api, f.latency_us, "{}{}{}.latency_us={} must be in [0, {}] us", head, name, tail, bw.latency_us,
+                 max_latency_us);
+  if (!in_range(bw.fixed_latency, 0, max_latency_us))
+    report_error(api, f.fixed_latency, "{}{}{}.fixed_latency={} must be in [0, {}] us", head, name, tail,
+                 bw.fixed_latency, max_latency_us);
+  const auto& by_n = bw.fixed_latency_us_by_comm_num;
+  for (std::size_t e = 0; e < by_n.count; ++e)
+    if (!in_range(by_n.entries[e].second, 0, max_latency_us))
+      report_error(api, f.fixed_latency_us_by_comm_num,
+                   "{}{}{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", head, name, tail,
+                   by_n.entries[e].first, by_n.entries[e].second, max_latency_us);
+}
+
+/// One collective entry of a network tier in range.
+constexpr void validate_collective(const collective_spec& op, std::string_view tier, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.scale, 0, max_collective_scale, false))
+    report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be in (0, {}]", tier, kind,
+                 op.scale, max_collective_scale);
+  if (!in_range(op.offset, -1, 1))
+    report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", tier, kind,
+                 op.offset);
+  if (op.efficient_factor && !in_range(*op.efficient_factor, 0, max_efficient_factor, false))
+    report_error(api, "system.networks.op.efficient_factor",
+                 "system.networks.{}.op.{}.efficient_factor={} must be in (0, {}]", tier, kind, *op.efficient_factor,
+                 max_efficient_factor);
+  if (op.latency_us && !in_range(*op.latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be in [0, {}] us",
+                 tier, kind, *op.latency_us, max_latency_us);
+  if (op.fixed_latency_us && !in_range(*op.fixed_latency_us, 0, max_latency_us))
+    report_error(api, "system.networks.op.fixed_latency_us",
+                 "system.networks.{}.op.{}.fixed_latency_us={} must be in [0, {}] us", tier, kind, *op.fixed_latency_us,
+                 max_latency_us);
+  for (std::size_t e = 0; e < op.fixed_latency_us_by_comm_num.count; ++e)
+    if (!in_range(op.fixed_latency_us_by_comm_num.entries[e].second, 0, max_latency_us))
+      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
+                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", tier, kind,
+                   op.fixed_latency_us_by_comm_num.entries[e].first, op.fixed_latency_us_by_comm_num.entries[e].second,
+                   max_latency_us);
+  for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
+    if (!in_range(op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps))
+      report_error(api, "system.networks.op.dp_fixed_bw",
+                   "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be in [{}, {}] GB/s", tier, kind,
+                   op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
+}
+
+/// The network tiers of a system: bandwidths, latencies and collective factors in range.
+constexpr void validate_networks(const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::system";
+  if (sys.network_count == 0)
+    report_error(api, "system.networks", "system.networks must define at least one network tier");
+  for (std::size_t i = 0; i < sys.network_count; ++i) {
+    const auto& net = sys.networks[i];
+    if (!in_range(net.processor_usage, 0, 1))
+      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
+                   net.name, net.processor_usage);
+    validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
+    for (std::size_t c = 0; c < net.op.size(); ++c)
+      if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
+  }
+}
+
+/// One compute entry of the accelerator in range.
+constexpr void validate_compute_op(const compute_op_spec& op, std::string_view kind) {
+  constexpr std::string_view api = "llmsim::system";
+  using namespace system_limits;
+  if (!in_range(op.tflops, min_tflops, max_tflops))
+    report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be in [{}, {}] TFLOP/s",
+                 kind, op.tflops, min_tflops, max_tflops);
+  // 0 is SimuMax's "no flat factor": only the measured shapes price this kind (compute_cost.hpp).
+  if (!in_range(op.efficient_factor, 0, max_efficient_factor))
+    report_error(api, "system.accelerator.op.efficient_factor",
+                 "system.accelerator.op.{}.efficient_factor={} must be in [0, {}]", kind, op.efficient_factor,
+                 max_efficient_factor);
+  for (const auto& e : op.accurate_efficient_factor)
+    if (!in_range(e.efficiency, 0, max_efficient_factor, false))
+      report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                   "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be in (0, {}]", kind, e.shape,
+                   e.efficiency, max_efficient_factor);
+  if (!op.accurate_efficient_factor.is_sorted())
+    report_error(api, "system.accelerator.op.accurate_efficient_factor",
+                 "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
+                 kind);
+}
+}  // namespace detail
+
+/// Checks one system on its own.
+constexpr void validate(const system_spec& sys) {
+  constexpr std::string_view api = "llmsim::system";
+  using detail::report_error;
+  if (sys.num_per_node < 1 || sys.num_per_node > 1024)
+    report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
+  if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
+    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
+                 sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
+  if (sys.accelerator.kernel_model != kernel_architecture::none &&
+      !(sys.accelerator.sm_count >= 1 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
+                 sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
+  if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
+    report_error(api, "system.accelerator.sm_count",
+                 "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
+  if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
+    report_error(api, "system.accelerator.compute_capability",
+                 "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
+                 sys.accelerator.compute_capability);
+  if (sys.accelerator.mode == accelerator_mode::invalid)
+    report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
+  if (!sys.op(compute_kind::default_kind).present)
+    report_error(api, "system.accelerator.op.default",
+                 "system.accelerator.op.default is required (used for every op kind without its own entry)");
+  if (!sys.memory(memory_kind::default_kind).present)
+    report_error(
+        api, "system.accelerator.bandwidth.default",
+        "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
+  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
+    if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
+  // `default` is the device's 16-bit peak: SimuMax measures MFU against it (every SimuMax system
+  // file sets it to the BF16 tensor-core peak, as matmul and attention), so a 16-bit kind faster
+  // than it would report more model FLOP/s than the peak. FP8 and FP4 kinds may exceed it.
+  const double peak = sys.op(compute_kind::default_kind).tflops;
+  for (const compute_kind k :
+       {compute_kind::matmul, compute_kind::group_matmul, compute_kind::sdp_fwd, compute_kind::sdp_bwd}) {
+    const compute_op_spec& op = sys.op(k);
+    if (op.present && op.tflops > peak)
+      report_error(api, "system.accelerator.op.tflops",
+                   "system.accelerator.op.{}.tflops={} must not exceed system.accelerator.op.default.tflops={}: "
+                   "default is the 16-bit peak MFU is measured against",
+                   compute_kind_names[static_cast<std::size_t>(k)], op.tflops, peak);
+  }
+  for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
+    if (!sys.accelerator.bandwidth[k].present) continue;
+    detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
+                               detail::accelerator_bandwidth_fields);
+  }
+  detail::validate_networks(sys);
+}
+
+/// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
+/// 80 GiB = 85899345920 bytes; GPU memory sizes are binary).
+constexpr bytes device_memory(const system_spec& sys) {
+  return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
+}
+
+namespace detail {
+/// Whether `name` contains `token`, ignoring ASCII case.
+constexpr bool contains_token(std::string_view name, std::string_view token) {
+  auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
+  for (std::size_t i = 0; i + token.size() <= name.size(); ++i) {
+    std::size_t k = 0;
+    while (k < token.size() && lower(name[i + k]) == token[k]) ++k;
+    if (k == token.size()) return true;
+  }
+  return false;
+}
+}  // namespace detail
+
+/// The CUDA compute capability named by a system's `sys_name` ("a100_pcie_bf16" -> 8.0), for
+/// system files that do not state it (SimuMax's have no such field); 0 when the name names no
+/// known NVIDIA data-centre GPU. Values from NVIDIA's CUDA GPU compute-capability table; longer
+/// names are tried first so that "a100" is not read as "a10".
+constexpr double compute_capability_from_name(std::string_view sys_name) {
+  struct entry {
+    std::string_view token;
+    double capability;
+  };
+  constexpr std::array<entry, 17> table{{{"gb300", 10.3},
+                                         {"gb200", 10.0},
+                                         {"b300", 10.3},
+                                         {"b200", 10.0},
+                                         {"b100", 10.0},
+                                         {"gh200", 9.0},
+                                         {"h100", 9.0},
+                                         {"h200", 9.0},
+                                         {"h800", 9.0},
+                                         {"h20", 9.0},
+                                         {"a100", 8.0},
+                                         {"a800", 8.0},
+                                         {"a30", 8.0},
+                                         {"l40", 8.9},
+                                         {"a40", 8.6},
+                                         {"a10", 8.6},
+                                         {"v100", 7.0}}};
+  for (const auto& e : table)
+    if (detail::contains_token(sys_name, e.token)) return e.capability;
+  return 0;
+}
+
+/// The compute capability a system states, else the one its `sys_name` implies, else 0 (unknown).
+constexpr double known_compute_capability(const system_spec& sys) {
+  if (sys.accelerator.compute_capability > 0) return sys.accelerator.compute_capability;
+  return compute_capability_from_name(sys.sys_name.view());
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/spec/system.hpp --------------------------------------------------------------------
+
+#include <string_view>
+
+LLMSIM_BEGIN_NAMESPACE
+
+/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
+constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
+
+/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
+constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
+  const auto& own = sys.op(kind);
+  return own.present ? own : sys.op(compute_kind::default_kind);
+}
+/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
+constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
+  const auto& own = sys.memory(kind);
+  return own.present ? own : sys.memory(memory_kind::default_kind);
+}
+
+/// The time of one kernel and how it was obtained.
+struct kernel_cost {
+  seconds time{};         ///< max(compute, memory): the roofline
+  seconds compute{};      ///< flops / (peak * efficiency)
+  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;  ///< the compute efficiency used
+  bool measured = false;  ///< the efficiency came from the shape-keyed table
+  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
+};
+
+/// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
+/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
+/// Zero work costs nothing.
+constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                   double modelled = 0) {
+  kernel_cost c;
+  if (flop_count <= 0) return c;
+  const auto& op = compute_entry(sys, kind);
+  const auto measured = op.accurate_efficient_factor.find(shape);
+  c.measured = measured.has_value();
+  c.modelled = !c.measured && modelled > 0;
+  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
+  if (c.efficiency <= 0)
+    detail::report_error(
+        "llmsim::estimate", "system.accelerator.op.efficient_factor",
+        "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"",
+        compute_kind_names[static_cast<std::size_t>(kind)], shape);
+  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
+  c.time = c.compute;
+  return c;
+}
+
+/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
+/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
+constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
+  if (byte_count <= 0) return {};
+  const auto& bw = memory_entry(sys, kind);
+  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
+}
+
+/// The bf16 op kind a low-precision kind is the faster twin of (matmul for fp8_matmul and
+/// fp4_matmul, group_matmul for the grouped ones); any other kind is its own.
+constexpr compute_kind bf16_twin(compute_kind kind) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp4_matmul:
+      return compute_kind::matmul;
+    case compute_kind::fp8_group_matmul:
+    case compute_kind::fp4_group_matmul:
+      return compute_kind::group_matmul;
+    default:
+      return kind;
+  }
+}
+
+/// Dense tensor-core peak of a low-precision kind over BF16 dense on compute capability `cc`, from
+/// NVIDIA's data sheets: FP8 twice BF16 from Ada/Hopper on (H100 SXM 1979 vs 989 TFLOPS, B200 4.5
+/// vs 2.25 PFLOPS), FP4 four times on Blackwell (B200 9 PFLOPS); 0 where the GPU has no such
+/// tensor cores (A100 and older: no FP8) or `cc` is unknown.
+constexpr double low_precision_speedup(compute_kind kind, double cc) {
+  switch (kind) {
+    case compute_kind::fp8_matmul:
+    case compute_kind::fp8_group_matmul:
+      return cc >= 8.9 ? 2.0 : 0.0;
+    case compute_kind::fp4_matmul:
+    case compute_kind::fp4_group_matmul:
+      return cc >= 10 ? 4.0 : 0.0;
+    default:
+      return 0.0;
+  }
+}
+
+/// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
+/// present and has an efficiency measured for the shape or a positive efficient_factor.
+/// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
+/// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
+constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
+  const auto& own = sys.op(kind);
+  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
+}
+
+/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
+/// compute time unless there is none.
+constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
+                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
+  c.memory = memory_time(sys, traffic_kind, byte_count);
+  if (sys.accelerator.mode == accelerator_mode::only_compute)
+    c.time = c.compute.value > 0 ? c.compute : c.memory;
+  else
+    c.time = c.compute > c.memory ? c.compute : c.memory;
+  return c;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
+// ---- begin llmsim/program/op.hpp -------------------------------------------------------------------
+/// \file llmsim/program/op.hpp
+/// One unpriced operation of a leaf: a GEMM, a grouped GEMM, an attention kernel, a memory-bound
+/// kernel or a collective, with the pass it belongs to, its shape, its floating-point work and
+/// the bytes it moves. Programs emit ops; cost/op_cost.hpp prices them (the only place that does).
+
+// ---- begin llmsim/program/shape_key.hpp ------------------------------------------------------------
+/// \file llmsim/program/shape_key.hpp
+/// The exact shape keys under which system files store measured efficiencies
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), built in a fixed buffer so lookups work in
+/// constant expressions too. Formats (SimuMax system files, ../shared/reference/simumax/FORMAT.md):
+///   matmul:   `b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16`
+///   sdp_*:    `batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True`
+///             (seq_len is the query length; training self-attention has keys as long)
+
+// ---- begin llmsim/spec/strategy.hpp ----------------------------------------------------------------
+/// \file llmsim/spec/strategy.hpp
+/// `strategy_spec`: how a training job is batched, parallelised, recomputed and which kernels it
+/// uses — field for field the SimuMax strategy format (docs/strategy.md of MooreThreads/SimuMax),
+/// with SimuMax's defaults.
+///
+/// ```cpp
+/// constexpr llmsim::strategy_spec tp2{.seq_len = 4096, .micro_batch_size = 1,
+///     .micro_batch_num = 8, .world_size = 8, .tp_size = 2};
+/// static_assert(llmsim::dp_size(tp2) == 4);
+/// ```
+
 
 #include <array>
 #include <cstdint>
@@ -1926,703 +2744,6 @@ struct grouped_gemm_shape {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/shape_key.hpp --------------------------------------------------------------
-// ---- begin llmsim/spec/system.hpp ------------------------------------------------------------------
-/// \file llmsim/spec/system.hpp
-/// `system_spec`: one accelerator type and the networks between accelerators — field for field the
-/// SimuMax system format (docs/system.md of MooreThreads/SimuMax): peak rates and default
-/// efficiencies per op kind, measured efficiencies per exact shape key, HBM bandwidth per
-/// memory-bound op kind, and network tiers with per-collective scale/offset/efficiency/latency.
-///
-/// Shape-keyed tables are views (`efficiency_table`) so the same spec type serves a `constexpr`
-/// catalogue (views of static arrays) and a file loaded at run time (views of storage the loader
-/// owns, see `llmsim::json::system_config`).
-
-// ---- begin llmsim/core/units.hpp -------------------------------------------------------------------
-/// \file llmsim/core/units.hpp
-/// Strong quantity types with literals: `80_GiB`, `312_TFLOPS`, `900_GBps`, `10_us`.
-///
-/// Each quantity is an aggregate with one public `value` (so it is structural and usable as a
-/// template argument) in SI base units: bytes, floating-point operations, seconds. Only arithmetic
-/// that keeps dimensions straight compiles: `bytes / bytes_per_second` is `seconds`,
-/// `flops / flops_per_second` is `seconds`, `bytes + seconds` does not exist.
-/// `bytes` is an int64 count (exact); flops are double because training totals pass 2^63.
-
-
-#include <compare>
-#include <cstdint>
-#include <cstdio>
-#include <string>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// A number of bytes (exact, signed so differences are representable).
-struct bytes {
-  std::int64_t value = 0;
-  friend constexpr auto operator<=>(bytes, bytes) = default;
-  friend constexpr bytes operator+(bytes a, bytes b) { return {a.value + b.value}; }
-  friend constexpr bytes operator-(bytes a, bytes b) { return {a.value - b.value}; }
-  friend constexpr bytes operator*(bytes a, std::int64_t n) { return {a.value * n}; }
-  friend constexpr bytes operator*(std::int64_t n, bytes a) { return {a.value * n}; }
-  /// Integer division (a share of a buffer split n ways, rounded down).
-  friend constexpr bytes operator/(bytes a, std::int64_t n) { return {a.value / n}; }
-  /// Dimensionless ratio.
-  friend constexpr double operator/(bytes a, bytes b) {
-    return static_cast<double>(a.value) / static_cast<double>(b.value);
-  }
-  constexpr bytes& operator+=(bytes b) {
-    value += b.value;
-    return *this;
-  }
-  constexpr bytes& operator-=(bytes b) {
-    value -= b.value;
-    return *this;
-  }
-  [[nodiscard]] constexpr double gib() const { return static_cast<double>(value) / (1024.0 * 1024.0 * 1024.0); }
-  [[nodiscard]] constexpr double mib() const { return static_cast<double>(value) / (1024.0 * 1024.0); }
-};
-
-/// A number of floating-point operations (multiply-add = 2).
-struct flops {
-  double value = 0;
-  friend constexpr auto operator<=>(flops, flops) = default;
-  friend constexpr flops operator+(flops a, flops b) { return {a.value + b.value}; }
-  friend constexpr flops operator-(flops a, flops b) { return {a.value - b.value}; }
-  friend constexpr flops operator*(flops a, double k) { return {a.value * k}; }
-  friend constexpr flops operator*(double k, flops a) { return {a.value * k}; }
-  friend constexpr flops operator/(flops a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(flops a, flops b) { return a.value / b.value; }
-  constexpr flops& operator+=(flops b) {
-    value += b.value;
-    return *this;
-  }
-};
-
-/// A duration in seconds.
-struct seconds {
-  double value = 0;
-  friend constexpr auto operator<=>(seconds, seconds) = default;
-  friend constexpr seconds operator+(seconds a, seconds b) { return {a.value + b.value}; }
-  friend constexpr seconds operator-(seconds a, seconds b) { return {a.value - b.value}; }
-  friend constexpr seconds operator*(seconds a, double k) { return {a.value * k}; }
-  friend constexpr seconds operator*(double k, seconds a) { return {a.value * k}; }
-  friend constexpr seconds operator/(seconds a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(seconds a, seconds b) { return a.value / b.value; }
-  constexpr seconds& operator+=(seconds b) {
-    value += b.value;
-    return *this;
-  }
-  constexpr seconds& operator-=(seconds b) {
-    value -= b.value;
-    return *this;
-  }
-  [[nodiscard]] constexpr double ms() const { return value * 1e3; }
-  [[nodiscard]] constexpr double us() const { return value * 1e6; }
-};
-
-/// A transfer rate in bytes per second.
-struct bytes_per_second {
-  double value = 0;
-  friend constexpr auto operator<=>(bytes_per_second, bytes_per_second) = default;
-  friend constexpr bytes_per_second operator*(bytes_per_second a, double k) { return {a.value * k}; }
-  friend constexpr bytes_per_second operator*(double k, bytes_per_second a) { return {a.value * k}; }
-  friend constexpr bytes_per_second operator/(bytes_per_second a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(bytes_per_second a, bytes_per_second b) { return a.value / b.value; }
-};
-
-/// A compute rate in floating-point operations per second.
-struct flops_per_second {
-  double value = 0;
-  friend constexpr auto operator<=>(flops_per_second, flops_per_second) = default;
-  friend constexpr flops_per_second operator*(flops_per_second a, double k) { return {a.value * k}; }
-  friend constexpr flops_per_second operator*(double k, flops_per_second a) { return {a.value * k}; }
-  friend constexpr flops_per_second operator/(flops_per_second a, double k) { return {a.value / k}; }
-  friend constexpr double operator/(flops_per_second a, flops_per_second b) { return a.value / b.value; }
-};
-
-// Cross-dimension arithmetic: the only ways to change dimension.
-constexpr seconds operator/(bytes b, bytes_per_second r) { return {static_cast<double>(b.value) / r.value}; }
-constexpr seconds operator/(flops f, flops_per_second r) { return {f.value / r.value}; }
-constexpr bytes_per_second operator/(bytes b, seconds t) { return {static_cast<double>(b.value) / t.value}; }
-constexpr flops_per_second operator/(flops f, seconds t) { return {f.value / t.value}; }
-constexpr flops operator*(flops_per_second r, seconds t) { return {r.value * t.value}; }
-constexpr flops operator*(seconds t, flops_per_second r) { return {r.value * t.value}; }
-
-namespace literals {
-// clang-format off
-constexpr bytes operator""_B(unsigned long long n) { return {static_cast<std::int64_t>(n)}; }
-constexpr bytes operator""_KiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 10}; }
-constexpr bytes operator""_MiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 20}; }
-constexpr bytes operator""_GiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 30}; }
-constexpr bytes operator""_TiB(unsigned long long n) { return {static_cast<std::int64_t>(n) << 40}; }
-constexpr bytes operator""_KB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000}; }
-constexpr bytes operator""_MB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000}; }
-constexpr bytes operator""_GB(unsigned long long n) { return {static_cast<std::int64_t>(n) * 1000000000}; }
-constexpr bytes operator""_GiB(long double n) { return {static_cast<std::int64_t>(n * 1073741824.0L)}; }
-constexpr bytes operator""_MiB(long double n) { return {static_cast<std::int64_t>(n * 1048576.0L)}; }
-
-constexpr flops operator""_GFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr flops operator""_TFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr flops operator""_PFLOP(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
-
-constexpr flops_per_second operator""_GFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr flops_per_second operator""_TFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr flops_per_second operator""_TFLOPS(long double n) { return {static_cast<double>(n * 1e12L)}; }
-constexpr flops_per_second operator""_PFLOPS(unsigned long long n) { return {static_cast<double>(n) * 1e15}; }
-
-constexpr bytes_per_second operator""_MBps(unsigned long long n) { return {static_cast<double>(n) * 1e6}; }
-constexpr bytes_per_second operator""_GBps(unsigned long long n) { return {static_cast<double>(n) * 1e9}; }
-constexpr bytes_per_second operator""_GBps(long double n) { return {static_cast<double>(n * 1e9L)}; }
-constexpr bytes_per_second operator""_TBps(unsigned long long n) { return {static_cast<double>(n) * 1e12}; }
-constexpr bytes_per_second operator""_GiBps(unsigned long long n) { return {static_cast<double>(n) * 1073741824.0}; }
-
-constexpr seconds operator""_s(unsigned long long n) { return {static_cast<double>(n)}; }
-constexpr seconds operator""_s(long double n) { return {static_cast<double>(n)}; }
-constexpr seconds operator""_ms(unsigned long long n) { return {static_cast<double>(n) / 1e3}; }
-constexpr seconds operator""_ms(long double n) { return {static_cast<double>(n / 1e3L)}; }
-constexpr seconds operator""_us(unsigned long long n) { return {static_cast<double>(n) / 1e6}; }
-constexpr seconds operator""_us(long double n) { return {static_cast<double>(n / 1e6L)}; }
-constexpr seconds operator""_ns(unsigned long long n) { return {static_cast<double>(n) / 1e9}; }
-// clang-format on
-}  // namespace literals
-using namespace literals;  // NOLINT(google-build-using-namespace): literals are part of the vocabulary
-
-namespace detail {
-inline std::string format_scaled(double v, const char* const* units, int unit_count, double step, int decimals) {
-  int i = 0;
-  const double sign = v < 0 ? -1.0 : 1.0;
-  v *= sign;
-  while (i + 1 < unit_count && v >= step) {
-    v /= step;
-    ++i;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, sign * v, units[i]);
-  return buf;
-}
-}  // namespace detail
-
-/// `to_string(1.5_GiB) == "1.50 GiB"` (binary prefixes, two decimals).
-inline std::string to_string(bytes b) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  return detail::format_scaled(static_cast<double>(b.value), units, 6, 1024.0,
-                               b.value < 1024 && b.value > -1024 ? 0 : 2);
-}
-/// `to_string(0.4567_s) == "456.7 ms"` (four significant digits).
-inline std::string to_string(seconds t) {
-  const double a = t.value < 0 ? -t.value : t.value;
-  double v = t.value;
-  const char* unit = "s";
-  if (a != 0 && a < 1e-6) {
-    v *= 1e9;
-    unit = "ns";
-  } else if (a != 0 && a < 1e-3) {
-    v *= 1e6;
-    unit = "us";
-  } else if (a != 0 && a < 1.0) {
-    v *= 1e3;
-    unit = "ms";
-  }
-  const double av = v < 0 ? -v : v;
-  const int decimals = av >= 1000 ? 0 : av >= 100 ? 1 : av >= 10 ? 2 : 3;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
-  return buf;
-}
-/// `to_string(312_TFLOPS) == "312.0 TFLOP/s"`.
-inline std::string to_string(flops_per_second r) {
-  static const char* const units[] = {"FLOP/s", "KFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", "EFLOP/s"};
-  return detail::format_scaled(r.value, units, 7, 1000.0, 1);
-}
-/// `to_string(6_PFLOP) == "6.00 PFLOP"`.
-inline std::string to_string(flops f) {
-  static const char* const units[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP"};
-  return detail::format_scaled(f.value, units, 9, 1000.0, 2);
-}
-/// `to_string(900_GBps) == "900.0 GB/s"` (decimal prefixes, as data sheets quote links).
-inline std::string to_string(bytes_per_second r) {
-  static const char* const units[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
-  return detail::format_scaled(r.value, units, 6, 1000.0, 1);
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/core/units.hpp ---------------------------------------------------------------------
-
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// One measured efficiency: the shape key exactly as the system file writes it.
-struct shape_efficiency {
-  std::string_view shape;
-  double efficiency = 0;
-};
-
-/// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
-struct efficiency_table {
-  const shape_efficiency* entries = nullptr;
-  std::size_t count = 0;
-
-  [[nodiscard]] constexpr const shape_efficiency* begin() const { return entries; }
-  [[nodiscard]] constexpr const shape_efficiency* end() const { return entries + count; }
-  [[nodiscard]] constexpr std::size_t size() const { return count; }
-  [[nodiscard]] constexpr bool empty() const { return count == 0; }
-  /// The efficiency measured for exactly `shape`, if any (binary search; O(log n)).
-  [[nodiscard]] constexpr std::optional<double> find(std::string_view shape) const {
-    std::size_t lo = 0, hi = count;
-    while (lo < hi) {
-      const std::size_t mid = lo + (hi - lo) / 2;
-      if (entries[mid].shape < shape)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
-    return std::nullopt;
-  }
-  /// Equal when both hold the same keys with the same efficiencies (not the same storage).
-  friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {
-    if (a.count != b.count) return false;
-    for (std::size_t i = 0; i < a.count; ++i)
-      if (a.entries[i].shape != b.entries[i].shape || a.entries[i].efficiency != b.entries[i].efficiency) return false;
-    return true;
-  }
-  [[nodiscard]] constexpr bool is_sorted() const {
-    for (std::size_t i = 1; i < count; ++i)
-      if (!(entries[i - 1].shape < entries[i].shape)) return false;
-    return true;
-  }
-};
-
-/// A value per communication-group size, e.g. measured bus bandwidth for DP groups of 2 and 4.
-struct group_size_table {
-  static constexpr std::size_t capacity = 16;
-  std::array<std::pair<std::int64_t, double>, capacity> entries{};
-  std::size_t count = 0;
-  [[nodiscard]] constexpr std::optional<double> find(std::int64_t group_size) const {
-    for (std::size_t i = 0; i < count; ++i)
-      if (entries[i].first == group_size) return entries[i].second;
-    return std::nullopt;
-  }
-  constexpr void set(std::int64_t group_size, double v) {
-    for (std::size_t i = 0; i < count; ++i)
-      if (entries[i].first == group_size) {
-        entries[i].second = v;
-        return;
-      }
-    if (count == capacity)
-      detail::report_error("llmsim::system", "", "a group-size table holds at most {} entries", capacity);
-    entries[count++] = {group_size, v};
-  }
-  [[nodiscard]] constexpr bool empty() const { return count == 0; }
-  friend constexpr bool operator==(const group_size_table& a, const group_size_table& b) {
-    if (a.count != b.count) return false;
-    for (std::size_t i = 0; i < a.count; ++i)
-      if (b.find(a.entries[i].first) != a.entries[i].second) return false;
-    return true;
-  }
-};
-
-/// Compute op kinds of `accelerator.op`.
-enum class compute_kind : std::uint8_t {
-  default_kind,
-  matmul,
-  fp8_matmul,
-  group_matmul,
-  fp8_group_matmul,
-  sdp_fwd,
-  sdp_bwd,
-  fp4_matmul,       ///< NVFP4 GEMMs (llmsim's extension of the SimuMax format)
-  fp4_group_matmul  ///< NVFP4 grouped GEMMs (likewise)
-};
-inline constexpr std::array<std::string_view, 9> compute_kind_names{
-    "default", "matmul",  "fp8_matmul", "group_matmul",    "fp8_group_matmul",
-    "sdp_fwd", "sdp_bwd", "fp4_matmul", "fp4_group_matmul"};
-
-/// Memory-bound op kinds of `accelerator.bandwidth`.
-enum class memory_kind : std::uint8_t { default_kind, permute_fwd, permute_bwd, ce, ce_fusion };
-inline constexpr std::array<std::string_view, 5> memory_kind_names{"default", "permute_fwd", "permute_bwd", "ce",
-                                                                   "ce_fusion"};
-
-/// Collectives of `networks.<tier>.op`.
-enum class collective_kind : std::uint8_t { all_reduce, all_gather, reduce_scatter, p2p, all2all };
-inline constexpr std::array<std::string_view, 5> collective_kind_names{"all_reduce", "all_gather", "reduce_scatter",
-                                                                       "p2p", "all2all"};
-
-/// `accelerator.op.<kind>`: peak rate, efficiency when no shape matches, measured efficiency per shape.
-struct compute_op_spec {
-  bool present = false;
-  double tflops = 0;
-  double efficient_factor = 0;
-  efficiency_table accurate_efficient_factor = {};
-  friend constexpr bool operator==(const compute_op_spec&, const compute_op_spec&) = default;
-};
-
-/// `accelerator.bandwidth.<kind>` and `networks.<tier>.bandwidth`.
-struct bandwidth_spec {
-  bool present = false;
-  double gbps = 0;  ///< GB/s as SimuMax uses it: times 2^30 bytes per second
-  double efficient_factor = 0;
-  double latency_us = 0;
-  double fixed_latency = 0;  ///< added once per operation (network tiers)
-  group_size_table fixed_latency_us_by_comm_num = {};
-  friend constexpr bool operator==(const bandwidth_spec&, const bandwidth_spec&) = default;
-};
-
-enum class accelerator_mode : std::uint8_t { invalid, roofline, only_compute };
-template <>
-struct enum_names<accelerator_mode> {
-  static constexpr std::array<std::pair<accelerator_mode, std::string_view>, 3> value{
-      {{accelerator_mode::invalid, ""},
-       {accelerator_mode::roofline, "roofline"},
-       {accelerator_mode::only_compute, "only_compute"}}};
-};
-
-/// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
-/// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, blackwell };
-template <>
-struct enum_names<kernel_architecture> {
-  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 3> value{
-      {{kernel_architecture::none, "none"},
-       {kernel_architecture::ampere, "ampere"},
-       {kernel_architecture::blackwell, "blackwell"}}};
-};
-
-struct accelerator_spec {
-  fixed_string<32> backend = "cuda";
-  double mem_gbs = 0;  ///< device memory in GB (SimuMax reads it as GiB: 80 for an 80 GB part)
-  std::array<compute_op_spec, compute_kind_names.size()> op{};
-  std::array<bandwidth_spec, memory_kind_names.size()> bandwidth{};
-  accelerator_mode mode = accelerator_mode::roofline;
-  /// CUDA compute capability, e.g. 8.0 (A100), 9.0 (H100), 10.0 (B200); 0 when unknown (llmsim
-  /// extension: sizes TransformerEngine's cuBLAS workspaces).
-  double compute_capability = 0;
-  /// llmsim extension: the fitted kernel model for shapes without a measured efficiency, and the
-  /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
-  kernel_architecture kernel_model = kernel_architecture::none;
-  std::int64_t sm_count = 0;
-  friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
-};
-
-/// `networks.<tier>.op.<collective>`: bytes moved = size * scale * (1 + offset / n) for a group of n.
-struct collective_spec {
-  bool present = false;
-  double scale = 1;
-  double offset = 0;
-  std::optional<double> efficient_factor = {};  ///< absent: the tier's bandwidth.efficient_factor
-  std::optional<double> latency_us = {};        ///< absent: the tier's bandwidth.latency_us
-  std::optional<double> fixed_latency_us = {};
-  group_size_table fixed_latency_us_by_comm_num = {};
-  group_size_table dp_fixed_bw = {};  ///< measured GB/s for data-parallel groups of a given size
-  friend constexpr bool operator==(const collective_spec&, const collective_spec&) = default;
-};
-
-/// The link class of a tier in NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc:
-/// NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET). `none`: the tier's fitted latencies (SimuMax format).
-enum class nccl_link_kind : std::uint8_t { none, nvlink, pci, net };
-template <>
-struct enum_names<nccl_link_kind> {
-  static constexpr std::array<std::pair<nccl_link_kind, std::string_view>, 4> value{{{nccl_link_kind::none, ""},
-                                                                                     {nccl_link_kind::nvlink, "nvlink"},
-                                                                                     {nccl_link_kind::pci, "pci"},
-                                                                                     {nccl_link_kind::net, "net"}}};
-};
-
-/// One network tier such as `high_intra_node` or `inter_node`.
-struct network_tier {
-  fixed_string<32> name = {};
-  /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
-  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
-  nccl_link_kind nccl_link = nccl_link_kind::none;
-  /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
-  /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
-  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
-  bool shared_link = false;
-  double processor_usage = 0;
-  bandwidth_spec bandwidth = {};
-  std::array<collective_spec, collective_kind_names.size()> op{};
-  friend constexpr bool operator==(const network_tier&, const network_tier&) = default;
-};
-
-/// A cluster: the accelerator and its networks.
-struct system_spec {
-  static constexpr std::size_t max_networks = 8;
-  fixed_string<64> sys_name = "null";
-  std::int64_t num_per_node = 8;
-  accelerator_spec accelerator = {};
-  bool intra_with_pcie = false;  ///< (`networks.intra_with_pcie`) GPUs talk over PCIe inside a node
-  bool FC8 = false;  ///< NVLink fully connected among 8 GPUs (SimuMax's name)  // NOLINT(readability-identifier-naming)
-  std::array<network_tier, max_networks> networks{};
-  std::size_t network_count = 0;
-
-  /// The tier named `name`, or nullptr.
-  [[nodiscard]] constexpr const network_tier* network(std::string_view name) const {
-    for (std::size_t i = 0; i < network_count; ++i)
-      if (networks[i].name.view() == name) return &networks[i];
-    return nullptr;
-  }
-  [[nodiscard]] constexpr const compute_op_spec& op(compute_kind k) const {
-    return accelerator.op[static_cast<std::size_t>(k)];
-  }
-  [[nodiscard]] constexpr const bandwidth_spec& memory(memory_kind k) const {
-    return accelerator.bandwidth[static_cast<std::size_t>(k)];
-  }
-  friend constexpr bool operator==(const system_spec&, const system_spec&) = default;
-};
-
-/// The ranges a real device or network can have (issue 15), wide by orders of magnitude around
-/// today's parts — A100 312 and B300 about 5,000 dense TFLOP/s, HBM 1.5-8 TB/s, links 25-900 GB/s
-/// (SimuMax's system files) — yet finite, so every time and rate an estimate prints stays finite.
-namespace system_limits {
-inline constexpr double min_tflops = 1e-3;     ///< TFLOP/s: 1 GFLOP/s
-inline constexpr double max_tflops = 1e6;      ///< TFLOP/s: 1 EFLOP/s on one device
-inline constexpr double min_gbps = 1e-3;       ///< GB/s: 1 MB/s
-inline constexpr double max_gbps = 1e6;        ///< GB/s: 1 PB/s
-inline constexpr double max_latency_us = 1e6;  ///< one second for one kernel or one message
-/// Efficiency factors are fractions of a data-sheet rate; measured ones exceed 1 where a table's
-/// convention differs from the data sheet (SimuMax's network tables reach 1.45, its GEMM tables
-/// 1.20), never by 2x.
-inline constexpr double max_efficient_factor = 2;
-inline constexpr double max_mem_gbs = 1e5;           ///< GiB of one device: 100 TiB
-inline constexpr double max_collective_scale = 1e3;  ///< bytes moved per byte of a collective's size
-}  // namespace system_limits
-
-namespace detail {
-/// `v` is finite and in [lo, hi] (in (0, hi] when `lo` is 0 and `zero_allowed` is false).
-constexpr bool in_range(double v, double lo, double hi, bool zero_allowed = true) {
-  return is_finite(v) && v >= lo && v <= hi && (zero_allowed || v > 0);
-}
-}  // namespace detail
-
-namespace detail {
-/// The error-field names of a bandwidth entry's values (an HBM kind, or a network tier's link).
-struct bandwidth_fields {
-  std::string_view gbps, efficient_factor, latency_us, fixed_latency, fixed_latency_us_by_comm_num;
-};
-inline constexpr bandwidth_fields accelerator_bandwidth_fields{
-    "system.accelerator.bandwidth.gbps", "system.accelerator.bandwidth.efficient_factor",
-    "system.accelerator.bandwidth.latency_us", "system.accelerator.bandwidth.fixed_latency",
-    "system.accelerator.bandwidth.fixed_latency_us_by_comm_num"};
-inline constexpr bandwidth_fields network_bandwidth_fields{
-    "system.networks.bandwidth.gbps", "system.networks.bandwidth.efficient_factor",
-    "system.networks.bandwidth.latency_us", "system.networks.bandwidth.fixed_latency",
-    "system.networks.bandwidth.fixed_latency_us_by_comm_num"};
-
-/// A bandwidth entry in range. Its dotted path is `head` + `name` + `tail`
-/// ("system.networks." "inter_node" ".bandwidth").
-constexpr void validate_bandwidth(const bandwidth_spec& bw, std::string_view head, std::string_view name,
-                                  std::string_view tail, const bandwidth_fields& f) {
-  constexpr std::string_view api = "llmsim::system";
-  using namespace system_limits;
-  if (!in_range(bw.gbps, min_gbps, max_gbps))
-    report_error(api, f.gbps, "{}{}{}.gbps={} must be in [{}, {}] GB/s", head, name, tail, bw.gbps, min_gbps, max_gbps);
-  if (!in_range(bw.efficient_factor, 0, max_efficient_factor, false))
-    report_error(api, f.efficient_factor, "{}{}{}.efficient_factor={} must be in (0, {}]", head, name, tail,
-                 bw.efficient_factor, max_efficient_factor);
-  if (!in_range(bw.latency_us, 0, max_latency_us))
-    report_error(api, f.latency_us, "{}{}{}.latency_us={} must be in [0, {}] us", head, name, tail, bw.latency_us,
-                 max_latency_us);
-  if (!in_range(bw.fixed_latency, 0, max_latency_us))
-    report_error(api, f.fixed_latency, "{}{}{}.fixed_latency={} must be in [0, {}] us", head, name, tail,
-                 bw.fixed_latency, max_latency_us);
-  const auto& by_n = bw.fixed_latency_us_by_comm_num;
-  for (std::size_t e = 0; e < by_n.count; ++e)
-    if (!in_range(by_n.entries[e].second, 0, max_latency_us))
-      report_error(api, f.fixed_latency_us_by_comm_num,
-                   "{}{}{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", head, name, tail,
-                   by_n.entries[e].first, by_n.entries[e].second, max_latency_us);
-}
-
-/// One collective entry of a network tier in range.
-constexpr void validate_collective(const collective_spec& op, std::string_view tier, std::string_view kind) {
-  constexpr std::string_view api = "llmsim::system";
-  using namespace system_limits;
-  if (!in_range(op.scale, 0, max_collective_scale, false))
-    report_error(api, "system.networks.op.scale", "system.networks.{}.op.{}.scale={} must be in (0, {}]", tier, kind,
-                 op.scale, max_collective_scale);
-  if (!in_range(op.offset, -1, 1))
-    report_error(api, "system.networks.op.offset", "system.networks.{}.op.{}.offset={} must be in [-1, 1]", tier, kind,
-                 op.offset);
-  if (op.efficient_factor && !in_range(*op.efficient_factor, 0, max_efficient_factor, false))
-    report_error(api, "system.networks.op.efficient_factor",
-                 "system.networks.{}.op.{}.efficient_factor={} must be in (0, {}]", tier, kind, *op.efficient_factor,
-                 max_efficient_factor);
-  if (op.latency_us && !in_range(*op.latency_us, 0, max_latency_us))
-    report_error(api, "system.networks.op.latency_us", "system.networks.{}.op.{}.latency_us={} must be in [0, {}] us",
-                 tier, kind, *op.latency_us, max_latency_us);
-  if (op.fixed_latency_us && !in_range(*op.fixed_latency_us, 0, max_latency_us))
-    report_error(api, "system.networks.op.fixed_latency_us",
-                 "system.networks.{}.op.{}.fixed_latency_us={} must be in [0, {}] us", tier, kind, *op.fixed_latency_us,
-                 max_latency_us);
-  for (std::size_t e = 0; e < op.fixed_latency_us_by_comm_num.count; ++e)
-    if (!in_range(op.fixed_latency_us_by_comm_num.entries[e].second, 0, max_latency_us))
-      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
-                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num[{}]={} must be in [0, {}] us", tier, kind,
-                   op.fixed_latency_us_by_comm_num.entries[e].first, op.fixed_latency_us_by_comm_num.entries[e].second,
-                   max_latency_us);
-  for (std::size_t e = 0; e < op.dp_fixed_bw.count; ++e)
-    if (!in_range(op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps))
-      report_error(api, "system.networks.op.dp_fixed_bw",
-                   "system.networks.{}.op.{}.dp_fixed_bw[{}]={} must be in [{}, {}] GB/s", tier, kind,
-                   op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
-}
-
-/// The network tiers of a system: bandwidths, latencies and collective factors in range.
-constexpr void validate_networks(const system_spec& sys) {
-  constexpr std::string_view api = "llmsim::system";
-  if (sys.network_count == 0)
-    report_error(api, "system.networks", "system.networks must define at least one network tier");
-  for (std::size_t i = 0; i < sys.network_count; ++i) {
-    const auto& net = sys.networks[i];
-    if (!in_range(net.processor_usage, 0, 1))
-      report_error(api, "system.networks.processor_usage", "system.networks.{}.processor_usage={} must be in [0, 1]",
-                   net.name, net.processor_usage);
-    validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
-    for (std::size_t c = 0; c < net.op.size(); ++c)
-      if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
-  }
-}
-
-/// One compute entry of the accelerator in range.
-constexpr void validate_compute_op(const compute_op_spec& op, std::string_view kind) {
-  constexpr std::string_view api = "llmsim::system";
-  using namespace system_limits;
-  if (!in_range(op.tflops, min_tflops, max_tflops))
-    report_error(api, "system.accelerator.op.tflops", "system.accelerator.op.{}.tflops={} must be in [{}, {}] TFLOP/s",
-                 kind, op.tflops, min_tflops, max_tflops);
-  // 0 is SimuMax's "no flat factor": only the measured shapes price this kind (compute_cost.hpp).
-  if (!in_range(op.efficient_factor, 0, max_efficient_factor))
-    report_error(api, "system.accelerator.op.efficient_factor",
-                 "system.accelerator.op.{}.efficient_factor={} must be in [0, {}]", kind, op.efficient_factor,
-                 max_efficient_factor);
-  for (const auto& e : op.accurate_efficient_factor)
-    if (!in_range(e.efficiency, 0, max_efficient_factor, false))
-      report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                   "system.accelerator.op.{}.accurate_efficient_factor[\"{}\"]={} must be in (0, {}]", kind, e.shape,
-                   e.efficiency, max_efficient_factor);
-  if (!op.accurate_efficient_factor.is_sorted())
-    report_error(api, "system.accelerator.op.accurate_efficient_factor",
-                 "system.accelerator.op.{}.accurate_efficient_factor must be sorted by shape key without duplicates",
-                 kind);
-}
-}  // namespace detail
-
-/// Checks one system on its own.
-constexpr void validate(const system_spec& sys) {
-  constexpr std::string_view api = "llmsim::system";
-  using detail::report_error;
-  if (sys.num_per_node < 1 || sys.num_per_node > 1024)
-    report_error(api, "system.num_per_node", "system.num_per_node={} must be in [1, 1024]", sys.num_per_node);
-  if (!detail::in_range(sys.accelerator.mem_gbs, 0, system_limits::max_mem_gbs, false))
-    report_error(api, "system.accelerator.mem_gbs", "system.accelerator.mem_gbs={} must be in (0, {}] GiB",
-                 sys.accelerator.mem_gbs, system_limits::max_mem_gbs);
-  if (sys.accelerator.kernel_model != kernel_architecture::none &&
-      !(sys.accelerator.sm_count >= 1 && sys.accelerator.sm_count <= 100000))
-    report_error(api, "system.accelerator.sm_count",
-                 "system.accelerator.sm_count={} must be in [1, 100000] when system.accelerator.kernel_model is {}",
-                 sys.accelerator.sm_count, enum_name(sys.accelerator.kernel_model));
-  if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
-    report_error(api, "system.accelerator.sm_count",
-                 "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
-  if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
-    report_error(api, "system.accelerator.compute_capability",
-                 "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
-                 sys.accelerator.compute_capability);
-  if (sys.accelerator.mode == accelerator_mode::invalid)
-    report_error(api, "system.accelerator.mode", "system.accelerator.mode must be \"roofline\" or \"only_compute\"");
-  if (!sys.op(compute_kind::default_kind).present)
-    report_error(api, "system.accelerator.op.default",
-                 "system.accelerator.op.default is required (used for every op kind without its own entry)");
-  if (!sys.memory(memory_kind::default_kind).present)
-    report_error(
-        api, "system.accelerator.bandwidth.default",
-        "system.accelerator.bandwidth.default is required (used for every memory-bound op without its own entry)");
-  for (std::size_t k = 0; k < sys.accelerator.op.size(); ++k)
-    if (sys.accelerator.op[k].present) detail::validate_compute_op(sys.accelerator.op[k], compute_kind_names[k]);
-  // `default` is the device's 16-bit peak: SimuMax measures MFU against it (every SimuMax system
-  // file sets it to the BF16 tensor-core peak, as matmul and attention), so a 16-bit kind faster
-  // than it would report more model FLOP/s than the peak. FP8 and FP4 kinds may exceed it.
-  const double peak = sys.op(compute_kind::default_kind).tflops;
-  for (const compute_kind k :
-       {compute_kind::matmul, compute_kind::group_matmul, compute_kind::sdp_fwd, compute_kind::sdp_bwd}) {
-    const compute_op_spec& op = sys.op(k);
-    if (op.present && op.tflops > peak)
-      report_error(api, "system.accelerator.op.tflops",
-                   "system.accelerator.op.{}.tflops={} must not exceed system.accelerator.op.default.tflops={}: "
-                   "default is the 16-bit peak MFU is measured against",
-                   compute_kind_names[static_cast<std::size_t>(k)], op.tflops, peak);
-  }
-  for (std::size_t k = 0; k < sys.accelerator.bandwidth.size(); ++k) {
-    if (!sys.accelerator.bandwidth[k].present) continue;
-    detail::validate_bandwidth(sys.accelerator.bandwidth[k], "system.accelerator.bandwidth.", memory_kind_names[k], "",
-                               detail::accelerator_bandwidth_fields);
-  }
-  detail::validate_networks(sys);
-}
-
-/// Memory of one device: `accelerator.mem_gbs` GiB, as SimuMax reads it (an "80 GB" part has
-/// 80 GiB = 85899345920 bytes; GPU memory sizes are binary).
-constexpr bytes device_memory(const system_spec& sys) {
-  return bytes{static_cast<std::int64_t>(sys.accelerator.mem_gbs * 1073741824.0)};
-}
-
-namespace detail {
-/// Whether `name` contains `token`, ignoring ASCII case.
-constexpr bool contains_token(std::string_view name, std::string_view token) {
-  auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
-  for (std::size_t i = 0; i + token.size() <= name.size(); ++i) {
-    std::size_t k = 0;
-    while (k < token.size() && lower(name[i + k]) == token[k]) ++k;
-    if (k == token.size()) return true;
-  }
-  return false;
-}
-}  // namespace detail
-
-/// The CUDA compute capability named by a system's `sys_name` ("a100_pcie_bf16" -> 8.0), for
-/// system files that do not state it (SimuMax's have no such field); 0 when the name names no
-/// known NVIDIA data-centre GPU. Values from NVIDIA's CUDA GPU compute-capability table; longer
-/// names are tried first so that "a100" is not read as "a10".
-constexpr double compute_capability_from_name(std::string_view sys_name) {
-  struct entry {
-    std::string_view token;
-    double capability;
-  };
-  constexpr std::array<entry, 17> table{{{"gb300", 10.3},
-                                         {"gb200", 10.0},
-                                         {"b300", 10.3},
-                                         {"b200", 10.0},
-                                         {"b100", 10.0},
-                                         {"gh200", 9.0},
-                                         {"h100", 9.0},
-                                         {"h200", 9.0},
-                                         {"h800", 9.0},
-                                         {"h20", 9.0},
-                                         {"a100", 8.0},
-                                         {"a800", 8.0},
-                                         {"a30", 8.0},
-                                         {"l40", 8.9},
-                                         {"a40", 8.6},
-                                         {"a10", 8.6},
-                                         {"v100", 7.0}}};
-  for (const auto& e : table)
-    if (detail::contains_token(sys_name, e.token)) return e.capability;
-  return 0;
-}
-
-/// The compute capability a system states, else the one its `sys_name` implies, else 0 (unknown).
-constexpr double known_compute_capability(const system_spec& sys) {
-  if (sys.accelerator.compute_capability > 0) return sys.accelerator.compute_capability;
-  return compute_capability_from_name(sys.sys_name.view());
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/spec/system.hpp --------------------------------------------------------------------
 
 #include <cstdint>
 
@@ -2761,8 +2882,11 @@ struct kernel_model_constants {
 };
 
 namespace kernel_models {
-/// GB/s per GiB/s: SimuMax's files give bandwidth in GiB/s (2^30 B), data sheets in GB/s.
-inline constexpr double gb_per_gib = 1.073741824;
+/// A SimuMax file's bandwidth (GiB/s, compute_cost.hpp `format_gbps_to_bytes_per_second`) as a
+/// share of a data sheet's `sheet_gb_per_s` (10^9 B/s).
+constexpr double share_of_sheet(double file_gbps, double sheet_gb_per_s) {
+  return format_gbps_to_bytes_per_second(file_gbps) / (sheet_gb_per_s * 1e9);
+}
 /// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
 /// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
 /// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %. The grouped table holds two row
@@ -2780,10 +2904,10 @@ inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                // a100_pcie.json: 1600 GiB/s x 0.91 (default), 0.1879
                                                // (permute), 0.808 (ce), latency 40 us; over the A100
                                                // PCIe's 1935 GB/s.
-                                               .hbm_default = 0.91 * 1600 * gb_per_gib / 1935,
-                                               .hbm_permute_fwd = 0.1879 * 1600 * gb_per_gib / 1935,
-                                               .hbm_permute_bwd = 0.1879 * 1600 * gb_per_gib / 1935,
-                                               .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
+                                               .hbm_default = 0.91 * share_of_sheet(1600, 1935),
+                                               .hbm_permute_fwd = 0.1879 * share_of_sheet(1600, 1935),
+                                               .hbm_permute_bwd = 0.1879 * share_of_sheet(1600, 1935),
+                                               .hbm_ce = 0.808 * share_of_sheet(1600, 1935),
                                                .kernel_latency_us = 40};
 /// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
 /// Held-out |error| mean / max: GEMM 12.3 % / 208 % (the worst have one dimension of 160 or 256,
@@ -2803,11 +2927,11 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   // (default), 0.5008 / 0.5108 (permute), 0.3246
                                                   // (ce), 0.2795 (ce_fusion), latency 30 us; over
                                                   // the B200's 8000 GB/s.
-                                                  .hbm_default = 0.666 * gb_per_gib,
-                                                  .hbm_permute_fwd = 0.5008136513816437 * gb_per_gib,
-                                                  .hbm_permute_bwd = 0.5108178337365621 * gb_per_gib,
-                                                  .hbm_ce = 0.3246108444537549 * gb_per_gib,
-                                                  .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
+                                                  .hbm_default = 0.666 * share_of_sheet(8000, 8000),
+                                                  .hbm_permute_fwd = 0.5008136513816437 * share_of_sheet(8000, 8000),
+                                                  .hbm_permute_bwd = 0.5108178337365621 * share_of_sheet(8000, 8000),
+                                                  .hbm_ce = 0.3246108444537549 * share_of_sheet(8000, 8000),
+                                                  .hbm_ce_fusion = 0.2795145022199592 * share_of_sheet(8000, 8000),
                                                   .kernel_latency_us = 30};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
@@ -3760,127 +3884,6 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
 }  // namespace catalogue
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/catalogue/catalogue.hpp ------------------------------------------------------------
-// ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
-/// \file llmsim/cost/compute_cost.hpp
-/// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
-/// moves, with the efficiency looked up by exact shape key in the system file
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
-
-
-#include <string_view>
-
-LLMSIM_BEGIN_NAMESPACE
-
-/// Bytes per second of `gbps` as the system format means it: GB/s with GB = 2^30 bytes.
-constexpr double format_gbps_to_bytes_per_second(double gbps) { return gbps * 1073741824.0; }
-
-/// The `accelerator.op` entry a kernel of `kind` uses: its own, else `default`.
-constexpr const compute_op_spec& compute_entry(const system_spec& sys, compute_kind kind) {
-  const auto& own = sys.op(kind);
-  return own.present ? own : sys.op(compute_kind::default_kind);
-}
-/// The `accelerator.bandwidth` entry a memory-bound kernel of `kind` uses: its own, else `default`.
-constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind kind) {
-  const auto& own = sys.memory(kind);
-  return own.present ? own : sys.memory(memory_kind::default_kind);
-}
-
-/// The time of one kernel and how it was obtained.
-struct kernel_cost {
-  seconds time{};         ///< max(compute, memory): the roofline
-  seconds compute{};      ///< flops / (peak * efficiency)
-  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
-  double efficiency = 0;  ///< the compute efficiency used
-  bool measured = false;  ///< the efficiency came from the shape-keyed table
-  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
-};
-
-/// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
-/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
-/// Zero work costs nothing.
-constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                   double modelled = 0) {
-  kernel_cost c;
-  if (flop_count <= 0) return c;
-  const auto& op = compute_entry(sys, kind);
-  const auto measured = op.accurate_efficient_factor.find(shape);
-  c.measured = measured.has_value();
-  c.modelled = !c.measured && modelled > 0;
-  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
-  if (c.efficiency <= 0)
-    detail::report_error(
-        "llmsim::estimate", "system.accelerator.op.efficient_factor",
-        "system.accelerator.op.{}.efficient_factor is 0 and no efficiency is measured for shape \"{}\"",
-        compute_kind_names[static_cast<std::size_t>(kind)], shape);
-  c.compute = seconds{flop_count / (op.tflops * 1e12 * c.efficiency)};
-  c.time = c.compute;
-  return c;
-}
-
-/// Memory-bound part: bytes / (gbps * 2^30 * efficiency) plus the entry's per-kernel latency
-/// (SimuMax system format: `latency_us` is paid by every kernel that touches memory).
-constexpr seconds memory_time(const system_spec& sys, memory_kind kind, double byte_count) {
-  if (byte_count <= 0) return {};
-  const auto& bw = memory_entry(sys, kind);
-  return seconds{byte_count / (format_gbps_to_bytes_per_second(bw.gbps) * bw.efficient_factor) + bw.latency_us * 1e-6};
-}
-
-/// The bf16 op kind a low-precision kind is the faster twin of (matmul for fp8_matmul and
-/// fp4_matmul, group_matmul for the grouped ones); any other kind is its own.
-constexpr compute_kind bf16_twin(compute_kind kind) {
-  switch (kind) {
-    case compute_kind::fp8_matmul:
-    case compute_kind::fp4_matmul:
-      return compute_kind::matmul;
-    case compute_kind::fp8_group_matmul:
-    case compute_kind::fp4_group_matmul:
-      return compute_kind::group_matmul;
-    default:
-      return kind;
-  }
-}
-
-/// Dense tensor-core peak of a low-precision kind over BF16 dense on compute capability `cc`, from
-/// NVIDIA's data sheets: FP8 twice BF16 from Ada/Hopper on (H100 SXM 1979 vs 989 TFLOPS, B200 4.5
-/// vs 2.25 PFLOPS), FP4 four times on Blackwell (B200 9 PFLOPS); 0 where the GPU has no such
-/// tensor cores (A100 and older: no FP8) or `cc` is unknown.
-constexpr double low_precision_speedup(compute_kind kind, double cc) {
-  switch (kind) {
-    case compute_kind::fp8_matmul:
-    case compute_kind::fp8_group_matmul:
-      return cc >= 8.9 ? 2.0 : 0.0;
-    case compute_kind::fp4_matmul:
-    case compute_kind::fp4_group_matmul:
-      return cc >= 10 ? 4.0 : 0.0;
-    default:
-      return 0.0;
-  }
-}
-
-/// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
-/// present and has an efficiency measured for the shape or a positive efficient_factor.
-/// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
-/// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
-constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
-  const auto& own = sys.op(kind);
-  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
-}
-
-/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
-/// compute time unless there is none.
-constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
-  c.memory = memory_time(sys, traffic_kind, byte_count);
-  if (sys.accelerator.mode == accelerator_mode::only_compute)
-    c.time = c.compute.value > 0 ? c.compute : c.memory;
-  else
-    c.time = c.compute > c.memory ? c.compute : c.memory;
-  return c;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/compute_cost.hpp --------------------------------------------------------------
 // ---- begin llmsim/cost/network_cost.hpp ------------------------------------------------------------
 /// \file llmsim/cost/network_cost.hpp
 /// Which network tier a communication group uses and how long a collective takes on it, as the

@@ -31,6 +31,7 @@
 /// the flat efficiencies of catalogue.hpp `assumptions`.
 #pragma once
 
+#include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/program/op.hpp>
 #include <llmsim/spec/system.hpp>
 
@@ -51,8 +52,11 @@ struct kernel_model_constants {
 };
 
 namespace kernel_models {
-/// GB/s per GiB/s: SimuMax's files give bandwidth in GiB/s (2^30 B), data sheets in GB/s.
-inline constexpr double gb_per_gib = 1.073741824;
+/// A SimuMax file's bandwidth (GiB/s, compute_cost.hpp `format_gbps_to_bytes_per_second`) as a
+/// share of a data sheet's `sheet_gb_per_s` (10^9 B/s).
+constexpr double share_of_sheet(double file_gbps, double sheet_gb_per_s) {
+  return format_gbps_to_bytes_per_second(file_gbps) / (sheet_gb_per_s * 1e9);
+}
 /// Ampere, fitted to a100_pcie.json (183 GEMMs, 12 grouped, 12 + 12 attention shapes). Held-out
 /// |error| mean / max: GEMM 6.7 % / 59.1 %, grouped 4.4 % / 7.1 % (wgrad 2.9 % / 5.9 %),
 /// attention forward 7.9 % / 18.1 %, backward 12.8 % / 26.9 %. The grouped table holds two row
@@ -70,10 +74,10 @@ inline constexpr kernel_model_constants ampere{.gemm_sustained = 0.718,
                                                // a100_pcie.json: 1600 GiB/s x 0.91 (default), 0.1879
                                                // (permute), 0.808 (ce), latency 40 us; over the A100
                                                // PCIe's 1935 GB/s.
-                                               .hbm_default = 0.91 * 1600 * gb_per_gib / 1935,
-                                               .hbm_permute_fwd = 0.1879 * 1600 * gb_per_gib / 1935,
-                                               .hbm_permute_bwd = 0.1879 * 1600 * gb_per_gib / 1935,
-                                               .hbm_ce = 0.808 * 1600 * gb_per_gib / 1935,
+                                               .hbm_default = 0.91 * share_of_sheet(1600, 1935),
+                                               .hbm_permute_fwd = 0.1879 * share_of_sheet(1600, 1935),
+                                               .hbm_permute_bwd = 0.1879 * share_of_sheet(1600, 1935),
+                                               .hbm_ce = 0.808 * share_of_sheet(1600, 1935),
                                                .kernel_latency_us = 40};
 /// Blackwell, fitted to b200_bf16_ceperm.json (514 GEMMs, 108 grouped, 32 + 32 attention shapes).
 /// Held-out |error| mean / max: GEMM 12.3 % / 208 % (the worst have one dimension of 160 or 256,
@@ -93,11 +97,11 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   // (default), 0.5008 / 0.5108 (permute), 0.3246
                                                   // (ce), 0.2795 (ce_fusion), latency 30 us; over
                                                   // the B200's 8000 GB/s.
-                                                  .hbm_default = 0.666 * gb_per_gib,
-                                                  .hbm_permute_fwd = 0.5008136513816437 * gb_per_gib,
-                                                  .hbm_permute_bwd = 0.5108178337365621 * gb_per_gib,
-                                                  .hbm_ce = 0.3246108444537549 * gb_per_gib,
-                                                  .hbm_ce_fusion = 0.2795145022199592 * gb_per_gib,
+                                                  .hbm_default = 0.666 * share_of_sheet(8000, 8000),
+                                                  .hbm_permute_fwd = 0.5008136513816437 * share_of_sheet(8000, 8000),
+                                                  .hbm_permute_bwd = 0.5108178337365621 * share_of_sheet(8000, 8000),
+                                                  .hbm_ce = 0.3246108444537549 * share_of_sheet(8000, 8000),
+                                                  .hbm_ce_fusion = 0.2795145022199592 * share_of_sheet(8000, 8000),
                                                   .kernel_latency_us = 30};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
