@@ -26,7 +26,8 @@ REGENERATE = "python3 scripts/amalgamate.py"
 
 LLMSIM_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](llmsim/[^>"]+)[>"]')
 # Headers built on json.hpp (they include it) that the single json.hpp carries after it.
-JSON_ADAPTER_EXTENSIONS = ["llmsim/json/megatron_bridge.hpp", "llmsim/json/llm_analysis.hpp", "llmsim/json/inference.hpp"]
+JSON_ADAPTER_EXTENSIONS = ["llmsim/json/megatron_bridge.hpp", "llmsim/json/llm_analysis.hpp", "llmsim/json/inference.hpp",
+                           "llmsim/json/html_report.hpp"]
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\b")
 CONDITIONAL_OPEN = re.compile(r"^\s*#\s*if")  # #if, #ifdef, #ifndef
 CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif\b")

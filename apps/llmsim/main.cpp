@@ -2,6 +2,7 @@
 //   llmsim check    [--system S] [--strategy T] [--model M] [--set key=value]... [--strict] [--allow-oom] [--format text|json]
 //   llmsim perf     --system S --strategy T --model M [--set key=value]... [--strict] [--allow-oom] [--format text|json]
 //   llmsim validate CASES.json [--recipes FILE] [--system [CASE_SYSTEM=]S]... [--format text|json|csv]
+//   llmsim report   --system S --strategy T --model M -o REPORT.html [--set key=value]... [--strict] [--allow-oom]
 //   llmsim bench    --system S --strategy T --model M [--set key=value]... [--strict] [--iterations N] [--format text|json]
 //   llmsim list     [--format text|json]
 //   llmsim import-hf CONFIG.json [-o MODEL.json]
@@ -11,6 +12,7 @@
 // `exit_status_help` below (also in --help and README.md).
 
 #include <llmsim/json.hpp>
+#include <llmsim/json/html_report.hpp>
 #include <llmsim/json/megatron_bridge.hpp>
 
 #include "infer_command.hpp"
@@ -21,10 +23,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -66,7 +70,8 @@ constexpr const char* exit_status_help =
     "  0  success\n"
     "  1  config or input error (the message names the file, the field and the rule)\n"
     "  2  command-line usage error (unknown option, missing argument, malformed --set)\n"
-    "  3  the estimated per-GPU peak memory exceeds device memory (perf; check given --system,\n"
+    "  3  the estimated per-GPU peak memory exceeds device memory (perf; report, which still\n"
+    "     writes the page; check given --system,\n"
     "     --strategy and --model; llm-analysis train), unless --allow-oom; llm-analysis infer:\n"
     "     the weights, activations or KV cache do not fit; search: no strategy of the space fits (the\n"
     "     message names the smallest shortfall); infer: the batch's weights, KV cache and activations\n"
@@ -415,6 +420,21 @@ void write_trace(const lj::perf_llm& perf, const std::string& file) {
   if (!out) throw llmsim::config_error("llmsim perf", "--trace", "cannot write the trace file", file);
 }
 
+/// The document `perf --format json` prints.
+lj::value perf_document(const lj::perf_llm& perf, const spec_args& a, const std::vector<std::string>& warnings,
+                        int status) {
+  lj::value out = lj::to_json(perf.result());
+  out["model"] = lj::to_json(perf.model());
+  out["strategy"] = lj::to_json(perf.strategy());
+  out["system"] = std::string(perf.system().sys_name.view());
+  if (a.tokens)
+    out["training_cost"] =
+        lj::to_json(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour));
+  out["warnings"] = warnings;
+  out["exit_status"] = status;
+  return out;
+}
+
 int run_perf(const spec_args& a) {
   std::vector<std::string> warnings;
   auto perf = configured(a, warnings);
@@ -422,16 +442,7 @@ int run_perf(const spec_args& a) {
   const int status = memory_status(perf.result(), a.allow_oom);
   if (a.trace_file) write_trace(perf, *a.trace_file);
   if (a.format == "json") {
-    lj::value out = lj::to_json(perf.result());
-    out["model"] = lj::to_json(perf.model());
-    out["strategy"] = lj::to_json(perf.strategy());
-    out["system"] = std::string(perf.system().sys_name.view());
-    if (a.tokens)
-      out["training_cost"] =
-          lj::to_json(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour));
-    out["warnings"] = warnings;
-    out["exit_status"] = status;
-    std::printf("%s\n", dump(out).c_str());
+    std::printf("%s\n", dump(perf_document(perf, a, warnings, status)).c_str());
   } else {
     std::printf("%s", llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system()).c_str());
     if (a.tokens)
@@ -439,6 +450,30 @@ int run_perf(const spec_args& a) {
                   llmsim::to_text(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour))
                       .c_str());
   }
+  return status;
+}
+
+/// `llmsim report`: the perf estimate and its timeline as one HTML page (`json::html::perf_report`).
+int run_report(const spec_args& a, const std::string& file) {
+  std::vector<std::string> warnings;
+  auto perf = configured(a, warnings);
+  run_estimate(perf, *a.strategy);
+  const int status = memory_status(perf.result(), a.allow_oom);
+  const auto timeline = lj::html::timeline_of(perf.model(), perf.strategy(), perf.system());
+  const std::string html =
+      lj::html::perf_report(perf_document(perf, a, warnings, status), timeline.get(), timeline.refusal);
+  std::ofstream out(file, std::ios::binary);
+  if (out) out.write(html.data(), static_cast<std::streamsize>(html.size()));
+  if (!out)
+    throw llmsim::config_error("llmsim report", "--output",
+                               std::string("--output: cannot write the HTML report: ") + std::strerror(errno), file);
+  const std::string verdict = llmsim::memory_verdict(perf.result());
+  if (a.format == "json")
+    std::printf("%s\n",
+                dump(lj::value{{"report", file}, {"bytes", html.size()}, {"memory", verdict}, {"exit_status", status}})
+                    .c_str());
+  else
+    std::printf("wrote %s (%zu bytes); memory: %s\n", file.c_str(), html.size(), verdict.c_str());
   return status;
 }
 
@@ -1039,7 +1074,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("llmsim ") + LLMSIM_VERSION_STRING + " (" + build_kind + ")");
   app.require_subcommand(1);
 
-  spec_args check_args, perf_args, bench_args;
+  spec_args check_args, perf_args, bench_args, report_args;
   auto* check =
       app.add_subcommand("check", "Load, validate and print the resolved configs; given all three, also judge memory.");
   add_spec_options(check, check_args, false);
@@ -1059,6 +1094,14 @@ int main(int argc, char** argv) {
                    "pass, shape, FLOPs, bytes, micro-batch, chunk, layer); memory per rank")
       ->type_name("FILE");
   llmsim_cli::add_training_cost_options(perf, perf_args.tokens, perf_args.usd_per_gpu_hour);
+  auto* report = app.add_subcommand(
+      "report",
+      "Write the perf estimate as one self-contained HTML page with SVG charts: key figures, the iteration "
+      "breakdown of every stage, every stage's memory against device memory, the pipeline timeline.");
+  add_spec_options(report, report_args, true);
+  add_allow_oom(report, report_args);
+  std::string report_file;
+  report->add_option("-o,--output", report_file, "The HTML file to write")->required()->type_name("FILE.html");
   auto* bench = app.add_subcommand("bench", "Median wall time of one complete estimate (configs already loaded).");
   add_spec_options(bench, bench_args, true);
   int iterations = 1000;
@@ -1106,7 +1149,7 @@ int main(int argc, char** argv) {
   auto* infer = llmsim_cli::add_infer_command(app, infer_args);
   app.footer(exit_status_help);
   for (auto* sub :
-       {check, perf, bench, validate, list, llma, llma_args.train, llma_args.infer, search, infer, import_hf})
+       {check, perf, report, bench, validate, list, llma, llma_args.train, llma_args.infer, search, infer, import_hf})
     sub->footer(exit_status_help);
 
   try {
@@ -1121,14 +1164,16 @@ int main(int argc, char** argv) {
   }
   const bool json_out =
       (check->parsed() && check_args.format == "json") || (perf->parsed() && perf_args.format == "json") ||
-      (bench->parsed() && bench_args.format == "json") || (validate->parsed() && validate_format == "json") ||
-      (list->parsed() && list_format == "json") || (llma->parsed() && llma_args.format == "json") ||
-      (search->parsed() && search_args.format == "json") || (infer->parsed() && infer_args.format == "json");
+      (report->parsed() && report_args.format == "json") || (bench->parsed() && bench_args.format == "json") ||
+      (validate->parsed() && validate_format == "json") || (list->parsed() && list_format == "json") ||
+      (llma->parsed() && llma_args.format == "json") || (search->parsed() && search_args.format == "json") ||
+      (infer->parsed() && infer_args.format == "json");
   try {
     // Lets the test suite reach exit status 4, which no input should reach.
     if (const char* what = std::getenv("LLMSIM_TEST_INTERNAL_ERROR"); what != nullptr) throw std::logic_error(what);
     if (check->parsed()) return run_check(check_args);
     if (perf->parsed()) return run_perf(perf_args);
+    if (report->parsed()) return run_report(report_args, report_file);
     if (bench->parsed()) return run_bench(bench_args, iterations);
     if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file, validate_systems);
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);

@@ -3,14 +3,18 @@
 #include "search_command.hpp"
 
 #include <llmsim/json.hpp>
+#include <llmsim/json/html_report.hpp>
 #include <llmsim/search.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -372,6 +376,42 @@ int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj
   return 3;
 }
 
+/// The JSON document of a search (the candidates as a placeholder the printer streams over).
+lj::value search_document(lj::value out, const llmsim::search_result& r, const std::optional<run_pricing>& pricing,
+                          const llmsim::strategy_spec& best, const llmsim::estimate_result& winner,
+                          const search_args& a, bool with_pareto) {
+  lj::value top = lj::value::array(), front = lj::value::array();
+  for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1, pricing));
+  out["top"] = top;
+  out["candidates"] = std::string(candidates_placeholder);
+  if (with_pareto) {
+    for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1, pricing));
+    out["pareto"] = front;
+  }
+  out["winner"] = lj::to_json(winner);
+  out["winner"]["strategy"] = lj::to_json(best);
+  if (a.tokens)
+    out["winner"]["training_cost"] = lj::to_json(llmsim::training_cost(winner, best, *a.tokens, a.usd_per_gpu_hour));
+  out["exit_status"] = 0;
+  return out;
+}
+
+/// Writes the search's HTML report (an input error naming -o if the file cannot be written).
+void write_html(const std::string& file, lj::value doc, const llmsim::search_result& r, const llmsim::model_spec& model,
+                const llmsim::strategy_spec& best, const llmsim::system_spec& sys) {
+  doc.erase("candidates");
+  std::vector<lj::html::scatter_point> points;
+  points.reserve(r.fitting.size());
+  for (const auto& c : r.fitting) points.push_back({c.time, c.peak_mem / gib});
+  const auto timeline = lj::html::timeline_of(model, best, sys);
+  const std::string html = lj::html::search_report(doc, points, timeline.get(), timeline.refusal);
+  std::ofstream out(file, std::ios::binary);
+  if (out) out.write(html.data(), static_cast<std::streamsize>(html.size()));
+  if (!out)
+    throw llmsim::config_error("llmsim search", "--output",
+                               std::string("--output: cannot write the HTML report: ") + std::strerror(errno), file);
+}
+
 }  // namespace
 
 CLI::App* add_search_command(CLI::App& app, search_args& a) {
@@ -405,6 +445,10 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
       ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_flag("--pareto", a.pareto, "Also the memory-vs-time Pareto front (prices every fitting candidate)");
   cmd->add_option("--threads", a.threads, "Worker threads (default 2)")->check(CLI::Range(1, 256));
+  cmd->add_option("-o,--output", a.html_file,
+                  "Also write a self-contained HTML report: the memory-vs-time scatter of every fitting candidate "
+                  "with the Pareto front and the winner, the ranking, and the winner's charts and timeline")
+      ->type_name("FILE.html");
   add_training_cost_options(cmd, a.tokens, a.usd_per_gpu_hour);
   cmd->callback([&a] {
     if (!a.global_batch && !a.tokens_per_step)
@@ -425,7 +469,7 @@ int run_search(const search_args& a) {
                 : a.objective == "cost" ? llmsim::search_objective::cost
                                         : llmsim::search_objective::time;
   o.threads = a.threads;
-  o.keep_all = a.format != "text" || a.pareto;
+  o.keep_all = a.format != "text" || a.pareto || a.html_file;
   o.stop = &interrupted;
 #ifndef _WIN32
   if (isatty(STDERR_FILENO) != 0) o.progress = show_progress;
@@ -444,21 +488,11 @@ int run_search(const search_args& a) {
   if (r.top.empty()) return report_nothing_fits(a, r, out, pricing);
   const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
   const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());
+  if (a.html_file)
+    write_html(*a.html_file, search_document(out, r, pricing, best, winner, a, true), r, model, best, system.spec());
   if (a.format == "json") {
-    lj::value top = lj::value::array(), front = lj::value::array();
-    for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1, pricing));
-    out["top"] = top;
-    out["candidates"] = std::string(candidates_placeholder);
-    if (a.pareto) {
-      for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1, pricing));
-      out["pareto"] = front;
-    }
-    out["winner"] = lj::to_json(winner);
-    out["winner"]["strategy"] = lj::to_json(best);
-    if (a.tokens)
-      out["winner"]["training_cost"] = lj::to_json(llmsim::training_cost(winner, best, *a.tokens, a.usd_per_gpu_hour));
-    out["exit_status"] = 0;
-    print_json_streaming_candidates(out.dump(2), r.fitting, pricing);
+    const lj::value doc = search_document(out, r, pricing, best, winner, a, a.pareto);
+    print_json_streaming_candidates(doc.dump(2), r.fitting, pricing);
   } else if (a.format == "csv") {
     print_csv(a.pareto ? r.pareto : r.fitting, pricing);
   } else {

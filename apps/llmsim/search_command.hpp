@@ -35,6 +35,7 @@ struct search_args {
   bool pareto = false;
   unsigned threads = 2;
   std::optional<double> tokens, usd_per_gpu_hour;  ///< price a training run per candidate
+  std::optional<std::string> html_file;            ///< -o: also write the HTML report there
 };
 
 /// --tokens N and --usd-per-gpu-hour X (perf and search): a training run's days, GPU-hours and,

@@ -3,6 +3,7 @@
 // command line tool, so a dict holds SimuMax's keys exactly as `llmsim perf --format json` prints
 // them. llmsim::config_error becomes llmsim.ConfigError with its file, field, rule and api.
 #include <llmsim/json.hpp>
+#include <llmsim/json/html_report.hpp>
 #include <llmsim/json/llm_analysis.hpp>
 #include <llmsim/llm_analysis.hpp>
 #include <llmsim/report.hpp>
@@ -12,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,26 +51,48 @@ job parse_job(const py::dict& strategy, const py::dict& model, const py::dict& s
   return j;
 }
 
+/// The estimate of a job; a refused feature is reported against the strategy, as the CLI does.
+void run_estimate(lj::perf_llm& perf, const job& j, const std::string& strategy_src) {
+  perf.configure(j.strategy, j.model, j.system);
+  try {
+    perf.run_estimate();
+  } catch (const llmsim::config_error& e) {
+    if (!e.file().empty()) throw;
+    throw e.in_file(strategy_src);
+  }
+}
+
+/// What `llmsim perf --format json` prints for an estimated job.
+lj::value perf_document(const lj::perf_llm& perf, const std::vector<std::string>& warnings) {
+  lj::value out = lj::to_json(perf.result());
+  out["model"] = lj::to_json(perf.model());
+  out["strategy"] = lj::to_json(perf.strategy());
+  out["system"] = std::string(perf.system().sys_name.view());
+  out["warnings"] = warnings;
+  return out;
+}
+
 /// `llmsim perf --format json` of a job: cost_result, mem_result and the rest, plus the text report.
 py::object estimate(const py::dict& strategy, const py::dict& model, const py::dict& system,
                     const std::string& strategy_src, const std::string& model_src, const std::string& system_src) {
   std::vector<std::string> warnings;
   const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src, warnings);
   lj::perf_llm perf;
-  perf.configure(j.strategy, j.model, j.system);
-  try {
-    perf.run_estimate();
-  } catch (const llmsim::config_error& e) {
-    if (!e.file().empty()) throw;
-    throw e.in_file(strategy_src);  // a refused feature is about the strategy
-  }
-  lj::value out = lj::to_json(perf.result());
-  out["model"] = lj::to_json(perf.model());
-  out["strategy"] = lj::to_json(perf.strategy());
-  out["system"] = std::string(perf.system().sys_name.view());
+  run_estimate(perf, j, strategy_src);
+  lj::value out = perf_document(perf, warnings);
   out["report"] = llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system());
-  out["warnings"] = warnings;
   return to_python(out);
+}
+
+/// `llmsim report`'s page of a job (json::html::perf_report, with the timeline when it can be traced).
+std::string html_report(const py::dict& strategy, const py::dict& model, const py::dict& system,
+                        const std::string& strategy_src, const std::string& model_src, const std::string& system_src) {
+  std::vector<std::string> warnings;
+  const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src, warnings);
+  lj::perf_llm perf;
+  run_estimate(perf, j, strategy_src);
+  const auto timeline = lj::html::timeline_of(perf.model(), perf.strategy(), perf.system());
+  return lj::html::perf_report(perf_document(perf, warnings), timeline.get(), timeline.refusal);
 }
 
 /// A catalogue model, system or compact strategy name as its spec dict (what a file would hold).
@@ -156,6 +180,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.def("estimate", &estimate, py::arg("strategy"), py::arg("model"), py::arg("system"), py::arg("strategy_src"),
+        py::arg("model_src"), py::arg("system_src"));
+  m.def("html_report", &html_report, py::arg("strategy"), py::arg("model"), py::arg("system"), py::arg("strategy_src"),
         py::arg("model_src"), py::arg("system_src"));
   m.def("catalogue_spec", &catalogue_spec, py::arg("kind"), py::arg("name"));
   m.def("catalogue_names", &catalogue_names);

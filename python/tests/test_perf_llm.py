@@ -78,6 +78,7 @@ def test_the_simumax_style_script_runs(source_dir, tmp_path):
     # analysis(save_path) wrote the result where SimuMax writes its analysis.
     saved = json.loads((tmp_path / "llama3_8b_h100_sxm" / "llmsim_result.json").read_text())
     assert saved["cost_result"]["duration_time_per_iter"] > 0
+    assert "memory-chart" in (tmp_path / "llama3_8b_h100_sxm" / "llmsim_report.html").read_text()
 
 
 def test_names_resolve_to_configs_or_the_catalogue():
@@ -139,3 +140,14 @@ def test_files_are_read_strictly_and_unknown_keys_warn(source_dir, tmp_path):
     perf.model_config.layer_nun = 16  # a typo: the estimate runs and says so
     with pytest.warns(UserWarning, match="layer_nun: unknown key"):
         perf.run_estimate()
+
+
+def test_report_html_shows_the_estimate(source_dir, tmp_path):
+    perf = configured(source_dir)
+    perf.run_estimate()
+    page = open(perf.report_html(str(tmp_path / "r.html")), encoding="utf-8").read()
+    for chart in ('id="breakdown-chart"', 'id="memory-chart"', 'id="timeline-chart"'):
+        assert chart in page
+    # The MFU the page shows is analysis_cost()'s, as a percentage to two decimals.
+    mfu = "%.2f" % (perf.analysis_cost()["mfu"] * 100)
+    assert f'data-field="cost_result.mfu" data-scale="100.000000" data-decimals="2">{mfu}<' in page

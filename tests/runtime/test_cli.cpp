@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -336,6 +337,56 @@ TEST(CliExitStatus, ThreeWhenTheJobDoesNotFitUnlessAllowOom) {
   }
   // check judges memory only when it can estimate: without a system there is no device.
   EXPECT_EQ(run_cli("check --model llama3-70b --strategy tp1_dp8").exit_code, 0);
+}
+
+// `report` writes the page whatever the verdict and exits as perf does; a file it cannot write is
+// an input error naming --output; -o is required.
+TEST(CliReport, WritesThePageAndExitsAsPerfDoes) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path page = fs::temp_directory_path() / ("llmsim_report_" + std::to_string(::getpid()) + ".html");
+  const auto read_page = [&page] {
+    std::ifstream in(page, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto fits = run_cli("report " + fitting_job + " -o '" + page.string() + "'");
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(fits.out.rfind("wrote " + page.string() + " (", 0), 0U) << fits.out;
+  const std::string html = read_page();
+  for (const char* chart : {"id=\"breakdown-chart\"", "id=\"memory-chart\"", "id=\"timeline-chart\""})
+    EXPECT_NE(html.find(chart), std::string::npos) << chart;
+  fs::remove(page);
+  const auto oom = run_cli("report " + oom_job + " -o '" + page.string() + "'");
+  EXPECT_EQ(oom.exit_code, 3) << oom.err;
+  EXPECT_NE(read_page().find("does not fit: peak "), std::string::npos) << "the page states the verdict";
+  EXPECT_EQ(run_cli("report " + oom_job + " --allow-oom -o '" + page.string() + "'").exit_code, 0);
+  const auto json_out = run_cli("report --format json " + fitting_job + " -o '" + page.string() + "'").out_json();
+  EXPECT_EQ(json_out.value("report", ""), page.string());
+  EXPECT_EQ(json_out.value("exit_status", -1), 0);
+  fs::remove(page);
+  const auto unwritable = run_cli("report " + fitting_job + " -o /nonexistent-dir/r.html");
+  EXPECT_EQ(unwritable.exit_code, 1);
+  EXPECT_NE(unwritable.err.find("--output"), std::string::npos) << unwritable.err;
+  EXPECT_EQ(run_cli("report " + fitting_job).exit_code, 2);
+}
+
+TEST(CliReport, SearchWritesTheScatterBesideItsOutput) {
+  LLMSIM_REQUIRE_CLI();
+  const fs::path page = fs::temp_directory_path() / ("llmsim_search_" + std::to_string(::getpid()) + ".html");
+  const auto r = run_cli(
+      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 2048 --fix "
+      "tp=1,pp=1 -o '" +
+      page.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("winner: "), std::string::npos) << "the text output is unchanged";
+  std::ifstream in(page, std::ios::binary);
+  const std::string html(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(html.find("id=\"scatter-chart\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"winner\""), std::string::npos);
+  fs::remove(page);
+  EXPECT_EQ(run_cli("search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 2048 -o "
+                    "/nonexistent-dir/s.html")
+                .exit_code,
+            1);
 }
 
 // JSON carries the same verdict: perf's mem_result and check's "memory", with the exit status.

@@ -62,10 +62,21 @@ class PerfLLM:
         """Per-stage memory and its peak (SimuMax's mem_result keys; GiB)."""
         return self._require_result()["mem_result"]
 
+    def report_html(self, path):
+        """Writes ``llmsim report``'s self-contained HTML page of the configured job (charts of the
+        breakdown, memory per stage and the pipeline timeline) to ``path``; returns ``path``."""
+        self._require_result()
+        page = _core.html_report(self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(),
+                                 self.strategy.source, self.model_config.source, self.system.source)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+        return path
+
     def analysis(self, save_path=None, console_log=True):
         """SimuMax's ``analysis``: prints the text report (``llmsim perf``'s) when ``console_log``;
-        with ``save_path``, writes the whole result as ``<save_path>/llmsim_result.json`` (and
-        the report as ``llmsim_report.txt``); returns the result dict."""
+        with ``save_path``, writes the whole result as ``<save_path>/llmsim_result.json``, the
+        report as ``llmsim_report.txt`` and the HTML page as ``llmsim_report.html``; returns the
+        result dict."""
         result = self._require_result()
         if console_log:
             print(result["report"], end="")
@@ -75,6 +86,7 @@ class PerfLLM:
                 json.dump(result, f, indent=2)
             with open(os.path.join(save_path, "llmsim_report.txt"), "w", encoding="utf-8") as f:
                 f.write(result["report"])
+            self.report_html(os.path.join(save_path, "llmsim_report.html"))
         return result
 
     def search_best_parallel_strategy_with_recompute(self, world_size, gmi_error, micro_batch_size,
