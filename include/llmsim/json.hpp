@@ -1111,13 +1111,17 @@ namespace hf {
 
 /// A Hugging Face config: `model_type` names a transformers architecture and the sizes use its
 /// names (`num_hidden_layers`), unlike the SimuMax format's `model_type` dense / moe and `layer_num`.
+/// A multimodal config (Gemma 3) holds its language model's sizes in `text_config`.
 inline bool is_hf_config(const value& v) {
-  return v.is_object() && v.contains("model_type") && v["model_type"].is_string() && v.contains("num_hidden_layers");
+  if (!v.is_object() || !v.contains("model_type") || !v["model_type"].is_string()) return false;
+  return v.contains("num_hidden_layers") ||
+         (v.contains("text_config") && v["text_config"].is_object() && v["text_config"].contains("num_hidden_layers"));
 }
 
 /// The model_type values this importer maps.
-inline constexpr std::array<std::string_view, 9> supported_types{
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3", "phi3"};
+inline constexpr std::array<std::string_view, 13> supported_types{
+    "llama",       "mistral", "mixtral", "qwen2",  "qwen3",       "qwen3_moe", "deepseek_v2",
+    "deepseek_v3", "phi3",    "gemma2",  "gemma3", "gemma3_text", "gpt_oss"};
 
 namespace detail {
 using json::detail::location;
@@ -1185,11 +1189,29 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     note(notes, src,
          "the per-head q and k RMSNorms are not modelled (" + count(layers * 2 * head) +
              " parameters and their small kernels)");
-  const bool window = v.contains("sliding_window") && v["sliding_window"].is_number_integer() &&
-                      flag(v, at, "use_sliding_window", type != "qwen2" && type != "qwen3" && type != "qwen3_moe");
-  if (window || (type == "mistral" && !v.contains("sliding_window")))  // transformers' MistralConfig default: 4096
-    note(notes, src, "the sliding attention window is not modelled: attention spans the whole sequence");
-  if (v.contains("layer_types")) note(notes, src, "layer_types (per-layer attention kinds) are not modelled");
+  const bool qwen = type == "qwen2" || type == "qwen3" || type == "qwen3_moe";
+  if (qwen && flag(v, at, "use_sliding_window", false))  // max_window_layers: which layers, not modelled
+    note(notes, src,
+         "use_sliding_window (layers from max_window_layers on) is not modelled: attention spans the "
+         "whole sequence");
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
+  if (gemma)
+    note(notes, src,
+         "the post-attention and post-feedforward RMSNorms (Gemma's sandwich norms) are not modelled (" +
+             count(layers * 2 * hidden) + " parameters and their kernels)");
+  if (type == "gemma3_text")
+    note(notes, src, "the per-head q and k RMSNorms are not modelled (" + count(layers * 2 * head) + " parameters)");
+  if (v.contains("attn_logit_softcapping") && v["attn_logit_softcapping"].is_number())
+    note(notes, src, "attn_logit_softcapping (tanh on the scores) is not priced: FlashAttention applies it in-kernel");
+  if (v.contains("final_logit_softcapping") && v["final_logit_softcapping"].is_number())
+    note(notes, src, "final_logit_softcapping (tanh on the logits) is not priced: one elementwise pass");
+  if (type == "gpt_oss") {
+    const double experts = number("expert_num"), ffn = number("moe_ffn_hidden_size");
+    note(notes, src,
+         "the experts' and the router's biases are not modelled (" + count(layers * experts * (2 * ffn + hidden + 1)) +
+             " parameters), nor the attention sinks (" + count(layers * heads) +
+             ", one logit per head) or the clamped activation (swiglu_limit)");
+  }
   if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
     note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
   if (v.contains("quantization_config") && v["quantization_config"].is_object())
@@ -1199,29 +1221,102 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
              "): the model is imported with 16-bit weights; training takes the strategy's precision, "
              "serving its --weights");
 }
+/// Which layers of `layer_types` keep full attention, as model.sliding_window_pattern: 0 every
+/// layer windowed, N every N-th (1-based N, 2N, ...); -1 none windowed. Other layouts are refused.
+inline std::int64_t pattern_of_layer_types(const value& types, const location& at, std::int64_t layers) {
+  if (!types.is_array() || static_cast<std::int64_t>(types.size()) != layers)
+    json::detail::fail(at, "expected a list of num_hidden_layers=" + std::to_string(layers) + " attention kinds");
+  std::vector<bool> full;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const value& t = types[i];
+    if (!t.is_string() || (t != "full_attention" && t != "sliding_attention"))
+      json::detail::fail(at.child(std::to_string(i)), "expected \"full_attention\" or \"sliding_attention\"");
+    full.push_back(t == "full_attention");
+  }
+  const auto first_full = std::find(full.begin(), full.end(), true);
+  if (first_full == full.end()) return 0;
+  const std::int64_t n = (first_full - full.begin()) + 1;
+  for (std::size_t i = 0; i < full.size(); ++i)
+    if (full[i] != ((static_cast<std::int64_t>(i) + 1) % n == 0))
+      json::detail::fail(at, "only every N-th layer keeping full attention (and the others windowed) is modelled");
+  return n == 1 ? -1 : n;
+}
+
+/// The sliding window of a config into `m`: `sliding_window` (null: none; absent: transformers'
+/// default for the type: Mistral, Gemma 2 / 3 4096, gpt-oss 128) and which layers keep full
+/// attention (`layer_types`, else Gemma 3's `sliding_window_pattern`, else the type's own: Gemma 2
+/// and gpt-oss alternate starting windowed, Gemma 3 every 6th full, Mistral, Mixtral, Phi-3 none).
+inline void window_into(const value& v, const location& at, const std::string& type, value& m) {
+  const bool own = type == "mistral" || type == "mixtral" || type == "phi3" || type == "gemma2" ||
+                   type == "gemma3_text" || type == "gpt_oss";
+  if (!own) return;  // Qwen's use_sliding_window is noted (note_unmodelled)
+  std::optional<std::int64_t> window;
+  if (v.contains("sliding_window") && !v["sliding_window"].is_null())
+    window = integer(v, at, "sliding_window", {});
+  else if (!v.contains("sliding_window") && type != "mixtral" && type != "phi3")
+    window = type == "gpt_oss" ? 128 : 4096;
+  if (!window) return;
+  if (*window < 1) json::detail::fail(at.child("sliding_window"), "sliding_window must be at least 1");
+  std::int64_t pattern = type == "gemma2" || type == "gpt_oss" ? 2 : 0;
+  if (type == "gemma3_text") pattern = integer(v, at, "sliding_window_pattern", 6);
+  if (v.contains("layer_types") && !v["layer_types"].is_null())
+    pattern = pattern_of_layer_types(v["layer_types"], at.child("layer_types"), m["layer_num"].get<std::int64_t>());
+  if (pattern < 0) return;  // every layer full
+  m["sliding_window"] = *window;
+  if (pattern > 0) m["sliding_window_pattern"] = pattern;
+}
 }  // namespace detail
 
 /// The SimuMax-format model JSON of Hugging Face config `v` (read from `source`). Fields the
 /// estimate does not model (biases on q/k/v only, q/k norms, sliding windows, RoPE scaling) are
 /// listed in `notes`; an architecture outside `supported_types` is refused naming model_type.
-inline value to_model_json(const value& v, const std::string& source, std::vector<std::string>* notes = nullptr) {
+inline value to_model_json(const value& v, const std::string& source, std::vector<std::string>* notes = nullptr);
+
+namespace detail {
+/// The model JSON of config `v` found at `at` (a multimodal config's `text_config`, or the file).
+inline value model_json_at(const value& v, const location& at, std::vector<std::string>* notes);
+}  // namespace detail
+
+inline value to_model_json(const value& v, const std::string& source, std::vector<std::string>* notes) {
+  const json::detail::location at{source, ""};
+  if (!is_hf_config(v))
+    json::detail::fail(at.child("model_type"), "not a Hugging Face config (needs model_type and num_hidden_layers)");
+  if (v["model_type"] == "gemma3") {
+    // Gemma3ForConditionalGeneration: the language model is text_config (a gemma3_text).
+    const bool nested = v.contains("text_config") && v["text_config"].is_object();
+    value text = nested ? v["text_config"] : v;
+    text["model_type"] = "gemma3_text";
+    if (!text.contains("_name_or_path") && v.contains("_name_or_path")) text["_name_or_path"] = v["_name_or_path"];
+    if (v.contains("vision_config"))
+      detail::note(notes, source, "vision_config: the vision encoder and the multimodal projector are not modelled");
+    return detail::model_json_at(text, nested ? at.child("text_config") : at, notes);
+  }
+  return detail::model_json_at(v, at, notes);
+}
+
+inline value detail::model_json_at(const value& v, const location& at, std::vector<std::string>* notes) {
   using detail::flag;
   using detail::integer;
   using json::detail::fail;
-  const json::detail::location at{source, ""};
-  if (!is_hf_config(v))
-    fail(at.child("model_type"), "not a Hugging Face config (needs model_type and num_hidden_layers)");
+  const std::string& source = at.file;
   const std::string type = v["model_type"].get<std::string>();
   if (std::find(supported_types.begin(), supported_types.end(), type) == supported_types.end()) {
     std::string list;
     for (const auto t : supported_types) list.append(list.empty() ? "" : ", ").append(t);
     fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
   }
-  const std::string act = detail::word(v, at, "hidden_act", "silu");
-  if (act != "silu" && act != "swish")
-    fail(at.child("hidden_act"), "hidden_act \"" + act + "\": llmsim imports gated SiLU MLPs only");
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
+  // Gemma's MLPs are gated with tanh-GELU (GeGLU, `hidden_activation`): SwiGLU's GEMM shapes.
+  const char* act_key = gemma && v.contains("hidden_activation") ? "hidden_activation" : "hidden_act";
+  const std::string act = detail::word(v, at, act_key, gemma ? "gelu_pytorch_tanh" : "silu");
+  const bool gelu = act == "gelu_pytorch_tanh" || act == "gelu" || act == "gelu_new";
+  if (act != "silu" && act != "swish" && !(gemma && gelu))
+    fail(at.child(act_key), "\"" + act + "\": llmsim imports gated SiLU MLPs (Gemma: gated GELU) only");
   const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
   const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+  // Where transformers' default head_dim is not hidden_size / heads (Qwen3 128, Gemma 256, gpt-oss
+  // 64) the config must say it; released configs do.
+  const bool head_dim_required = qwen3 || gemma || type == "gpt_oss";
   const std::int64_t hidden = integer(v, at, "hidden_size", {}), heads = integer(v, at, "num_attention_heads", {});
   // transformers' class defaults differ by type (mistral and mixtral 8 KV heads, qwen2 and qwen3 32,
   // qwen3_moe 4, DeepSeek 128; Qwen3 head_dim 128): where the default is not "as many as the query
@@ -1234,15 +1329,18 @@ inline value to_model_json(const value& v, const std::string& source, std::vecto
              {"layer_num", integer(v, at, "num_hidden_layers", {})},
              {"head_num", heads},
              {"kv_head_num", kv},
-             {"vocab_size", integer(v, at, "vocab_size", {})},
+             {"vocab_size",
+              integer(v, at, "vocab_size", type == "gemma3_text" ? std::optional<std::int64_t>(262208) : std::nullopt)},
              {"use_swiglu", true},
-             {"tie_word_embeddings", flag(v, at, "tie_word_embeddings", false)}};
+             {"tie_word_embeddings", flag(v, at, "tie_word_embeddings", gemma)}};  // Gemma ties by default
+  if (type == "gemma3_text" && (!v.contains("vocab_size") || v["vocab_size"].is_null()))
+    detail::note(notes, source, "vocab_size absent: Gemma3TextConfig's default 262208");
   if (v.contains("intermediate_size") && !v["intermediate_size"].is_null())
     m["intermediate_size"] = integer(v, at, "intermediate_size", {});
   // head_dim absent: hidden_size / num_attention_heads, as transformers' attention modules take it.
   const bool has_head_dim = v.contains("head_dim") && !v["head_dim"].is_null();
-  if (!has_head_dim && qwen3)
-    fail(at.child("head_dim"), "required field is missing (Qwen3's default is 128, not hidden_size / heads)");
+  if (!has_head_dim && head_dim_required)
+    fail(at.child("head_dim"), "required field is missing (" + type + "'s default is not hidden_size / heads)");
   if (!has_head_dim && (heads <= 0 || hidden % heads != 0))
     fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) + " must divide hidden_size=" +
                                               std::to_string(hidden) + " when head_dim is absent");
@@ -1253,7 +1351,7 @@ inline value to_model_json(const value& v, const std::string& source, std::vecto
            std::string(key) + "=" + std::to_string(value) + " must be at least " + std::to_string(minimum));
     return value;
   };
-  if (type == "mixtral") {
+  if (type == "mixtral" || type == "gpt_oss") {
     m["model_type"] = "moe";
     m["expert_num"] = integer(v, at, "num_local_experts", {});
     m["topk"] = integer(v, at, "num_experts_per_tok", {});
@@ -1322,6 +1420,7 @@ inline value to_model_json(const value& v, const std::string& source, std::vecto
   }
   if (!m.contains("intermediate_size") && !deepseek)
     fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
+  detail::window_into(v, at, type, m);
   detail::note_unmodelled(v, at, type, m, notes);
   return m;
 }

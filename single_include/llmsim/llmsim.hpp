@@ -726,6 +726,15 @@ struct model_spec {
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
   /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
   std::optional<std::int64_t> max_position_embeddings = {};
+  /// Sliding-window attention (Mistral, Gemma 2 / 3, gpt-oss; HF `sliding_window`): a windowed
+  /// layer's query attends to the last `sliding_window` tokens, itself included (FlashAttention
+  /// window_size (W - 1, 0), as Megatron-Bridge's models/gpt_oss/gpt_oss_bridge.py sets it; vLLM
+  /// and TensorRT-LLM keep only those tokens' KV cache). Absent: every layer attends causally.
+  std::optional<std::int64_t> sliding_window = {};
+  /// Which layers keep full attention: every `sliding_window_pattern`-th (1-based layers N, 2N,
+  /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
+  /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
+  std::int64_t sliding_window_pattern = 0;
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
@@ -771,6 +780,40 @@ constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
+/// Decoder layers that attend through the sliding window (MTP layers are not counted).
+constexpr std::int64_t windowed_layer_count(const model_spec& m) {
+  if (!m.sliding_window) return 0;
+  return m.sliding_window_pattern >= 2 ? m.layer_num - m.layer_num / m.sliding_window_pattern : m.layer_num;
+}
+
+namespace detail {
+/// Keys the queries at positions 1..n see through a causal window of w, summed: sum_j min(j, w).
+constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
+}  // namespace detail
+
+/// The share of causal score pairs the layers compute, averaged over the decoder layers, for `q`
+/// new queries after `kv - q` cached tokens: 1 without a window; a windowed layer keeps
+/// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
+/// average (alternating patterns give every stage of several layers nearly the same mix).
+constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  if (windowed == 0 || q <= 0 || kv < q) return 1.0;
+  const double w = static_cast<double>(*m.sliding_window), n = static_cast<double>(kv);
+  const double before = static_cast<double>(kv - q);
+  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
+  const double kept = detail::windowed_pairs(n, w) - detail::windowed_pairs(before, w);
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
+}
+
+/// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
+/// layers: a windowed layer keeps the last W tokens only.
+constexpr double window_cached_share(const model_spec& m, double context) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  const double w = m.sliding_window ? static_cast<double>(*m.sliding_window) : 0;
+  if (windowed == 0 || context <= w) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
+}
+
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
@@ -1113,6 +1156,20 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.max_position_embeddings",
                  "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
                  "of the position table, Megatron --max-position-embeddings)");
+  require_size(api, "model.sliding_window", m.sliding_window, 1);
+  if (m.sliding_window_pattern < 0 || m.sliding_window_pattern == 1)
+    report_error(api, "model.sliding_window_pattern",
+                 "model.sliding_window_pattern={} must be 0 (every layer windowed) or at least 2 (every N-th layer "
+                 "keeps full attention)",
+                 m.sliding_window_pattern);
+  if (m.sliding_window_pattern > 0 && !m.sliding_window)
+    report_error(api, "model.sliding_window_pattern",
+                 "model.sliding_window_pattern={} needs model.sliding_window (the window's tokens)",
+                 m.sliding_window_pattern);
+  if (m.sliding_window && (!m.hybrid_override_pattern.empty() || m.experimental_attention_variant))
+    report_error(api, "model.sliding_window",
+                 "model.sliding_window is not modelled with model.hybrid_override_pattern or "
+                 "model.experimental_attention_variant (they place their attention layers themselves)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
   if (m.head_num % m.kv_head_num != 0)
@@ -3331,10 +3388,9 @@ inline constexpr model_spec kimi_k2{
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
 /// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
 /// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
-/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied), the
-/// sliding-window attention (window 128 on every other layer, `sliding_window`, `layer_types`) and
-/// the attention sinks; a caller prices the window with `strategy.attention_sparse_ratio` (see
-/// llmsim/validation/megatron_bridge_flops.hpp).
+/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied) and
+/// the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
+/// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -3349,6 +3405,8 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
+    .sliding_window = 128,
+    .sliding_window_pattern = 2,
 };
 /// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
 /// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge
@@ -5002,6 +5060,13 @@ constexpr double kv_element_bytes(const build_context& c) {
   return c.inference != nullptr ? c.inference->kv_bytes : c.element_bytes();
 }
 
+/// The share of `len`'s score pairs attention skips: the strategy's declared sparsity (SimuMax
+/// attention_sparse_ratio) and the pairs the model's sliding window leaves out (FlashAttention
+/// skips the blocks outside the window).
+constexpr double skipped_pair_share(const build_context& c, const attention_lengths& len) {
+  return 1 - (1 - c.s().attention_sparse_ratio) * window_kept_share(c.m(), len.q, len.kv);
+}
+
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend) of `len.q`
 /// queries over `len.kv` keys and values. FLOPs as the system tables are measured against
 /// (attention_shape::forward_flop_count): forward 2 GEMMs (QKᵀ, PV) over the counted score pairs,
@@ -5033,9 +5098,11 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .v_head_dim = d,
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
-  const double sparse = c.s().attention_sparse_ratio;
-  const double fwd_bytes = c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c)  // reads the cache
-                                                  : (q + 2 * k + q + lse) * E;
+  const double sparse = skipped_pair_share(c, len);
+  // Inference reads the cache; a windowed layer only its last W tokens (window_cached_share).
+  const double fwd_bytes = c.inference != nullptr
+                               ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_cached_share(c.m(), skv)
+                               : (q + 2 * k + q + lse) * E;
   c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
@@ -5999,8 +6066,9 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
     return flops + k * (6.0 * depth_gemm + 6.0 * t('*') * static_cast<double>(seq_len) * H * (qk + v) +
                         3.0 * t('M') * scan + 6.0 * h * static_cast<double>(vocab));
   }
-  const double flops =
-      6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  // A sliding window computes that share of the score pairs (window_kept_share, layer average).
+  const double scored = L * static_cast<double>(seq_len) * window_kept_share(m, seq_len, seq_len);
+  const double flops = 6.0 * gemm + 6.0 * scored * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
   if (m.mtp_num_layers == 0) return flops;
   // Megatron training.py (num_floating_point_operations) counts each MTP depth as one more decoder
   // layer of the last layer's kind, its eh_proj (2h x h) and one more logits GEMM; it also counts
@@ -6183,7 +6251,8 @@ constexpr void cp_attention_call(const build_context& c, leaf& l, const cp_heads
                               .qkv_contiguous = true,
                               .pairs = attention_pairs::all};
   const double traffic = pass == pass_kind::forward ? t.qkv() + t.o + t.lse : 2 * t.q + 2 * t.k + 2 * t.v + t.o + t.lse;
-  c.emit(l, attention_op(pass, shape, traffic * c.element_bytes(), c.s().attention_sparse_ratio));
+  const attention_lengths whole{c.s().seq_len, c.s().seq_len};  // the window's share of the whole sequence
+  c.emit(l, attention_op(pass, shape, traffic * c.element_bytes(), skipped_pair_share(c, whole)));
 }
 
 /// An all-to-all of `bytes` over the Ulysses level: TE first lays the tensor out by destination
@@ -6441,7 +6510,7 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
                               .v_head_dim = vd,
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
-  const double sparse = c.s().attention_sparse_ratio;
+  const double sparse = skipped_pair_share(c, len);
   c.emit(l, attention_op(pass_kind::forward, shape, (q + k + v + o + lse) * E, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
   l.input = (q + k + v) * E;
@@ -6508,7 +6577,7 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
                                 .head_num = heads,
                                 .qk_head_dim = qd,
                                 .v_head_dim = vd};
-  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);
+  const double gemm_flops = counted.forward_flop_count(skipped_pair_share(c, len));
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);
@@ -11863,7 +11932,10 @@ constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, 
                                    std::int64_t batch, double context) {
   const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
-  return {prefill.weight_bytes, static_cast<double>(batch) * context * kv_bytes_per_token(m, i),
+  // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
+  // cyclic cache): window_cached_share of the context, averaged over the layers.
+  const double cached = context * window_cached_share(m, context);
+  return {prefill.weight_bytes, static_cast<double>(batch) * cached * kv_bytes_per_token(m, i),
           prefill.peak_transient + logits};
 }
 

@@ -86,11 +86,12 @@ TEST(HfImport, Qwen2BiasesAreReportedNotCounted) {
 
 TEST(HfImport, BadConfigsAreRefusedByField) {
   lj::value llama = lj::read_file(config("Meta-Llama-3-8B.json"));
-  lj::value gemma = llama;
-  gemma["model_type"] = "gemma2";
-  EXPECT_EQ(refusal(gemma),
-            "/model_type | config.json: llmsim::json: /model_type: model_type \"gemma2\" is not one llmsim imports "
-            "(llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, phi3)");
+  lj::value falcon = llama;
+  falcon["model_type"] = "falcon";
+  EXPECT_EQ(refusal(falcon),
+            "/model_type | config.json: llmsim::json: /model_type: model_type \"falcon\" is not one llmsim imports "
+            "(llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, phi3, gemma2, gemma3, "
+            "gemma3_text, gpt_oss)");
   lj::value headless = llama;
   headless.erase("num_attention_heads");
   EXPECT_EQ(refusal(headless),
@@ -159,6 +160,149 @@ TEST(HfImport, TypeDefaultsRoutingAndNotes) {
   EXPECT_NE(notes[0].find("q, k, v and o projections are not modelled (327680 parameters)"), std::string::npos)
       << notes[0];
   EXPECT_NE(notes[1].find("quantization_config (fp8)"), std::string::npos) << notes[1];
+}
+
+namespace {
+/// The notes of importing `name`, each found by a piece of its text.
+bool noted(const std::vector<std::string>& notes, const std::string& piece) {
+  for (const auto& n : notes)
+    if (n.find(piece) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST(HfImport, Gemma2WindowsEveryOtherLayer) {
+  std::vector<std::string> notes;
+  const auto m = imported("gemma-2-9b.json", &notes);
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.sliding_window_pattern, 2);  // transformers: layer i is windowed when (i + 1) % 2 != 0
+  EXPECT_EQ(llmsim::windowed_layer_count(m), 21);
+  EXPECT_TRUE(m.tie_word_embeddings);  // absent from the file: Gemma2Config ties by default
+  EXPECT_EQ(llmsim::head_dim(m), 256);
+  // Per layer: q 3584 x 4096, k and v 3584 x 2048, o 4096 x 3584 = 44,040,192; MLP 3 x 3584 x
+  // 14336 = 154,140,672; two norms 7,168 -> 198,188,032; x 42 = 8,323,897,344; + the tied
+  // 256000 x 3584 embedding 917,504,000 + final norm 3,584 = 9,241,404,928. With the 42 x 2 x 3584
+  // = 301,056 sandwich-norm weights noted: 9,241,705,984, the released checkpoint's count.
+  EXPECT_EQ(llmsim::parameter_count(m, 256000), 9241404928.0);
+  EXPECT_TRUE(noted(notes, "sandwich norms) are not modelled (301056 parameters"));
+  EXPECT_TRUE(noted(notes, "attn_logit_softcapping"));
+  EXPECT_TRUE(noted(notes, "final_logit_softcapping"));
+  EXPECT_EQ(notes.size(), 3U);
+}
+
+TEST(HfImport, Gemma3KeepsEverySixthLayerFull) {
+  std::vector<std::string> notes;
+  const auto m = imported("gemma-3-1b-it.json", &notes);
+  EXPECT_EQ(m.sliding_window, 512);
+  EXPECT_EQ(m.sliding_window_pattern, 6);
+  EXPECT_EQ(llmsim::windowed_layer_count(m), 22);  // layers 6, 12, 18, 24 (1-based) are full
+  // Per layer: q and o 1152 x 1024, k and v 1152 x 256 = 2,949,120; MLP 3 x 1152 x 6912 =
+  // 23,887,872; two norms 2,304 -> 26,839,296; x 26 = 697,821,696; + the tied 262144 x 1152
+  // embedding 301,989,888 + final norm 1,152 = 999,812,736. Noted: sandwich norms 26 x 2 x 1152 =
+  // 59,904 and q/k norms 26 x 2 x 256 = 13,312: 999,885,952 in all, the released count.
+  EXPECT_EQ(llmsim::parameter_count(m, 262144), 999812736.0);
+  EXPECT_TRUE(noted(notes, "(59904 parameters"));
+  EXPECT_TRUE(noted(notes, "q and k RMSNorms are not modelled (13312 parameters)"));
+  EXPECT_EQ(notes.size(), 2U);  // the softcaps are null
+}
+
+TEST(HfImport, Gemma3MultimodalConfigUsesItsTextConfig) {
+  // Gemma3ForConditionalGeneration keeps the language model in text_config, often without
+  // vocab_size (Gemma3TextConfig's default 262208) or the window's pattern (6).
+  lj::value text = lj::read_file(config("gemma-3-1b-it.json"));
+  text.erase("vocab_size");
+  text.erase("sliding_window_pattern");
+  const lj::value v = {{"model_type", "gemma3"}, {"text_config", text}, {"vision_config", {{"hidden_size", 1152}}}};
+  std::vector<std::string> notes;
+  const lj::value m = lj::hf::to_model_json(v, "mm.json", &notes);
+  EXPECT_EQ(m["vocab_size"], 262208);
+  EXPECT_EQ(m["sliding_window_pattern"], 6);
+  EXPECT_EQ(m["hidden_size"], 1152);
+  EXPECT_TRUE(noted(notes, "vision_config"));
+  EXPECT_TRUE(noted(notes, "Gemma3TextConfig's default 262208"));
+  lj::value headless = v;
+  headless["text_config"].erase("head_dim");
+  EXPECT_NE(refusal(headless).find("/text_config/head_dim | "), std::string::npos) << refusal(headless);
+}
+
+TEST(HfImport, GptOssLayerTypesExpertsAndBiases) {
+  std::vector<std::string> notes;
+  const auto m = imported("gpt-oss-20b.json", &notes);
+  EXPECT_EQ(m.model_type, llmsim::model_kind::moe);
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_EQ(m.sliding_window_pattern, 2);  // layer_types: sliding, full, sliding, ...
+  // gpt-oss-120b is the same architecture at 36 layers and 128 experts: the catalogue entry.
+  auto big = named(m, llmsim::catalogue::gpt_oss_120b);
+  big.layer_num = 36;
+  big.expert_num = 128;
+  EXPECT_EQ(big, llmsim::catalogue::gpt_oss_120b);
+  // Per layer: q and o 2880 x 4096, k and v 2880 x 512 = 26,542,080; router 2880 x 32 = 92,160;
+  // 32 experts x 3 x 2880 x 2880 = 796,262,400; two norms 5,760 -> 822,902,400; x 24 =
+  // 19,749,657,600; + two 201088 x 2880 embeddings 1,158,266,880 + final norm 2,880 =
+  // 20,907,927,360. Noted: attention biases 24 x (4096 + 2 x 512 + 2880) = 192,000; expert and
+  // router biases 24 x 32 x (2 x 2880 + 2880 + 1) = 6,636,288; sinks 24 x 64 = 1,536: in all
+  // 20,914,757,184, the model card's 20.9B.
+  EXPECT_EQ(llmsim::parameter_count(m, 201088), 20907927360.0);
+  EXPECT_TRUE(noted(notes, "q, k, v and o projections are not modelled (192000 parameters)"));
+  EXPECT_TRUE(noted(notes, "router's biases are not modelled (6636288 parameters), nor the attention sinks (1536"));
+  EXPECT_TRUE(noted(notes, "quantization_config (mxfp4)"));
+  // Only every N-th layer full is modelled; a list of the wrong length is refused too.
+  lj::value v = lj::read_file(config("gpt-oss-20b.json"));
+  v["layer_types"][0] = "full_attention";
+  EXPECT_NE(refusal(v).find("/layer_types | "), std::string::npos) << refusal(v);
+  v["layer_types"] = lj::value::array({"full_attention"});
+  EXPECT_NE(refusal(v).find("/layer_types | "), std::string::npos);
+  // All full: no window; a null sliding_window: none either (Mixtral's released config).
+  v["layer_types"] = lj::value::array();
+  for (int i = 0; i < 24; ++i) v["layer_types"].push_back("full_attention");
+  EXPECT_FALSE(lj::hf::to_model_json(v, "oss.json").contains("sliding_window"));
+  EXPECT_FALSE(
+      lj::hf::to_model_json(lj::read_file(config("Mixtral-8x7B-v0.1.json")), "m.json").contains("sliding_window"));
+}
+
+TEST(SlidingWindow, SharesOfPairsAndCacheByHand) {
+  llmsim::model_spec m = llmsim::catalogue::llama3_8b;
+  m.layer_num = 4;
+  m.sliding_window = 2;
+  m.sliding_window_pattern = 2;  // layers 2 and 4 full, 1 and 3 windowed
+  // Training, 4 tokens: a windowed layer scores min(j, 2) keys for j = 1..4: 1 + 2 + 2 + 2 = 7 of
+  // the causal 10; half the layers windowed: 1 - 0.5 x 0.3 = 0.85.
+  EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 4, 4), 0.85);
+  // Decode of token 10 over 9 cached: 2 keys of 10 windowed; half: 1 - 0.5 x 0.8 = 0.6.
+  EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 1, 10), 0.6);
+  // Cache at 10 tokens: windowed layers keep 2: 1 - 0.5 x (1 - 2/10) = 0.6; within the window all.
+  EXPECT_DOUBLE_EQ(llmsim::window_cached_share(m, 10), 0.6);
+  EXPECT_DOUBLE_EQ(llmsim::window_cached_share(m, 2), 1.0);
+  m.sliding_window_pattern = 0;  // every layer windowed
+  EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 4, 4), 0.7);
+  m.sliding_window = std::nullopt;
+  EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 4, 4), 1.0);
+  m.sliding_window_pattern = 2;  // a pattern without a window is refused by field
+  try {
+    llmsim::validate(m);
+    ADD_FAILURE() << "accepted";
+  } catch (const llmsim::config_error& e) { EXPECT_EQ(e.field(), "model.sliding_window_pattern"); }
+}
+
+TEST(SlidingWindow, ModelFlopsAndServingCacheShrink) {
+  auto full = llmsim::catalogue::gpt_oss_120b;
+  full.sliding_window = std::nullopt;
+  full.sliding_window_pattern = 0;
+  const auto& oss = llmsim::catalogue::gpt_oss_120b;
+  // At 4096 tokens a 128-token window scores 128 x 129 / 2 + 3968 x 128 = 516,160 of the causal
+  // 8,390,656 pairs; 18 of 36 layers windowed keep 1 - 0.5 x (1 - 516160 / 8390656) of the
+  // attention-score FLOPs, 6 x 36 x 4096 x 64 heads x (64 + 64) per token in full.
+  const double kept = 1 - 0.5 * (1 - 516160.0 / 8390656.0);
+  const double scores = 6.0 * 36 * 4096 * 64 * 128;
+  EXPECT_NEAR(llmsim::flops_per_token(full, 201088, 4096) - llmsim::flops_per_token(oss, 201088, 4096),
+              scores * (1 - kept), 1.0);
+  // Serving 2048 + 128 tokens: windowed layers cache the last 128 of 2176 tokens, so the cache is
+  // 1 - 0.5 x (1 - 128 / 2176) of the full one.
+  llmsim::inference_spec i{.batch = 8, .input_len = 2048, .output_len = 128, .tp = 8};
+  const auto with = llmsim::infer(oss, i, llmsim::catalogue::h100_sxm);
+  const auto without = llmsim::infer(full, i, llmsim::catalogue::h100_sxm);
+  EXPECT_NEAR(with.kv_cache_bytes / without.kv_cache_bytes, 1 - 0.5 * (1 - 128.0 / 2176.0), 1e-12);
+  EXPECT_LT(with.tpot.value, without.tpot.value);  // decode reads less of the cache
 }
 
 }  // namespace llmsim_test_hf_import

@@ -337,10 +337,9 @@ inline constexpr model_spec kimi_k2{
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
 /// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
 /// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
-/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied), the
-/// sliding-window attention (window 128 on every other layer, `sliding_window`, `layer_types`) and
-/// the attention sinks; a caller prices the window with `strategy.attention_sparse_ratio` (see
-/// llmsim/validation/megatron_bridge_flops.hpp).
+/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied) and
+/// the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
+/// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -355,6 +354,8 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
+    .sliding_window = 128,
+    .sliding_window_pattern = 2,
 };
 /// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
 /// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge

@@ -372,7 +372,10 @@ constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, 
                                    std::int64_t batch, double context) {
   const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
-  return {prefill.weight_bytes, static_cast<double>(batch) * context * kv_bytes_per_token(m, i),
+  // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
+  // cyclic cache): window_cached_share of the context, averaged over the layers.
+  const double cached = context * window_cached_share(m, context);
+  return {prefill.weight_bytes, static_cast<double>(batch) * cached * kv_bytes_per_token(m, i),
           prefill.peak_transient + logits};
 }
 

@@ -260,8 +260,9 @@ constexpr double flops_per_token(const model_spec& m, std::int64_t vocab, std::i
     return flops + k * (6.0 * depth_gemm + 6.0 * t('*') * static_cast<double>(seq_len) * H * (qk + v) +
                         3.0 * t('M') * scan + 6.0 * h * static_cast<double>(vocab));
   }
-  const double flops =
-      6.0 * gemm + 6.0 * L * static_cast<double>(seq_len) * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
+  // A sliding window computes that share of the score pairs (window_kept_share, layer average).
+  const double scored = L * static_cast<double>(seq_len) * window_kept_share(m, seq_len, seq_len);
+  const double flops = 6.0 * gemm + 6.0 * scored * H * (qk + v) + 6.0 * h * static_cast<double>(vocab);
   if (m.mtp_num_layers == 0) return flops;
   // Megatron training.py (num_floating_point_operations) counts each MTP depth as one more decoder
   // layer of the last layer's kind, its eh_proj (2h x h) and one more logits GEMM; it also counts

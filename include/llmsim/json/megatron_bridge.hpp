@@ -170,7 +170,8 @@ inline void model_part(row_job& job, const value& row, const value& m) {
     else
       job.strategy["pipeline_model_parallel_layout"] = m["pipeline_layouts"][key];
   }
-  if (job.flops && job.flops->window > 0)  // the sliding window removes these causal score pairs
+  // The sliding window removes these causal score pairs, unless the model prices its own window.
+  if (job.flops && job.flops->window > 0 && !job.flops->model.sliding_window)
     job.strategy["attention_sparse_ratio"] = mb::sliding_window_sparse_ratio(
         job.flops->model.layer_num, job.flops->seq_len, job.flops->window, job.flops->window_skip_freq);
 }

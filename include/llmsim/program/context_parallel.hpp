@@ -86,7 +86,8 @@ constexpr void cp_attention_call(const build_context& c, leaf& l, const cp_heads
                               .qkv_contiguous = true,
                               .pairs = attention_pairs::all};
   const double traffic = pass == pass_kind::forward ? t.qkv() + t.o + t.lse : 2 * t.q + 2 * t.k + 2 * t.v + t.o + t.lse;
-  c.emit(l, attention_op(pass, shape, traffic * c.element_bytes(), c.s().attention_sparse_ratio));
+  const attention_lengths whole{c.s().seq_len, c.s().seq_len};  // the window's share of the whole sequence
+  c.emit(l, attention_op(pass, shape, traffic * c.element_bytes(), skipped_pair_share(c, whole)));
 }
 
 /// An all-to-all of `bytes` over the Ulysses level: TE first lays the tensor out by destination

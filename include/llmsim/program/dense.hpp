@@ -396,6 +396,13 @@ constexpr double kv_element_bytes(const build_context& c) {
   return c.inference != nullptr ? c.inference->kv_bytes : c.element_bytes();
 }
 
+/// The share of `len`'s score pairs attention skips: the strategy's declared sparsity (SimuMax
+/// attention_sparse_ratio) and the pairs the model's sliding window leaves out (FlashAttention
+/// skips the blocks outside the window).
+constexpr double skipped_pair_share(const build_context& c, const attention_lengths& len) {
+  return 1 - (1 - c.s().attention_sparse_ratio) * window_kept_share(c.m(), len.q, len.kv);
+}
+
 /// Flash attention over this rank's heads (TE DotProductAttention, flash backend) of `len.q`
 /// queries over `len.kv` keys and values. FLOPs as the system tables are measured against
 /// (attention_shape::forward_flop_count): forward 2 GEMMs (QKᵀ, PV) over the counted score pairs,
@@ -427,9 +434,11 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .v_head_dim = d,
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
-  const double sparse = c.s().attention_sparse_ratio;
-  const double fwd_bytes = c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c)  // reads the cache
-                                                  : (q + 2 * k + q + lse) * E;
+  const double sparse = skipped_pair_share(c, len);
+  // Inference reads the cache; a windowed layer only its last W tokens (window_cached_share).
+  const double fwd_bytes = c.inference != nullptr
+                               ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_cached_share(c.m(), skv)
+                               : (q + 2 * k + q + lse) * E;
   c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;

@@ -165,7 +165,7 @@ constexpr leaf mla_attention_leaf(const build_context& c, const attention_length
                               .v_head_dim = vd,
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
-  const double sparse = c.s().attention_sparse_ratio;
+  const double sparse = skipped_pair_share(c, len);
   c.emit(l, attention_op(pass_kind::forward, shape, (q + k + v + o + lse) * E, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 2 * k + 2 * v + o + lse) * E, sparse));
   l.input = (q + k + v) * E;
@@ -232,7 +232,7 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
                                 .head_num = heads,
                                 .qk_head_dim = qd,
                                 .v_head_dim = vd};
-  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);
+  const double gemm_flops = counted.forward_flop_count(skipped_pair_share(c, len));
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);

@@ -53,6 +53,8 @@ struct field_list<model_spec> {
       field{"add_linear_bias", &m::add_linear_bias},
       field{"position_embedding_type", &m::position_embedding_type},
       field{"max_position_embeddings", &m::max_position_embeddings},
+      field{"sliding_window", &m::sliding_window},
+      field{"sliding_window_pattern", &m::sliding_window_pattern},
       field{"mtp_num_layers", &m::mtp_num_layers},
       field{"hybrid_override_pattern", &m::hybrid_override_pattern},
       field{"mamba_state_dim", &m::mamba_state_dim},

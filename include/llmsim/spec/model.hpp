@@ -168,6 +168,15 @@ struct model_spec {
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
   /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
   std::optional<std::int64_t> max_position_embeddings = {};
+  /// Sliding-window attention (Mistral, Gemma 2 / 3, gpt-oss; HF `sliding_window`): a windowed
+  /// layer's query attends to the last `sliding_window` tokens, itself included (FlashAttention
+  /// window_size (W - 1, 0), as Megatron-Bridge's models/gpt_oss/gpt_oss_bridge.py sets it; vLLM
+  /// and TensorRT-LLM keep only those tokens' KV cache). Absent: every layer attends causally.
+  std::optional<std::int64_t> sliding_window = {};
+  /// Which layers keep full attention: every `sliding_window_pattern`-th (1-based layers N, 2N,
+  /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
+  /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
+  std::int64_t sliding_window_pattern = 0;
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
@@ -213,6 +222,40 @@ constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
+/// Decoder layers that attend through the sliding window (MTP layers are not counted).
+constexpr std::int64_t windowed_layer_count(const model_spec& m) {
+  if (!m.sliding_window) return 0;
+  return m.sliding_window_pattern >= 2 ? m.layer_num - m.layer_num / m.sliding_window_pattern : m.layer_num;
+}
+
+namespace detail {
+/// Keys the queries at positions 1..n see through a causal window of w, summed: sum_j min(j, w).
+constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
+}  // namespace detail
+
+/// The share of causal score pairs the layers compute, averaged over the decoder layers, for `q`
+/// new queries after `kv - q` cached tokens: 1 without a window; a windowed layer keeps
+/// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
+/// average (alternating patterns give every stage of several layers nearly the same mix).
+constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  if (windowed == 0 || q <= 0 || kv < q) return 1.0;
+  const double w = static_cast<double>(*m.sliding_window), n = static_cast<double>(kv);
+  const double before = static_cast<double>(kv - q);
+  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
+  const double kept = detail::windowed_pairs(n, w) - detail::windowed_pairs(before, w);
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
+}
+
+/// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
+/// layers: a windowed layer keeps the last W tokens only.
+constexpr double window_cached_share(const model_spec& m, double context) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  const double w = m.sliding_window ? static_cast<double>(*m.sliding_window) : 0;
+  if (windowed == 0 || context <= w) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
+}
+
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
@@ -555,6 +598,20 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.max_position_embeddings",
                  "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
                  "of the position table, Megatron --max-position-embeddings)");
+  require_size(api, "model.sliding_window", m.sliding_window, 1);
+  if (m.sliding_window_pattern < 0 || m.sliding_window_pattern == 1)
+    report_error(api, "model.sliding_window_pattern",
+                 "model.sliding_window_pattern={} must be 0 (every layer windowed) or at least 2 (every N-th layer "
+                 "keeps full attention)",
+                 m.sliding_window_pattern);
+  if (m.sliding_window_pattern > 0 && !m.sliding_window)
+    report_error(api, "model.sliding_window_pattern",
+                 "model.sliding_window_pattern={} needs model.sliding_window (the window's tokens)",
+                 m.sliding_window_pattern);
+  if (m.sliding_window && (!m.hybrid_override_pattern.empty() || m.experimental_attention_variant))
+    report_error(api, "model.sliding_window",
+                 "model.sliding_window is not modelled with model.hybrid_override_pattern or "
+                 "model.experimental_attention_variant (they place their attention layers themselves)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
   if (m.head_num % m.kv_head_num != 0)
