@@ -1168,7 +1168,7 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
                             std::vector<std::string>* notes) {
   // (In doubles: the sizes are not validated yet and may be huge.)
   const auto number = [&](const char* key) { return static_cast<double>(m[key].get<std::int64_t>()); };
-  const double layers = number("layer_num"), heads = number("head_num"), kv = number("kv_head_num");
+  const double layers = number("layer_num"), heads = number("head_num");
   const double head = number("head_size"), hidden = number("hidden_size");
   const auto count = [](double x) {
     char text[32];
@@ -1176,14 +1176,9 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     return std::string(text);
   };
   const std::string src = at.file;
-  if (type == "qwen2")  // Qwen2's q, k, v projections always carry biases (modeling_qwen2.py)
+  if (type != "qwen2" && flag(v, at, "attention_bias", false))  // q, k, v modelled (add_qkv_bias)
     note(notes, src,
-         "biases of the q, k, v projections are not modelled (" + count(layers * (heads + 2 * kv) * head) +
-             " parameters)");
-  else if (flag(v, at, "attention_bias", false))
-    note(notes, src,
-         "attention_bias: biases of the q, k, v and o projections are not modelled (" +
-             count(layers * ((heads + 2 * kv) * head + hidden)) + " parameters)");
+         "attention_bias: the o projection's bias is not modelled (" + count(layers * hidden) + " parameters)");
   if (flag(v, at, "mlp_bias", false)) note(notes, src, "mlp_bias: the MLP projections' biases are not modelled");
   if (type == "qwen3" || type == "qwen3_moe")
     note(notes, src,
@@ -1259,6 +1254,8 @@ inline void window_into(const value& v, const location& at, const std::string& t
   if (*window < 1) json::detail::fail(at.child("sliding_window"), "sliding_window must be at least 1");
   std::int64_t pattern = type == "gemma2" || type == "gpt_oss" ? 2 : 0;
   if (type == "gemma3_text") pattern = integer(v, at, "sliding_window_pattern", 6);
+  if (pattern < 0) json::detail::fail(at.child("sliding_window_pattern"), "sliding_window_pattern must be at least 1");
+  if (type == "gemma3_text" && pattern == 1) return;  // transformers: (i + 1) % 1 == 0, every layer full
   if (v.contains("layer_types") && !v["layer_types"].is_null())
     pattern = pattern_of_layer_types(v["layer_types"], at.child("layer_types"), m["layer_num"].get<std::int64_t>());
   if (pattern < 0) return;  // every layer full
@@ -1306,6 +1303,14 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
     fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
   }
   const bool gemma = type == "gemma2" || type == "gemma3_text";
+  // Gemma 3's multimodal configs (gemma-3-4b-it and larger) leave its text_config's head counts
+  // and head_dim at Gemma3TextConfig's defaults: 8 heads, 4 KV heads, head_dim 256.
+  if (type == "gemma3_text")
+    for (const auto& [key, fallback] :
+         {std::pair{"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256}})
+      if (!v.contains(key) || v[key].is_null())
+        detail::note(notes, source,
+                     std::string(key) + " absent: Gemma3TextConfig's default " + std::to_string(fallback));
   // Gemma's MLPs are gated with tanh-GELU (GeGLU, `hidden_activation`): SwiGLU's GEMM shapes.
   const char* act_key = gemma && v.contains("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string act = detail::word(v, at, act_key, gemma ? "gelu_pytorch_tanh" : "silu");
@@ -1317,13 +1322,18 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   // Where transformers' default head_dim is not hidden_size / heads (Qwen3 128, Gemma 256, gpt-oss
   // 64) the config must say it; released configs do.
   const bool head_dim_required = qwen3 || gemma || type == "gpt_oss";
-  const std::int64_t hidden = integer(v, at, "hidden_size", {}), heads = integer(v, at, "num_attention_heads", {});
+  const std::int64_t hidden = integer(v, at, "hidden_size", {});
+  const std::int64_t heads =
+      integer(v, at, "num_attention_heads", type == "gemma3_text" ? std::optional<std::int64_t>(8) : std::nullopt);
   // transformers' class defaults differ by type (mistral and mixtral 8 KV heads, qwen2 and qwen3 32,
   // qwen3_moe 4, DeepSeek 128; Qwen3 head_dim 128): where the default is not "as many as the query
   // heads" the config must say it; released configs do.
   const bool kv_defaults_to_heads = type == "llama" || type == "phi3";
-  const std::int64_t kv =
-      integer(v, at, "num_key_value_heads", kv_defaults_to_heads ? std::optional(heads) : std::nullopt);
+  // Gemma3TextConfig's default is 4 KV heads (multimodal text_configs omit it: noted above).
+  std::int64_t kv = type == "gemma3_text" ? 4 : heads;
+  if ((v.contains("num_key_value_heads") && !v["num_key_value_heads"].is_null()) ||
+      (!kv_defaults_to_heads && type != "gemma3_text"))
+    kv = integer(v, at, "num_key_value_heads", {});
   value m = {{"model_name", detail::short_name(detail::word(v, at, "_name_or_path", type), type)},
              {"hidden_size", hidden},
              {"layer_num", integer(v, at, "num_hidden_layers", {})},
@@ -1339,12 +1349,12 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
     m["intermediate_size"] = integer(v, at, "intermediate_size", {});
   // head_dim absent: hidden_size / num_attention_heads, as transformers' attention modules take it.
   const bool has_head_dim = v.contains("head_dim") && !v["head_dim"].is_null();
-  if (!has_head_dim && head_dim_required)
+  if (!has_head_dim && head_dim_required && type != "gemma3_text")
     fail(at.child("head_dim"), "required field is missing (" + type + "'s default is not hidden_size / heads)");
-  if (!has_head_dim && (heads <= 0 || hidden % heads != 0))
+  if (!has_head_dim && type != "gemma3_text" && (heads <= 0 || hidden % heads != 0))
     fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) + " must divide hidden_size=" +
                                               std::to_string(hidden) + " when head_dim is absent");
-  m["head_size"] = has_head_dim ? integer(v, at, "head_dim", {}) : hidden / heads;
+  m["head_size"] = has_head_dim ? integer(v, at, "head_dim", {}) : type == "gemma3_text" ? 256 : hidden / heads;
   const auto at_least = [&](const char* key, std::int64_t value, std::int64_t minimum) {
     if (value < minimum)
       fail(at.child(key),
@@ -1420,6 +1430,12 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   }
   if (!m.contains("intermediate_size") && !deepseek)
     fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
+  // Qwen2's q, k, v projections always carry biases (modeling_qwen2.py); attention_bias puts them
+  // on q, k, v and o (the o bias is noted).
+  if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
+    if (deepseek) fail(at.child("attention_bias"), "biases on MLA's projections are not imported");
+    m["add_qkv_bias"] = true;
+  }
   detail::window_into(v, at, type, m);
   detail::note_unmodelled(v, at, type, m, notes);
   return m;

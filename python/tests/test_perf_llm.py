@@ -115,11 +115,11 @@ def test_catalogue():
 def test_a_hugging_face_config_is_a_model(source_dir, cli):
     # --model takes a Hugging Face config.json; so does PerfLLM, converted to SimuMax's fields when
     # loaded (so they can be set), with a warning for what is not modelled: the CLI's estimate.
-    config = str(source_dir / "tests/hf_configs/Qwen2-7B.json")
+    config = str(source_dir / "tests/hf_configs/gemma-2-9b.json")
     perf = PerfLLM()
-    with pytest.warns(UserWarning, match=r"biases of the q, k, v projections are not modelled \(129024 parameters\)"):
+    with pytest.warns(UserWarning, match=r"sandwich norms\) are not modelled \(301056 parameters"):
         perf.configure(strategy_config="tp4", model_config=config, system_config="h100-sxm")
-    assert (perf.model_config.layer_num, perf.model_config.hidden_size) == (28, 3584)
+    assert (perf.model_config.layer_num, perf.model_config.hidden_size) == (42, 3584)
     perf.run_estimate()  # converted once, when loaded: no second warning
     out = subprocess.run([cli, "perf", "--format", "json", "--system", "h100-sxm", "--strategy", "tp4",
                           "--model", config], check=True, capture_output=True, text=True).stdout

@@ -721,8 +721,11 @@ struct model_spec {
   bool padded_vocab_size = true;  ///< pad vocab to a multiple of make_vocab_size_divisible_by * tp, as Megatron does
   // llmsim extensions for GPT-style models.
   norm_kind norm_type = norm_kind::rmsnorm;
-  bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
-  bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
+  bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
+  bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  /// Biases on the QKV projection only (Megatron --add-qkv-bias, TransformerConfig.add_qkv_bias:
+  /// Qwen2 / Qwen2.5); implied by add_linear_bias.
+  bool add_qkv_bias = false;
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
   /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
   std::optional<std::int64_t> max_position_embeddings = {};
@@ -779,7 +782,6 @@ struct model_spec {
 constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
-/// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 /// Decoder layers that attend through the sliding window (MTP layers are not counted).
 constexpr std::int64_t windowed_layer_count(const model_spec& m) {
   if (!m.sliding_window) return 0;
@@ -805,6 +807,17 @@ constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int
   return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
 }
 
+/// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the
+/// decoder layers: a windowed layer reads the last min(kv, q + W - 1) (decode: W; a whole prefill:
+/// all of them).
+constexpr double window_read_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  if (windowed == 0 || kv <= 0) return 1.0;
+  const double span = static_cast<double>(q + *m.sliding_window - 1), n = static_cast<double>(kv);
+  if (span >= n) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - span / n);
+}
+
 /// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
 /// layers: a windowed layer keeps the last W tokens only.
 constexpr double window_cached_share(const model_spec& m, double context) {
@@ -814,6 +827,7 @@ constexpr double window_cached_share(const model_spec& m, double context) {
   return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
 }
 
+/// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
@@ -1156,6 +1170,10 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.max_position_embeddings",
                  "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
                  "of the position table, Megatron --max-position-embeddings)");
+  if (m.add_qkv_bias && m.attention_type == attention_kind::mla)
+    report_error(api, "model.add_qkv_bias",
+                 "model.add_qkv_bias with model.attention_type=\"mla\" is not modelled (MLA has no single QKV "
+                 "projection)");
   require_size(api, "model.sliding_window", m.sliding_window, 1);
   if (m.sliding_window_pattern < 0 || m.sliding_window_pattern == 1)
     report_error(api, "model.sliding_window_pattern",
@@ -1166,6 +1184,10 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.sliding_window_pattern",
                  "model.sliding_window_pattern={} needs model.sliding_window (the window's tokens)",
                  m.sliding_window_pattern);
+  if (m.sliding_window && m.attention_type == attention_kind::mla)
+    report_error(api, "model.sliding_window",
+                 "model.sliding_window with model.attention_type=\"mla\" is not modelled (its absorbed decode reads "
+                 "the latent cache whole)");
   if (m.sliding_window && (!m.hybrid_override_pattern.empty() || m.experimental_attention_variant))
     report_error(api, "model.sliding_window",
                  "model.sliding_window is not modelled with model.hybrid_override_pattern or "
@@ -3386,10 +3408,10 @@ inline constexpr model_spec kimi_k2{
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
-/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Not expressed here:
-/// the biases of the attention and expert linears (attention_bias; about 40M of 117B parameters:
-/// llmsim's expert MLPs carry none, so add_linear_bias stays off rather than half-applied) and
-/// the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. The q, k, v biases
+/// are modelled (add_qkv_bias); not the o projection's, the experts' and the router's biases
+/// (about 40M of 117B parameters: llmsim's expert MLPs carry none, so add_linear_bias stays off
+/// rather than half-applied), nor the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
 /// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
@@ -3405,6 +3427,7 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
+    .add_qkv_bias = true,  // attention_bias (the o bias is left out)
     .sliding_window = 128,
     .sliding_window_pattern = 2,
 };
@@ -5099,10 +5122,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
   const double sparse = skipped_pair_share(c, len);
-  // Inference reads the cache; a windowed layer only its last W tokens (window_cached_share).
-  const double fwd_bytes = c.inference != nullptr
-                               ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_cached_share(c.m(), skv)
-                               : (q + 2 * k + q + lse) * E;
+  // Inference reads the cache; a windowed layer only the keys its queries' windows reach.
+  const double fwd_bytes =
+      c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_read_share(c.m(), len.q, len.kv)
+                             : (q + 2 * k + q + lse) * E;
   c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
@@ -5858,9 +5881,11 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
-/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here.
+/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here. With
+/// `add_qkv_bias` alone, the QKV projection's.
 constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
-  if (!m.add_linear_bias) return 0;
+  const double qkv = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m));
+  if (!m.add_linear_bias) return m.add_qkv_bias ? qkv : 0.0;  // add_qkv_bias: QKV's outputs only
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   double attention = 0;
   if (m.attention_type == attention_kind::mla) {
@@ -5869,7 +5894,7 @@ constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
     attention = q + static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) +
                 H * static_cast<double>(*m.qk_head_dim + *m.v_head_dim) + h;
   } else {
-    attention = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m)) + h;
+    attention = qkv + h;
   }
   const std::int64_t ffn =
       moe_layer ? m.moe_shared_expert_intermediate_size.value_or(0) : m.intermediate_size.value_or(0);
@@ -6577,7 +6602,7 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
                                 .head_num = heads,
                                 .qk_head_dim = qd,
                                 .v_head_dim = vd};
-  const double gemm_flops = counted.forward_flop_count(skipped_pair_share(c, len));
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);  // unfused: every pair
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);
@@ -7217,6 +7242,9 @@ constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp
       if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
+  } else if (m.add_qkv_bias) {  // the QKV projection's bias only, sharded as its columns
+    for (std::size_t i = 0; i < b.count; ++i)
+      if (b.leaves[i].id == leaf_id::linear_qkv) b.leaves[i].params += static_cast<double>(b.leaves[i].weight_rows);
   }
   if (recomputed)
     plan_recompute(b, c.s());
@@ -11745,10 +11773,12 @@ struct inference_result {
   double decode_tok_s_per_user = 0;  ///< 1 / tpot: what a user sees once tokens stream
   double weight_bytes = 0;           ///< weights per GPU (the fullest pipeline stage)
   double kv_cache_bytes = 0;         ///< KV cache per GPU at the full context, the whole batch
-  double kv_bytes_per_token = 0;     ///< KV cache of one token over the stage's layers, per GPU
-  double activation_bytes = 0;       ///< peak transient of prefill (largest leaf) and the logits, per GPU
-  double peak_bytes = 0;             ///< weights + KV cache + activations
-  double capacity_bytes = 0;         ///< device memory x memory_fraction
+  /// KV cache of one token over the stage's layers, per GPU, averaged over the full context
+  /// (sliding-window layers hold only the last W tokens): kv_cache_bytes / (batch x context)
+  double kv_bytes_per_token = 0;
+  double activation_bytes = 0;  ///< peak transient of prefill (largest leaf) and the logits, per GPU
+  double peak_bytes = 0;        ///< weights + KV cache + activations
+  double capacity_bytes = 0;    ///< device memory x memory_fraction
   bool fits = false;
   std::int64_t max_batch = 0;       ///< the largest static batch whose memory fits at the full context
   bool max_batch_at_limit = false;  ///< max_batch reached inference_spec::max_batch_limit (more may fit)
@@ -12031,7 +12061,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context);
   r.weight_bytes = mem.weights;
   r.kv_cache_bytes = mem.kv;
-  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i);
+  // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
+  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i) * window_cached_share(m, context);
   r.activation_bytes = mem.activations;
   r.peak_bytes = mem.total();
   r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;

@@ -169,6 +169,23 @@ def check_marks(layout, doc, report):
                   f"{v * scale:.2f}")
 
 
+def check_columns(layout, doc, report, prefix):
+    """Each stage's memory column adds up to its peak with the allocator reserve."""
+    marks = [m for m in layout["marks"] if m["chart"] == "memory"]
+    if not check(marks, f"{report}: no memory column"):
+        return
+    top = max(marks, key=lambda m: mark_value(doc, m))
+    scale = top["height"] / mark_value(doc, top)
+    for stage, mem in at_path(doc, prefix + "mem_result").items():
+        if not isinstance(mem, dict):
+            continue
+        own = [m for m in marks if (m["field"] or m["fields"]).startswith(f"{prefix}mem_result.{stage}.")]
+        height = sum(m["height"] for m in own)
+        check(abs(height - mem["peak_mem_with_reserved"] * scale) <= 0.5 * len(own),
+              f"{report}: {stage}'s column is {height:.2f} px, its peak with reserve "
+              f"{mem['peak_mem_with_reserved'] * scale:.2f}")
+
+
 def check_timeline(layout, trace, report):
     """The passes of the Chrome trace (tid 0 of every rank), each drawn where its time puts it."""
     passes = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid") == 0]
@@ -233,6 +250,7 @@ def main():
         check_fields(layout, doc, "perf.html")
         check_shown(layout, "perf.html", "", doc)
         check_marks(layout, doc, "perf.html")
+        check_columns(layout, doc, "perf.html", "")
         check_timeline(layout, trace, "perf.html")
     colours = screenshot_colours(binary, a.work_dir, "perf.html")
     for name, n in colours.items():
@@ -254,6 +272,7 @@ def main():
             check(f"top.{i}.step_time" in shown and f"top.{i}.peak_mem_gib" in shown,
                   f"search.html: row {i + 1} of the ranking is not shown")
         check_marks(layout, doc, "search.html")
+        check_columns(layout, doc, "search.html", "winner.")
         check_scatter(layout, doc, "search.html")
     screenshot_colours(binary, a.work_dir, "search.html")
 

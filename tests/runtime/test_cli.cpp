@@ -622,11 +622,13 @@ TEST(CliValidate, CsvHasALinePerCase) {
 // either the same way; a file that is not a Hugging Face config is refused.
 TEST(CliImportHf, WritesTheModelPerfReads) {
   LLMSIM_REQUIRE_CLI();
-  const std::string config = (source_dir / "tests" / "hf_configs" / "Qwen2-7B.json").string();
+  const std::string config = (source_dir / "tests" / "hf_configs" / "gemma-2-9b.json").string();
   const fs::path out = fs::temp_directory_path() / ("llmsim_cli_import_hf_" + unique_suffix() + ".json");
   const auto r = run_cli("import-hf '" + config + "' -o '" + out.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("note: " + config + ": biases of the q, k, v projections are not modelled (129024 parameters)"),
+  EXPECT_NE(r.err.find("note: " + config +
+                       ": the post-attention and post-feedforward RMSNorms (Gemma's sandwich norms) are not modelled "
+                       "(301056 parameters"),
             std::string::npos)
       << r.err;
   const auto via_file = run_cli("perf --format json --system h100-sxm --strategy tp4 --model '" + out.string() + "'");
@@ -635,7 +637,7 @@ TEST(CliImportHf, WritesTheModelPerfReads) {
   ASSERT_EQ(via_file.exit_code, 0) << via_file.err;
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(via_file.out_json()["cost_result"], direct.out_json()["cost_result"]);
-  EXPECT_EQ(direct.out_json()["param_count"], 7615487488.0);  // by hand in test_hf_import.cpp
+  EXPECT_EQ(direct.out_json()["param_count"], 9241404928.0);  // by hand in test_hf_import.cpp
   const auto simumax = run_cli("import-hf '" + (source_dir / "configs" / "models" / "llama3-8b.json").string() + "'");
   EXPECT_EQ(simumax.exit_code, 1);
   EXPECT_NE(simumax.err.find("not a Hugging Face config.json"), std::string::npos) << simumax.err;

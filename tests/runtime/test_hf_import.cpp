@@ -67,21 +67,20 @@ TEST(HfImport, Qwen3MoeAndWhatIsNotModelled) {
   EXPECT_NE(notes[0].find("q and k RMSNorms are not modelled (12288 parameters"), std::string::npos) << notes[0];
 }
 
-TEST(HfImport, Qwen2BiasesAreReportedNotCounted) {
+TEST(HfImport, Qwen2QkvBiasesAreCounted) {
   std::vector<std::string> notes;
   const auto m = imported("Qwen2-7B.json", &notes);
   EXPECT_EQ(m.hidden_size, 3584);
   EXPECT_EQ(m.kv_head_num, 4);
   EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_TRUE(m.add_qkv_bias);  // modeling_qwen2.py: q, k, v projections with bias=True, o without
+  EXPECT_FALSE(m.add_linear_bias);
   // Embeddings 2 x 152064 x 3584 = 1,089,994,752; per layer q, o 3584^2 and k, v 3584 x 512:
-  // 29,360,128, MLP 3 x 3584 x 18944 = 203,685,888, two norms 7,168 -> 233,053,184; x 28 =
-  // 6,525,489,152; + final norm 3,584 = 7,615,487,488. With the q, k, v biases, 28 x (3584 + 2 x
-  // 512) = 129,024, that is 7,615,616,512: the model card's 7.62B.
-  EXPECT_EQ(llmsim::parameter_count(m, 152064), 7615487488.0);
-  // use_sliding_window false: no window note.
-  ASSERT_EQ(notes.size(), 1U);
-  EXPECT_NE(notes[0].find("biases of the q, k, v projections are not modelled (129024 parameters)"), std::string::npos)
-      << notes[0];
+  // 29,360,128, their biases 3584 + 2 x 512 = 4,608, MLP 3 x 3584 x 18944 = 203,685,888, two
+  // norms 7,168 -> 233,057,792; x 28 = 6,525,618,176; + final norm 3,584 = 7,615,616,512: the
+  // model card's 7.62B.
+  EXPECT_EQ(llmsim::parameter_count(m, 152064), 7615616512.0);
+  EXPECT_TRUE(notes.empty()) << notes[0];  // use_sliding_window false: no window note either
 }
 
 TEST(HfImport, BadConfigsAreRefusedByField) {
@@ -147,8 +146,8 @@ TEST(HfImport, TypeDefaultsRoutingAndNotes) {
   lj::value act = lj::read_file(config("Meta-Llama-3-8B.json"));
   act["hidden_act"] = 5;
   EXPECT_NE(refusal(act).find("/hidden_act: expected a string"), std::string::npos);
-  // Notes: q, k, v and o biases (Llama's attention_bias: 32 x ((32 + 16) x 128 + 4096) =
-  // 327,680), a quantized checkpoint, a long name cut on a character boundary.
+  // attention_bias: q, k, v biases modelled, the o projection's noted (32 x 4096 = 131,072); a
+  // quantized checkpoint noted; a long name cut on a character boundary.
   lj::value biased = lj::read_file(config("Meta-Llama-3-8B.json"));
   biased["attention_bias"] = true;
   biased["quantization_config"] = {{"quant_method", "fp8"}};
@@ -157,7 +156,8 @@ TEST(HfImport, TypeDefaultsRoutingAndNotes) {
   const lj::value b = lj::hf::to_model_json(biased, "llama.json", &notes);
   EXPECT_EQ(b["model_name"], std::string(62, 'x'));
   ASSERT_EQ(notes.size(), 2U);
-  EXPECT_NE(notes[0].find("q, k, v and o projections are not modelled (327680 parameters)"), std::string::npos)
+  EXPECT_EQ(b["add_qkv_bias"], true);
+  EXPECT_NE(notes[0].find("the o projection's bias is not modelled (131072 parameters)"), std::string::npos)
       << notes[0];
   EXPECT_NE(notes[1].find("quantization_config (fp8)"), std::string::npos) << notes[1];
 }
@@ -220,9 +220,24 @@ TEST(HfImport, Gemma3MultimodalConfigUsesItsTextConfig) {
   EXPECT_EQ(m["hidden_size"], 1152);
   EXPECT_TRUE(noted(notes, "vision_config"));
   EXPECT_TRUE(noted(notes, "Gemma3TextConfig's default 262208"));
-  lj::value headless = v;
-  headless["text_config"].erase("head_dim");
-  EXPECT_NE(refusal(headless).find("/text_config/head_dim | "), std::string::npos) << refusal(headless);
+  // gemma-3-4b-it's text_config also leaves the heads and head_dim at the class defaults (8, 4, 256).
+  lj::value bare = v;
+  for (const char* key : {"num_attention_heads", "num_key_value_heads", "head_dim"}) bare["text_config"].erase(key);
+  notes.clear();
+  const lj::value d = lj::hf::to_model_json(bare, "mm.json", &notes);
+  EXPECT_EQ(d["head_num"], 8);
+  EXPECT_EQ(d["kv_head_num"], 4);
+  EXPECT_EQ(d["head_size"], 256);
+  EXPECT_TRUE(noted(notes, "num_key_value_heads absent: Gemma3TextConfig's default 4"));
+  // Errors inside text_config name it; a pattern of 1 is every layer full; below 1 is refused.
+  lj::value bad = v;
+  bad["text_config"]["hidden_size"] = "wide";
+  EXPECT_NE(refusal(bad).find("/text_config/hidden_size | "), std::string::npos) << refusal(bad);
+  lj::value every = v;
+  every["text_config"]["sliding_window_pattern"] = 1;
+  EXPECT_FALSE(lj::hf::to_model_json(every, "mm.json").contains("sliding_window"));
+  every["text_config"]["sliding_window_pattern"] = -2;
+  EXPECT_NE(refusal(every).find("/text_config/sliding_window_pattern | "), std::string::npos) << refusal(every);
 }
 
 TEST(HfImport, GptOssLayerTypesExpertsAndBiases) {
@@ -238,12 +253,12 @@ TEST(HfImport, GptOssLayerTypesExpertsAndBiases) {
   EXPECT_EQ(big, llmsim::catalogue::gpt_oss_120b);
   // Per layer: q and o 2880 x 4096, k and v 2880 x 512 = 26,542,080; router 2880 x 32 = 92,160;
   // 32 experts x 3 x 2880 x 2880 = 796,262,400; two norms 5,760 -> 822,902,400; x 24 =
-  // 19,749,657,600; + two 201088 x 2880 embeddings 1,158,266,880 + final norm 2,880 =
-  // 20,907,927,360. Noted: attention biases 24 x (4096 + 2 x 512 + 2880) = 192,000; expert and
-  // router biases 24 x 32 x (2 x 2880 + 2880 + 1) = 6,636,288; sinks 24 x 64 = 1,536: in all
-  // 20,914,757,184, the model card's 20.9B.
-  EXPECT_EQ(llmsim::parameter_count(m, 201088), 20907927360.0);
-  EXPECT_TRUE(noted(notes, "q, k, v and o projections are not modelled (192000 parameters)"));
+  // 19,749,657,600; + the q, k, v biases 24 x (4096 + 2 x 512) = 122,880; + two 201088 x 2880
+  // embeddings 1,158,266,880 + final norm 2,880 = 20,908,050,240. Noted: the o biases 24 x 2880 =
+  // 69,120; expert and router biases 24 x 32 x (2 x 2880 + 2880 + 1) = 6,636,288; sinks 24 x 64 =
+  // 1,536: in all 20,914,757,184, the model card's 20.9B.
+  EXPECT_EQ(llmsim::parameter_count(m, 201088), 20908050240.0);
+  EXPECT_TRUE(noted(notes, "o projection's bias is not modelled (69120 parameters)"));
   EXPECT_TRUE(noted(notes, "router's biases are not modelled (6636288 parameters), nor the attention sinks (1536"));
   EXPECT_TRUE(noted(notes, "quantization_config (mxfp4)"));
   // Only every N-th layer full is modelled; a list of the wrong length is refused too.
@@ -273,15 +288,26 @@ TEST(SlidingWindow, SharesOfPairsAndCacheByHand) {
   // Cache at 10 tokens: windowed layers keep 2: 1 - 0.5 x (1 - 2/10) = 0.6; within the window all.
   EXPECT_DOUBLE_EQ(llmsim::window_cached_share(m, 10), 0.6);
   EXPECT_DOUBLE_EQ(llmsim::window_cached_share(m, 2), 1.0);
+  // Reads: a chunk of 3 queries at the end of 20 keys reaches back 3 + 2 - 1 = 4 keys in a
+  // windowed layer: 1 - 0.5 x (1 - 4/20) = 0.6; a whole prefill of 4 reads everything.
+  EXPECT_DOUBLE_EQ(llmsim::window_read_share(m, 3, 20), 0.6);
+  EXPECT_DOUBLE_EQ(llmsim::window_read_share(m, 4, 4), 1.0);
   m.sliding_window_pattern = 0;  // every layer windowed
   EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 4, 4), 0.7);
+  EXPECT_DOUBLE_EQ(llmsim::window_read_share(m, 1, 10), 0.2);  // decode: the last 2 of 10
   m.sliding_window = std::nullopt;
   EXPECT_DOUBLE_EQ(llmsim::window_kept_share(m, 4, 4), 1.0);
-  m.sliding_window_pattern = 2;  // a pattern without a window is refused by field
-  try {
-    llmsim::validate(m);
-    ADD_FAILURE() << "accepted";
-  } catch (const llmsim::config_error& e) { EXPECT_EQ(e.field(), "model.sliding_window_pattern"); }
+  const auto refused_field = [](const llmsim::model_spec& bad) {
+    try {
+      llmsim::validate(bad);
+    } catch (const llmsim::config_error& e) { return e.field(); }
+    return std::string("accepted");
+  };
+  m.sliding_window_pattern = 2;  // a pattern without a window
+  EXPECT_EQ(refused_field(m), "model.sliding_window_pattern");
+  auto mla = llmsim::catalogue::deepseek_v2_lite;  // MLA's absorbed decode reads its latent cache whole
+  mla.sliding_window = 4096;
+  EXPECT_EQ(refused_field(mla), "model.sliding_window");
 }
 
 TEST(SlidingWindow, ModelFlopsAndServingCacheShrink) {
@@ -302,6 +328,7 @@ TEST(SlidingWindow, ModelFlopsAndServingCacheShrink) {
   const auto with = llmsim::infer(oss, i, llmsim::catalogue::h100_sxm);
   const auto without = llmsim::infer(full, i, llmsim::catalogue::h100_sxm);
   EXPECT_NEAR(with.kv_cache_bytes / without.kv_cache_bytes, 1 - 0.5 * (1 - 128.0 / 2176.0), 1e-12);
+  EXPECT_NEAR(with.kv_bytes_per_token * 8 * 2176, with.kv_cache_bytes, 1e-6 * with.kv_cache_bytes);
   EXPECT_LT(with.tpot.value, without.tpot.value);  // decode reads less of the cache
 }
 

@@ -109,6 +109,24 @@ TEST(HtmlReport, MemoryColumnsStackAgainstTheDeviceLine) {
   EXPECT_NEAR(attribute(device, "data-level"), 52.22, 0.01);
 }
 
+TEST(HtmlReport, ZeroShardedModelMemoryIsStackedToo) {
+  // ZeRO-3 adds the gathered parameters and unsharded gradients to model memory: 8.64 + 17.28 +
+  // 4.32 + 4.32 = 34.56 GiB, the peak 43.2 and 50 with the reserve. On the 86.4 GiB axis over
+  // 300 px the column tops at 330 - 300 x 50 / 86.4 = 156.389 and the gathered parameters are
+  // 300 x 4.32 / 86.4 = 15 px high.
+  lj::value doc = small_doc();
+  auto& stage = doc["mem_result"]["first_stage"];
+  stage["gathered_param_mem"] = 4.32;
+  stage["unsharded_grad_mem"] = 4.32;
+  stage["model_mem"] = 34.56;
+  const std::string page = html::perf_report(doc);
+  EXPECT_NEAR(attribute(element_with(page, "data-field=\"mem_result.first_stage.gathered_param_mem\""), "height"), 15.0,
+              0.001);
+  const std::string reserve = element_with(
+      page, "data-fields=\"mem_result.first_stage.peak_mem_with_reserved-mem_result.first_stage.peak_mem\"");
+  EXPECT_NEAR(attribute(reserve, "y"), 156.389, 0.01);
+}
+
 TEST(HtmlReport, FiguresArePrintedFromTheDocument) {
   const std::string page = html::perf_report(small_doc());
   // MFU 0.42150571... shown as a percentage with two decimals; tokens/s with one.
@@ -179,6 +197,34 @@ TEST(HtmlReport, ManyCandidatesAreCountedOnAGrid) {
   EXPECT_EQ(total, 5000u);
   EXPECT_EQ(cells, 10u);
   EXPECT_EQ(occurrences(page, "<circle cx="), 0u);
+}
+
+TEST(HtmlReport, GridCellsSitWhereTheirCandidatesAre) {
+  // 4,000 candidates at (1 s, 10 GiB) and one at (2 s, 30 GiB), the budget 30: axes [0.95, 2.05]
+  // s over x 70..890 in 120 columns of 6.833 px, [9, 31] GiB over y 400..20 in 60 rows of 6.333
+  // px. 1 s falls in column floor(0.05 / 1.1 x 120) = 5 (x = 104.17), 10 GiB in row
+  // floor(1 / 22 x 60) = 2 (top y = 400 - 3 x 6.333 = 381); 2 s in column 114 (x = 849), 30 GiB
+  // in row 57 (y = 32.67).
+  std::vector<html::scatter_point> points(4000, {1.0, 10.0});
+  points.push_back({2.0, 30.0});
+  const std::string page = html::search_report(search_doc(), points);
+  const std::string crowd = element_with(page, "data-count=\"4000\"");
+  EXPECT_NEAR(attribute(crowd, "x"), 104.17, 0.01);
+  EXPECT_NEAR(attribute(crowd, "y"), 381.0, 0.01);
+  const std::string alone = element_with(page, "data-count=\"1\"");
+  EXPECT_NEAR(attribute(alone, "x"), 849.0, 0.01);
+  EXPECT_NEAR(attribute(alone, "y"), 32.67, 0.01);
+}
+
+TEST(HtmlReport, NearlyEqualTimesStillMakeAnAxis) {
+  // Two candidates one ulp apart (a search of equivalent layouts): the axis is padded to a span
+  // its ticks can step through (a tick step below the doubles' resolution looped forever).
+  lj::value doc = search_doc();
+  doc["pareto"] = lj::value::array();
+  const std::vector<html::scatter_point> points{{1.0, 20.0}, {std::nextafter(1.0, 2.0), 20.0}};
+  const std::string page = html::search_report(doc, points);
+  EXPECT_EQ(occurrences(page, "<circle cx="), 2u);
+  EXPECT_LE(occurrences(page, "class=\"grid\""), 2u * (html::detail::max_ticks + 1));
 }
 
 TEST(HtmlReport, TimelineDrawsEveryPassOfEveryRank) {

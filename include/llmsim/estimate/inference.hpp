@@ -185,10 +185,12 @@ struct inference_result {
   double decode_tok_s_per_user = 0;  ///< 1 / tpot: what a user sees once tokens stream
   double weight_bytes = 0;           ///< weights per GPU (the fullest pipeline stage)
   double kv_cache_bytes = 0;         ///< KV cache per GPU at the full context, the whole batch
-  double kv_bytes_per_token = 0;     ///< KV cache of one token over the stage's layers, per GPU
-  double activation_bytes = 0;       ///< peak transient of prefill (largest leaf) and the logits, per GPU
-  double peak_bytes = 0;             ///< weights + KV cache + activations
-  double capacity_bytes = 0;         ///< device memory x memory_fraction
+  /// KV cache of one token over the stage's layers, per GPU, averaged over the full context
+  /// (sliding-window layers hold only the last W tokens): kv_cache_bytes / (batch x context)
+  double kv_bytes_per_token = 0;
+  double activation_bytes = 0;  ///< peak transient of prefill (largest leaf) and the logits, per GPU
+  double peak_bytes = 0;        ///< weights + KV cache + activations
+  double capacity_bytes = 0;    ///< device memory x memory_fraction
   bool fits = false;
   std::int64_t max_batch = 0;       ///< the largest static batch whose memory fits at the full context
   bool max_batch_at_limit = false;  ///< max_batch reached inference_spec::max_batch_limit (more may fit)
@@ -471,7 +473,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context);
   r.weight_bytes = mem.weights;
   r.kv_cache_bytes = mem.kv;
-  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i);
+  // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
+  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i) * window_cached_share(m, context);
   r.activation_bytes = mem.activations;
   r.peak_bytes = mem.total();
   r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;

@@ -52,9 +52,11 @@ constexpr double moe_mlp_params(const model_spec& m, double experts) {
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
-/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here.
+/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here. With
+/// `add_qkv_bias` alone, the QKV projection's.
 constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
-  if (!m.add_linear_bias) return 0;
+  const double qkv = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m));
+  if (!m.add_linear_bias) return m.add_qkv_bias ? qkv : 0.0;  // add_qkv_bias: QKV's outputs only
   const double h = static_cast<double>(m.hidden_size), H = static_cast<double>(m.head_num);
   double attention = 0;
   if (m.attention_type == attention_kind::mla) {
@@ -63,7 +65,7 @@ constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
     attention = q + static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) +
                 H * static_cast<double>(*m.qk_head_dim + *m.v_head_dim) + h;
   } else {
-    attention = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m)) + h;
+    attention = qkv + h;
   }
   const std::int64_t ffn =
       moe_layer ? m.moe_shared_expert_intermediate_size.value_or(0) : m.intermediate_size.value_or(0);

@@ -151,12 +151,14 @@ inline constexpr std::array<series, 9> time_series{{
 
 /// A stage's memory at its peak: model state by kind, then what the peak adds, then the
 /// allocator's reserve (together peak_mem_with_reserved).
-inline constexpr std::array<series, 7> memory_series{{
+inline constexpr std::array<series, 9> memory_series{{
     {"weight_mem", "weights", "#4e79a7"},
     {"grad_mem", "gradients", "#a0cbe8"},
     {"optimizer_state_mem", "optimizer state", "#59a14f"},
     {"te_dummy_wgrad_mem", "TE dummy wgrad", "#8cd17d"},
     {"workspace_mem", "workspace", "#b6992d"},
+    {"gathered_param_mem", "gathered parameters (ZeRO-3)", "#79706e"},
+    {"unsharded_grad_mem", "unsharded gradients (ZeRO-2/3)", "#d37295"},
     {"peak_mem", "activations and transients at the peak", "#f28e2b", "model_mem"},
     {"peak_mem_with_reserved", "allocator reserve", "#bab0ac", "peak_mem"},
 }};
@@ -210,6 +212,9 @@ inline std::string text(double x, double y, std::string_view anchor, const std::
          std::string(anchor) + "\">" + escape(content) + "</text>";
 }
 
+/// Most ticks an axis draws (tick_step aims at 5 or 6; 1-2-5 rounding gives at most 2.5 x that).
+inline constexpr int max_ticks = 20;
+
 /// The first tick of a [lo, hi] axis and its step.
 inline std::pair<double, double> ticks_of(double lo, double hi, int ticks) {
   const double step = tick_step(hi - lo, ticks);
@@ -221,7 +226,9 @@ inline std::string x_axis(double x0, double width, double y_top, double y_bottom
                           std::string_view unit) {
   std::string out;
   const auto [first, step] = ticks_of(lo, hi, 6);
-  for (double t = first; t <= hi + (hi - lo) * 1e-9; t += step) {
+  for (int k = 0; k <= max_ticks; ++k) {  // counted: a step below the values' resolution cannot loop
+    const double t = first + k * step;
+    if (t > hi + (hi - lo) * 1e-9) break;
     const double x = x0 + width * (t - lo) / (hi - lo);
     out += line(x, y_top, x, y_bottom, "class=\"grid\"");
     out += text(x, y_bottom + 14, "middle", fixed(t, tick_decimals(step)));
@@ -234,7 +241,9 @@ inline std::string y_axis(double x_left, double x_right, double y0, double heigh
                           std::string_view unit) {
   std::string out;
   const auto [first, step] = ticks_of(lo, hi, 5);
-  for (double t = first; t <= hi + (hi - lo) * 1e-9; t += step) {
+  for (int k = 0; k <= max_ticks; ++k) {
+    const double t = first + k * step;
+    if (t > hi + (hi - lo) * 1e-9) break;
     const double y = y0 - height * (t - lo) / (hi - lo);
     out += line(x_left, y, x_right, y, "class=\"grid\"");
     out += text(x_left - 6, y + 4, "end", fixed(t, tick_decimals(step)));
@@ -344,12 +353,14 @@ inline std::string memory_table(const value& doc, const std::string& prefix) {
   std::string out = "<table class=\"figures\"><tr><th>GiB</th>";
   for (const auto& n : names) out += "<th>" + escape(n) + "</th>";
   out += "</tr>";
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 9> rows{{
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 11> rows{{
       {"weight_mem", "weights"},
       {"grad_mem", "gradients"},
       {"optimizer_state_mem", "optimizer state"},
       {"te_dummy_wgrad_mem", "TE dummy wgrad"},
       {"workspace_mem", "workspace"},
+      {"gathered_param_mem", "gathered parameters (ZeRO-3)"},
+      {"unsharded_grad_mem", "unsharded gradients (ZeRO-2/3)"},
       {"model_mem", "model memory"},
       {"fwd_activation_cache_per_micro_batch", "activations / micro-batch"},
       {"peak_mem", "peak allocated"},
@@ -499,10 +510,12 @@ struct axis_map {
 };
 
 /// The range a scatter axis shows: the data's, widened by 5 % and to a budget line, never empty.
+/// The padding is at least 10^-6 of the values' size, so near-equal values still span an axis whose
+/// ticks the doubles can tell apart.
 inline std::pair<double, double> padded_range(double lo, double hi, double must_show) {
   lo = std::min(lo, must_show);
   hi = std::max(hi, must_show);
-  const double pad = hi > lo ? 0.05 * (hi - lo) : std::max(0.05 * std::abs(hi), 1e-3);
+  const double pad = std::max({0.05 * (hi - lo), 1e-6 * std::max(std::abs(lo), std::abs(hi)), 1e-3});
   return {std::max(0.0, lo - pad), hi + pad};
 }
 

@@ -435,10 +435,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .qkv_contiguous = true,
                               .pairs = len.pairs};
   const double sparse = skipped_pair_share(c, len);
-  // Inference reads the cache; a windowed layer only its last W tokens (window_cached_share).
-  const double fwd_bytes = c.inference != nullptr
-                               ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_cached_share(c.m(), skv)
-                               : (q + 2 * k + q + lse) * E;
+  // Inference reads the cache; a windowed layer only the keys its queries' windows reach.
+  const double fwd_bytes =
+      c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_read_share(c.m(), len.q, len.kv)
+                             : (q + 2 * k + q + lse) * E;
   c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;

@@ -200,6 +200,9 @@ constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp
       if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
+  } else if (m.add_qkv_bias) {  // the QKV projection's bias only, sharded as its columns
+    for (std::size_t i = 0; i < b.count; ++i)
+      if (b.leaves[i].id == leaf_id::linear_qkv) b.leaves[i].params += static_cast<double>(b.leaves[i].weight_rows);
   }
   if (recomputed)
     plan_recompute(b, c.s());

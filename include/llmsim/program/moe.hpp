@@ -232,7 +232,7 @@ constexpr leaf mla_math_attention_leaf(const build_context& c, const attention_l
                                 .head_num = heads,
                                 .qk_head_dim = qd,
                                 .v_head_dim = vd};
-  const double gemm_flops = counted.forward_flop_count(skipped_pair_share(c, len));
+  const double gemm_flops = counted.forward_flop_count(c.s().attention_sparse_ratio);  // unfused: every pair
   const double dropout_mask = c.s().enable_dropout ? P : 0, dropout_out = c.s().enable_dropout ? P * E : 0;
   c.emit(l, unkeyed_gemm_op(pass_kind::forward, gemm_flops, (q + k + v + 2 * P + o) * E));
   c.memory(l, pass_kind::forward, 2 * P * E);

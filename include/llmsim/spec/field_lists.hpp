@@ -51,6 +51,7 @@ struct field_list<model_spec> {
       field{"norm_type", &m::norm_type},
       field{"tie_word_embeddings", &m::tie_word_embeddings},
       field{"add_linear_bias", &m::add_linear_bias},
+      field{"add_qkv_bias", &m::add_qkv_bias},
       field{"position_embedding_type", &m::position_embedding_type},
       field{"max_position_embeddings", &m::max_position_embeddings},
       field{"sliding_window", &m::sliding_window},

@@ -163,8 +163,11 @@ struct model_spec {
   bool padded_vocab_size = true;  ///< pad vocab to a multiple of make_vocab_size_divisible_by * tp, as Megatron does
   // llmsim extensions for GPT-style models.
   norm_kind norm_type = norm_kind::rmsnorm;
-  bool tie_word_embeddings = false;                             ///< the LM head reuses the embedding weight
-  bool add_linear_bias = false;                                 ///< linear layers carry biases (GPT-2/3 style)
+  bool tie_word_embeddings = false;  ///< the LM head reuses the embedding weight
+  bool add_linear_bias = false;      ///< linear layers carry biases (GPT-2/3 style)
+  /// Biases on the QKV projection only (Megatron --add-qkv-bias, TransformerConfig.add_qkv_bias:
+  /// Qwen2 / Qwen2.5); implied by add_linear_bias.
+  bool add_qkv_bias = false;
   position_kind position_embedding_type = position_kind::rope;  ///< Megatron --position-embedding-type
   /// Rows of the learned position table (Megatron --max-position-embeddings); needed by learned_absolute.
   std::optional<std::int64_t> max_position_embeddings = {};
@@ -221,7 +224,6 @@ struct model_spec {
 constexpr bool is_moe(const model_spec& m) {
   return m.model_type ? *m.model_type == model_kind::moe : m.expert_num > 1;
 }
-/// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 /// Decoder layers that attend through the sliding window (MTP layers are not counted).
 constexpr std::int64_t windowed_layer_count(const model_spec& m) {
   if (!m.sliding_window) return 0;
@@ -247,6 +249,17 @@ constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int
   return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
 }
 
+/// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the
+/// decoder layers: a windowed layer reads the last min(kv, q + W - 1) (decode: W; a whole prefill:
+/// all of them).
+constexpr double window_read_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
+  const std::int64_t windowed = windowed_layer_count(m);
+  if (windowed == 0 || kv <= 0) return 1.0;
+  const double span = static_cast<double>(q + *m.sliding_window - 1), n = static_cast<double>(kv);
+  if (span >= n) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - span / n);
+}
+
 /// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
 /// layers: a windowed layer keeps the last W tokens only.
 constexpr double window_cached_share(const model_spec& m, double context) {
@@ -256,6 +269,7 @@ constexpr double window_cached_share(const model_spec& m, double context) {
   return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
 }
 
+/// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
@@ -598,6 +612,10 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.max_position_embeddings",
                  "model.position_embedding_type=\"learned_absolute\" needs model.max_position_embeddings (the rows "
                  "of the position table, Megatron --max-position-embeddings)");
+  if (m.add_qkv_bias && m.attention_type == attention_kind::mla)
+    report_error(api, "model.add_qkv_bias",
+                 "model.add_qkv_bias with model.attention_type=\"mla\" is not modelled (MLA has no single QKV "
+                 "projection)");
   require_size(api, "model.sliding_window", m.sliding_window, 1);
   if (m.sliding_window_pattern < 0 || m.sliding_window_pattern == 1)
     report_error(api, "model.sliding_window_pattern",
@@ -608,6 +626,10 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.sliding_window_pattern",
                  "model.sliding_window_pattern={} needs model.sliding_window (the window's tokens)",
                  m.sliding_window_pattern);
+  if (m.sliding_window && m.attention_type == attention_kind::mla)
+    report_error(api, "model.sliding_window",
+                 "model.sliding_window with model.attention_type=\"mla\" is not modelled (its absorbed decode reads "
+                 "the latent cache whole)");
   if (m.sliding_window && (!m.hybrid_override_pattern.empty() || m.experimental_attention_variant))
     report_error(api, "model.sliding_window",
                  "model.sliding_window is not modelled with model.hybrid_override_pattern or "

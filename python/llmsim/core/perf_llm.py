@@ -63,8 +63,9 @@ class PerfLLM:
         return self._require_result()["mem_result"]
 
     def report_html(self, path):
-        """Writes ``llmsim report``'s self-contained HTML page of the configured job (charts of the
-        breakdown, memory per stage and the pipeline timeline) to ``path``; returns ``path``."""
+        """Writes ``llmsim report``'s self-contained HTML page of the configured job, as its configs
+        stand now (estimated again, as ``run_estimate`` does; charts of the breakdown, memory per
+        stage and the pipeline timeline) to ``path``; returns ``path``."""
         self._require_result()
         page = _core.html_report(self.strategy.to_dict(), self.model_config.to_dict(), self.system.to_dict(),
                                  self.strategy.source, self.model_config.source, self.system.source)
