@@ -299,11 +299,37 @@ class search_worker {
 };
 }  // namespace detail
 
-/// The exhaustive search. Throws config_error when the model or the system is invalid.
+/// Refuses a space or options the search cannot mean, naming the field (`search.gpus`): the
+/// command line's ranges (`llmsim search --gpus 1..2^24`); an empty space was a silent "nothing
+/// fits".
+inline void validate_search(const search_space& sp, const search_options& o) {
+  constexpr std::string_view api = "llmsim::search";
+  if (sp.gpus < 1 || sp.gpus > (std::int64_t{1} << 24))
+    detail::report_error(api, "search.gpus", "search.gpus={} must be in [1, 16777216]", sp.gpus);
+  if (sp.seq_len < 1 || sp.seq_len > max_dimension)
+    detail::report_error(api, "search.seq_len", "search.seq_len={} must be in [1, {}]", sp.seq_len, max_dimension);
+  if (sp.global_batch < 0 || sp.tokens_per_step < 0 || (sp.global_batch > 0) == (sp.tokens_per_step > 0))
+    detail::report_error(api, "search.global_batch",
+                         "give one of search.global_batch={} and search.tokens_per_step={}, positive", sp.global_batch,
+                         sp.tokens_per_step);
+  if (sp.tokens_per_step > 0 && sp.tokens_per_step % sp.seq_len != 0)
+    detail::report_error(api, "search.tokens_per_step", "search.tokens_per_step={} must be a multiple of seq_len={}",
+                         sp.tokens_per_step, sp.seq_len);
+  if (sp.global_batch > max_dimension)
+    detail::report_error(api, "search.global_batch", "search.global_batch={} exceeds {}", sp.global_batch,
+                         max_dimension);
+  // A margin of 1 or more leaves no budget: nothing fits, and the result says by how much.
+  if (!(o.memory_margin >= 0 && o.memory_margin <= 1e6))
+    detail::report_error(api, "search.memory_margin", "search.memory_margin={} must be a number from 0",
+                         o.memory_margin);
+}
+
+/// The exhaustive search. Throws config_error when the model, the system or the space is invalid.
 inline search_result search(const model_spec& m, const system_spec& sys, const search_space& sp,
                             const search_options& o = {}) {
   validate(m);
   validate(sys);
+  validate_search(sp, o);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<search_layout> layouts = search_layouts(m, sp);
   const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);

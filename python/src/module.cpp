@@ -22,9 +22,22 @@ namespace lj = llmsim::json;
 
 namespace {
 
+/// A number type json does not know (numpy's int64, float32, ...) as the Python int or float it
+/// stands for (`__index__`, else `__float__`); anything else stays an error naming its type.
+py::object plain_number(const py::handle& o) {
+  if (py::hasattr(o, "__index__")) return o.attr("__index__")();
+  if (py::hasattr(o, "__float__")) return o.attr("__float__")();
+  throw py::type_error("llmsim: a config value of type " +
+                       py::str(py::type::of(o).attr("__name__")).cast<std::string>() +
+                       " is not a number, string, bool, None, list or dict");
+}
+
 /// A Python object (dicts, lists, numbers, strings, None) as JSON, through Python's json module.
 lj::value from_python(const py::handle& obj, const std::string& what) {
-  const auto text = py::module_::import("json").attr("dumps")(obj, py::arg("allow_nan") = false).cast<std::string>();
+  const auto text =
+      py::module_::import("json")
+          .attr("dumps")(obj, py::arg("allow_nan") = false, py::arg("default") = py::cpp_function(plain_number))
+          .cast<std::string>();
   return lj::parse_text(text, what);
 }
 

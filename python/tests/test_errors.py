@@ -71,3 +71,26 @@ def test_search_arguments_are_checked():
         perf.search_best_parallel_strategy_with_recompute(True, 10, 1, 32)
     with pytest.raises(ValueError):
         perf.search_best_parallel_strategy_with_recompute(8, 10, 1, 32, recompute_search_type=["no_recompute"])
+
+
+class _Int64:
+    """Stands for numpy.int64: an integer type json.dumps does not know, with __index__."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+def test_numpy_style_numbers_are_numbers():
+    # A value of an integer type json does not know estimates as that integer; an object that is
+    # no number is refused naming its type.
+    perf = PerfLLM()
+    perf.configure(strategy_config="tp1_pp2_dp4_mbs1", model_config="llama3-8b", system_config="h100-sxm")
+    plain = perf.run_estimate()["cost_result"]["duration_time_per_iter"]
+    perf.model_config.layer_num = _Int64(32)
+    assert perf.run_estimate()["cost_result"]["duration_time_per_iter"] == plain
+    perf.model_config.layer_num = {1, 2}
+    with pytest.raises(TypeError, match="a config value of type set is not a number"):
+        perf.run_estimate()

@@ -983,6 +983,86 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_NE(text.out.find("time to first token"), std::string::npos) << text.out;
 }
 
+/// The lines of a CSV document split into fields, RFC 4180 quoting undone (no field holds a
+/// line break).
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.emplace_back();
+      } else {
+        fields.back() += c;
+      }
+    }
+    out.push_back(fields);
+  }
+  return out;
+}
+
+// `validate --format csv` of a Megatron-Bridge file: a line per row, its numbers those of the JSON
+// output read back exactly (17 digits), in the header's order.
+TEST(CliValidate, MegatronBridgeCsvEqualsTheJson) {
+  LLMSIM_REQUIRE_CLI();
+  const auto file = llmsim_test::shared_dir() / "validation" / "megatron_bridge_cases.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file << " (tests that read ../shared skip)";
+  const auto csv = run_cli("validate " + file.string() + " --format csv");
+  const json j = run_cli("validate " + file.string() + " --format json").out_json();
+  const auto rows = csv_rows(csv.out);
+  ASSERT_EQ(rows.size(), j["rows"].size() + 1) << csv.err;
+  EXPECT_EQ(rows[0], (std::vector<std::string>{
+                         "id", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
+                         "real_tokens_per_sec_per_gpu", "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
+                         "real_model_tflops_per_sec_per_gpu", "tflops_err", "not_estimated_reason"}));
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) {
+    const json& r = j["rows"][i];
+    const auto& f = rows[i + 1];
+    ASSERT_EQ(f.size(), 11U) << i;
+    EXPECT_EQ(f[0], r["id"].get<std::string>());
+    if (r["predicted"].is_null()) {  // not estimated: the reason, quoted where it has commas
+      EXPECT_EQ(f[10], r["reason"].get<std::string>()) << f[0];
+      EXPECT_EQ(f[4], "") << f[0];
+      continue;
+    }
+    EXPECT_EQ(std::strtod(f[4].c_str(), nullptr), r["predicted"]["tokens_per_sec_per_gpu"].get<double>()) << f[0];
+    EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r["real"]["tokens_per_sec_per_gpu"].get<double>()) << f[0];
+    EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), r["tokens_err"].get<double>()) << f[0];
+  }
+}
+
+// ... and of inference measurements: a line per compared figure.
+TEST(CliValidate, InferenceCsvHasALinePerFigure) {
+  LLMSIM_REQUIRE_CLI();
+  const auto file = llmsim_test::shared_dir() / "validation" / "inference_cases.json";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file << " (tests that read ../shared skip)";
+  const auto rows = csv_rows(run_cli("validate " + file.string() + " --format csv").out);
+  const json j = run_cli("validate " + file.string() + " --format json").out_json();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "regime", "model", "system", "figure", "real", "predicted", "err",
+                                               "not_estimated_reason"}));
+  std::size_t line = 1;
+  for (const json& r : j["rows"])
+    for (const json& fig : r["figures"]) {
+      ASSERT_LT(line, rows.size());
+      const auto& f = rows[line++];
+      ASSERT_EQ(f.size(), 9U) << line;
+      EXPECT_EQ(f[0], r["id"].get<std::string>());
+      EXPECT_EQ(f[4], fig["metric"].get<std::string>());
+      EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), fig["predicted"].get<double>()) << f[0];
+      EXPECT_EQ(std::strtod(f[7].c_str(), nullptr), fig["err"].get<double>()) << f[0];
+    }
+  EXPECT_EQ(line, rows.size());  // 197 figures of 147 rows
+}
+
 TEST(CliInfer, ValidateReportsInferenceRowsByRegime) {
   LLMSIM_REQUIRE_CLI();
   const auto file = llmsim_test::shared_dir() / "validation" / "inference_cases.json";

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -44,6 +45,30 @@ llmsim::search_space small_space() {
 // The search reuses a group's layer blocks across its full-recompute variants (block_cache): each
 // estimate must equal the one built from scratch, and the cache must rebuild whenever anything but
 // the count of recomputed layers changes.
+TEST(Search, ASpaceItCannotMeanIsRefusedByField) {
+  const auto field_of = [](const llmsim::search_space& sp, const llmsim::search_options& o = {}) {
+    try {
+      (void)llmsim::search(llmsim::catalogue::llama3_8b, llmsim::catalogue::h100_sxm, sp, o);
+    } catch (const llmsim::config_error& e) { return e.field(); }
+    return std::string("searched");
+  };
+  const llmsim::search_space ok{.gpus = 8, .global_batch = 8, .seq_len = 2048};
+  auto sp = ok;
+  sp.gpus = 0;  // was an empty result, read as "nothing fits"
+  EXPECT_EQ(field_of(sp), "search.gpus");
+  sp = ok;
+  sp.seq_len = -1;
+  EXPECT_EQ(field_of(sp), "search.seq_len");
+  sp = ok;
+  sp.global_batch = 0;  // neither batch
+  EXPECT_EQ(field_of(sp), "search.global_batch");
+  sp.tokens_per_step = 3000;  // not a multiple of 2048
+  EXPECT_EQ(field_of(sp), "search.tokens_per_step");
+  EXPECT_EQ(field_of(ok, {.memory_margin = -0.1}), "search.memory_margin");
+  EXPECT_EQ(field_of(ok, {.memory_margin = std::nan("")}), "search.memory_margin");
+  EXPECT_EQ(field_of(ok, {.memory_margin = 1.0}), "searched");  // no budget: nothing fits, by how much
+}
+
 TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
   const auto& m = model("llama3-8b");
   const auto& sys = system_of("h100-sxm");
