@@ -423,14 +423,10 @@ void write_trace(const lj::perf_llm& perf, const std::string& file) {
 /// The document `perf --format json` prints.
 lj::value perf_document(const lj::perf_llm& perf, const spec_args& a, const std::vector<std::string>& warnings,
                         int status) {
-  lj::value out = lj::to_json(perf.result());
-  out["model"] = lj::to_json(perf.model());
-  out["strategy"] = lj::to_json(perf.strategy());
-  out["system"] = std::string(perf.system().sys_name.view());
+  lj::value out = lj::perf_document(perf, warnings);
   if (a.tokens)
     out["training_cost"] =
         lj::to_json(llmsim::training_cost(perf.result(), perf.strategy(), *a.tokens, a.usd_per_gpu_hour));
-  out["warnings"] = warnings;
   out["exit_status"] = status;
   return out;
 }

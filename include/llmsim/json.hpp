@@ -1808,5 +1808,16 @@ class perf_llm : public llmsim::perf_llm {
   system_config system_;
 };
 
+/// What `llmsim perf --format json` prints of an estimated job (the CLI adds training_cost and
+/// exit_status): the result, its model and strategy, the system's name, the configs' warnings.
+inline value perf_document(const llmsim::perf_llm& perf, const std::vector<std::string>& warnings) {
+  value out = to_json(perf.result());
+  out["model"] = to_json(perf.model());
+  out["strategy"] = to_json(perf.strategy());
+  out["system"] = std::string(perf.system().sys_name.view());
+  out["warnings"] = warnings;
+  return out;
+}
+
 }  // namespace json
 LLMSIM_END_NAMESPACE

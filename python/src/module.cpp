@@ -75,16 +75,6 @@ void run_estimate(lj::perf_llm& perf, const job& j, const std::string& strategy_
   }
 }
 
-/// What `llmsim perf --format json` prints for an estimated job.
-lj::value perf_document(const lj::perf_llm& perf, const std::vector<std::string>& warnings) {
-  lj::value out = lj::to_json(perf.result());
-  out["model"] = lj::to_json(perf.model());
-  out["strategy"] = lj::to_json(perf.strategy());
-  out["system"] = std::string(perf.system().sys_name.view());
-  out["warnings"] = warnings;
-  return out;
-}
-
 /// `llmsim perf --format json` of a job: cost_result, mem_result and the rest, plus the text report.
 py::object estimate(const py::dict& strategy, const py::dict& model, const py::dict& system,
                     const std::string& strategy_src, const std::string& model_src, const std::string& system_src) {
@@ -92,7 +82,7 @@ py::object estimate(const py::dict& strategy, const py::dict& model, const py::d
   const job j = parse_job(strategy, model, system, strategy_src, model_src, system_src, warnings);
   lj::perf_llm perf;
   run_estimate(perf, j, strategy_src);
-  lj::value out = perf_document(perf, warnings);
+  lj::value out = lj::perf_document(perf, warnings);
   out["report"] = llmsim::to_text(perf.result(), perf.model(), perf.strategy(), perf.system());
   return to_python(out);
 }
@@ -105,7 +95,7 @@ std::string html_report(const py::dict& strategy, const py::dict& model, const p
   lj::perf_llm perf;
   run_estimate(perf, j, strategy_src);
   const auto timeline = lj::html::timeline_of(perf.model(), perf.strategy(), perf.system());
-  return lj::html::perf_report(perf_document(perf, warnings), timeline.get(), timeline.refusal);
+  return lj::html::perf_report(lj::perf_document(perf, warnings), timeline.get(), timeline.refusal);
 }
 
 /// A catalogue model, system or compact strategy name as its spec dict (what a file would hold).

@@ -1977,6 +1977,17 @@ class perf_llm : public llmsim::perf_llm {
   system_config system_;
 };
 
+/// What `llmsim perf --format json` prints of an estimated job (the CLI adds training_cost and
+/// exit_status): the result, its model and strategy, the system's name, the configs' warnings.
+inline value perf_document(const llmsim::perf_llm& perf, const std::vector<std::string>& warnings) {
+  value out = to_json(perf.result());
+  out["model"] = to_json(perf.model());
+  out["strategy"] = to_json(perf.strategy());
+  out["system"] = std::string(perf.system().sys_name.view());
+  out["warnings"] = warnings;
+  return out;
+}
+
 }  // namespace json
 LLMSIM_END_NAMESPACE
 // ---- begin llmsim/json/megatron_bridge.hpp ---------------------------------------------------------
@@ -2149,10 +2160,13 @@ inline void model_part(row_job& job, const value& row, const value& m) {
     else
       job.strategy["pipeline_model_parallel_layout"] = m["pipeline_layouts"][key];
   }
-  // The sliding window removes these causal score pairs, unless the model prices its own window.
-  if (job.flops && job.flops->window > 0 && !job.flops->model.sliding_window)
-    job.strategy["attention_sparse_ratio"] = mb::sliding_window_sparse_ratio(
-        job.flops->model.layer_num, job.flops->seq_len, job.flops->window, job.flops->window_skip_freq);
+  // A recipe's window is the model's (window_attn_skip_freq: every k-th layer full; 1: none
+  // windowed), unless the catalogue model has its own.
+  const std::int64_t skip = job.flops ? job.flops->window_skip_freq : 0;
+  if (job.flops && job.flops->window > 0 && !job.flops->model.sliding_window && skip != 1) {
+    job.model_overrides["sliding_window"] = job.flops->window;
+    job.model_overrides["sliding_window_pattern"] = skip >= 2 ? skip : 0;
+  }
 }
 
 /// The FLOP formula's inputs for a row of recipe entry `m` naming a catalogue model (refused

@@ -793,18 +793,24 @@ namespace detail {
 constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
 }  // namespace detail
 
+/// The share of causal score pairs one layer with a window of `w` computes for `q` new queries
+/// after `kv - q` cached tokens: sum min(j, w) / sum j over positions j = kv - q + 1 .. kv.
+constexpr double window_pair_share(std::int64_t w, std::int64_t q, std::int64_t kv) {
+  if (q <= 0 || kv < q) return 1.0;
+  const double n = static_cast<double>(kv), before = static_cast<double>(kv - q), wd = static_cast<double>(w);
+  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
+  return (detail::windowed_pairs(n, wd) - detail::windowed_pairs(before, wd)) / all;
+}
+
 /// The share of causal score pairs the layers compute, averaged over the decoder layers, for `q`
 /// new queries after `kv - q` cached tokens: 1 without a window; a windowed layer keeps
 /// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
 /// average (alternating patterns give every stage of several layers nearly the same mix).
 constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
   const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0 || q <= 0 || kv < q) return 1.0;
-  const double w = static_cast<double>(*m.sliding_window), n = static_cast<double>(kv);
-  const double before = static_cast<double>(kv - q);
-  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
-  const double kept = detail::windowed_pairs(n, w) - detail::windowed_pairs(before, w);
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
+  if (windowed == 0) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) *
+                 (1 - window_pair_share(*m.sliding_window, q, kv));
 }
 
 /// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the
@@ -16632,13 +16638,13 @@ constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
 }
 
 /// The fraction of causal attention score pairs a sliding window of W removes, averaged over
-/// `layers` of which every `skip_freq`-th keeps full attention: per windowed layer
-/// 1 - window_context(W, s) / ((s + 1) / 2). For `strategy.attention_sparse_ratio`.
+/// `layers` of which every `skip_freq`-th keeps full attention (`window_pair_share`, the pricing's
+/// formula; equal to 1 - window_context(W, s) / ((s + 1) / 2) per windowed layer).
 constexpr double sliding_window_sparse_ratio(std::int64_t layers, std::int64_t seq_len, std::int64_t window,
                                              std::int64_t skip_freq) {
-  if (window <= 0 || window >= seq_len || layers <= 0) return 0;
-  const double kept = detail::window_context(window, seq_len) / ((detail::d(seq_len) + 1) / 2);
-  return detail::d(detail::window_layers(layers, skip_freq)) / detail::d(layers) * (1 - kept);
+  if (window <= 0 || layers <= 0) return 0;
+  return detail::d(detail::window_layers(layers, skip_freq)) / detail::d(layers) *
+         (1 - window_pair_share(window, seq_len, seq_len));
 }
 
 }  // namespace megatron_bridge

@@ -170,10 +170,13 @@ inline void model_part(row_job& job, const value& row, const value& m) {
     else
       job.strategy["pipeline_model_parallel_layout"] = m["pipeline_layouts"][key];
   }
-  // The sliding window removes these causal score pairs, unless the model prices its own window.
-  if (job.flops && job.flops->window > 0 && !job.flops->model.sliding_window)
-    job.strategy["attention_sparse_ratio"] = mb::sliding_window_sparse_ratio(
-        job.flops->model.layer_num, job.flops->seq_len, job.flops->window, job.flops->window_skip_freq);
+  // A recipe's window is the model's (window_attn_skip_freq: every k-th layer full; 1: none
+  // windowed), unless the catalogue model has its own.
+  const std::int64_t skip = job.flops ? job.flops->window_skip_freq : 0;
+  if (job.flops && job.flops->window > 0 && !job.flops->model.sliding_window && skip != 1) {
+    job.model_overrides["sliding_window"] = job.flops->window;
+    job.model_overrides["sliding_window_pattern"] = skip >= 2 ? skip : 0;
+  }
 }
 
 /// The FLOP formula's inputs for a row of recipe entry `m` naming a catalogue model (refused

@@ -235,18 +235,24 @@ namespace detail {
 constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
 }  // namespace detail
 
+/// The share of causal score pairs one layer with a window of `w` computes for `q` new queries
+/// after `kv - q` cached tokens: sum min(j, w) / sum j over positions j = kv - q + 1 .. kv.
+constexpr double window_pair_share(std::int64_t w, std::int64_t q, std::int64_t kv) {
+  if (q <= 0 || kv < q) return 1.0;
+  const double n = static_cast<double>(kv), before = static_cast<double>(kv - q), wd = static_cast<double>(w);
+  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
+  return (detail::windowed_pairs(n, wd) - detail::windowed_pairs(before, wd)) / all;
+}
+
 /// The share of causal score pairs the layers compute, averaged over the decoder layers, for `q`
 /// new queries after `kv - q` cached tokens: 1 without a window; a windowed layer keeps
 /// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
 /// average (alternating patterns give every stage of several layers nearly the same mix).
 constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
   const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0 || q <= 0 || kv < q) return 1.0;
-  const double w = static_cast<double>(*m.sliding_window), n = static_cast<double>(kv);
-  const double before = static_cast<double>(kv - q);
-  const double all = n * (n + 1) / 2 - before * (before + 1) / 2;
-  const double kept = detail::windowed_pairs(n, w) - detail::windowed_pairs(before, w);
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - kept / all);
+  if (windowed == 0) return 1.0;
+  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) *
+                 (1 - window_pair_share(*m.sliding_window, q, kv));
 }
 
 /// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the

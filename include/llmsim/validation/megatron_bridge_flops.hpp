@@ -177,13 +177,13 @@ constexpr double model_flops_per_token(const flop_inputs& in, flop_formula f) {
 }
 
 /// The fraction of causal attention score pairs a sliding window of W removes, averaged over
-/// `layers` of which every `skip_freq`-th keeps full attention: per windowed layer
-/// 1 - window_context(W, s) / ((s + 1) / 2). For `strategy.attention_sparse_ratio`.
+/// `layers` of which every `skip_freq`-th keeps full attention (`window_pair_share`, the pricing's
+/// formula; equal to 1 - window_context(W, s) / ((s + 1) / 2) per windowed layer).
 constexpr double sliding_window_sparse_ratio(std::int64_t layers, std::int64_t seq_len, std::int64_t window,
                                              std::int64_t skip_freq) {
-  if (window <= 0 || window >= seq_len || layers <= 0) return 0;
-  const double kept = detail::window_context(window, seq_len) / ((detail::d(seq_len) + 1) / 2);
-  return detail::d(detail::window_layers(layers, skip_freq)) / detail::d(layers) * (1 - kept);
+  if (window <= 0 || layers <= 0) return 0;
+  return detail::d(detail::window_layers(layers, skip_freq)) / detail::d(layers) *
+         (1 - window_pair_share(window, seq_len, seq_len));
 }
 
 }  // namespace megatron_bridge
