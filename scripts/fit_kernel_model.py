@@ -9,6 +9,12 @@ The model (efficiency = FLOPs / (time x data-sheet peak), as the tables define i
                                                                   it also reports was left out)
   grouped GEMM  eff = sustained x M / (M + m0)                    M: rows (tokens) per group
   attention     eff = ceiling x x / (x + x0), x = batch x heads x ceil(seq / 128) / SMs
+  PCIe links   busbw = eff x NCCL's figure (24 GB/s Gen4 x16 inside a socket, 16 GB/s the EPYC
+                socket link, shared by the node's groups crossing it; an all-to-all of n ranks
+                carries n^2 / (4 (n - 1)) times a ring's bytes across it), one eff for every tier
+                and collective of a100_pcie.json's `networks` (leave-one-out error)
+  NVLink        busbw = eff x the data sheet's one-way NVLink bandwidth, fitted to
+                b200_bf16_ceperm.json's high_intra_node collectives
 Usage: python3 scripts/fit_kernel_model.py [path/to/simumax/configs/system]
 """
 import json, math, os, random, statistics as st, sys
@@ -78,3 +84,40 @@ for arch, (file, sms, tiles) in ARCHS.items():
             rows.append((int(d["batch"]) * int(d["head_num"]) * math.ceil(int(d["seq_len"]) / 128) / sms, v))
         report(arch, kind, rows, lambda x, p: p[0] * x / (x + p[1]),
                [(c / 100, x0 / 20) for c in range(40, 161) for x0 in range(0, 201)])
+
+
+def pcie_rows(path):
+    """(label, NCCL figure x sharing in B/s, measured bus bandwidth in B/s) per measured collective."""
+    gib, nets, rows = 2**30, json.load(open(path))["networks"], []
+    for tier, link in (("intra_node_pcie_2x", 24e9), ("intra_node_pcie_4x", 24e9), ("intra_node_pcie_8x", 16e9)):
+        base = nets[tier]["bandwidth"]["gbps"] * gib
+        for op in ("all_reduce", "all_gather", "reduce_scatter", "all2all"):
+            o = nets[tier]["op"][op]
+            if "efficient_factor" not in o:
+                continue
+            across = tier.endswith("8x") and op == "all2all"
+            rows.append((f"{tier} {op}", link * (4 * 7 / 64 if across else 1), base * o["efficient_factor"]))
+            for n, v in o.get("dp_fixed_bw", {}).items():  # 8 / n groups of n share the socket link
+                rows.append((f"{tier} {op} dp{n}", link * int(n) / 8, v * gib))
+    return rows
+
+
+def nvlink_rows(path, sheet_gb_per_s):
+    """NVLink collectives of `path` against the data sheet's one-way NVLink bandwidth."""
+    tier = json.load(open(path))["networks"]["high_intra_node"]
+    base = tier["bandwidth"]["gbps"] * 2**30
+    return [(op, sheet_gb_per_s * 1e9, base * tier["op"][op]["efficient_factor"])
+            for op in ("all_reduce", "all_gather", "reduce_scatter", "all2all")]
+
+
+def report_link(arch, what, rows):
+    grid = [e / 1000 for e in range(500, 1301)]
+    eff = lambda rs: min(grid, key=lambda e: st.mean(abs(math.log(e * m / y)) for _, m, y in rs))
+    held = [abs(eff(rows[:i] + rows[i + 1:]) * rows[i][1] / rows[i][2] - 1) for i in range(len(rows))]
+    print(f"{arch:10s} {what:24s} n={len(rows):3d}  fit ({eff(rows)},)  "
+          f"held-out |err| mean {100 * st.mean(held):.1f}% max {100 * max(held):.1f}% (leave-one-out)")
+
+
+report_link("ampere", "pcie link efficiency", pcie_rows(os.path.join(ROOT, ARCHS["ampere"][0])))
+# B200 NVLink 5: 900 GB/s each way (B200 data sheet: 1.8 TB/s bidirectional).
+report_link("blackwell", "nvlink efficiency", nvlink_rows(os.path.join(ROOT, ARCHS["blackwell"][0]), 900))

@@ -41,7 +41,10 @@
 /// the causal pairs (serving) has its efficiency scaled by the share of pairs it counts.
 ///
 /// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
-/// each architecture's measured bandwidth shares and latency.
+/// each architecture's measured bandwidth shares and latency. NVLink collectives keep NCCL's
+/// protocol model (network_cost.hpp) at the share of the data-sheet bandwidth the table's NVLink
+/// collectives reach (Blackwell; Ampere's table is a PCIe machine's, see catalogue.hpp
+/// `pci_link_efficiency`).
 ///
 /// The per-architecture constants are fitted to SimuMax's microbenchmark tables
 /// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
@@ -2964,6 +2967,9 @@ struct kernel_model_constants {
   /// the time each kernel adds in eager-mode training (host and launch), microseconds.
   double hbm_default = 0, hbm_permute_fwd = 0, hbm_permute_bwd = 0, hbm_ce = 0, hbm_ce_fusion = 0;
   double kernel_latency_us = 0;
+  /// NVLink collectives' bus bandwidth as a share of the data-sheet NVLink bandwidth (one
+  /// direction); 0: no measured table, the catalogue's assumption.
+  double nvlink_efficiency = 0;
 };
 
 namespace kernel_models {
@@ -3017,7 +3023,14 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .hbm_permute_bwd = 0.5108178337365621 * share_of_sheet(8000, 8000),
                                                   .hbm_ce = 0.3246108444537549 * share_of_sheet(8000, 8000),
                                                   .hbm_ce_fusion = 0.2795145022199592 * share_of_sheet(8000, 8000),
-                                                  .kernel_latency_us = 30};
+                                                  .kernel_latency_us = 30,
+                                                  // b200_bf16_ceperm.json's NVLink all-reduce,
+                                                  // all-gather, reduce-scatter and all-to-all:
+                                                  // 900 GiB/s x 0.7424 / 0.6735 / 0.6731 / 0.5968
+                                                  // over the data sheet's 900 GB/s each way;
+                                                  // leave-one-out |error| mean 5.5 %, max 12.8 %
+                                                  // (the all-to-all).
+                                                  .nvlink_efficiency = 0.723};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -3618,6 +3631,14 @@ inline constexpr double hbm_efficiency = 0.80;
 inline constexpr double kernel_latency_us = 10.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
+/// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, 16 GB/s the EPYC socket
+/// link; see `pcie_gen4_x16_gb_per_s`), which already discount PCIe's protocol overhead from the
+/// 31.5 GB/s raw rate: collectives reach 0.929 of them. Fitted by scripts/fit_kernel_model.py to
+/// the 16 measured collectives of SimuMax's a100_pcie.json (2-, 4- and 8-GPU tiers and its
+/// per-group-size data-parallel figures); held-out |error| mean 7.5 %, max 26.8 % (the 8-GPU
+/// all-to-all, which runs faster than the socket link's figure allows). Applied to every catalogue
+/// PCIe system (L40S included) as an assumption.
+inline constexpr double pci_link_efficiency = 0.929;
 // Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
 // its link class (nccl_link) instead of a per-step latency.
 }  // namespace assumptions
@@ -3630,10 +3651,11 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
   network_tier t{};
   t.name.assign(name);
   t.nccl_link = link;
-  t.bandwidth = {.present = true,
-                 .gbps = sheet_gbps(gb_per_s_one_direction),
-                 .efficient_factor = assumptions::link_efficiency,
-                 .latency_us = 0};
+  t.bandwidth = {
+      .present = true,
+      .gbps = sheet_gbps(gb_per_s_one_direction),
+      .efficient_factor = link == nccl_link_kind::pci ? assumptions::pci_link_efficiency : assumptions::link_efficiency,
+      .latency_us = 0};
   t.op[0] = {.present = true, .scale = 2, .offset = -1};  // all_reduce: 2(n-1)/n
   t.op[1] = {.present = true, .scale = 1, .offset = -1};  // all_gather
   t.op[2] = {.present = true, .scale = 1, .offset = -1};  // reduce_scatter
@@ -3739,6 +3761,9 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
       e = bw[0];
       e.efficient_factor = share;
     }
+  for (std::size_t t = 0; t < s.network_count; ++t)
+    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0)
+      s.networks[t].bandwidth.efficient_factor = k.nvlink_efficiency;
   return s;
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
@@ -4194,6 +4219,16 @@ constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind li
   return seconds{best};
 }
 
+/// An all-to-all across a shared link (a PCIe host's socket link) against the ring traffic the
+/// tier prices: a group of n ranks, half on each side, sends each rank's size/n to every peer, so
+/// each direction of the link carries (n/2) x (n/2) x size/n = n x size / 4, where a ring crosses
+/// it with one rank's (n - 1)/n x size. The factor is n^2 / (4 (n - 1)): 1 for two ranks, 16/7 for
+/// eight.
+constexpr double shared_link_all2all_factor(std::int64_t n) {
+  const auto ranks = static_cast<double>(n);
+  return ranks * ranks / (4 * (ranks - 1));
+}
+
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
 /// `s` supplies how many groups share a node's inter-node links.
 constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier,
@@ -4218,6 +4253,7 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
       tier.shared_link && n < in_node)
     bandwidth /= static_cast<double>(in_node / n);
+  if (tier.shared_link && c.kind == collective_kind::all2all) traffic *= shared_link_all2all_factor(n);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers

@@ -21,7 +21,10 @@
 /// the causal pairs (serving) has its efficiency scaled by the share of pairs it counts.
 ///
 /// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
-/// each architecture's measured bandwidth shares and latency.
+/// each architecture's measured bandwidth shares and latency. NVLink collectives keep NCCL's
+/// protocol model (network_cost.hpp) at the share of the data-sheet bandwidth the table's NVLink
+/// collectives reach (Blackwell; Ampere's table is a PCIe machine's, see catalogue.hpp
+/// `pci_link_efficiency`).
 ///
 /// The per-architecture constants are fitted to SimuMax's microbenchmark tables
 /// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
@@ -49,6 +52,9 @@ struct kernel_model_constants {
   /// the time each kernel adds in eager-mode training (host and launch), microseconds.
   double hbm_default = 0, hbm_permute_fwd = 0, hbm_permute_bwd = 0, hbm_ce = 0, hbm_ce_fusion = 0;
   double kernel_latency_us = 0;
+  /// NVLink collectives' bus bandwidth as a share of the data-sheet NVLink bandwidth (one
+  /// direction); 0: no measured table, the catalogue's assumption.
+  double nvlink_efficiency = 0;
 };
 
 namespace kernel_models {
@@ -102,7 +108,14 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .hbm_permute_bwd = 0.5108178337365621 * share_of_sheet(8000, 8000),
                                                   .hbm_ce = 0.3246108444537549 * share_of_sheet(8000, 8000),
                                                   .hbm_ce_fusion = 0.2795145022199592 * share_of_sheet(8000, 8000),
-                                                  .kernel_latency_us = 30};
+                                                  .kernel_latency_us = 30,
+                                                  // b200_bf16_ceperm.json's NVLink all-reduce,
+                                                  // all-gather, reduce-scatter and all-to-all:
+                                                  // 900 GiB/s x 0.7424 / 0.6735 / 0.6731 / 0.5968
+                                                  // over the data sheet's 900 GB/s each way;
+                                                  // leave-one-out |error| mean 5.5 %, max 12.8 %
+                                                  // (the all-to-all).
+                                                  .nvlink_efficiency = 0.723};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).

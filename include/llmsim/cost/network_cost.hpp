@@ -226,6 +226,16 @@ constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind li
   return seconds{best};
 }
 
+/// An all-to-all across a shared link (a PCIe host's socket link) against the ring traffic the
+/// tier prices: a group of n ranks, half on each side, sends each rank's size/n to every peer, so
+/// each direction of the link carries (n/2) x (n/2) x size/n = n x size / 4, where a ring crosses
+/// it with one rank's (n - 1)/n x size. The factor is n^2 / (4 (n - 1)): 1 for two ranks, 16/7 for
+/// eight.
+constexpr double shared_link_all2all_factor(std::int64_t n) {
+  const auto ranks = static_cast<double>(n);
+  return ranks * ranks / (4 * (ranks - 1));
+}
+
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
 /// `s` supplies how many groups share a node's inter-node links.
 constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s, const network_tier& tier,
@@ -250,6 +260,7 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
       tier.shared_link && n < in_node)
     bandwidth /= static_cast<double>(in_node / n);
+  if (tier.shared_link && c.kind == collective_kind::all2all) traffic *= shared_link_all2all_factor(n);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
