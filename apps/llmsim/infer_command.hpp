@@ -17,7 +17,7 @@ namespace lj = llmsim::json;
 
 struct infer_args {
   std::string model, system, format = "text";
-  std::string weights = "bf16", activations = "bf16", kv_cache = "bf16";
+  std::string weights = "bf16", activations = "bf16", kv_cache = "bf16", gqa_decode_reads = "per_kv_head";
   bool no_cuda_graphs = false;
   llmsim::inference_spec spec{};
 };
@@ -43,6 +43,12 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--kv-cache", a.kv_cache, "KV-cache elements")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8"}))
+      ->capture_default_str();
+  c->add_option("--gqa-decode-reads", a.gqa_decode_reads,
+                "How decode attention reads a grouped-query layer's KV cache: once per KV head (FlashDecoding, "
+                "FlashAttention with packed GQA, TensorRT-LLM XQA), or once per query head (the masked MHA kernel "
+                "of FasterTransformer and TensorRT-LLM up to 0.6)")
+      ->check(CLI::IsMember({"per_kv_head", "per_query_head"}))
       ->capture_default_str();
   c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
               "The host launches each kernel: a step takes at least kernels x --host-launch-us");
@@ -101,6 +107,7 @@ inline int run_infer(infer_args& a, int does_not_fit) {
   a.spec.weights = detail::parse_enum<llmsim::weight_format>(a.weights);
   a.spec.activations = detail::parse_enum<llmsim::activation_format>(a.activations);
   a.spec.kv_cache = detail::parse_enum<llmsim::kv_cache_format>(a.kv_cache);
+  a.spec.gqa_decode_reads = detail::parse_enum<llmsim::gqa_decode_read_kind>(a.gqa_decode_reads);
   a.spec.cuda_graphs = !a.no_cuda_graphs;
   const llmsim::model_spec model = lj::load_model(a.model);
   const lj::system_config system = lj::load_system(a.system);

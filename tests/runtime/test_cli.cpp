@@ -981,6 +981,25 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_EQ(run_cli(base + "--weights int3").exit_code, 2);
   const auto text = run_cli(base + "--batch 8");
   EXPECT_NE(text.out.find("time to first token"), std::string::npos) << text.out;
+  // --gqa-decode-reads reaches the library: Llama-2-70B's per-query-head reading equals the
+  // library's, and is slower than reading each KV head once.
+  const std::string gqa =
+      "infer --model llama2-70b --system h100-sxm --tp 4 --batch 64 --input-len 2048 "
+      "--output-len 16 --format json --gqa-decode-reads ";
+  const auto per_query = run_cli(gqa + "per_query_head"), per_kv = run_cli(gqa + "per_kv_head");
+  ASSERT_EQ(per_query.exit_code, 0) << per_query.err;
+  EXPECT_EQ(per_query.out_json()["inference"]["gqa_decode_reads"], "per_query_head");
+  llmsim::inference_spec g;
+  g.tp = 4;
+  g.batch = 64;
+  g.input_len = 2048;
+  g.output_len = 16;
+  g.gqa_decode_reads = llmsim::gqa_decode_read_kind::per_query_head;
+  EXPECT_DOUBLE_EQ(per_query.out_json()["result"]["tpot_ms"].get<double>(),
+                   llmsim::infer(llmsim::catalogue::llama2_70b, g, llmsim::catalogue::h100_sxm).tpot.value * 1e3);
+  EXPECT_GT(per_query.out_json()["result"]["tpot_ms"].get<double>(),
+            per_kv.out_json()["result"]["tpot_ms"].get<double>());
+  EXPECT_EQ(run_cli(gqa + "per_token").exit_code, 2);
 }
 
 /// The lines of a CSV document split into fields, RFC 4180 quoting undone (no field holds a

@@ -113,6 +113,28 @@ TEST(Inference, EachDecodeStepReadsTheCacheAtItsLength) {
   EXPECT_NEAR((half.last_step - half.first_step).value, 201326592.0 / 2 / 1e12, 1e-12);
 }
 
+TEST(Inference, GroupedQueryCacheReadPerQueryHeadByTheOldMaskedMhaKernel) {
+  // Llama-2-70B: 64 query heads over 8 KV heads of 128, 80 layers. Batch 8, 100 prompt tokens, 50
+  // generated: the last step reads 48 more cached tokens than the first, K and V of 8 heads:
+  // 2 x 8 x 128 x 2 B = 4,096 B per token and layer; x 48 x 8 sequences x 80 layers = 125,829,120 B
+  // -> 125.83 us at 1e12 B/s. Read once per query head (TensorRT-LLM <= 0.6's masked MHA), each
+  // KV head's cache streams 64 / 8 = 8 times: 1,006,632,960 B -> 1.00663 ms.
+  auto shared = job(8, 100, 50);
+  const auto once = llmsim::infer(cat::llama2_70b, shared, bandwidth_bound());
+  EXPECT_NEAR((once.last_step - once.first_step).value, 125829120.0 / 1e12, 1e-12);
+  auto per_query = shared;
+  per_query.gqa_decode_reads = llmsim::gqa_decode_read_kind::per_query_head;
+  const auto eight = llmsim::infer(cat::llama2_70b, per_query, bandwidth_bound());
+  EXPECT_NEAR((eight.last_step - eight.first_step).value, 8 * 125829120.0 / 1e12, 1e-12);
+  // Prefill caches nothing before it: the same time either way.
+  EXPECT_DOUBLE_EQ(eight.ttft.value, once.ttft.value);
+  // A multi-head model (Llama-2-7B) and an MLA one (DeepSeek-V2-Lite) read the same either way.
+  for (const llmsim::model_spec* m : {&cat::llama2_7b, &cat::deepseek_v2_lite}) {
+    const double a = llmsim::infer(*m, shared, bandwidth_bound()).tpot.value;
+    EXPECT_DOUBLE_EQ(llmsim::infer(*m, per_query, bandwidth_bound()).tpot.value, a) << m->model_name.view();
+  }
+}
+
 TEST(Inference, PrefillIsItsFlopsAtThePeak) {
   // Batch 2 x 1024 prompt tokens at 100 TFLOP/s, memory free:
   // - decoder GEMMs 2 x 6,476,005,376 x 2,048 tokens = 26,525,718,020,096 FLOPs;
@@ -268,6 +290,8 @@ TEST(Inference, TheJobsKernelLatencyReplacesTheSystemFiles) {
   i.kernel_latency_us = 5;
   const auto slow = llmsim::infer(cat::llama2_7b, i, sys);
   EXPECT_NEAR(slow.tpot.value - base.tpot.value, 5e-6 * base.decode_kernels, 1e-9);
+  // The default is the 5 us per kernel of Hazy Research's H100 decode estimate (inference_spec).
+  EXPECT_DOUBLE_EQ(inference_spec{}.kernel_latency_us, 5.0);
 }
 
 TEST(Inference, RefusalsNameTheField) {
@@ -358,6 +382,41 @@ TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
   unknown = row;
   unknown["gpu"] = "TPU v5e";
   EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("TPU v5e"), std::string::npos);
+}
+
+TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {
+  // The recipes' decode_attention rule: TensorRT-LLM v0.5 / v0.6 rows decode with the per-head
+  // masked MHA kernel; a later release, another framework, or none read once per KV head.
+  namespace lj = llmsim::json;
+  const auto recipes = lj::read_file(llmsim_test::source_dir() / "configs" / "inference" / "validation.json");
+  lj::value row = {{"id", "X2"},
+                   {"model", "Llama-2-70B"},
+                   {"gpu", "H100 SXM"},
+                   {"precision_weights", "FP16"},
+                   {"tp", 4},
+                   {"batch_size", 8},
+                   {"isl", 100},
+                   {"osl", 20},
+                   {"framework", "TensorRT-LLM (gptSessionBenchmark, static batching)"},
+                   {"framework_version", "v0.6.1"}};
+  using kind = llmsim::gqa_decode_read_kind;
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_query_head);
+  row["framework_version"] = "v0.5 (doc: \"The following data is from TensorRT-LLM v0.5\")";
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_query_head);
+  row["framework_version"] = "v0.7.1";
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  row["framework"] = "vLLM";
+  row["framework_version"] = "v0.6.1";
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  row.erase("framework");
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  // A recipe naming no such reading is refused with the field and the rule.
+  lj::value bad = recipes;
+  bad["decode_attention"][0]["gqa_decode_reads"] = "per_token";
+  row["framework"] = "TensorRT-LLM";
+  row["framework_version"] = "v0.6.1";
+  EXPECT_EQ(lj::inference_cases::map_row(row, bad).refused,
+            "recipe decode_attention.gqa_decode_reads=\"per_token\" must be per_kv_head or per_query_head");
 }
 
 TEST(InferenceCases, EveryVisibleRowIsEstimated) {

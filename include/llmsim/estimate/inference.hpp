@@ -47,6 +47,21 @@ struct enum_names<kv_cache_format> {
                                                                                       {kv_cache_format::int8, "int8"}}};
 };
 
+/// How a decode step's attention kernel reads a grouped-query (GQA / MQA) layer's KV cache.
+/// `per_kv_head`: once per KV head, every query head of its group served from it (FlashDecoding,
+/// TensorRT-LLM's XQA kernel and its masked MHA since 0.7, FlashAttention with packed GQA).
+/// `per_query_head`: once per query head: the masked multi-head attention kernel of
+/// FasterTransformer and TensorRT-LLM up to 0.6 runs one thread block per (query head, sequence),
+/// each streaming its group's K and V (TensorRT-LLM docs/source/gpt_attention.md at v0.6.1,
+/// "Generation Phase"; release notes 0.7.0: "MMHA optimization for MQA and GQA", "FP8 KV cache
+/// support for XQA kernel"). Multi-head layers and MLA read the same either way.
+enum class gqa_decode_read_kind : std::uint8_t { per_kv_head, per_query_head };
+template <>
+struct enum_names<gqa_decode_read_kind> {
+  static constexpr std::array<std::pair<gqa_decode_read_kind, std::string_view>, 2> value{
+      {{gqa_decode_read_kind::per_kv_head, "per_kv_head"}, {gqa_decode_read_kind::per_query_head, "per_query_head"}}};
+};
+
 /// One serving job: a model replica over tp x pp GPUs (experts over ep of them), `dp` replicas.
 struct inference_spec {
   std::int64_t batch = 1;       ///< sequences one replica decodes together
@@ -58,6 +73,7 @@ struct inference_spec {
   std::int64_t int4_group_size = 128;
   activation_format activations = activation_format::bf16;
   kv_cache_format kv_cache = kv_cache_format::bf16;
+  gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
   /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
   /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
   /// step takes at least kernels x `host_launch_us`.
@@ -66,12 +82,14 @@ struct inference_spec {
   /// few-microsecond launch overheads CUDA Graphs remove (NVIDIA blog "Getting Started with CUDA
   /// Graphs", 2019).
   double host_launch_us = 4.0;
-  /// Device time each kernel adds to its bytes over bandwidth (ramp-up, tail, the gap to the next
-  /// kernel), microseconds: an assumption (no published figure for it was found; the catalogue's
-  /// flat per-kernel latency before the kernel model). It replaces the system's
+  /// Device time each kernel adds to its bytes over bandwidth (launch gap, ramp-up, stragglers,
+  /// memory latency), microseconds: Hazy Research's estimate for H100 decode, "an optimistic 5 us
+  /// of stalling per kernel (counting stragglers, kernel launch, and memory latencies)" ("Look Ma,
+  /// No Bubbles! Designing a Low-Latency Megakernel for Llama-1B", 2025; they measure the launch
+  /// gap alone at 1.3 us under CUDA graphs). It replaces the system's
   /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
   /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
-  double kernel_latency_us = 10.0;
+  double kernel_latency_us = 5.0;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
@@ -97,6 +115,14 @@ constexpr double stored_weight_bytes(const inference_spec& i) {
 }
 constexpr double kv_cache_bytes(const inference_spec& i) {
   return i.kv_cache == kv_cache_format::fp8 || i.kv_cache == kv_cache_format::int8 ? 1 : 2;
+}
+/// Times a decode step's attention streams each KV head's cache: the query heads a KV head serves
+/// when the kernel reads it per query head (see gqa_decode_read_kind), else once.
+constexpr double decode_kv_read_repeats(const model_spec& m, const inference_spec& i) {
+  const bool grouped = m.attention_type != attention_kind::mla && m.kv_head_num < m.head_num;
+  return grouped && i.gqa_decode_reads == gqa_decode_read_kind::per_query_head
+             ? static_cast<double>(m.head_num) / static_cast<double>(m.kv_head_num)
+             : 1.0;
 }
 
 /// Checks an inference job against its model and system; errors name the `inference.<field>`.
@@ -279,10 +305,13 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                                              std::int64_t batch, std::int64_t tokens, std::int64_t kv_cached) {
   const strategy_spec s = detail::inference_strategy(m, i, batch, tokens);
   const std::int64_t vocab = padded_vocab(m, i.tp);
+  // A forward over cached tokens is a decode step (prefill caches nothing before it).
+  const double kv_reads = kv_cached > 0 ? decode_kv_read_repeats(m, i) : 1.0;
   const inference_forward layers{.kv_cached = kv_cached,
                                  .weight_bytes = stored_weight_bytes(i),
                                  .kv_bytes = kv_cache_bytes(i),
-                                 .routed_tokens = static_cast<double>(batch * tokens)};
+                                 .routed_tokens = static_cast<double>(batch * tokens),
+                                 .kv_read_repeats = kv_reads};
   const double element = static_cast<double>(dtype_bytes(s.dtype));
   const inference_forward lm_forward{.kv_cached = kv_cached, .weight_bytes = element, .kv_bytes = kv_cache_bytes(i)};
   build_context c = make_build_context(m, s, sys, vocab);
@@ -348,7 +377,10 @@ namespace detail {
 constexpr seconds decode_attention(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                    std::int64_t batch, std::int64_t kv_cached) {
   const strategy_spec s = inference_strategy(m, i, batch, 1);
-  const inference_forward f{.kv_cached = kv_cached, .weight_bytes = 2, .kv_bytes = kv_cache_bytes(i)};
+  const inference_forward f{.kv_cached = kv_cached,
+                            .weight_bytes = 2,
+                            .kv_bytes = kv_cache_bytes(i),
+                            .kv_read_repeats = decode_kv_read_repeats(m, i)};
   build_context c = make_build_context(m, s, sys, padded_vocab(m, i.tp));
   c.inference = &f;
   return core_attention_leaf(c).fwd * static_cast<double>(m.layer_num);

@@ -69,6 +69,7 @@ inline value to_json(const inference_spec& i) {
           {"int4_group_size", i.int4_group_size},
           {"activations", std::string(enum_name(i.activations))},
           {"kv_cache", std::string(enum_name(i.kv_cache))},
+          {"gqa_decode_reads", std::string(enum_name(i.gqa_decode_reads))},
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
           {"kernel_latency_us", i.kernel_latency_us},
@@ -176,6 +177,28 @@ inline std::string resolve_system(row_job& job, const value& row, const value& r
   return "gpu \"" + gpu + "\" matches no system rule of the recipe file";
 }
 
+/// How the row's framework reads a grouped-query layer's cache at decode: the first recipe rule
+/// (`decode_attention`) whose `framework` the row's framework text contains and one of whose
+/// `versions` its framework_version starts with; else once per KV head.
+inline std::string resolve_decode_attention(row_job& job, const value& row, const value& recipes) {
+  if (!recipes.contains("decode_attention")) return {};
+  const std::string framework = text_of(row, "framework"), version = text_of(row, "framework_version");
+  for (const value& rule : recipes["decode_attention"]) {
+    if (framework.find(rule.at("framework").get<std::string>()) == std::string::npos) continue;
+    bool listed = false;
+    for (const value& v : rule.at("versions")) listed = listed || version.rfind(v.get<std::string>(), 0) == 0;
+    if (!listed) continue;
+    const std::string reads = rule.at("gqa_decode_reads").get<std::string>();
+    for (const auto& [kind, name] : enum_names<gqa_decode_read_kind>::value)
+      if (name == reads) {
+        job.spec.gqa_decode_reads = kind;
+        return {};
+      }
+    return "recipe decode_attention.gqa_decode_reads=\"" + reads + "\" must be per_kv_head or per_query_head";
+  }
+  return {};
+}
+
 /// Weight, activation and KV-cache formats from the row's precision texts ("FP16", "FP8",
 /// "INT8 weight-only", "INT4 weight-only, group size 32", "BF16 (assumed)").
 inline std::string resolve_precision(row_job& job, const value& row) {
@@ -223,6 +246,8 @@ inline row_job map_row(const value& row, const value& recipes) {
     if (!job.refused.empty()) return job;
   }
   job.refused = detail::resolve_precision(job, row);
+  if (!job.refused.empty()) return job;
+  job.refused = detail::resolve_decode_attention(job, row, recipes);
   if (!job.refused.empty()) return job;
   std::string& why = job.refused;
   const auto batch = detail::count_of(row, "batch_size", why), isl = detail::count_of(row, "isl", why);

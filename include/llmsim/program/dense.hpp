@@ -65,6 +65,9 @@ struct inference_forward {
   /// Tokens routed by the whole expert-parallel group in this forward: a rank's grouped GEMMs read
   /// only the experts they activate (`expected_active_experts`).
   double routed_tokens = 0;
+  /// Times attention streams each KV head's cache (estimate/inference.hpp
+  /// `decode_kv_read_repeats`: a GQA group's query heads read it each, or once together).
+  double kv_read_repeats = 1;
 };
 
 /// Everything a leaf builder needs: the three specs, the tiers the groups use, and where ops go.
@@ -436,9 +439,10 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
                               .pairs = len.pairs};
   const double sparse = skipped_pair_share(c, len);
   // Inference reads the cache; a windowed layer only the keys its queries' windows reach.
-  const double fwd_bytes =
-      c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) * window_read_share(c.m(), len.q, len.kv)
-                             : (q + 2 * k + q + lse) * E;
+  const double fwd_bytes = c.inference != nullptr ? (2 * q + lse) * E + 2 * k * kv_element_bytes(c) *
+                                                                            window_read_share(c.m(), len.q, len.kv) *
+                                                                            c.inference->kv_read_repeats
+                                                  : (q + 2 * k + q + lse) * E;
   c.emit(l, attention_op(pass_kind::forward, shape, fwd_bytes, sparse));
   c.emit(l, attention_op(pass_kind::backward_input, shape, (2 * q + 4 * k + q + lse) * E, sparse));
   l.input = (q + 2 * k) * E;
