@@ -402,16 +402,6 @@ lj::perf_llm configured(const spec_args& a, std::vector<std::string>& warnings) 
   return perf;
 }
 
-/// Runs the estimate of a configured perf_llm; refusals name the strategy as `estimate_of` does.
-void run_estimate(lj::perf_llm& perf, const std::string& strategy_arg) {
-  try {
-    perf.run_estimate();
-  } catch (const llmsim::config_error& e) {
-    if (!e.file().empty()) throw;
-    throw e.in_file(strategy_arg);
-  }
-}
-
 /// Writes the timeline of the configured job to `file` (an input error if it cannot be written).
 void write_trace(const lj::perf_llm& perf, const std::string& file) {
   const auto trace = llmsim::trace_iteration(perf.model(), perf.strategy(), perf.system());
@@ -434,7 +424,7 @@ lj::value perf_document(const lj::perf_llm& perf, const spec_args& a, const std:
 int run_perf(const spec_args& a) {
   std::vector<std::string> warnings;
   auto perf = configured(a, warnings);
-  run_estimate(perf, *a.strategy);
+  perf.run_estimate(*a.strategy);
   const int status = memory_status(perf.result(), a.allow_oom);
   if (a.trace_file) write_trace(perf, *a.trace_file);
   if (a.format == "json") {
@@ -453,7 +443,7 @@ int run_perf(const spec_args& a) {
 int run_report(const spec_args& a, const std::string& file) {
   std::vector<std::string> warnings;
   auto perf = configured(a, warnings);
-  run_estimate(perf, *a.strategy);
+  perf.run_estimate(*a.strategy);
   const int status = memory_status(perf.result(), a.allow_oom);
   const auto timeline = lj::html::timeline_of(perf.model(), perf.strategy(), perf.system());
   const std::string html =
@@ -476,7 +466,7 @@ int run_report(const spec_args& a, const std::string& file) {
 int run_bench(const spec_args& a, int iterations) {
   std::vector<std::string> warnings;
   auto perf = configured(a, warnings);
-  run_estimate(perf, *a.strategy);  // refusals are reported once, as perf reports them
+  perf.run_estimate(*a.strategy);  // refusals are reported once, as perf reports them
   std::vector<double> ns;
   ns.reserve(static_cast<std::size_t>(iterations));
   double sink = 0;

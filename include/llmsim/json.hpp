@@ -1797,15 +1797,30 @@ class perf_llm : public llmsim::perf_llm {
     system_ = load_system(system_file, opt, system_overrides);
     validate_files(model, model_file.string(), strategy, strategy_file.string(), system_.spec(), system_file.string());
     configure(strategy, model, system_.spec());
+    strategy_file_ = strategy_file.string();
   }
   /// Keeps a loaded system alive and configures with it.
   void configure(const strategy_spec& strategy, const model_spec& model, const system_config& system) {
     system_ = system;
     configure(strategy, model, system_.spec());
+    strategy_file_.clear();
   }
+  /// Runs the estimate. Its refusals (a feature the strategy asks for that this model or schedule
+  /// cannot run) name a strategy field but no file: they are reported against `strategy_file`.
+  void run_estimate(const std::string& strategy_file) {
+    try {
+      llmsim::perf_llm::run_estimate();
+    } catch (const config_error& e) {
+      if (!e.file().empty() || strategy_file.empty()) throw;
+      throw e.in_file(strategy_file);
+    }
+  }
+  /// ... against the strategy file `configure` read (none after configuring from specs).
+  void run_estimate() { run_estimate(strategy_file_); }
 
  private:
   system_config system_;
+  std::string strategy_file_;
 };
 
 /// What `llmsim perf --format json` prints of an estimated job (the CLI adds training_cost and

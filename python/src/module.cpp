@@ -67,12 +67,7 @@ job parse_job(const py::dict& strategy, const py::dict& model, const py::dict& s
 /// The estimate of a job; a refused feature is reported against the strategy, as the CLI does.
 void run_estimate(lj::perf_llm& perf, const job& j, const std::string& strategy_src) {
   perf.configure(j.strategy, j.model, j.system);
-  try {
-    perf.run_estimate();
-  } catch (const llmsim::config_error& e) {
-    if (!e.file().empty()) throw;
-    throw e.in_file(strategy_src);
-  }
+  perf.run_estimate(strategy_src);
 }
 
 /// `llmsim perf --format json` of a job: cost_result, mem_result and the rest, plus the text report.

@@ -395,6 +395,28 @@ TEST(JsonCatalogueNames, LoadersAcceptCatalogueAndCompactNames) {
   EXPECT_EQ(perf.system().accelerator.mem_gbs, 141.0);
 }
 
+TEST(JsonPerfLlm, RefusalsOfTheEstimateNameTheStrategy) {
+  // DeepSeek-V4 with context parallelism passes the loaders and is refused by the estimate, which
+  // names strategy.cp_size but no file: json::perf_llm reports it against the strategy it read.
+  const auto file_of_refusal = [](auto run) {
+    try {
+      run();
+    } catch (const llmsim::config_error& e) {
+      EXPECT_EQ(e.field(), "strategy.cp_size");
+      return e.file();
+    }
+    return std::string("accepted");
+  };
+  lj::perf_llm perf;
+  perf.configure("cp2_dp64_ep64", "deepseek-v4-flash", "gb200-nvl72");
+  EXPECT_EQ(file_of_refusal([&] { perf.run_estimate(); }), "cp2_dp64_ep64");
+  // Configured from specs it knows no file: the caller names one, or the error keeps none.
+  perf.configure(lj::load_strategy("cp2_dp64_ep64"), llmsim::catalogue::deepseek_v4_flash,
+                 lj::load_system("gb200-nvl72"));
+  EXPECT_EQ(file_of_refusal([&] { perf.run_estimate("s.json"); }), "s.json");
+  EXPECT_EQ(file_of_refusal([&] { perf.run_estimate(); }), "");
+}
+
 TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
   const auto what = [](auto load, const char* arg) {
     try {
