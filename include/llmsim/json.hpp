@@ -1785,7 +1785,11 @@ inline value to_chrome_trace(const iteration_trace& t) {
 /// `llmsim::perf_llm` that also takes file paths and owns what it loaded.
 class perf_llm : public llmsim::perf_llm {
  public:
-  using llmsim::perf_llm::configure;
+  /// Configures from specs: no strategy file to name in the estimate's refusals.
+  void configure(const strategy_spec& strategy, const model_spec& model, const system_spec& system) {
+    llmsim::perf_llm::configure(strategy, model, system);
+    strategy_file_.clear();
+  }
   /// Loads the three files or catalogue names (with optional overrides, merged as
   /// `merge_overrides` does: keys may be dotted, `{"accelerator.mem_gbs": 141}`) and configures.
   void configure(const std::filesystem::path& strategy_file, const std::filesystem::path& model_file,
@@ -1803,7 +1807,6 @@ class perf_llm : public llmsim::perf_llm {
   void configure(const strategy_spec& strategy, const model_spec& model, const system_config& system) {
     system_ = system;
     configure(strategy, model, system_.spec());
-    strategy_file_.clear();
   }
   /// Runs the estimate. Its refusals (a feature the strategy asks for that this model or schedule
   /// cannot run) name a strategy field but no file: they are reported against `strategy_file`.

@@ -1452,7 +1452,8 @@ struct network_tier {
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
-  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
+  /// num_per_node / n groups of n ranks gets its share of the bandwidth, and an all-to-all carries
+  /// the bytes its ranks send across (network_cost.hpp `shared_link_all2all_factor`).
   bool shared_link = false;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
@@ -3631,9 +3632,9 @@ inline constexpr double hbm_efficiency = 0.80;
 inline constexpr double kernel_latency_us = 10.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
-/// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, 16 GB/s the EPYC socket
-/// link; see `pcie_gen4_x16_gb_per_s`), which already discount PCIe's protocol overhead from the
-/// 31.5 GB/s raw rate: collectives reach 0.929 of them. Fitted by scripts/fit_kernel_model.py to
+/// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, which already discounts
+/// PCIe's protocol overhead from the 31.5 GB/s raw rate; 16 GB/s NCCL's figure for the EPYC socket
+/// link; see `pcie_gen4_x16_gb_per_s`): collectives reach 0.929 of them. Fitted by scripts/fit_kernel_model.py to
 /// the 16 measured collectives of SimuMax's a100_pcie.json (2-, 4- and 8-GPU tiers and its
 /// per-group-size data-parallel figures); held-out |error| mean 7.5 %, max 26.8 % (the 8-GPU
 /// all-to-all, which runs faster than the socket link's figure allows). Applied to every catalogue
@@ -3673,6 +3674,9 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// socket run at the PCIe figure; groups spanning both sockets (tier intra_node_pcie_8x) cross the
 /// socket link, which the node's groups of a kind share (`shared_link`).
 inline constexpr double pcie_gen4_x16_gb_per_s = 24.0;
+/// PCIe Gen5 x16 as NCCL prices it: 16 lanes x 240 (100 Mb/s per lane at 32 GT/s) / 80 (same
+/// `ncclTopoAddPci` table).
+inline constexpr double pcie_gen5_x16_gb_per_s = 48.0;
 inline constexpr double epyc_socket_link_gb_per_s = 16.0;
 
 /// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
@@ -3800,6 +3804,12 @@ inline constexpr system_spec l40s =
 inline constexpr system_spec mi250x_gcd = detail::node("mi250x_gcd", "rocm", 0, 191.5, 0, 1638.4, 64, 50, false, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
+/// NVIDIA H100 PCIe 80 GB: 756 TFLOPS BF16 / 1513 FP8 dense (the data sheet's 1,513 / 3,026 are
+/// with sparsity), 2000 GB/s HBM2e, PCIe Gen5 x16 (NCCL's 48 GB/s, see `node`; the optional
+/// two-GPU NVLink bridge is not modelled), 400 Gb/s per GPU assumed as for the SXM part (NVIDIA
+/// H100 data sheet, "H100 PCIe" column). Its collectives take the PCIe fit of the A100 PCIe.
+inline constexpr system_spec h100_pcie =
+    detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
@@ -3850,13 +3860,14 @@ struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 14> systems{{
+inline constexpr std::array<named_system, 15> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"a100-sxm-40gb", &a100_sxm_40gb},
     {"l40s", &l40s},
     {"mi250x-gcd", &mi250x_gcd},
     {"h100-sxm", &h100_sxm},
+    {"h100-pcie", &h100_pcie},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},
@@ -4219,14 +4230,20 @@ constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind li
   return seconds{best};
 }
 
-/// An all-to-all across a shared link (a PCIe host's socket link) against the ring traffic the
-/// tier prices: a group of n ranks, half on each side, sends each rank's size/n to every peer, so
-/// each direction of the link carries (n/2) x (n/2) x size/n = n x size / 4, where a ring crosses
-/// it with one rank's (n - 1)/n x size. The factor is n^2 / (4 (n - 1)): 1 for two ranks, 16/7 for
-/// eight.
-constexpr double shared_link_all2all_factor(std::int64_t n) {
-  const auto ranks = static_cast<double>(n);
-  return ranks * ranks / (4 * (ranks - 1));
+/// An all-to-all across a shared link (a PCIe host's socket link, the node's first `per_node / 2`
+/// ranks on one side) against the ring traffic the tier prices: with a of the group's n ranks on
+/// one side and b on the other, each rank sending size/n to every peer, each direction of the link
+/// carries a x b x size/n, where a ring crosses it with one rank's (n - 1)/n x size. The factor is
+/// a b / (n - 1): 1 for a pair split across, 16/7 for eight split 4 + 4, 8/5 for six split 4 + 2.
+/// A group on one side crosses nothing: it keeps the ring's traffic (factor 1).
+constexpr double shared_link_all2all_factor(const group_layout& g, std::int64_t per_node) {
+  const std::int64_t half = per_node / 2;
+  if (g.size <= 1 || half < 1) return 1;
+  std::int64_t first = 0;  // members of the group starting at rank 0 on the first side
+  for (std::int64_t j = 0; j < g.size; ++j)
+    if ((j * g.stride) % per_node < half) ++first;
+  const auto a = static_cast<double>(first), b = static_cast<double>(g.size - first);
+  return a * b > 0 ? a * b / static_cast<double>(g.size - 1) : 1.0;
 }
 
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
@@ -4253,7 +4270,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
       tier.shared_link && n < in_node)
     bandwidth /= static_cast<double>(in_node / n);
-  if (tier.shared_link && c.kind == collective_kind::all2all) traffic *= shared_link_all2all_factor(n);
+  if (tier.shared_link && c.kind == collective_kind::all2all)
+    traffic *= shared_link_all2all_factor(layout_of(s, c.group), sys.num_per_node);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers
@@ -11684,11 +11702,13 @@ struct enum_names<kv_cache_format> {
 /// How a decode step's attention kernel reads a grouped-query (GQA / MQA) layer's KV cache.
 /// `per_kv_head`: once per KV head, every query head of its group served from it (FlashDecoding,
 /// TensorRT-LLM's XQA kernel and its masked MHA since 0.7, FlashAttention with packed GQA).
-/// `per_query_head`: once per query head: the masked multi-head attention kernel of
-/// FasterTransformer and TensorRT-LLM up to 0.6 runs one thread block per (query head, sequence),
-/// each streaming its group's K and V (TensorRT-LLM docs/source/gpt_attention.md at v0.6.1,
-/// "Generation Phase"; release notes 0.7.0: "MMHA optimization for MQA and GQA", "FP8 KV cache
-/// support for XQA kernel"). Multi-head layers and MLA read the same either way.
+/// `per_query_head`: once per query head. The masked multi-head attention kernel of
+/// FasterTransformer and TensorRT-LLM up to 0.6 runs "a single CUDA thread-block per head"
+/// (TensorRT-LLM docs/source/gpt_attention.md at v0.6.1, "Generation Phase"), each block reading
+/// its group's K and V; that the re-reads reach HBM (no reuse in L2) is this option's assumption.
+/// TensorRT-LLM's release notes list "MMHA optimization for MQA and GQA" under 0.7.0, and its later
+/// performance.md calls the GQA (XQA) kernels "experimental and not enabled by default"
+/// (`TRTLLM_ENABLE_XQA=1`). Multi-head layers and MLA read the same either way.
 enum class gqa_decode_read_kind : std::uint8_t { per_kv_head, per_query_head };
 template <>
 struct enum_names<gqa_decode_read_kind> {
@@ -11720,7 +11740,8 @@ struct inference_spec {
   /// memory latency), microseconds: Hazy Research's estimate for H100 decode, "an optimistic 5 us
   /// of stalling per kernel (counting stragglers, kernel launch, and memory latencies)" ("Look Ma,
   /// No Bubbles! Designing a Low-Latency Megakernel for Llama-1B", 2025; they measure the launch
-  /// gap alone at 1.3 us under CUDA graphs). It replaces the system's
+  /// gap alone at 1.3 us under CUDA graphs); a batch-1 Llama-1B figure, applied to every GPU and
+  /// framework as an assumption. It replaces the system's
   /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
   /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
   double kernel_latency_us = 5.0;

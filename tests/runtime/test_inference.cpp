@@ -128,11 +128,16 @@ TEST(Inference, GroupedQueryCacheReadPerQueryHeadByTheOldMaskedMhaKernel) {
   EXPECT_NEAR((eight.last_step - eight.first_step).value, 8 * 125829120.0 / 1e12, 1e-12);
   // Prefill caches nothing before it: the same time either way.
   EXPECT_DOUBLE_EQ(eight.ttft.value, once.ttft.value);
-  // A multi-head model (Llama-2-7B) and an MLA one (DeepSeek-V2-Lite) read the same either way.
-  for (const llmsim::model_spec* m : {&cat::llama2_7b, &cat::deepseek_v2_lite}) {
+  // A multi-head model (Llama-2-7B) reads the same either way; so does MLA, whose decode reads
+  // one latent per token whatever its head counts (here DeepSeek-V2-Lite given 4 KV heads).
+  llmsim::model_spec latent = cat::deepseek_v2_lite;
+  latent.kv_head_num = 4;
+  for (const llmsim::model_spec* m : {&cat::llama2_7b, static_cast<const llmsim::model_spec*>(&latent)}) {
     const double a = llmsim::infer(*m, shared, bandwidth_bound()).tpot.value;
     EXPECT_DOUBLE_EQ(llmsim::infer(*m, per_query, bandwidth_bound()).tpot.value, a) << m->model_name.view();
   }
+  EXPECT_DOUBLE_EQ(llmsim::decode_kv_read_repeats(latent, per_query), 1.0);
+  EXPECT_DOUBLE_EQ(llmsim::decode_kv_read_repeats(cat::llama2_70b, per_query), 8.0);
 }
 
 TEST(Inference, PrefillIsItsFlopsAtThePeak) {

@@ -415,6 +415,11 @@ TEST(JsonPerfLlm, RefusalsOfTheEstimateNameTheStrategy) {
                  lj::load_system("gb200-nvl72"));
   EXPECT_EQ(file_of_refusal([&] { perf.run_estimate("s.json"); }), "s.json");
   EXPECT_EQ(file_of_refusal([&] { perf.run_estimate(); }), "");
+  // Configured from files, then from plain specs: the old file is not blamed.
+  perf.configure("cp2_dp64_ep64", "deepseek-v4-flash", "gb200-nvl72");
+  perf.configure(lj::load_strategy("cp2_dp64_ep64"), llmsim::catalogue::deepseek_v4_flash,
+                 llmsim::catalogue::gb200_nvl72);
+  EXPECT_EQ(file_of_refusal([&] { perf.run_estimate(); }), "");
 }
 
 TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
@@ -435,9 +440,10 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
             "mixtral-8x7b mixtral-8x22b "
             "qwen3-30b-a3b qwen3-235b-a22b kimi-k2 gpt-oss-120b nemotron-3-nano-30b-a3b deepseek-v4-flash "
             "nemotron-3-super-120b-a12b nemotron-3.5-lightning-30b-a3b");
-  EXPECT_EQ(what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
-            "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
-            "a100-sxm-40gb l40s mi250x-gcd h100-sxm h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");
+  EXPECT_EQ(
+      what([](const char* a) { return lj::load_system(a).spec(); }, "h100"),
+      "h100: llmsim::json: is neither a file nor a catalogue system name; catalogue systems: a100-sxm a100-pcie "
+      "a100-sxm-40gb l40s mi250x-gcd h100-sxm h100-pcie h200 b200 mi300x mi355x h800 b300 gb200-nvl72 gb300-nvl72");
   EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
             "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, "
             "e.g. tp2_pp1_dp4 or "

@@ -226,28 +226,66 @@ TEST(KernelModel, BlackwellNvlinkCollectivesTakeTheMeasuredShare) {
               0.875 * gib / 360e9 + 32.2e-6, 1e-9);
 }
 
+TEST(KernelModel, H100PcieFromItsDataSheetAndNcclsGen5Figure) {
+  // H100 PCIe data sheet: 1,513 BF16 / 3,026 FP8 TFLOPS with sparsity = 756 / 1513 dense, 2 TB/s,
+  // 80 GB. NCCL prices a Gen5 x16 link at 16 x 240 / 80 = 48 GB/s; across the sockets 16 GB/s.
+  const system_spec& sys = catalogue::h100_pcie;
+  EXPECT_EQ(catalogue::find_system("h100-pcie"), &sys);
+  EXPECT_DOUBLE_EQ(sys.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].tflops, 756);
+  EXPECT_DOUBLE_EQ(sys.accelerator.op[static_cast<std::size_t>(compute_kind::fp8_matmul)].tflops, 1513);
+  EXPECT_NEAR(sys.accelerator.bandwidth[0].gbps * 1073741824.0, 2000e9, 1);
+  EXPECT_DOUBLE_EQ(sys.accelerator.mem_gbs, 80);
+  EXPECT_NEAR(sys.network("intra_node_pcie_2x")->bandwidth.gbps * 1073741824.0, 48e9, 1);
+  EXPECT_NEAR(sys.network("intra_node_pcie_8x")->bandwidth.gbps * 1073741824.0, 16e9, 1);
+  // tp 2 all-reduce of 1 GiB: 2 x 1/2 of it at 48e9 x 0.929 = 44.592e9 B/s, NCCL's Simple ring
+  // over PCI for 2 steps: 8.4 + 2 x 5.7 = 19.8 us.
+  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 2};
+  const network_tier& tier = resolve_tier(sys, s, comm_group::tp);
+  EXPECT_EQ(tier.name.view(), "intra_node_pcie_2x");
+  EXPECT_NEAR(collective_time(sys, s, tier, {collective_kind::all_reduce, 1073741824.0, 2, comm_group::tp}).value,
+              1073741824.0 / 44.592e9 + 19.8e-6, 1e-9);
+}
+
 TEST(KernelModel, PcieAllToAllAcrossSocketsIsBoundByTheSocketLink) {
   // Eight ranks, four per socket, each sending 1 GiB / 8 to every peer: each socket's four ranks
   // send 4 x 4 x 2^30 / 8 = 2 GiB across the link in each direction, at 16e9 x 0.929 = 14.864e9
-  // B/s (one group: no sharing) -> 0.14446 s, plus NCCL's Simple ring latency over PCI for 7
+  // B/s (one group: no sharing) -> 0.14448 s, plus NCCL's Simple ring latency over PCI for 7
   // steps, 8.4 + 7 x 5.7 = 48.3 us. A ring would have moved only 7/8 GiB.
   const system_spec& sys = catalogue::a100_pcie;
-  const strategy_spec s{
-      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 1, .ep_size = 8};
-  const network_tier& tier = resolve_tier(sys, s, comm_group::ep);
-  EXPECT_EQ(tier.name.view(), "intra_node_pcie_8x");
   const double gib = 1073741824.0;
-  EXPECT_NEAR(collective_time(sys, s, tier, {collective_kind::all2all, gib, 8, comm_group::ep}).value,
-              2 * gib / 14.864e9 + (8.4 + 7 * 5.7) * 1e-6, 1e-9);
+  const auto a2a = [&](const strategy_spec& s, comm_group g, std::int64_t n, std::string_view tier_name) {
+    const network_tier& tier = resolve_tier(sys, s, g);
+    EXPECT_EQ(tier.name.view(), tier_name);
+    return collective_time(sys, s, tier, {collective_kind::all2all, gib, n, g}).value;
+  };
+  const strategy_spec ep8{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 1, .ep_size = 8};
+  EXPECT_NEAR(a2a(ep8, comm_group::ep, 8, "intra_node_pcie_8x"), 2 * gib / 14.864e9 + (8.4 + 7 * 5.7) * 1e-6, 1e-9);
+  // Four ranks two apart (ep 4 x etp 2), two on each side: each rank sends 2 x 1/4 GiB across, so
+  // 1 GiB each way per group; the node's two such groups share the link, 16e9 / 2 x 0.929 =
+  // 7.432e9 B/s; 3 steps of latency, 8.4 + 3 x 5.7 = 25.5 us.
+  strategy_spec ep4 = ep8;
+  ep4.ep_size = 4;
+  ep4.etp_size = 2;
+  EXPECT_NEAR(a2a(ep4, comm_group::ep, 4, "intra_node_pcie_8x"), gib / 7.432e9 + 25.5e-6, 1e-9);
+  // Four neighbours sit in one socket (tier intra_node_pcie_4x, not shared): the ring's 3/4 GiB at
+  // 24e9 x 0.929 = 22.296e9 B/s.
+  ep4.etp_size = 1;
+  EXPECT_NEAR(a2a(ep4, comm_group::ep, 4, "intra_node_pcie_4x"), 0.75 * gib / 22.296e9 + 25.5e-6, 1e-9);
+  // Six ranks of a six-GPU job split 4 + 2: one way 4 ranks x 2 peers x 1/6 GiB, the other 2 x 4 x
+  // 1/6: 4/3 GiB at 14.864e9 B/s (no other group to share with); 8.4 + 5 x 5.7 = 36.9 us.
+  const strategy_spec ep6{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 6, .tp_size = 1, .ep_size = 6};
+  EXPECT_NEAR(a2a(ep6, comm_group::ep, 6, "intra_node_pcie_8x"), 4.0 / 3 * gib / 14.864e9 + 36.9e-6, 1e-9);
   // Two ranks, one per socket: each sends half its buffer across, as the ring would (factor 1);
   // four such pairs share the link: 16e9 / 4 x 0.929.
   const strategy_spec pairs{
       .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 4};
-  EXPECT_NEAR(collective_time(sys, pairs, resolve_tier(sys, pairs, comm_group::dp),
-                              {collective_kind::all2all, gib, 2, comm_group::dp})
-                  .value,
-              0.5 * gib / 3.716e9 + (8.4 + 5.7) * 1e-6, 1e-9);
-  EXPECT_DOUBLE_EQ(shared_link_all2all_factor(8), 64.0 / 28.0);
+  EXPECT_NEAR(a2a(pairs, comm_group::dp, 2, "intra_node_pcie_8x"), 0.5 * gib / 3.716e9 + (8.4 + 5.7) * 1e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(shared_link_all2all_factor({8, 8, 1}, 8), 16.0 / 7);
+  EXPECT_DOUBLE_EQ(shared_link_all2all_factor({6, 6, 1}, 8), 8.0 / 5);
+  EXPECT_DOUBLE_EQ(shared_link_all2all_factor({4, 4, 1}, 8), 1.0) << "one side: nothing crosses";
+  EXPECT_DOUBLE_EQ(shared_link_all2all_factor({1, 1, 1}, 8), 1.0);
 }
 
 TEST(KernelModel, CatalogueMemoryKernelsTakeTheArchitecturesMeasuredShares) {

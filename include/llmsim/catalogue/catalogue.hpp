@@ -539,9 +539,9 @@ inline constexpr double hbm_efficiency = 0.80;
 inline constexpr double kernel_latency_us = 10.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
-/// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, 16 GB/s the EPYC socket
-/// link; see `pcie_gen4_x16_gb_per_s`), which already discount PCIe's protocol overhead from the
-/// 31.5 GB/s raw rate: collectives reach 0.929 of them. Fitted by scripts/fit_kernel_model.py to
+/// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, which already discounts
+/// PCIe's protocol overhead from the 31.5 GB/s raw rate; 16 GB/s NCCL's figure for the EPYC socket
+/// link; see `pcie_gen4_x16_gb_per_s`): collectives reach 0.929 of them. Fitted by scripts/fit_kernel_model.py to
 /// the 16 measured collectives of SimuMax's a100_pcie.json (2-, 4- and 8-GPU tiers and its
 /// per-group-size data-parallel figures); held-out |error| mean 7.5 %, max 26.8 % (the 8-GPU
 /// all-to-all, which runs faster than the socket link's figure allows). Applied to every catalogue
@@ -581,6 +581,9 @@ constexpr network_tier tier(std::string_view name, double gb_per_s_one_direction
 /// socket run at the PCIe figure; groups spanning both sockets (tier intra_node_pcie_8x) cross the
 /// socket link, which the node's groups of a kind share (`shared_link`).
 inline constexpr double pcie_gen4_x16_gb_per_s = 24.0;
+/// PCIe Gen5 x16 as NCCL prices it: 16 lanes x 240 (100 Mb/s per lane at 32 GT/s) / 80 (same
+/// `ncclTopoAddPci` table).
+inline constexpr double pcie_gen5_x16_gb_per_s = 48.0;
 inline constexpr double epyc_socket_link_gb_per_s = 16.0;
 
 /// A node of `per_node` accelerators. `dense_tflops`: BF16 dense peak; `hbm_gb_per_s`, `mem_gb`:
@@ -708,6 +711,12 @@ inline constexpr system_spec l40s =
 inline constexpr system_spec mi250x_gcd = detail::node("mi250x_gcd", "rocm", 0, 191.5, 0, 1638.4, 64, 50, false, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
 inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
+/// NVIDIA H100 PCIe 80 GB: 756 TFLOPS BF16 / 1513 FP8 dense (the data sheet's 1,513 / 3,026 are
+/// with sparsity), 2000 GB/s HBM2e, PCIe Gen5 x16 (NCCL's 48 GB/s, see `node`; the optional
+/// two-GPU NVLink bridge is not modelled), 400 Gb/s per GPU assumed as for the SXM part (NVIDIA
+/// H100 data sheet, "H100 PCIe" column). Its collectives take the PCIe fit of the A100 PCIe.
+inline constexpr system_spec h100_pcie =
+    detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
 inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
@@ -758,13 +767,14 @@ struct named_system {
   std::string_view name;
   const system_spec* spec;
 };
-inline constexpr std::array<named_system, 14> systems{{
+inline constexpr std::array<named_system, 15> systems{{
     {"a100-sxm", &a100_sxm},
     {"a100-pcie", &a100_pcie},
     {"a100-sxm-40gb", &a100_sxm_40gb},
     {"l40s", &l40s},
     {"mi250x-gcd", &mi250x_gcd},
     {"h100-sxm", &h100_sxm},
+    {"h100-pcie", &h100_pcie},
     {"h200", &h200},
     {"b200", &b200},
     {"mi300x", &mi300x},

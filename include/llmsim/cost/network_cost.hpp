@@ -226,14 +226,20 @@ constexpr seconds nccl_collective_time(const system_spec& sys, nccl_link_kind li
   return seconds{best};
 }
 
-/// An all-to-all across a shared link (a PCIe host's socket link) against the ring traffic the
-/// tier prices: a group of n ranks, half on each side, sends each rank's size/n to every peer, so
-/// each direction of the link carries (n/2) x (n/2) x size/n = n x size / 4, where a ring crosses
-/// it with one rank's (n - 1)/n x size. The factor is n^2 / (4 (n - 1)): 1 for two ranks, 16/7 for
-/// eight.
-constexpr double shared_link_all2all_factor(std::int64_t n) {
-  const auto ranks = static_cast<double>(n);
-  return ranks * ranks / (4 * (ranks - 1));
+/// An all-to-all across a shared link (a PCIe host's socket link, the node's first `per_node / 2`
+/// ranks on one side) against the ring traffic the tier prices: with a of the group's n ranks on
+/// one side and b on the other, each rank sending size/n to every peer, each direction of the link
+/// carries a x b x size/n, where a ring crosses it with one rank's (n - 1)/n x size. The factor is
+/// a b / (n - 1): 1 for a pair split across, 16/7 for eight split 4 + 4, 8/5 for six split 4 + 2.
+/// A group on one side crosses nothing: it keeps the ring's traffic (factor 1).
+constexpr double shared_link_all2all_factor(const group_layout& g, std::int64_t per_node) {
+  const std::int64_t half = per_node / 2;
+  if (g.size <= 1 || half < 1) return 1;
+  std::int64_t first = 0;  // members of the group starting at rank 0 on the first side
+  for (std::int64_t j = 0; j < g.size; ++j)
+    if ((j * g.stride) % per_node < half) ++first;
+  const auto a = static_cast<double>(first), b = static_cast<double>(g.size - first);
+  return a * b > 0 ? a * b / static_cast<double>(g.size - 1) : 1.0;
 }
 
 /// Time of one collective on `tier` (ring model of the system format, see the file comment).
@@ -260,7 +266,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
   if (const std::int64_t in_node = s.world_size < sys.num_per_node ? s.world_size : sys.num_per_node;
       tier.shared_link && n < in_node)
     bandwidth /= static_cast<double>(in_node / n);
-  if (tier.shared_link && c.kind == collective_kind::all2all) traffic *= shared_link_all2all_factor(n);
+  if (tier.shared_link && c.kind == collective_kind::all2all)
+    traffic *= shared_link_all2all_factor(layout_of(s, c.group), sys.num_per_node);
   if (sys.FC8 && tier_name == "high_intra_node" && sys.num_per_node > 1)
     bandwidth *=
         static_cast<double>(n - 1) / static_cast<double>(sys.num_per_node - 1);  // fully connected: links to n-1 peers

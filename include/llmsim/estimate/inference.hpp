@@ -50,11 +50,13 @@ struct enum_names<kv_cache_format> {
 /// How a decode step's attention kernel reads a grouped-query (GQA / MQA) layer's KV cache.
 /// `per_kv_head`: once per KV head, every query head of its group served from it (FlashDecoding,
 /// TensorRT-LLM's XQA kernel and its masked MHA since 0.7, FlashAttention with packed GQA).
-/// `per_query_head`: once per query head: the masked multi-head attention kernel of
-/// FasterTransformer and TensorRT-LLM up to 0.6 runs one thread block per (query head, sequence),
-/// each streaming its group's K and V (TensorRT-LLM docs/source/gpt_attention.md at v0.6.1,
-/// "Generation Phase"; release notes 0.7.0: "MMHA optimization for MQA and GQA", "FP8 KV cache
-/// support for XQA kernel"). Multi-head layers and MLA read the same either way.
+/// `per_query_head`: once per query head. The masked multi-head attention kernel of
+/// FasterTransformer and TensorRT-LLM up to 0.6 runs "a single CUDA thread-block per head"
+/// (TensorRT-LLM docs/source/gpt_attention.md at v0.6.1, "Generation Phase"), each block reading
+/// its group's K and V; that the re-reads reach HBM (no reuse in L2) is this option's assumption.
+/// TensorRT-LLM's release notes list "MMHA optimization for MQA and GQA" under 0.7.0, and its later
+/// performance.md calls the GQA (XQA) kernels "experimental and not enabled by default"
+/// (`TRTLLM_ENABLE_XQA=1`). Multi-head layers and MLA read the same either way.
 enum class gqa_decode_read_kind : std::uint8_t { per_kv_head, per_query_head };
 template <>
 struct enum_names<gqa_decode_read_kind> {
@@ -86,7 +88,8 @@ struct inference_spec {
   /// memory latency), microseconds: Hazy Research's estimate for H100 decode, "an optimistic 5 us
   /// of stalling per kernel (counting stragglers, kernel launch, and memory latencies)" ("Look Ma,
   /// No Bubbles! Designing a Low-Latency Megakernel for Llama-1B", 2025; they measure the launch
-  /// gap alone at 1.3 us under CUDA graphs). It replaces the system's
+  /// gap alone at 1.3 us under CUDA graphs); a batch-1 Llama-1B figure, applied to every GPU and
+  /// framework as an assumption. It replaces the system's
   /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
   /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
   double kernel_latency_us = 5.0;

@@ -209,7 +209,8 @@ struct network_tier {
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
-  /// num_per_node / n groups of n ranks gets its share of the bandwidth.
+  /// num_per_node / n groups of n ranks gets its share of the bandwidth, and an all-to-all carries
+  /// the bytes its ranks send across (network_cost.hpp `shared_link_all2all_factor`).
   bool shared_link = false;
   double processor_usage = 0;
   bandwidth_spec bandwidth = {};
