@@ -67,12 +67,6 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
 }
 
 namespace detail {
-template <class E>
-E parse_enum(const std::string& text) {
-  for (const auto& [value, name] : llmsim::enum_names<E>::value)
-    if (name == text) return value;
-  return llmsim::enum_names<E>::value[0].first;  // unreachable: CLI11 checked the spelling
-}
 
 inline void print_inference_text(const std::string& model, const std::string& system, const llmsim::inference_spec& i,
                                  const llmsim::inference_result& r) {
@@ -104,10 +98,10 @@ inline void print_inference_text(const std::string& model, const std::string& sy
 
 /// Runs `llmsim infer`; `does_not_fit` is the exit status when the batch's memory exceeds the GPU's.
 inline int run_infer(infer_args& a, int does_not_fit) {
-  a.spec.weights = detail::parse_enum<llmsim::weight_format>(a.weights);
-  a.spec.activations = detail::parse_enum<llmsim::activation_format>(a.activations);
-  a.spec.kv_cache = detail::parse_enum<llmsim::kv_cache_format>(a.kv_cache);
-  a.spec.gqa_decode_reads = detail::parse_enum<llmsim::gqa_decode_read_kind>(a.gqa_decode_reads);
+  a.spec.weights = llmsim::enum_from_name<llmsim::weight_format>(a.weights);
+  a.spec.activations = llmsim::enum_from_name<llmsim::activation_format>(a.activations);
+  a.spec.kv_cache = llmsim::enum_from_name<llmsim::kv_cache_format>(a.kv_cache);
+  a.spec.gqa_decode_reads = llmsim::enum_from_name<llmsim::gqa_decode_read_kind>(a.gqa_decode_reads);
   a.spec.cuda_graphs = !a.no_cuda_graphs;
   const llmsim::model_spec model = lj::load_model(a.model);
   const lj::system_config system = lj::load_system(a.system);

@@ -421,7 +421,9 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
       "fits, ranked by predicted step time; the winner's perf report follows.");
   cmd->add_option("--model", a.model, "Model: config file or catalogue name")->required();
   cmd->add_option("--system", a.system, "System: config file or catalogue name")->required();
-  cmd->add_option("--gpus", a.gpus, "GPUs of the job (world size)")->required()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--gpus", a.gpus, "GPUs of the job (world size)")
+      ->required()
+      ->check(CLI::Range(std::int64_t{1}, llmsim::max_search_gpus));
   auto* gb =
       cmd->add_option("--global-batch", a.global_batch, "Sequences per iteration")->check(CLI::Range(1, 1 << 30));
   auto* tps = cmd->add_option("--tokens-per-step", a.tokens_per_step, "Tokens per iteration (a multiple of --seq)")

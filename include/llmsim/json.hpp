@@ -1303,14 +1303,18 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
     fail(at.child("model_type"), "model_type \"" + type + "\" is not one llmsim imports (" + list + ")");
   }
   const bool gemma = type == "gemma2" || type == "gemma3_text";
-  // Gemma 3's multimodal configs (gemma-3-4b-it and larger) leave its text_config's head counts
-  // and head_dim at Gemma3TextConfig's defaults: 8 heads, 4 KV heads, head_dim 256.
-  if (type == "gemma3_text")
-    for (const auto& [key, fallback] :
-         {std::pair{"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256}})
-      if (!v.contains(key) || v[key].is_null())
-        detail::note(notes, source,
-                     std::string(key) + " absent: Gemma3TextConfig's default " + std::to_string(fallback));
+  // Gemma 3's multimodal configs (gemma-3-4b-it and larger) leave their text_config's head counts
+  // and head_dim at Gemma3TextConfig's defaults (transformers configuration_gemma3.py): the
+  // fallbacks below, each noted when used.
+  const auto gemma3_default = [&](const char* key, std::int64_t fallback) -> std::optional<std::int64_t> {
+    if (type != "gemma3_text") return std::nullopt;
+    if (!v.contains(key) || v[key].is_null())
+      detail::note(notes, source, std::string(key) + " absent: Gemma3TextConfig's default " + std::to_string(fallback));
+    return fallback;
+  };
+  const std::optional<std::int64_t> default_heads = gemma3_default("num_attention_heads", 8),
+                                    default_kv_heads = gemma3_default("num_key_value_heads", 4),
+                                    default_head_dim = gemma3_default("head_dim", 256);
   // Gemma's MLPs are gated with tanh-GELU (GeGLU, `hidden_activation`): SwiGLU's GEMM shapes.
   const char* act_key = gemma && v.contains("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string act = detail::word(v, at, act_key, gemma ? "gelu_pytorch_tanh" : "silu");
@@ -1323,17 +1327,13 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   // 64) the config must say it; released configs do.
   const bool head_dim_required = qwen3 || gemma || type == "gpt_oss";
   const std::int64_t hidden = integer(v, at, "hidden_size", {});
-  const std::int64_t heads =
-      integer(v, at, "num_attention_heads", type == "gemma3_text" ? std::optional<std::int64_t>(8) : std::nullopt);
+  const std::int64_t heads = integer(v, at, "num_attention_heads", default_heads);
   // transformers' class defaults differ by type (mistral and mixtral 8 KV heads, qwen2 and qwen3 32,
   // qwen3_moe 4, DeepSeek 128; Qwen3 head_dim 128): where the default is not "as many as the query
   // heads" the config must say it; released configs do.
   const bool kv_defaults_to_heads = type == "llama" || type == "phi3";
-  // Gemma3TextConfig's default is 4 KV heads (multimodal text_configs omit it: noted above).
-  std::int64_t kv = type == "gemma3_text" ? 4 : heads;
-  if ((v.contains("num_key_value_heads") && !v["num_key_value_heads"].is_null()) ||
-      (!kv_defaults_to_heads && type != "gemma3_text"))
-    kv = integer(v, at, "num_key_value_heads", {});
+  const std::int64_t kv =
+      integer(v, at, "num_key_value_heads", kv_defaults_to_heads ? std::optional(heads) : default_kv_heads);
   value m = {{"model_name", detail::short_name(detail::word(v, at, "_name_or_path", type), type)},
              {"hidden_size", hidden},
              {"layer_num", integer(v, at, "num_hidden_layers", {})},
@@ -1349,12 +1349,14 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
     m["intermediate_size"] = integer(v, at, "intermediate_size", {});
   // head_dim absent: hidden_size / num_attention_heads, as transformers' attention modules take it.
   const bool has_head_dim = v.contains("head_dim") && !v["head_dim"].is_null();
-  if (!has_head_dim && head_dim_required && type != "gemma3_text")
+  if (!has_head_dim && head_dim_required && !default_head_dim)
     fail(at.child("head_dim"), "required field is missing (" + type + "'s default is not hidden_size / heads)");
-  if (!has_head_dim && type != "gemma3_text" && (heads <= 0 || hidden % heads != 0))
+  if (!has_head_dim && !default_head_dim && (heads <= 0 || hidden % heads != 0))
     fail(at.child("num_attention_heads"), "num_attention_heads=" + std::to_string(heads) + " must divide hidden_size=" +
                                               std::to_string(hidden) + " when head_dim is absent");
-  m["head_size"] = has_head_dim ? integer(v, at, "head_dim", {}) : type == "gemma3_text" ? 256 : hidden / heads;
+  m["head_size"] = has_head_dim       ? integer(v, at, "head_dim", {})
+                   : default_head_dim ? *default_head_dim
+                                      : hidden / heads;
   const auto at_least = [&](const char* key, std::int64_t value, std::int64_t minimum) {
     if (value < minimum)
       fail(at.child(key),

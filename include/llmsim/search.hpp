@@ -304,8 +304,8 @@ class search_worker {
 /// fits".
 inline void validate_search(const search_space& sp, const search_options& o) {
   constexpr std::string_view api = "llmsim::search";
-  if (sp.gpus < 1 || sp.gpus > (std::int64_t{1} << 24))
-    detail::report_error(api, "search.gpus", "search.gpus={} must be in [1, 16777216]", sp.gpus);
+  if (sp.gpus < 1 || sp.gpus > max_search_gpus)
+    detail::report_error(api, "search.gpus", "search.gpus={} must be in [1, {}]", sp.gpus, max_search_gpus);
   if (sp.seq_len < 1 || sp.seq_len > max_dimension)
     detail::report_error(api, "search.seq_len", "search.seq_len={} must be in [1, {}]", sp.seq_len, max_dimension);
   if (sp.global_batch < 0 || sp.tokens_per_step < 0 || (sp.global_batch > 0) == (sp.tokens_per_step > 0))
@@ -439,8 +439,9 @@ inline best_parallel_strategy search_best_parallel_strategy_with_recompute(
     throw config_error(std::string(api), std::string(name), rule);
   };
   // The command line's ranges (llmsim search --gpus): a world of 1 .. 2^24 GPUs.
-  if (world_size < 1 || world_size > (std::int64_t{1} << 24))
-    refuse("world_size", "world_size=" + std::to_string(world_size) + " must be in [1, 16777216]");
+  if (world_size < 1 || world_size > max_search_gpus)
+    refuse("world_size",
+           "world_size=" + std::to_string(world_size) + " must be in [1, " + std::to_string(max_search_gpus) + "]");
   if (micro_batch_size < 1 || micro_batch_size > max_dimension)
     refuse("micro_batch_size", "micro_batch_size=" + std::to_string(micro_batch_size) + " must be at least 1");
   if (global_batch_size < 1 || global_batch_size > max_dimension)

@@ -794,6 +794,10 @@ constexpr std::int64_t windowed_layer_count(const model_spec& m) {
 namespace detail {
 /// Keys the queries at positions 1..n see through a causal window of w, summed: sum_j min(j, w).
 constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
+/// A share averaged over the decoder layers: `windowed_share` on each windowed layer, 1 on the rest.
+constexpr double average_over_layers(const model_spec& m, double windowed_share) {
+  return 1 - static_cast<double>(windowed_layer_count(m)) / static_cast<double>(m.layer_num) * (1 - windowed_share);
+}
 }  // namespace detail
 
 /// The share of causal score pairs one layer with a window of `w` computes for `q` new queries
@@ -810,30 +814,25 @@ constexpr double window_pair_share(std::int64_t w, std::int64_t q, std::int64_t 
 /// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
 /// average (alternating patterns give every stage of several layers nearly the same mix).
 constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
-  const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) *
-                 (1 - window_pair_share(*m.sliding_window, q, kv));
+  if (windowed_layer_count(m) == 0) return 1.0;
+  return detail::average_over_layers(m, window_pair_share(*m.sliding_window, q, kv));
 }
 
 /// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the
 /// decoder layers: a windowed layer reads the last min(kv, q + W - 1) (decode: W; a whole prefill:
 /// all of them).
 constexpr double window_read_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
-  const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0 || kv <= 0) return 1.0;
+  if (windowed_layer_count(m) == 0 || kv <= 0) return 1.0;
   const double span = static_cast<double>(q + *m.sliding_window - 1), n = static_cast<double>(kv);
-  if (span >= n) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - span / n);
+  return span >= n ? 1.0 : detail::average_over_layers(m, span / n);
 }
 
 /// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
 /// layers: a windowed layer keeps the last W tokens only.
 constexpr double window_cached_share(const model_spec& m, double context) {
-  const std::int64_t windowed = windowed_layer_count(m);
   const double w = m.sliding_window ? static_cast<double>(*m.sliding_window) : 0;
-  if (windowed == 0 || context <= w) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
+  if (windowed_layer_count(m) == 0 || context <= w) return 1.0;
+  return detail::average_over_layers(m, w / context);
 }
 
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
@@ -14676,6 +14675,9 @@ enum class search_recompute : std::uint8_t { none, selective, full };
 
 /// Which values each dimension may take. An empty list means every value the job allows (powers
 /// of two for the parallel sizes, bounded by the rules of Megatron-LM's arguments.py).
+/// The most GPUs a search spans (2^24): the command line's `--gpus` range and the library's check.
+inline constexpr std::int64_t max_search_gpus = std::int64_t{1} << 24;
+
 struct search_space {
   std::int64_t gpus = 0;
   std::int64_t global_batch = 0;     ///< sequences per iteration (or 0 and tokens_per_step)
@@ -15234,8 +15236,8 @@ class search_worker {
 /// fits".
 inline void validate_search(const search_space& sp, const search_options& o) {
   constexpr std::string_view api = "llmsim::search";
-  if (sp.gpus < 1 || sp.gpus > (std::int64_t{1} << 24))
-    detail::report_error(api, "search.gpus", "search.gpus={} must be in [1, 16777216]", sp.gpus);
+  if (sp.gpus < 1 || sp.gpus > max_search_gpus)
+    detail::report_error(api, "search.gpus", "search.gpus={} must be in [1, {}]", sp.gpus, max_search_gpus);
   if (sp.seq_len < 1 || sp.seq_len > max_dimension)
     detail::report_error(api, "search.seq_len", "search.seq_len={} must be in [1, {}]", sp.seq_len, max_dimension);
   if (sp.global_batch < 0 || sp.tokens_per_step < 0 || (sp.global_batch > 0) == (sp.tokens_per_step > 0))
@@ -15369,8 +15371,9 @@ inline best_parallel_strategy search_best_parallel_strategy_with_recompute(
     throw config_error(std::string(api), std::string(name), rule);
   };
   // The command line's ranges (llmsim search --gpus): a world of 1 .. 2^24 GPUs.
-  if (world_size < 1 || world_size > (std::int64_t{1} << 24))
-    refuse("world_size", "world_size=" + std::to_string(world_size) + " must be in [1, 16777216]");
+  if (world_size < 1 || world_size > max_search_gpus)
+    refuse("world_size",
+           "world_size=" + std::to_string(world_size) + " must be in [1, " + std::to_string(max_search_gpus) + "]");
   if (micro_batch_size < 1 || micro_batch_size > max_dimension)
     refuse("micro_batch_size", "micro_batch_size=" + std::to_string(micro_batch_size) + " must be at least 1");
   if (global_batch_size < 1 || global_batch_size > max_dimension)

@@ -189,11 +189,8 @@ inline std::string resolve_decode_attention(row_job& job, const value& row, cons
     for (const value& v : rule.at("versions")) listed = listed || version.rfind(v.get<std::string>(), 0) == 0;
     if (!listed) continue;
     const std::string reads = rule.at("gqa_decode_reads").get<std::string>();
-    for (const auto& [kind, name] : enum_names<gqa_decode_read_kind>::value)
-      if (name == reads) {
-        job.spec.gqa_decode_reads = kind;
-        return {};
-      }
+    job.spec.gqa_decode_reads = enum_from_name<gqa_decode_read_kind>(reads);
+    if (enum_name(job.spec.gqa_decode_reads) == reads) return {};
     return "recipe decode_attention.gqa_decode_reads=\"" + reads + "\" must be per_kv_head or per_query_head";
   }
   return {};

@@ -29,6 +29,9 @@ enum class search_recompute : std::uint8_t { none, selective, full };
 
 /// Which values each dimension may take. An empty list means every value the job allows (powers
 /// of two for the parallel sizes, bounded by the rules of Megatron-LM's arguments.py).
+/// The most GPUs a search spans (2^24): the command line's `--gpus` range and the library's check.
+inline constexpr std::int64_t max_search_gpus = std::int64_t{1} << 24;
+
 struct search_space {
   std::int64_t gpus = 0;
   std::int64_t global_batch = 0;     ///< sequences per iteration (or 0 and tokens_per_step)

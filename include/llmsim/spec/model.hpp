@@ -233,6 +233,10 @@ constexpr std::int64_t windowed_layer_count(const model_spec& m) {
 namespace detail {
 /// Keys the queries at positions 1..n see through a causal window of w, summed: sum_j min(j, w).
 constexpr double windowed_pairs(double n, double w) { return n <= w ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w; }
+/// A share averaged over the decoder layers: `windowed_share` on each windowed layer, 1 on the rest.
+constexpr double average_over_layers(const model_spec& m, double windowed_share) {
+  return 1 - static_cast<double>(windowed_layer_count(m)) / static_cast<double>(m.layer_num) * (1 - windowed_share);
+}
 }  // namespace detail
 
 /// The share of causal score pairs one layer with a window of `w` computes for `q` new queries
@@ -249,30 +253,25 @@ constexpr double window_pair_share(std::int64_t w, std::int64_t q, std::int64_t 
 /// sum min(j, W) / sum j over positions j = kv - q + 1 .. kv. Pipeline stages are priced at the
 /// average (alternating patterns give every stage of several layers nearly the same mix).
 constexpr double window_kept_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
-  const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) *
-                 (1 - window_pair_share(*m.sliding_window, q, kv));
+  if (windowed_layer_count(m) == 0) return 1.0;
+  return detail::average_over_layers(m, window_pair_share(*m.sliding_window, q, kv));
 }
 
 /// The share of the `kv` keys and values that `q` new queries at the end read, averaged over the
 /// decoder layers: a windowed layer reads the last min(kv, q + W - 1) (decode: W; a whole prefill:
 /// all of them).
 constexpr double window_read_share(const model_spec& m, std::int64_t q, std::int64_t kv) {
-  const std::int64_t windowed = windowed_layer_count(m);
-  if (windowed == 0 || kv <= 0) return 1.0;
+  if (windowed_layer_count(m) == 0 || kv <= 0) return 1.0;
   const double span = static_cast<double>(q + *m.sliding_window - 1), n = static_cast<double>(kv);
-  if (span >= n) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - span / n);
+  return span >= n ? 1.0 : detail::average_over_layers(m, span / n);
 }
 
 /// The share of a `context`-token sequence's KV cache the layers hold, averaged over the decoder
 /// layers: a windowed layer keeps the last W tokens only.
 constexpr double window_cached_share(const model_spec& m, double context) {
-  const std::int64_t windowed = windowed_layer_count(m);
   const double w = m.sliding_window ? static_cast<double>(*m.sliding_window) : 0;
-  if (windowed == 0 || context <= w) return 1.0;
-  return 1 - static_cast<double>(windowed) / static_cast<double>(m.layer_num) * (1 - w / context);
+  if (windowed_layer_count(m) == 0 || context <= w) return 1.0;
+  return detail::average_over_layers(m, w / context);
 }
 
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
