@@ -18,6 +18,7 @@ namespace lj = llmsim::json;
 struct infer_args {
   std::string model, system, format = "text";
   std::string weights = "bf16", activations = "bf16", kv_cache = "bf16", gqa_decode_reads = "per_kv_head";
+  std::string micro_batching = "per_stage";
   bool no_cuda_graphs = false;
   llmsim::inference_spec spec{};
 };
@@ -50,6 +51,12 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
                 "of FasterTransformer and TensorRT-LLM up to 0.6)")
       ->check(CLI::IsMember({"per_kv_head", "per_query_head"}))
       ->capture_default_str();
+  c->add_option("--micro-batching", a.micro_batching,
+                "How a pipeline (--pp > 1) splits the batch into micro-batches that follow one another through the "
+                "stages: one per stage of ceil(batch / pp) sequences (TensorRT-LLM's default), or FasterTransformer's "
+                "rule (batch / pp when pp divides it, halved while over 1024 tokens and even)")
+      ->check(CLI::IsMember({"per_stage", "fastertransformer"}))
+      ->capture_default_str();
   c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
               "The host launches each kernel: a step takes at least kernels x --host-launch-us");
   c->add_option("--host-launch-us", a.spec.host_launch_us, "Host cost of one kernel launch without CUDA graphs")
@@ -78,6 +85,10 @@ inline void print_inference_text(const std::string& model, const std::string& sy
               r.prefill_tflops);
   std::printf("  time per output token    %10.3f ms  (first step %.3f, last %.3f; %.0f kernels per step)\n",
               r.tpot.value * 1e3, r.first_step.value * 1e3, r.last_step.value * 1e3, r.decode_kernels);
+  if (i.pp > 1)
+    std::printf("  pipeline micro-batches   %10lld at prefill, %lld at each decode step (%s)\n",
+                static_cast<long long>(r.prefill_micro_batches), static_cast<long long>(r.decode_micro_batches),
+                std::string(llmsim::enum_name(i.micro_batching)).c_str());
   std::printf("  end-to-end latency       %10.3f ms\n", r.e2e.value * 1e3);
   std::printf("  output tokens/s          %10.1f per replica, %.1f per GPU, %.1f per user while decoding\n",
               r.output_tok_s, r.output_tok_s_per_gpu, r.decode_tok_s_per_user);
@@ -102,6 +113,7 @@ inline int run_infer(infer_args& a, int does_not_fit) {
   a.spec.activations = llmsim::enum_from_name<llmsim::activation_format>(a.activations);
   a.spec.kv_cache = llmsim::enum_from_name<llmsim::kv_cache_format>(a.kv_cache);
   a.spec.gqa_decode_reads = llmsim::enum_from_name<llmsim::gqa_decode_read_kind>(a.gqa_decode_reads);
+  a.spec.micro_batching = llmsim::enum_from_name<llmsim::pipeline_micro_batching>(a.micro_batching);
   a.spec.cuda_graphs = !a.no_cuda_graphs;
   const llmsim::model_spec model = lj::load_model(a.model);
   const lj::system_config system = lj::load_system(a.system);

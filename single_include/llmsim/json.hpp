@@ -2706,6 +2706,8 @@ inline value to_json(const inference_result& r) {
       {"first_decode_step_ms", r.first_step.value * 1e3},
       {"last_decode_step_ms", r.last_step.value * 1e3},
       {"decode_kernels_per_step", r.decode_kernels},
+      {"prefill_micro_batches", r.prefill_micro_batches},
+      {"decode_micro_batches", r.decode_micro_batches},
       {"prefill_tflops_per_gpu", r.prefill_tflops},
       {"output_tok_s", r.output_tok_s},
       {"output_tok_s_per_gpu", r.output_tok_s_per_gpu},
@@ -2741,6 +2743,7 @@ inline value to_json(const inference_spec& i) {
           {"activations", std::string(enum_name(i.activations))},
           {"kv_cache", std::string(enum_name(i.kv_cache))},
           {"gqa_decode_reads", std::string(enum_name(i.gqa_decode_reads))},
+          {"micro_batching", std::string(enum_name(i.micro_batching))},
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
           {"kernel_latency_us", i.kernel_latency_us},
@@ -2848,22 +2851,42 @@ inline std::string resolve_system(row_job& job, const value& row, const value& r
   return "gpu \"" + gpu + "\" matches no system rule of the recipe file";
 }
 
-/// How the row's framework reads a grouped-query layer's cache at decode: the first recipe rule
-/// (`decode_attention`) whose `framework` the row's framework text contains and one of whose
-/// `versions` its framework_version starts with; else once per KV head.
-inline std::string resolve_decode_attention(row_job& job, const value& row, const value& recipes) {
-  if (!recipes.contains("decode_attention")) return {};
+/// The first rule of the recipe list `key` whose `framework` the row's framework text contains
+/// and, if the rule lists `versions`, one of which its framework_version starts with; else null.
+inline const value* framework_rule(const value& row, const value& recipes, const char* key) {
+  if (!recipes.contains(key)) return nullptr;
   const std::string framework = text_of(row, "framework"), version = text_of(row, "framework_version");
-  for (const value& rule : recipes["decode_attention"]) {
+  for (const value& rule : recipes[key]) {
     if (framework.find(rule.at("framework").get<std::string>()) == std::string::npos) continue;
-    bool listed = false;
-    for (const value& v : rule.at("versions")) listed = listed || version.rfind(v.get<std::string>(), 0) == 0;
-    if (!listed) continue;
-    const std::string reads = rule.at("gqa_decode_reads").get<std::string>();
-    job.spec.gqa_decode_reads = enum_from_name<gqa_decode_read_kind>(reads);
-    if (enum_name(job.spec.gqa_decode_reads) == reads) return {};
-    return "recipe decode_attention.gqa_decode_reads=\"" + reads + "\" must be per_kv_head or per_query_head";
+    bool listed = !rule.contains("versions");
+    if (!listed)
+      for (const value& v : rule.at("versions")) listed = listed || version.rfind(v.get<std::string>(), 0) == 0;
+    if (listed) return &rule;
   }
+  return nullptr;
+}
+
+/// Sets `field` from the rule's `name` entry, an enum name; else returns the refusal naming it.
+template <typename Enum>
+std::string set_from_rule(Enum& field, const value& rule, const char* list, const char* name) {
+  const std::string text = rule.at(name).get<std::string>();
+  field = enum_from_name<Enum>(text);
+  if (enum_name(field) == text) return {};
+  std::string names;
+  for (const auto& [e, n] : enum_names<Enum>::value) names += (names.empty() ? "" : " or ") + std::string(n);
+  return "recipe " + std::string(list) + "." + name + "=\"" + text + "\" must be " + names;
+}
+
+/// How the row's framework reads a grouped-query layer's cache at decode (`decode_attention`
+/// rules; none: once per KV head) and splits a pipeline's batch (`pipeline_micro_batching` rules;
+/// none: one micro-batch per stage).
+inline std::string resolve_framework(row_job& job, const value& row, const value& recipes) {
+  if (const value* rule = framework_rule(row, recipes, "decode_attention")) {
+    std::string why = set_from_rule(job.spec.gqa_decode_reads, *rule, "decode_attention", "gqa_decode_reads");
+    if (!why.empty()) return why;
+  }
+  if (const value* rule = framework_rule(row, recipes, "pipeline_micro_batching"))
+    return set_from_rule(job.spec.micro_batching, *rule, "pipeline_micro_batching", "micro_batching");
   return {};
 }
 
@@ -2915,7 +2938,7 @@ inline row_job map_row(const value& row, const value& recipes) {
   }
   job.refused = detail::resolve_precision(job, row);
   if (!job.refused.empty()) return job;
-  job.refused = detail::resolve_decode_attention(job, row, recipes);
+  job.refused = detail::resolve_framework(job, row, recipes);
   if (!job.refused.empty()) return job;
   std::string& why = job.refused;
   const auto batch = detail::count_of(row, "batch_size", why), isl = detail::count_of(row, "isl", why);

@@ -1000,6 +1000,29 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_GT(per_query.out_json()["result"]["tpot_ms"].get<double>(),
             per_kv.out_json()["result"]["tpot_ms"].get<double>());
   EXPECT_EQ(run_cli(gqa + "per_token").exit_code, 2);
+  // --micro-batching reaches the library: FasterTransformer's split of 128 sequences of 60 tokens
+  // over 3 stages is 8 micro-batches of 16 at prefill, one at decode; the text names it.
+  const std::string piped =
+      "infer --model llama2-7b --system a100-sxm --pp 3 --batch 128 --input-len 60 --output-len 4 ";
+  const auto ft = run_cli(piped + "--micro-batching fastertransformer --format json");
+  ASSERT_EQ(ft.exit_code, 0) << ft.err;
+  EXPECT_EQ(ft.out_json()["inference"]["micro_batching"], "fastertransformer");
+  EXPECT_EQ(ft.out_json()["result"]["prefill_micro_batches"].get<std::int64_t>(), 8);
+  EXPECT_EQ(ft.out_json()["result"]["decode_micro_batches"].get<std::int64_t>(), 1);
+  llmsim::inference_spec p;
+  p.pp = 3;
+  p.batch = 128;
+  p.input_len = 60;
+  p.output_len = 4;
+  p.micro_batching = llmsim::pipeline_micro_batching::fastertransformer;
+  EXPECT_DOUBLE_EQ(ft.out_json()["result"]["ttft_ms"].get<double>(),
+                   llmsim::infer(llmsim::catalogue::llama2_7b, p, llmsim::catalogue::a100_sxm).ttft.value * 1e3);
+  const auto per_stage_text = run_cli(piped);
+  EXPECT_NE(
+      per_stage_text.out.find("pipeline micro-batches            3 at prefill, 3 at each decode step (per_stage)"),
+      std::string::npos)
+      << per_stage_text.out;
+  EXPECT_EQ(run_cli(piped + "--micro-batching none").exit_code, 2);
 }
 
 /// The lines of a CSV document split into fields, RFC 4180 quoting undone (no field holds a

@@ -49,6 +49,16 @@ llmsim::system_spec compute_bound() {
   }
   return s;
 }
+/// `s` with links that cost nothing: no NCCL model, no latency, 1e6 GB/s.
+llmsim::system_spec with_free_links(llmsim::system_spec s) {
+  for (std::size_t k = 0; k < s.network_count; ++k) {
+    s.networks[k].nccl_link = llmsim::nccl_link_kind::none;
+    s.networks[k].bandwidth.gbps = 1e6;
+    s.networks[k].bandwidth.latency_us = 0;
+    s.networks[k].bandwidth.fixed_latency = 0;
+  }
+  return s;
+}
 inference_spec job(std::int64_t batch, std::int64_t input, std::int64_t output) {
   inference_spec i;
   i.batch = batch;
@@ -138,6 +148,72 @@ TEST(Inference, GroupedQueryCacheReadPerQueryHeadByTheOldMaskedMhaKernel) {
   }
   EXPECT_DOUBLE_EQ(llmsim::decode_kv_read_repeats(latent, per_query), 1.0);
   EXPECT_DOUBLE_EQ(llmsim::decode_kv_read_repeats(cat::llama2_70b, per_query), 8.0);
+}
+
+TEST(Inference, PipelineMicroBatchesFillTheStagesAtPrefill) {
+  // pp 4, batch 8 of 1024 tokens, one micro-batch per stage (TensorRT-LLM's default): 4 of 2
+  // sequences. At 100 TFLOP/s with free memory and free links, one micro-batch's decoder layer is
+  // 2 x 202,375,168 x 2,048 = 828,928,688,128 FLOPs of GEMMs plus 17,196,646,400 of causal
+  // attention (PrefillIsItsFlopsAtThePeak) = F = 846,125,334,528; its LM head H = 2 x 2 x 4096 x
+  // 32000 = 524,288,000. The first micro-batch crosses all 32 layers (32 F + H); each other one
+  // follows a stage behind, the fullest stage taken with both ends (8 F + H):
+  // 56 F + 4 H = 47,385,115,885,568 FLOPs -> 0.473851 s. Stages in turn over the whole batch
+  // would take 128 F + 4 H: 56 / 128 = 0.4375 of that.
+  const llmsim::system_spec s = with_free_links(compute_bound());
+  auto i = job(8, 1024, 1);
+  i.pp = 4;
+  const auto r = llmsim::infer(cat::llama2_7b, i, s);
+  const double expected = (56 * 846125334528.0 + 4 * 524288000.0) / 100e12;
+  EXPECT_NEAR(r.ttft.value, expected, 1e-4 * expected);
+  EXPECT_EQ(r.prefill_micro_batches, 4);
+  EXPECT_EQ(r.decode_micro_batches, 4);
+  // One stage: no split, the whole batch at once (128 F + 4 H over pp 4 of the same GPUs' work).
+  i.pp = 1;
+  const auto one = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_EQ(one.prefill_micro_batches, 1);
+  EXPECT_NEAR(one.ttft.value, (128 * 846125334528.0 + 4 * 524288000.0) / 100e12, 1e-4 * one.ttft.value);
+}
+
+TEST(Inference, PipelineMicroBatchesTakeTurnsOnTheFullestStageAtDecode) {
+  // pp 2, batch 2: two micro-batches of one sequence. At batch 1 a decode step reads weights
+  // only (1e12 B/s): a stage's 16 layers 16 x 202,375,168 x 2 B = 6,476,005,376 B, the head's
+  // stage also the head's 262,144,000 B: 6.738 ms. That stage serves both micro-batches in turn:
+  // 13.476 ms a step, more than one micro-batch's way through both stages (13.214 ms).
+  const llmsim::system_spec s = with_free_links(bandwidth_bound());
+  auto i = job(2, 1, 2);
+  i.pp = 2;
+  const auto r = llmsim::infer(cat::llama2_7b, i, s);
+  const double stage = (16 * 202375168.0 * 2 + llama2_7b_head_weights * 2) / 1e12;
+  EXPECT_NEAR(r.tpot.value, 2 * stage, 0.003 * 2 * stage);
+  EXPECT_EQ(r.decode_micro_batches, 2);
+  // One micro-batch (batch 1) crosses both stages once: every weight read once.
+  const auto single = llmsim::infer(cat::llama2_7b, job(1, 1, 2), s);
+  EXPECT_NEAR(single.tpot.value, (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12,
+              0.003 * single.tpot.value);
+}
+
+TEST(Inference, MicroBatchRulesOfTensorRtLlmAndFasterTransformer) {
+  // The split is reported by count; each rule worked by hand.
+  auto count = [](llmsim::pipeline_micro_batching rule, std::int64_t pp, std::int64_t batch, std::int64_t input) {
+    auto i = job(batch, input, 2);
+    i.pp = pp;
+    i.micro_batching = rule;
+    const auto r = llmsim::infer(cat::llama2_7b, i, cat::h100_sxm);
+    return std::pair{r.prefill_micro_batches, r.decode_micro_batches};
+  };
+  using rule = llmsim::pipeline_micro_batching;
+  // Per stage: ceil(5 / 3) = 2 sequences each: 2 + 2 + 1, three micro-batches; batch 1: one.
+  EXPECT_EQ(count(rule::per_stage, 3, 5, 60), std::pair(std::int64_t{3}, std::int64_t{3}));
+  EXPECT_EQ(count(rule::per_stage, 3, 1, 60), std::pair(std::int64_t{1}, std::int64_t{1}));
+  // FasterTransformer: 3 does not divide 128, so 128; prefill halves 128 x 60 = 7,680 tokens to
+  // 64, 32, 16 (960 <= 1024): 8 micro-batches; decode's 128 tokens stay one.
+  EXPECT_EQ(count(rule::fastertransformer, 3, 128, 60), std::pair(std::int64_t{8}, std::int64_t{1}));
+  // 96 / 3 = 32: 1,920 tokens halve to 16 (960): 6 at prefill; decode 32 a micro-batch: 3.
+  EXPECT_EQ(count(rule::fastertransformer, 3, 96, 60), std::pair(std::int64_t{6}, std::int64_t{3}));
+  // An odd micro-batch stops halving: 15 / 3 = 5 sequences of 300 tokens stay 5 (1,500 tokens).
+  EXPECT_EQ(count(rule::fastertransformer, 3, 15, 300), std::pair(std::int64_t{3}, std::int64_t{3}));
+  // One stage: never split.
+  EXPECT_EQ(count(rule::fastertransformer, 1, 128, 60), std::pair(std::int64_t{1}, std::int64_t{1}));
 }
 
 TEST(Inference, PrefillIsItsFlopsAtThePeak) {
@@ -415,6 +491,17 @@ TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
   row.erase("framework");
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  // FasterTransformer rows split a pipeline's batch its own way; others one micro-batch a stage.
+  using split = llmsim::pipeline_micro_batching;
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batching, split::per_stage);
+  row["framework"] = "FasterTransformer";
+  row["framework_version"] = "not stated";
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batching, split::fastertransformer);
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  lj::value unknown = recipes;
+  unknown["pipeline_micro_batching"][0]["micro_batching"] = "round_robin";
+  EXPECT_EQ(lj::inference_cases::map_row(row, unknown).refused,
+            "recipe pipeline_micro_batching.micro_batching=\"round_robin\" must be per_stage or fastertransformer");
   // A recipe naming no such reading is refused with the field and the rule.
   lj::value bad = recipes;
   bad["decode_attention"][0]["gqa_decode_reads"] = "per_token";

@@ -6,7 +6,8 @@
 /// `inference_forward`): a forward of `batch` sequences of `input_len` tokens, then forwards of one
 /// token per sequence whose attention reads the cache. A static batch, as FasterTransformer and
 /// TensorRT-LLM's gptSessionBenchmark run it: every sequence starts together and runs to its
-/// last token; pipeline stages run one after the other (no micro-batching).
+/// last token. A pipeline splits the batch into micro-batches that follow one another through
+/// the stages (`pipeline_micro_batching`).
 #pragma once
 
 #include <llmsim/cost/op_cost.hpp>
@@ -64,6 +65,26 @@ struct enum_names<gqa_decode_read_kind> {
       {{gqa_decode_read_kind::per_kv_head, "per_kv_head"}, {gqa_decode_read_kind::per_query_head, "per_query_head"}}};
 };
 
+/// How a pipeline-parallel replica splits its batch into micro-batches, each passing through the
+/// stages behind the one before (pp = 1: one micro-batch, the batch).
+/// `per_stage`: pp micro-batches of ceil(batch / pp) sequences, in prefill and decode alike
+/// (TensorRT-LLM's GptSession default, cpp/tensorrt_llm/runtime/gptSession.cpp
+/// `MicroBatchConfig`: numCtxBatches = numGenBatches = pipelineParallelism).
+/// `fastertransformer`: FasterTransformer's `getLocalBatchSize`
+/// (src/fastertransformer/utils/nccl_utils.cc): batch / pp sequences when pp divides the batch,
+/// else the batch, halved while it holds more than 1024 tokens and is even; a decode step holds
+/// one token a sequence.
+enum class pipeline_micro_batching : std::uint8_t { per_stage, fastertransformer };
+template <>
+struct enum_names<pipeline_micro_batching> {
+  static constexpr std::array<std::pair<pipeline_micro_batching, std::string_view>, 2> value{
+      {{pipeline_micro_batching::per_stage, "per_stage"},
+       {pipeline_micro_batching::fastertransformer, "fastertransformer"}}};
+};
+/// FasterTransformer halves a micro-batch while it holds more tokens than this
+/// (src/fastertransformer/utils/nccl_utils.cc, `getLocalBatchSize`).
+inline constexpr std::int64_t fastertransformer_micro_batch_tokens = 1024;
+
 /// One serving job: a model replica over tp x pp GPUs (experts over ep of them), `dp` replicas.
 struct inference_spec {
   std::int64_t batch = 1;       ///< sequences one replica decodes together
@@ -76,6 +97,7 @@ struct inference_spec {
   activation_format activations = activation_format::bf16;
   kv_cache_format kv_cache = kv_cache_format::bf16;
   gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
+  pipeline_micro_batching micro_batching = pipeline_micro_batching::per_stage;
   /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
   /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
   /// step takes at least kernels x `host_launch_us`.
@@ -202,18 +224,20 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
 
 /// The times and sizes of one serving job on one replica.
 struct inference_result {
-  seconds ttft{};                   ///< prefill of the batch, its first output token included (time to first token)
-  seconds tpot{};                   ///< mean decode step (time per output token after the first); 0 when output_len = 1
-  seconds e2e{};                    ///< ttft + every decode step
-  seconds first_step{};             ///< the first decode step (context input_len + 1), the fastest
-  seconds last_step{};              ///< the last decode step (context input_len + output_len - 1), the slowest
-  double prefill_tflops = 0;        ///< prefill FLOPs of the replica / ttft / GPUs, TFLOP/s per GPU
-  double decode_kernels = 0;        ///< kernels and collectives of one decode step, all stages
-  double output_tok_s = 0;          ///< batch x output_len / e2e, one replica
-  double output_tok_s_per_gpu = 0;  ///< ... per GPU of the replica (TRT-LLM's out tok/s/GPU)
-  double decode_tok_s_per_user = 0;  ///< 1 / tpot: what a user sees once tokens stream
-  double weight_bytes = 0;           ///< weights per GPU (the fullest pipeline stage)
-  double kv_cache_bytes = 0;         ///< KV cache per GPU at the full context, the whole batch
+  seconds ttft{};             ///< prefill of the batch, its first output token included (time to first token)
+  seconds tpot{};             ///< mean decode step (time per output token after the first); 0 when output_len = 1
+  seconds e2e{};              ///< ttft + every decode step
+  seconds first_step{};       ///< the first decode step (context input_len + 1), the fastest
+  seconds last_step{};        ///< the last decode step (context input_len + output_len - 1), the slowest
+  double prefill_tflops = 0;  ///< prefill FLOPs of the replica / ttft / GPUs, TFLOP/s per GPU
+  double decode_kernels = 0;  ///< kernels and collectives of one decode step, all stages and micro-batches
+  std::int64_t prefill_micro_batches = 1;  ///< the batch's split through a pipeline at prefill (1 without)
+  std::int64_t decode_micro_batches = 1;   ///< ... at each decode step
+  double output_tok_s = 0;                 ///< batch x output_len / e2e, one replica
+  double output_tok_s_per_gpu = 0;         ///< ... per GPU of the replica (TRT-LLM's out tok/s/GPU)
+  double decode_tok_s_per_user = 0;        ///< 1 / tpot: what a user sees once tokens stream
+  double weight_bytes = 0;                 ///< weights per GPU (the fullest pipeline stage)
+  double kv_cache_bytes = 0;               ///< KV cache per GPU at the full context, the whole batch
   /// KV cache of one token over the stage's layers, per GPU, averaged over the full context
   /// (sliding-window layers hold only the last W tokens): kv_cache_bytes / (batch x context)
   double kv_bytes_per_token = 0;
@@ -259,12 +283,57 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
   seconds time{};             ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
+  seconds layers{};           ///< of which the decoder layers (all of them)
   seconds attention{};        ///< of which core attention (every layer)
+  seconds ends{};             ///< of which embedding, final norm and LM head
+  seconds send{};             ///< one stage-to-stage send (none for pp = 1)
+  double stage_share = 1;     ///< the fullest stage's share of the decoder layers
   double kernels = 0;         ///< kernels and collectives launched
   double flops = 0;           ///< compute work, all GPUs of the replica
   double peak_transient = 0;  ///< largest leaf transient on one GPU
   double weight_bytes = 0;    ///< weights of the fullest stage, per GPU
+  /// The fullest stage's time: its layers, both ends (whichever stage holds them: an upper bound)
+  /// and one send on.
+  [[nodiscard]] constexpr seconds stage() const { return layers * stage_share + ends + send; }
+  /// This forward with core attention taking `t` (a decode step at another cache length).
+  [[nodiscard]] constexpr forward_cost with_attention(seconds t) const {
+    forward_cost f = *this;
+    f.time += t - attention;
+    f.layers += t - attention;
+    f.attention = t;
+    return f;
+  }
 };
+
+/// One pass's micro-batches: `count` of them, `size` sequences each but the last, which holds
+/// `last` (see pipeline_micro_batching).
+struct micro_batches {
+  std::int64_t count = 1, size = 1, last = 1;
+};
+constexpr micro_batches split_batch(const inference_spec& i, std::int64_t batch, std::int64_t tokens) {
+  std::int64_t size = batch;
+  if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::per_stage) size = (batch + i.pp - 1) / i.pp;
+  if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::fastertransformer) {
+    if (batch % i.pp == 0) size = batch / i.pp;
+    while (size * tokens > fastertransformer_micro_batch_tokens && size % 2 == 0) size /= 2;
+  }
+  const std::int64_t count = (batch + size - 1) / size;
+  return {count, size, batch - (count - 1) * size};
+}
+
+/// A prefill of micro-batches `full` (each but the last) and `last`: the first's way through
+/// every stage, then each other one a fullest-stage time behind it (a filled pipeline).
+constexpr seconds pipelined_prefill(const forward_cost& full, const forward_cost& last, const micro_batches& mb) {
+  if (mb.count == 1) return last.time;
+  return full.time + full.stage() * static_cast<double>(mb.count - 2) + last.stage();
+}
+/// A decode step of every micro-batch: a micro-batch's next token waits for its way through every
+/// stage, and the fullest stage serves all micro-batches in turn; the longer of the two.
+constexpr seconds pipelined_step(const forward_cost& full, const forward_cost& last, const micro_batches& mb) {
+  if (mb.count == 1) return last.time;
+  const seconds busy = full.stage() * static_cast<double>(mb.count - 1) + last.stage();
+  return busy > full.time ? busy : full.time;
+}
 
 /// Decoder layers of the fullest pipeline stage: ceil(layer_num / pp) (an uneven split puts the
 /// extra layers on some stages, as Megatron's and vLLM's partitions do).
@@ -337,6 +406,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
     layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
   }
+  f.layers = f.time;
   strategy_spec last = s;
   last.seq_len = 1;
   build_context h = c;
@@ -353,6 +423,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
+  f.ends = f.time - f.layers;
   // The fullest stage: as many layers as any stage holds, the MoE ones (the last layers, Megatron
   // --first-k-dense-replace puts the dense layers first) as many as it can; one stage holds the
   // embedding and the head (this one once when tied), a pipeline its larger end.
@@ -369,9 +440,11 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     piped.world_size = s.world_size * i.pp;
     const double hidden = static_cast<double>(batch * tokens * m.hidden_size) * c.element_bytes();
     const network_tier& tier = resolve_tier(sys, piped, comm_group::pp);
-    f.time += (stages - 1) * collective_time(sys, piped, tier, {collective_kind::p2p, hidden, 2, comm_group::pp});
+    f.send = collective_time(sys, piped, tier, {collective_kind::p2p, hidden, 2, comm_group::pp});
+    f.time += (stages - 1) * f.send;
     f.kernels += stages - 1;
   }
+  f.stage_share = static_cast<double>(held) / static_cast<double>(m.layer_num);
   return f;
 }
 
@@ -431,10 +504,28 @@ constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys
   return lo;
 }
 
-/// The host's bound on a forward of `kernels` launches without CUDA graphs: each stage's host
+/// The host's bound on a pass of `kernels` launches without CUDA graphs: each stage's host
 /// launches its own kernels while earlier stages run, so the fullest stage's share bounds.
 constexpr seconds launch_bound(const inference_spec& i, double kernels) {
   return seconds{i.cuda_graphs ? 0.0 : kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
+}
+
+/// A pass of `batch` sequences of `tokens` new tokens over `kv_cached` cached ones, as its
+/// micro-batches: the full ones and the last.
+struct micro_batched_forward {
+  micro_batches split{};
+  forward_cost full{}, last{};
+  [[nodiscard]] constexpr double kernels() const {
+    return full.kernels * static_cast<double>(split.count - 1) + last.kernels;
+  }
+};
+constexpr micro_batched_forward price_micro_batches(const model_spec& m, const system_spec& sys,
+                                                    const inference_spec& i, std::int64_t batch, std::int64_t tokens,
+                                                    std::int64_t kv_cached) {
+  micro_batched_forward p{.split = split_batch(i, batch, tokens)};
+  p.full = price_forward(m, sys, i, p.split.size, tokens, kv_cached);
+  p.last = p.split.last == p.split.size ? p.full : price_forward(m, sys, i, p.split.last, tokens, kv_cached);
+  return p;
 }
 
 /// Decode steps of a static batch: steps 1 .. output_len - 1 at kv_cached = input_len + step - 1.
@@ -447,12 +538,16 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
                                      std::int64_t batch) {
   decode_totals d;
   if (i.output_len <= 1) return d;
-  const forward_cost step = price_forward(m, sys, i, batch, 1, i.input_len);
-  const seconds rest = step.time - step.attention;
-  d.kernels = step.kernels;
-  const seconds bound = launch_bound(i, step.kernels);
+  const micro_batched_forward step = price_micro_batches(m, sys, i, batch, 1, i.input_len);
+  const micro_batches& mb = step.split;
+  d.kernels = step.kernels();
+  const seconds bound = launch_bound(i, d.kernels);
   for (std::int64_t k = 1; k < i.output_len; ++k) {
-    const seconds gpu = rest + decode_attention(m, sys, i, batch, i.input_len + k - 1);
+    const std::int64_t cached = i.input_len + k - 1;
+    const forward_cost full = step.full.with_attention(decode_attention(m, sys, i, mb.size, cached));
+    const forward_cost last =
+        mb.last == mb.size ? full : step.last.with_attention(decode_attention(m, sys, i, mb.last, cached));
+    const seconds gpu = pipelined_step(full, last, mb);
     const seconds t = gpu > bound ? gpu : bound;
     d.total += t;
     if (k == 1) d.first = t;
@@ -469,9 +564,11 @@ struct batch_times {
 };
 constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                  std::int64_t batch) {
-  const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
-  const seconds bound = launch_bound(i, prefill.kernels);
-  return {prefill.time > bound ? prefill.time : bound, decode_steps(m, sys, i, batch), prefill.flops};
+  const micro_batched_forward prefill = price_micro_batches(m, sys, i, batch, i.input_len, 0);
+  const seconds gpu = pipelined_prefill(prefill.full, prefill.last, prefill.split);
+  const seconds bound = launch_bound(i, prefill.kernels());
+  const double flops = prefill.full.flops * static_cast<double>(prefill.split.count - 1) + prefill.last.flops;
+  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), flops};
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
@@ -500,6 +597,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.first_step = t.decode.first;
   r.last_step = t.decode.last;
   r.decode_kernels = t.decode.kernels;
+  r.prefill_micro_batches = detail::split_batch(i, i.batch, i.input_len).count;
+  r.decode_micro_batches = detail::split_batch(i, i.batch, 1).count;
   r.prefill_tflops = t.prefill_flops / t.ttft.value / gpus_per_replica / 1e12;
   r.output_tok_s = static_cast<double>(i.batch * i.output_len) / r.e2e.value;
   r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
