@@ -195,14 +195,17 @@ LLMSIM_END_NAMESPACE
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -874,9 +877,33 @@ class system_config {
   operator const system_spec&() const noexcept { return spec_; }  // NOLINT(google-explicit-constructor)
 
  private:
+  /// One table's interpolation memo: shapes asked, under a reader-writer lock (the search's
+  /// threads share the system).
+  class shape_memo final : public interpolation_memo {
+   public:
+    [[nodiscard]] std::optional<std::optional<double>> recall(std::string_view shape) const override {
+      const std::shared_lock lock(mutex_);
+      const auto it = found_.find(shape);
+      if (it == found_.end()) return std::nullopt;
+      return it->second;
+    }
+    void remember(std::string_view shape, std::optional<double> found) const override {
+      const std::unique_lock lock(mutex_);
+      found_.emplace(std::string(shape), found);
+    }
+
+   private:
+    struct text_hash {
+      using is_transparent = void;
+      std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    };
+    mutable std::shared_mutex mutex_;
+    mutable std::unordered_map<std::string, std::optional<double>, text_hash, std::equal_to<>> found_;
+  };
   struct storage {
     std::vector<std::string> keys;
     std::vector<shape_efficiency> entries;
+    std::vector<std::unique_ptr<shape_memo>> memos;  ///< one per table
   };
   std::shared_ptr<const storage> storage_;
   system_spec spec_;
@@ -1167,7 +1194,8 @@ inline system_config parse_system(const value& v, const std::string& source = {}
     auto* first = store->entries.data() + p.first_key;
     std::sort(first, first + p.count,
               [](const shape_efficiency& a, const shape_efficiency& b) { return a.shape < b.shape; });
-    sys.accelerator.op[p.kind].accurate_efficient_factor = {first, p.count};
+    store->memos.push_back(std::make_unique<system_config::shape_memo>());
+    sys.accelerator.op[p.kind].accurate_efficient_factor = {first, p.count, store->memos.back().get()};
   }
   out.storage_ = std::move(store);
   try {
@@ -1800,6 +1828,7 @@ inline value to_json(const estimate_result& r) {
   }
   cost["compute_details"] = {{"efficiency_lookups", c.efficiency_lookups},
                              {"efficiency_misses", c.efficiency_misses},
+                             {"efficiency_interpolated", c.efficiency_interpolated},
                              {"efficiency_modelled", c.efficiency_modelled}};
   value chunks = value::object(), mem = value::object();
   for (std::size_t i = 0; i < r.stage_count; ++i) {

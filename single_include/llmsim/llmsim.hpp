@@ -20,8 +20,9 @@
 // ---- begin llmsim/cost/kernel_model.hpp ------------------------------------------------------------
 /// \file llmsim/cost/kernel_model.hpp
 /// The analytic efficiency of GEMMs, grouped GEMMs and fused attention on a system whose
-/// measured table lacks the shape (or that has no table: catalogue systems): what fraction of the
-/// data-sheet peak a kernel of this shape sustains on this architecture.
+/// measured table lacks the shape and any shapes around it to interpolate between (or that has no
+/// table: catalogue systems): what fraction of the data-sheet peak a kernel of this shape
+/// sustains on this architecture.
 ///
 /// The forms, each with the mechanism it stands for:
 ///   GEMM          sustained                       a GEMM's share of the data-sheet peak under the
@@ -57,7 +58,8 @@
 /// \file llmsim/cost/compute_cost.hpp
 /// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
 /// moves, with the efficiency looked up by exact shape key in the system file
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else interpolated between the measured
+/// shapes around it, else the kernel model's, else the kind's `efficient_factor`.
 
 // ---- begin llmsim/core/units.hpp -------------------------------------------------------------------
 /// \file llmsim/core/units.hpp
@@ -325,6 +327,44 @@ LLMSIM_END_NAMESPACE
 /// catalogue (views of static arrays) and a file loaded at run time (views of storage the loader
 /// owns, see `llmsim::json::system_config`).
 
+// ---- begin llmsim/core/constexpr_math.hpp ----------------------------------------------------------
+/// \file llmsim/core/constexpr_math.hpp
+/// The few functions of <cmath> the formulas need in constant expressions (<cmath> is not
+/// constexpr on Clang 14).
+
+
+LLMSIM_BEGIN_NAMESPACE
+namespace detail {
+/// log2 of x > 0: the exponent by halving, the mantissa m in [1, 2) by
+/// ln m = 2 atanh((m - 1) / (m + 1)), a series that converges to double precision in 20 terms there.
+constexpr double log2_of(double x) {
+  double exponent = 0;
+  while (x >= 2.0) {
+    x /= 2.0;
+    exponent += 1.0;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    exponent -= 1.0;
+  }
+  const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
+  double term = y, sum = 0;
+  for (int k = 0; k < 20; ++k) {
+    sum += term / (2.0 * k + 1.0);
+    term *= y2;
+  }
+  return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
+}
+/// Square root of x >= 0 by Newton's iteration.
+constexpr double sqrt_of(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1.0;
+  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
+  return r;
+}
+}  // namespace detail
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/core/constexpr_math.hpp ------------------------------------------------------------
 // ---- begin llmsim/core/error.hpp -------------------------------------------------------------------
 /// \file llmsim/core/error.hpp
 /// The one error path of llmsim.
@@ -1262,6 +1302,7 @@ LLMSIM_END_NAMESPACE
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -1272,10 +1313,60 @@ struct shape_efficiency {
   double efficiency = 0;
 };
 
+namespace detail {
+/// A shape-key field's value as a positive count ("4096"), or 0 when it is not one ("TN", "bf16").
+constexpr double key_count(std::string_view v) {
+  double n = 0;
+  for (const char c : v) {
+    if (c < '0' || c > '9' || n > 1e15) return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+/// Two shape keys with the same fields in the same order ("name=value, name=value, ...") that
+/// differ in one field only, a count in both: that field's position and the two counts.
+struct one_field_apart {
+  std::size_t field = 0;
+  double ours = 0, theirs = 0;
+};
+constexpr std::optional<one_field_apart> apart_in_one_count(std::string_view ours, std::string_view theirs) {
+  std::optional<one_field_apart> found;
+  for (std::size_t field = 0;; ++field) {
+    const std::size_t end_a = ours.find(", "), end_b = theirs.find(", ");
+    const std::string_view a = ours.substr(0, end_a), b = theirs.substr(0, end_b);
+    const std::size_t eq_a = a.find('='), eq_b = b.find('=');
+    if (eq_a == std::string_view::npos || a.substr(0, eq_a) != b.substr(0, eq_b)) return std::nullopt;
+    if (a != b) {
+      const double x = key_count(a.substr(eq_a + 1)), y = key_count(b.substr(eq_b + 1));
+      if (found || x <= 0 || y <= 0) return std::nullopt;  // a second difference, or not counts
+      found = one_field_apart{field, x, y};
+    }
+    if ((end_a == std::string_view::npos) != (end_b == std::string_view::npos)) return std::nullopt;
+    if (end_a == std::string_view::npos) return found;
+    ours.remove_prefix(end_a + 2);
+    theirs.remove_prefix(end_b + 2);
+  }
+}
+}  // namespace detail
+
+/// Remembers at run time what efficiency_table::interpolate found for each shape: a search prices
+/// the same shapes many times over, and each answer scans the whole table. A loaded system file's
+/// tables carry one (json::system_config); it must be safe to share between threads.
+struct interpolation_memo {
+  interpolation_memo() = default;
+  interpolation_memo(const interpolation_memo&) = delete;
+  interpolation_memo& operator=(const interpolation_memo&) = delete;
+  virtual ~interpolation_memo() = default;
+  /// nullopt when `shape` was not asked before; else what was found (nullopt: nothing).
+  [[nodiscard]] virtual std::optional<std::optional<double>> recall(std::string_view shape) const = 0;
+  virtual void remember(std::string_view shape, std::optional<double> found) const = 0;
+};
+
 /// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
 struct efficiency_table {
   const shape_efficiency* entries = nullptr;
   std::size_t count = 0;
+  const interpolation_memo* memo = nullptr;  ///< at run time, interpolate's answers so far (none: scan each time)
 
   [[nodiscard]] constexpr const shape_efficiency* begin() const { return entries; }
   [[nodiscard]] constexpr const shape_efficiency* end() const { return entries + count; }
@@ -1293,6 +1384,47 @@ struct efficiency_table {
     }
     if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
     return std::nullopt;
+  }
+  /// For a shape the table lacks: the efficiency between the nearest measured shapes below and
+  /// above it that differ from it in one count only (a GEMM's m, k or n, an attention's seq_len,
+  /// a grouped GEMM's tokens per expert), linear in that count's logarithm. Where several counts
+  /// have measured shapes on both sides, the one whose two shapes lie closest (smallest ratio).
+  /// nullopt when no count has measured shapes on both sides.
+  [[nodiscard]] constexpr std::optional<double> interpolate(std::string_view shape) const {
+    if (std::is_constant_evaluated() || memo == nullptr) return interpolate_by_scan(shape);
+    if (const auto known = memo->recall(shape)) return *known;
+    const std::optional<double> found = interpolate_by_scan(shape);
+    memo->remember(shape, found);
+    return found;
+  }
+  /// interpolate(), scanning the table.
+  [[nodiscard]] constexpr std::optional<double> interpolate_by_scan(std::string_view shape) const {
+    constexpr std::size_t max_fields = 16;
+    struct side {
+      double count = 0, efficiency = 0;
+    };
+    std::array<side, max_fields> below{}, above{};
+    std::array<double, max_fields> ours{};  // the shape's own count in each field
+    for (const shape_efficiency& e : *this) {
+      const auto d = detail::apart_in_one_count(shape, e.shape);
+      if (!d || d->field >= max_fields) continue;
+      ours[d->field] = d->ours;
+      side& lower = below[d->field];
+      side& upper = above[d->field];
+      if (d->theirs < d->ours && d->theirs > lower.count) lower = {d->theirs, e.efficiency};
+      if (d->theirs > d->ours && (upper.count == 0 || d->theirs < upper.count)) upper = {d->theirs, e.efficiency};
+    }
+    std::optional<double> best;
+    double best_span = 0;
+    for (std::size_t f = 0; f < max_fields; ++f) {
+      if (below[f].count == 0 || above[f].count == 0) continue;
+      const double span = detail::log2_of(above[f].count / below[f].count);
+      if (best && span >= best_span) continue;
+      const double t = detail::log2_of(ours[f] / below[f].count) / span;
+      best = below[f].efficiency + (above[f].efficiency - below[f].efficiency) * t;
+      best_span = span;
+    }
+    return best;
   }
   /// Equal when both hold the same keys with the same efficiencies (not the same storage).
   friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {
@@ -1755,16 +1887,18 @@ constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind
 
 /// The time of one kernel and how it was obtained.
 struct kernel_cost {
-  seconds time{};         ///< max(compute, memory): the roofline
-  seconds compute{};      ///< flops / (peak * efficiency)
-  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
-  double efficiency = 0;  ///< the compute efficiency used
-  bool measured = false;  ///< the efficiency came from the shape-keyed table
-  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
+  seconds time{};             ///< max(compute, memory): the roofline
+  seconds compute{};          ///< flops / (peak * efficiency)
+  seconds memory{};           ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;      ///< the compute efficiency used
+  bool measured = false;      ///< the efficiency came from the shape-keyed table
+  bool interpolated = false;  ///< ... else from its measured shapes around this one
+  bool modelled = false;      ///< ... else from the system's kernel model (cost/kernel_model.hpp)
 };
 
 /// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
-/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
+/// `shape`, else interpolated between the table's shapes around it (efficiency_table::interpolate),
+/// else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
 /// Zero work costs nothing.
 constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
                                    double modelled = 0) {
@@ -1772,9 +1906,11 @@ constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, do
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
   const auto measured = op.accurate_efficient_factor.find(shape);
+  const auto between = measured ? std::nullopt : op.accurate_efficient_factor.interpolate(shape);
   c.measured = measured.has_value();
-  c.modelled = !c.measured && modelled > 0;
-  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
+  c.interpolated = between.has_value();
+  c.modelled = !c.measured && !c.interpolated && modelled > 0;
+  c.efficiency = measured ? *measured : between ? *between : c.modelled ? modelled : op.efficient_factor;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -1826,12 +1962,13 @@ constexpr double low_precision_speedup(compute_kind kind, double cc) {
 }
 
 /// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
-/// present and has an efficiency measured for the shape or a positive efficient_factor.
+/// present and has an efficiency measured for the shape (or around it) or a positive efficient_factor.
 /// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
 /// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
 constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
   const auto& own = sys.op(kind);
-  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
+  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value() ||
+                         own.accurate_efficient_factor.interpolate(shape).has_value());
 }
 
 /// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
@@ -4552,9 +4689,10 @@ struct leaf {
   recompute_role role = recompute_role::none;
   /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
   double offloaded = 0;
-  std::int32_t efficiency_lookups = 0;   ///< compute kernels priced by the shape table
-  std::int32_t efficiency_misses = 0;    ///< ... of which the table lacked
-  std::int32_t efficiency_modelled = 0;  ///< ... of those, priced by the kernel model (else efficient_factor)
+  std::int32_t efficiency_lookups = 0;       ///< compute kernels priced by the shape table
+  std::int32_t efficiency_misses = 0;        ///< ... of which the table lacked
+  std::int32_t efficiency_interpolated = 0;  ///< ... of those, priced between the table's shapes around it
+  std::int32_t efficiency_modelled = 0;      ///< ... else by the kernel model (else efficient_factor)
   seconds last_compute{};  ///< the time of its last priced kernel (what a `beside_previous` collective hides behind)
 
   /// Megatron module name: linear_qkv, core_attention, linear_fc1, ...
@@ -5547,6 +5685,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;
+    if (cost.interpolated) ++l.efficiency_interpolated;
     if (cost.modelled) ++l.efficiency_modelled;
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;
@@ -9769,7 +9908,7 @@ struct stage_result {
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
   peak_site peak_path{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_interpolated = 0, efficiency_modelled = 0;
 };
 
 /// Network tiers chosen for the groups.
@@ -9808,9 +9947,10 @@ struct cost_result {
   critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
   time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  /// compute_details: compute kernels priced, of which the table lacked the shape, of which the
-  /// kernel model priced (the rest: the op kind's efficient_factor)
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
+  /// compute_details: compute kernels priced, of which the table lacked the shape, of which its
+  /// shapes around priced (interpolated), else the kernel model (the rest: the op kind's
+  /// efficient_factor)
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_interpolated = 0, efficiency_modelled = 0;
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -10288,37 +10428,6 @@ constexpr std::int64_t v_shape_neighbours(std::int64_t rank, std::int64_t p) {
   return (rank > 0 ? 1 : 0) + (rank < p - 1 ? 1 : 0);
 }
 
-namespace detail {
-/// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
-/// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
-/// to double precision in 20 terms there.
-constexpr double log2_of(double x) {
-  double exponent = 0;
-  while (x >= 2.0) {
-    x /= 2.0;
-    exponent += 1.0;
-  }
-  while (x < 1.0) {
-    x *= 2.0;
-    exponent -= 1.0;
-  }
-  const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
-  double term = y, sum = 0;
-  for (int k = 0; k < 20; ++k) {
-    sum += term / (2.0 * k + 1.0);
-    term *= y2;
-  }
-  return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
-}
-/// Square root of x >= 0 by Newton's iteration.
-constexpr double sqrt_of(double x) {
-  if (x <= 0) return 0;
-  double r = x > 1 ? x : 1.0;
-  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
-  return r;
-}
-}  // namespace detail
-
 /// Bytes one micro-batch holds over a stage, and the largest forward and backward footprints.
 struct stage_memory {
   double held = 0, fwd_peak = 0, bwd_peak = 0;
@@ -10618,6 +10727,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+      r.efficiency_interpolated += l.efficiency_interpolated * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_modelled += l.efficiency_modelled * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
@@ -11427,6 +11537,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
       cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
+    cost.efficiency_interpolated += st.efficiency_interpolated;
     cost.efficiency_modelled += st.efficiency_modelled;
   }
   find_critical_path(cost, out, pipe, rank_stage);
@@ -14685,10 +14796,10 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
          std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
   std::snprintf(buf, sizeof buf,
-                "  compute shapes priced from measured tables: %d of %d (kernel model: %d, flat efficient_factor: "
-                "%d)\n",
-                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups, c.efficiency_modelled,
-                c.efficiency_misses - c.efficiency_modelled);
+                "  compute shapes priced from measured tables: %d of %d (interpolated between measured shapes: %d, "
+                "kernel model: %d, flat efficient_factor: %d)\n",
+                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups, c.efficiency_interpolated,
+                c.efficiency_modelled, c.efficiency_misses - c.efficiency_interpolated - c.efficiency_modelled);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";
   for (std::size_t i = 0; i < r.stage_count; ++i) out += detail::stage_memory_lines(r, i);

@@ -1,7 +1,8 @@
 /// \file llmsim/cost/compute_cost.hpp
 /// Time of one kernel on one accelerator: a roofline over its floating-point work and the bytes it
 /// moves, with the efficiency looked up by exact shape key in the system file
-/// (`accelerator.op.<kind>.accurate_efficient_factor`), else the kind's `efficient_factor`.
+/// (`accelerator.op.<kind>.accurate_efficient_factor`), else interpolated between the measured
+/// shapes around it, else the kernel model's, else the kind's `efficient_factor`.
 #pragma once
 
 #include <llmsim/core/units.hpp>
@@ -27,16 +28,18 @@ constexpr const bandwidth_spec& memory_entry(const system_spec& sys, memory_kind
 
 /// The time of one kernel and how it was obtained.
 struct kernel_cost {
-  seconds time{};         ///< max(compute, memory): the roofline
-  seconds compute{};      ///< flops / (peak * efficiency)
-  seconds memory{};       ///< bytes / (HBM bandwidth * efficiency) + launch latency
-  double efficiency = 0;  ///< the compute efficiency used
-  bool measured = false;  ///< the efficiency came from the shape-keyed table
-  bool modelled = false;  ///< ... else from the system's kernel model (cost/kernel_model.hpp)
+  seconds time{};             ///< max(compute, memory): the roofline
+  seconds compute{};          ///< flops / (peak * efficiency)
+  seconds memory{};           ///< bytes / (HBM bandwidth * efficiency) + launch latency
+  double efficiency = 0;      ///< the compute efficiency used
+  bool measured = false;      ///< the efficiency came from the shape-keyed table
+  bool interpolated = false;  ///< ... else from its measured shapes around this one
+  bool modelled = false;      ///< ... else from the system's kernel model (cost/kernel_model.hpp)
 };
 
 /// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
-/// `shape`, else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
+/// `shape`, else interpolated between the table's shapes around it (efficiency_table::interpolate),
+/// else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
 /// Zero work costs nothing.
 constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
                                    double modelled = 0) {
@@ -44,9 +47,11 @@ constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, do
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
   const auto measured = op.accurate_efficient_factor.find(shape);
+  const auto between = measured ? std::nullopt : op.accurate_efficient_factor.interpolate(shape);
   c.measured = measured.has_value();
-  c.modelled = !c.measured && modelled > 0;
-  c.efficiency = measured ? *measured : c.modelled ? modelled : op.efficient_factor;
+  c.interpolated = between.has_value();
+  c.modelled = !c.measured && !c.interpolated && modelled > 0;
+  c.efficiency = measured ? *measured : between ? *between : c.modelled ? modelled : op.efficient_factor;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -98,12 +103,13 @@ constexpr double low_precision_speedup(compute_kind kind, double cc) {
 }
 
 /// Whether the system's own `accelerator.op.<kind>` entry can price a kernel of `shape`: it is
-/// present and has an efficiency measured for the shape or a positive efficient_factor.
+/// present and has an efficiency measured for the shape (or around it) or a positive efficient_factor.
 /// (SimuMax prices an entry with efficient_factor 0 by dividing by it: its shipped B200 file has
 /// fp8 entries with `efficient_factor: 0` and no table, i.e. no usable figures.)
 constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::string_view shape) {
   const auto& own = sys.op(kind);
-  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value());
+  return own.present && (own.efficient_factor > 0 || own.accurate_efficient_factor.find(shape).has_value() ||
+                         own.accurate_efficient_factor.interpolate(shape).has_value());
 }
 
 /// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the

@@ -1,7 +1,8 @@
 /// \file llmsim/cost/kernel_model.hpp
 /// The analytic efficiency of GEMMs, grouped GEMMs and fused attention on a system whose
-/// measured table lacks the shape (or that has no table: catalogue systems): what fraction of the
-/// data-sheet peak a kernel of this shape sustains on this architecture.
+/// measured table lacks the shape and any shapes around it to interpolate between (or that has no
+/// table: catalogue systems): what fraction of the data-sheet peak a kernel of this shape
+/// sustains on this architecture.
 ///
 /// The forms, each with the mechanism it stands for:
 ///   GEMM          sustained                       a GEMM's share of the data-sheet peak under the

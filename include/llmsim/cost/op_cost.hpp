@@ -116,6 +116,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     t = cost.time;
     ++l.efficiency_lookups;
     if (!cost.measured) ++l.efficiency_misses;
+    if (cost.interpolated) ++l.efficiency_interpolated;
     if (cost.modelled) ++l.efficiency_modelled;
   }
   (o.is_backward() ? l.bwd : l.fwd) += t;

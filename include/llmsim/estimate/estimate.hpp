@@ -10,6 +10,7 @@
 #pragma once
 
 #include <llmsim/core/checked.hpp>
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/units.hpp>
 #include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/cost/muon_cost.hpp>
@@ -188,7 +189,7 @@ struct stage_result {
   bytes fwd_peak_allocated_mem{}, bwd_peak_allocated_mem{};
   bytes peak_mem{}, peak_mem_with_reserved{};
   peak_site peak_path{};
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_interpolated = 0, efficiency_modelled = 0;
 };
 
 /// Network tiers chosen for the groups.
@@ -227,9 +228,10 @@ struct cost_result {
   critical_stream_kind critical_stream = critical_stream_kind::compute;  ///< what ends its critical path
   time_breakdown breakdown_result{};                                     ///< the bounding stage's breakdown
   comm_summary comm_result{};
-  /// compute_details: compute kernels priced, of which the table lacked the shape, of which the
-  /// kernel model priced (the rest: the op kind's efficient_factor)
-  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_modelled = 0;
+  /// compute_details: compute kernels priced, of which the table lacked the shape, of which its
+  /// shapes around priced (interpolated), else the kernel model (the rest: the op kind's
+  /// efficient_factor)
+  std::int32_t efficiency_lookups = 0, efficiency_misses = 0, efficiency_interpolated = 0, efficiency_modelled = 0;
 };
 
 /// Memory of the stages; `peak_mem` is the largest, and the verdict against the device.
@@ -707,37 +709,6 @@ constexpr std::int64_t v_shape_neighbours(std::int64_t rank, std::int64_t p) {
   return (rank > 0 ? 1 : 0) + (rank < p - 1 ? 1 : 0);
 }
 
-namespace detail {
-/// log2 of x > 0 in constant expressions (<cmath> is not constexpr on Clang 14): the exponent by
-/// halving, the mantissa m in [1, 2) by ln m = 2 atanh((m - 1) / (m + 1)), a series that converges
-/// to double precision in 20 terms there.
-constexpr double log2_of(double x) {
-  double exponent = 0;
-  while (x >= 2.0) {
-    x /= 2.0;
-    exponent += 1.0;
-  }
-  while (x < 1.0) {
-    x *= 2.0;
-    exponent -= 1.0;
-  }
-  const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
-  double term = y, sum = 0;
-  for (int k = 0; k < 20; ++k) {
-    sum += term / (2.0 * k + 1.0);
-    term *= y2;
-  }
-  return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
-}
-/// Square root of x >= 0 by Newton's iteration.
-constexpr double sqrt_of(double x) {
-  if (x <= 0) return 0;
-  double r = x > 1 ? x : 1.0;
-  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
-  return r;
-}
-}  // namespace detail
-
 /// Bytes one micro-batch holds over a stage, and the largest forward and backward footprints.
 struct stage_memory {
   double held = 0, fwd_peak = 0, bwd_peak = 0;
@@ -1037,6 +1008,7 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
       if (l.tp_duplicated) r.tp_duplicated_params += l.params * n;
       r.efficiency_lookups += l.efficiency_lookups * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_misses += l.efficiency_misses * static_cast<std::int32_t>(sb.repeat);
+      r.efficiency_interpolated += l.efficiency_interpolated * static_cast<std::int32_t>(sb.repeat);
       r.efficiency_modelled += l.efficiency_modelled * static_cast<std::int32_t>(sb.repeat);
       if (l.weight_rows > 0 && (!l.grouped || j.te_grouped_dummy)) {
         bool seen = false;
@@ -1846,6 +1818,7 @@ constexpr void fill_cost(estimate_result& out, const build_context& c, const pip
       cost.bounding_stage = static_cast<std::int64_t>(i);
     cost.efficiency_lookups += st.efficiency_lookups;
     cost.efficiency_misses += st.efficiency_misses;
+    cost.efficiency_interpolated += st.efficiency_interpolated;
     cost.efficiency_modelled += st.efficiency_modelled;
   }
   find_critical_path(cost, out, pipe, rank_stage);

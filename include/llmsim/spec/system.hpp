@@ -9,6 +9,7 @@
 /// owns, see `llmsim::json::system_config`).
 #pragma once
 
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/error.hpp>
 #include <llmsim/core/fixed_string.hpp>
 #include <llmsim/core/units.hpp>
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -30,10 +32,60 @@ struct shape_efficiency {
   double efficiency = 0;
 };
 
+namespace detail {
+/// A shape-key field's value as a positive count ("4096"), or 0 when it is not one ("TN", "bf16").
+constexpr double key_count(std::string_view v) {
+  double n = 0;
+  for (const char c : v) {
+    if (c < '0' || c > '9' || n > 1e15) return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+/// Two shape keys with the same fields in the same order ("name=value, name=value, ...") that
+/// differ in one field only, a count in both: that field's position and the two counts.
+struct one_field_apart {
+  std::size_t field = 0;
+  double ours = 0, theirs = 0;
+};
+constexpr std::optional<one_field_apart> apart_in_one_count(std::string_view ours, std::string_view theirs) {
+  std::optional<one_field_apart> found;
+  for (std::size_t field = 0;; ++field) {
+    const std::size_t end_a = ours.find(", "), end_b = theirs.find(", ");
+    const std::string_view a = ours.substr(0, end_a), b = theirs.substr(0, end_b);
+    const std::size_t eq_a = a.find('='), eq_b = b.find('=');
+    if (eq_a == std::string_view::npos || a.substr(0, eq_a) != b.substr(0, eq_b)) return std::nullopt;
+    if (a != b) {
+      const double x = key_count(a.substr(eq_a + 1)), y = key_count(b.substr(eq_b + 1));
+      if (found || x <= 0 || y <= 0) return std::nullopt;  // a second difference, or not counts
+      found = one_field_apart{field, x, y};
+    }
+    if ((end_a == std::string_view::npos) != (end_b == std::string_view::npos)) return std::nullopt;
+    if (end_a == std::string_view::npos) return found;
+    ours.remove_prefix(end_a + 2);
+    theirs.remove_prefix(end_b + 2);
+  }
+}
+}  // namespace detail
+
+/// Remembers at run time what efficiency_table::interpolate found for each shape: a search prices
+/// the same shapes many times over, and each answer scans the whole table. A loaded system file's
+/// tables carry one (json::system_config); it must be safe to share between threads.
+struct interpolation_memo {
+  interpolation_memo() = default;
+  interpolation_memo(const interpolation_memo&) = delete;
+  interpolation_memo& operator=(const interpolation_memo&) = delete;
+  virtual ~interpolation_memo() = default;
+  /// nullopt when `shape` was not asked before; else what was found (nullopt: nothing).
+  [[nodiscard]] virtual std::optional<std::optional<double>> recall(std::string_view shape) const = 0;
+  virtual void remember(std::string_view shape, std::optional<double> found) const = 0;
+};
+
 /// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
 struct efficiency_table {
   const shape_efficiency* entries = nullptr;
   std::size_t count = 0;
+  const interpolation_memo* memo = nullptr;  ///< at run time, interpolate's answers so far (none: scan each time)
 
   [[nodiscard]] constexpr const shape_efficiency* begin() const { return entries; }
   [[nodiscard]] constexpr const shape_efficiency* end() const { return entries + count; }
@@ -51,6 +103,47 @@ struct efficiency_table {
     }
     if (lo < count && entries[lo].shape == shape) return entries[lo].efficiency;
     return std::nullopt;
+  }
+  /// For a shape the table lacks: the efficiency between the nearest measured shapes below and
+  /// above it that differ from it in one count only (a GEMM's m, k or n, an attention's seq_len,
+  /// a grouped GEMM's tokens per expert), linear in that count's logarithm. Where several counts
+  /// have measured shapes on both sides, the one whose two shapes lie closest (smallest ratio).
+  /// nullopt when no count has measured shapes on both sides.
+  [[nodiscard]] constexpr std::optional<double> interpolate(std::string_view shape) const {
+    if (std::is_constant_evaluated() || memo == nullptr) return interpolate_by_scan(shape);
+    if (const auto known = memo->recall(shape)) return *known;
+    const std::optional<double> found = interpolate_by_scan(shape);
+    memo->remember(shape, found);
+    return found;
+  }
+  /// interpolate(), scanning the table.
+  [[nodiscard]] constexpr std::optional<double> interpolate_by_scan(std::string_view shape) const {
+    constexpr std::size_t max_fields = 16;
+    struct side {
+      double count = 0, efficiency = 0;
+    };
+    std::array<side, max_fields> below{}, above{};
+    std::array<double, max_fields> ours{};  // the shape's own count in each field
+    for (const shape_efficiency& e : *this) {
+      const auto d = detail::apart_in_one_count(shape, e.shape);
+      if (!d || d->field >= max_fields) continue;
+      ours[d->field] = d->ours;
+      side& lower = below[d->field];
+      side& upper = above[d->field];
+      if (d->theirs < d->ours && d->theirs > lower.count) lower = {d->theirs, e.efficiency};
+      if (d->theirs > d->ours && (upper.count == 0 || d->theirs < upper.count)) upper = {d->theirs, e.efficiency};
+    }
+    std::optional<double> best;
+    double best_span = 0;
+    for (std::size_t f = 0; f < max_fields; ++f) {
+      if (below[f].count == 0 || above[f].count == 0) continue;
+      const double span = detail::log2_of(above[f].count / below[f].count);
+      if (best && span >= best_span) continue;
+      const double t = detail::log2_of(ours[f] / below[f].count) / span;
+      best = below[f].efficiency + (above[f].efficiency - below[f].efficiency) * t;
+      best_span = span;
+    }
+    return best;
   }
   /// Equal when both hold the same keys with the same efficiencies (not the same storage).
   friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {

@@ -1,0 +1,38 @@
+/// \file llmsim/core/constexpr_math.hpp
+/// The few functions of <cmath> the formulas need in constant expressions (<cmath> is not
+/// constexpr on Clang 14).
+#pragma once
+
+#include <llmsim/version.hpp>
+
+LLMSIM_BEGIN_NAMESPACE
+namespace detail {
+/// log2 of x > 0: the exponent by halving, the mantissa m in [1, 2) by
+/// ln m = 2 atanh((m - 1) / (m + 1)), a series that converges to double precision in 20 terms there.
+constexpr double log2_of(double x) {
+  double exponent = 0;
+  while (x >= 2.0) {
+    x /= 2.0;
+    exponent += 1.0;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    exponent -= 1.0;
+  }
+  const double y = (x - 1.0) / (x + 1.0), y2 = y * y;
+  double term = y, sum = 0;
+  for (int k = 0; k < 20; ++k) {
+    sum += term / (2.0 * k + 1.0);
+    term *= y2;
+  }
+  return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
+}
+/// Square root of x >= 0 by Newton's iteration.
+constexpr double sqrt_of(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1.0;
+  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
+  return r;
+}
+}  // namespace detail
+LLMSIM_END_NAMESPACE

@@ -1,0 +1,177 @@
+// Efficiencies between measured shapes (efficiency_table::interpolate): a shape a system's table
+// lacks takes the efficiency between the nearest measured shapes below and above it that differ
+// from it in one count only, linear in that count's logarithm. Expected values by hand from the
+// tables written here; the held-out check reads SimuMax's shipped tables.
+#include <llmsim/json.hpp>
+#include <llmsim/llmsim.hpp>
+
+#include "shared_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace llmsim_test_interpolation {
+
+using namespace llmsim;
+
+namespace {
+// Sorted by key, as the loader sorts: m=1024, m=4096, m=512, m=8192 compare as text.
+constexpr shape_efficiency gemms[] = {
+    {"b=1, m=1024, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.5},
+    {"b=1, m=4096, k=4096, n=4096, layout=NN, accumulate=False, out_dtype=bf16", 0.95},
+    {"b=1, m=4096, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.7},
+    {"b=1, m=512, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.1},
+    {"b=1, m=8192, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16", 0.9},
+};
+constexpr efficiency_table table{gemms, 5};
+}  // namespace
+
+TEST(Interpolation, BetweenTheNearestMeasuredShapesInTheLogOfTheCount) {
+  ASSERT_TRUE(table.is_sorted());
+  // m = 2048 lies halfway (in log2) between m = 1024 (0.5) and m = 4096 (0.7): 0.6. The farther
+  // m = 512 and m = 8192 do not take part; nor does the NN shape (another layout).
+  const auto mid = table.interpolate("b=1, m=2048, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16");
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_NEAR(*mid, 0.6, 1e-12);
+  // m = 3072: log2(3072 / 1024) / log2(4) = 0.79248 of the way: 0.5 + 0.2 x 0.79248 = 0.658496.
+  const auto three = table.interpolate("b=1, m=3072, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16");
+  ASSERT_TRUE(three.has_value());
+  EXPECT_NEAR(*three, 0.5 + 0.2 * std::log2(3.0) / 2, 1e-12);
+  // Beyond the measured range (one side only), two counts apart, or a non-count apart: none.
+  EXPECT_FALSE(table.interpolate("b=1, m=16384, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16"));
+  EXPECT_FALSE(table.interpolate("b=1, m=2048, k=2048, n=4096, layout=TN, accumulate=False, out_dtype=bf16"));
+  EXPECT_FALSE(table.interpolate("b=1, m=2048, k=4096, n=4096, layout=NT, accumulate=False, out_dtype=bf16"));
+  EXPECT_FALSE(table.interpolate("b=1, m=2048, k=4096, n=4096, layout=TN, accumulate=False"));
+  EXPECT_FALSE(table.interpolate("batch=1, seq_len=2048, head_num=32"));
+  // A measured shape is not interpolated (find() answers it).
+  EXPECT_EQ(table.find("b=1, m=1024, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16"), 0.5);
+  // In constant expressions too.
+  static_assert(table.interpolate("b=1, m=2048, k=4096, n=4096, layout=TN, accumulate=False, out_dtype=bf16") > 0.59);
+}
+
+TEST(Interpolation, TheCountWhoseMeasuredShapesLieClosestDecides) {
+  // The shape m=2048, n=2048 has measured neighbours in m (1024 and 4096, a ratio of 4) and in n
+  // (1024 and 8192, a ratio of 8): m's pair decides, 0.2 + (0.4 - 0.2) / 2 = 0.3.
+  static constexpr shape_efficiency two[] = {
+      {"b=1, m=1024, k=64, n=2048, layout=TN, accumulate=False, out_dtype=bf16", 0.2},
+      {"b=1, m=2048, k=64, n=1024, layout=TN, accumulate=False, out_dtype=bf16", 0.9},
+      {"b=1, m=2048, k=64, n=8192, layout=TN, accumulate=False, out_dtype=bf16", 0.9},
+      {"b=1, m=4096, k=64, n=2048, layout=TN, accumulate=False, out_dtype=bf16", 0.4},
+  };
+  const efficiency_table t{two, 4};
+  ASSERT_TRUE(t.is_sorted());
+  const auto e = t.interpolate("b=1, m=2048, k=64, n=2048, layout=TN, accumulate=False, out_dtype=bf16");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(*e, 0.3, 1e-12);
+}
+
+TEST(Interpolation, ComesBeforeTheKernelModelAndIsCounted) {
+  // Catalogue B200 (2250 TFLOPS dense BF16, kernel model 0.484) with the table above: a GEMM of
+  // m = 2048 takes 0.6, not the model's 0.484: 2 x 2048 x 4096 x 4096 = 68,719,476,736 FLOPs
+  // over 2250e12 x 0.6 = 50.9 us.
+  system_spec sys = catalogue::b200;
+  sys.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].accurate_efficient_factor = table;
+  const kernel_cost c = compute_op_cost(sys, gemm_op(pass_kind::forward, {.m = 2048, .k = 4096, .n = 4096}, 1e6));
+  EXPECT_FALSE(c.measured);
+  EXPECT_TRUE(c.interpolated);
+  EXPECT_FALSE(c.modelled);
+  EXPECT_NEAR(c.time.value, 68719476736.0 / (2250e12 * 0.6), 1e-15);
+  // Outside the measured range the model prices it.
+  const kernel_cost far = compute_op_cost(sys, gemm_op(pass_kind::forward, {.m = 16384, .k = 4096, .n = 4096}, 1e6));
+  EXPECT_FALSE(far.interpolated);
+  EXPECT_TRUE(far.modelled);
+  EXPECT_NEAR(far.efficiency, 0.484, 1e-15);
+}
+
+TEST(Interpolation, AnEstimateReportsTheInterpolatedShapes) {
+  // SimuMax's B200 table measures Llama-3-8B's GEMMs at 4096 and 8192 tokens: at sequence length
+  // 6144 (tp 2) the table has none of the job's shapes, and interpolates those whose 4096- and
+  // 8192-token shapes it holds; the rest fall to the file's flat efficient_factor (the file names
+  // no kernel model). Each interpolated shape counts once per kernel priced.
+  LLMSIM_REQUIRE_SHARED();
+  const auto system = json::load_system((llmsim_test::simumax_configs() / "system" / "b200_bf16_ceperm.json").string());
+  model_spec m = catalogue::llama3_8b;
+  m.layer_num = 2;
+  const strategy_spec s{.seq_len = 6144, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 2, .tp_size = 2};
+  const auto r = estimate(m, s, system.spec());
+  EXPECT_EQ(r.cost.efficiency_misses, r.cost.efficiency_lookups);
+  EXPECT_GT(r.cost.efficiency_interpolated, 0);
+  EXPECT_EQ(r.cost.efficiency_modelled, 0);
+  const std::string text = to_text(r, m, s, system.spec());
+  EXPECT_NE(text.find("interpolated between measured shapes: " + std::to_string(r.cost.efficiency_interpolated)),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(json::to_json(r)["cost_result"]["compute_details"]["efficiency_interpolated"].get<std::int32_t>(),
+            r.cost.efficiency_interpolated);
+}
+
+TEST(Interpolation, ALoadedTableRemembersItsAnswers) {
+  // A loaded file's table answers from its memo what a scan answers, found or not, every time.
+  // The query: a measured A100 GEMM with m one larger, which lies below the next measured m.
+  LLMSIM_REQUIRE_SHARED();
+  const auto system = json::load_system((llmsim_test::simumax_configs() / "system" / "a100_pcie.json").string());
+  const efficiency_table& t = system.spec().op(compute_kind::matmul).accurate_efficient_factor;
+  ASSERT_NE(t.memo, nullptr);
+  std::string query;
+  for (const shape_efficiency& e : t) {
+    const std::string key(e.shape);
+    const std::size_t at = key.find(", m=") + 4, end = key.find(',', at);
+    const std::string bumped =
+        key.substr(0, at) + std::to_string(std::stoll(key.substr(at, end - at)) + 1) + key.substr(end);
+    if (t.interpolate_by_scan(bumped)) {
+      query = bumped;
+      break;
+    }
+  }
+  ASSERT_FALSE(query.empty());
+  const auto scanned = t.interpolate_by_scan(query);
+  EXPECT_EQ(t.interpolate(query), scanned);
+  EXPECT_EQ(t.interpolate(query), scanned) << "second answer, from the memo";
+  const std::string nowhere = "b=1, m=3, k=5, n=7, layout=TN, accumulate=False, out_dtype=bf16";
+  EXPECT_FALSE(t.interpolate(nowhere));
+  EXPECT_FALSE(t.interpolate(nowhere));
+  const auto remembered = t.memo->recall(nowhere);  // asked before, nothing found
+  ASSERT_TRUE(remembered.has_value());
+  EXPECT_FALSE(remembered->has_value());
+}
+
+TEST(Interpolation, HeldOutMeasuredGemmsBeatTheFittedConstant) {
+  // Leave each measured GEMM of SimuMax's A100 and B200 tables out in turn and interpolate it from
+  // the rest, where its neighbours allow: the mean |error| must beat the kernel model's constant
+  // GEMM efficiency (0.718 Ampere, 0.484 Blackwell), which was fitted with these very shapes in.
+  LLMSIM_REQUIRE_SHARED();
+  struct file_and_model {
+    const char* file;
+    double sustained;
+  };
+  for (const auto& [file, sustained] :
+       {file_and_model{"a100_pcie.json", kernel_models::ampere.gemm_sustained},
+        file_and_model{"b200_bf16_ceperm.json", kernel_models::blackwell.gemm_sustained}}) {
+    const auto system = json::load_system((llmsim_test::simumax_configs() / "system" / file).string());
+    const efficiency_table& t = system.spec().op(compute_kind::matmul).accurate_efficient_factor;
+    double interpolated = 0, constant = 0, worst = 0;
+    int held_out = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      std::vector<shape_efficiency> rest(t.begin(), t.end());
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      const auto e = efficiency_table{rest.data(), rest.size()}.interpolate(t.entries[i].shape);
+      if (!e) continue;
+      const double measured = t.entries[i].efficiency, error = std::abs(*e / measured - 1);
+      interpolated += error;
+      worst = std::max(worst, error);
+      constant += std::abs(sustained / measured - 1);
+      ++held_out;
+    }
+    ASSERT_GT(held_out, 100) << file;
+    std::printf(
+        "%s: %d of %zu GEMMs interpolable when held out; |error| mean %.1f %% (max %.1f %%), constant %.1f %%\n", file,
+        held_out, t.size(), 100 * interpolated / held_out, 100 * worst, 100 * constant / held_out);
+    EXPECT_LT(interpolated, constant) << file;
+  }
+}
+
+}  // namespace llmsim_test_interpolation
