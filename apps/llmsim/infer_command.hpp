@@ -53,9 +53,14 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--micro-batching", a.micro_batching,
                 "How a pipeline (--pp > 1) splits the batch into micro-batches that follow one another through the "
-                "stages: one per stage of ceil(batch / pp) sequences (TensorRT-LLM's default), or FasterTransformer's "
-                "rule (batch / pp when pp divides it, halved while over 1024 tokens and even)")
+                "stages: ceil(batch / pp) sequences each, taking turns on the stages (TensorRT-LLM's default), or "
+                "FasterTransformer's rule (batch / pp when pp divides it, halved while over --micro-batch-token-limit "
+                "tokens and even; each decode step fills and drains the pipeline)")
       ->check(CLI::IsMember({"per_stage", "fastertransformer"}))
+      ->capture_default_str();
+  c->add_option("--micro-batch-token-limit", a.spec.micro_batch_token_limit,
+                "--micro-batching fastertransformer: halve while a micro-batch holds more tokens (v5.1 on: 1024, "
+                "v5.0: 8192)")
       ->capture_default_str();
   c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
               "The host launches each kernel: a step takes at least kernels x --host-launch-us");

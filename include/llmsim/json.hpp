@@ -720,8 +720,10 @@ class system_config {
     }
     void remember(std::string_view shape, std::optional<double> found) const override {
       const std::unique_lock lock(mutex_);
-      found_.emplace(std::string(shape), found);
+      if (found_.size() < capacity) found_.emplace(std::string(shape), found);
     }
+    /// Shapes remembered at most (a search asks thousands; past this each is scanned again).
+    static constexpr std::size_t capacity = 1 << 16;
 
    private:
     struct text_hash {

@@ -233,9 +233,9 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
          std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
   std::snprintf(buf, sizeof buf,
-                "  compute shapes priced from measured tables: %d of %d (interpolated between measured shapes: %d, "
-                "kernel model: %d, flat efficient_factor: %d)\n",
-                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups, c.efficiency_interpolated,
+                "  compute kernels priced: %d, by measured shape %d, between measured shapes %d, by the kernel "
+                "model %d, at the flat efficient_factor %d\n",
+                c.efficiency_lookups, c.efficiency_lookups - c.efficiency_misses, c.efficiency_interpolated,
                 c.efficiency_modelled, c.efficiency_misses - c.efficiency_interpolated - c.efficiency_modelled);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";

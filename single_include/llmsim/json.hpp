@@ -889,8 +889,10 @@ class system_config {
     }
     void remember(std::string_view shape, std::optional<double> found) const override {
       const std::unique_lock lock(mutex_);
-      found_.emplace(std::string(shape), found);
+      if (found_.size() < capacity) found_.emplace(std::string(shape), found);
     }
+    /// Shapes remembered at most (a search asks thousands; past this each is scanned again).
+    static constexpr std::size_t capacity = 1 << 16;
 
    private:
     struct text_hash {
@@ -2773,6 +2775,7 @@ inline value to_json(const inference_spec& i) {
           {"kv_cache", std::string(enum_name(i.kv_cache))},
           {"gqa_decode_reads", std::string(enum_name(i.gqa_decode_reads))},
           {"micro_batching", std::string(enum_name(i.micro_batching))},
+          {"micro_batch_token_limit", i.micro_batch_token_limit},
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
           {"kernel_latency_us", i.kernel_latency_us},
@@ -2907,15 +2910,22 @@ std::string set_from_rule(Enum& field, const value& rule, const char* list, cons
 }
 
 /// How the row's framework reads a grouped-query layer's cache at decode (`decode_attention`
-/// rules; none: once per KV head) and splits a pipeline's batch (`pipeline_micro_batching` rules;
-/// none: one micro-batch per stage).
+/// rules; none: once per KV head) and splits a pipeline's batch (`pipeline_micro_batching` rules,
+/// with the token limit of the framework's version, `micro_batch_token_limit`; none: one
+/// micro-batch per stage).
 inline std::string resolve_framework(row_job& job, const value& row, const value& recipes) {
   if (const value* rule = framework_rule(row, recipes, "decode_attention")) {
     std::string why = set_from_rule(job.spec.gqa_decode_reads, *rule, "decode_attention", "gqa_decode_reads");
     if (!why.empty()) return why;
   }
-  if (const value* rule = framework_rule(row, recipes, "pipeline_micro_batching"))
-    return set_from_rule(job.spec.micro_batching, *rule, "pipeline_micro_batching", "micro_batching");
+  if (const value* rule = framework_rule(row, recipes, "pipeline_micro_batching")) {
+    std::string why = set_from_rule(job.spec.micro_batching, *rule, "pipeline_micro_batching", "micro_batching");
+    if (!why.empty() || !rule->contains("micro_batch_token_limit")) return why;
+    const value& limit = rule->at("micro_batch_token_limit");
+    if (!limit.is_number_integer() || limit.get<std::int64_t>() < 1)
+      return "recipe pipeline_micro_batching.micro_batch_token_limit=" + limit.dump() + " must be a positive integer";
+    job.spec.micro_batch_token_limit = limit.get<std::int64_t>();
+  }
   return {};
 }
 

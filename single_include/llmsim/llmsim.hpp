@@ -1323,8 +1323,17 @@ constexpr double key_count(std::string_view v) {
   }
   return n;
 }
+/// The counts a table interpolates in: a GEMM's m, k, n, a grouped GEMM's M (rows per expert), N
+/// and K, an attention's seq_len. Batch, head counts, head dims and expert counts are not: they
+/// change the kernel's tiling or its choice, not only how long it runs.
+constexpr bool interpolable_count(std::string_view name) {
+  for (const std::string_view n : {"m", "k", "n", "M", "N", "K", "seq_len"})
+    if (name == n) return true;
+  return false;
+}
 /// Two shape keys with the same fields in the same order ("name=value, name=value, ...") that
-/// differ in one field only, a count in both: that field's position and the two counts.
+/// differ in one field only, an interpolable count in both: that field's position and the two
+/// counts.
 struct one_field_apart {
   std::size_t field = 0;
   double ours = 0, theirs = 0;
@@ -1338,7 +1347,8 @@ constexpr std::optional<one_field_apart> apart_in_one_count(std::string_view our
     if (eq_a == std::string_view::npos || a.substr(0, eq_a) != b.substr(0, eq_b)) return std::nullopt;
     if (a != b) {
       const double x = key_count(a.substr(eq_a + 1)), y = key_count(b.substr(eq_b + 1));
-      if (found || x <= 0 || y <= 0) return std::nullopt;  // a second difference, or not counts
+      // A second difference, not counts, or a count not interpolated in.
+      if (found || x <= 0 || y <= 0 || !interpolable_count(a.substr(0, eq_a))) return std::nullopt;
       found = one_field_apart{field, x, y};
     }
     if ((end_a == std::string_view::npos) != (end_b == std::string_view::npos)) return std::nullopt;
@@ -1364,6 +1374,13 @@ struct interpolation_memo {
 
 /// A view of measured efficiencies sorted by key (the loader sorts; catalogue tables are written sorted).
 struct efficiency_table {
+  /// The widest pair of measured counts interpolated across (upper / lower). Chosen on SimuMax's
+  /// tables, each GEMM held out in turn: B200 (514 GEMMs) mean / max |error| 9.7 / 80.9 %
+  /// unbounded (346 interpolable), 9.7 / 80.9 % within 16, 9.2 / 63.8 % within 8 (285), 9.8 /
+  /// 63.8 % within 4; A100 (183) 3.1 / 29.8 % unbounded (120), 3.1 / 29.8 % within 8 (111). Wider
+  /// gaps fall to the kernel model.
+  static constexpr double max_interpolation_ratio = 8;
+
   const shape_efficiency* entries = nullptr;
   std::size_t count = 0;
   const interpolation_memo* memo = nullptr;  ///< at run time, interpolate's answers so far (none: scan each time)
@@ -1386,11 +1403,12 @@ struct efficiency_table {
     return std::nullopt;
   }
   /// For a shape the table lacks: the efficiency between the nearest measured shapes below and
-  /// above it that differ from it in one count only (a GEMM's m, k or n, an attention's seq_len,
-  /// a grouped GEMM's tokens per expert), linear in that count's logarithm. Where several counts
-  /// have measured shapes on both sides, the one whose two shapes lie closest (smallest ratio).
-  /// nullopt when no count has measured shapes on both sides.
+  /// above it that differ from it in one count only (detail::interpolable_count), linear in that
+  /// count's logarithm, if they lie within max_interpolation_ratio of each other. Where several
+  /// counts have such shapes on both sides, the one whose two lie closest (smallest ratio); the
+  /// mean of those that tie. nullopt otherwise.
   [[nodiscard]] constexpr std::optional<double> interpolate(std::string_view shape) const {
+    if (count == 0) return std::nullopt;
     if (std::is_constant_evaluated() || memo == nullptr) return interpolate_by_scan(shape);
     if (const auto known = memo->recall(shape)) return *known;
     const std::optional<double> found = interpolate_by_scan(shape);
@@ -1414,17 +1432,20 @@ struct efficiency_table {
       if (d->theirs < d->ours && d->theirs > lower.count) lower = {d->theirs, e.efficiency};
       if (d->theirs > d->ours && (upper.count == 0 || d->theirs < upper.count)) upper = {d->theirs, e.efficiency};
     }
-    std::optional<double> best;
-    double best_span = 0;
+    double best_span = 0, sum = 0;  // the closest pairs' span, and their interpolations' sum
+    int ties = 0;
     for (std::size_t f = 0; f < max_fields; ++f) {
       if (below[f].count == 0 || above[f].count == 0) continue;
-      const double span = detail::log2_of(above[f].count / below[f].count);
-      if (best && span >= best_span) continue;
+      if (above[f].count > max_interpolation_ratio * below[f].count) continue;
+      const double ratio = above[f].count / below[f].count, span = detail::log2_of(ratio);
+      if (ties > 0 && span > best_span * (1 + 1e-12)) continue;
+      if (ties == 0 || span < best_span * (1 - 1e-12)) ties = 0, sum = 0, best_span = span;
       const double t = detail::log2_of(ours[f] / below[f].count) / span;
-      best = below[f].efficiency + (above[f].efficiency - below[f].efficiency) * t;
-      best_span = span;
+      sum += below[f].efficiency + (above[f].efficiency - below[f].efficiency) * t;
+      ++ties;
     }
-    return best;
+    if (ties == 0) return std::nullopt;
+    return sum / ties;
   }
   /// Equal when both hold the same keys with the same efficiencies (not the same storage).
   friend constexpr bool operator==(const efficiency_table& a, const efficiency_table& b) {
@@ -1899,9 +1920,12 @@ struct kernel_cost {
 /// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
 /// `shape`, else interpolated between the table's shapes around it (efficiency_table::interpolate),
 /// else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
-/// Zero work costs nothing.
+/// `counted_share`: the share of the measured convention's work that `flop_count` counts (an
+/// attention call counting only its causal pairs, where tables and efficient factors count every
+/// pair as SimuMax measures training): the same kernel time needs the efficiency times that share.
+/// `modelled` carries it already. Zero work costs nothing.
 constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                   double modelled = 0) {
+                                   double modelled = 0, double counted_share = 1) {
   kernel_cost c;
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
@@ -1910,7 +1934,11 @@ constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, do
   c.measured = measured.has_value();
   c.interpolated = between.has_value();
   c.modelled = !c.measured && !c.interpolated && modelled > 0;
-  c.efficiency = measured ? *measured : between ? *between : c.modelled ? modelled : op.efficient_factor;
+  c.efficiency = c.modelled ? modelled
+                            : (measured  ? *measured
+                               : between ? *between
+                                         : op.efficient_factor) *
+                                  counted_share;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -1974,8 +2002,9 @@ constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::stri
 /// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
+                                  memory_kind traffic_kind, double byte_count, double modelled = 0,
+                                  double counted_share = 1) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled, counted_share);
   c.memory = memory_time(sys, traffic_kind, byte_count);
   if (sys.accelerator.mode == accelerator_mode::only_compute)
     c.time = c.compute.value > 0 ? c.compute : c.memory;
@@ -5629,11 +5658,21 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
   return low_precision_speedup(o.compute, known_compute_capability(sys)) > 0 &&
          prices_without_shape(compute_entry(sys, twin));
 }
+/// The share of an all-pairs attention's work that `o`'s FLOPs count (compute_cost
+/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops.
+constexpr double counted_share(const op& o) {
+  if (o.kind != op_kind::attention) return 1;
+  const double all = static_cast<double>(o.attention.q_len) * static_cast<double>(o.attention.kv_len);
+  return all > 0 ? o.attention.score_pairs() / all : 1;
+}
 }  // namespace detail
 
-/// The roofline of compute op `o`: the efficiency of its shape from the system's table, else its
-/// kernel model (cost/kernel_model.hpp), else the kind's efficient_factor. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
-/// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
+/// The roofline of compute op `o`: the efficiency of its shape from the system's table (measured,
+/// or interpolated between measured shapes), else its kernel model (cost/kernel_model.hpp), else
+/// the kind's efficient_factor; a causal attention call's table and flat efficiencies times the
+/// share of pairs it counts (detail::counted_share). A low-precision GEMM (fp8 / fp4 kinds) whose
+/// own system entry cannot price it (`entry_prices`: absent, or efficient_factor 0 without a
+/// measured shape or measured shapes around it) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
 /// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
 /// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
@@ -5643,24 +5682,24 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
-                       modelled_efficiency(sys, o.compute, o));
+                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o));
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
-    detail::report_error(
-        "llmsim::estimate", "system.accelerator.op",
-        "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
-        "measured efficiency) and its rate cannot be derived from {}: system {} has compute capability "
-        "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
-        "an efficient_factor)",
-        compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
-        compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
+    detail::report_error("llmsim::estimate", "system.accelerator.op",
+                         "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
+                         "measured efficiency for it or around it) and its rate cannot be derived from {}: system {} "
+                         "has compute capability "
+                         "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
+                         "an efficient_factor)",
+                         compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
+                         compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
   op bf16 = o;
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
-                     modelled_efficiency(sys, twin, bf16));
+                     modelled_efficiency(sys, twin, bf16), detail::counted_share(o));
 }
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
@@ -11828,14 +11867,20 @@ struct enum_names<gqa_decode_read_kind> {
 };
 
 /// How a pipeline-parallel replica splits its batch into micro-batches, each passing through the
-/// stages behind the one before (pp = 1: one micro-batch, the batch).
-/// `per_stage`: pp micro-batches of ceil(batch / pp) sequences, in prefill and decode alike
-/// (TensorRT-LLM's GptSession default, cpp/tensorrt_llm/runtime/gptSession.cpp
-/// `MicroBatchConfig`: numCtxBatches = numGenBatches = pipelineParallelism).
+/// stages behind the one before (pp = 1: one micro-batch, the batch). Either rule makes
+/// ceil(batch / size) micro-batches of `size` sequences, the last holding the rest.
+/// `per_stage`: size ceil(batch / pp), in prefill and decode alike, micro-batches taking turns on
+/// each stage (TensorRT-LLM's GptSession default, cpp/tensorrt_llm/runtime/gptSession.cpp
+/// `MicroBatchConfig`: numCtxBatches = numGenBatches = pipelineParallelism, of
+/// ceil(maxBatchSize / pp) sequences; the batch here stands for maxBatchSize, which
+/// gptSessionBenchmark sets to the largest batch of its sweep, so its smaller batches run in
+/// fewer micro-batches than this rule gives them).
 /// `fastertransformer`: FasterTransformer's `getLocalBatchSize`
 /// (src/fastertransformer/utils/nccl_utils.cc): batch / pp sequences when pp divides the batch,
-/// else the batch, halved while it holds more than 1024 tokens and is even; a decode step holds
-/// one token a sequence.
+/// else the batch, halved while it holds more than `micro_batch_token_limit` tokens and is even;
+/// a decode step holds one token a sequence. Its ParallelGpt (v5.0-v5.3) ends each decode step by
+/// broadcasting the new tokens from the last stage and synchronising the host, so every step fills
+/// and drains the pipeline (the broadcast itself, a few bytes a sequence, is not priced).
 enum class pipeline_micro_batching : std::uint8_t { per_stage, fastertransformer };
 template <>
 struct enum_names<pipeline_micro_batching> {
@@ -11843,9 +11888,6 @@ struct enum_names<pipeline_micro_batching> {
       {{pipeline_micro_batching::per_stage, "per_stage"},
        {pipeline_micro_batching::fastertransformer, "fastertransformer"}}};
 };
-/// FasterTransformer halves a micro-batch while it holds more tokens than this
-/// (src/fastertransformer/utils/nccl_utils.cc, `getLocalBatchSize`).
-inline constexpr std::int64_t fastertransformer_micro_batch_tokens = 1024;
 
 /// One serving job: a model replica over tp x pp GPUs (experts over ep of them), `dp` replicas.
 struct inference_spec {
@@ -11860,6 +11902,9 @@ struct inference_spec {
   kv_cache_format kv_cache = kv_cache_format::bf16;
   gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
   pipeline_micro_batching micro_batching = pipeline_micro_batching::per_stage;
+  /// `fastertransformer` micro-batching halves a micro-batch while it holds more tokens than this:
+  /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0.
+  std::int64_t micro_batch_token_limit = 1024;
   /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
   /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
   /// step takes at least kernels x `host_launch_us`.
@@ -11931,6 +11976,7 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
+  positive(i.micro_batch_token_limit, "inference.micro_batch_token_limit", std::int64_t{1} << 40);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
     report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
                  i.kernel_latency_us);
@@ -12044,19 +12090,24 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
 
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
-  seconds time{};             ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
-  seconds layers{};           ///< of which the decoder layers (all of them)
-  seconds attention{};        ///< of which core attention (every layer)
-  seconds ends{};             ///< of which embedding, final norm and LM head
-  seconds send{};             ///< one stage-to-stage send (none for pp = 1)
-  double stage_share = 1;     ///< the fullest stage's share of the decoder layers
+  seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
+  seconds layers{};     ///< of which the decoder layers (all of them)
+  seconds attention{};  ///< of which core attention (every layer)
+  seconds ends{};       ///< of which embedding, final norm and LM head
+  seconds send{};       ///< one stage-to-stage send (none for pp = 1)
+  /// The fullest stage's layers but their core attention: its MoE layers (the last ones) and
+  /// its dense layers, each at its own time.
+  seconds stage_layers_but_attention{};
+  double stage_share = 1;     ///< the fullest stage's share of the decoder layers (of their attention)
   double kernels = 0;         ///< kernels and collectives launched
   double flops = 0;           ///< compute work, all GPUs of the replica
   double peak_transient = 0;  ///< largest leaf transient on one GPU
   double weight_bytes = 0;    ///< weights of the fullest stage, per GPU
   /// The fullest stage's time: its layers, both ends (whichever stage holds them: an upper bound)
   /// and one send on.
-  [[nodiscard]] constexpr seconds stage() const { return layers * stage_share + ends + send; }
+  [[nodiscard]] constexpr seconds stage() const {
+    return stage_layers_but_attention + attention * stage_share + ends + send;
+  }
   /// This forward with core attention taking `t` (a decode step at another cache length).
   [[nodiscard]] constexpr forward_cost with_attention(seconds t) const {
     forward_cost f = *this;
@@ -12077,7 +12128,7 @@ constexpr micro_batches split_batch(const inference_spec& i, std::int64_t batch,
   if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::per_stage) size = (batch + i.pp - 1) / i.pp;
   if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::fastertransformer) {
     if (batch % i.pp == 0) size = batch / i.pp;
-    while (size * tokens > fastertransformer_micro_batch_tokens && size % 2 == 0) size /= 2;
+    while (size * tokens > i.micro_batch_token_limit && size % 2 == 0) size /= 2;
   }
   const std::int64_t count = (batch + size - 1) / size;
   return {count, size, batch - (count - 1) * size};
@@ -12089,9 +12140,12 @@ constexpr seconds pipelined_prefill(const forward_cost& full, const forward_cost
   if (mb.count == 1) return last.time;
   return full.time + full.stage() * static_cast<double>(mb.count - 2) + last.stage();
 }
-/// A decode step of every micro-batch: a micro-batch's next token waits for its way through every
-/// stage, and the fullest stage serves all micro-batches in turn; the longer of the two.
-constexpr seconds pipelined_step(const forward_cost& full, const forward_cost& last, const micro_batches& mb) {
+/// A decode step of every micro-batch. Taking turns (per_stage): a micro-batch's next token waits
+/// for its way through every stage, and the fullest stage serves all micro-batches in turn; the
+/// longer of the two. FasterTransformer fills and drains the pipeline each step, as a prefill.
+constexpr seconds pipelined_step(const inference_spec& i, const forward_cost& full, const forward_cost& last,
+                                 const micro_batches& mb) {
+  if (i.micro_batching == pipeline_micro_batching::fastertransformer) return pipelined_prefill(full, last, mb);
   if (mb.count == 1) return last.time;
   const seconds busy = full.stage() * static_cast<double>(mb.count - 1) + last.stage();
   return busy > full.time ? busy : full.time;
@@ -12160,13 +12214,16 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   const std::int64_t dense = detail::dense_layer_count(m), moe = m.layer_num - dense;
   const double stored = stored_weight_bytes(i);
   std::array<double, 2> layer_weights{};  // one dense, one MoE layer
+  std::array<seconds, 2> layer_rest{};    // ... and its time but core attention
   for (const bool is_moe_layer : {false, true}) {
     const std::int64_t n = is_moe_layer ? moe : dense;
     if (n == 0) continue;
     ops.ops.clear();
     const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
+    const seconds before = f.time - f.attention;
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
     layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
+    layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
   f.layers = f.time;
   strategy_spec last = s;
@@ -12196,6 +12253,8 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                                               : embedding + head;
   f.weight_bytes =
       static_cast<double>(held_moe) * layer_weights[1] + static_cast<double>(held - held_moe) * layer_weights[0] + ends;
+  f.stage_layers_but_attention =
+      layer_rest[1] * static_cast<double>(held_moe) + layer_rest[0] * static_cast<double>(held - held_moe);
   if (i.pp > 1) {
     strategy_spec piped = s;
     piped.pp_size = i.pp;
@@ -12235,7 +12294,10 @@ constexpr double kv_bytes_per_token(const model_spec& m, const inference_spec& i
 }
 
 /// Per-GPU bytes of a static batch at `context` tokens per sequence: weights, cache, transients
-/// (prefill's largest leaf and the fp32 logits of the batch's last tokens).
+/// (prefill's largest leaf and the fp32 logits of the batch's last tokens). The transients are
+/// the whole batch's even where a pipeline prefills it in micro-batches: FasterTransformer
+/// allocates its buffers for the batch (ParallelGpt::allocateBuffer); for the others an upper
+/// bound.
 struct serving_memory {
   double weights = 0, kv = 0, activations = 0;
   [[nodiscard]] constexpr double total() const { return weights + kv + activations; }
@@ -12309,7 +12371,7 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
     const forward_cost full = step.full.with_attention(decode_attention(m, sys, i, mb.size, cached));
     const forward_cost last =
         mb.last == mb.size ? full : step.last.with_attention(decode_attention(m, sys, i, mb.last, cached));
-    const seconds gpu = pipelined_step(full, last, mb);
+    const seconds gpu = pipelined_step(i, full, last, mb);
     const seconds t = gpu > bound ? gpu : bound;
     d.total += t;
     if (k == 1) d.first = t;
@@ -14796,9 +14858,9 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "  critical path                ends on pipeline rank " + std::to_string(c.critical_rank) + ", " +
          std::string(critical_stream_names[static_cast<std::size_t>(c.critical_stream)]) + "\n";
   std::snprintf(buf, sizeof buf,
-                "  compute shapes priced from measured tables: %d of %d (interpolated between measured shapes: %d, "
-                "kernel model: %d, flat efficient_factor: %d)\n",
-                c.efficiency_lookups - c.efficiency_misses, c.efficiency_lookups, c.efficiency_interpolated,
+                "  compute kernels priced: %d, by measured shape %d, between measured shapes %d, by the kernel "
+                "model %d, at the flat efficient_factor %d\n",
+                c.efficiency_lookups, c.efficiency_lookups - c.efficiency_misses, c.efficiency_interpolated,
                 c.efficiency_modelled, c.efficiency_misses - c.efficiency_interpolated - c.efficiency_modelled);
   out += buf;
   out += "\nmemory per GPU (GiB = 2^30 bytes), per distinct pipeline stage\n";

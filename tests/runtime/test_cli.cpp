@@ -1017,6 +1017,13 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   p.micro_batching = llmsim::pipeline_micro_batching::fastertransformer;
   EXPECT_DOUBLE_EQ(ft.out_json()["result"]["ttft_ms"].get<double>(),
                    llmsim::infer(llmsim::catalogue::llama2_7b, p, llmsim::catalogue::a100_sxm).ttft.value * 1e3);
+  // FasterTransformer v5.0's limit, 8192 tokens: 128 x 60 = 7,680 stays whole.
+  const auto v50 = run_cli(piped + "--micro-batching fastertransformer --micro-batch-token-limit 8192 --format json");
+  ASSERT_EQ(v50.exit_code, 0) << v50.err;
+  EXPECT_EQ(v50.out_json()["inference"]["micro_batch_token_limit"].get<std::int64_t>(), 8192);
+  EXPECT_EQ(v50.out_json()["result"]["prefill_micro_batches"].get<std::int64_t>(), 1);
+  EXPECT_EQ(run_cli(piped + "--micro-batch-token-limit 0 --format json").out_json()["error"]["field"],
+            "inference.micro_batch_token_limit");
   const auto per_stage_text = run_cli(piped);
   EXPECT_NE(
       per_stage_text.out.find("pipeline micro-batches            3 at prefill, 3 at each decode step (per_stage)"),

@@ -152,18 +152,18 @@ TEST(Inference, GroupedQueryCacheReadPerQueryHeadByTheOldMaskedMhaKernel) {
 
 TEST(Inference, PipelineMicroBatchesFillTheStagesAtPrefill) {
   // pp 4, batch 8 of 1024 tokens, one micro-batch per stage (TensorRT-LLM's default): 4 of 2
-  // sequences. At 100 TFLOP/s with free memory and free links, one micro-batch's decoder layer is
-  // 2 x 202,375,168 x 2,048 = 828,928,688,128 FLOPs of GEMMs plus 17,196,646,400 of causal
-  // attention (PrefillIsItsFlopsAtThePeak) = F = 846,125,334,528; its LM head H = 2 x 2 x 4096 x
-  // 32000 = 524,288,000. The first micro-batch crosses all 32 layers (32 F + H); each other one
-  // follows a stage behind, the fullest stage taken with both ends (8 F + H):
-  // 56 F + 4 H = 47,385,115,885,568 FLOPs -> 0.473851 s. Stages in turn over the whole batch
-  // would take 128 F + 4 H: 56 / 128 = 0.4375 of that.
+  // sequences. At 100 TFLOP/s with free memory and free links, one micro-batch's decoder layer
+  // takes the time of 2 x 202,375,168 x 2,048 = 828,928,688,128 FLOPs of GEMMs plus
+  // 34,359,738,368 of attention (PrefillIsItsFlopsAtThePeak) = F = 863,288,426,496; its LM head
+  // H = 2 x 2 x 4096 x 32000 = 524,288,000. The first micro-batch crosses all 32 layers
+  // (32 F + H); each other one follows a stage behind, the fullest stage taken with both ends
+  // (8 F + H): 56 F + 4 H = 48,346,249,035,776 -> 0.483462 s. Stages in turn over the whole
+  // batch would take 128 F + 4 H: 56 / 128 = 0.4375 of that.
   const llmsim::system_spec s = with_free_links(compute_bound());
   auto i = job(8, 1024, 1);
   i.pp = 4;
   const auto r = llmsim::infer(cat::llama2_7b, i, s);
-  const double expected = (56 * 846125334528.0 + 4 * 524288000.0) / 100e12;
+  const double expected = (56 * 863288426496.0 + 4 * 524288000.0) / 100e12;
   EXPECT_NEAR(r.ttft.value, expected, 1e-4 * expected);
   EXPECT_EQ(r.prefill_micro_batches, 4);
   EXPECT_EQ(r.decode_micro_batches, 4);
@@ -171,7 +171,21 @@ TEST(Inference, PipelineMicroBatchesFillTheStagesAtPrefill) {
   i.pp = 1;
   const auto one = llmsim::infer(cat::llama2_7b, i, s);
   EXPECT_EQ(one.prefill_micro_batches, 1);
-  EXPECT_NEAR(one.ttft.value, (128 * 846125334528.0 + 4 * 524288000.0) / 100e12, 1e-4 * one.ttft.value);
+  EXPECT_NEAR(one.ttft.value, (128 * 863288426496.0 + 4 * 524288000.0) / 100e12, 1e-4 * one.ttft.value);
+}
+
+TEST(Inference, PipelineMicroBatchesOfUnequalSize) {
+  // pp 3, batch 5, per stage: ceil(5 / 3) = 2 sequences each, 2 + 2 + 1; the fullest stage
+  // holds ceil(32 / 3) = 11 layers. With F2 = 863,288,426,496 per layer for two sequences of 1024
+  // tokens (PipelineMicroBatchesFillTheStagesAtPrefill), F1 = 414,464,344,064 + 17,179,869,184 =
+  // 431,644,213,248 for one, heads H2 = 524,288,000 and H1 = 262,144,000: the first crosses all
+  // layers (32 F2 + H2), then a stage of two (11 F2 + H2) and one of one (11 F1 + H1):
+  // 43 F2 + 11 F1 + 2 H2 + H1 = 41,870,799,405,056 -> 0.418708 s.
+  auto i = job(5, 1024, 1);
+  i.pp = 3;
+  const auto r = llmsim::infer(cat::llama2_7b, i, with_free_links(compute_bound()));
+  EXPECT_EQ(r.prefill_micro_batches, 3);
+  EXPECT_NEAR(r.ttft.value, 0.41870799405056, 1e-4 * 0.41870799405056);
 }
 
 TEST(Inference, PipelineMicroBatchesTakeTurnsOnTheFullestStageAtDecode) {
@@ -186,10 +200,25 @@ TEST(Inference, PipelineMicroBatchesTakeTurnsOnTheFullestStageAtDecode) {
   const double stage = (16 * 202375168.0 * 2 + llama2_7b_head_weights * 2) / 1e12;
   EXPECT_NEAR(r.tpot.value, 2 * stage, 0.003 * 2 * stage);
   EXPECT_EQ(r.decode_micro_batches, 2);
-  // One micro-batch (batch 1) crosses both stages once: every weight read once.
-  const auto single = llmsim::infer(cat::llama2_7b, job(1, 1, 2), s);
+  // One micro-batch (batch 1) crosses both stages once: every weight read once, 13.214 ms.
+  auto one = job(1, 1, 2);
+  one.pp = 2;
+  const auto single = llmsim::infer(cat::llama2_7b, one, s);
+  EXPECT_EQ(single.decode_micro_batches, 1);
   EXPECT_NEAR(single.tpot.value, (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12,
               0.003 * single.tpot.value);
+  // FasterTransformer's rule: batch 4 over pp 2 is two micro-batches of 2 (2 tokens <= 1024),
+  // and each step fills and drains the pipeline: one micro-batch's way through (13.214 ms), then
+  // the other a stage behind (6.738 ms): 19.952 ms, where taking turns gives 2 x 6.738 = 13.476.
+  auto ft = job(4, 1, 2);
+  ft.pp = 2;
+  ft.micro_batching = llmsim::pipeline_micro_batching::fastertransformer;
+  const auto drained = llmsim::infer(cat::llama2_7b, ft, s);
+  EXPECT_EQ(drained.decode_micro_batches, 2);
+  const double way = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  EXPECT_NEAR(drained.tpot.value, way + stage, 0.003 * (way + stage));
+  ft.micro_batching = llmsim::pipeline_micro_batching::per_stage;
+  EXPECT_NEAR(llmsim::infer(cat::llama2_7b, ft, s).tpot.value, 2 * stage, 0.003 * 2 * stage);
 }
 
 TEST(Inference, MicroBatchRulesOfTensorRtLlmAndFasterTransformer) {
@@ -214,19 +243,30 @@ TEST(Inference, MicroBatchRulesOfTensorRtLlmAndFasterTransformer) {
   EXPECT_EQ(count(rule::fastertransformer, 3, 15, 300), std::pair(std::int64_t{3}, std::int64_t{3}));
   // One stage: never split.
   EXPECT_EQ(count(rule::fastertransformer, 1, 128, 60), std::pair(std::int64_t{1}, std::int64_t{1}));
+  // FasterTransformer v5.0 halved only above 8192 tokens: 96 / 3 = 32 sequences of 60 = 1,920
+  // tokens stay one micro-batch of 32: 3 at prefill, 3 at decode.
+  auto v50 = job(96, 60, 2);
+  v50.pp = 3;
+  v50.micro_batching = rule::fastertransformer;
+  v50.micro_batch_token_limit = 8192;
+  EXPECT_EQ(llmsim::infer(cat::llama2_7b, v50, cat::h100_sxm).prefill_micro_batches, 3);
 }
 
 TEST(Inference, PrefillIsItsFlopsAtThePeak) {
   // Batch 2 x 1024 prompt tokens at 100 TFLOP/s, memory free:
   // - decoder GEMMs 2 x 6,476,005,376 x 2,048 tokens = 26,525,718,020,096 FLOPs;
   // - causal attention per layer 2 x 2 seq x 32 heads x (1024 x 1025 / 2 pairs) x (128 + 128)
-  //   = 17,196,646,400; x 32 layers = 550,292,684,800;
+  //   = 17,196,646,400; x 32 layers = 550,292,684,800 counted. An efficiency of 1 is in the
+  //   tables' convention, every one of the 1024^2 pairs counted (SimuMax measures training that
+  //   way): the kernel takes the time of 2 x 2 x 32 x 1,048,576 x 256 = 34,359,738,368 per
+  //   layer, 1,099,511,627,776 in all;
   // - the LM head on each sequence's last token only: 2 x 2 x 4096 x 32000 = 524,288,000.
-  // Total 27,076,534,992,896 FLOPs -> 0.270765 s.
+  // Time 27,625,753,935,872 FLOPs' worth -> 0.276258 s; counted 27,076,534,992,896 FLOPs over
+  // it: 98.012 TFLOP/s.
   const auto r = llmsim::infer(cat::llama2_7b, job(2, 1024, 1), compute_bound());
-  const double flops = 2 * llama2_7b_linear_weights * 2048 + 32 * 17196646400.0 + 524288000.0;
-  EXPECT_NEAR(r.ttft.value, flops / 100e12, 1e-4 * flops / 100e12);
-  EXPECT_NEAR(r.prefill_tflops, 100, 0.01);
+  const double timed = 2 * llama2_7b_linear_weights * 2048 + 32 * 34359738368.0 + 524288000.0;
+  EXPECT_NEAR(r.ttft.value, timed / 100e12, 1e-4 * timed / 100e12);
+  EXPECT_NEAR(r.prefill_tflops, 98.0119, 0.01);
   EXPECT_EQ(r.tpot.value, 0) << "one output token: no decode step";
   EXPECT_DOUBLE_EQ(r.e2e.value, r.ttft.value);
 }
@@ -497,6 +537,12 @@ TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {
   row["framework"] = "FasterTransformer";
   row["framework_version"] = "not stated";
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batching, split::fastertransformer);
+  // ... at v5.0's token limit, where its tables first appear.
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batch_token_limit, 8192);
+  lj::value zero = recipes;
+  zero["pipeline_micro_batching"][0]["micro_batch_token_limit"] = 0;
+  EXPECT_EQ(lj::inference_cases::map_row(row, zero).refused,
+            "recipe pipeline_micro_batching.micro_batch_token_limit=0 must be a positive integer");
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
   lj::value unknown = recipes;
   unknown["pipeline_micro_batching"][0]["micro_batching"] = "round_robin";

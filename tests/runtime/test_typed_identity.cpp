@@ -124,6 +124,8 @@ class result_fields {
     add("comm.dp_net", c.comm_result.dp_net);
     add("cost.efficiency_lookups", c.efficiency_lookups);
     add("cost.efficiency_misses", c.efficiency_misses);
+    add("cost.efficiency_interpolated", c.efficiency_interpolated);
+    add("cost.efficiency_modelled", c.efficiency_modelled);
     add("mem.peak_mem", r.mem.peak_mem);
     add("mem.peak_mem_with_reserved", r.mem.peak_mem_with_reserved);
     add("mem.memory_reserved_ratio", r.mem.memory_reserved_ratio);
@@ -169,6 +171,8 @@ class result_fields {
       add("peak_path.pass", st.peak_path.pass);
       add("efficiency_lookups", st.efficiency_lookups);
       add("efficiency_misses", st.efficiency_misses);
+      add("efficiency_interpolated", st.efficiency_interpolated);
+      add("efficiency_modelled", st.efficiency_modelled);
     }
   }
   /// "name: value" lines; equal texts mean equal bits.

@@ -40,9 +40,12 @@ struct kernel_cost {
 /// Compute-bound part: flops / (tflops * 1e12 * efficiency). The efficiency is the table's for
 /// `shape`, else interpolated between the table's shapes around it (efficiency_table::interpolate),
 /// else `modelled` when positive (the kernel model's), else the kind's efficient_factor.
-/// Zero work costs nothing.
+/// `counted_share`: the share of the measured convention's work that `flop_count` counts (an
+/// attention call counting only its causal pairs, where tables and efficient factors count every
+/// pair as SimuMax measures training): the same kernel time needs the efficiency times that share.
+/// `modelled` carries it already. Zero work costs nothing.
 constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                   double modelled = 0) {
+                                   double modelled = 0, double counted_share = 1) {
   kernel_cost c;
   if (flop_count <= 0) return c;
   const auto& op = compute_entry(sys, kind);
@@ -51,7 +54,11 @@ constexpr kernel_cost compute_cost(const system_spec& sys, compute_kind kind, do
   c.measured = measured.has_value();
   c.interpolated = between.has_value();
   c.modelled = !c.measured && !c.interpolated && modelled > 0;
-  c.efficiency = measured ? *measured : between ? *between : c.modelled ? modelled : op.efficient_factor;
+  c.efficiency = c.modelled ? modelled
+                            : (measured  ? *measured
+                               : between ? *between
+                                         : op.efficient_factor) *
+                                  counted_share;
   if (c.efficiency <= 0)
     detail::report_error(
         "llmsim::estimate", "system.accelerator.op.efficient_factor",
@@ -115,8 +122,9 @@ constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::stri
 /// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
 /// compute time unless there is none.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
-                                  memory_kind traffic_kind, double byte_count, double modelled = 0) {
-  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled);
+                                  memory_kind traffic_kind, double byte_count, double modelled = 0,
+                                  double counted_share = 1) {
+  kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled, counted_share);
   c.memory = memory_time(sys, traffic_kind, byte_count);
   if (sys.accelerator.mode == accelerator_mode::only_compute)
     c.time = c.compute.value > 0 ? c.compute : c.memory;

@@ -60,11 +60,21 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
   return low_precision_speedup(o.compute, known_compute_capability(sys)) > 0 &&
          prices_without_shape(compute_entry(sys, twin));
 }
+/// The share of an all-pairs attention's work that `o`'s FLOPs count (compute_cost
+/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops.
+constexpr double counted_share(const op& o) {
+  if (o.kind != op_kind::attention) return 1;
+  const double all = static_cast<double>(o.attention.q_len) * static_cast<double>(o.attention.kv_len);
+  return all > 0 ? o.attention.score_pairs() / all : 1;
+}
 }  // namespace detail
 
-/// The roofline of compute op `o`: the efficiency of its shape from the system's table, else its
-/// kernel model (cost/kernel_model.hpp), else the kind's efficient_factor. A low-precision GEMM (fp8 / fp4 kinds) whose own system entry
-/// cannot price it (`entry_prices`: absent, or efficient_factor 0 without a measured shape) is
+/// The roofline of compute op `o`: the efficiency of its shape from the system's table (measured,
+/// or interpolated between measured shapes), else its kernel model (cost/kernel_model.hpp), else
+/// the kind's efficient_factor; a causal attention call's table and flat efficiencies times the
+/// share of pairs it counts (detail::counted_share). A low-precision GEMM (fp8 / fp4 kinds) whose
+/// own system entry cannot price it (`entry_prices`: absent, or efficient_factor 0 without a
+/// measured shape or measured shapes around it) is
 /// priced by a documented rule instead: its bf16 twin's entry (same shape key, grouped keys with
 /// dtype=bf16: the twin's measured efficiency or efficient_factor) at the data-sheet low-precision
 /// peak, i.e. its FLOPs divided by `low_precision_speedup`. Where that speedup is unknown (compute
@@ -74,24 +84,24 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
-                       modelled_efficiency(sys, o.compute, o));
+                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o));
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
-    detail::report_error(
-        "llmsim::estimate", "system.accelerator.op",
-        "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
-        "measured efficiency) and its rate cannot be derived from {}: system {} has compute capability "
-        "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
-        "an efficient_factor)",
-        compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
-        compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
+    detail::report_error("llmsim::estimate", "system.accelerator.op",
+                         "system.accelerator.op.{} cannot price shape \"{}\" (absent, or efficient_factor 0 with no "
+                         "measured efficiency for it or around it) and its rate cannot be derived from {}: system {} "
+                         "has compute capability "
+                         "{} (FP8 needs >= 8.9, FP4 >= 10; set system.accelerator.compute_capability or give the op "
+                         "an efficient_factor)",
+                         compute_kind_names[static_cast<std::size_t>(o.compute)], key.view(),
+                         compute_kind_names[static_cast<std::size_t>(twin)], sys.sys_name, cc);
   op bf16 = o;
   bf16.compute = twin;
   bf16.grouped.fp8 = bf16.grouped.fp4 = false;
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
-                     modelled_efficiency(sys, twin, bf16));
+                     modelled_efficiency(sys, twin, bf16), detail::counted_share(o));
 }
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory

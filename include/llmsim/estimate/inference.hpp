@@ -66,14 +66,20 @@ struct enum_names<gqa_decode_read_kind> {
 };
 
 /// How a pipeline-parallel replica splits its batch into micro-batches, each passing through the
-/// stages behind the one before (pp = 1: one micro-batch, the batch).
-/// `per_stage`: pp micro-batches of ceil(batch / pp) sequences, in prefill and decode alike
-/// (TensorRT-LLM's GptSession default, cpp/tensorrt_llm/runtime/gptSession.cpp
-/// `MicroBatchConfig`: numCtxBatches = numGenBatches = pipelineParallelism).
+/// stages behind the one before (pp = 1: one micro-batch, the batch). Either rule makes
+/// ceil(batch / size) micro-batches of `size` sequences, the last holding the rest.
+/// `per_stage`: size ceil(batch / pp), in prefill and decode alike, micro-batches taking turns on
+/// each stage (TensorRT-LLM's GptSession default, cpp/tensorrt_llm/runtime/gptSession.cpp
+/// `MicroBatchConfig`: numCtxBatches = numGenBatches = pipelineParallelism, of
+/// ceil(maxBatchSize / pp) sequences; the batch here stands for maxBatchSize, which
+/// gptSessionBenchmark sets to the largest batch of its sweep, so its smaller batches run in
+/// fewer micro-batches than this rule gives them).
 /// `fastertransformer`: FasterTransformer's `getLocalBatchSize`
 /// (src/fastertransformer/utils/nccl_utils.cc): batch / pp sequences when pp divides the batch,
-/// else the batch, halved while it holds more than 1024 tokens and is even; a decode step holds
-/// one token a sequence.
+/// else the batch, halved while it holds more than `micro_batch_token_limit` tokens and is even;
+/// a decode step holds one token a sequence. Its ParallelGpt (v5.0-v5.3) ends each decode step by
+/// broadcasting the new tokens from the last stage and synchronising the host, so every step fills
+/// and drains the pipeline (the broadcast itself, a few bytes a sequence, is not priced).
 enum class pipeline_micro_batching : std::uint8_t { per_stage, fastertransformer };
 template <>
 struct enum_names<pipeline_micro_batching> {
@@ -81,9 +87,6 @@ struct enum_names<pipeline_micro_batching> {
       {{pipeline_micro_batching::per_stage, "per_stage"},
        {pipeline_micro_batching::fastertransformer, "fastertransformer"}}};
 };
-/// FasterTransformer halves a micro-batch while it holds more tokens than this
-/// (src/fastertransformer/utils/nccl_utils.cc, `getLocalBatchSize`).
-inline constexpr std::int64_t fastertransformer_micro_batch_tokens = 1024;
 
 /// One serving job: a model replica over tp x pp GPUs (experts over ep of them), `dp` replicas.
 struct inference_spec {
@@ -98,6 +101,9 @@ struct inference_spec {
   kv_cache_format kv_cache = kv_cache_format::bf16;
   gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
   pipeline_micro_batching micro_batching = pipeline_micro_batching::per_stage;
+  /// `fastertransformer` micro-batching halves a micro-batch while it holds more tokens than this:
+  /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0.
+  std::int64_t micro_batch_token_limit = 1024;
   /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
   /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
   /// step takes at least kernels x `host_launch_us`.
@@ -169,6 +175,7 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
+  positive(i.micro_batch_token_limit, "inference.micro_batch_token_limit", std::int64_t{1} << 40);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
     report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
                  i.kernel_latency_us);
@@ -282,19 +289,24 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
 
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
-  seconds time{};             ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
-  seconds layers{};           ///< of which the decoder layers (all of them)
-  seconds attention{};        ///< of which core attention (every layer)
-  seconds ends{};             ///< of which embedding, final norm and LM head
-  seconds send{};             ///< one stage-to-stage send (none for pp = 1)
-  double stage_share = 1;     ///< the fullest stage's share of the decoder layers
+  seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
+  seconds layers{};     ///< of which the decoder layers (all of them)
+  seconds attention{};  ///< of which core attention (every layer)
+  seconds ends{};       ///< of which embedding, final norm and LM head
+  seconds send{};       ///< one stage-to-stage send (none for pp = 1)
+  /// The fullest stage's layers but their core attention: its MoE layers (the last ones) and
+  /// its dense layers, each at its own time.
+  seconds stage_layers_but_attention{};
+  double stage_share = 1;     ///< the fullest stage's share of the decoder layers (of their attention)
   double kernels = 0;         ///< kernels and collectives launched
   double flops = 0;           ///< compute work, all GPUs of the replica
   double peak_transient = 0;  ///< largest leaf transient on one GPU
   double weight_bytes = 0;    ///< weights of the fullest stage, per GPU
   /// The fullest stage's time: its layers, both ends (whichever stage holds them: an upper bound)
   /// and one send on.
-  [[nodiscard]] constexpr seconds stage() const { return layers * stage_share + ends + send; }
+  [[nodiscard]] constexpr seconds stage() const {
+    return stage_layers_but_attention + attention * stage_share + ends + send;
+  }
   /// This forward with core attention taking `t` (a decode step at another cache length).
   [[nodiscard]] constexpr forward_cost with_attention(seconds t) const {
     forward_cost f = *this;
@@ -315,7 +327,7 @@ constexpr micro_batches split_batch(const inference_spec& i, std::int64_t batch,
   if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::per_stage) size = (batch + i.pp - 1) / i.pp;
   if (i.pp > 1 && i.micro_batching == pipeline_micro_batching::fastertransformer) {
     if (batch % i.pp == 0) size = batch / i.pp;
-    while (size * tokens > fastertransformer_micro_batch_tokens && size % 2 == 0) size /= 2;
+    while (size * tokens > i.micro_batch_token_limit && size % 2 == 0) size /= 2;
   }
   const std::int64_t count = (batch + size - 1) / size;
   return {count, size, batch - (count - 1) * size};
@@ -327,9 +339,12 @@ constexpr seconds pipelined_prefill(const forward_cost& full, const forward_cost
   if (mb.count == 1) return last.time;
   return full.time + full.stage() * static_cast<double>(mb.count - 2) + last.stage();
 }
-/// A decode step of every micro-batch: a micro-batch's next token waits for its way through every
-/// stage, and the fullest stage serves all micro-batches in turn; the longer of the two.
-constexpr seconds pipelined_step(const forward_cost& full, const forward_cost& last, const micro_batches& mb) {
+/// A decode step of every micro-batch. Taking turns (per_stage): a micro-batch's next token waits
+/// for its way through every stage, and the fullest stage serves all micro-batches in turn; the
+/// longer of the two. FasterTransformer fills and drains the pipeline each step, as a prefill.
+constexpr seconds pipelined_step(const inference_spec& i, const forward_cost& full, const forward_cost& last,
+                                 const micro_batches& mb) {
+  if (i.micro_batching == pipeline_micro_batching::fastertransformer) return pipelined_prefill(full, last, mb);
   if (mb.count == 1) return last.time;
   const seconds busy = full.stage() * static_cast<double>(mb.count - 1) + last.stage();
   return busy > full.time ? busy : full.time;
@@ -398,13 +413,16 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   const std::int64_t dense = detail::dense_layer_count(m), moe = m.layer_num - dense;
   const double stored = stored_weight_bytes(i);
   std::array<double, 2> layer_weights{};  // one dense, one MoE layer
+  std::array<seconds, 2> layer_rest{};    // ... and its time but core attention
   for (const bool is_moe_layer : {false, true}) {
     const std::int64_t n = is_moe_layer ? moe : dense;
     if (n == 0) continue;
     ops.ops.clear();
     const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
+    const seconds before = f.time - f.attention;
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
     layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
+    layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
   f.layers = f.time;
   strategy_spec last = s;
@@ -434,6 +452,8 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                                               : embedding + head;
   f.weight_bytes =
       static_cast<double>(held_moe) * layer_weights[1] + static_cast<double>(held - held_moe) * layer_weights[0] + ends;
+  f.stage_layers_but_attention =
+      layer_rest[1] * static_cast<double>(held_moe) + layer_rest[0] * static_cast<double>(held - held_moe);
   if (i.pp > 1) {
     strategy_spec piped = s;
     piped.pp_size = i.pp;
@@ -473,7 +493,10 @@ constexpr double kv_bytes_per_token(const model_spec& m, const inference_spec& i
 }
 
 /// Per-GPU bytes of a static batch at `context` tokens per sequence: weights, cache, transients
-/// (prefill's largest leaf and the fp32 logits of the batch's last tokens).
+/// (prefill's largest leaf and the fp32 logits of the batch's last tokens). The transients are
+/// the whole batch's even where a pipeline prefills it in micro-batches: FasterTransformer
+/// allocates its buffers for the batch (ParallelGpt::allocateBuffer); for the others an upper
+/// bound.
 struct serving_memory {
   double weights = 0, kv = 0, activations = 0;
   [[nodiscard]] constexpr double total() const { return weights + kv + activations; }
@@ -547,7 +570,7 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
     const forward_cost full = step.full.with_attention(decode_attention(m, sys, i, mb.size, cached));
     const forward_cost last =
         mb.last == mb.size ? full : step.last.with_attention(decode_attention(m, sys, i, mb.last, cached));
-    const seconds gpu = pipelined_step(full, last, mb);
+    const seconds gpu = pipelined_step(i, full, last, mb);
     const seconds t = gpu > bound ? gpu : bound;
     d.total += t;
     if (k == 1) d.first = t;
