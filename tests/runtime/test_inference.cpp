@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -566,13 +567,21 @@ TEST(InferenceCases, EveryVisibleRowIsEstimated) {
   std::vector<std::string> metrics;
   for (const auto& m : doc["metric_fields"]) metrics.push_back(m.get<std::string>());
   std::size_t figures = 0;
+  double error_sum = 0, worst = 0;
   for (const auto& row : doc["rows"]) {
     const auto r = lj::inference_cases::estimate_row(row, recipes, metrics);
     EXPECT_TRUE(r.estimated()) << row["id"] << ": " << r.error;
     figures += r.metrics.size();
+    for (const auto& m : r.metrics) {
+      error_sum += std::abs(m.error());
+      worst = std::max(worst, std::abs(m.error()));
+    }
   }
   EXPECT_EQ(doc["rows"].size(), 147U);
   EXPECT_EQ(figures, 197U) << "every printed latency, rate and memory figure is compared";
+  // The README's "all" row: a change to these is a change to its table.
+  EXPECT_NEAR(100 * error_sum / static_cast<double>(figures), 15.7, 0.05);
+  EXPECT_NEAR(100 * worst, 49.8, 0.05);
 }
 
 }  // namespace llmsim_test_inference
