@@ -2935,6 +2935,12 @@ struct attention_shape {
     const double seen = q < kv ? q : kv;  // queries that see at least one key
     return seen * kv - seen * (seen - 1) / 2;
   }
+  /// The share of all q_len x kv_len pairs that score_pairs() counts (1 for `all`, and for an
+  /// empty call).
+  [[nodiscard]] constexpr double counted_share() const {
+    const double all = static_cast<double>(q_len) * static_cast<double>(kv_len);
+    return all > 0 ? score_pairs() / all : 1;
+  }
   /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
   /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
   /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
@@ -3237,8 +3243,7 @@ constexpr double attention_efficiency(const kernel_model_constants& k, const att
   const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
   // The tables count every (query, key) pair of a causal kernel; a call that counts only the pairs
   // its mask keeps (serving: attention_pairs::causal) does the same work in fewer counted FLOPs.
-  const double counted = a.score_pairs() / (static_cast<double>(a.q_len) * static_cast<double>(a.kv_len));
-  return ceiling * x / (x + x0) * counted;
+  return ceiling * x / (x + x0) * a.counted_share();
 }
 }  // namespace detail
 
@@ -4718,7 +4723,7 @@ struct leaf {
   recompute_role role = recompute_role::none;
   /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
   double offloaded = 0;
-  std::int32_t efficiency_lookups = 0;       ///< compute kernels priced by the shape table
+  std::int32_t efficiency_lookups = 0;       ///< compute kernels priced (each looked up in the shape table)
   std::int32_t efficiency_misses = 0;        ///< ... of which the table lacked
   std::int32_t efficiency_interpolated = 0;  ///< ... of those, priced between the table's shapes around it
   std::int32_t efficiency_modelled = 0;      ///< ... else by the kernel model (else efficient_factor)
@@ -5659,12 +5664,12 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
          prices_without_shape(compute_entry(sys, twin));
 }
 /// The share of an all-pairs attention's work that `o`'s FLOPs count (compute_cost
-/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops.
-constexpr double counted_share(const op& o) {
-  if (o.kind != op_kind::attention) return 1;
-  const double all = static_cast<double>(o.attention.q_len) * static_cast<double>(o.attention.kv_len);
-  return all > 0 ? o.attention.score_pairs() / all : 1;
-}
+/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops. Exact for the square
+/// causal calls the tables measure (prefill); a decode step or a chunk of a prefill counts nearly
+/// all its pairs and keeps nearly the whole efficiency of a square causal kernel, whose real rate
+/// per pair is about half that: such calls are priced up to twice as fast in compute (decode
+/// attention is memory-bound, where this does not show).
+constexpr double counted_share(const op& o) { return o.kind == op_kind::attention ? o.attention.counted_share() : 1; }
 }  // namespace detail
 
 /// The roofline of compute op `o`: the efficiency of its shape from the system's table (measured,
@@ -12095,8 +12100,8 @@ struct forward_cost {
   seconds attention{};  ///< of which core attention (every layer)
   seconds ends{};       ///< of which embedding, final norm and LM head
   seconds send{};       ///< one stage-to-stage send (none for pp = 1)
-  /// The fullest stage's layers but their core attention: its MoE layers (the last ones) and
-  /// its dense layers, each at its own time.
+  /// The fullest stage's layers but their core attention: its MoE and dense layers, each at its
+  /// own time (its attention is stage_share of every layer's, all layers' alike).
   seconds stage_layers_but_attention{};
   double stage_share = 1;     ///< the fullest stage's share of the decoder layers (of their attention)
   double kernels = 0;         ///< kernels and collectives launched
@@ -12243,18 +12248,24 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
   f.ends = f.time - f.layers;
-  // The fullest stage: as many layers as any stage holds, the MoE ones (the last layers, Megatron
-  // --first-k-dense-replace puts the dense layers first) as many as it can; one stage holds the
-  // embedding and the head (this one once when tied), a pipeline its larger end.
-  const std::int64_t held = detail::fullest_stage_layers(m, i), held_moe = moe < held ? moe : held;
+  // The fullest stage: as many layers as any stage holds, as many of them MoE layers as it can or
+  // as few (Megatron's --first-k-dense-replace puts the dense layers first; which mix weighs or
+  // takes more depends on the model and the batch), the larger; one stage holds the embedding and
+  // the head (this one once when tied), a pipeline its larger end.
+  const std::int64_t held = detail::fullest_stage_layers(m, i);
+  const std::int64_t most_moe = moe < held ? moe : held, fewest_moe = held > dense ? held - dense : 0;
+  const auto larger_mix = [&](auto dense_layer, auto moe_layer) {
+    const auto mix = [&](std::int64_t n) {
+      return moe_layer * static_cast<double>(n) + dense_layer * static_cast<double>(held - n);
+    };
+    return mix(most_moe) > mix(fewest_moe) ? mix(most_moe) : mix(fewest_moe);
+  };
   const double embedding = edge.leaves[0].params * element, head = (edge.leaves[1].params + lm_head.params) * element;
   const double ends = i.pp > 1                ? (embedding > head ? embedding : head)
                       : m.tie_word_embeddings ? embedding + edge.leaves[1].params * element
                                               : embedding + head;
-  f.weight_bytes =
-      static_cast<double>(held_moe) * layer_weights[1] + static_cast<double>(held - held_moe) * layer_weights[0] + ends;
-  f.stage_layers_but_attention =
-      layer_rest[1] * static_cast<double>(held_moe) + layer_rest[0] * static_cast<double>(held - held_moe);
+  f.weight_bytes = larger_mix(layer_weights[0], layer_weights[1]) + ends;
+  f.stage_layers_but_attention = larger_mix(layer_rest[0], layer_rest[1]);
   if (i.pp > 1) {
     strategy_spec piped = s;
     piped.pp_size = i.pp;

@@ -250,7 +250,9 @@ TEST(Inference, MicroBatchRulesOfTensorRtLlmAndFasterTransformer) {
   v50.pp = 3;
   v50.micro_batching = rule::fastertransformer;
   v50.micro_batch_token_limit = 8192;
-  EXPECT_EQ(llmsim::infer(cat::llama2_7b, v50, cat::h100_sxm).prefill_micro_batches, 3);
+  const auto v50_result = llmsim::infer(cat::llama2_7b, v50, cat::h100_sxm);
+  EXPECT_EQ(v50_result.prefill_micro_batches, 3);
+  EXPECT_EQ(v50_result.decode_micro_batches, 3);
 }
 
 TEST(Inference, PrefillIsItsFlopsAtThePeak) {

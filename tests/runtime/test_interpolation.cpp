@@ -104,7 +104,7 @@ TEST(Interpolation, OnlyInTheCountsThatScaleTheSameKernel) {
   EXPECT_FALSE(t.interpolate(
       "batch=1, seq_len=4096, head_num=32, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True"));
   // 64 heads at seq_len 8192: 4096 (0.8) and 16384 (0.9), 4 apart: 0.85; at 3072 between 2048
-  // and 4096: 0.5 + 0.3 x log2(1.5) = 0.675439.
+  // and 4096: 0.5 + 0.3 x log2(1.5) = 0.675489.
   EXPECT_NEAR(*t.interpolate("batch=1, seq_len=8192, head_num=64, kv_head_num=8, qk_head_dim=128, v_head_dim=128, "
                              "qkv_contiguous=True"),
               0.85, 1e-12);
@@ -113,9 +113,12 @@ TEST(Interpolation, OnlyInTheCountsThatScaleTheSameKernel) {
               0.5 + 0.3 * std::log2(1.5), 1e-12);
   // Without the 4096 shape, 2048 and 16384 lie 8 apart (interpolated); 1024 and 16384 (16
   // apart) are not.
+  // (0.5 + 0.4 x log2(2) / log2(8) = 0.633333)
   const efficiency_table wide{sdp, 3};
-  EXPECT_TRUE(wide.interpolate(
-      "batch=1, seq_len=4096, head_num=64, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True"));
+  EXPECT_NEAR(
+      *wide.interpolate(
+          "batch=1, seq_len=4096, head_num=64, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True"),
+      0.5 + 0.4 / 3, 1e-12);
   static constexpr shape_efficiency far[] = {
       {"batch=1, seq_len=1024, head_num=64, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True", 0.4},
       {"batch=1, seq_len=16384, head_num=64, kv_head_num=8, qk_head_dim=128, v_head_dim=128, qkv_contiguous=True", 0.9},
@@ -174,17 +177,20 @@ TEST(Interpolation, ComesBeforeTheKernelModelAndIsCounted) {
 
 TEST(Interpolation, AnEstimateReportsTheInterpolatedShapes) {
   // SimuMax's B200 table measures Llama-3-8B's GEMMs at 4096 and 8192 tokens: at sequence length
-  // 6144 (tp 2) the table has none of the job's shapes, and interpolates those whose 4096- and
-  // 8192-token shapes it holds; the rest fall to the file's flat efficient_factor (the file names
-  // no kernel model). Each interpolated shape counts once per kernel priced.
+  // 6144 (its tp2_pp1_dp4_mbs1 strategy) the table has none of the job's shapes, and interpolates
+  // those whose 4096- and 8192-token shapes it holds; the rest fall to the file's flat
+  // efficient_factor (the file names no kernel model). Each interpolated shape counts once per
+  // kernel priced: the README's 96 of 451.
   LLMSIM_REQUIRE_SHARED();
-  const auto system = json::load_system((llmsim_test::simumax_configs() / "system" / "b200_bf16_ceperm.json").string());
-  model_spec m = catalogue::llama3_8b;
-  m.layer_num = 2;
-  const strategy_spec s{.seq_len = 6144, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 2, .tp_size = 2};
+  const auto configs = llmsim_test::simumax_configs();
+  const auto system = json::load_system((configs / "system" / "b200_bf16_ceperm.json").string());
+  const model_spec m = json::load_model(configs / "models" / "llama3-8b.json");
+  strategy_spec s = json::load_strategy(configs / "strategy" / "tp2_pp1_dp4_mbs1.json");
+  s.seq_len = 6144;
   const auto r = estimate(m, s, system.spec());
+  EXPECT_EQ(r.cost.efficiency_lookups, 451);
   EXPECT_EQ(r.cost.efficiency_misses, r.cost.efficiency_lookups);
-  EXPECT_GT(r.cost.efficiency_interpolated, 0);
+  EXPECT_EQ(r.cost.efficiency_interpolated, 96);
   EXPECT_EQ(r.cost.efficiency_modelled, 0);
   const std::string text = to_text(r, m, s, system.spec());
   EXPECT_NE(text.find("between measured shapes " + std::to_string(r.cost.efficiency_interpolated) + ","),

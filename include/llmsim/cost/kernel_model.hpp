@@ -157,8 +157,7 @@ constexpr double attention_efficiency(const kernel_model_constants& k, const att
   const double x0 = backward ? k.attention_bwd_x0 : k.attention_fwd_x0;
   // The tables count every (query, key) pair of a causal kernel; a call that counts only the pairs
   // its mask keeps (serving: attention_pairs::causal) does the same work in fewer counted FLOPs.
-  const double counted = a.score_pairs() / (static_cast<double>(a.q_len) * static_cast<double>(a.kv_len));
-  return ceiling * x / (x + x0) * counted;
+  return ceiling * x / (x + x0) * a.counted_share();
 }
 }  // namespace detail
 

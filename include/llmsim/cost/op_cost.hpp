@@ -61,12 +61,12 @@ constexpr bool shape_unread(const system_spec& sys, const op& o) {
          prices_without_shape(compute_entry(sys, twin));
 }
 /// The share of an all-pairs attention's work that `o`'s FLOPs count (compute_cost
-/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops.
-constexpr double counted_share(const op& o) {
-  if (o.kind != op_kind::attention) return 1;
-  const double all = static_cast<double>(o.attention.q_len) * static_cast<double>(o.attention.kv_len);
-  return all > 0 ? o.attention.score_pairs() / all : 1;
-}
+/// `counted_share`): its score pairs over q_len x kv_len; 1 for other ops. Exact for the square
+/// causal calls the tables measure (prefill); a decode step or a chunk of a prefill counts nearly
+/// all its pairs and keeps nearly the whole efficiency of a square causal kernel, whose real rate
+/// per pair is about half that: such calls are priced up to twice as fast in compute (decode
+/// attention is memory-bound, where this does not show).
+constexpr double counted_share(const op& o) { return o.kind == op_kind::attention ? o.attention.counted_share() : 1; }
 }  // namespace detail
 
 /// The roofline of compute op `o`: the efficiency of its shape from the system's table (measured,

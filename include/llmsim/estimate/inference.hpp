@@ -294,8 +294,8 @@ struct forward_cost {
   seconds attention{};  ///< of which core attention (every layer)
   seconds ends{};       ///< of which embedding, final norm and LM head
   seconds send{};       ///< one stage-to-stage send (none for pp = 1)
-  /// The fullest stage's layers but their core attention: its MoE layers (the last ones) and
-  /// its dense layers, each at its own time.
+  /// The fullest stage's layers but their core attention: its MoE and dense layers, each at its
+  /// own time (its attention is stage_share of every layer's, all layers' alike).
   seconds stage_layers_but_attention{};
   double stage_share = 1;     ///< the fullest stage's share of the decoder layers (of their attention)
   double kernels = 0;         ///< kernels and collectives launched
@@ -442,18 +442,24 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
   f.ends = f.time - f.layers;
-  // The fullest stage: as many layers as any stage holds, the MoE ones (the last layers, Megatron
-  // --first-k-dense-replace puts the dense layers first) as many as it can; one stage holds the
-  // embedding and the head (this one once when tied), a pipeline its larger end.
-  const std::int64_t held = detail::fullest_stage_layers(m, i), held_moe = moe < held ? moe : held;
+  // The fullest stage: as many layers as any stage holds, as many of them MoE layers as it can or
+  // as few (Megatron's --first-k-dense-replace puts the dense layers first; which mix weighs or
+  // takes more depends on the model and the batch), the larger; one stage holds the embedding and
+  // the head (this one once when tied), a pipeline its larger end.
+  const std::int64_t held = detail::fullest_stage_layers(m, i);
+  const std::int64_t most_moe = moe < held ? moe : held, fewest_moe = held > dense ? held - dense : 0;
+  const auto larger_mix = [&](auto dense_layer, auto moe_layer) {
+    const auto mix = [&](std::int64_t n) {
+      return moe_layer * static_cast<double>(n) + dense_layer * static_cast<double>(held - n);
+    };
+    return mix(most_moe) > mix(fewest_moe) ? mix(most_moe) : mix(fewest_moe);
+  };
   const double embedding = edge.leaves[0].params * element, head = (edge.leaves[1].params + lm_head.params) * element;
   const double ends = i.pp > 1                ? (embedding > head ? embedding : head)
                       : m.tie_word_embeddings ? embedding + edge.leaves[1].params * element
                                               : embedding + head;
-  f.weight_bytes =
-      static_cast<double>(held_moe) * layer_weights[1] + static_cast<double>(held - held_moe) * layer_weights[0] + ends;
-  f.stage_layers_but_attention =
-      layer_rest[1] * static_cast<double>(held_moe) + layer_rest[0] * static_cast<double>(held - held_moe);
+  f.weight_bytes = larger_mix(layer_weights[0], layer_weights[1]) + ends;
+  f.stage_layers_but_attention = larger_mix(layer_rest[0], layer_rest[1]);
   if (i.pp > 1) {
     strategy_spec piped = s;
     piped.pp_size = i.pp;

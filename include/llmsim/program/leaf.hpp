@@ -209,7 +209,7 @@ struct leaf {
   recompute_role role = recompute_role::none;
   /// Of held(), the bytes sent to the host between its forward and backward (activation offload).
   double offloaded = 0;
-  std::int32_t efficiency_lookups = 0;       ///< compute kernels priced by the shape table
+  std::int32_t efficiency_lookups = 0;       ///< compute kernels priced (each looked up in the shape table)
   std::int32_t efficiency_misses = 0;        ///< ... of which the table lacked
   std::int32_t efficiency_interpolated = 0;  ///< ... of those, priced between the table's shapes around it
   std::int32_t efficiency_modelled = 0;      ///< ... else by the kernel model (else efficient_factor)

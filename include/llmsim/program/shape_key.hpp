@@ -110,6 +110,12 @@ struct attention_shape {
     const double seen = q < kv ? q : kv;  // queries that see at least one key
     return seen * kv - seen * (seen - 1) / 2;
   }
+  /// The share of all q_len x kv_len pairs that score_pairs() counts (1 for `all`, and for an
+  /// empty call).
+  [[nodiscard]] constexpr double counted_share() const {
+    const double all = static_cast<double>(q_len) * static_cast<double>(kv_len);
+    return all > 0 ? score_pairs() / all : 1;
+  }
   /// Forward FLOPs, less a `skipped` fraction of the pairs: one multiply-add per pair and head
   /// dimension for QKᵀ (qk_head_dim) and for PV (v_head_dim), over every head of every sequence
   /// (Dao 2023, FlashAttention-2 §4.1: 4·seqlen²·d·heads forward for q = kv = seqlen unmasked). A
