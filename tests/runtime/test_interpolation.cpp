@@ -84,6 +84,32 @@ TEST(Interpolation, TheCountWhoseMeasuredShapesLieClosestDecides) {
   EXPECT_NEAR(*even.interpolate("b=1, m=2048, k=64, n=2048, layout=TN, accumulate=False, out_dtype=bf16"), 0.55, 1e-12);
 }
 
+TEST(Interpolation, PairsTieOnlyAtTheSameRatio) {
+  // m: 1000 (0.2) and 4000 (0.4), a ratio of exactly 4; n: 1001 (0.6) and 4004 (1.0), exactly 4
+  // too: at m = n = 2000 the two interpolations (0.2 + 0.2 x log2(2) / 2 = 0.3 and 0.6 + 0.4 x
+  // log2(2000 / 1001) / 2 = 0.799711) share the answer, 0.549856. With n's upper shape at 4005
+  // (a ratio 1.00025 x wider) m's pair alone decides: 0.3.
+  const double n_share = 0.6 + 0.4 * std::log2(2000.0 / 1001) / 2;
+  static constexpr shape_efficiency even[] = {
+      {"b=1, m=1000, k=64, n=2000, layout=TN, accumulate=False, out_dtype=bf16", 0.2},
+      {"b=1, m=2000, k=64, n=1001, layout=TN, accumulate=False, out_dtype=bf16", 0.6},
+      {"b=1, m=2000, k=64, n=4004, layout=TN, accumulate=False, out_dtype=bf16", 1.0},
+      {"b=1, m=4000, k=64, n=2000, layout=TN, accumulate=False, out_dtype=bf16", 0.4},
+  };
+  static constexpr shape_efficiency uneven[] = {
+      {"b=1, m=1000, k=64, n=2000, layout=TN, accumulate=False, out_dtype=bf16", 0.2},
+      {"b=1, m=2000, k=64, n=1001, layout=TN, accumulate=False, out_dtype=bf16", 0.6},
+      {"b=1, m=2000, k=64, n=4005, layout=TN, accumulate=False, out_dtype=bf16", 1.0},
+      {"b=1, m=4000, k=64, n=2000, layout=TN, accumulate=False, out_dtype=bf16", 0.4},
+  };
+  const char* query = "b=1, m=2000, k=64, n=2000, layout=TN, accumulate=False, out_dtype=bf16";
+  const efficiency_table tied{even, 4}, apart{uneven, 4};
+  ASSERT_TRUE(tied.is_sorted());
+  ASSERT_TRUE(apart.is_sorted());
+  EXPECT_NEAR(*tied.interpolate(query), (0.3 + n_share) / 2, 1e-12);
+  EXPECT_NEAR(*apart.interpolate(query), 0.3, 1e-12);
+}
+
 TEST(Interpolation, OnlyInTheCountsThatScaleTheSameKernel) {
   // Attention is interpolated in its sequence length, not in its head count; neither across
   // measured shapes more than 8 times apart.
@@ -228,6 +254,24 @@ TEST(Interpolation, ALoadedTableRemembersItsAnswers) {
   const auto remembered = t.memo->recall(nowhere);  // asked before, nothing found
   ASSERT_TRUE(remembered.has_value());
   EXPECT_FALSE(remembered->has_value());
+}
+
+TEST(Interpolation, TheMemoHoldsAtMostItsCapacity) {
+  // A loaded table remembers 65,536 shapes; past that it answers by scanning, unremembered. Ask
+  // 65,537 distinct shapes no table holds (k=1..65537): the first is remembered, the last not.
+  LLMSIM_REQUIRE_SHARED();
+  const auto system = json::load_system((llmsim_test::simumax_configs() / "system" / "a100_pcie.json").string());
+  const efficiency_table& t = system.spec().op(compute_kind::matmul).accurate_efficient_factor;
+  auto shape = [](int k) {
+    return "b=1, m=3, k=" + std::to_string(k) + ", n=7, layout=TN, accumulate=False, out_dtype=bf16";
+  };
+  int found = 0;
+  for (int k = 1; k <= 65537; ++k) found += t.interpolate(shape(k)).has_value() ? 1 : 0;
+  EXPECT_EQ(found, 0);
+  EXPECT_TRUE(t.memo->recall(shape(1)).has_value());
+  EXPECT_TRUE(t.memo->recall(shape(65536)).has_value());
+  EXPECT_FALSE(t.memo->recall(shape(65537)).has_value());
+  EXPECT_FALSE(t.interpolate(shape(65537))) << "still answered, by a scan";
 }
 
 TEST(Interpolation, HeldOutMeasuredGemms) {
