@@ -501,6 +501,8 @@ LLMSIM_END_NAMESPACE
 
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -534,6 +536,20 @@ struct fixed_string {
   friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) { return a.view() == b.view(); }
   friend constexpr bool operator==(const fixed_string& a, std::string_view b) { return a.view() == b; }
 };
+
+namespace detail {
+/// The count `digits` spells in decimal ("4096"): nullopt when it is empty, holds anything but
+/// digits, or passes 10^15 (no count in a name or a shape key comes near).
+constexpr std::optional<std::int64_t> decimal_count(std::string_view digits) {
+  if (digits.empty()) return std::nullopt;
+  std::int64_t n = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9' || n > 100'000'000'000'000) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+}  // namespace detail
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/core/fixed_string.hpp --------------------------------------------------------------
@@ -1316,12 +1332,8 @@ struct shape_efficiency {
 namespace detail {
 /// A shape-key field's value as a positive count ("4096"), or 0 when it is not one ("TN", "bf16").
 constexpr double key_count(std::string_view v) {
-  double n = 0;
-  for (const char c : v) {
-    if (c < '0' || c > '9' || n > 1e15) return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
+  const std::optional<std::int64_t> n = decimal_count(v);
+  return n ? static_cast<double>(*n) : 0;
 }
 /// The counts a table interpolates in: a GEMM's m, k, n, a grouped GEMM's M (rows per expert), N
 /// and K, an attention's seq_len. Batch, head counts, head dims and expert counts are not: they
@@ -4187,6 +4199,8 @@ LLMSIM_END_NAMESPACE
 
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -4255,17 +4269,10 @@ constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::in
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto name = sys.networks[i].name.view();
     if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
-    std::int64_t k = 0;
-    for (char c : name.substr(16, name.size() - 17)) {
-      if (c < '0' || c > '9') {
-        k = -1;
-        break;
-      }
-      k = k * 10 + (c - '0');
-    }
-    if (k >= span && (best == nullptr || k < best_k)) {
+    const std::optional<std::int64_t> k = detail::decimal_count(name.substr(16, name.size() - 17));
+    if (k && *k >= span && (best == nullptr || *k < best_k)) {
       best = &sys.networks[i];
-      best_k = k;
+      best_k = *k;
     }
   }
   return best;
@@ -12096,7 +12103,6 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
   seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
-  seconds layers{};     ///< of which the decoder layers (all of them)
   seconds attention{};  ///< of which core attention (every layer)
   seconds ends{};       ///< of which embedding, final norm and LM head
   seconds send{};       ///< one stage-to-stage send (none for pp = 1)
@@ -12117,7 +12123,6 @@ struct forward_cost {
   [[nodiscard]] constexpr forward_cost with_attention(seconds t) const {
     forward_cost f = *this;
     f.time += t - attention;
-    f.layers += t - attention;
     f.attention = t;
     return f;
   }
@@ -12230,7 +12235,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
     layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
-  f.layers = f.time;
+  const seconds decoder_time = f.time;
   strategy_spec last = s;
   last.seq_len = 1;
   build_context h = c;
@@ -12247,7 +12252,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
-  f.ends = f.time - f.layers;
+  f.ends = f.time - decoder_time;
   // The fullest stage: as many layers as any stage holds, as many of them MoE layers as it can or
   // as few (Megatron's --first-k-dense-replace puts the dense layers first; which mix weighs or
   // takes more depends on the model and the batch), the larger; one stage holds the embedding and
@@ -12353,6 +12358,9 @@ struct micro_batched_forward {
   [[nodiscard]] constexpr double kernels() const {
     return full.kernels * static_cast<double>(split.count - 1) + last.kernels;
   }
+  [[nodiscard]] constexpr double flops() const {
+    return full.flops * static_cast<double>(split.count - 1) + last.flops;
+  }
 };
 constexpr micro_batched_forward price_micro_batches(const model_spec& m, const system_spec& sys,
                                                     const inference_spec& i, std::int64_t batch, std::int64_t tokens,
@@ -12402,8 +12410,7 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, co
   const micro_batched_forward prefill = price_micro_batches(m, sys, i, batch, i.input_len, 0);
   const seconds gpu = pipelined_prefill(prefill.full, prefill.last, prefill.split);
   const seconds bound = launch_bound(i, prefill.kernels());
-  const double flops = prefill.full.flops * static_cast<double>(prefill.split.count - 1) + prefill.last.flops;
-  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), flops};
+  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), prefill.flops()};
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.

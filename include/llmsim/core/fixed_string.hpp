@@ -6,6 +6,8 @@
 #include <llmsim/core/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -39,5 +41,19 @@ struct fixed_string {
   friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) { return a.view() == b.view(); }
   friend constexpr bool operator==(const fixed_string& a, std::string_view b) { return a.view() == b; }
 };
+
+namespace detail {
+/// The count `digits` spells in decimal ("4096"): nullopt when it is empty, holds anything but
+/// digits, or passes 10^15 (no count in a name or a shape key comes near).
+constexpr std::optional<std::int64_t> decimal_count(std::string_view digits) {
+  if (digits.empty()) return std::nullopt;
+  std::int64_t n = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9' || n > 100'000'000'000'000) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+}  // namespace detail
 
 LLMSIM_END_NAMESPACE

@@ -13,6 +13,8 @@
 #include <llmsim/spec/system.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -81,17 +83,10 @@ constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::in
   for (std::size_t i = 0; i < sys.network_count; ++i) {
     const auto name = sys.networks[i].name.view();
     if (!starts_with(name, "intra_node_pcie_") || name.size() < 18 || name.back() != 'x') continue;
-    std::int64_t k = 0;
-    for (char c : name.substr(16, name.size() - 17)) {
-      if (c < '0' || c > '9') {
-        k = -1;
-        break;
-      }
-      k = k * 10 + (c - '0');
-    }
-    if (k >= span && (best == nullptr || k < best_k)) {
+    const std::optional<std::int64_t> k = detail::decimal_count(name.substr(16, name.size() - 17));
+    if (k && *k >= span && (best == nullptr || *k < best_k)) {
       best = &sys.networks[i];
-      best_k = k;
+      best_k = *k;
     }
   }
   return best;

@@ -290,7 +290,6 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
   seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
-  seconds layers{};     ///< of which the decoder layers (all of them)
   seconds attention{};  ///< of which core attention (every layer)
   seconds ends{};       ///< of which embedding, final norm and LM head
   seconds send{};       ///< one stage-to-stage send (none for pp = 1)
@@ -311,7 +310,6 @@ struct forward_cost {
   [[nodiscard]] constexpr forward_cost with_attention(seconds t) const {
     forward_cost f = *this;
     f.time += t - attention;
-    f.layers += t - attention;
     f.attention = t;
     return f;
   }
@@ -424,7 +422,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
     layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
-  f.layers = f.time;
+  const seconds decoder_time = f.time;
   strategy_spec last = s;
   last.seq_len = 1;
   build_context h = c;
@@ -441,7 +439,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
                static_cast<double>(batch * vocab) * c.element_bytes());
   edge.push(lm_head);
   detail::add_block(f, edge, 1, ops, tp);
-  f.ends = f.time - f.layers;
+  f.ends = f.time - decoder_time;
   // The fullest stage: as many layers as any stage holds, as many of them MoE layers as it can or
   // as few (Megatron's --first-k-dense-replace puts the dense layers first; which mix weighs or
   // takes more depends on the model and the batch), the larger; one stage holds the embedding and
@@ -547,6 +545,9 @@ struct micro_batched_forward {
   [[nodiscard]] constexpr double kernels() const {
     return full.kernels * static_cast<double>(split.count - 1) + last.kernels;
   }
+  [[nodiscard]] constexpr double flops() const {
+    return full.flops * static_cast<double>(split.count - 1) + last.flops;
+  }
 };
 constexpr micro_batched_forward price_micro_batches(const model_spec& m, const system_spec& sys,
                                                     const inference_spec& i, std::int64_t batch, std::int64_t tokens,
@@ -596,8 +597,7 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, co
   const micro_batched_forward prefill = price_micro_batches(m, sys, i, batch, i.input_len, 0);
   const seconds gpu = pipelined_prefill(prefill.full, prefill.last, prefill.split);
   const seconds bound = launch_bound(i, prefill.kernels());
-  const double flops = prefill.full.flops * static_cast<double>(prefill.split.count - 1) + prefill.last.flops;
-  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), flops};
+  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), prefill.flops()};
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.

@@ -35,12 +35,8 @@ struct shape_efficiency {
 namespace detail {
 /// A shape-key field's value as a positive count ("4096"), or 0 when it is not one ("TN", "bf16").
 constexpr double key_count(std::string_view v) {
-  double n = 0;
-  for (const char c : v) {
-    if (c < '0' || c > '9' || n > 1e15) return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
+  const std::optional<std::int64_t> n = decimal_count(v);
+  return n ? static_cast<double>(*n) : 0;
 }
 /// The counts a table interpolates in: a GEMM's m, k, n, a grouped GEMM's M (rows per expert), N
 /// and K, an attention's seq_len. Batch, head counts, head dims and expert counts are not: they
