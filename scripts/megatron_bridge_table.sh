@@ -32,6 +32,12 @@ def table(title, groups):
 
 table("precision", s["by_precision"])
 table("GPU", s["by_gpu"])
+table("release", s["by_release"])
+a = s["all"]
+print("All rows: %d, %d estimated; tokens/s/GPU mean abs err %s, max %s; model TFLOP/s/GPU mean abs err %s, max %s"
+      % (a["rows"], a["estimated"], pct(a["tokens_mean_abs_err"], a["estimated"]), pct(a["tokens_max_abs_err"], a["estimated"]),
+         pct(a["tflops_mean_abs_err"], a["estimated"]), pct(a["tflops_max_abs_err"], a["estimated"])))
+print()
 f = s["flop_formula"]
 print("Megatron-Bridge FLOP formula against the printed TFLOP/s over tokens/s: %d rows, mean abs err %.2f %%, max %.2f %%"
       % (f["rows"], 100 * f["mean_abs_err"], 100 * f["max_abs_err"]))

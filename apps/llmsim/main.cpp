@@ -589,9 +589,9 @@ lj::value mb_row_json(const lj::value& row, const lj::megatron_bridge::row_resul
   return out;
 }
 
-/// The summary of Megatron-Bridge rows: by precision, by GPU, refusal reasons grouped.
+/// The summary of Megatron-Bridge rows: by precision, by GPU, by release, refusal reasons grouped.
 lj::value mb_summary(const lj::value& rows) {
-  std::map<std::string, error_stats> by_precision, by_gpu;
+  std::map<std::string, error_stats> by_precision, by_gpu, by_release;
   error_stats all;
   std::map<std::string, std::size_t> reasons;
   std::size_t flop_n = 0;
@@ -600,6 +600,7 @@ lj::value mb_summary(const lj::value& rows) {
     all.add(r);
     by_precision[r["precision"].get<std::string>()].add(r);
     by_gpu[r["gpu_type"].get<std::string>()].add(r);
+    by_release[r["release"].get<std::string>()].add(r);
     if (!r["error"].is_null()) ++reasons[r["reason"].get<std::string>()];
     if (!r["flop_err"].is_null()) {
       ++flop_n;
@@ -607,14 +608,16 @@ lj::value mb_summary(const lj::value& rows) {
       flop_max = std::max(flop_max, std::fabs(r["flop_err"].get<double>()));
     }
   }
-  lj::value p = lj::value::object(), g = lj::value::object(), why = lj::value::object();
+  lj::value p = lj::value::object(), g = lj::value::object(), rel = lj::value::object(), why = lj::value::object();
   for (const auto& [k, v] : by_precision) p[k] = v.json();
   for (const auto& [k, v] : by_gpu) g[k] = v.json();
+  for (const auto& [k, v] : by_release) rel[k] = v.json();
   for (const auto& [k, v] : reasons) why[k] = v;
   return {{"all", all.json()},
           {"n_not_estimated", all.rows - all.estimated},
           {"by_precision", p},
           {"by_gpu", g},
+          {"by_release", rel},
           {"not_estimated_reasons", why},
           {"flop_formula",
            {{"rows", flop_n},
@@ -649,6 +652,7 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
   }
   print_mb_group("precision", summary["by_precision"]);
   print_mb_group("gpu", summary["by_gpu"]);
+  print_mb_group("release", summary["by_release"]);
   const auto& all = summary["all"];
   std::printf(
       "\n%zu rows, %zu estimated, %zu not estimated; tokens/s/GPU |err| mean %.1f%% max %.1f%%; model "

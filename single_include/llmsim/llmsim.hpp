@@ -330,7 +330,7 @@ LLMSIM_END_NAMESPACE
 // ---- begin llmsim/core/constexpr_math.hpp ----------------------------------------------------------
 /// \file llmsim/core/constexpr_math.hpp
 /// The few functions of <cmath> the formulas need in constant expressions (<cmath> is not
-/// constexpr on Clang 14).
+/// constexpr on Clang 14), and `later`.
 
 
 LLMSIM_BEGIN_NAMESPACE
@@ -362,6 +362,8 @@ constexpr double sqrt_of(double x) {
   for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
   return r;
 }
+/// The later of two times (std::max of doubles, without <algorithm>).
+constexpr double later(double a, double b) { return a > b ? a : b; }
 }  // namespace detail
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/core/constexpr_math.hpp ------------------------------------------------------------
@@ -2327,6 +2329,16 @@ struct strategy_spec {
   /// "1f1b", "interleaved_1f1b", "zb_h1" or "dualpipev"; absent: interleaved_1f1b when
   /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
   std::optional<pipeline_schedule_kind> pipeline_schedule = {};
+  /// Megatron-LM's --overlap-moe-expert-parallel-comm (core/model_parallel_config.py): in the 1F1B
+  /// steady state the forward of one micro-batch and the backward of another run as one combined
+  /// step, layer by layer, each one's expert all-to-all on a communication stream under the other's
+  /// computation (core/models/common/model_chunk_schedule_plan.py); one more warm-up forward
+  /// (pipeline_parallel/schedules.py get_pp_rank_microbatches).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-LM's --delay-wgrad-compute (core/model_parallel_config.py): in a combined step the
+  /// expert MLP's weight gradients run after its input gradients, so the dispatch backward need
+  /// not wait for them. Only the combined step is priced differently.
+  bool delay_wgrad_compute = false;
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
@@ -2666,6 +2678,39 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
 }
 
+/// overlap_moe_expert_parallel_comm and delay_wgrad_compute: their own rules (Megatron-LM
+/// transformer_config.py __post_init__; the model's are in spec/validate.hpp).
+constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
+  if (s.delay_wgrad_compute && !s.overlap_moe_expert_parallel_comm)
+    report_error(api, "strategy.delay_wgrad_compute",
+                 "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
+                 "transformer_config.py)");
+  if (!s.overlap_moe_expert_parallel_comm) return;
+  if (s.ep_size < 2)
+    report_error(api, field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field,
+                 s.ep_size);
+  if (s.pp_size > 1 && s.interleaving_size < 2)
+    report_error(api, field,
+                 "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), "
+                 "as Megatron-LM asserts",
+                 field, s.pp_size);
+  if (const auto k = pipeline_schedule_of(s);
+      k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev)
+    report_error(api, field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
+                 enum_name(k));
+  if (s.moe_dispatcher_policy != dispatcher_kind::all2all && s.moe_dispatcher_policy != dispatcher_kind::flex)
+    report_error(api, field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
+                 enum_name(s.moe_dispatcher_policy));
+  if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
+    report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+  if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
+    report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
+  if (s.dtype == dtype_kind::fp32)
+    report_error(api, field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+}
+
 /// Element type, communication choices, divisibility, ZeRO and memory settings.
 constexpr void validate_strategy_choices(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -2723,6 +2768,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
+  validate_expert_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
@@ -8728,6 +8774,32 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
+/// One MoE layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
+/// core/models/common/model_chunk_schedule_plan.py): the computation before the dispatch
+/// (attention, router, permutation), the dispatch exchange, the expert MLP, the combine exchange
+/// and the computation after it (unpermutation, what follows in the layer); forward and backward,
+/// the MLP's weight gradients apart (delay_wgrad_compute). Seconds; a computation piece includes
+/// its exposed tensor-parallel collectives and recompute replays.
+struct moe_layer_steps {
+  double attn_fwd = 0, dispatch_fwd = 0, mlp_fwd = 0, combine_fwd = 0, post_fwd = 0;
+  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0;
+  [[nodiscard]] constexpr double forward() const { return attn_fwd + dispatch_fwd + mlp_fwd + combine_fwd + post_fwd; }
+  [[nodiscard]] constexpr double backward() const {
+    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd;
+  }
+  [[nodiscard]] constexpr moe_layer_steps scaled(double k) const {
+    return {attn_fwd * k,    dispatch_fwd * k, mlp_fwd * k,   combine_fwd * k,  post_fwd * k, post_bwd * k,
+            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k};
+  }
+  constexpr moe_layer_steps& operator+=(const moe_layer_steps& o) {
+    attn_fwd += o.attn_fwd, dispatch_fwd += o.dispatch_fwd, mlp_fwd += o.mlp_fwd, combine_fwd += o.combine_fwd;
+    post_fwd += o.post_fwd, post_bwd += o.post_bwd, combine_bwd += o.combine_bwd, mlp_bwd += o.mlp_bwd;
+    mlp_wgrad += o.mlp_wgrad, dispatch_bwd += o.dispatch_bwd, attn_bwd += o.attn_bwd;
+    return *this;
+  }
+  constexpr bool operator==(const moe_layer_steps&) const = default;
+};
+
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
   double forward = 0;
@@ -8735,6 +8807,10 @@ struct chunk_durations {
   double backward_weight = 0;
   double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
   double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
+  /// Combined 1F1B steps: the chunk's MoE layers (may be fractional: a stage split evenly) and
+  /// one such layer's steps (their mean); 0 layers: the pair takes the DualPipe rule below.
+  double moe_layers = 0;
+  moe_layer_steps moe_layer{};
   constexpr bool operator==(const chunk_durations&) const = default;
 };
 
@@ -8819,10 +8895,35 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
-/// An overlapped forward-backward pair: each pass's exchange hides under the other's compute
-/// (DualPipe), so the pair takes the longer of all compute and all exchange.
+/// A forward MoE layer `f` and a backward MoE layer `b` as one combined step on two streams, each
+/// piece starting when its stream is free and its input is there, in the order
+/// TransformerLayerSchedulePlan.run issues them:
+///   communication stream:          combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:  post_bwd, attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, post_fwd
+/// (the dispatch backward waits for the MLP's input gradients only, the forward MLP for the
+/// dispatch, the attention backward for the dispatch backward). Every kernel that computes is on
+/// the computation stream: the streams overlap exchanges with computation, not computation with
+/// computation.
+constexpr double combined_layer_time(const moe_layer_steps& f, const moe_layer_steps& b) {
+  const double start = b.post_bwd + later(f.attn_fwd, b.combine_bwd);
+  const double mlp_bwd_end = start + b.mlp_bwd, dispatch_fwd_end = start + f.dispatch_fwd;
+  const double dispatch_bwd_end = later(mlp_bwd_end, dispatch_fwd_end) + b.dispatch_bwd;
+  const double mlp_fwd_end = later(mlp_bwd_end + b.mlp_wgrad, dispatch_fwd_end) + f.mlp_fwd;
+  const double last = later(mlp_fwd_end, dispatch_bwd_end);
+  return later(last + f.combine_fwd, last + b.attn_bwd) + f.post_fwd;
+}
+
+/// An overlapped forward-backward pair. With MoE layers on both sides (Megatron's combined 1F1B):
+/// as many layer pairs as the smaller side holds run as `combined_layer_time`, the rest of both
+/// passes one after the other. Otherwise (DualPipe) each pass's exchange hides under the other's
+/// compute, so the pair takes the longer of all compute and all exchange.
 constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
                                       pass_type tb) {
+  if (da.moe_layers > 0 && db.moe_layers > 0 && ta == pass_type::forward && tb == pass_type::backward) {
+    const double n = da.moe_layers < db.moe_layers ? da.moe_layers : db.moe_layers;
+    return n * combined_layer_time(da.moe_layer, db.moe_layer) + pass_time(da, ta) - n * da.moe_layer.forward() +
+           pass_time(db, tb) - n * db.moe_layer.backward();
+  }
   const double comm = pass_comm(da, ta) + pass_comm(db, tb);
   const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
   return compute > comm ? compute : comm;
@@ -9127,6 +9228,10 @@ LLMSIM_END_NAMESPACE
 ///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
 ///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
 ///   its send.
+/// - `combined` (Megatron --overlap-moe-expert-parallel-comm): one more warm-up forward, and each
+///   steady-state forward runs with the backward after it as one combined step
+///   (combined_1f1b.py), an overlapped pair for the engine. With p = 1 and v = 1 this is
+///   combined_1f1b_schedule_for_no_pipelining: F0, then (F1, B0), (F2, B1), ..., then the last B.
 /// Each chunk takes 1/v of its rank's per-micro-batch time. The simulation is the pass-list engine
 /// (schedule/engine.hpp) over the order `interleaved_passes` writes.
 
@@ -9143,12 +9248,14 @@ struct chunk_pass {
   bool forward = true;
 };
 
-/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
+/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p); `combined`: one more
+/// (schedules.py get_pp_rank_microbatches, so that the forward and backward of every combined
+/// step are independent).
 constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                          std::int64_t rank) {
+                                          std::int64_t rank, bool combined = false) {
   const std::int64_t total = m * v;
   if (m == p) return total;
-  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
+  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g + (combined ? 1 : 0);
   return w < total ? w : total;
 }
 
@@ -9164,8 +9271,8 @@ constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::i
 
 /// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
 constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                      std::int64_t rank) {
-  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
+                                      std::int64_t rank, bool combined = false) {
+  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank, combined), steady = total - warmup;
   auto backward = [&](std::int64_t k) {
     chunk_pass c = schedule_table_entry(k, v, m, g);
     c.chunk = v - 1 - c.chunk;
@@ -9180,15 +9287,19 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
   return backward(steady + (i - warmup - 2 * steady));
 }
 
-/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine.
-constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g) {
+/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine; `combined`:
+/// each steady-state forward paired with the backward after it.
+constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                        bool combined = false) {
   pass_lists out;
   out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
   out.begin.push_back(0);
   for (std::int64_t r = 0; r < p; ++r) {
+    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined), steady_end = warmup + 2 * (m * v - warmup);
     for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-      const chunk_pass c = interleaved_pass(i, p, v, m, g, r);
-      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, false});
+      const chunk_pass c = interleaved_pass(i, p, v, m, g, r, combined);
+      const bool pair = combined && c.forward && i >= warmup && i + 1 < steady_end;
+      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, pair});
     }
     out.begin.push_back(out.passes.size());
   }
@@ -9211,14 +9322,18 @@ constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timi
 }
 
 /// Interleaved 1F1B on a prepared setup: `in.ranks` ranks of `in.chunks` chunks each with their
-/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`.
+/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`;
+/// `combined` as in `interleaved_passes` (the chunks' forward_comm / backward_comm are the
+/// exchanges a combined step overlaps).
 constexpr pipeline_result simulate_interleaved_setup(const schedule_setup& in, std::int64_t m, std::int64_t g,
-                                                     std::vector<pipeline_event>* events = nullptr) {
+                                                     std::vector<pipeline_event>* events = nullptr,
+                                                     bool combined = false) {
   const std::int64_t p = in.ranks, v = in.chunks;
-  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
-  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
-  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
-  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+  if (events != nullptr)
+    return detail::simulate_passes(in, interleaved_passes(p, v, m, g, combined), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g (+ 1) chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g + (combined ? 1 : 0)) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g, combined); }).pipe;
 }
 
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches
@@ -9279,7 +9394,6 @@ constexpr std::vector<shard_unit> expand_units(const std::vector<shard_unit>& un
     for (std::int64_t k = 0; k < u.repeat; ++k) out.push_back({u.forward, u.backward, u.gather, u.reduce, 1});
   return out;
 }
-constexpr double later(double a, double b) { return a > b ? a : b; }
 }  // namespace detail
 
 /// Exposed time of one forward over `units`: AG_0 up front, AG_{i+1} issued as unit i starts.
@@ -9745,6 +9859,15 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
                    "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
+  // Megatron-LM transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at
+  // most one MTP layer.
+  if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
+  if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
+                 m.mtp_num_layers);
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
@@ -9914,7 +10037,10 @@ struct stage_result {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds bwd_weight_time{};               ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
-  seconds hidden_comm_time{};  ///< DualPipeV: expert exchange its overlapped pairs hide over the iteration (at `rank`)
+  seconds
+      hidden_comm_time{};  ///< DualPipeV, combined 1F1B: expert exchange their overlapped pairs hide per iteration (at `rank`)
+  moe_layer_steps moe_steps{};  ///< combined 1F1B: the MoE layers' steps, summed over the stage (`moe_steps_of`)
+  double moe_layers = 0;        ///< ... and how many layers they are
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
@@ -10751,6 +10877,35 @@ struct job_context {
   bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
+/// One MoE layer's steps (`moe_layer_steps`) from its leaves in forward order: up to the leaf
+/// with the first expert exchange (the dispatch; its own permutation included) the computation
+/// before the dispatch; up to the next (the combine) the expert MLP; that leaf's computation and
+/// what follows, the computation after the combine. `delay_wgrad`: the MLP's weight gradients apart (Megatron delay_wgrad_compute),
+/// else part of its backward. A block without an exchange has none (nullopt).
+constexpr std::optional<moe_layer_steps> moe_steps_of(const leaf_block& block, bool delay_wgrad) {
+  moe_layer_steps st;
+  int exchanges = 0;
+  for (const leaf& l : block) {
+    const double fwd = (l.fwd + l.fwd_comm).value, bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value;
+    const bool exchange = l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0;
+    if (exchanges == 0 && !exchange) {
+      st.attn_fwd += fwd, st.attn_bwd += bwd;
+    } else if (exchanges == 0) {
+      st.attn_fwd += fwd - l.fwd_a2a.value, st.dispatch_fwd += l.fwd_a2a.value;
+      st.attn_bwd += bwd - l.bwd_a2a.value, st.dispatch_bwd += l.bwd_a2a.value;
+    } else if (exchanges == 1 && !exchange) {
+      const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
+      st.mlp_fwd += fwd, st.mlp_bwd += bwd - wgrad, st.mlp_wgrad += wgrad;
+    } else {
+      st.combine_fwd += l.fwd_a2a.value, st.post_fwd += fwd - l.fwd_a2a.value;
+      st.combine_bwd += l.bwd_a2a.value, st.post_bwd += bwd - l.bwd_a2a.value;
+    }
+    exchanges += exchange ? 1 : 0;
+  }
+  if (exchanges == 0) return std::nullopt;
+  return st;
+}
+
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
 /// weight shape, TE >= 2.3 `get_dummy_wgrad`) of one stage program.
 constexpr double price_program(stage_result& r, const stage_program& prog, const job_context& j) {
@@ -10759,6 +10914,10 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
+    if (const auto steps = moe_steps_of(*sb.block, j.c->s().delay_wgrad_compute)) {
+      r.moe_steps += steps->scaled(n);
+      r.moe_layers += n;
+    }
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
@@ -10932,7 +11091,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage.
+/// the one in flight, each chunk holding layers / v of the stage. With
+/// overlap_moe_expert_parallel_comm one more warm-up forward (p = 1 included: the combined step's
+/// forward allocates before its backward frees).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -10941,10 +11102,11 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  if (v > 1) {
+  if (v > 1 || s.overlap_moe_expert_parallel_comm) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank,
+                           s.overlap_moe_expert_parallel_comm);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -11092,6 +11254,44 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
   return seconds{hidden};
 }
 
+/// One of the `v` chunks of stage `st` under overlap_moe_expert_parallel_comm: a described chunk's
+/// own times, else 1/v of the stage's pass times (as `stage_timings` sums them), each with the
+/// expert exchange a combined step overlaps.
+constexpr chunk_durations combined_chunk(const stage_result& st, std::int64_t c, std::int64_t v) {
+  if (st.layout.chunk_count > 1) return st.layout_chunks[static_cast<std::size_t>(c)];
+  const double n = static_cast<double>(v);
+  const seconds fwd = st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time;
+  const seconds bwd = st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
+                      st.bwd_shard_exposed_time;
+  return {fwd.value / n,
+          bwd.value / n,
+          0.0,
+          st.fwd_a2a_time.value / n,
+          st.bwd_a2a_time.value / n,
+          st.moe_layers / n,
+          st.moe_layers > 0 ? st.moe_steps.scaled(1.0 / st.moe_layers) : moe_layer_steps{}};
+}
+
+/// overlap_moe_expert_parallel_comm: the expert exchange rank `r.rank` hides over the iteration,
+/// each combined step of its order (`interleaved_pass`) taking max(compute, exchange) instead of the sum.
+constexpr seconds combined_hidden_comm(const stage_result& r, const strategy_spec& s) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size, m = s.micro_batch_num;
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p);
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, true), steady = m * v - warmup;
+  const auto hidden = [&](const chunk_pass& f, const chunk_pass& b) {
+    const chunk_durations df = combined_chunk(r, f.chunk, v), db = combined_chunk(r, b.chunk, v);
+    return detail::pass_time(df, pass_type::forward) + detail::pass_time(db, pass_type::backward) -
+           detail::overlapped_pair_time(df, pass_type::forward, db, pass_type::backward);
+  };
+  if (r.layout.chunk_count <= 1)  // equal chunks: every step hides the same
+    return seconds{steady > 0 ? static_cast<double>(steady) * hidden({}, {}) : 0.0};
+  double total = 0;
+  for (std::int64_t k = 0; k < steady; ++k)
+    total += hidden(interleaved_pass(warmup + 2 * k, p, v, m, g, r.rank, true),
+                    interleaved_pass(warmup + 2 * k + 1, p, v, m, g, r.rank, true));
+  return seconds{total};
+}
+
 /// DualPipeV: the transfers rank `rank` waits for over the iteration. The engine (sender waits,
 /// as dualpipev.py waits on the sends it posted before its next pass) charges one transfer after
 /// every pass that sends to another rank, one for an overlapped pair whichever of its two sends.
@@ -11173,8 +11373,12 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
     if (r.rank != s.pp_size - 1) part.bwd_tp_comm_time += j.p2p_gather / v;
     r.layout_chunks[c] = {
         (part.fwd_compute_time + part.fwd_tp_comm_time).value,
-        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value, 0.0,
-        0.0, 0.0};
+        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value,
+        0.0,
+        part.fwd_a2a_time.value,
+        part.bwd_a2a_time.value,
+        part.moe_layers,
+        part.moe_layers > 0 ? part.moe_steps.scaled(1.0 / part.moe_layers) : moe_layer_steps{}};
   }
 }
 
@@ -11193,7 +11397,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, s.overlap_moe_expert_parallel_comm);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
@@ -11338,6 +11542,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   }
   r.p2p_time = j.p2p * transfers;
   plan_sharded_passes(r, j, prog);
+  if (s.overlap_moe_expert_parallel_comm) r.hidden_comm_time = combined_hidden_comm(r, s);
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                  r.recompute_tp_comm_time + r.p2p_time + r.fwd_shard_exposed_time + r.bwd_shard_exposed_time;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
@@ -11387,6 +11592,7 @@ struct pipeline_plan {
   pipeline_path path = pipeline_path::one_f_one_b;
   std::int64_t micro_batches = 0;
   std::int64_t group = 1;             ///< interleaved: micro-batches per group of the schedule table
+  bool combined = false;              ///< interleaved: overlap_moe_expert_parallel_comm's combined steps
   std::vector<stage_timing> timings;  ///< one_f_one_b: per rank
   schedule_setup setup;               ///< the pass-list engine's schedules
   constexpr bool operator==(const pipeline_plan&) const = default;
@@ -11433,6 +11639,8 @@ constexpr schedule_setup chunked_setup(const estimate_result& out, const std::ve
 /// - Interleaved 1F1B in Megatron's order over described chunks (each chunk's own times) or the
 ///   stage split evenly over its virtual stages; plain 1F1B otherwise (pp_comm_async: transfers
 ///   beside compute).
+/// - overlap_moe_expert_parallel_comm: the interleaved engine (p = 1 and v = 1 included) with its
+///   combined steps, each chunk carrying its expert exchange (`combined_chunk`).
 constexpr pipeline_plan plan_pipeline(const estimate_result& out, const strategy_spec& s,
                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   pipeline_plan plan;
@@ -11449,6 +11657,14 @@ constexpr pipeline_plan plan_pipeline(const estimate_result& out, const strategy
     });
     plan.setup.placement = chunk_placement::v_shape;
     plan.setup.async_p2p = false;
+  } else if (s.overlap_moe_expert_parallel_comm) {
+    plan.path = pipeline_path::interleaved;
+    plan.combined = true;
+    plan.group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
+    plan.setup = chunked_setup(out, rank_stage, p2p, s.interleaving_size, [&](const stage_result& st, std::int64_t c) {
+      return combined_chunk(st, c, s.interleaving_size);
+    });
+    plan.setup.async_p2p = s.pp_comm_async;
   } else if (s.interleaving_size > 1) {
     plan.path = pipeline_path::interleaved;
     plan.group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
@@ -11476,7 +11692,7 @@ constexpr pipeline_result simulate_plan(const pipeline_plan& plan, std::vector<p
     case pipeline_path::dualpipev:
       return simulate_dualpipev(plan.setup, m, events).pipe;
     case pipeline_path::interleaved:
-      return simulate_interleaved_setup(plan.setup, m, plan.group, events);
+      return simulate_interleaved_setup(plan.setup, m, plan.group, events, plan.combined);
     default:
       break;
   }
@@ -11535,7 +11751,7 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.bwd_compute_time = st.bwd_compute_time * mb;
   br.recompute_time = st.recompute_time * mb;
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb -
-                          st.hidden_comm_time;  // DualPipeV: the exchange its pairs hide
+                          st.hidden_comm_time;  // DualPipeV, combined 1F1B: the exchange their pairs hide
   br.inter_exposed_time = st.p2p_time * mb;
   br.dp_exposed_time = st.dp_exposed_time + (st.fwd_shard_exposed_time + st.bwd_shard_exposed_time) * mb;
   br.optim_time = st.optim_time;
@@ -12984,7 +13200,8 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
     const detail::pass_steps p = detail::steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
-    const bool rescale = s.interleaving_size > 1 || v_shaped(s);  // chunk shares; DualPipeV's overlapped pairs
+    // chunk shares; overlapped pairs (DualPipeV, overlap_moe_expert_parallel_comm)
+    const bool rescale = s.interleaving_size > 1 || v_shaped(s) || s.overlap_moe_expert_parallel_comm;
     detail::add_op_spans(t, job, e, *p.steps, p.time, rescale && p.whole_pass);
   }
   detail::add_tail(t, s, pipe.total.value);

@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -507,6 +509,23 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.015);
   const auto text = run_cli("validate '" + file.string() + "'");
   EXPECT_NE(text.out.find("132 rows, " + std::to_string(estimated) + " estimated"), std::string::npos) << text.out;
+  // Each group's mean |error| is its estimated rows' mean, recounted here by precision, GPU and release.
+  for (const auto& [group, field] : {std::pair<std::string, std::string>{"by_precision", "precision"},
+                                     {"by_gpu", "gpu_type"},
+                                     {"by_release", "release"}}) {
+    std::map<std::string, std::pair<double, int>> sums;
+    for (const auto& row : j["rows"])
+      if (row["error"].is_null()) {
+        auto& [sum, n] = sums[row[field].get<std::string>()];
+        sum += std::fabs(row["tokens_err"].get<double>());
+        ++n;
+      }
+    ASSERT_EQ(j["summary"][group].size(), sums.size()) << group;
+    for (const auto& [k, v] : sums)
+      EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
+  }
+  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 23.5 %.
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2355, 0.0005);
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.

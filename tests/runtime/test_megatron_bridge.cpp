@@ -176,6 +176,29 @@ TEST(MegatronBridgeMapping, DeepSeekV3OnGb300) {
   EXPECT_EQ(job.formula, flop_formula::current);
   ASSERT_TRUE(job.flops);
   EXPECT_EQ(job.flops->mtp_num_layers, 1);
+  // v0.6.0 (26.08) perf_recipes/deepseek/gb300/deepseek_v3.py fp8mx: the combined 1F1B step.
+  EXPECT_EQ(s["overlap_moe_expert_parallel_comm"], true);
+  EXPECT_EQ(s["delay_wgrad_compute"], true);
+}
+
+// The EP all-to-all overlap by release: v0.3.0's (26.02) GB300 FP8_MX preset leaves it off; its
+// H100 FP8_CS_V2 preset for Qwen3 235B turns it on, which Megatron-LM refuses with pp > 1 and no
+// virtual pipeline: a row printing that layout ran without it, and says so.
+TEST(MegatronBridgeMapping, ExpertCommOverlapByRelease) {
+  const auto rec = recipes();
+  const auto old = mbj::map_row(row("DeepSeekV3", "GB300", "MXFP8", 256, 4096, 2, 4096, 1, 2, 1, 8, 32, 0), rec);
+  ASSERT_EQ(old.refused, "");
+  EXPECT_FALSE(old.strategy.contains("overlap_moe_expert_parallel_comm"));
+  const auto on = mbj::map_row(row("Qwen3_235B_a22B", "H100", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0), rec);
+  EXPECT_EQ(on.strategy["overlap_moe_expert_parallel_comm"], true);
+  EXPECT_EQ(on.strategy["delay_wgrad_compute"], true);
+  const auto off =
+      mbj::map_row(row("Qwen3_235B_a22B", "H100", "FP8", 256, 8192, 1, 4096, 2, 8, 1, nullptr, 32, 0), rec);
+  EXPECT_EQ(off.strategy["overlap_moe_expert_parallel_comm"], false);
+  EXPECT_EQ(off.strategy["delay_wgrad_compute"], false);
+  bool noted = false;
+  for (const auto& n : off.not_modelled) noted = noted || n.find("left off") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 // mb-26.02-LLAMA3_70B-GB300-FP8-64g-gbs256: | 64 | FP8 | 256 | 2 | 8192 | 1 | 1 | 1 | n/a | n/a | FSDP 64 |

@@ -1,6 +1,6 @@
 /// \file llmsim/core/constexpr_math.hpp
 /// The few functions of <cmath> the formulas need in constant expressions (<cmath> is not
-/// constexpr on Clang 14).
+/// constexpr on Clang 14), and `later`.
 #pragma once
 
 #include <llmsim/version.hpp>
@@ -34,5 +34,7 @@ constexpr double sqrt_of(double x) {
   for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
   return r;
 }
+/// The later of two times (std::max of doubles, without <algorithm>).
+constexpr double later(double a, double b) { return a > b ? a : b; }
 }  // namespace detail
 LLMSIM_END_NAMESPACE

@@ -144,7 +144,10 @@ struct stage_result {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds bwd_weight_time{};               ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
-  seconds hidden_comm_time{};  ///< DualPipeV: expert exchange its overlapped pairs hide over the iteration (at `rank`)
+  seconds
+      hidden_comm_time{};  ///< DualPipeV, combined 1F1B: expert exchange their overlapped pairs hide per iteration (at `rank`)
+  moe_layer_steps moe_steps{};  ///< combined 1F1B: the MoE layers' steps, summed over the stage (`moe_steps_of`)
+  double moe_layers = 0;        ///< ... and how many layers they are
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
@@ -981,6 +984,35 @@ struct job_context {
   bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
+/// One MoE layer's steps (`moe_layer_steps`) from its leaves in forward order: up to the leaf
+/// with the first expert exchange (the dispatch; its own permutation included) the computation
+/// before the dispatch; up to the next (the combine) the expert MLP; that leaf's computation and
+/// what follows, the computation after the combine. `delay_wgrad`: the MLP's weight gradients apart (Megatron delay_wgrad_compute),
+/// else part of its backward. A block without an exchange has none (nullopt).
+constexpr std::optional<moe_layer_steps> moe_steps_of(const leaf_block& block, bool delay_wgrad) {
+  moe_layer_steps st;
+  int exchanges = 0;
+  for (const leaf& l : block) {
+    const double fwd = (l.fwd + l.fwd_comm).value, bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value;
+    const bool exchange = l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0;
+    if (exchanges == 0 && !exchange) {
+      st.attn_fwd += fwd, st.attn_bwd += bwd;
+    } else if (exchanges == 0) {
+      st.attn_fwd += fwd - l.fwd_a2a.value, st.dispatch_fwd += l.fwd_a2a.value;
+      st.attn_bwd += bwd - l.bwd_a2a.value, st.dispatch_bwd += l.bwd_a2a.value;
+    } else if (exchanges == 1 && !exchange) {
+      const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
+      st.mlp_fwd += fwd, st.mlp_bwd += bwd - wgrad, st.mlp_wgrad += wgrad;
+    } else {
+      st.combine_fwd += l.fwd_a2a.value, st.post_fwd += fwd - l.fwd_a2a.value;
+      st.combine_bwd += l.bwd_a2a.value, st.post_bwd += bwd - l.bwd_a2a.value;
+    }
+    exchanges += exchange ? 1 : 0;
+  }
+  if (exchanges == 0) return std::nullopt;
+  return st;
+}
+
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
 /// weight shape, TE >= 2.3 `get_dummy_wgrad`) of one stage program.
 constexpr double price_program(stage_result& r, const stage_program& prog, const job_context& j) {
@@ -989,6 +1021,10 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
+    if (const auto steps = moe_steps_of(*sb.block, j.c->s().delay_wgrad_compute)) {
+      r.moe_steps += steps->scaled(n);
+      r.moe_layers += n;
+    }
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
@@ -1162,7 +1198,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage.
+/// the one in flight, each chunk holding layers / v of the stage. With
+/// overlap_moe_expert_parallel_comm one more warm-up forward (p = 1 included: the combined step's
+/// forward allocates before its backward frees).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -1171,10 +1209,11 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  if (v > 1) {
+  if (v > 1 || s.overlap_moe_expert_parallel_comm) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank,
+                           s.overlap_moe_expert_parallel_comm);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
     return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
@@ -1322,6 +1361,44 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
   return seconds{hidden};
 }
 
+/// One of the `v` chunks of stage `st` under overlap_moe_expert_parallel_comm: a described chunk's
+/// own times, else 1/v of the stage's pass times (as `stage_timings` sums them), each with the
+/// expert exchange a combined step overlaps.
+constexpr chunk_durations combined_chunk(const stage_result& st, std::int64_t c, std::int64_t v) {
+  if (st.layout.chunk_count > 1) return st.layout_chunks[static_cast<std::size_t>(c)];
+  const double n = static_cast<double>(v);
+  const seconds fwd = st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time;
+  const seconds bwd = st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
+                      st.bwd_shard_exposed_time;
+  return {fwd.value / n,
+          bwd.value / n,
+          0.0,
+          st.fwd_a2a_time.value / n,
+          st.bwd_a2a_time.value / n,
+          st.moe_layers / n,
+          st.moe_layers > 0 ? st.moe_steps.scaled(1.0 / st.moe_layers) : moe_layer_steps{}};
+}
+
+/// overlap_moe_expert_parallel_comm: the expert exchange rank `r.rank` hides over the iteration,
+/// each combined step of its order (`interleaved_pass`) taking max(compute, exchange) instead of the sum.
+constexpr seconds combined_hidden_comm(const stage_result& r, const strategy_spec& s) {
+  const std::int64_t p = s.pp_size, v = s.interleaving_size, m = s.micro_batch_num;
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p);
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, true), steady = m * v - warmup;
+  const auto hidden = [&](const chunk_pass& f, const chunk_pass& b) {
+    const chunk_durations df = combined_chunk(r, f.chunk, v), db = combined_chunk(r, b.chunk, v);
+    return detail::pass_time(df, pass_type::forward) + detail::pass_time(db, pass_type::backward) -
+           detail::overlapped_pair_time(df, pass_type::forward, db, pass_type::backward);
+  };
+  if (r.layout.chunk_count <= 1)  // equal chunks: every step hides the same
+    return seconds{steady > 0 ? static_cast<double>(steady) * hidden({}, {}) : 0.0};
+  double total = 0;
+  for (std::int64_t k = 0; k < steady; ++k)
+    total += hidden(interleaved_pass(warmup + 2 * k, p, v, m, g, r.rank, true),
+                    interleaved_pass(warmup + 2 * k + 1, p, v, m, g, r.rank, true));
+  return seconds{total};
+}
+
 /// DualPipeV: the transfers rank `rank` waits for over the iteration. The engine (sender waits,
 /// as dualpipev.py waits on the sends it posted before its next pass) charges one transfer after
 /// every pass that sends to another rank, one for an overlapped pair whichever of its two sends.
@@ -1403,8 +1480,12 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
     if (r.rank != s.pp_size - 1) part.bwd_tp_comm_time += j.p2p_gather / v;
     r.layout_chunks[c] = {
         (part.fwd_compute_time + part.fwd_tp_comm_time).value,
-        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value, 0.0,
-        0.0, 0.0};
+        (part.bwd_compute_time + part.recompute_time + part.bwd_tp_comm_time + part.recompute_tp_comm_time).value,
+        0.0,
+        part.fwd_a2a_time.value,
+        part.bwd_a2a_time.value,
+        part.moe_layers,
+        part.moe_layers > 0 ? part.moe_steps.scaled(1.0 / part.moe_layers) : moe_layer_steps{}};
   }
 }
 
@@ -1423,7 +1504,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, s.overlap_moe_expert_parallel_comm);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
@@ -1568,6 +1649,7 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   }
   r.p2p_time = j.p2p * transfers;
   plan_sharded_passes(r, j, prog);
+  if (s.overlap_moe_expert_parallel_comm) r.hidden_comm_time = combined_hidden_comm(r, s);
   r.chunk_time = r.fwd_compute_time + r.bwd_compute_time + r.recompute_time + r.fwd_tp_comm_time + r.bwd_tp_comm_time +
                  r.recompute_tp_comm_time + r.p2p_time + r.fwd_shard_exposed_time + r.bwd_shard_exposed_time;
   r.optim_time = optimizer_time(j.c->sys(), s, r.params, stage_grad_bytes(j), r.expert_params);
@@ -1617,6 +1699,7 @@ struct pipeline_plan {
   pipeline_path path = pipeline_path::one_f_one_b;
   std::int64_t micro_batches = 0;
   std::int64_t group = 1;             ///< interleaved: micro-batches per group of the schedule table
+  bool combined = false;              ///< interleaved: overlap_moe_expert_parallel_comm's combined steps
   std::vector<stage_timing> timings;  ///< one_f_one_b: per rank
   schedule_setup setup;               ///< the pass-list engine's schedules
   constexpr bool operator==(const pipeline_plan&) const = default;
@@ -1663,6 +1746,8 @@ constexpr schedule_setup chunked_setup(const estimate_result& out, const std::ve
 /// - Interleaved 1F1B in Megatron's order over described chunks (each chunk's own times) or the
 ///   stage split evenly over its virtual stages; plain 1F1B otherwise (pp_comm_async: transfers
 ///   beside compute).
+/// - overlap_moe_expert_parallel_comm: the interleaved engine (p = 1 and v = 1 included) with its
+///   combined steps, each chunk carrying its expert exchange (`combined_chunk`).
 constexpr pipeline_plan plan_pipeline(const estimate_result& out, const strategy_spec& s,
                                       const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   pipeline_plan plan;
@@ -1679,6 +1764,14 @@ constexpr pipeline_plan plan_pipeline(const estimate_result& out, const strategy
     });
     plan.setup.placement = chunk_placement::v_shape;
     plan.setup.async_p2p = false;
+  } else if (s.overlap_moe_expert_parallel_comm) {
+    plan.path = pipeline_path::interleaved;
+    plan.combined = true;
+    plan.group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
+    plan.setup = chunked_setup(out, rank_stage, p2p, s.interleaving_size, [&](const stage_result& st, std::int64_t c) {
+      return combined_chunk(st, c, s.interleaving_size);
+    });
+    plan.setup.async_p2p = s.pp_comm_async;
   } else if (s.interleaving_size > 1) {
     plan.path = pipeline_path::interleaved;
     plan.group = s.microbatch_group_size_per_vp_stage.value_or(s.pp_size);
@@ -1706,7 +1799,7 @@ constexpr pipeline_result simulate_plan(const pipeline_plan& plan, std::vector<p
     case pipeline_path::dualpipev:
       return simulate_dualpipev(plan.setup, m, events).pipe;
     case pipeline_path::interleaved:
-      return simulate_interleaved_setup(plan.setup, m, plan.group, events);
+      return simulate_interleaved_setup(plan.setup, m, plan.group, events, plan.combined);
     default:
       break;
   }
@@ -1765,7 +1858,7 @@ constexpr time_breakdown stage_breakdown(const stage_result& st, const strategy_
   br.bwd_compute_time = st.bwd_compute_time * mb;
   br.recompute_time = st.recompute_time * mb;
   br.intra_exposed_time = (st.fwd_tp_comm_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time) * mb -
-                          st.hidden_comm_time;  // DualPipeV: the exchange its pairs hide
+                          st.hidden_comm_time;  // DualPipeV, combined 1F1B: the exchange their pairs hide
   br.inter_exposed_time = st.p2p_time * mb;
   br.dp_exposed_time = st.dp_exposed_time + (st.fwd_shard_exposed_time + st.bwd_shard_exposed_time) * mb;
   br.optim_time = st.optim_time;

@@ -502,7 +502,8 @@ inline iteration_trace trace_iteration(const model_spec& m, const strategy_spec&
     t.spans.push_back({e.rank, trace_stream::passes, names[static_cast<std::size_t>(e.what)], e.micro_batch, e.chunk,
                        e.start, e.end});
     const detail::pass_steps p = detail::steps_of(e, chunks[static_cast<std::size_t>(e.rank * per_rank + e.chunk)]);
-    const bool rescale = s.interleaving_size > 1 || v_shaped(s);  // chunk shares; DualPipeV's overlapped pairs
+    // chunk shares; overlapped pairs (DualPipeV, overlap_moe_expert_parallel_comm)
+    const bool rescale = s.interleaving_size > 1 || v_shaped(s) || s.overlap_moe_expert_parallel_comm;
     detail::add_op_spans(t, job, e, *p.steps, p.time, rescale && p.whole_pass);
   }
   detail::add_tail(t, s, pipe.total.value);

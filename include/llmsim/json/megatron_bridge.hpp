@@ -162,6 +162,19 @@ inline void model_part(row_job& job, const value& row, const value& m) {
   append_strings(job.not_modelled, m);
   if (m.contains("recompute_by_gpu") && m["recompute_by_gpu"].contains(gpu))
     job.strategy.update(recompute_modules(m["recompute_by_gpu"][gpu]));
+  const std::string run = row["release"].get<std::string>() + " " + gpu + " " + row["precision"].get<std::string>();
+  if (m.contains("strategy_by_run") && m["strategy_by_run"].contains(run))
+    job.strategy.update(m["strategy_by_run"][run]);
+  // Megatron-LM refuses the combined 1F1B step with pp > 1 and no virtual pipeline
+  // (transformer_config.py): a row of that layout ran without it.
+  if (job.strategy.value("overlap_moe_expert_parallel_comm", false) && row["pp"].get<std::int64_t>() > 1 &&
+      optional_size(row, "vp") < 2) {
+    job.strategy["overlap_moe_expert_parallel_comm"] = false;
+    job.strategy["delay_wgrad_compute"] = false;  // Megatron-LM asserts it needs the overlap
+    job.not_modelled.push_back(
+        "the current recipe's overlap_moe_expert_parallel_comm left off: Megatron-LM refuses it with pp > 1 and no "
+        "virtual pipeline, this row's layout");
+  }
   const std::int64_t stages = row["pp"].get<std::int64_t>() * optional_size(row, "vp");
   if (m.contains("pipeline_layouts") && stages > 1) {
     const std::string key = std::to_string(stages);

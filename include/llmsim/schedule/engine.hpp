@@ -26,6 +26,7 @@
 /// equal to the full simulation).
 #pragma once
 
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/error.hpp>
 #include <llmsim/schedule/dualpipev.hpp>
 #include <llmsim/schedule/one_f_one_b.hpp>
@@ -37,6 +38,32 @@
 
 LLMSIM_BEGIN_NAMESPACE
 
+/// One MoE layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
+/// core/models/common/model_chunk_schedule_plan.py): the computation before the dispatch
+/// (attention, router, permutation), the dispatch exchange, the expert MLP, the combine exchange
+/// and the computation after it (unpermutation, what follows in the layer); forward and backward,
+/// the MLP's weight gradients apart (delay_wgrad_compute). Seconds; a computation piece includes
+/// its exposed tensor-parallel collectives and recompute replays.
+struct moe_layer_steps {
+  double attn_fwd = 0, dispatch_fwd = 0, mlp_fwd = 0, combine_fwd = 0, post_fwd = 0;
+  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0;
+  [[nodiscard]] constexpr double forward() const { return attn_fwd + dispatch_fwd + mlp_fwd + combine_fwd + post_fwd; }
+  [[nodiscard]] constexpr double backward() const {
+    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd;
+  }
+  [[nodiscard]] constexpr moe_layer_steps scaled(double k) const {
+    return {attn_fwd * k,    dispatch_fwd * k, mlp_fwd * k,   combine_fwd * k,  post_fwd * k, post_bwd * k,
+            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k};
+  }
+  constexpr moe_layer_steps& operator+=(const moe_layer_steps& o) {
+    attn_fwd += o.attn_fwd, dispatch_fwd += o.dispatch_fwd, mlp_fwd += o.mlp_fwd, combine_fwd += o.combine_fwd;
+    post_fwd += o.post_fwd, post_bwd += o.post_bwd, combine_bwd += o.combine_bwd, mlp_bwd += o.mlp_bwd;
+    mlp_wgrad += o.mlp_wgrad, dispatch_bwd += o.dispatch_bwd, attn_bwd += o.attn_bwd;
+    return *this;
+  }
+  constexpr bool operator==(const moe_layer_steps&) const = default;
+};
+
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
   double forward = 0;
@@ -44,6 +71,10 @@ struct chunk_durations {
   double backward_weight = 0;
   double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
   double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
+  /// Combined 1F1B steps: the chunk's MoE layers (may be fractional: a stage split evenly) and
+  /// one such layer's steps (their mean); 0 layers: the pair takes the DualPipe rule below.
+  double moe_layers = 0;
+  moe_layer_steps moe_layer{};
   constexpr bool operator==(const chunk_durations&) const = default;
 };
 
@@ -128,10 +159,35 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
-/// An overlapped forward-backward pair: each pass's exchange hides under the other's compute
-/// (DualPipe), so the pair takes the longer of all compute and all exchange.
+/// A forward MoE layer `f` and a backward MoE layer `b` as one combined step on two streams, each
+/// piece starting when its stream is free and its input is there, in the order
+/// TransformerLayerSchedulePlan.run issues them:
+///   communication stream:          combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:  post_bwd, attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, post_fwd
+/// (the dispatch backward waits for the MLP's input gradients only, the forward MLP for the
+/// dispatch, the attention backward for the dispatch backward). Every kernel that computes is on
+/// the computation stream: the streams overlap exchanges with computation, not computation with
+/// computation.
+constexpr double combined_layer_time(const moe_layer_steps& f, const moe_layer_steps& b) {
+  const double start = b.post_bwd + later(f.attn_fwd, b.combine_bwd);
+  const double mlp_bwd_end = start + b.mlp_bwd, dispatch_fwd_end = start + f.dispatch_fwd;
+  const double dispatch_bwd_end = later(mlp_bwd_end, dispatch_fwd_end) + b.dispatch_bwd;
+  const double mlp_fwd_end = later(mlp_bwd_end + b.mlp_wgrad, dispatch_fwd_end) + f.mlp_fwd;
+  const double last = later(mlp_fwd_end, dispatch_bwd_end);
+  return later(last + f.combine_fwd, last + b.attn_bwd) + f.post_fwd;
+}
+
+/// An overlapped forward-backward pair. With MoE layers on both sides (Megatron's combined 1F1B):
+/// as many layer pairs as the smaller side holds run as `combined_layer_time`, the rest of both
+/// passes one after the other. Otherwise (DualPipe) each pass's exchange hides under the other's
+/// compute, so the pair takes the longer of all compute and all exchange.
 constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
                                       pass_type tb) {
+  if (da.moe_layers > 0 && db.moe_layers > 0 && ta == pass_type::forward && tb == pass_type::backward) {
+    const double n = da.moe_layers < db.moe_layers ? da.moe_layers : db.moe_layers;
+    return n * combined_layer_time(da.moe_layer, db.moe_layer) + pass_time(da, ta) - n * da.moe_layer.forward() +
+           pass_time(db, tb) - n * db.moe_layer.backward();
+  }
   const double comm = pass_comm(da, ta) + pass_comm(db, tb);
   const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
   return compute > comm ? compute : comm;

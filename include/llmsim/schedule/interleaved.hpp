@@ -12,6 +12,10 @@
 ///   one transfer when the stages sit on different ranks. With `async_p2p` (Megatron
 ///   --overlap-p2p-communication) transfers run beside compute; without it the sender waits for
 ///   its send.
+/// - `combined` (Megatron --overlap-moe-expert-parallel-comm): one more warm-up forward, and each
+///   steady-state forward runs with the backward after it as one combined step
+///   (combined_1f1b.py), an overlapped pair for the engine. With p = 1 and v = 1 this is
+///   combined_1f1b_schedule_for_no_pipelining: F0, then (F1, B0), (F2, B1), ..., then the last B.
 /// Each chunk takes 1/v of its rank's per-micro-batch time. The simulation is the pass-list engine
 /// (schedule/engine.hpp) over the order `interleaved_passes` writes.
 #pragma once
@@ -32,12 +36,14 @@ struct chunk_pass {
   bool forward = true;
 };
 
-/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p).
+/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p); `combined`: one more
+/// (schedules.py get_pp_rank_microbatches, so that the forward and backward of every combined
+/// step are independent).
 constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                          std::int64_t rank) {
+                                          std::int64_t rank, bool combined = false) {
   const std::int64_t total = m * v;
   if (m == p) return total;
-  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g;
+  const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g + (combined ? 1 : 0);
   return w < total ? w : total;
 }
 
@@ -53,8 +59,8 @@ constexpr chunk_pass schedule_table_entry(std::int64_t k, std::int64_t v, std::i
 
 /// The i-th chunk-pass rank `rank` runs (0 <= i < 2·m·v).
 constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
-                                      std::int64_t rank) {
-  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank), steady = total - warmup;
+                                      std::int64_t rank, bool combined = false) {
+  const std::int64_t total = m * v, warmup = interleaved_warmup(p, v, m, g, rank, combined), steady = total - warmup;
   auto backward = [&](std::int64_t k) {
     chunk_pass c = schedule_table_entry(k, v, m, g);
     c.chunk = v - 1 - c.chunk;
@@ -69,15 +75,19 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
   return backward(steady + (i - warmup - 2 * steady));
 }
 
-/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine.
-constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g) {
+/// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine; `combined`:
+/// each steady-state forward paired with the backward after it.
+constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
+                                        bool combined = false) {
   pass_lists out;
   out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
   out.begin.push_back(0);
   for (std::int64_t r = 0; r < p; ++r) {
+    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined), steady_end = warmup + 2 * (m * v - warmup);
     for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-      const chunk_pass c = interleaved_pass(i, p, v, m, g, r);
-      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, false});
+      const chunk_pass c = interleaved_pass(i, p, v, m, g, r, combined);
+      const bool pair = combined && c.forward && i >= warmup && i + 1 < steady_end;
+      out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, pair});
     }
     out.begin.push_back(out.passes.size());
   }
@@ -100,14 +110,18 @@ constexpr schedule_setup interleaved_setup(const std::vector<stage_timing>& timi
 }
 
 /// Interleaved 1F1B on a prepared setup: `in.ranks` ranks of `in.chunks` chunks each with their
-/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`.
+/// own pass times (uneven chunks of a pipeline layout), `m` micro-batches in groups of `g`;
+/// `combined` as in `interleaved_passes` (the chunks' forward_comm / backward_comm are the
+/// exchanges a combined step overlaps).
 constexpr pipeline_result simulate_interleaved_setup(const schedule_setup& in, std::int64_t m, std::int64_t g,
-                                                     std::vector<pipeline_event>* events = nullptr) {
+                                                     std::vector<pipeline_event>* events = nullptr,
+                                                     bool combined = false) {
   const std::int64_t p = in.ranks, v = in.chunks;
-  if (events != nullptr) return detail::simulate_passes(in, interleaved_passes(p, v, m, g), m, nullptr, events).pipe;
-  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g chunk-passes.
-  const std::int64_t lag = (2 * p + (v - 1) * g) / v + g + 1;
-  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g); }).pipe;
+  if (events != nullptr)
+    return detail::simulate_passes(in, interleaved_passes(p, v, m, g, combined), m, nullptr, events).pipe;
+  // Passes that wait on each other are at most the warm-up apart: 2p + (v - 1)g (+ 1) chunk-passes.
+  const std::int64_t lag = (2 * p + (v - 1) * g + (combined ? 1 : 0)) / v + g + 1;
+  return run_schedule(in, m, g, lag, [&](std::int64_t k) { return interleaved_passes(p, v, k, g, combined); }).pipe;
 }
 
 /// Simulates interleaved 1F1B over `timings.size()` ranks with `v` chunks each, `m` micro-batches

@@ -17,6 +17,7 @@
 /// The exposed time of a pass is its length minus its compute.
 #pragma once
 
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/error.hpp>
 
 #include <cstdint>
@@ -40,7 +41,6 @@ constexpr std::vector<shard_unit> expand_units(const std::vector<shard_unit>& un
     for (std::int64_t k = 0; k < u.repeat; ++k) out.push_back({u.forward, u.backward, u.gather, u.reduce, 1});
   return out;
 }
-constexpr double later(double a, double b) { return a > b ? a : b; }
 }  // namespace detail
 
 /// Exposed time of one forward over `units`: AG_0 up front, AG_{i+1} issued as unit i starts.

@@ -118,6 +118,8 @@ struct field_list<strategy_spec> {
       field{"microbatch_group_size_per_vp_stage", &s::microbatch_group_size_per_vp_stage},
       field{"pp_comm_async", &s::pp_comm_async},
       field{"pipeline_schedule", &s::pipeline_schedule},
+      field{"overlap_moe_expert_parallel_comm", &s::overlap_moe_expert_parallel_comm},
+      field{"delay_wgrad_compute", &s::delay_wgrad_compute},
       field{"enable_straggler_model", &s::enable_straggler_model},
       field{"zero_state", &s::zero_state},
       field{"attention_sparse_ratio", &s::attention_sparse_ratio},

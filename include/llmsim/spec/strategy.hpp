@@ -287,6 +287,16 @@ struct strategy_spec {
   /// "1f1b", "interleaved_1f1b", "zb_h1" or "dualpipev"; absent: interleaved_1f1b when
   /// interleaving_size > 1, else 1f1b (see `pipeline_schedule_of`).
   std::optional<pipeline_schedule_kind> pipeline_schedule = {};
+  /// Megatron-LM's --overlap-moe-expert-parallel-comm (core/model_parallel_config.py): in the 1F1B
+  /// steady state the forward of one micro-batch and the backward of another run as one combined
+  /// step, layer by layer, each one's expert all-to-all on a communication stream under the other's
+  /// computation (core/models/common/model_chunk_schedule_plan.py); one more warm-up forward
+  /// (pipeline_parallel/schedules.py get_pp_rank_microbatches).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-LM's --delay-wgrad-compute (core/model_parallel_config.py): in a combined step the
+  /// expert MLP's weight gradients run after its input gradients, so the dispatch backward need
+  /// not wait for them. Only the combined step is priced differently.
+  bool delay_wgrad_compute = false;
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
@@ -626,6 +636,39 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
 }
 
+/// overlap_moe_expert_parallel_comm and delay_wgrad_compute: their own rules (Megatron-LM
+/// transformer_config.py __post_init__; the model's are in spec/validate.hpp).
+constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
+  if (s.delay_wgrad_compute && !s.overlap_moe_expert_parallel_comm)
+    report_error(api, "strategy.delay_wgrad_compute",
+                 "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
+                 "transformer_config.py)");
+  if (!s.overlap_moe_expert_parallel_comm) return;
+  if (s.ep_size < 2)
+    report_error(api, field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field,
+                 s.ep_size);
+  if (s.pp_size > 1 && s.interleaving_size < 2)
+    report_error(api, field,
+                 "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), "
+                 "as Megatron-LM asserts",
+                 field, s.pp_size);
+  if (const auto k = pipeline_schedule_of(s);
+      k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev)
+    report_error(api, field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
+                 enum_name(k));
+  if (s.moe_dispatcher_policy != dispatcher_kind::all2all && s.moe_dispatcher_policy != dispatcher_kind::flex)
+    report_error(api, field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
+                 enum_name(s.moe_dispatcher_policy));
+  if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
+    report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+  if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
+    report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
+  if (s.dtype == dtype_kind::fp32)
+    report_error(api, field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+}
+
 /// Element type, communication choices, divisibility, ZeRO and memory settings.
 constexpr void validate_strategy_choices(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -683,6 +726,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
+  validate_expert_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");

@@ -193,6 +193,15 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
                    "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
+  // Megatron-LM transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at
+  // most one MTP layer.
+  if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
+  if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
+                 m.mtp_num_layers);
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
