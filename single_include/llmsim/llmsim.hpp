@@ -2705,6 +2705,12 @@ constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
                  enum_name(s.moe_dispatcher_policy));
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
     report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+  // SimuMax's mlp_only replays the whole MoE block, exchanges included: Megatron's "moe" module.
+  if (recompute_active(s) && s.recompute_granularity == recompute_kind::mlp_only)
+    report_error(api, field,
+                 "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
+                 "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
+                 field);
   if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
     report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
   if (s.dtype == dtype_kind::fp32)
@@ -8267,9 +8273,11 @@ LLMSIM_END_NAMESPACE
 /// each plus one transfer when the neighbouring stage sits on another rank. With `async_p2p`
 /// (Megatron --overlap-p2p-communication) transfers run beside compute; without it the sender
 /// also waits for its send. Two entries flagged `overlapped_with_next` run as one
-/// forward-backward pair (DualPipe's computation-communication overlap, DeepSeek-V3 technical
-/// report §3.2.1 and deepseek-ai/DualPipe README: the expert all-to-all of one micro-batch hides
-/// behind the computation of the other), taking max(compute_F + compute_B, comm_F + comm_B).
+/// forward-backward pair: Megatron's combined 1F1B step when the chunks list their layers
+/// (`combined_pair_time`), else DualPipe's computation-communication overlap (DeepSeek-V3
+/// technical report §3.2.1 and deepseek-ai/DualPipe README: the expert all-to-all of one
+/// micro-batch hides behind the computation of the other), taking
+/// max(compute_F + compute_B, comm_F + comm_B).
 ///
 /// Activation memory is counted from the order: a forward adds its chunk's activation set, a
 /// whole backward frees it, and with the backward split the set is held until the weight-gradient
@@ -8768,49 +8776,55 @@ constexpr pipeline_result simulate_1f1b_exhaustive(const std::vector<stage_timin
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/schedule/one_f_one_b.hpp -----------------------------------------------------------
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// One MoE layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
-/// core/models/common/model_chunk_schedule_plan.py): the computation before the dispatch
-/// (attention, router, permutation), the dispatch exchange, the expert MLP, the combine exchange
-/// and the computation after it (unpermutation, what follows in the layer); forward and backward,
-/// the MLP's weight gradients apart (delay_wgrad_compute). Seconds; a computation piece includes
-/// its exposed tensor-parallel collectives and recompute replays.
-struct moe_layer_steps {
+/// One decoder layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
+/// core/models/common/model_chunk_schedule_plan.py; the nodes of models/gpt/fine_grained_callables.py):
+/// the computation before the dispatch (attention, router, permutation; all of a dense layer), the
+/// dispatch exchange, the expert MLP, the combine exchange and the combine node's computation
+/// after it (unpermutation, shared-expert add, residual); forward and backward, the weight
+/// gradients apart (delay_wgrad_compute: the MLP's and the pre-dispatch part's). Seconds; a piece
+/// includes its exposed tensor-parallel collectives and recompute replays.
+struct layer_steps {
   double attn_fwd = 0, dispatch_fwd = 0, mlp_fwd = 0, combine_fwd = 0, post_fwd = 0;
-  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0;
+  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0, attn_wgrad = 0;
   [[nodiscard]] constexpr double forward() const { return attn_fwd + dispatch_fwd + mlp_fwd + combine_fwd + post_fwd; }
   [[nodiscard]] constexpr double backward() const {
-    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd;
+    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd + attn_wgrad;
   }
-  [[nodiscard]] constexpr moe_layer_steps scaled(double k) const {
+  [[nodiscard]] constexpr double exchanges() const { return dispatch_fwd + combine_fwd + combine_bwd + dispatch_bwd; }
+  [[nodiscard]] constexpr layer_steps scaled(double k) const {
     return {attn_fwd * k,    dispatch_fwd * k, mlp_fwd * k,   combine_fwd * k,  post_fwd * k, post_bwd * k,
-            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k};
+            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k, attn_wgrad * k};
   }
-  constexpr moe_layer_steps& operator+=(const moe_layer_steps& o) {
-    attn_fwd += o.attn_fwd, dispatch_fwd += o.dispatch_fwd, mlp_fwd += o.mlp_fwd, combine_fwd += o.combine_fwd;
-    post_fwd += o.post_fwd, post_bwd += o.post_bwd, combine_bwd += o.combine_bwd, mlp_bwd += o.mlp_bwd;
-    mlp_wgrad += o.mlp_wgrad, dispatch_bwd += o.dispatch_bwd, attn_bwd += o.attn_bwd;
-    return *this;
-  }
-  constexpr bool operator==(const moe_layer_steps&) const = default;
+  constexpr bool operator==(const layer_steps&) const = default;
 };
+
+/// `count` consecutive layers of the same steps (may be fractional: a stage split evenly).
+struct layer_run {
+  layer_steps steps{};
+  double count = 0;
+  constexpr bool operator==(const layer_run&) const = default;
+};
+/// Most runs of layers one chunk may have (a stage program has at most 18 blocks, of which the
+/// embedding, the MTP prefix and suffix and the head are not layers).
+inline constexpr std::size_t max_layer_runs = 16;
 
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
   double forward = 0;
   double backward_input = 0;  ///< a whole backward is backward_input + backward_weight
   double backward_weight = 0;
-  double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
-  double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
-  /// Combined 1F1B steps: the chunk's MoE layers (may be fractional: a stage split evenly) and
-  /// one such layer's steps (their mean); 0 layers: the pair takes the DualPipe rule below.
-  double moe_layers = 0;
-  moe_layer_steps moe_layer{};
+  double forward_comm = 0;   ///< of the forward, the expert all-to-all (DualPipe pairs)
+  double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (DualPipe pairs)
+  /// Combined 1F1B steps: the chunk's decoder layers in forward order (none: DualPipe's rule).
+  std::array<layer_run, max_layer_runs> layers{};
+  std::size_t layer_run_count = 0;
   constexpr bool operator==(const chunk_durations&) const = default;
 };
 
@@ -8895,35 +8909,92 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
-/// A forward MoE layer `f` and a backward MoE layer `b` as one combined step on two streams, each
-/// piece starting when its stream is free and its input is there, in the order
-/// TransformerLayerSchedulePlan.run issues them:
-///   communication stream:          combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
-///   computation stream:  post_bwd, attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, post_fwd
-/// (the dispatch backward waits for the MLP's input gradients only, the forward MLP for the
-/// dispatch, the attention backward for the dispatch backward). Every kernel that computes is on
-/// the computation stream: the streams overlap exchanges with computation, not computation with
-/// computation.
-constexpr double combined_layer_time(const moe_layer_steps& f, const moe_layer_steps& b) {
-  const double start = b.post_bwd + later(f.attn_fwd, b.combine_bwd);
-  const double mlp_bwd_end = start + b.mlp_bwd, dispatch_fwd_end = start + f.dispatch_fwd;
-  const double dispatch_bwd_end = later(mlp_bwd_end, dispatch_fwd_end) + b.dispatch_bwd;
+/// Where a chain of combined steps stands: when the computation and the communication streams
+/// are free, when the forward's input and the backward's gradient are there, and the attention
+/// weight gradients still to run.
+struct combined_streams {
+  double computation = 0, communication = 0, forward_input = 0, backward_grad = 0, pending_wgrad = 0;
+  [[nodiscard]] constexpr double end() const { return later(computation + pending_wgrad, communication); }
+};
+
+/// Forward layer `f` and backward layer `b` (either all zero when its side has run out) as one
+/// combined step, in the order TransformerLayerSchedulePlan.run issues them:
+///   communication stream: combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:   attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, attn_wgrad
+/// The dispatch backward waits for the MLP's input gradients only, the forward MLP for the
+/// dispatch, the attention backward for the dispatch backward; the next layer's combine backward
+/// for this one's attention input gradients (weight gradients record no event), so it runs beside
+/// the attention weight gradients, which are left pending for the next step (or fill a wait for
+/// the combine). Megatron runs the combine node's computation on the communication stream; here
+/// it shares the computation stream's SMs (a kernel beside a GEMM gets the SMs the GEMM frees),
+/// so no computation hides behind computation and a step saves at most its exchanges.
+constexpr void combined_layer_step(combined_streams& t, const layer_steps& f, const layer_steps& b) {
+  const double post_bwd_end = later(t.computation, t.backward_grad) + b.post_bwd;
+  const double combine_bwd_end = later(t.communication, post_bwd_end) + b.combine_bwd;
+  const double attn_fwd_end = later(post_bwd_end + t.pending_wgrad, t.forward_input) + f.attn_fwd;
+  const double mlp_bwd_end = later(attn_fwd_end, combine_bwd_end) + b.mlp_bwd;
+  const double dispatch_fwd_end = later(combine_bwd_end, attn_fwd_end) + f.dispatch_fwd;
+  const double dispatch_bwd_end = later(dispatch_fwd_end, mlp_bwd_end) + b.dispatch_bwd;
   const double mlp_fwd_end = later(mlp_bwd_end + b.mlp_wgrad, dispatch_fwd_end) + f.mlp_fwd;
-  const double last = later(mlp_fwd_end, dispatch_bwd_end);
-  return later(last + f.combine_fwd, last + b.attn_bwd) + f.post_fwd;
+  const double combine_fwd_end = later(dispatch_bwd_end, mlp_fwd_end) + f.combine_fwd;
+  const double attn_bwd_end = later(mlp_fwd_end, dispatch_bwd_end) + b.attn_bwd;
+  const double wait = combine_fwd_end > attn_bwd_end ? combine_fwd_end - attn_bwd_end : 0.0;
+  const double early = wait < b.attn_wgrad ? wait : b.attn_wgrad;  // weight gradients filling the wait
+  const double post_fwd_end = later(attn_bwd_end + early, combine_fwd_end) + f.post_fwd;
+  t = {post_fwd_end, combine_fwd_end, post_fwd_end, attn_bwd_end, b.attn_wgrad - early};
 }
 
-/// An overlapped forward-backward pair. With MoE layers on both sides (Megatron's combined 1F1B):
-/// as many layer pairs as the smaller side holds run as `combined_layer_time`, the rest of both
-/// passes one after the other. Otherwise (DualPipe) each pass's exchange hides under the other's
+/// Walks a chunk's layer runs one (whole or fractional) layer at a time, forward or backward order.
+struct layer_cursor {
+  const chunk_durations* d = nullptr;
+  bool reverse = false;
+  std::size_t run = 0;
+  double done = 0;  ///< layers of the current run already taken
+  /// The next layer's steps (a fractional layer's scaled), or false when none is left.
+  constexpr bool next(layer_steps& out) {
+    while (run < d->layer_run_count) {
+      const layer_run& r = d->layers[reverse ? d->layer_run_count - 1 - run : run];
+      const double left = r.count - done;
+      if (left > 1e-12) {
+        const double take = left < 1 ? left : 1;
+        out = take < 1 ? r.steps.scaled(take) : r.steps;
+        done += take;
+        return true;
+      }
+      ++run;
+      done = 0;
+    }
+    return false;
+  }
+};
+
+/// A forward chunk `da` and a backward chunk `db` as Megatron's combined step: forward layer i
+/// runs with backward layer L_b - 1 - i (ModelChunkSchedulePlan.run pairs every decoder layer by
+/// position), the longer side's other layers alone; then what is not a layer (embedding, output
+/// layer and loss) of both, one after the other.
+constexpr double combined_pair_time(const chunk_durations& da, const chunk_durations& db) {
+  combined_streams t;
+  layer_cursor fc{&da, false}, bc{&db, true};
+  double f_layers = 0, b_layers = 0;
+  while (true) {
+    layer_steps f{}, b{};
+    const bool has_f = fc.next(f), has_b = bc.next(b);
+    if (!has_f && !has_b) break;
+    f_layers += f.forward();
+    b_layers += b.backward();
+    combined_layer_step(t, f, b);
+  }
+  const double rest = pass_time(da, pass_type::forward) - f_layers + pass_time(db, pass_type::backward) - b_layers;
+  return t.end() + rest;
+}
+
+/// An overlapped forward-backward pair. Chunks with decoder layers (Megatron's combined 1F1B):
+/// `combined_pair_time`. Otherwise (DualPipe) each pass's exchange hides under the other's
 /// compute, so the pair takes the longer of all compute and all exchange.
 constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
                                       pass_type tb) {
-  if (da.moe_layers > 0 && db.moe_layers > 0 && ta == pass_type::forward && tb == pass_type::backward) {
-    const double n = da.moe_layers < db.moe_layers ? da.moe_layers : db.moe_layers;
-    return n * combined_layer_time(da.moe_layer, db.moe_layer) + pass_time(da, ta) - n * da.moe_layer.forward() +
-           pass_time(db, tb) - n * db.moe_layer.backward();
-  }
+  if (ta == pass_type::forward && tb == pass_type::backward && (da.layer_run_count > 0 || db.layer_run_count > 0))
+    return combined_pair_time(da, db);
   const double comm = pass_comm(da, ta) + pass_comm(db, tb);
   const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
   return compute > comm ? compute : comm;
@@ -9248,13 +9319,14 @@ struct chunk_pass {
   bool forward = true;
 };
 
-/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p); `combined`: one more
-/// (schedules.py get_pp_rank_microbatches, so that the forward and backward of every combined
-/// step are independent).
+/// Warm-up chunk-forwards of rank `rank` (Megatron before 4295be1a6c, 2024: all of them when
+/// m = p); `combined`: one more (schedules.py get_pp_rank_microbatches, so that the forward and
+/// backward of every combined step are independent; written after that rule was dropped, so
+/// capped at the total only).
 constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
                                           std::int64_t rank, bool combined = false) {
   const std::int64_t total = m * v;
-  if (m == p) return total;
+  if (m == p && !combined) return total;
   const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g + (combined ? 1 : 0);
   return w < total ? w : total;
 }
@@ -9864,6 +9936,10 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
+  if (s.overlap_moe_expert_parallel_comm && is_hybrid(m))
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
+                 "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
   if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
@@ -10039,8 +10115,9 @@ struct stage_result {
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
   seconds
       hidden_comm_time{};  ///< DualPipeV, combined 1F1B: expert exchange their overlapped pairs hide per iteration (at `rank`)
-  moe_layer_steps moe_steps{};  ///< combined 1F1B: the MoE layers' steps, summed over the stage (`moe_steps_of`)
-  double moe_layers = 0;        ///< ... and how many layers they are
+  /// overlap_moe_expert_parallel_comm: its decoder layers in forward order (`layer_steps_of`)
+  std::array<layer_run, max_layer_runs> layer_runs{};
+  std::size_t layer_run_count = 0;
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
@@ -10877,33 +10954,45 @@ struct job_context {
   bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
-/// One MoE layer's steps (`moe_layer_steps`) from its leaves in forward order: up to the leaf
-/// with the first expert exchange (the dispatch; its own permutation included) the computation
-/// before the dispatch; up to the next (the combine) the expert MLP; that leaf's computation and
-/// what follows, the computation after the combine. `delay_wgrad`: the MLP's weight gradients apart (Megatron delay_wgrad_compute),
-/// else part of its backward. A block without an exchange has none (nullopt).
-constexpr std::optional<moe_layer_steps> moe_steps_of(const leaf_block& block, bool delay_wgrad) {
-  moe_layer_steps st;
+/// One decoder layer's steps (`layer_steps`) from its leaves in forward order: up to the leaf with
+/// the first expert exchange (the dispatch; its permutation included) the computation before
+/// the dispatch; up to the next exchange (the combine) the expert MLP; that leaf and what follows
+/// (unpermutation, shared-expert add, residual) the combine node (fine_grained_callables.py): its
+/// exchange and its computation. A dense layer is all computation before the
+/// dispatch. `delay_wgrad`: the weight gradients apart (Megatron delay_wgrad_compute), else part
+/// of their backward.
+constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) {
+  layer_steps st;
   int exchanges = 0;
   for (const leaf& l : block) {
-    const double fwd = (l.fwd + l.fwd_comm).value, bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value;
-    const bool exchange = l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0;
-    if (exchanges == 0 && !exchange) {
-      st.attn_fwd += fwd, st.attn_bwd += bwd;
-    } else if (exchanges == 0) {
-      st.attn_fwd += fwd - l.fwd_a2a.value, st.dispatch_fwd += l.fwd_a2a.value;
-      st.attn_bwd += bwd - l.bwd_a2a.value, st.dispatch_bwd += l.bwd_a2a.value;
+    const double fwd = (l.fwd + l.fwd_comm).value, a2a_fwd = l.fwd_a2a.value, a2a_bwd = l.bwd_a2a.value;
+    const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
+    const double bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value - wgrad;
+    const bool exchange = a2a_fwd > 0 || a2a_bwd > 0;
+    if (exchanges == 0) {  // before the dispatch; the dispatch leaf's own computation too
+      st.attn_fwd += fwd - a2a_fwd, st.dispatch_fwd += a2a_fwd;
+      st.attn_bwd += bwd - a2a_bwd, st.dispatch_bwd += a2a_bwd, st.attn_wgrad += wgrad;
     } else if (exchanges == 1 && !exchange) {
-      const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
-      st.mlp_fwd += fwd, st.mlp_bwd += bwd - wgrad, st.mlp_wgrad += wgrad;
-    } else {
-      st.combine_fwd += l.fwd_a2a.value, st.post_fwd += fwd - l.fwd_a2a.value;
-      st.combine_bwd += l.bwd_a2a.value, st.post_bwd += bwd - l.bwd_a2a.value;
+      st.mlp_fwd += fwd, st.mlp_bwd += bwd, st.mlp_wgrad += wgrad;
+    } else {  // the combine node: its exchange, then its computation (backward: the reverse)
+      st.combine_fwd += a2a_fwd, st.post_fwd += fwd - a2a_fwd;
+      st.combine_bwd += a2a_bwd, st.post_bwd += bwd + wgrad - a2a_bwd;
     }
     exchanges += exchange ? 1 : 0;
   }
-  if (exchanges == 0) return std::nullopt;
   return st;
+}
+
+/// Appends `n` layers of `block` to `r`'s layer runs (overlap_moe_expert_parallel_comm).
+constexpr bool block_exchanges(const leaf_block& block) {
+  for (const leaf& l : block)
+    if (l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0) return true;
+  return false;
+}
+constexpr void add_layer_run(stage_result& r, const leaf_block& block, double n, bool delay_wgrad) {
+  if (r.layer_run_count == max_layer_runs)
+    report_error("llmsim::estimate", "", "a stage holds at most {} runs of decoder layers", max_layer_runs);
+  r.layer_runs[r.layer_run_count++] = {layer_steps_of(block, delay_wgrad), n};
 }
 
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
@@ -10914,10 +11003,8 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
-    if (const auto steps = moe_steps_of(*sb.block, j.c->s().delay_wgrad_compute)) {
-      r.moe_steps += steps->scaled(n);
-      r.moe_layers += n;
-    }
+    if (j.c->s().overlap_moe_expert_parallel_comm && (sb.first_layer >= 0 || block_exchanges(*sb.block)))
+      add_layer_run(r, *sb.block, n, j.c->s().delay_wgrad_compute);
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
@@ -11087,13 +11174,21 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
+/// overlap_moe_expert_parallel_comm: what a combined step holds beyond 1F1B's count, one layer of
+/// `held` (a stage's bytes per micro-batch). Its extra warm-up forward holds a whole set, but each
+/// combined step's backward frees its chunk layer by layer as the forward fills its own
+/// (TransformerLayerSchedulePlan releases each backward layer's state), so at the peak the sets
+/// held are 1F1B's plus the forward's first layer.
+constexpr double combined_step_layer(const stage_result& r, const strategy_spec& s, double held) {
+  return s.overlap_moe_expert_parallel_comm && r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
+}
+
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage. With
-/// overlap_moe_expert_parallel_comm one more warm-up forward (p = 1 included: the combined step's
-/// forward allocates before its backward frees).
+/// the one in flight, each chunk holding layers / v of the stage; with
+/// overlap_moe_expert_parallel_comm one layer more (`combined_step_layer`).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -11102,17 +11197,17 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  if (v > 1 || s.overlap_moe_expert_parallel_comm) {
+  const double layer = combined_step_layer(r, s, held);
+  if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank,
-                           s.overlap_moe_expert_parallel_comm);
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
-    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
+    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v) + layer;
   }
   r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-  return static_cast<double>(r.micro_batches_in_flight - 1) * held;
+  return static_cast<double>(r.micro_batches_in_flight - 1) * held + layer;
 }
 
 /// Activations and peaks of a stage at its lowest rank (the one holding the most in flight). The
@@ -11263,13 +11358,11 @@ constexpr chunk_durations combined_chunk(const stage_result& st, std::int64_t c,
   const seconds fwd = st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time;
   const seconds bwd = st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
                       st.bwd_shard_exposed_time;
-  return {fwd.value / n,
-          bwd.value / n,
-          0.0,
-          st.fwd_a2a_time.value / n,
-          st.bwd_a2a_time.value / n,
-          st.moe_layers / n,
-          st.moe_layers > 0 ? st.moe_steps.scaled(1.0 / st.moe_layers) : moe_layer_steps{}};
+  chunk_durations d{fwd.value / n, bwd.value / n, 0.0, st.fwd_a2a_time.value / n, st.bwd_a2a_time.value / n};
+  for (std::size_t i = 0; i < st.layer_run_count; ++i)
+    d.layers[i] = {st.layer_runs[i].steps, st.layer_runs[i].count / n};
+  d.layer_run_count = st.layer_run_count;
+  return d;
 }
 
 /// overlap_moe_expert_parallel_comm: the expert exchange rank `r.rank` hides over the iteration,
@@ -11377,8 +11470,8 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
         0.0,
         part.fwd_a2a_time.value,
         part.bwd_a2a_time.value,
-        part.moe_layers,
-        part.moe_layers > 0 ? part.moe_steps.scaled(1.0 / part.moe_layers) : moe_layer_steps{}};
+        part.layer_runs,
+        part.layer_run_count};
   }
 }
 
@@ -11397,7 +11490,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, s.overlap_moe_expert_parallel_comm);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
@@ -11418,7 +11511,10 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
+  const double whole = walk_stage(prog).held, layer = combined_step_layer(r, s, whole);
+  fwd_top += layer;
+  bwd_top += layer;
+  r.fwd_activation_cache_per_micro_batch = bytes_from(whole);
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
   r.fwd_transient_mem = bytes_from(fwd);
   r.bwd_transient_mem = bytes_from(bwd);

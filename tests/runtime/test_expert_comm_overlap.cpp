@@ -53,6 +53,11 @@ TEST(ExpertCommOverlap, OrderIsMegatronsCombinedOneFOneB) {
     EXPECT_EQ(one.passes[i].micro_batch, std::get<1>(want[i])) << i;
     EXPECT_EQ(one.passes[i].overlapped_with_next, std::get<2>(want[i])) << i;
   }
+  // m = p: today's Megatron caps the warm-up at the total (no "all warm-up" rule): p = 4, v = 2,
+  // m = g = 4 gives 11, 9, 7, 5 capped at 8, so ranks 2 and 3 run 1 and 3 combined steps.
+  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 0, true), 8);
+  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 2, true), 7);
+  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 3, true), 5);
   // Interleaved (get_pp_rank_microbatches): (p - r - 1)·2 + (v - 1)·g warm-up chunk-forwards, one
   // more when combined: p = 4, v = 2, g = 4, m = 8 gives 11 on rank 0 and 5 on rank 3; every
   // steady forward is paired, nothing else.
@@ -75,64 +80,146 @@ TEST(ExpertCommOverlap, OrderIsMegatronsCombinedOneFOneB) {
   }
 }
 
+namespace {
+/// The makespan of `n` combined steps of the same layers from idle streams.
+double steps(const layer_steps& f, const layer_steps& b, int n) {
+  detail::combined_streams t;
+  for (int i = 0; i < n; ++i) detail::combined_layer_step(t, f, b);
+  return t.end();
+}
+}  // namespace
+
 TEST(ExpertCommOverlap, LayerStepFollowsTheTwoStreams) {
   // f: attention 4, dispatch 1, MLP 3, combine 1; b: combine 2, MLP input grads 5, weight grads 2,
   // dispatch 3, attention 6. By hand:
   //   comp: attn_f 0-4 | mlp_b 4-9, wgrad 9-11, mlp_f 11-14 | attn_b 14-20
   //   comm: comb_b 0-2 | disp_f 4-5, disp_b 9-12 | comb_f 14-15     -> 20 (the computation)
-  moe_layer_steps f{.attn_fwd = 4, .dispatch_fwd = 1, .mlp_fwd = 3, .combine_fwd = 1};
-  moe_layer_steps b{.combine_bwd = 2, .mlp_bwd = 5, .mlp_wgrad = 2, .dispatch_bwd = 3, .attn_bwd = 6};
-  EXPECT_DOUBLE_EQ(detail::combined_layer_time(f, b), 20);
+  layer_steps f{.attn_fwd = 4, .dispatch_fwd = 1, .mlp_fwd = 3, .combine_fwd = 1};
+  layer_steps b{.combine_bwd = 2, .mlp_bwd = 5, .mlp_wgrad = 2, .dispatch_bwd = 3, .attn_bwd = 6};
+  EXPECT_DOUBLE_EQ(steps(f, b, 1), 20);
   // A dispatch of 10: disp_f 4-14, mlp_f 14-17 after it, disp_b 14-17, attn_b 17-23 -> 23.
   f.dispatch_fwd = 10;
-  EXPECT_DOUBLE_EQ(detail::combined_layer_time(f, b), 23);
-  // Computation after the combine and before the backward combine stays on the computation
-  // stream: post_b 1 delays everything by 1, post_f 2 follows the layer -> 23 + 1 + 2.
+  EXPECT_DOUBLE_EQ(steps(f, b, 1), 23);
+  // The combine node's computation (unpermutation, residual: post_f 2, post_b 1) shares the
+  // computation stream's SMs: comp post_b 0-1, attn_f 1-5, mlp_b 5-10, wgrad 10-12, mlp_f 15-18
+  // (after disp_f 5-15), attn_b 18-24, post_f 24-26; comm comb_b 1-3, disp_b 15-18, comb_f
+  // 18-19 -> 26: the 39 of both passes in turn less 13, at most the 16 of exchanges.
   f.post_fwd = 2;
   b.post_bwd = 1;
-  EXPECT_DOUBLE_EQ(detail::combined_layer_time(f, b), 26);
-  // Two chunks of 3 such layers plus 0.5 s of other work each: 3 combined steps and the rest in turn.
-  chunk_durations cf{.forward = 3 * f.forward() + 0.5, .moe_layers = 3, .moe_layer = f};
-  chunk_durations cb{.backward_input = 3 * b.backward() + 0.5, .moe_layers = 3, .moe_layer = b};
-  EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, cb, pass_type::backward), 3 * 26 + 1.0);
+  EXPECT_DOUBLE_EQ(steps(f, b, 1), 26);
+  EXPECT_DOUBLE_EQ(f.forward() + b.backward(), 39);
+}
+
+TEST(ExpertCommOverlap, NextCombineBackwardRunsBesideTheAttentionWeightGradients) {
+  // f: attention 1, dispatch 1, MLP 3, combine 1; b: combine 4, MLP 5, dispatch 1, attention
+  // input grads 2, attention weight grads 3. One layer: comb_b 0-4, attn_f 0-1, mlp_b 4-9,
+  // disp_f 4-5, disp_b 9-10, mlp_f 9-12, comb_f 12-13, attn_b 12-14, attn_w 14-17 -> 17.
+  // The second layer's combine backward waits for the first's input gradients only (14-18, beside
+  // attn_w), its attention forward for the stream (17-18): mlp_b 18-23, disp_f 18-19, disp_b
+  // 23-24, mlp_f 23-26, comb_f 26-27, attn_b 26-28, attn_w 28-31 -> 31, not 2 x 17.
+  const layer_steps f{.attn_fwd = 1, .dispatch_fwd = 1, .mlp_fwd = 3, .combine_fwd = 1};
+  const layer_steps b{.combine_bwd = 4, .mlp_bwd = 5, .dispatch_bwd = 1, .attn_bwd = 2, .attn_wgrad = 3};
+  EXPECT_DOUBLE_EQ(steps(f, b, 1), 17);
+  EXPECT_DOUBLE_EQ(steps(f, b, 2), 31);
+  // Third: comb_b 28-32, attn_f 31-32, mlp_b 32-37, disp_f 32-33, disp_b 37-38, mlp_f 37-40,
+  // comb_f 40-41, attn_b 40-42, attn_w 42-45 -> 45. Two chunks of 3 such layers and 0.5 s of
+  // other work each: the steps, then the rest in turn.
+  EXPECT_DOUBLE_EQ(steps(f, b, 3), 45);
+  chunk_durations cf{.forward = 3 * f.forward() + 0.5, .layers = {{{f, 3}}}, .layer_run_count = 1};
+  chunk_durations cb{.backward_input = 3 * b.backward() + 0.5, .layers = {{{b, 3}}}, .layer_run_count = 1};
+  EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, cb, pass_type::backward), 46);
+  // A backward chunk without layers (say, the loss alone) hides nothing: each forward layer's
+  // exchanges stay exposed (6 each), then the backward: 18 + 0.5 + 7.
+  const chunk_durations loss{.backward_input = 7, .backward_comm = 2};
+  EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, loss, pass_type::backward), 25.5);
 }
 
 TEST(ExpertCommOverlap, PipelineOfOneStageIsFirstForwardPairsLastBackward) {
-  // One rank, one chunk: F = 9 (one MoE layer of the hand timeline above with dispatch 1), B = 18;
-  // m = 3: 9 + 2 x 20 + 18 = 67 against 3 x 27 = 81 in turn.
-  const moe_layer_steps f{.attn_fwd = 4, .dispatch_fwd = 1, .mlp_fwd = 3, .combine_fwd = 1};
-  const moe_layer_steps b{.combine_bwd = 2, .mlp_bwd = 5, .mlp_wgrad = 2, .dispatch_bwd = 3, .attn_bwd = 6};
-  moe_layer_steps both = f;
-  both += b;
+  // One rank, one chunk of one layer: F = 9 and B = 18 (the first hand timeline), so a combined
+  // step takes 20; m = 3: 9 + 2 x 20 + 18 = 67 against 3 x 27 = 81 in turn.
+  const layer_steps layer{.attn_fwd = 4,
+                          .dispatch_fwd = 1,
+                          .mlp_fwd = 3,
+                          .combine_fwd = 1,
+                          .combine_bwd = 2,
+                          .mlp_bwd = 5,
+                          .mlp_wgrad = 2,
+                          .dispatch_bwd = 3,
+                          .attn_bwd = 6};
   schedule_setup in;
   in.ranks = 1;
   in.chunks = 1;
-  in.durations = {{.forward = 9, .backward_input = 18, .moe_layers = 1, .moe_layer = both}};
+  in.durations = {{.forward = 9, .backward_input = 18, .layers = {{{layer, 1}}}, .layer_run_count = 1}};
   in.p2p = {0.0};
   EXPECT_DOUBLE_EQ(simulate_interleaved_setup(in, 3, 1, nullptr, true).total.value, 67);
   EXPECT_DOUBLE_EQ(simulate_interleaved_setup(in, 3, 1, nullptr, false).total.value, 81);
 }
 
-TEST(ExpertCommOverlap, LayerSplitHoldsEveryExchangeAndAllTheLayersTime) {
+TEST(ExpertCommOverlap, SteadyPeriodExtensionEqualsTheFullSimulation) {
+  // Long runs stop at a repeating steady phase; with combined steps the answer must still be the
+  // full simulation's (uneven chunks, transfers).
+  const layer_steps layer{.attn_fwd = 0.4,
+                          .dispatch_fwd = 0.3,
+                          .mlp_fwd = 0.5,
+                          .combine_fwd = 0.3,
+                          .combine_bwd = 0.3,
+                          .mlp_bwd = 0.6,
+                          .mlp_wgrad = 0.4,
+                          .dispatch_bwd = 0.3,
+                          .attn_bwd = 0.5,
+                          .attn_wgrad = 0.3};
+  for (std::int64_t p : {1, 2, 4}) {
+    const std::int64_t v = p == 1 ? 1 : 2, m = 96;
+    schedule_setup in;
+    in.ranks = p;
+    in.chunks = v;
+    for (std::int64_t k = 0; k < p * v; ++k) {
+      const double n = 2.0 + static_cast<double>(k % 3);
+      in.durations.push_back({.forward = n * layer.forward() + 0.1,
+                              .backward_input = n * layer.backward() + 0.2,
+                              .layers = {{{layer, n}}},
+                              .layer_run_count = 1});
+    }
+    in.p2p.assign(static_cast<std::size_t>(p), 0.05);
+    std::vector<pipeline_event> events;
+    const double full = simulate_interleaved_setup(in, m, p, &events, true).total.value;
+    EXPECT_NEAR(simulate_interleaved_setup(in, m, p, nullptr, true).total.value, full, 1e-9 * full) << p;
+  }
+}
+
+TEST(ExpertCommOverlap, LayerSplitHoldsEveryLayersTime) {
   const auto r = estimate(catalogue::qwen3_30b_a3b, combined_job(4, true), catalogue::h200);
   ASSERT_EQ(r.stage_count, 1U);
   const stage_result& st = r.stages[0];
-  EXPECT_DOUBLE_EQ(st.moe_layers, 48);
-  const moe_layer_steps& m = st.moe_steps;
-  // The exchanges are the dispatch and the combine, nothing else.
-  EXPECT_NEAR(m.dispatch_fwd + m.combine_fwd, st.fwd_a2a_time.value, 1e-12);
-  EXPECT_NEAR(m.dispatch_bwd + m.combine_bwd, st.bwd_a2a_time.value, 1e-12);
-  EXPECT_GT(m.dispatch_fwd, 0.0);
-  EXPECT_GT(m.combine_fwd, 0.0);
-  // The 48 layers are all but the embedding, the head and the loss: what the split holds is at
-  // most the stage's pass times, and the weight gradients are the grouped MLP's only.
-  const double fwd = (st.fwd_compute_time + st.fwd_tp_comm_time).value;
-  const double bwd = (st.bwd_compute_time + st.bwd_tp_comm_time + st.recompute_time).value;
-  EXPECT_LT(m.forward(), fwd);
-  EXPECT_GT(m.forward(), 0.8 * fwd);
-  EXPECT_LT(m.backward(), bwd);
-  EXPECT_LT(m.mlp_wgrad, st.bwd_weight_time.value);
-  EXPECT_GT(m.mlp_wgrad, 0.0);
+  double layers = 0, fwd = 0, bwd = 0, dispatch = 0, wgrad = 0;
+  for (std::size_t i = 0; i < st.layer_run_count; ++i) {
+    const layer_run& run = st.layer_runs[i];
+    layers += run.count;
+    fwd += run.count * run.steps.forward();
+    bwd += run.count * run.steps.backward();
+    dispatch += run.count * run.steps.dispatch_fwd;
+    wgrad += run.count * (run.steps.mlp_wgrad + run.steps.attn_wgrad);
+    EXPECT_GT(run.steps.mlp_fwd, 0.0);
+  }
+  EXPECT_DOUBLE_EQ(layers, 48);
+  // The layers are all but the embedding, the head and the loss; the dispatch is part of the
+  // exchange; the weight gradients set apart are the layers' (delay_wgrad_compute).
+  const double stage_fwd = (st.fwd_compute_time + st.fwd_tp_comm_time).value;
+  const double stage_bwd = (st.bwd_compute_time + st.bwd_tp_comm_time + st.recompute_time).value;
+  EXPECT_LT(fwd, stage_fwd);
+  EXPECT_GT(fwd, 0.8 * stage_fwd);
+  EXPECT_LT(bwd, stage_bwd);
+  EXPECT_GT(dispatch, 0.0);
+  EXPECT_LT(dispatch, st.fwd_a2a_time.value);
+  EXPECT_GT(wgrad, 0.0);
+  EXPECT_LT(wgrad, st.bwd_weight_time.value);
+  // Without delay_wgrad_compute the weight gradients stay in their backward pieces.
+  strategy_spec s = combined_job(4, true);
+  s.delay_wgrad_compute = false;
+  const auto plain = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
+  EXPECT_EQ(plain.stages[0].layer_runs[0].steps.mlp_wgrad, 0.0);
+  EXPECT_EQ(plain.stages[0].layer_runs[0].steps.attn_wgrad, 0.0);
+  EXPECT_NEAR(plain.stages[0].layer_runs[0].steps.backward(), st.layer_runs[0].steps.backward(), 1e-15);
 }
 
 TEST(ExpertCommOverlap, IterationGainsExactlyWhatTheCombinedStepsHide) {
@@ -147,12 +234,12 @@ TEST(ExpertCommOverlap, IterationGainsExactlyWhatTheCombinedStepsHide) {
   EXPECT_NEAR(off.cost.duration_time_per_iter.value - on.cost.duration_time_per_iter.value, hidden, 1e-9);
   EXPECT_NEAR(off.cost.breakdown_result.intra_exposed_time.value - on.cost.breakdown_result.intra_exposed_time.value,
               hidden, 1e-9);
-  // One more micro-batch's activations in flight: the forward of the next starts before the
-  // backward of the last frees it.
+  // One layer more at the peak: the combined step's forward fills its layers as its backward frees
+  // the other micro-batch's, one by one (48 layers).
   EXPECT_EQ(off.stages[0].micro_batches_in_flight, 1);
-  EXPECT_EQ(on.stages[0].micro_batches_in_flight, 2);
-  EXPECT_EQ((on.stages[0].fwd_peak_allocated_mem - off.stages[0].fwd_peak_allocated_mem).value,
-            on.stages[0].fwd_activation_cache_per_micro_batch.value);
+  EXPECT_EQ(on.stages[0].micro_batches_in_flight, 1);
+  EXPECT_NEAR(static_cast<double>((on.stages[0].fwd_peak_allocated_mem - off.stages[0].fwd_peak_allocated_mem).value),
+              static_cast<double>(on.stages[0].fwd_activation_cache_per_micro_batch.value) / 48, 1.0);
 }
 
 TEST(ExpertCommOverlap, InterleavedStagesHideTheirExchange) {
@@ -219,6 +306,13 @@ TEST(ExpertCommOverlap, RefusesWhatMegatronRefuses) {
   s.delay_wgrad_compute = true;
   EXPECT_NE(refusal(s).find("strategy.delay_wgrad_compute=true needs"), std::string::npos);
   EXPECT_NE(refusal(combined_job(4, true), catalogue::llama3_8b).find("needs a MoE model"), std::string::npos);
+  s = combined_job(4, true);
+  s.enable_recompute = true;
+  s.recompute_granularity = recompute_kind::mlp_only;
+  s.recompute_layer_num = 1;
+  EXPECT_NE(refusal(s).find("\"mlp_only\""), std::string::npos);
+  EXPECT_NE(refusal(combined_job(4, true), catalogue::nemotron_3_nano_30b_a3b).find("hybrid models"),
+            std::string::npos);
   model_spec two_mtp = catalogue::qwen3_30b_a3b;
   two_mtp.mtp_num_layers = 2;
   EXPECT_NE(refusal(combined_job(4, true), two_mtp).find("at most one MTP layer"), std::string::npos);

@@ -146,8 +146,9 @@ struct stage_result {
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
   seconds
       hidden_comm_time{};  ///< DualPipeV, combined 1F1B: expert exchange their overlapped pairs hide per iteration (at `rank`)
-  moe_layer_steps moe_steps{};  ///< combined 1F1B: the MoE layers' steps, summed over the stage (`moe_steps_of`)
-  double moe_layers = 0;        ///< ... and how many layers they are
+  /// overlap_moe_expert_parallel_comm: its decoder layers in forward order (`layer_steps_of`)
+  std::array<layer_run, max_layer_runs> layer_runs{};
+  std::size_t layer_run_count = 0;
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
   std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
@@ -984,33 +985,45 @@ struct job_context {
   bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
-/// One MoE layer's steps (`moe_layer_steps`) from its leaves in forward order: up to the leaf
-/// with the first expert exchange (the dispatch; its own permutation included) the computation
-/// before the dispatch; up to the next (the combine) the expert MLP; that leaf's computation and
-/// what follows, the computation after the combine. `delay_wgrad`: the MLP's weight gradients apart (Megatron delay_wgrad_compute),
-/// else part of its backward. A block without an exchange has none (nullopt).
-constexpr std::optional<moe_layer_steps> moe_steps_of(const leaf_block& block, bool delay_wgrad) {
-  moe_layer_steps st;
+/// One decoder layer's steps (`layer_steps`) from its leaves in forward order: up to the leaf with
+/// the first expert exchange (the dispatch; its permutation included) the computation before
+/// the dispatch; up to the next exchange (the combine) the expert MLP; that leaf and what follows
+/// (unpermutation, shared-expert add, residual) the combine node (fine_grained_callables.py): its
+/// exchange and its computation. A dense layer is all computation before the
+/// dispatch. `delay_wgrad`: the weight gradients apart (Megatron delay_wgrad_compute), else part
+/// of their backward.
+constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) {
+  layer_steps st;
   int exchanges = 0;
   for (const leaf& l : block) {
-    const double fwd = (l.fwd + l.fwd_comm).value, bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value;
-    const bool exchange = l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0;
-    if (exchanges == 0 && !exchange) {
-      st.attn_fwd += fwd, st.attn_bwd += bwd;
-    } else if (exchanges == 0) {
-      st.attn_fwd += fwd - l.fwd_a2a.value, st.dispatch_fwd += l.fwd_a2a.value;
-      st.attn_bwd += bwd - l.bwd_a2a.value, st.dispatch_bwd += l.bwd_a2a.value;
+    const double fwd = (l.fwd + l.fwd_comm).value, a2a_fwd = l.fwd_a2a.value, a2a_bwd = l.bwd_a2a.value;
+    const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
+    const double bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value - wgrad;
+    const bool exchange = a2a_fwd > 0 || a2a_bwd > 0;
+    if (exchanges == 0) {  // before the dispatch; the dispatch leaf's own computation too
+      st.attn_fwd += fwd - a2a_fwd, st.dispatch_fwd += a2a_fwd;
+      st.attn_bwd += bwd - a2a_bwd, st.dispatch_bwd += a2a_bwd, st.attn_wgrad += wgrad;
     } else if (exchanges == 1 && !exchange) {
-      const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
-      st.mlp_fwd += fwd, st.mlp_bwd += bwd - wgrad, st.mlp_wgrad += wgrad;
-    } else {
-      st.combine_fwd += l.fwd_a2a.value, st.post_fwd += fwd - l.fwd_a2a.value;
-      st.combine_bwd += l.bwd_a2a.value, st.post_bwd += bwd - l.bwd_a2a.value;
+      st.mlp_fwd += fwd, st.mlp_bwd += bwd, st.mlp_wgrad += wgrad;
+    } else {  // the combine node: its exchange, then its computation (backward: the reverse)
+      st.combine_fwd += a2a_fwd, st.post_fwd += fwd - a2a_fwd;
+      st.combine_bwd += a2a_bwd, st.post_bwd += bwd + wgrad - a2a_bwd;
     }
     exchanges += exchange ? 1 : 0;
   }
-  if (exchanges == 0) return std::nullopt;
   return st;
+}
+
+/// Appends `n` layers of `block` to `r`'s layer runs (overlap_moe_expert_parallel_comm).
+constexpr bool block_exchanges(const leaf_block& block) {
+  for (const leaf& l : block)
+    if (l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0) return true;
+  return false;
+}
+constexpr void add_layer_run(stage_result& r, const leaf_block& block, double n, bool delay_wgrad) {
+  if (r.layer_run_count == max_layer_runs)
+    report_error("llmsim::estimate", "", "a stage holds at most {} runs of decoder layers", max_layer_runs);
+  r.layer_runs[r.layer_run_count++] = {layer_steps_of(block, delay_wgrad), n};
 }
 
 /// Per-micro-batch time, parameters and TE's dummy weight-gradient buffers (one per distinct
@@ -1021,10 +1034,8 @@ constexpr double price_program(stage_result& r, const stage_program& prog, const
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
-    if (const auto steps = moe_steps_of(*sb.block, j.c->s().delay_wgrad_compute)) {
-      r.moe_steps += steps->scaled(n);
-      r.moe_layers += n;
-    }
+    if (j.c->s().overlap_moe_expert_parallel_comm && (sb.first_layer >= 0 || block_exchanges(*sb.block)))
+      add_layer_run(r, *sb.block, n, j.c->s().delay_wgrad_compute);
     for (const leaf& l : *sb.block) {
       r.fwd_compute_time += l.fwd * n;
       r.bwd_compute_time += l.bwd * n;
@@ -1194,13 +1205,21 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
+/// overlap_moe_expert_parallel_comm: what a combined step holds beyond 1F1B's count, one layer of
+/// `held` (a stage's bytes per micro-batch). Its extra warm-up forward holds a whole set, but each
+/// combined step's backward frees its chunk layer by layer as the forward fills its own
+/// (TransformerLayerSchedulePlan releases each backward layer's state), so at the peak the sets
+/// held are 1F1B's plus the forward's first layer.
+constexpr double combined_step_layer(const stage_result& r, const strategy_spec& s, double held) {
+  return s.overlap_moe_expert_parallel_comm && r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
+}
+
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage. With
-/// overlap_moe_expert_parallel_comm one more warm-up forward (p = 1 included: the combined step's
-/// forward allocates before its backward frees).
+/// the one in flight, each chunk holding layers / v of the stage; with
+/// overlap_moe_expert_parallel_comm one layer more (`combined_step_layer`).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -1209,17 +1228,17 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  if (v > 1 || s.overlap_moe_expert_parallel_comm) {
+  const double layer = combined_step_layer(r, s, held);
+  if (v > 1) {
     const std::int64_t total_chunks = s.micro_batch_num * v;
     const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank,
-                           s.overlap_moe_expert_parallel_comm);
+        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
-    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
+    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v) + layer;
   }
   r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-  return static_cast<double>(r.micro_batches_in_flight - 1) * held;
+  return static_cast<double>(r.micro_batches_in_flight - 1) * held + layer;
 }
 
 /// Activations and peaks of a stage at its lowest rank (the one holding the most in flight). The
@@ -1370,13 +1389,11 @@ constexpr chunk_durations combined_chunk(const stage_result& st, std::int64_t c,
   const seconds fwd = st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time;
   const seconds bwd = st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
                       st.bwd_shard_exposed_time;
-  return {fwd.value / n,
-          bwd.value / n,
-          0.0,
-          st.fwd_a2a_time.value / n,
-          st.bwd_a2a_time.value / n,
-          st.moe_layers / n,
-          st.moe_layers > 0 ? st.moe_steps.scaled(1.0 / st.moe_layers) : moe_layer_steps{}};
+  chunk_durations d{fwd.value / n, bwd.value / n, 0.0, st.fwd_a2a_time.value / n, st.bwd_a2a_time.value / n};
+  for (std::size_t i = 0; i < st.layer_run_count; ++i)
+    d.layers[i] = {st.layer_runs[i].steps, st.layer_runs[i].count / n};
+  d.layer_run_count = st.layer_run_count;
+  return d;
 }
 
 /// overlap_moe_expert_parallel_comm: the expert exchange rank `r.rank` hides over the iteration,
@@ -1484,8 +1501,8 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
         0.0,
         part.fwd_a2a_time.value,
         part.bwd_a2a_time.value,
-        part.moe_layers,
-        part.moe_layers > 0 ? part.moe_steps.scaled(1.0 / part.moe_layers) : moe_layer_steps{}};
+        part.layer_runs,
+        part.layer_run_count};
   }
 }
 
@@ -1504,7 +1521,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, s.overlap_moe_expert_parallel_comm);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
@@ -1525,7 +1542,10 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
+  const double whole = walk_stage(prog).held, layer = combined_step_layer(r, s, whole);
+  fwd_top += layer;
+  bwd_top += layer;
+  r.fwd_activation_cache_per_micro_batch = bytes_from(whole);
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
   r.fwd_transient_mem = bytes_from(fwd);
   r.bwd_transient_mem = bytes_from(bwd);

@@ -9,9 +9,11 @@
 /// each plus one transfer when the neighbouring stage sits on another rank. With `async_p2p`
 /// (Megatron --overlap-p2p-communication) transfers run beside compute; without it the sender
 /// also waits for its send. Two entries flagged `overlapped_with_next` run as one
-/// forward-backward pair (DualPipe's computation-communication overlap, DeepSeek-V3 technical
-/// report §3.2.1 and deepseek-ai/DualPipe README: the expert all-to-all of one micro-batch hides
-/// behind the computation of the other), taking max(compute_F + compute_B, comm_F + comm_B).
+/// forward-backward pair: Megatron's combined 1F1B step when the chunks list their layers
+/// (`combined_pair_time`), else DualPipe's computation-communication overlap (DeepSeek-V3
+/// technical report §3.2.1 and deepseek-ai/DualPipe README: the expert all-to-all of one
+/// micro-batch hides behind the computation of the other), taking
+/// max(compute_F + compute_B, comm_F + comm_B).
 ///
 /// Activation memory is counted from the order: a forward adds its chunk's activation set, a
 /// whole backward frees it, and with the backward split the set is held until the weight-gradient
@@ -32,49 +34,55 @@
 #include <llmsim/schedule/one_f_one_b.hpp>
 #include <llmsim/schedule/pass.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// One MoE layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
-/// core/models/common/model_chunk_schedule_plan.py): the computation before the dispatch
-/// (attention, router, permutation), the dispatch exchange, the expert MLP, the combine exchange
-/// and the computation after it (unpermutation, what follows in the layer); forward and backward,
-/// the MLP's weight gradients apart (delay_wgrad_compute). Seconds; a computation piece includes
-/// its exposed tensor-parallel collectives and recompute replays.
-struct moe_layer_steps {
+/// One decoder layer split as Megatron-LM's combined 1F1B step runs it (TransformerLayerSchedulePlan,
+/// core/models/common/model_chunk_schedule_plan.py; the nodes of models/gpt/fine_grained_callables.py):
+/// the computation before the dispatch (attention, router, permutation; all of a dense layer), the
+/// dispatch exchange, the expert MLP, the combine exchange and the combine node's computation
+/// after it (unpermutation, shared-expert add, residual); forward and backward, the weight
+/// gradients apart (delay_wgrad_compute: the MLP's and the pre-dispatch part's). Seconds; a piece
+/// includes its exposed tensor-parallel collectives and recompute replays.
+struct layer_steps {
   double attn_fwd = 0, dispatch_fwd = 0, mlp_fwd = 0, combine_fwd = 0, post_fwd = 0;
-  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0;
+  double post_bwd = 0, combine_bwd = 0, mlp_bwd = 0, mlp_wgrad = 0, dispatch_bwd = 0, attn_bwd = 0, attn_wgrad = 0;
   [[nodiscard]] constexpr double forward() const { return attn_fwd + dispatch_fwd + mlp_fwd + combine_fwd + post_fwd; }
   [[nodiscard]] constexpr double backward() const {
-    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd;
+    return post_bwd + combine_bwd + mlp_bwd + mlp_wgrad + dispatch_bwd + attn_bwd + attn_wgrad;
   }
-  [[nodiscard]] constexpr moe_layer_steps scaled(double k) const {
+  [[nodiscard]] constexpr double exchanges() const { return dispatch_fwd + combine_fwd + combine_bwd + dispatch_bwd; }
+  [[nodiscard]] constexpr layer_steps scaled(double k) const {
     return {attn_fwd * k,    dispatch_fwd * k, mlp_fwd * k,   combine_fwd * k,  post_fwd * k, post_bwd * k,
-            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k};
+            combine_bwd * k, mlp_bwd * k,      mlp_wgrad * k, dispatch_bwd * k, attn_bwd * k, attn_wgrad * k};
   }
-  constexpr moe_layer_steps& operator+=(const moe_layer_steps& o) {
-    attn_fwd += o.attn_fwd, dispatch_fwd += o.dispatch_fwd, mlp_fwd += o.mlp_fwd, combine_fwd += o.combine_fwd;
-    post_fwd += o.post_fwd, post_bwd += o.post_bwd, combine_bwd += o.combine_bwd, mlp_bwd += o.mlp_bwd;
-    mlp_wgrad += o.mlp_wgrad, dispatch_bwd += o.dispatch_bwd, attn_bwd += o.attn_bwd;
-    return *this;
-  }
-  constexpr bool operator==(const moe_layer_steps&) const = default;
+  constexpr bool operator==(const layer_steps&) const = default;
 };
+
+/// `count` consecutive layers of the same steps (may be fractional: a stage split evenly).
+struct layer_run {
+  layer_steps steps{};
+  double count = 0;
+  constexpr bool operator==(const layer_run&) const = default;
+};
+/// Most runs of layers one chunk may have (a stage program has at most 18 blocks, of which the
+/// embedding, the MTP prefix and suffix and the head are not layers).
+inline constexpr std::size_t max_layer_runs = 16;
 
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
   double forward = 0;
   double backward_input = 0;  ///< a whole backward is backward_input + backward_weight
   double backward_weight = 0;
-  double forward_comm = 0;   ///< of the forward, the expert all-to-all (overlapped pairs only)
-  double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (overlapped pairs only)
-  /// Combined 1F1B steps: the chunk's MoE layers (may be fractional: a stage split evenly) and
-  /// one such layer's steps (their mean); 0 layers: the pair takes the DualPipe rule below.
-  double moe_layers = 0;
-  moe_layer_steps moe_layer{};
+  double forward_comm = 0;   ///< of the forward, the expert all-to-all (DualPipe pairs)
+  double backward_comm = 0;  ///< of the backward (input), the expert all-to-all (DualPipe pairs)
+  /// Combined 1F1B steps: the chunk's decoder layers in forward order (none: DualPipe's rule).
+  std::array<layer_run, max_layer_runs> layers{};
+  std::size_t layer_run_count = 0;
   constexpr bool operator==(const chunk_durations&) const = default;
 };
 
@@ -159,35 +167,92 @@ constexpr double pass_comm(const chunk_durations& d, pass_type t) {
   return t == pass_type::backward_weight ? 0.0 : d.backward_comm;
 }
 
-/// A forward MoE layer `f` and a backward MoE layer `b` as one combined step on two streams, each
-/// piece starting when its stream is free and its input is there, in the order
-/// TransformerLayerSchedulePlan.run issues them:
-///   communication stream:          combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
-///   computation stream:  post_bwd, attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, post_fwd
-/// (the dispatch backward waits for the MLP's input gradients only, the forward MLP for the
-/// dispatch, the attention backward for the dispatch backward). Every kernel that computes is on
-/// the computation stream: the streams overlap exchanges with computation, not computation with
-/// computation.
-constexpr double combined_layer_time(const moe_layer_steps& f, const moe_layer_steps& b) {
-  const double start = b.post_bwd + later(f.attn_fwd, b.combine_bwd);
-  const double mlp_bwd_end = start + b.mlp_bwd, dispatch_fwd_end = start + f.dispatch_fwd;
-  const double dispatch_bwd_end = later(mlp_bwd_end, dispatch_fwd_end) + b.dispatch_bwd;
+/// Where a chain of combined steps stands: when the computation and the communication streams
+/// are free, when the forward's input and the backward's gradient are there, and the attention
+/// weight gradients still to run.
+struct combined_streams {
+  double computation = 0, communication = 0, forward_input = 0, backward_grad = 0, pending_wgrad = 0;
+  [[nodiscard]] constexpr double end() const { return later(computation + pending_wgrad, communication); }
+};
+
+/// Forward layer `f` and backward layer `b` (either all zero when its side has run out) as one
+/// combined step, in the order TransformerLayerSchedulePlan.run issues them:
+///   communication stream: combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:   attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, attn_wgrad
+/// The dispatch backward waits for the MLP's input gradients only, the forward MLP for the
+/// dispatch, the attention backward for the dispatch backward; the next layer's combine backward
+/// for this one's attention input gradients (weight gradients record no event), so it runs beside
+/// the attention weight gradients, which are left pending for the next step (or fill a wait for
+/// the combine). Megatron runs the combine node's computation on the communication stream; here
+/// it shares the computation stream's SMs (a kernel beside a GEMM gets the SMs the GEMM frees),
+/// so no computation hides behind computation and a step saves at most its exchanges.
+constexpr void combined_layer_step(combined_streams& t, const layer_steps& f, const layer_steps& b) {
+  const double post_bwd_end = later(t.computation, t.backward_grad) + b.post_bwd;
+  const double combine_bwd_end = later(t.communication, post_bwd_end) + b.combine_bwd;
+  const double attn_fwd_end = later(post_bwd_end + t.pending_wgrad, t.forward_input) + f.attn_fwd;
+  const double mlp_bwd_end = later(attn_fwd_end, combine_bwd_end) + b.mlp_bwd;
+  const double dispatch_fwd_end = later(combine_bwd_end, attn_fwd_end) + f.dispatch_fwd;
+  const double dispatch_bwd_end = later(dispatch_fwd_end, mlp_bwd_end) + b.dispatch_bwd;
   const double mlp_fwd_end = later(mlp_bwd_end + b.mlp_wgrad, dispatch_fwd_end) + f.mlp_fwd;
-  const double last = later(mlp_fwd_end, dispatch_bwd_end);
-  return later(last + f.combine_fwd, last + b.attn_bwd) + f.post_fwd;
+  const double combine_fwd_end = later(dispatch_bwd_end, mlp_fwd_end) + f.combine_fwd;
+  const double attn_bwd_end = later(mlp_fwd_end, dispatch_bwd_end) + b.attn_bwd;
+  const double wait = combine_fwd_end > attn_bwd_end ? combine_fwd_end - attn_bwd_end : 0.0;
+  const double early = wait < b.attn_wgrad ? wait : b.attn_wgrad;  // weight gradients filling the wait
+  const double post_fwd_end = later(attn_bwd_end + early, combine_fwd_end) + f.post_fwd;
+  t = {post_fwd_end, combine_fwd_end, post_fwd_end, attn_bwd_end, b.attn_wgrad - early};
 }
 
-/// An overlapped forward-backward pair. With MoE layers on both sides (Megatron's combined 1F1B):
-/// as many layer pairs as the smaller side holds run as `combined_layer_time`, the rest of both
-/// passes one after the other. Otherwise (DualPipe) each pass's exchange hides under the other's
+/// Walks a chunk's layer runs one (whole or fractional) layer at a time, forward or backward order.
+struct layer_cursor {
+  const chunk_durations* d = nullptr;
+  bool reverse = false;
+  std::size_t run = 0;
+  double done = 0;  ///< layers of the current run already taken
+  /// The next layer's steps (a fractional layer's scaled), or false when none is left.
+  constexpr bool next(layer_steps& out) {
+    while (run < d->layer_run_count) {
+      const layer_run& r = d->layers[reverse ? d->layer_run_count - 1 - run : run];
+      const double left = r.count - done;
+      if (left > 1e-12) {
+        const double take = left < 1 ? left : 1;
+        out = take < 1 ? r.steps.scaled(take) : r.steps;
+        done += take;
+        return true;
+      }
+      ++run;
+      done = 0;
+    }
+    return false;
+  }
+};
+
+/// A forward chunk `da` and a backward chunk `db` as Megatron's combined step: forward layer i
+/// runs with backward layer L_b - 1 - i (ModelChunkSchedulePlan.run pairs every decoder layer by
+/// position), the longer side's other layers alone; then what is not a layer (embedding, output
+/// layer and loss) of both, one after the other.
+constexpr double combined_pair_time(const chunk_durations& da, const chunk_durations& db) {
+  combined_streams t;
+  layer_cursor fc{&da, false}, bc{&db, true};
+  double f_layers = 0, b_layers = 0;
+  while (true) {
+    layer_steps f{}, b{};
+    const bool has_f = fc.next(f), has_b = bc.next(b);
+    if (!has_f && !has_b) break;
+    f_layers += f.forward();
+    b_layers += b.backward();
+    combined_layer_step(t, f, b);
+  }
+  const double rest = pass_time(da, pass_type::forward) - f_layers + pass_time(db, pass_type::backward) - b_layers;
+  return t.end() + rest;
+}
+
+/// An overlapped forward-backward pair. Chunks with decoder layers (Megatron's combined 1F1B):
+/// `combined_pair_time`. Otherwise (DualPipe) each pass's exchange hides under the other's
 /// compute, so the pair takes the longer of all compute and all exchange.
 constexpr double overlapped_pair_time(const chunk_durations& da, pass_type ta, const chunk_durations& db,
                                       pass_type tb) {
-  if (da.moe_layers > 0 && db.moe_layers > 0 && ta == pass_type::forward && tb == pass_type::backward) {
-    const double n = da.moe_layers < db.moe_layers ? da.moe_layers : db.moe_layers;
-    return n * combined_layer_time(da.moe_layer, db.moe_layer) + pass_time(da, ta) - n * da.moe_layer.forward() +
-           pass_time(db, tb) - n * db.moe_layer.backward();
-  }
+  if (ta == pass_type::forward && tb == pass_type::backward && (da.layer_run_count > 0 || db.layer_run_count > 0))
+    return combined_pair_time(da, db);
   const double comm = pass_comm(da, ta) + pass_comm(db, tb);
   const double compute = pass_time(da, ta) - pass_comm(da, ta) + pass_time(db, tb) - pass_comm(db, tb);
   return compute > comm ? compute : comm;

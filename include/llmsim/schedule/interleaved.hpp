@@ -36,13 +36,14 @@ struct chunk_pass {
   bool forward = true;
 };
 
-/// Warm-up chunk-forwards of rank `rank` (Megatron: all of them when m = p); `combined`: one more
-/// (schedules.py get_pp_rank_microbatches, so that the forward and backward of every combined
-/// step are independent).
+/// Warm-up chunk-forwards of rank `rank` (Megatron before 4295be1a6c, 2024: all of them when
+/// m = p); `combined`: one more (schedules.py get_pp_rank_microbatches, so that the forward and
+/// backward of every combined step are independent; written after that rule was dropped, so
+/// capped at the total only).
 constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
                                           std::int64_t rank, bool combined = false) {
   const std::int64_t total = m * v;
-  if (m == p) return total;
+  if (m == p && !combined) return total;
   const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g + (combined ? 1 : 0);
   return w < total ? w : total;
 }

@@ -663,6 +663,12 @@ constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
                  enum_name(s.moe_dispatcher_policy));
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
     report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+  // SimuMax's mlp_only replays the whole MoE block, exchanges included: Megatron's "moe" module.
+  if (recompute_active(s) && s.recompute_granularity == recompute_kind::mlp_only)
+    report_error(api, field,
+                 "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
+                 "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
+                 field);
   if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
     report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
   if (s.dtype == dtype_kind::fp32)

@@ -198,6 +198,10 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
+  if (s.overlap_moe_expert_parallel_comm && is_hybrid(m))
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
+                 "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
   if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
