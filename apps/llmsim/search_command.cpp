@@ -104,10 +104,13 @@ void apply_allow(llmsim::search_space& sp, const std::string& what) {
     sp.fsdp = true;
   else if (what == "wide-tp")
     sp.max_tp = 64;
+  else if (what == "ep-overlap")
+    sp.expert_comm_overlap = true;
   else
     throw search_usage_error("--allow", "--allow " + what +
-                                            ": expected fsdp (Megatron-FSDP for ZeRO-2/3) or wide-tp "
-                                            "(tensor parallelism beyond 8)");
+                                            ": expected fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp "
+                                            "(tensor parallelism beyond 8) or ep-overlap (Megatron's EP "
+                                            "all-to-all overlap for MoE layouts)");
 }
 
 /// A compact name of the candidate, in the tokens of `llmsim list` where they exist.
@@ -124,6 +127,7 @@ std::string layout_name(const llmsim::search_candidate& c) {
   if (l.last > 0) n += "_last" + std::to_string(l.last);
   if (l.schedule == llmsim::pipeline_schedule_kind::zb_h1) n += "_zbh1";
   if (l.schedule == llmsim::pipeline_schedule_kind::dualpipev) n += "_dualpipev";
+  if (l.ep_overlap) n += "_epoverlap";
   n += "_mbs" + std::to_string(p.mbs) + "_mbc" + std::to_string(p.mbn) + "_zero" + std::to_string(p.zero);
   if (p.fsdp) n += "fsdp";
   if (p.fp8 != llmsim::fp8_recipe_kind::invalid) n += "_fp8" + std::string(llmsim::enum_name(p.fp8));
@@ -166,6 +170,7 @@ void for_each_field(const llmsim::search_candidate& c, std::size_t rank, const s
                                {"last", l.last}})
     emit(key, v);
   emit("schedule", llmsim::enum_name(l.schedule));
+  emit("ep_overlap", l.ep_overlap);
   emit("mbs", p.mbs);
   emit("mbc", p.mbn);
   emit("zero", p.zero);
@@ -441,7 +446,9 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
                   "Pin dimensions: tp=8,pp=4 (keys tp pp cp ep etp vp mbs zero; fp8=off offload=off "
                   "recompute=none schedule=1f1b)")
       ->type_name("KEY=VALUE,...");
-  cmd->add_option("--allow", a.allow, "Widen the space: fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp (tp beyond 8)")
+  cmd->add_option("--allow", a.allow,
+                  "Widen the space: fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp (tp beyond 8), ep-overlap (MoE "
+                  "layouts also with Megatron's EP all-to-all overlap, overlap_moe_expert_parallel_comm)")
       ->delimiter(',');
   cmd->add_option("--format", a.format, "text (top-K table + winner's report), json or csv (every fitting candidate)")
       ->check(CLI::IsMember({"text", "json", "csv"}));

@@ -146,7 +146,7 @@ class search_worker {
   /// All recompute variants of one group.
   void run_group(const search_point& group) {
     const std::int64_t n = recompute_variant_count(group, sp_);
-    if (!o_.prune || n == 1) {
+    if (!o_.prune || n <= 2) {  // nothing to bisect (no full recompute: none, selective)
       for (std::int64_t i = 0; i < n; ++i) price(recompute_variant(group, i));
       return;
     }

@@ -4131,7 +4131,7 @@ struct strategy_name_token {
   std::string_view meaning;
 };
 /// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
-inline constexpr std::array<strategy_name_token, 18> strategy_name_tokens{{
+inline constexpr std::array<strategy_name_token, 19> strategy_name_tokens{{
     {"tp<N>", "tensor-parallel size (tp_size)"},
     {"pp<N>", "pipeline stages (pp_size)"},
     {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
@@ -4150,12 +4150,14 @@ inline constexpr std::array<strategy_name_token, 18> strategy_name_tokens{{
     {"nosp", "no sequence parallelism (on by default)"},
     {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
     {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
+    {"epoverlap", "Megatron's EP all-to-all overlap (overlap_moe_expert_parallel_comm, delay_wgrad_compute)"},
 }};
 
 /// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
 /// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
 /// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
-/// nosp (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// nosp (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), epoverlap (Megatron's EP
+/// all-to-all overlap), separated by '_' or '-'. world = tp * pp * cp * dp.
 /// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
 /// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
 /// Returns false when a token is not understood (a number token without its number, `first`,
@@ -4187,6 +4189,10 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     }
     if (tok == "nosp") {
       s.enable_sequence_parallel = false;
+      continue;
+    }
+    if (tok == "epoverlap") {
+      s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
       continue;
     }
     if (tok == "zbh1" || tok == "dualpipev") {
@@ -8811,9 +8817,10 @@ struct layer_run {
   double count = 0;
   constexpr bool operator==(const layer_run&) const = default;
 };
-/// Most runs of layers one chunk may have (a stage program has at most 18 blocks, of which the
-/// embedding, the MTP prefix and suffix and the head are not layers).
-inline constexpr std::size_t max_layer_runs = 16;
+/// Most runs of layers one chunk may have: a stage's decoder layers fall into at most five runs
+/// (cut where dense layers turn MoE, where recomputed layers end, and at the bf16 first and last
+/// layers) and its MTP layer one more.
+inline constexpr std::size_t max_layer_runs = 6;
 
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
@@ -8919,8 +8926,9 @@ struct combined_streams {
 
 /// Forward layer `f` and backward layer `b` (either all zero when its side has run out) as one
 /// combined step, in the order TransformerLayerSchedulePlan.run issues them:
-///   communication stream: combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
-///   computation stream:   attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, attn_wgrad
+///   communication stream:           combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:   post_bwd, [pending wgrad,] attn_fwd | mlp_bwd, mlp_wgrad, mlp_fwd |
+///                         attn_bwd, post_fwd (attn_wgrad left pending)
 /// The dispatch backward waits for the MLP's input gradients only, the forward MLP for the
 /// dispatch, the attention backward for the dispatch backward; the next layer's combine backward
 /// for this one's attention input gradients (weight gradients record no event), so it runs beside
@@ -9059,7 +9067,8 @@ constexpr std::int64_t advance_rank(const schedule_setup& in, const pass_lists& 
     }
     const double start = st.clock[ri] > ready ? st.clock[ri] : ready;
     finish_pass(in, st, m, r, a, start, start + work, starts, events);
-    // Memory: a pair's forward allocates before its backward frees (they run together).
+    // Memory: a pair's forward allocates before its backward frees (DualPipe's count; the estimate
+    // sizes Megatron's combined steps layer by layer itself, estimate.hpp `held_by_others`).
     double grow = 0, shrink = 0;
     for (std::size_t k = 0; k < (pair ? 2U : 1U); ++k) {
       const scheduled_pass& c = order.passes[st.next[ri] + k];
@@ -9940,6 +9949,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
                  "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
+  if (s.overlap_moe_expert_parallel_comm && m.experimental_attention_variant)
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true with model.experimental_attention_variant is not "
+                 "modelled (its layers are priced grouped by compression ratio, not in the order a combined step "
+                 "pairs them)");
   if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
@@ -11174,21 +11188,21 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
-/// overlap_moe_expert_parallel_comm: what a combined step holds beyond 1F1B's count, one layer of
-/// `held` (a stage's bytes per micro-batch). Its extra warm-up forward holds a whole set, but each
-/// combined step's backward frees its chunk layer by layer as the forward fills its own
-/// (TransformerLayerSchedulePlan releases each backward layer's state), so at the peak the sets
-/// held are 1F1B's plus the forward's first layer.
-constexpr double combined_step_layer(const stage_result& r, const strategy_spec& s, double held) {
-  return s.overlap_moe_expert_parallel_comm && r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
+/// overlap_moe_expert_parallel_comm: one layer of `held` (a stage's bytes per micro-batch over its
+/// decoder layers). A combined step's backward frees its chunk layer by layer as its forward fills
+/// its own (TransformerLayerSchedulePlan releases each backward layer's state), so at a step the
+/// rank holds its warm-up sets and the forward's first layer.
+constexpr double combined_step_layer(const stage_result& r, double held) {
+  return r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage; with
-/// overlap_moe_expert_parallel_comm one layer more (`combined_step_layer`).
+/// the one in flight, each chunk holding layers / v of the stage. overlap_moe_expert_parallel_comm:
+/// its warm-up chunk-forwards (one more, capped at the total) and, when it runs a combined step,
+/// one layer (`combined_step_layer`).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -11197,17 +11211,21 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  const double layer = combined_step_layer(r, s, held);
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p), total_chunks = s.micro_batch_num * v;
+  if (s.overlap_moe_expert_parallel_comm) {
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank, true);
+    r.micro_batches_in_flight = (warmup + v - 1) / v;
+    const double step = warmup < total_chunks ? combined_step_layer(r, held) : 0.0;
+    return static_cast<double>(warmup - 1) * held / static_cast<double>(v) + step;
+  }
   if (v > 1) {
-    const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
-    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v) + layer;
+    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
   }
   r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-  return static_cast<double>(r.micro_batches_in_flight - 1) * held + layer;
+  return static_cast<double>(r.micro_batches_in_flight - 1) * held;
 }
 
 /// Activations and peaks of a stage at its lowest rank (the one holding the most in flight). The
@@ -11478,7 +11496,8 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
 /// Activations of a rank with described chunks under interleaved 1F1B, walked over its pass order
 /// (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its transient
 /// peak on top), a chunk-backward frees them (its peak counted without its own set); the peak
-/// is the largest point of the walk.
+/// is the largest point of the walk. A combined step (overlap_moe_expert_parallel_comm) holds one
+/// layer of its forward's chunk on top of what was held, with either pass's transient peak.
 constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog) {
   const strategy_spec& s = j.c->s();
   const std::int64_t p = s.pp_size, v = r.layout.chunk_count, m = s.micro_batch_num;
@@ -11489,11 +11508,31 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   double held = 0, fwd_top = 0, bwd_top = 0, fwd = 0, bwd = 0;
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
+  const bool combined = s.overlap_moe_expert_parallel_comm;
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined), steady_end = 2 * m * v - warmup;
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, combined);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
+    if (combined && c.forward && i >= warmup && i + 1 < steady_end) {  // a combined step: forward i, backward i + 1
+      const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
+      const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
+      const double layer = k.held / static_cast<double>(cl.layers + cl.mtp_layers > 0 ? cl.layers + cl.mtp_layers : 1);
+      const double transient = k.fwd_peak - k.held > 0 ? k.fwd_peak - k.held : 0.0;
+      if (held + layer + transient > fwd_top) {
+        fwd_top = held + layer + transient;
+        fwd_site = k.fwd_site;
+      }
+      if (held + layer - b.held + b.bwd_peak > bwd_top) {
+        bwd_top = held + layer - b.held + b.bwd_peak;
+        bwd_site = b.bwd_site;
+      }
+      bwd = b.bwd_peak > bwd ? b.bwd_peak : bwd;
+      held += k.held - b.held;
+      ++i;
+      continue;
+    }
     if (c.forward) {
       if (held + k.fwd_peak > fwd_top) {
         fwd_top = held + k.fwd_peak;
@@ -11511,10 +11550,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  const double whole = walk_stage(prog).held, layer = combined_step_layer(r, s, whole);
-  fwd_top += layer;
-  bwd_top += layer;
-  r.fwd_activation_cache_per_micro_batch = bytes_from(whole);
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
   r.fwd_transient_mem = bytes_from(fwd);
   r.bwd_transient_mem = bytes_from(bwd);
@@ -15294,9 +15330,12 @@ struct search_space {
   bool recompute = true;                       ///< selective and full recompute (else none only)
   bool uneven_split = true;                    ///< first/last-stage splits where pp does not divide the layers
   bool schedules = true;                       ///< ZB-H1 and DualPipeV beside (interleaved) 1F1B
-  std::int64_t max_tp = 8;                     ///< tensor parallelism stays inside an NVLink domain of 8 by default
-  std::int64_t max_vp = 8;                     ///< most virtual stages per rank
-  std::int64_t max_mbs = 8;                    ///< largest micro-batch size
+  /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
+  /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
+  bool expert_comm_overlap = false;
+  std::int64_t max_tp = 8;   ///< tensor parallelism stays inside an NVLink domain of 8 by default
+  std::int64_t max_vp = 8;   ///< most virtual stages per rank
+  std::int64_t max_mbs = 8;  ///< largest micro-batch size
   /// Fields the search does not vary (kernels, dispatcher, overlap flags ...): copied into every candidate.
   strategy_spec base{};
 };
@@ -15308,6 +15347,7 @@ struct search_layout {
   pipeline_schedule_kind schedule = pipeline_schedule_kind::one_f_one_b;
   std::int64_t max_stage_layers = 0;         ///< most decoder layers a pipeline rank holds
   cp_comm_kind cp_comm = cp_comm_kind::a2a;  ///< cp > 1: Ulysses all-to-all or the KV ring (p2p)
+  bool ep_overlap = false;                   ///< Megatron's combined 1F1B (overlap_moe_expert_parallel_comm)
 };
 
 /// One candidate: a layout and the inner choices. `order` is its place in the canonical
@@ -15342,6 +15382,15 @@ constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::
   for (const std::int64_t a : allowed)
     if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);
   return out;
+}
+/// Whether layout `l` of `m` may also run Megatron's combined 1F1B (transformer_config.py): asked
+/// for, ep > 1, pp 1 or interleaved, an all2all or flex dispatcher, at most one MTP layer, not a
+/// hybrid model.
+constexpr bool combines_expert_comm(const model_spec& m, const search_space& sp, const search_layout& l) {
+  const dispatcher_kind d = sp.base.moe_dispatcher_policy;
+  return sp.expert_comm_overlap && l.ep > 1 && (l.pp == 1 || l.schedule == pipeline_schedule_kind::interleaved_1f1b) &&
+         (d == dispatcher_kind::all2all || d == dispatcher_kind::flex) && m.mtp_num_layers <= 1 && !is_hybrid(m) &&
+         !sp.base.overlap_moe_expert_parallel_comm;
 }
 /// The sequences of the iteration.
 constexpr std::int64_t search_global_batch(const search_space& sp) {
@@ -15448,6 +15497,10 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
                 e.ep = ep;
                 e.etp = etp;
                 out.push_back(e);
+                if (detail::combines_expert_comm(m, sp, e)) {
+                  e.ep_overlap = true;
+                  out.push_back(e);
+                }
               }
             }
           }
@@ -15483,6 +15536,8 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.etp_size = l.etp;
   s.interleaving_size = l.vp;
   s.pipeline_schedule = l.schedule;
+  s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
+  s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;
@@ -15541,9 +15596,11 @@ constexpr bool for_each_group(const search_layout& l, const search_space& sp,
   return true;
 }
 
-/// The recompute variants of a group in canonical order: none, selective, full 1..max layers.
+/// The recompute variants of a group in canonical order: none, selective, full 1..max layers
+/// (not with Megatron's combined 1F1B, which refuses full recompute).
 constexpr std::int64_t recompute_variant_count(const search_point& group, const search_space& sp) {
-  return sp.recompute ? 2 + group.layout.max_stage_layers : 1;
+  if (!sp.recompute) return 1;
+  return group.layout.ep_overlap ? 2 : 2 + group.layout.max_stage_layers;
 }
 constexpr search_point recompute_variant(search_point p, std::int64_t i) {
   if (i == 0) {
@@ -15681,7 +15738,7 @@ class search_worker {
   /// All recompute variants of one group.
   void run_group(const search_point& group) {
     const std::int64_t n = recompute_variant_count(group, sp_);
-    if (!o_.prune || n == 1) {
+    if (!o_.prune || n <= 2) {  // nothing to bisect (no full recompute: none, selective)
       for (std::int64_t i = 0; i < n; ++i) price(recompute_variant(group, i));
       return;
     }

@@ -759,7 +759,7 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
   EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>",
                                               "seq<N>", "zero<N>", "vp<N>", "first<N>", "last<N>", "full", "selective",
-                                              "nosp", "zbh1", "dualpipev"}));
+                                              "nosp", "zbh1", "dualpipev", "epoverlap"}));
   EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
   EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
   EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);
@@ -951,6 +951,26 @@ TEST(CliSearch, NothingFitsExitsThreeNamingTheShortfall) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_GT(j["smallest_shortfall_gib"].get<double>(), 0.0);
   EXPECT_EQ(j["exit_status"], 3);
+}
+
+// --allow ep-overlap: MoE layouts also with Megatron's EP all-to-all overlap, named and flagged.
+TEST(CliSearch, AllowEpOverlapNamesTheCombinedLayouts) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli(
+      "search --model deepseek-v2-lite --system h100-sxm --gpus 16 --global-batch 32 --seq 4096 --fix "
+      "fp8=off,offload=off,zero=1,pp=1 --allow ep-overlap --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  int with = 0, without = 0;
+  for (const auto& c : j["candidates"]) {
+    const bool on = c["ep_overlap"].get<bool>();
+    (on ? with : without) += 1;
+    EXPECT_EQ(c["layout"].get<std::string>().find("_epoverlap") != std::string::npos, on) << c["layout"];
+    if (on) EXPECT_GT(c["ep"].get<std::int64_t>(), 1);
+    if (on) EXPECT_NE(c["recompute"].get<std::string>(), "full");
+  }
+  EXPECT_GT(with, 0);
+  EXPECT_GT(without, 0);
 }
 
 TEST(CliSearch, UsageErrorsExitTwo) {

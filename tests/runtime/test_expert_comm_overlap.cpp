@@ -1,7 +1,7 @@
 // Megatron-LM's --overlap-moe-expert-parallel-comm (the combined 1F1B step): the pass order with
 // its extra warm-up forward, the two-stream layer step against hand timelines, the iteration
-// against the 1F1B it replaces, the layer split of the priced leaves, the memory of the extra
-// micro-batch, and Megatron's refusals.
+// against the 1F1B it replaces, the layer split of the priced leaves, the memory of a combined
+// step (one layer more than 1F1B's), and Megatron's refusals.
 #include <llmsim/llmsim.hpp>
 
 #include <gtest/gtest.h>
@@ -28,6 +28,19 @@ strategy_spec combined_job(std::int64_t m, bool overlap) {
           .ep_size = 8,
           .overlap_moe_expert_parallel_comm = overlap,
           .delay_wgrad_compute = overlap};
+}
+
+/// Qwen3-30B-A3B on one H200 node over `pp` stages of `vp` chunks and ep `ep`, m micro-batches:
+/// the estimate without the overlap, then with it.
+std::pair<estimate_result, estimate_result> without_and_with(std::int64_t m, std::int64_t pp, std::int64_t vp,
+                                                             std::int64_t ep) {
+  strategy_spec s = combined_job(m, false);
+  s.pp_size = pp;
+  s.interleaving_size = vp;
+  s.ep_size = ep;
+  auto off = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
+  s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
+  return {std::move(off), estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200)};
 }
 
 std::string refusal(strategy_spec s, const model_spec& m = catalogue::qwen3_30b_a3b) {
@@ -125,6 +138,11 @@ TEST(ExpertCommOverlap, NextCombineBackwardRunsBesideTheAttentionWeightGradients
   // comb_f 40-41, attn_b 40-42, attn_w 42-45 -> 45. Two chunks of 3 such layers and 0.5 s of
   // other work each: the steps, then the rest in turn.
   EXPECT_DOUBLE_EQ(steps(f, b, 3), 45);
+  // Attention input gradients of 0.5: attn_b 12-12.5 ends before comb_f (12-13), so 0.5 of the
+  // weight gradients fill the wait, post_f ends at 13 and 2.5 stay pending -> 15.5.
+  layer_steps quick = b;
+  quick.attn_bwd = 0.5;
+  EXPECT_DOUBLE_EQ(steps(f, quick, 1), 15.5);
   chunk_durations cf{.forward = 3 * f.forward() + 0.5, .layers = {{{f, 3}}}, .layer_run_count = 1};
   chunk_durations cb{.backward_input = 3 * b.backward() + 0.5, .layers = {{{b, 3}}}, .layer_run_count = 1};
   EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, cb, pass_type::backward), 46);
@@ -132,6 +150,18 @@ TEST(ExpertCommOverlap, NextCombineBackwardRunsBesideTheAttentionWeightGradients
   // exchanges stay exposed (6 each), then the backward: 18 + 0.5 + 7.
   const chunk_durations loss{.backward_input = 7, .backward_comm = 2};
   EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, loss, pass_type::backward), 25.5);
+}
+
+TEST(ExpertCommOverlap, FractionalLayersRunAsScaledSteps) {
+  // 2.5 layers a side (a stage split evenly): two whole steps of the first hand timeline (20 each:
+  // the second from 20 to 40), then half a layer each: comb_b 40-41, attn_f 40-42, mlp_b
+  // 42-44.5, disp_f 42-42.5, disp_b 44.5-46, wgrad 44.5-45.5, mlp_f 45.5-47, comb_f 47-47.5,
+  // attn_b 47-50 -> 50.
+  const layer_steps f{.attn_fwd = 4, .dispatch_fwd = 1, .mlp_fwd = 3, .combine_fwd = 1};
+  const layer_steps b{.combine_bwd = 2, .mlp_bwd = 5, .mlp_wgrad = 2, .dispatch_bwd = 3, .attn_bwd = 6};
+  const chunk_durations cf{.forward = 2.5 * f.forward(), .layers = {{{f, 2.5}}}, .layer_run_count = 1};
+  const chunk_durations cb{.backward_input = 2.5 * b.backward(), .layers = {{{b, 2.5}}}, .layer_run_count = 1};
+  EXPECT_DOUBLE_EQ(detail::overlapped_pair_time(cf, pass_type::forward, cb, pass_type::backward), 50);
 }
 
 TEST(ExpertCommOverlap, PipelineOfOneStageIsFirstForwardPairsLastBackward) {
@@ -245,13 +275,7 @@ TEST(ExpertCommOverlap, IterationGainsExactlyWhatTheCombinedStepsHide) {
 TEST(ExpertCommOverlap, InterleavedStagesHideTheirExchange) {
   // Qwen3-30B over pp 2 (vp 2), ep 4: combined steps shorten the pipeline, and every stage's
   // breakdown still adds up to the iteration.
-  strategy_spec s = combined_job(8, false);
-  s.pp_size = 2;
-  s.interleaving_size = 2;
-  s.ep_size = 4;
-  const auto off = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
-  s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
-  const auto on = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
+  const auto [off, on] = without_and_with(8, 2, 2, 4);
   EXPECT_LT(on.cost.duration_time_per_iter.value, off.cost.duration_time_per_iter.value);
   for (std::size_t i = 0; i < on.stage_count; ++i) {
     const time_breakdown& b = on.stages[i].breakdown;
@@ -280,6 +304,23 @@ TEST(ExpertCommOverlap, TraceShowsEveryPassOnceWithoutOverlapOnAThread) {
   double last = 0;
   for (const auto& sp : t.spans) last = sp.end > last ? sp.end : last;
   EXPECT_NEAR(last, t.estimate.cost.duration_time_per_iter.value, 1e-9);
+}
+
+TEST(ExpertCommOverlap, MicroBatchesEqualToStagesStillCombine) {
+  // p = 4, v = 2, m = 4: 1F1B as llmsim has it (Megatron before 2024) runs every chunk-forward in
+  // warm-up, 8 chunk sets on every rank; the combined schedule caps (3 - r)·2 + 4 + 1 at 8, so the
+  // last rank holds 5 chunk sets (3 micro-batches) and runs 3 combined steps.
+  const auto [off, on] = without_and_with(4, 4, 2, 2);
+  const auto last = [](const estimate_result& r) -> const stage_result& {
+    for (std::size_t i = 0; i < r.stage_count; ++i)
+      if (r.stages[i].rank == 3) return r.stages[i];
+    return r.stages[0];
+  };
+  ASSERT_EQ(last(on).rank, 3);
+  EXPECT_EQ(last(off).micro_batches_in_flight, 4);
+  EXPECT_EQ(last(on).micro_batches_in_flight, 3);
+  EXPECT_GT(last(on).hidden_comm_time.value, 0.0);
+  EXPECT_LT(last(on).peak_mem.value, last(off).peak_mem.value);
 }
 
 TEST(ExpertCommOverlap, RefusesWhatMegatronRefuses) {

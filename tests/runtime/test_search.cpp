@@ -208,6 +208,47 @@ TEST(Search, MoeSpaceEqualsBruteForce) {
   EXPECT_GT(a.fitting_count, 0);
 }
 
+TEST(Search, ExpertCommOverlapIsADimensionWhereMegatronCombines) {
+  // DeepSeek-V2-Lite on 16 GPUs with the EP all-to-all overlap allowed: overlap layouts only with
+  // ep > 1 and pp 1 or interleaved; the pruned search equals brute force; every overlap candidate
+  // is its strategy's fresh estimate, refuses full recompute, and is no slower than its twin
+  // without the overlap.
+  const auto& m = model("deepseek-v2-lite");
+  const auto& sys = system_of("h100-sxm");
+  llmsim::search_space sp{.gpus = 16, .global_batch = 32, .seq_len = 4096};
+  sp.zero = {1};
+  sp.fp8 = false;
+  sp.offload = false;
+  sp.expert_comm_overlap = true;
+  std::size_t overlap_layouts = 0;
+  for (const auto& l : llmsim::search_layouts(m, sp)) {
+    if (!l.ep_overlap) continue;
+    ++overlap_layouts;
+    EXPECT_GT(l.ep, 1);
+    EXPECT_TRUE(l.pp == 1 || l.schedule == llmsim::pipeline_schedule_kind::interleaved_1f1b);
+  }
+  EXPECT_GT(overlap_layouts, 0U);
+  llmsim::search_options brute{.top_k = 25, .memory_margin = 0.5, .keep_all = true, .prune = false};
+  llmsim::search_options pruned = brute;
+  pruned.prune = true;
+  const auto a = llmsim::search(m, sys, sp, brute);
+  const auto b = llmsim::search(m, sys, sp, pruned);
+  expect_same_ranking(a.top, b.top);
+  expect_same_ranking(a.fitting, b.fitting);
+  int overlapped = 0;
+  for (const auto& c : a.fitting) {
+    if (!c.point.layout.ep_overlap) continue;
+    ++overlapped;
+    EXPECT_NE(c.point.recompute, llmsim::search_recompute::full);
+    auto s = llmsim::to_strategy(c.point, sp);
+    ASSERT_TRUE(s.overlap_moe_expert_parallel_comm && s.delay_wgrad_compute);
+    EXPECT_EQ(c.time, llmsim::estimate(m, s, sys).cost.duration_time_per_iter.value);
+    s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = false;
+    EXPECT_LE(c.time, llmsim::estimate(m, s, sys).cost.duration_time_per_iter.value) << c.point.order;
+  }
+  EXPECT_GT(overlapped, 0);
+}
+
 TEST(Search, FitsNowhereNamesTheSmallestShortfall) {
   // Llama 3 405B (~406e9 parameters) on 8 A100-40GB: 16 bytes of weights, gradients and Adam state
   // per parameter (Megatron's mixed precision, ZeRO-3 sharding them 8 ways) are already ~810 GB /

@@ -1205,21 +1205,21 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
-/// overlap_moe_expert_parallel_comm: what a combined step holds beyond 1F1B's count, one layer of
-/// `held` (a stage's bytes per micro-batch). Its extra warm-up forward holds a whole set, but each
-/// combined step's backward frees its chunk layer by layer as the forward fills its own
-/// (TransformerLayerSchedulePlan releases each backward layer's state), so at the peak the sets
-/// held are 1F1B's plus the forward's first layer.
-constexpr double combined_step_layer(const stage_result& r, const strategy_spec& s, double held) {
-  return s.overlap_moe_expert_parallel_comm && r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
+/// overlap_moe_expert_parallel_comm: one layer of `held` (a stage's bytes per micro-batch over its
+/// decoder layers). A combined step's backward frees its chunk layer by layer as its forward fills
+/// its own (TransformerLayerSchedulePlan releases each backward layer's state), so at a step the
+/// rank holds its warm-up sets and the forward's first layer.
+constexpr double combined_step_layer(const stage_result& r, double held) {
+  return r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage; with
-/// overlap_moe_expert_parallel_comm one layer more (`combined_step_layer`).
+/// the one in flight, each chunk holding layers / v of the stage. overlap_moe_expert_parallel_comm:
+/// its warm-up chunk-forwards (one more, capped at the total) and, when it runs a combined step,
+/// one layer (`combined_step_layer`).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
 constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
@@ -1228,17 +1228,21 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
     return static_cast<double>(r.micro_batches_in_flight - 1) * held;
   }
-  const double layer = combined_step_layer(r, s, held);
+  const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p), total_chunks = s.micro_batch_num * v;
+  if (s.overlap_moe_expert_parallel_comm) {
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank, true);
+    r.micro_batches_in_flight = (warmup + v - 1) / v;
+    const double step = warmup < total_chunks ? combined_step_layer(r, held) : 0.0;
+    return static_cast<double>(warmup - 1) * held / static_cast<double>(v) + step;
+  }
   if (v > 1) {
-    const std::int64_t total_chunks = s.micro_batch_num * v;
-    const std::int64_t warmup =
-        interleaved_warmup(p, v, s.micro_batch_num, s.microbatch_group_size_per_vp_stage.value_or(p), r.rank);
+    const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank);
     const std::int64_t in_flight = warmup + 1 < total_chunks ? warmup + 1 : total_chunks;
     r.micro_batches_in_flight = (in_flight + v - 1) / v;
-    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v) + layer;
+    return static_cast<double>(in_flight - 1) * held / static_cast<double>(v);
   }
   r.micro_batches_in_flight = p - r.rank < s.micro_batch_num ? p - r.rank : s.micro_batch_num;
-  return static_cast<double>(r.micro_batches_in_flight - 1) * held + layer;
+  return static_cast<double>(r.micro_batches_in_flight - 1) * held;
 }
 
 /// Activations and peaks of a stage at its lowest rank (the one holding the most in flight). The
@@ -1509,7 +1513,8 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
 /// Activations of a rank with described chunks under interleaved 1F1B, walked over its pass order
 /// (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its transient
 /// peak on top), a chunk-backward frees them (its peak counted without its own set); the peak
-/// is the largest point of the walk.
+/// is the largest point of the walk. A combined step (overlap_moe_expert_parallel_comm) holds one
+/// layer of its forward's chunk on top of what was held, with either pass's transient peak.
 constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog) {
   const strategy_spec& s = j.c->s();
   const std::int64_t p = s.pp_size, v = r.layout.chunk_count, m = s.micro_batch_num;
@@ -1520,11 +1525,31 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   double held = 0, fwd_top = 0, bwd_top = 0, fwd = 0, bwd = 0;
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
+  const bool combined = s.overlap_moe_expert_parallel_comm;
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined), steady_end = 2 * m * v - warmup;
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
-    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank);
+    const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, combined);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
+    if (combined && c.forward && i >= warmup && i + 1 < steady_end) {  // a combined step: forward i, backward i + 1
+      const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
+      const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
+      const double layer = k.held / static_cast<double>(cl.layers + cl.mtp_layers > 0 ? cl.layers + cl.mtp_layers : 1);
+      const double transient = k.fwd_peak - k.held > 0 ? k.fwd_peak - k.held : 0.0;
+      if (held + layer + transient > fwd_top) {
+        fwd_top = held + layer + transient;
+        fwd_site = k.fwd_site;
+      }
+      if (held + layer - b.held + b.bwd_peak > bwd_top) {
+        bwd_top = held + layer - b.held + b.bwd_peak;
+        bwd_site = b.bwd_site;
+      }
+      bwd = b.bwd_peak > bwd ? b.bwd_peak : bwd;
+      held += k.held - b.held;
+      ++i;
+      continue;
+    }
     if (c.forward) {
       if (held + k.fwd_peak > fwd_top) {
         fwd_top = held + k.fwd_peak;
@@ -1542,10 +1567,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
-  const double whole = walk_stage(prog).held, layer = combined_step_layer(r, s, whole);
-  fwd_top += layer;
-  bwd_top += layer;
-  r.fwd_activation_cache_per_micro_batch = bytes_from(whole);
+  r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
   r.fwd_transient_mem = bytes_from(fwd);
   r.bwd_transient_mem = bytes_from(bwd);

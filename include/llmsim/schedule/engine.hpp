@@ -69,9 +69,10 @@ struct layer_run {
   double count = 0;
   constexpr bool operator==(const layer_run&) const = default;
 };
-/// Most runs of layers one chunk may have (a stage program has at most 18 blocks, of which the
-/// embedding, the MTP prefix and suffix and the head are not layers).
-inline constexpr std::size_t max_layer_runs = 16;
+/// Most runs of layers one chunk may have: a stage's decoder layers fall into at most five runs
+/// (cut where dense layers turn MoE, where recomputed layers end, and at the bf16 first and last
+/// layers) and its MTP layer one more.
+inline constexpr std::size_t max_layer_runs = 6;
 
 /// Durations of one model chunk's passes on its rank (seconds).
 struct chunk_durations {
@@ -177,8 +178,9 @@ struct combined_streams {
 
 /// Forward layer `f` and backward layer `b` (either all zero when its side has run out) as one
 /// combined step, in the order TransformerLayerSchedulePlan.run issues them:
-///   communication stream: combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
-///   computation stream:   attn_fwd    | mlp_bwd, mlp_wgrad, mlp_fwd | attn_bwd, attn_wgrad
+///   communication stream:           combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd
+///   computation stream:   post_bwd, [pending wgrad,] attn_fwd | mlp_bwd, mlp_wgrad, mlp_fwd |
+///                         attn_bwd, post_fwd (attn_wgrad left pending)
 /// The dispatch backward waits for the MLP's input gradients only, the forward MLP for the
 /// dispatch, the attention backward for the dispatch backward; the next layer's combine backward
 /// for this one's attention input gradients (weight gradients record no event), so it runs beside
@@ -317,7 +319,8 @@ constexpr std::int64_t advance_rank(const schedule_setup& in, const pass_lists& 
     }
     const double start = st.clock[ri] > ready ? st.clock[ri] : ready;
     finish_pass(in, st, m, r, a, start, start + work, starts, events);
-    // Memory: a pair's forward allocates before its backward frees (they run together).
+    // Memory: a pair's forward allocates before its backward frees (DualPipe's count; the estimate
+    // sizes Megatron's combined steps layer by layer itself, estimate.hpp `held_by_others`).
     double grow = 0, shrink = 0;
     for (std::size_t k = 0; k < (pair ? 2U : 1U); ++k) {
       const scheduled_pass& c = order.passes[st.next[ri] + k];

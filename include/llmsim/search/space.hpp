@@ -45,9 +45,12 @@ struct search_space {
   bool recompute = true;                       ///< selective and full recompute (else none only)
   bool uneven_split = true;                    ///< first/last-stage splits where pp does not divide the layers
   bool schedules = true;                       ///< ZB-H1 and DualPipeV beside (interleaved) 1F1B
-  std::int64_t max_tp = 8;                     ///< tensor parallelism stays inside an NVLink domain of 8 by default
-  std::int64_t max_vp = 8;                     ///< most virtual stages per rank
-  std::int64_t max_mbs = 8;                    ///< largest micro-batch size
+  /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
+  /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
+  bool expert_comm_overlap = false;
+  std::int64_t max_tp = 8;   ///< tensor parallelism stays inside an NVLink domain of 8 by default
+  std::int64_t max_vp = 8;   ///< most virtual stages per rank
+  std::int64_t max_mbs = 8;  ///< largest micro-batch size
   /// Fields the search does not vary (kernels, dispatcher, overlap flags ...): copied into every candidate.
   strategy_spec base{};
 };
@@ -59,6 +62,7 @@ struct search_layout {
   pipeline_schedule_kind schedule = pipeline_schedule_kind::one_f_one_b;
   std::int64_t max_stage_layers = 0;         ///< most decoder layers a pipeline rank holds
   cp_comm_kind cp_comm = cp_comm_kind::a2a;  ///< cp > 1: Ulysses all-to-all or the KV ring (p2p)
+  bool ep_overlap = false;                   ///< Megatron's combined 1F1B (overlap_moe_expert_parallel_comm)
 };
 
 /// One candidate: a layout and the inner choices. `order` is its place in the canonical
@@ -93,6 +97,15 @@ constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::
   for (const std::int64_t a : allowed)
     if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);
   return out;
+}
+/// Whether layout `l` of `m` may also run Megatron's combined 1F1B (transformer_config.py): asked
+/// for, ep > 1, pp 1 or interleaved, an all2all or flex dispatcher, at most one MTP layer, not a
+/// hybrid model.
+constexpr bool combines_expert_comm(const model_spec& m, const search_space& sp, const search_layout& l) {
+  const dispatcher_kind d = sp.base.moe_dispatcher_policy;
+  return sp.expert_comm_overlap && l.ep > 1 && (l.pp == 1 || l.schedule == pipeline_schedule_kind::interleaved_1f1b) &&
+         (d == dispatcher_kind::all2all || d == dispatcher_kind::flex) && m.mtp_num_layers <= 1 && !is_hybrid(m) &&
+         !sp.base.overlap_moe_expert_parallel_comm;
 }
 /// The sequences of the iteration.
 constexpr std::int64_t search_global_batch(const search_space& sp) {
@@ -199,6 +212,10 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
                 e.ep = ep;
                 e.etp = etp;
                 out.push_back(e);
+                if (detail::combines_expert_comm(m, sp, e)) {
+                  e.ep_overlap = true;
+                  out.push_back(e);
+                }
               }
             }
           }
@@ -234,6 +251,8 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.etp_size = l.etp;
   s.interleaving_size = l.vp;
   s.pipeline_schedule = l.schedule;
+  s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
+  s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;
@@ -292,9 +311,11 @@ constexpr bool for_each_group(const search_layout& l, const search_space& sp,
   return true;
 }
 
-/// The recompute variants of a group in canonical order: none, selective, full 1..max layers.
+/// The recompute variants of a group in canonical order: none, selective, full 1..max layers
+/// (not with Megatron's combined 1F1B, which refuses full recompute).
 constexpr std::int64_t recompute_variant_count(const search_point& group, const search_space& sp) {
-  return sp.recompute ? 2 + group.layout.max_stage_layers : 1;
+  if (!sp.recompute) return 1;
+  return group.layout.ep_overlap ? 2 : 2 + group.layout.max_stage_layers;
 }
 constexpr search_point recompute_variant(search_point p, std::int64_t i) {
   if (i == 0) {

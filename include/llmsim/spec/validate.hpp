@@ -202,6 +202,11 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
                  "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
+  if (s.overlap_moe_expert_parallel_comm && m.experimental_attention_variant)
+    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
+                 "strategy.overlap_moe_expert_parallel_comm=true with model.experimental_attention_variant is not "
+                 "modelled (its layers are priced grouped by compression ratio, not in the order a combined step "
+                 "pairs them)");
   if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
     report_error(api, "strategy.overlap_moe_expert_parallel_comm",
                  "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
