@@ -966,8 +966,10 @@ TEST(CliSearch, AllowEpOverlapNamesTheCombinedLayouts) {
     const bool on = c["ep_overlap"].get<bool>();
     (on ? with : without) += 1;
     EXPECT_EQ(c["layout"].get<std::string>().find("_epoverlap") != std::string::npos, on) << c["layout"];
-    if (on) EXPECT_GT(c["ep"].get<std::int64_t>(), 1);
-    if (on) EXPECT_NE(c["recompute"].get<std::string>(), "full");
+    if (on) {
+      EXPECT_GT(c["ep"].get<std::int64_t>(), 1);
+      EXPECT_NE(c["recompute"].get<std::string>(), "full");
+    }
   }
   EXPECT_GT(with, 0);
   EXPECT_GT(without, 0);
