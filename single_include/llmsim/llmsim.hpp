@@ -8952,6 +8952,9 @@ constexpr void combined_layer_step(combined_streams& t, const layer_steps& f, co
   t = {post_fwd_end, combine_fwd_end, post_fwd_end, attn_bwd_end, b.attn_wgrad - early};
 }
 
+/// Layers left in a run below which nothing is left: the rounding of an even split's count / v.
+inline constexpr double layer_count_rounding = 1e-12;
+
 /// Walks a chunk's layer runs one (whole or fractional) layer at a time, forward or backward order.
 struct layer_cursor {
   const chunk_durations* d = nullptr;
@@ -8963,7 +8966,7 @@ struct layer_cursor {
     while (run < d->layer_run_count) {
       const layer_run& r = d->layers[reverse ? d->layer_run_count - 1 - run : run];
       const double left = r.count - done;
-      if (left > 1e-12) {
+      if (left > layer_count_rounding) {
         const double take = left < 1 ? left : 1;
         out = take < 1 ? r.steps.scaled(take) : r.steps;
         done += take;
@@ -10127,8 +10130,7 @@ struct stage_result {
   seconds fwd_compute_time{}, bwd_compute_time{}, recompute_time{};
   seconds bwd_weight_time{};               ///< of bwd_compute_time, the weight-gradient kernels (zero-bubble W)
   seconds fwd_a2a_time{}, bwd_a2a_time{};  ///< of the tp comm times, the expert-parallel token exchange
-  seconds
-      hidden_comm_time{};  ///< DualPipeV, combined 1F1B: expert exchange their overlapped pairs hide per iteration (at `rank`)
+  seconds hidden_comm_time{};              ///< DualPipeV, combined 1F1B: exchange its overlapped pairs hide (at `rank`)
   /// overlap_moe_expert_parallel_comm: its decoder layers in forward order (`layer_steps_of`)
   std::array<layer_run, max_layer_runs> layer_runs{};
   std::size_t layer_run_count = 0;
@@ -10975,6 +10977,8 @@ struct job_context {
 /// exchange and its computation. A dense layer is all computation before the
 /// dispatch. `delay_wgrad`: the weight gradients apart (Megatron delay_wgrad_compute), else part
 /// of their backward.
+/// Whether leaf `l` carries an expert-parallel token exchange (a dispatch or a combine).
+constexpr bool exchanges_tokens(const leaf& l) { return l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0; }
 constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) {
   layer_steps st;
   int exchanges = 0;
@@ -10982,7 +10986,7 @@ constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) 
     const double fwd = (l.fwd + l.fwd_comm).value, a2a_fwd = l.fwd_a2a.value, a2a_bwd = l.bwd_a2a.value;
     const double wgrad = delay_wgrad ? (l.bwd_weight + l.bwd_weight_comm).value : 0.0;
     const double bwd = (l.bwd + l.bwd_comm + l.replay() + l.replay_comm()).value - wgrad;
-    const bool exchange = a2a_fwd > 0 || a2a_bwd > 0;
+    const bool exchange = exchanges_tokens(l);
     if (exchanges == 0) {  // before the dispatch; the dispatch leaf's own computation too
       st.attn_fwd += fwd - a2a_fwd, st.dispatch_fwd += a2a_fwd;
       st.attn_bwd += bwd - a2a_bwd, st.dispatch_bwd += a2a_bwd, st.attn_wgrad += wgrad;
@@ -10997,12 +11001,13 @@ constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) 
   return st;
 }
 
-/// Appends `n` layers of `block` to `r`'s layer runs (overlap_moe_expert_parallel_comm).
+/// Whether `block` exchanges tokens (a MoE layer, the MTP layer's included).
 constexpr bool block_exchanges(const leaf_block& block) {
   for (const leaf& l : block)
-    if (l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0) return true;
+    if (exchanges_tokens(l)) return true;
   return false;
 }
+/// Appends `n` layers of `block` to `r`'s layer runs (overlap_moe_expert_parallel_comm).
 constexpr void add_layer_run(stage_result& r, const leaf_block& block, double n, bool delay_wgrad) {
   if (r.layer_run_count == max_layer_runs)
     report_error("llmsim::estimate", "", "a stage holds at most {} runs of decoder layers", max_layer_runs);
@@ -11367,16 +11372,24 @@ constexpr seconds v_hidden_comm(const stage_result& r, std::int64_t p, std::int6
   return seconds{hidden};
 }
 
+/// One micro-batch's forward and whole backward of stage `st` (with recompute and the exposed
+/// collectives of each) and one transfer `p2p`.
+constexpr stage_timing stage_timing_of(const stage_result& st, seconds p2p) {
+  return {st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time,
+          st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
+              st.bwd_shard_exposed_time,
+          p2p};
+}
+
 /// One of the `v` chunks of stage `st` under overlap_moe_expert_parallel_comm: a described chunk's
 /// own times, else 1/v of the stage's pass times (as `stage_timings` sums them), each with the
 /// expert exchange a combined step overlaps.
 constexpr chunk_durations combined_chunk(const stage_result& st, std::int64_t c, std::int64_t v) {
   if (st.layout.chunk_count > 1) return st.layout_chunks[static_cast<std::size_t>(c)];
   const double n = static_cast<double>(v);
-  const seconds fwd = st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time;
-  const seconds bwd = st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
-                      st.bwd_shard_exposed_time;
-  chunk_durations d{fwd.value / n, bwd.value / n, 0.0, st.fwd_a2a_time.value / n, st.bwd_a2a_time.value / n};
+  const stage_timing t = stage_timing_of(st, seconds{});
+  chunk_durations d{t.forward.value / n, t.backward.value / n, 0.0, st.fwd_a2a_time.value / n,
+                    st.bwd_a2a_time.value / n};
   for (std::size_t i = 0; i < st.layer_run_count; ++i)
     d.layers[i] = {st.layer_runs[i].steps, st.layer_runs[i].count / n};
   d.layer_run_count = st.layer_run_count;
@@ -11736,13 +11749,7 @@ constexpr std::vector<stage_timing> stage_timings(const estimate_result& out,
                                                   const std::vector<std::uint8_t>& rank_stage, seconds p2p) {
   std::vector<stage_timing> timings;
   timings.reserve(rank_stage.size());
-  for (const std::uint8_t i : rank_stage) {
-    const stage_result& st = out.stages[i];
-    timings.push_back({st.fwd_compute_time + st.fwd_tp_comm_time + st.fwd_shard_exposed_time,
-                       st.bwd_compute_time + st.recompute_time + st.bwd_tp_comm_time + st.recompute_tp_comm_time +
-                           st.bwd_shard_exposed_time,
-                       p2p});
-  }
+  for (const std::uint8_t i : rank_stage) timings.push_back(stage_timing_of(out.stages[i], p2p));
   return timings;
 }
 

@@ -204,6 +204,9 @@ constexpr void combined_layer_step(combined_streams& t, const layer_steps& f, co
   t = {post_fwd_end, combine_fwd_end, post_fwd_end, attn_bwd_end, b.attn_wgrad - early};
 }
 
+/// Layers left in a run below which nothing is left: the rounding of an even split's count / v.
+inline constexpr double layer_count_rounding = 1e-12;
+
 /// Walks a chunk's layer runs one (whole or fractional) layer at a time, forward or backward order.
 struct layer_cursor {
   const chunk_durations* d = nullptr;
@@ -215,7 +218,7 @@ struct layer_cursor {
     while (run < d->layer_run_count) {
       const layer_run& r = d->layers[reverse ? d->layer_run_count - 1 - run : run];
       const double left = r.count - done;
-      if (left > 1e-12) {
+      if (left > layer_count_rounding) {
         const double take = left < 1 ? left : 1;
         out = take < 1 ? r.steps.scaled(take) : r.steps;
         done += take;
