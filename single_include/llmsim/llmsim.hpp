@@ -2678,43 +2678,51 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
 }
 
-/// overlap_moe_expert_parallel_comm and delay_wgrad_compute: their own rules (Megatron-LM
-/// transformer_config.py __post_init__; the model's are in spec/validate.hpp).
-constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
-  constexpr std::string_view api = "llmsim::strategy";
+/// The rules of overlap_moe_expert_parallel_comm and delay_wgrad_compute that concern the strategy
+/// alone (Megatron-LM transformer_config.py __post_init__; the model's are `expert_overlap_model_rules`
+/// in spec/validate.hpp). Calls `broken(field, rule, values...)` for each rule `s` breaks, in order:
+/// validation refuses the first; the strategy search skips candidates that break any.
+template <class Sink>
+constexpr void expert_overlap_strategy_rules(const strategy_spec& s, Sink&& broken) {
   constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
   if (s.delay_wgrad_compute && !s.overlap_moe_expert_parallel_comm)
-    report_error(api, "strategy.delay_wgrad_compute",
-                 "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
-                 "transformer_config.py)");
+    broken("strategy.delay_wgrad_compute",
+           "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
+           "transformer_config.py)");
   if (!s.overlap_moe_expert_parallel_comm) return;
   if (s.ep_size < 2)
-    report_error(api, field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field,
-                 s.ep_size);
+    broken(field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field, s.ep_size);
   if (s.pp_size > 1 && s.interleaving_size < 2)
-    report_error(api, field,
-                 "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), "
-                 "as Megatron-LM asserts",
-                 field, s.pp_size);
+    broken(field,
+           "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), as "
+           "Megatron-LM asserts",
+           field, s.pp_size);
   if (const auto k = pipeline_schedule_of(s);
       k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev)
-    report_error(api, field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
-                 enum_name(k));
+    broken(field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
+           enum_name(k));
   if (s.moe_dispatcher_policy != dispatcher_kind::all2all && s.moe_dispatcher_policy != dispatcher_kind::flex)
-    report_error(api, field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
-                 enum_name(s.moe_dispatcher_policy));
+    broken(field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
+           enum_name(s.moe_dispatcher_policy));
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
-    report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+    broken(field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
   // SimuMax's mlp_only replays the whole MoE block, exchanges included: Megatron's "moe" module.
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::mlp_only)
-    report_error(api, field,
-                 "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
-                 "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
-                 field);
+    broken(field,
+           "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
+           "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
+           field);
   if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
-    report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
+    broken(field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
   if (s.dtype == dtype_kind::fp32)
-    report_error(api, field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+    broken(field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+}
+
+/// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
+constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
+  expert_overlap_strategy_rules(s, [](std::string_view field, std::string_view rule, const auto&... values) {
+    report_error("llmsim::strategy", field, rule, values...);
+  });
 }
 
 /// Element type, communication choices, divisibility, ZeRO and memory settings.
@@ -9371,6 +9379,14 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
   return backward(steady + (i - warmup - 2 * steady));
 }
 
+/// Whether a rank's i-th chunk-pass (of 2 x `total` = 2·m·v) is the forward of a combined step,
+/// given its `warmup` forwards: a steady-state forward (even offset after the warm-up), run with the
+/// backward right after it (combined_1f1b.py). The schedule, the memory walk and the hidden
+/// exchange all pair passes by this rule.
+constexpr bool starts_combined_step(std::int64_t i, std::int64_t warmup, std::int64_t total) {
+  return i >= warmup && i + 1 < 2 * total - warmup && (i - warmup) % 2 == 0;
+}
+
 /// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine; `combined`:
 /// each steady-state forward paired with the backward after it.
 constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
@@ -9379,10 +9395,10 @@ constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int
   out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
   out.begin.push_back(0);
   for (std::int64_t r = 0; r < p; ++r) {
-    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined), steady_end = warmup + 2 * (m * v - warmup);
+    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined);
     for (std::int64_t i = 0; i < 2 * m * v; ++i) {
       const chunk_pass c = interleaved_pass(i, p, v, m, g, r, combined);
-      const bool pair = combined && c.forward && i >= warmup && i + 1 < steady_end;
+      const bool pair = combined && starts_combined_step(i, warmup, m * v);
       out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, pair});
     }
     out.begin.push_back(out.passes.size());
@@ -9884,6 +9900,39 @@ constexpr void validate_v_shape_split(const model_spec& m, const strategy_spec& 
 }
 }  // namespace detail
 
+/// The rules of overlap_moe_expert_parallel_comm that concern the model (Megatron-LM
+/// transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at most one MTP
+/// layer; the strategy's are `expert_overlap_strategy_rules`). Calls `broken(field, rule,
+/// values...)` for each rule broken, in order.
+template <class Sink>
+constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_spec& s, Sink&& broken) {
+  constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
+  if (!s.overlap_moe_expert_parallel_comm) return;
+  if (!is_moe(m)) broken(field, "{}=true needs a MoE model (model.expert_num > 1)", field);
+  if (is_hybrid(m))
+    broken(field,
+           "{}=true is not available for hybrid models (model.hybrid_override_pattern): Megatron-LM's HybridModel "
+           "builds no combined schedule plan",
+           field);
+  if (m.experimental_attention_variant)
+    broken(field,
+           "{}=true with model.experimental_attention_variant is not modelled (its layers are priced grouped by "
+           "compression ratio, not in the order a combined step pairs them)",
+           field);
+  if (m.mtp_num_layers > 1)
+    broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
+}
+
+/// Whether `s` with `m` breaks none of Megatron-LM's rules for the combined 1F1B step (the
+/// strategy search asks before it offers a candidate with the overlap on).
+constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& s) {
+  bool allowed = true;
+  const auto refuse = [&allowed](std::string_view, std::string_view, const auto&...) { allowed = false; };
+  detail::expert_overlap_strategy_rules(s, refuse);
+  expert_overlap_model_rules(m, s, refuse);
+  return allowed;
+}
+
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
@@ -9943,24 +9992,9 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
                    "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  // Megatron-LM transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at
-  // most one MTP layer.
-  if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
-  if (s.overlap_moe_expert_parallel_comm && is_hybrid(m))
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
-                 "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
-  if (s.overlap_moe_expert_parallel_comm && m.experimental_attention_variant)
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true with model.experimental_attention_variant is not "
-                 "modelled (its layers are priced grouped by compression ratio, not in the order a combined step "
-                 "pairs them)");
-  if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
-                 m.mtp_num_layers);
+  expert_overlap_model_rules(m, s, [&](std::string_view field, std::string_view rule, const auto&... values) {
+    report_error(api, field, rule, values...);
+  });
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
@@ -11410,9 +11444,9 @@ constexpr seconds combined_hidden_comm(const stage_result& r, const strategy_spe
   if (r.layout.chunk_count <= 1)  // equal chunks: every step hides the same
     return seconds{steady > 0 ? static_cast<double>(steady) * hidden({}, {}) : 0.0};
   double total = 0;
-  for (std::int64_t k = 0; k < steady; ++k)
-    total += hidden(interleaved_pass(warmup + 2 * k, p, v, m, g, r.rank, true),
-                    interleaved_pass(warmup + 2 * k + 1, p, v, m, g, r.rank, true));
+  for (std::int64_t i = warmup; i < 2 * m * v; ++i)
+    if (starts_combined_step(i, warmup, m * v))
+      total += hidden(interleaved_pass(i, p, v, m, g, r.rank, true), interleaved_pass(i + 1, p, v, m, g, r.rank, true));
   return seconds{total};
 }
 
@@ -11522,13 +11556,13 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   const bool combined = s.overlap_moe_expert_parallel_comm;
-  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined), steady_end = 2 * m * v - warmup;
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined);
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
     const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, combined);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
-    if (combined && c.forward && i >= warmup && i + 1 < steady_end) {  // a combined step: forward i, backward i + 1
+    if (combined && starts_combined_step(i, warmup, m * v)) {  // a combined step: forward i, backward i + 1
       const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
       const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
       const double layer = k.held / static_cast<double>(cl.layers + cl.mtp_layers > 0 ? cl.layers + cl.mtp_layers : 1);
@@ -15390,15 +15424,6 @@ constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::
     if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);
   return out;
 }
-/// Whether layout `l` of `m` may also run Megatron's combined 1F1B (transformer_config.py): asked
-/// for, ep > 1, pp 1 or interleaved, an all2all or flex dispatcher, at most one MTP layer, not a
-/// hybrid model.
-constexpr bool combines_expert_comm(const model_spec& m, const search_space& sp, const search_layout& l) {
-  const dispatcher_kind d = sp.base.moe_dispatcher_policy;
-  return sp.expert_comm_overlap && l.ep > 1 && (l.pp == 1 || l.schedule == pipeline_schedule_kind::interleaved_1f1b) &&
-         (d == dispatcher_kind::all2all || d == dispatcher_kind::flex) && m.mtp_num_layers <= 1 && !is_hybrid(m) &&
-         !sp.base.overlap_moe_expert_parallel_comm;
-}
 /// The sequences of the iteration.
 constexpr std::int64_t search_global_batch(const search_space& sp) {
   if (sp.global_batch > 0) return sp.global_batch;
@@ -15436,6 +15461,9 @@ constexpr void pipeline_splits(std::int64_t layers, std::int64_t pp, bool uneven
   }
 }
 }  // namespace detail
+
+/// The strategy of a candidate (defined below, with the searched fields it sets).
+constexpr strategy_spec to_strategy(const search_point& p, const search_space& sp);
 
 /// The layouts (outer loop) of the space, in canonical order.
 constexpr std::vector<search_layout> search_layouts(const model_spec& m, const search_space& sp) {
@@ -15504,10 +15532,10 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
                 e.ep = ep;
                 e.etp = etp;
                 out.push_back(e);
-                if (detail::combines_expert_comm(m, sp, e)) {
-                  e.ep_overlap = true;
+                e.ep_overlap = true;
+                if (sp.expert_comm_overlap && !sp.base.overlap_moe_expert_parallel_comm &&
+                    expert_overlap_allowed(m, to_strategy(search_point{.layout = e}, sp)))
                   out.push_back(e);
-                }
               }
             }
           }

@@ -249,6 +249,31 @@ TEST(Search, ExpertCommOverlapIsADimensionWhereMegatronCombines) {
   EXPECT_GT(overlapped, 0);
 }
 
+TEST(Search, ExpertCommOverlapCandidatesAreTheOnesValidationAccepts) {
+  // The search offers the overlap only where validate would accept it: each overlap layout's
+  // strategy validates, and a space whose base breaks one of Megatron's rules for the overlap (fp32,
+  // the allgather dispatcher; transformer_config.py) gets no overlap layout at all.
+  const auto& m = model("deepseek-v2-lite");
+  llmsim::search_space sp{.gpus = 16, .global_batch = 32, .seq_len = 4096};
+  sp.expert_comm_overlap = true;
+  std::size_t overlap_layouts = 0;
+  for (const auto& l : llmsim::search_layouts(m, sp)) {
+    if (!l.ep_overlap) continue;
+    ++overlap_layouts;
+    EXPECT_NO_THROW(llmsim::validate(m, llmsim::to_strategy(llmsim::search_point{.layout = l}, sp)));
+  }
+  EXPECT_GT(overlap_layouts, 0U);
+  for (const auto change : {0, 1}) {
+    llmsim::search_space refused = sp;
+    if (change == 0) refused.base.dtype = llmsim::dtype_kind::fp32;
+    if (change == 1) refused.base.moe_dispatcher_policy = llmsim::dispatcher_kind::allgather;
+    std::size_t offered = 0;
+    for (const auto& l : llmsim::search_layouts(m, refused)) offered += l.ep_overlap ? 1U : 0U;
+    EXPECT_EQ(offered, 0U) << "change " << change;
+    EXPECT_GT(llmsim::search_layouts(m, refused).size(), 0U);
+  }
+}
+
 TEST(Search, FitsNowhereNamesTheSmallestShortfall) {
   // Llama 3 405B (~406e9 parameters) on 8 A100-40GB: 16 bytes of weights, gradients and Adam state
   // per parameter (Megatron's mixed precision, ZeRO-3 sharding them 8 ways) are already ~810 GB /

@@ -1424,9 +1424,9 @@ constexpr seconds combined_hidden_comm(const stage_result& r, const strategy_spe
   if (r.layout.chunk_count <= 1)  // equal chunks: every step hides the same
     return seconds{steady > 0 ? static_cast<double>(steady) * hidden({}, {}) : 0.0};
   double total = 0;
-  for (std::int64_t k = 0; k < steady; ++k)
-    total += hidden(interleaved_pass(warmup + 2 * k, p, v, m, g, r.rank, true),
-                    interleaved_pass(warmup + 2 * k + 1, p, v, m, g, r.rank, true));
+  for (std::int64_t i = warmup; i < 2 * m * v; ++i)
+    if (starts_combined_step(i, warmup, m * v))
+      total += hidden(interleaved_pass(i, p, v, m, g, r.rank, true), interleaved_pass(i + 1, p, v, m, g, r.rank, true));
   return seconds{total};
 }
 
@@ -1536,13 +1536,13 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
   const bool combined = s.overlap_moe_expert_parallel_comm;
-  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined), steady_end = 2 * m * v - warmup;
+  const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined);
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
     const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, combined);
     const stage_memory& k = chunk[static_cast<std::size_t>(c.chunk)];
     fwd = k.fwd_peak > fwd ? k.fwd_peak : fwd;
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
-    if (combined && c.forward && i >= warmup && i + 1 < steady_end) {  // a combined step: forward i, backward i + 1
+    if (combined && starts_combined_step(i, warmup, m * v)) {  // a combined step: forward i, backward i + 1
       const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
       const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
       const double layer = k.held / static_cast<double>(cl.layers + cl.mtp_layers > 0 ? cl.layers + cl.mtp_layers : 1);

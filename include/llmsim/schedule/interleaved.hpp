@@ -76,6 +76,14 @@ constexpr chunk_pass interleaved_pass(std::int64_t i, std::int64_t p, std::int64
   return backward(steady + (i - warmup - 2 * steady));
 }
 
+/// Whether a rank's i-th chunk-pass (of 2 x `total` = 2·m·v) is the forward of a combined step,
+/// given its `warmup` forwards: a steady-state forward (even offset after the warm-up), run with the
+/// backward right after it (combined_1f1b.py). The schedule, the memory walk and the hidden
+/// exchange all pair passes by this rule.
+constexpr bool starts_combined_step(std::int64_t i, std::int64_t warmup, std::int64_t total) {
+  return i >= warmup && i + 1 < 2 * total - warmup && (i - warmup) % 2 == 0;
+}
+
 /// Rank by rank, the chunk-passes of interleaved 1F1B as pass lists for the engine; `combined`:
 /// each steady-state forward paired with the backward after it.
 constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
@@ -84,10 +92,10 @@ constexpr pass_lists interleaved_passes(std::int64_t p, std::int64_t v, std::int
   out.passes.reserve(static_cast<std::size_t>(2 * p * v * m));
   out.begin.push_back(0);
   for (std::int64_t r = 0; r < p; ++r) {
-    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined), steady_end = warmup + 2 * (m * v - warmup);
+    const std::int64_t warmup = interleaved_warmup(p, v, m, g, r, combined);
     for (std::int64_t i = 0; i < 2 * m * v; ++i) {
       const chunk_pass c = interleaved_pass(i, p, v, m, g, r, combined);
-      const bool pair = combined && c.forward && i >= warmup && i + 1 < steady_end;
+      const bool pair = combined && starts_combined_step(i, warmup, m * v);
       out.passes.push_back({c.forward ? pass_type::forward : pass_type::backward, c.micro_batch, c.chunk, pair});
     }
     out.begin.push_back(out.passes.size());

@@ -14,6 +14,7 @@
 #include <llmsim/spec/model.hpp>
 #include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
+#include <llmsim/spec/validate.hpp>
 
 #include <array>
 #include <cstdint>
@@ -98,15 +99,6 @@ constexpr std::vector<std::int64_t> powers_up_to(std::int64_t limit, const std::
     if (a >= 1 && a <= limit && (a & (a - 1)) != 0) out.push_back(a);
   return out;
 }
-/// Whether layout `l` of `m` may also run Megatron's combined 1F1B (transformer_config.py): asked
-/// for, ep > 1, pp 1 or interleaved, an all2all or flex dispatcher, at most one MTP layer, not a
-/// hybrid model.
-constexpr bool combines_expert_comm(const model_spec& m, const search_space& sp, const search_layout& l) {
-  const dispatcher_kind d = sp.base.moe_dispatcher_policy;
-  return sp.expert_comm_overlap && l.ep > 1 && (l.pp == 1 || l.schedule == pipeline_schedule_kind::interleaved_1f1b) &&
-         (d == dispatcher_kind::all2all || d == dispatcher_kind::flex) && m.mtp_num_layers <= 1 && !is_hybrid(m) &&
-         !sp.base.overlap_moe_expert_parallel_comm;
-}
 /// The sequences of the iteration.
 constexpr std::int64_t search_global_batch(const search_space& sp) {
   if (sp.global_batch > 0) return sp.global_batch;
@@ -144,6 +136,9 @@ constexpr void pipeline_splits(std::int64_t layers, std::int64_t pp, bool uneven
   }
 }
 }  // namespace detail
+
+/// The strategy of a candidate (defined below, with the searched fields it sets).
+constexpr strategy_spec to_strategy(const search_point& p, const search_space& sp);
 
 /// The layouts (outer loop) of the space, in canonical order.
 constexpr std::vector<search_layout> search_layouts(const model_spec& m, const search_space& sp) {
@@ -212,10 +207,10 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
                 e.ep = ep;
                 e.etp = etp;
                 out.push_back(e);
-                if (detail::combines_expert_comm(m, sp, e)) {
-                  e.ep_overlap = true;
+                e.ep_overlap = true;
+                if (sp.expert_comm_overlap && !sp.base.overlap_moe_expert_parallel_comm &&
+                    expert_overlap_allowed(m, to_strategy(search_point{.layout = e}, sp)))
                   out.push_back(e);
-                }
               }
             }
           }

@@ -636,43 +636,51 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
 }
 
-/// overlap_moe_expert_parallel_comm and delay_wgrad_compute: their own rules (Megatron-LM
-/// transformer_config.py __post_init__; the model's are in spec/validate.hpp).
-constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
-  constexpr std::string_view api = "llmsim::strategy";
+/// The rules of overlap_moe_expert_parallel_comm and delay_wgrad_compute that concern the strategy
+/// alone (Megatron-LM transformer_config.py __post_init__; the model's are `expert_overlap_model_rules`
+/// in spec/validate.hpp). Calls `broken(field, rule, values...)` for each rule `s` breaks, in order:
+/// validation refuses the first; the strategy search skips candidates that break any.
+template <class Sink>
+constexpr void expert_overlap_strategy_rules(const strategy_spec& s, Sink&& broken) {
   constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
   if (s.delay_wgrad_compute && !s.overlap_moe_expert_parallel_comm)
-    report_error(api, "strategy.delay_wgrad_compute",
-                 "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
-                 "transformer_config.py)");
+    broken("strategy.delay_wgrad_compute",
+           "strategy.delay_wgrad_compute=true needs strategy.overlap_moe_expert_parallel_comm=true (Megatron-LM "
+           "transformer_config.py)");
   if (!s.overlap_moe_expert_parallel_comm) return;
   if (s.ep_size < 2)
-    report_error(api, field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field,
-                 s.ep_size);
+    broken(field, "{}=true needs expert parallelism (strategy.ep_size > 1), got ep_size={}", field, s.ep_size);
   if (s.pp_size > 1 && s.interleaving_size < 2)
-    report_error(api, field,
-                 "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), "
-                 "as Megatron-LM asserts",
-                 field, s.pp_size);
+    broken(field,
+           "{}=true with strategy.pp_size={} needs the interleaved schedule (strategy.interleaving_size > 1), as "
+           "Megatron-LM asserts",
+           field, s.pp_size);
   if (const auto k = pipeline_schedule_of(s);
       k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev)
-    report_error(api, field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
-                 enum_name(k));
+    broken(field, "{}=true runs Megatron-LM's 1F1B schedules, not strategy.pipeline_schedule=\"{}\"", field,
+           enum_name(k));
   if (s.moe_dispatcher_policy != dispatcher_kind::all2all && s.moe_dispatcher_policy != dispatcher_kind::flex)
-    report_error(api, field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
-                 enum_name(s.moe_dispatcher_policy));
+    broken(field, "{}=true needs strategy.moe_dispatcher_policy \"all2all\" or \"flex\", got \"{}\"", field,
+           enum_name(s.moe_dispatcher_policy));
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::full_block)
-    report_error(api, field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
+    broken(field, "{}=true excludes full recompute (strategy.recompute_granularity \"full_block\")", field);
   // SimuMax's mlp_only replays the whole MoE block, exchanges included: Megatron's "moe" module.
   if (recompute_active(s) && s.recompute_granularity == recompute_kind::mlp_only)
-    report_error(api, field,
-                 "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
-                 "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
-                 field);
+    broken(field,
+           "{}=true excludes recomputing the MoE block with its exchanges (strategy.recompute_granularity "
+           "\"mlp_only\"; Megatron refuses \"moe\" in recompute_modules)",
+           field);
   if (s.megatron_recompute && s.megatron_recompute_modules.contains(recompute_module::moe))
-    report_error(api, field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
+    broken(field, "{}=true excludes \"moe\" in strategy.megatron_recompute_modules", field);
   if (s.dtype == dtype_kind::fp32)
-    report_error(api, field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+    broken(field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
+}
+
+/// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
+constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
+  expert_overlap_strategy_rules(s, [](std::string_view field, std::string_view rule, const auto&... values) {
+    report_error("llmsim::strategy", field, rule, values...);
+  });
 }
 
 /// Element type, communication choices, divisibility, ZeRO and memory settings.

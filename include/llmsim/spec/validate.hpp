@@ -134,6 +134,39 @@ constexpr void validate_v_shape_split(const model_spec& m, const strategy_spec& 
 }
 }  // namespace detail
 
+/// The rules of overlap_moe_expert_parallel_comm that concern the model (Megatron-LM
+/// transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at most one MTP
+/// layer; the strategy's are `expert_overlap_strategy_rules`). Calls `broken(field, rule,
+/// values...)` for each rule broken, in order.
+template <class Sink>
+constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_spec& s, Sink&& broken) {
+  constexpr std::string_view field = "strategy.overlap_moe_expert_parallel_comm";
+  if (!s.overlap_moe_expert_parallel_comm) return;
+  if (!is_moe(m)) broken(field, "{}=true needs a MoE model (model.expert_num > 1)", field);
+  if (is_hybrid(m))
+    broken(field,
+           "{}=true is not available for hybrid models (model.hybrid_override_pattern): Megatron-LM's HybridModel "
+           "builds no combined schedule plan",
+           field);
+  if (m.experimental_attention_variant)
+    broken(field,
+           "{}=true with model.experimental_attention_variant is not modelled (its layers are priced grouped by "
+           "compression ratio, not in the order a combined step pairs them)",
+           field);
+  if (m.mtp_num_layers > 1)
+    broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
+}
+
+/// Whether `s` with `m` breaks none of Megatron-LM's rules for the combined 1F1B step (the
+/// strategy search asks before it offers a candidate with the overlap on).
+constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& s) {
+  bool allowed = true;
+  const auto refuse = [&allowed](std::string_view, std::string_view, const auto&...) { allowed = false; };
+  detail::expert_overlap_strategy_rules(s, refuse);
+  expert_overlap_model_rules(m, s, refuse);
+  return allowed;
+}
+
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
@@ -193,24 +226,9 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.moe_dispatcher_policy=\"flex\" (DeepEP) cannot pad expert inputs to capacity: set "
                    "model.moe_pad_expert_input_to_capacity=false");
   }  // A dense model ignores ep/etp, as Megatron-LM does: the expert groups exist but hold no experts.
-  // Megatron-LM transformer_config.py: the combined 1F1B step overlaps expert exchanges and holds at
-  // most one MTP layer.
-  if (s.overlap_moe_expert_parallel_comm && !is_moe(m))
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true needs a MoE model (model.expert_num > 1)");
-  if (s.overlap_moe_expert_parallel_comm && is_hybrid(m))
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true is not available for hybrid models "
-                 "(model.hybrid_override_pattern): Megatron-LM's HybridModel builds no combined schedule plan");
-  if (s.overlap_moe_expert_parallel_comm && m.experimental_attention_variant)
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true with model.experimental_attention_variant is not "
-                 "modelled (its layers are priced grouped by compression ratio, not in the order a combined step "
-                 "pairs them)");
-  if (s.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1)
-    report_error(api, "strategy.overlap_moe_expert_parallel_comm",
-                 "strategy.overlap_moe_expert_parallel_comm=true allows at most one MTP layer, model.mtp_num_layers={}",
-                 m.mtp_num_layers);
+  expert_overlap_model_rules(m, s, [&](std::string_view field, std::string_view rule, const auto&... values) {
+    report_error(api, field, rule, values...);
+  });
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
