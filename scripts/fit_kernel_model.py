@@ -13,8 +13,11 @@ The model (efficiency = FLOPs / (time x data-sheet peak), as the tables define i
                 socket link, shared by the node's groups crossing it; an all-to-all of n ranks
                 carries n^2 / (4 (n - 1)) times a ring's bytes across it), one eff for every tier
                 and collective of a100_pcie.json's `networks` (leave-one-out error)
-  NVLink        busbw = eff x the data sheet's one-way NVLink bandwidth, fitted to
-                b200_bf16_ceperm.json's high_intra_node collectives
+  NVLink        time = NCCL's protocol model (network_cost.hpp: ring/tree, LL/LL128/Simple latencies
+                of tuning.cc) at eff x the data sheet's one-way NVLink bandwidth, plus a per-call
+                latency L; (eff, L) fitted to the times of b200_bf16_ceperm.json's high_intra_node
+                collectives (its bandwidth, per-step and per-call latencies) at 2, 4 and 8 ranks,
+                1 MiB to 1 GiB; held out one collective at a time
 Usage: python3 scripts/fit_kernel_model.py [path/to/simumax/configs/system]
 """
 import json, math, os, random, statistics as st, sys
@@ -102,12 +105,51 @@ def pcie_rows(path):
     return rows
 
 
-def nvlink_rows(path, sheet_gb_per_s):
-    """NVLink collectives of `path` against the data sheet's one-way NVLink bandwidth."""
+# NCCL's latency model as network_cost.hpp carries it (tuning.cc; protocols LL, LL128, Simple):
+# ring and tree base latencies, NVLink per-step latencies, and each protocol's bandwidth share.
+RING_BASE, TREE_BASE = (3.6, 10.0, 8.4), (4.4, 4.4, 0.0)
+RING_STEP, TREE_STEP = (.47, 1.9, 3.4), (.52, 1.2, 28)
+
+
+def nccl_nvlink_seconds(op, n, size, bw):
+    """One node's NCCL collective on NVLink: the least of its rings and (all-reduce) trees."""
+    ar = op == "all_reduce"
+    steps, traffic = (2 if ar else 1) * (n - 1), size * (2 if ar else 1) * (n - 1) / n
+    ring_share = (0.25 if ar else 1 / 3, 0.92, 1.0)
+    tree_share = tuple(0.9 * s * 0.5 for s in (1 / 3.8, 0.915, 1.0))
+    best = min((RING_BASE[p] + steps * RING_STEP[p]) * 1e-6 + traffic / (bw * ring_share[p]) for p in range(3))
+    if ar:
+        best = min([best] + [(TREE_BASE[p] + 2 * (n - 1) * TREE_STEP[p]) * 1e-6 + size / (bw * tree_share[p])
+                             for p in range(3)])
+    return best
+
+
+def table_seconds(o, bw_bytes, n, size):
+    """A SimuMax tier op's time: traffic over its bandwidth, a latency per ring step, a fixed one."""
+    traffic = size * o["scale"] * (n + o["offset"]) / n
+    fixed = o.get("fixed_latency_us_by_comm_num", {}).get(str(n), o.get("fixed_latency_us", 0))
+    return traffic / (bw_bytes * o["efficient_factor"]) + (o["latency_us"] * (n + o["offset"]) * o["scale"] + fixed) * 1e-6
+
+
+def report_nvlink(arch, path, sheet_gb_per_s):
     tier = json.load(open(path))["networks"]["high_intra_node"]
     base = tier["bandwidth"]["gbps"] * 2**30
-    return [(op, sheet_gb_per_s * 1e9, base * tier["op"][op]["efficient_factor"])
-            for op in ("all_reduce", "all_gather", "reduce_scatter", "all2all")]
+    ops = ("all_reduce", "all_gather", "reduce_scatter", "all2all")
+    points = lambda sel: [(op, n, 2**k) for op in sel for n in (2, 4, 8) for k in range(20, 31)]
+    model = lambda e, lat, op, n, s: nccl_nvlink_seconds(op, n, s, sheet_gb_per_s * 1e9 * e) + lat * 1e-6
+    measured = lambda op, n, s: table_seconds(tier["op"][op], base, n, s)
+    loss = lambda e, lat, pts: st.mean(abs(math.log(model(e, lat, *p) / measured(*p))) for p in pts)
+    fit_pts = lambda pts: min(((e / 1000, lat) for e in range(400, 1001, 5) for lat in range(0, 81, 2)),
+                              key=lambda c: loss(*c, pts))
+    e, lat = fit_pts(points(ops))
+    print(f"{arch:10s} {'nvlink eff, call us':24s} n={len(points(ops)):3d}  fit ({e}, {lat})  "
+          f"mean |log err| {loss(e, lat, points(ops)):.3f}; bandwidth only (L = 0): "
+          f"{min(loss(x / 1000, 0, points(ops)) for x in range(400, 1001, 5)):.3f}")
+    for op in ops:
+        fe, fl = fit_pts(points([o for o in ops if o != op]))
+        held = [abs(model(fe, fl, *p) / measured(*p) - 1) for p in points([op])]
+        print(f"{'':10s}   held out {op:15s} fit ({fe}, {fl})  |err| mean {100 * st.mean(held):.1f}% "
+              f"max {100 * max(held):.1f}%")
 
 
 def report_link(arch, what, rows):
@@ -120,4 +162,4 @@ def report_link(arch, what, rows):
 
 report_link("ampere", "pcie link efficiency", pcie_rows(os.path.join(ROOT, ARCHS["ampere"][0])))
 # B200 NVLink 5: 900 GB/s each way (B200 data sheet: 1.8 TB/s bidirectional).
-report_link("blackwell", "nvlink efficiency", nvlink_rows(os.path.join(ROOT, ARCHS["blackwell"][0]), 900))
+report_nvlink("blackwell", os.path.join(ROOT, ARCHS["blackwell"][0]), 900)

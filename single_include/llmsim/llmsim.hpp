@@ -43,9 +43,9 @@
 ///
 /// Memory-bound kernels keep the roofline (bytes over bandwidth plus a per-kernel latency) with
 /// each architecture's measured bandwidth shares and latency. NVLink collectives keep NCCL's
-/// protocol model (network_cost.hpp) at the share of the data-sheet bandwidth the table's NVLink
-/// collectives reach (Blackwell; Ampere's table is a PCIe machine's, see catalogue.hpp
-/// `pci_link_efficiency`).
+/// protocol model (network_cost.hpp) at a share of the data-sheet bandwidth, plus a per-call
+/// latency in training, both fitted to the times of the table's NVLink collectives (Blackwell;
+/// Ampere's table is a PCIe machine's, see catalogue.hpp `pci_link_efficiency`).
 ///
 /// The per-architecture constants are fitted to SimuMax's microbenchmark tables
 /// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
@@ -1614,7 +1614,8 @@ struct enum_names<nccl_link_kind> {
 struct network_tier {
   fixed_string<32> name = {};
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
-  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies.
+  /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies, plus the
+  /// tier's `bandwidth.fixed_latency` once per call.
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
@@ -3214,6 +3215,10 @@ struct kernel_model_constants {
   /// NVLink collectives' bus bandwidth as a share of the data-sheet NVLink bandwidth (one
   /// direction); 0: no measured table, the catalogue's assumption.
   double nvlink_efficiency = 0;
+  /// Time each NVLink collective call adds in eager-mode training beyond NCCL's latency model
+  /// (host launch, stream waits), microseconds; a serving job's CUDA graphs drop it
+  /// (inference.hpp `serving_system`).
+  double nvlink_call_latency_us = 0;
 };
 
 namespace kernel_models {
@@ -3269,12 +3274,18 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   .hbm_ce_fusion = 0.2795145022199592 * share_of_sheet(8000, 8000),
                                                   .kernel_latency_us = 30,
                                                   // b200_bf16_ceperm.json's NVLink all-reduce,
-                                                  // all-gather, reduce-scatter and all-to-all:
-                                                  // 900 GiB/s x 0.7424 / 0.6735 / 0.6731 / 0.5968
-                                                  // over the data sheet's 900 GB/s each way;
-                                                  // leave-one-out |error| mean 5.5 %, max 12.8 %
-                                                  // (the all-to-all).
-                                                  .nvlink_efficiency = 0.723};
+                                                  // all-gather, reduce-scatter and all-to-all
+                                                  // times (bandwidth, per-step and per-call
+                                                  // latencies) at 2, 4 and 8 ranks, 1 MiB to
+                                                  // 1 GiB, against NCCL's model at this share of
+                                                  // the data sheet's 900 GB/s each way plus a
+                                                  // per-call latency. Held out by collective:
+                                                  // |error| mean 12.0-18.2 %, max 31.8-49.3 % (the
+                                                  // 1-4 MiB calls: the table's per-step latencies
+                                                  // grow with ranks, NCCL's barely); bandwidth
+                                                  // alone (no call latency) is 54 % off on average.
+                                                  .nvlink_efficiency = 0.735,
+                                                  .nvlink_call_latency_us = 34};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -4008,8 +4019,10 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
       e.efficient_factor = share;
     }
   for (std::size_t t = 0; t < s.network_count; ++t)
-    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0)
+    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0) {
       s.networks[t].bandwidth.efficient_factor = k.nvlink_efficiency;
+      s.networks[t].bandwidth.fixed_latency = k.nvlink_call_latency_us;
+    }
   return s;
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
@@ -4544,7 +4557,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
     if (tier_name != "inter_node" || per_node > n) per_node = n;
     return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,
-                                format_gbps_to_bytes_per_second(bandwidth) * efficiency);
+                                format_gbps_to_bytes_per_second(bandwidth) * efficiency) +
+           seconds{tier.bandwidth.fixed_latency * 1e-6};
   }
   double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
   if (c.kind != collective_kind::p2p)
@@ -12809,9 +12823,13 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 }  // namespace detail
 
 /// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
-/// `kernel_latency_us`, not the training-fitted latency of the system file.
+/// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
+/// by NCCL's model (`nccl_link` tiers) carries no eager-mode call latency (kernel_model.hpp
+/// `nvlink_call_latency_us`): NCCL's own latencies remain.
 constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
   for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
+  for (std::size_t t = 0; t < sys.network_count; ++t)
+    if (sys.networks[t].nccl_link != nccl_link_kind::none) sys.networks[t].bandwidth.fixed_latency = 0;
   return sys;
 }
 

@@ -524,8 +524,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     for (const auto& [k, v] : sums)
       EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
   }
-  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 23.5 %.
-  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2355, 0.0005);
+  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 23.3 %.
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2329, 0.0005);
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.
@@ -598,6 +598,23 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
   fs::remove(rows);
   EXPECT_EQ(refused.exit_code, 2) << refused.out;
   EXPECT_NE(refused.err.find("--system applies to training-cases files"), std::string::npos) << refused.err;
+}
+
+// The README's catalogue-only training figures (issue: goal 8 % / 15 %): the 48 cases priced on
+// catalogue a100-pcie and b200 instead of SimuMax's measured files. Gates at the figures reached
+// (5.17 % / 17.28 %), so that no change makes them worse unnoticed.
+TEST(CliValidate, TrainingCasesOnCatalogueSystemsWithinTheReachedErrors) {
+  LLMSIM_REQUIRE_CLI();
+  const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
+  if (!fs::exists(file)) GTEST_SKIP() << file << " not found (tests that read ../shared skip when it is absent)";
+  const auto r =
+      run_cli("validate --format json --system a100_pcie.json=a100-pcie --system b200_bf16_ceperm.json=b200 '" +
+              file.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = r.out_json()["summary"];
+  EXPECT_EQ(s["n"], 48);
+  EXPECT_LE(s["time_mean_abs_err"].get<double>(), 0.0518);
+  EXPECT_LE(s["time_max_abs_err"].get<double>(), 0.1729);
 }
 
 // `validate --format csv`: a header and a line per case; numbers read back to the JSON's exactly,

@@ -207,16 +207,22 @@ TEST(KernelModel, PcieNodeGroupsAcrossSocketsShareTheSocketLink) {
 }
 
 TEST(KernelModel, BlackwellNvlinkCollectivesTakeTheMeasuredShare) {
-  // Catalogue B200: NVLink 5 at 900 GB/s each way x 0.723 (fitted to b200_bf16_ceperm.json's NVLink
-  // collectives) = 650.7e9 B/s. A tp8 all-gather of 1 GiB moves 7/8 of it, NCCL's Simple ring on
-  // NVLink: 8.4 + 7 x 3.4 = 32.2 us (LL128 would be 0.92 x the bandwidth: slower at this size).
+  // Catalogue B200: NVLink 5 at 900 GB/s each way x 0.735 (fitted to b200_bf16_ceperm.json's NVLink
+  // collectives) = 661.5e9 B/s. A tp8 all-gather of 1 GiB moves 7/8 of it, NCCL's Simple ring on
+  // NVLink: 8.4 + 7 x 3.4 = 32.2 us (LL128 would be 0.92 x the bandwidth: slower at this size), plus
+  // the fitted 34 us each call carries in eager-mode training: 66.2 us.
   const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 8};
   const double gib = 1073741824.0;
   for (const system_spec* sys : {&catalogue::b200, &catalogue::gb200_nvl72, &catalogue::b300}) {
     const network_tier& tier = resolve_tier(*sys, s, comm_group::tp);
     EXPECT_EQ(tier.name.view(), "high_intra_node");
     EXPECT_NEAR(collective_time(*sys, s, tier, {collective_kind::all_gather, gib, 8, comm_group::tp}).value,
-                0.875 * gib / 650.7e9 + 32.2e-6, 1e-9)
+                0.875 * gib / 661.5e9 + 66.2e-6, 1e-9)
+        << sys->sys_name.view();
+    // A 1 MiB all-gather: LL at 1/3 of the bandwidth, 3.6 + 7 x 0.47 = 6.89 us, beats Simple's
+    // 32.2 us + 0.875 MiB / 661.5e9: 0.875 x 2^20 x 3 / 661.5e9 + 6.89e-6 + 34e-6.
+    EXPECT_NEAR(collective_time(*sys, s, tier, {collective_kind::all_gather, 1048576.0, 8, comm_group::tp}).value,
+                0.875 * 1048576.0 * 3 / 661.5e9 + (6.89 + 34) * 1e-6, 1e-10)
         << sys->sys_name.view();
   }
   // The H100 has no table: the assumed 0.8 of its 450 GB/s.
@@ -305,6 +311,19 @@ TEST(KernelModel, CatalogueMemoryKernelsTakeTheArchitecturesMeasuredShares) {
   // The H100 has no fit: the catalogue's assumption, 0.8 of 3350 GB/s and 10 us.
   EXPECT_NEAR(memory_time(catalogue::h100_sxm, memory_kind::default_kind, 1e9).value, 1e9 / (3350e9 * 0.8) + 10e-6,
               1e-12);
+}
+
+TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
+  // A tp8 decode all-reduce of 16 KiB on catalogue B200: NCCL's LL ring, 3.6 + 14 x 0.47 = 10.18 us
+  // plus 2 x 7/8 x 16384 B at a quarter of 661.5e9 B/s (LL's share for an all-reduce). Training adds
+  // the fitted 34 us per call; a serving job (CUDA graphs) does not.
+  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 8, .tp_size = 8};
+  const collective_call ar{collective_kind::all_reduce, 16384.0, 8, comm_group::tp};
+  const double nccl = 10.18e-6 + 28672.0 / (661.5e9 * 0.25);
+  const system_spec& training = catalogue::b200;
+  EXPECT_NEAR(collective_time(training, s, resolve_tier(training, s, comm_group::tp), ar).value, nccl + 34e-6, 1e-11);
+  const system_spec serving = serving_system(catalogue::b200, inference_spec{});
+  EXPECT_NEAR(collective_time(serving, s, resolve_tier(serving, s, comm_group::tp), ar).value, nccl, 1e-11);
 }
 
 }  // namespace llmsim_test_kernel_model
