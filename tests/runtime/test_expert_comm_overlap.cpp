@@ -307,9 +307,10 @@ TEST(ExpertCommOverlap, TraceShowsEveryPassOnceWithoutOverlapOnAThread) {
 }
 
 TEST(ExpertCommOverlap, MicroBatchesEqualToStagesStillCombine) {
-  // p = 4, v = 2, m = 4: 1F1B as llmsim has it (Megatron before 2024) runs every chunk-forward in
-  // warm-up, 8 chunk sets on every rank; the combined schedule caps (3 - r)·2 + 4 + 1 at 8, so the
-  // last rank holds 5 chunk sets (3 micro-batches) and runs 3 combined steps.
+  // p = 4, v = 2, m = 4 (g = 4): the last rank warms up (3 - 3)·2 + 4 = 4 chunk-forwards and holds
+  // the 4 others while the fifth runs (3 micro-batches); combined, one more warm-up forward (5)
+  // and 3 combined steps (8 - 5), holding the 4 others and, in a step, one more layer: the peak
+  // grows by one of the stage's 12 layers (Qwen3-30B-A3B, 48 layers over 4 stages).
   const auto [off, on] = without_and_with(4, 4, 2, 2);
   const auto last = [](const estimate_result& r) -> const stage_result& {
     for (std::size_t i = 0; i < r.stage_count; ++i)
@@ -317,10 +318,11 @@ TEST(ExpertCommOverlap, MicroBatchesEqualToStagesStillCombine) {
     return r.stages[0];
   };
   ASSERT_EQ(last(on).rank, 3);
-  EXPECT_EQ(last(off).micro_batches_in_flight, 4);
+  EXPECT_EQ(last(off).micro_batches_in_flight, 3);
   EXPECT_EQ(last(on).micro_batches_in_flight, 3);
   EXPECT_GT(last(on).hidden_comm_time.value, 0.0);
-  EXPECT_LT(last(on).peak_mem.value, last(off).peak_mem.value);
+  EXPECT_NEAR(last(on).peak_mem.value - last(off).peak_mem.value,
+              last(off).fwd_activation_cache_per_micro_batch.value / 12, 1e-6 * last(off).peak_mem.value);
 }
 
 TEST(ExpertCommOverlap, RefusesWhatMegatronRefuses) {

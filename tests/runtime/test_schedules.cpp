@@ -47,8 +47,10 @@ TEST(Schedules, InterleavedFollowsMegatronsOrderOnADrawnTimeline) {
   EXPECT_DOUBLE_EQ(r.finish[0].value, 13.5);
   EXPECT_DOUBLE_EQ(r.finish[1].value, 12.5);
   EXPECT_DOUBLE_EQ(r.total.value, 13.5);
-  // Megatron warms up everything when m = p.
-  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 3), 8);
+  // m = p as any other m (Megatron-LM since 4295be1a6c): (p - r - 1)·2 + (v - 1)·g capped at m·v:
+  // p = 4, v = 2, g = 4: the last rank 0 + 4 = 4 of 8, the first 6 + 4 = 10 -> 8.
+  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 3), 4);
+  EXPECT_EQ(interleaved_warmup(4, 2, 4, 4, 0), 8);
 }
 
 TEST(Schedules, InterleavedTransfersCostLessWhenOverlapped) {

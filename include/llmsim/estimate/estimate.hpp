@@ -1218,7 +1218,7 @@ constexpr double combined_step_layer(const stage_result& r, double held) {
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
-/// forwards (all of them when m = p), g = microbatch_group_size_per_vp_stage (default p), plus
+/// forwards (capped at m·v), g = microbatch_group_size_per_vp_stage (default p), plus
 /// the one in flight, each chunk holding layers / v of the stage. overlap_moe_expert_parallel_comm:
 /// its warm-up chunk-forwards (one more, capped at the total) and, when it runs a combined step,
 /// one layer (`combined_step_layer`).

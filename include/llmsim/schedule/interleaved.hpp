@@ -4,8 +4,8 @@
 /// - v model chunks per rank; virtual stage c·p + r runs chunk c of rank r.
 /// - Rank r runs its chunk-forwards and chunk-backwards in Megatron's order: the schedule table
 ///   walks micro-batches in groups of g = microbatch_group_size_per_vp_stage (default p), all
-///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (all of
-///   them when m = p), then one forward and one backward alternately, then the remaining
+///   chunks of a group before the next group; (p - r - 1)·2 + (v - 1)·g warm-up forwards (capped at
+///   m·v), then one forward and one backward alternately, then the remaining
 ///   backwards (backward chunks in reverse order).
 /// - A chunk-forward needs the previous virtual stage's forward of the same micro-batch, a
 ///   chunk-backward the next virtual stage's backward (the last one its own forward), each plus
@@ -36,14 +36,13 @@ struct chunk_pass {
   bool forward = true;
 };
 
-/// Warm-up chunk-forwards of rank `rank` (Megatron before 4295be1a6c, 2024: all of them when
-/// m = p); `combined`: one more (schedules.py get_pp_rank_microbatches, so that the forward and
-/// backward of every combined step are independent; written after that rule was dropped, so
-/// capped at the total only).
+/// Warm-up chunk-forwards of rank `rank`: 2 (p - rank - 1) + (v - 1) g, capped at the m v total
+/// (Megatron-LM schedules.py get_pp_rank_microbatches; before 4295be1a6c, 2024, every chunk-forward
+/// was warm-up when m = p, a rule since dropped); `combined`: one more, so that the forward and
+/// backward of every combined step are independent.
 constexpr std::int64_t interleaved_warmup(std::int64_t p, std::int64_t v, std::int64_t m, std::int64_t g,
                                           std::int64_t rank, bool combined = false) {
   const std::int64_t total = m * v;
-  if (m == p && !combined) return total;
   const std::int64_t w = (p - rank - 1) * 2 + (v - 1) * g + (combined ? 1 : 0);
   return w < total ? w : total;
 }
