@@ -1615,7 +1615,7 @@ struct network_tier {
   fixed_string<32> name = {};
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies, plus the
-  /// tier's `bandwidth.fixed_latency` once per call.
+  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive).
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
@@ -4556,9 +4556,12 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     const std::int64_t stride = layout_of(s, c.group).stride;
     std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
     if (tier_name != "inter_node" || per_node > n) per_node = n;
+    // The tier's per-call latency (kernel_model.hpp `nvlink_call_latency_us`) was fitted to
+    // collectives only: a pipeline send / receive does not carry it.
+    const double call_us = c.kind == collective_kind::p2p ? 0.0 : tier.bandwidth.fixed_latency;
     return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,
                                 format_gbps_to_bytes_per_second(bandwidth) * efficiency) +
-           seconds{tier.bandwidth.fixed_latency * 1e-6};
+           seconds{call_us * 1e-6};
   }
   double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
   if (c.kind != collective_kind::p2p)

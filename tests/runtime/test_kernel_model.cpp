@@ -324,6 +324,13 @@ TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
   EXPECT_NEAR(collective_time(training, s, resolve_tier(training, s, comm_group::tp), ar).value, nccl + 34e-6, 1e-11);
   const system_spec serving = serving_system(catalogue::b200, inference_spec{});
   EXPECT_NEAR(collective_time(serving, s, resolve_tier(serving, s, comm_group::tp), ar).value, nccl, 1e-11);
+  // A pipeline send of 64 MiB (pp 2) carries no call latency (the fit saw collectives only):
+  // NCCL's Simple protocol, one step, 8.4 + 3.4 us, at the whole 661.5e9 B/s (LL128: 11.9 us at
+  // 0.92 of it, LL: 4.07 us at a third: both slower at this size).
+  const strategy_spec pipe{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 2, .world_size = 2, .pp_size = 2};
+  const collective_call send{collective_kind::p2p, 67108864.0, 2, comm_group::pp};
+  EXPECT_NEAR(collective_time(training, pipe, resolve_tier(training, pipe, comm_group::pp), send).value,
+              11.8e-6 + 67108864.0 / 661.5e9, 1e-11);
 }
 
 }  // namespace llmsim_test_kernel_model

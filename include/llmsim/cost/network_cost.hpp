@@ -291,9 +291,12 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     const std::int64_t stride = layout_of(s, c.group).stride;
     std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
     if (tier_name != "inter_node" || per_node > n) per_node = n;
+    // The tier's per-call latency (kernel_model.hpp `nvlink_call_latency_us`) was fitted to
+    // collectives only: a pipeline send / receive does not carry it.
+    const double call_us = c.kind == collective_kind::p2p ? 0.0 : tier.bandwidth.fixed_latency;
     return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,
                                 format_gbps_to_bytes_per_second(bandwidth) * efficiency) +
-           seconds{tier.bandwidth.fixed_latency * 1e-6};
+           seconds{call_us * 1e-6};
   }
   double latency_us = op.latency_us ? *op.latency_us : tier.bandwidth.latency_us;
   if (c.kind != collective_kind::p2p)

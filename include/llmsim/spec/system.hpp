@@ -316,7 +316,7 @@ struct network_tier {
   fixed_string<32> name = {};
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies, plus the
-  /// tier's `bandwidth.fixed_latency` once per call.
+  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive).
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
