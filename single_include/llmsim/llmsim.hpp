@@ -3215,10 +3215,12 @@ struct kernel_model_constants {
   /// NVLink collectives' bus bandwidth as a share of the data-sheet NVLink bandwidth (one
   /// direction); 0: no measured table, the catalogue's assumption.
   double nvlink_efficiency = 0;
-  /// Time each NVLink collective call adds in eager-mode training beyond NCCL's latency model
-  /// (host launch, stream waits), microseconds; a serving job's CUDA graphs drop it
+  /// Time each collective call adds in eager-mode training beyond NCCL's latency model (host
+  /// launch, stream waits), microseconds: fitted to the table's NVLink collectives and, as an
+  /// assumption, paid by every NCCL-priced collective of the system (across nodes too, DeepEP's
+  /// dispatch and combine too; not pipeline sends); a serving job's CUDA graphs drop it
   /// (inference.hpp `serving_system`).
-  double nvlink_call_latency_us = 0;
+  double collective_call_latency_us = 0;
 };
 
 namespace kernel_models {
@@ -3282,10 +3284,12 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   // per-call latency. Held out by collective:
                                                   // |error| mean 12.0-18.2 %, max 31.8-49.3 % (the
                                                   // 1-4 MiB calls: the table's per-step latencies
-                                                  // grow with ranks, NCCL's barely); bandwidth
-                                                  // alone (no call latency) is 54 % off on average.
+                                                  // grow with ranks, NCCL's barely). Mean |log
+                                                  // error| 0.148; bandwidth alone (no call
+                                                  // latency) 0.54, its best share still 35 % off
+                                                  // on average.
                                                   .nvlink_efficiency = 0.735,
-                                                  .nvlink_call_latency_us = 34};
+                                                  .collective_call_latency_us = 34};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -4018,11 +4022,12 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
       e = bw[0];
       e.efficient_factor = share;
     }
-  for (std::size_t t = 0; t < s.network_count; ++t)
-    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0) {
+  for (std::size_t t = 0; t < s.network_count; ++t) {
+    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0)
       s.networks[t].bandwidth.efficient_factor = k.nvlink_efficiency;
-      s.networks[t].bandwidth.fixed_latency = k.nvlink_call_latency_us;
-    }
+    if (s.networks[t].nccl_link != nccl_link_kind::none)
+      s.networks[t].bandwidth.fixed_latency = k.collective_call_latency_us;
+  }
   return s;
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
@@ -4556,7 +4561,7 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     const std::int64_t stride = layout_of(s, c.group).stride;
     std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
     if (tier_name != "inter_node" || per_node > n) per_node = n;
-    // The tier's per-call latency (kernel_model.hpp `nvlink_call_latency_us`) was fitted to
+    // The tier's per-call latency (kernel_model.hpp `collective_call_latency_us`) was fitted to
     // collectives only: a pipeline send / receive does not carry it.
     const double call_us = c.kind == collective_kind::p2p ? 0.0 : tier.bandwidth.fixed_latency;
     return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,
@@ -12827,7 +12832,7 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 /// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
 /// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
 /// by NCCL's model (`nccl_link` tiers) carries no eager-mode call latency (kernel_model.hpp
-/// `nvlink_call_latency_us`): NCCL's own latencies remain.
+/// `collective_call_latency_us`): NCCL's own latencies remain.
 constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
   for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
   for (std::size_t t = 0; t < sys.network_count; ++t)

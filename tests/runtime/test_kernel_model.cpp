@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -324,6 +325,19 @@ TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
   EXPECT_NEAR(collective_time(training, s, resolve_tier(training, s, comm_group::tp), ar).value, nccl + 34e-6, 1e-11);
   const system_spec serving = serving_system(catalogue::b200, inference_spec{});
   EXPECT_NEAR(collective_time(serving, s, resolve_tier(serving, s, comm_group::tp), ar).value, nccl, 1e-11);
+  // Calls across nodes pay it too (an assumption: the fit saw NVLink calls only), so that 16 GPUs
+  // over two nodes never undercut 8 on NVLink: a 1 MiB data-parallel all-reduce of 16 ranks is
+  // NCCL's model plus 34 us, and nothing more once the tier's call latency is zeroed.
+  const strategy_spec two_nodes{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 16};
+  const collective_call grads{collective_kind::all_reduce, 1048576.0, 16, comm_group::dp};
+  const network_tier& net = resolve_tier(training, two_nodes, comm_group::dp);
+  EXPECT_EQ(net.name.view(), "inter_node");
+  network_tier bare = net;
+  bare.bandwidth.fixed_latency = 0;
+  EXPECT_NEAR(collective_time(training, two_nodes, net, grads).value,
+              collective_time(training, two_nodes, bare, grads).value + 34e-6, 1e-12);
+  for (const auto& tier : std::span(catalogue::a100_sxm.networks.data(), catalogue::a100_sxm.network_count))
+    EXPECT_EQ(tier.bandwidth.fixed_latency, 0.0) << "Ampere's table fits no call latency";
   // A pipeline send of 64 MiB (pp 2) carries no call latency (the fit saw collectives only):
   // NCCL's Simple protocol, one step, 8.4 + 3.4 us, at the whole 661.5e9 B/s (LL128: 11.9 us at
   // 0.92 of it, LL: 4.07 us at a third: both slower at this size).

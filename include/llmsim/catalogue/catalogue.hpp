@@ -672,11 +672,12 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
       e = bw[0];
       e.efficient_factor = share;
     }
-  for (std::size_t t = 0; t < s.network_count; ++t)
-    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0) {
+  for (std::size_t t = 0; t < s.network_count; ++t) {
+    if (s.networks[t].nccl_link == nccl_link_kind::nvlink && k.nvlink_efficiency > 0)
       s.networks[t].bandwidth.efficient_factor = k.nvlink_efficiency;
-      s.networks[t].bandwidth.fixed_latency = k.nvlink_call_latency_us;
-    }
+    if (s.networks[t].nccl_link != nccl_link_kind::none)
+      s.networks[t].bandwidth.fixed_latency = k.collective_call_latency_us;
+  }
   return s;
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148

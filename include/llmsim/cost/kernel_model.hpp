@@ -56,10 +56,12 @@ struct kernel_model_constants {
   /// NVLink collectives' bus bandwidth as a share of the data-sheet NVLink bandwidth (one
   /// direction); 0: no measured table, the catalogue's assumption.
   double nvlink_efficiency = 0;
-  /// Time each NVLink collective call adds in eager-mode training beyond NCCL's latency model
-  /// (host launch, stream waits), microseconds; a serving job's CUDA graphs drop it
+  /// Time each collective call adds in eager-mode training beyond NCCL's latency model (host
+  /// launch, stream waits), microseconds: fitted to the table's NVLink collectives and, as an
+  /// assumption, paid by every NCCL-priced collective of the system (across nodes too, DeepEP's
+  /// dispatch and combine too; not pipeline sends); a serving job's CUDA graphs drop it
   /// (inference.hpp `serving_system`).
-  double nvlink_call_latency_us = 0;
+  double collective_call_latency_us = 0;
 };
 
 namespace kernel_models {
@@ -123,10 +125,12 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.484,
                                                   // per-call latency. Held out by collective:
                                                   // |error| mean 12.0-18.2 %, max 31.8-49.3 % (the
                                                   // 1-4 MiB calls: the table's per-step latencies
-                                                  // grow with ranks, NCCL's barely); bandwidth
-                                                  // alone (no call latency) is 54 % off on average.
+                                                  // grow with ranks, NCCL's barely). Mean |log
+                                                  // error| 0.148; bandwidth alone (no call
+                                                  // latency) 0.54, its best share still 35 % off
+                                                  // on average.
                                                   .nvlink_efficiency = 0.735,
-                                                  .nvlink_call_latency_us = 34};
+                                                  .collective_call_latency_us = 34};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).

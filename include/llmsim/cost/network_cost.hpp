@@ -291,7 +291,7 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
     const std::int64_t stride = layout_of(s, c.group).stride;
     std::int64_t per_node = sys.num_per_node / (stride < sys.num_per_node ? stride : sys.num_per_node);
     if (tier_name != "inter_node" || per_node > n) per_node = n;
-    // The tier's per-call latency (kernel_model.hpp `nvlink_call_latency_us`) was fitted to
+    // The tier's per-call latency (kernel_model.hpp `collective_call_latency_us`) was fitted to
     // collectives only: a pipeline send / receive does not carry it.
     const double call_us = c.kind == collective_kind::p2p ? 0.0 : tier.bandwidth.fixed_latency;
     return nccl_collective_time(sys, tier.nccl_link, c.kind, n, per_node < 1 ? 1 : per_node, c.size_bytes, traffic,

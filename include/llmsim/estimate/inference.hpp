@@ -609,7 +609,7 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 /// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
 /// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
 /// by NCCL's model (`nccl_link` tiers) carries no eager-mode call latency (kernel_model.hpp
-/// `nvlink_call_latency_us`): NCCL's own latencies remain.
+/// `collective_call_latency_us`): NCCL's own latencies remain.
 constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
   for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
   for (std::size_t t = 0; t < sys.network_count; ++t)
