@@ -2924,11 +2924,17 @@ std::string set_from_rule(Enum& field, const value& rule, const char* list, cons
   return "recipe " + std::string(list) + "." + name + "=\"" + text + "\" must be " + names;
 }
 
-/// How the row's framework reads a grouped-query layer's cache at decode (`decode_attention`
-/// rules; none: once per KV head) and splits a pipeline's batch (`pipeline_micro_batching` rules,
-/// with the token limit of the framework's version, `micro_batch_token_limit`; none: one
-/// micro-batch per stage).
+/// How the row's framework launches its kernels (`kernel_launch` rules, `cuda_graphs` true or
+/// false; none: one CUDA graph per step), reads a grouped-query layer's cache at decode
+/// (`decode_attention` rules; none: once per KV head) and splits a pipeline's batch
+/// (`pipeline_micro_batching` rules, with the token limit of the framework's version,
+/// `micro_batch_token_limit`; none: one micro-batch per stage).
 inline std::string resolve_framework(row_job& job, const value& row, const value& recipes) {
+  if (const value* rule = framework_rule(row, recipes, "kernel_launch")) {
+    if (!rule->contains("cuda_graphs") || !rule->at("cuda_graphs").is_boolean())
+      return "recipe kernel_launch.cuda_graphs must be true or false";
+    job.spec.cuda_graphs = rule->at("cuda_graphs").get<bool>();
+  }
   if (const value* rule = framework_rule(row, recipes, "decode_attention")) {
     std::string why = set_from_rule(job.spec.gqa_decode_reads, *rule, "decode_attention", "gqa_decode_reads");
     if (!why.empty()) return why;

@@ -532,6 +532,7 @@ TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {
   row["framework"] = "vLLM";
   row["framework_version"] = "v0.6.1";
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
+  EXPECT_TRUE(lj::inference_cases::map_row(row, recipes).spec.cuda_graphs);
   row.erase("framework");
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.gqa_decode_reads, kind::per_kv_head);
   // FasterTransformer rows split a pipeline's batch its own way; others one micro-batch a stage.
@@ -540,8 +541,13 @@ TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {
   row["framework"] = "FasterTransformer";
   row["framework_version"] = "not stated";
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batching, split::fastertransformer);
-  // ... at v5.0's token limit, where its tables first appear.
+  // ... at v5.0's token limit, where its tables first appear, launching each kernel from the host.
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.micro_batch_token_limit, 8192);
+  EXPECT_FALSE(lj::inference_cases::map_row(row, recipes).spec.cuda_graphs);
+  lj::value launch = recipes;
+  launch["kernel_launch"][0]["cuda_graphs"] = "no";
+  EXPECT_EQ(lj::inference_cases::map_row(row, launch).refused,
+            "recipe kernel_launch.cuda_graphs must be true or false");
   lj::value zero = recipes;
   zero["pipeline_micro_batching"][0]["micro_batch_token_limit"] = 0;
   EXPECT_EQ(lj::inference_cases::map_row(row, zero).refused,
