@@ -984,6 +984,9 @@ struct job_context {
   bool current_gpu = false;  ///< compute capability >= 9 (the host link and memory of optimizer_cpu_offload)
 };
 
+/// Whether leaf `l` carries an expert-parallel token exchange (a dispatch or a combine).
+constexpr bool exchanges_tokens(const leaf& l) { return l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0; }
+
 /// One decoder layer's steps (`layer_steps`) from its leaves in forward order: up to the leaf with
 /// the first expert exchange (the dispatch; its permutation included) the computation before
 /// the dispatch; up to the next exchange (the combine) the expert MLP; that leaf and what follows
@@ -991,8 +994,6 @@ struct job_context {
 /// exchange and its computation. A dense layer is all computation before the
 /// dispatch. `delay_wgrad`: the weight gradients apart (Megatron delay_wgrad_compute), else part
 /// of their backward.
-/// Whether leaf `l` carries an expert-parallel token exchange (a dispatch or a combine).
-constexpr bool exchanges_tokens(const leaf& l) { return l.fwd_a2a.value > 0 || l.bwd_a2a.value > 0; }
 constexpr layer_steps layer_steps_of(const leaf_block& block, bool delay_wgrad) {
   layer_steps st;
   int exchanges = 0;
@@ -1207,12 +1208,13 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
-/// overlap_moe_expert_parallel_comm: one layer of `held` (a stage's bytes per micro-batch over its
-/// decoder layers). A combined step's backward frees its chunk layer by layer as its forward fills
-/// its own (TransformerLayerSchedulePlan releases each backward layer's state), so at a step the
-/// rank holds its warm-up sets and the forward's first layer.
-constexpr double combined_step_layer(const stage_result& r, double held) {
-  return r.layout.layers > 0 ? held / static_cast<double>(r.layout.layers) : 0.0;
+/// overlap_moe_expert_parallel_comm: one layer of `held`, the bytes per micro-batch of `layers`
+/// decoder and `mtp_layers` MTP layers (a stage, or one described chunk; without layers, all of
+/// it). A combined step's backward frees its chunk layer by layer as its forward fills its own
+/// (TransformerLayerSchedulePlan releases each backward layer's state), so at a step the rank
+/// holds its warm-up sets and the forward's first layer.
+constexpr double combined_step_layer(double held, std::int64_t layers, std::int64_t mtp_layers) {
+  return layers + mtp_layers > 0 ? held / static_cast<double>(layers + mtp_layers) : held;
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
@@ -1234,7 +1236,7 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
   if (s.overlap_moe_expert_parallel_comm) {
     const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank, true);
     r.micro_batches_in_flight = (warmup + v - 1) / v;
-    const double step = warmup < total_chunks ? combined_step_layer(r, held) : 0.0;
+    const double step = warmup < total_chunks ? combined_step_layer(held, r.layout.layers, r.layout.mtp_layers) : 0.0;
     return static_cast<double>(warmup - 1) * held / static_cast<double>(v) + step;
   }
   if (v > 1) {
@@ -1545,7 +1547,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     if (combined && starts_combined_step(i, warmup, m * v)) {  // a combined step: forward i, backward i + 1
       const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
       const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
-      const double layer = k.held / static_cast<double>(cl.layers + cl.mtp_layers > 0 ? cl.layers + cl.mtp_layers : 1);
+      const double layer = combined_step_layer(k.held, cl.layers, cl.mtp_layers);
       const double transient = k.fwd_peak - k.held > 0 ? k.fwd_peak - k.held : 0.0;
       if (held + layer + transient > fwd_top) {
         fwd_top = held + layer + transient;
