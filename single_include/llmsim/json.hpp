@@ -136,6 +136,10 @@ struct field_list<strategy_spec> {
       field{"pipeline_schedule", &s::pipeline_schedule},
       field{"overlap_moe_expert_parallel_comm", &s::overlap_moe_expert_parallel_comm},
       field{"delay_wgrad_compute", &s::delay_wgrad_compute},
+      field{"tp_comm_overlap", &s::tp_comm_overlap},
+      field{"tp_comm_overlap_rs_method", &s::tp_comm_overlap_rs_method},
+      field{"tp_comm_overlap_num_sm", &s::tp_comm_overlap_num_sm},
+      field{"tp_comm_overlap_num_splits", &s::tp_comm_overlap_num_splits},
       field{"enable_straggler_model", &s::enable_straggler_model},
       field{"zero_state", &s::zero_state},
       field{"attention_sparse_ratio", &s::attention_sparse_ratio},
@@ -2208,6 +2212,12 @@ inline void model_part(row_job& job, const value& row, const value& m) {
   const std::string run = row["release"].get<std::string>() + " " + gpu + " " + row["precision"].get<std::string>();
   if (m.contains("strategy_by_run") && m["strategy_by_run"].contains(run))
     job.strategy.update(m["strategy_by_run"][run]);
+  // TE userbuffers TP overlap: the recipe's setting for the row's precision, with tensor
+  // parallelism only (comm_overlap.py _get_model_comm_overlap_cfgs turns it off below tp 2).
+  const std::string precision = row["precision"].get<std::string>();
+  if (row["tp"].get<std::int64_t>() > 1 && m.contains("tp_comm_overlap_by_precision") &&
+      m["tp_comm_overlap_by_precision"].contains(precision))
+    job.strategy.update(m["tp_comm_overlap_by_precision"][precision]);
   // Megatron-LM refuses the combined 1F1B step with pp > 1 and no virtual pipeline
   // (transformer_config.py): a row of that layout ran without it.
   if (job.strategy.value("overlap_moe_expert_parallel_comm", false) && row["pp"].get<std::int64_t>() > 1 &&

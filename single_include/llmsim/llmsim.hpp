@@ -2216,6 +2216,23 @@ struct enum_names<cp_a2a_kind> {
       {{cp_a2a_kind::invalid, ""}, {cp_a2a_kind::async_cp, "async_cp"}, {cp_a2a_kind::sync_cp, "sync_cp"}}};
 };
 
+/// How TransformerEngine's userbuffers overlap a tensor-parallel collective with a GEMM
+/// (strategy.tp_comm_overlap; transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp):
+/// `ring_exchange` splits the GEMM into tp chunks, each computed while the next chunk travels to the
+/// neighbour by copy engine (no SMs taken); `pipeline` splits it into num_splits chunks, each
+/// chunk's reduce-scatter running on its own SMs beside the next chunk; `bulk` runs the whole
+/// collective on its own SMs beside an independent GEMM of the backward.
+enum class userbuffers_method : std::uint8_t { invalid, none, ring_exchange, pipeline, bulk };
+template <>
+struct enum_names<userbuffers_method> {
+  static constexpr std::array<std::pair<userbuffers_method, std::string_view>, 5> value{
+      {{userbuffers_method::invalid, ""},
+       {userbuffers_method::none, "none"},
+       {userbuffers_method::ring_exchange, "ring_exchange"},
+       {userbuffers_method::pipeline, "pipeline"},
+       {userbuffers_method::bulk, "bulk"}}};
+};
+
 /// Low-precision training recipe of TransformerEngine (Megatron-LM --fp8-recipe / --fp4-recipe):
 /// `delayed` DelayedScaling (one scale per tensor from an amax history), `tensorwise`
 /// Float8CurrentScaling (one scale per tensor from the tensor's own amax), `blockwise`
@@ -2340,6 +2357,20 @@ struct strategy_spec {
   /// expert MLP's weight gradients run after its input gradients, so the dispatch backward need
   /// not wait for them. Only the combined step is priced differently.
   bool delay_wgrad_compute = false;
+  /// Megatron-LM's --tp-comm-overlap (core/model_parallel_config.py `tp_comm_overlap`): TE's
+  /// userbuffers overlap the sequence-parallel all-gathers and reduce-scatters of the attention and
+  /// MLP linears (TE names qkv, proj, fc1, fc2) with their GEMMs: the input gathers by ring
+  /// exchange, the output reduce-scatters by `tp_comm_overlap_rs_method`, the backward's input
+  /// gather and gradient reduce-scatter in bulk (TE module/base.py `initialize_ub` defaults).
+  bool tp_comm_overlap = false;
+  /// The method of the row-parallel forward reduce-scatters (TE proj_fprop, fc2_fprop): TE's
+  /// default "pipeline"; Megatron-Bridge's FP8 userbuffers configs use "ring_exchange".
+  userbuffers_method tp_comm_overlap_rs_method = userbuffers_method::pipeline;
+  /// SMs each SM-driven userbuffers collective (pipeline, bulk) takes from its GEMM: TE
+  /// initialize_ub's default num_sm 16 (module/base.py).
+  std::int64_t tp_comm_overlap_num_sm = 16;
+  /// Chunks of a pipeline-overlapped GEMM: TE initialize_ub's default num_splits 4.
+  std::int64_t tp_comm_overlap_num_splits = 4;
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
@@ -2719,6 +2750,33 @@ constexpr void expert_overlap_strategy_rules(const strategy_spec& s, Sink&& brok
     broken(field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
 }
 
+/// The rules of tp_comm_overlap: Megatron-LM asserts sequence parallelism (arguments.py) and TE's
+/// userbuffers need a tensor-parallel group; the forward reduce-scatter's method and the SM and
+/// chunk counts must be ones TE runs.
+constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  if (s.tp_comm_overlap_rs_method != userbuffers_method::pipeline &&
+      s.tp_comm_overlap_rs_method != userbuffers_method::ring_exchange)
+    report_error(api, "strategy.tp_comm_overlap_rs_method",
+                 "strategy.tp_comm_overlap_rs_method must be \"pipeline\" or \"ring_exchange\"");
+  if (!(s.tp_comm_overlap_num_sm >= 1 && s.tp_comm_overlap_num_sm <= 1024))
+    report_error(api, "strategy.tp_comm_overlap_num_sm", "strategy.tp_comm_overlap_num_sm={} must be in [1, 1024]",
+                 s.tp_comm_overlap_num_sm);
+  if (!(s.tp_comm_overlap_num_splits >= 1 && s.tp_comm_overlap_num_splits <= 1024))
+    report_error(api, "strategy.tp_comm_overlap_num_splits",
+                 "strategy.tp_comm_overlap_num_splits={} must be in [1, 1024]", s.tp_comm_overlap_num_splits);
+  if (!s.tp_comm_overlap) return;
+  if (s.tp_size < 2)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true needs tensor parallelism (strategy.tp_size > 1), got tp_size={}",
+                 s.tp_size);
+  if (!s.enable_sequence_parallel)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
+                 "arguments.py asserts it)");
+}
+
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
 constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
   expert_overlap_strategy_rules(s, [](std::string_view field, std::string_view rule, const auto&... values) {
@@ -2784,6 +2842,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
   validate_expert_comm_overlap(s);
+  validate_tp_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
@@ -3114,6 +3173,12 @@ struct op {
   /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
   /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
   bool beside_previous = false;
+  /// With `beside_previous`: a TP collective TE's userbuffers overlap with that GEMM
+  /// (strategy.tp_comm_overlap), split into `userbuffers_chunks` steps and taking
+  /// `userbuffers_sms` SMs from it (0: copy engines); priced by cost/op_cost.hpp
+  /// `userbuffers_exposed`.
+  userbuffers_method userbuffers = userbuffers_method::none;
+  std::int64_t userbuffers_chunks = 0, userbuffers_sms = 0;
   double flops = 0;  ///< floating-point work (compute ops)
   double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
@@ -4037,6 +4102,16 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
 /// is not published there). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
 /// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
 inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
+/// Hopper SM counts (NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on the H100 SXM5,
+/// 114 on the H100 PCIe; H200 and H800 SXM are the SXM5 part's GH100 configuration with other
+/// memory or NVLink). Without a kernel model they only count the SMs TE's userbuffers take
+/// (strategy.tp_comm_overlap).
+inline constexpr std::int64_t h100_sxm_sms = 132, h100_pcie_sms = 114;
+/// `s` with `sms` streaming multiprocessors.
+constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
+  s.accelerator.sm_count = sms;
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -4063,15 +4138,18 @@ inline constexpr system_spec l40s =
 /// 3.2768 TB/s, MI250X data sheet); Infinity Fabric 50 GB/s each way per link.
 inline constexpr system_spec mi250x_gcd = detail::node("mi250x_gcd", "rocm", 0, 191.5, 0, 1638.4, 64, 50, false, 25);
 /// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
-inline constexpr system_spec h100_sxm = detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50);
+inline constexpr system_spec h100_sxm = detail::with_sm_count(
+    detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50), detail::h100_sxm_sms);
 /// NVIDIA H100 PCIe 80 GB: 756 TFLOPS BF16 / 1513 FP8 dense (the data sheet's 1,513 / 3,026 are
 /// with sparsity), 2000 GB/s HBM2e, PCIe Gen5 x16 (NCCL's 48 GB/s, see `node`; the optional
 /// two-GPU NVLink bridge is not modelled), 400 Gb/s per GPU assumed as for the SXM part (NVIDIA
 /// H100 data sheet, "H100 PCIe" column). Its collectives take the PCIe fit of the A100 PCIe.
-inline constexpr system_spec h100_pcie =
-    detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50);
+inline constexpr system_spec h100_pcie = detail::with_sm_count(
+    detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50),
+    detail::h100_pcie_sms);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 = detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50);
+inline constexpr system_spec h200 = detail::with_sm_count(
+    detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50), detail::h100_sxm_sms);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
 inline constexpr system_spec b200 = detail::with_kernel_model(
@@ -4080,7 +4158,8 @@ inline constexpr system_spec b200 = detail::with_kernel_model(
 /// NVIDIA H800 SXM5 80 GB: H100's compute (989 TFLOPS BF16 / 1979 FP8 dense) and HBM3 (3350 GB/s)
 /// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
 /// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
-inline constexpr system_spec h800 = detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50);
+inline constexpr system_spec h800 =
+    detail::with_sm_count(detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50), detail::h100_sxm_sms);
 /// NVIDIA HGX B300 288 GB (Blackwell Ultra): 36 / 72 PFLOPS BF16 / FP8 per 8 GPUs with sparsity
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
@@ -5206,6 +5285,9 @@ struct linear_geometry {
   double x = 0, y = 0, w = 0;                  ///< input, output and weight elements the GEMMs see
   double t = 1, x_local = 0, y_local = 0;      ///< tp; the input / output gradient before a gather
   bool gathered_x = false, gathered_dy = false;
+  /// strategy.tp_comm_overlap on one of the linears TE's userbuffers serve (`userbuffers_linear`):
+  /// each TP collective runs beside a GEMM of its pass (`overlapped_tp_collective`).
+  bool userbuffers = false;
   double x_copies = 1, dy_copies = 1;  ///< quantized copies each cast writes
   /// TE `save_original_input` (`saves_original_input`): backward keeps the bf16 input, forward
   /// casts only the row-wise copy and the weight-gradient pass re-casts the re-created input.
@@ -5254,30 +5336,67 @@ constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, do
                c.sequence_parallel() ? collective_kind::reduce_scatter : collective_kind::all_reduce, bytes);
 }
 
+/// Whether TE's userbuffers overlap the TP collectives of linear `id` (strategy.tp_comm_overlap):
+/// Megatron names the buffers of the attention and MLP linears only (tp_comm_buffer_name qkv, proj,
+/// fc1, fc2; TE module/base.py `initialize_ub`), and training's sequence-parallel ones only.
+constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const linear_geometry& g) {
+  const bool named =
+      id == leaf_id::linear_qkv || id == leaf_id::linear_proj || id == leaf_id::linear_fc1 || id == leaf_id::linear_fc2;
+  return c.s().tp_comm_overlap && named && g.tp_comm && c.sequence_parallel() && c.inference == nullptr;
+}
+
+/// A TP collective of a userbuffers linear, beside the GEMM emitted just before it. TE pairs the
+/// forward's input gather and the row-parallel input-gradient's gather with their own GEMM (ring
+/// exchange over tp chunks), the forward's reduce-scatter with its own GEMM (`rs_method`), and in
+/// backward the column-parallel input gather with the dgrad GEMM and the dgrad's reduce-scatter with
+/// the wgrad GEMM (bulk); llmsim pairs each bulk collective with the GEMM of its own pass instead
+/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules.
+constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_kind pass, collective_kind kind,
+                                        double bytes, userbuffers_method method) {
+  op o = collective_op(pass, kind, comm_group::tp, bytes);
+  o.beside_previous = true;
+  o.userbuffers = method;
+  o.userbuffers_chunks = method == userbuffers_method::ring_exchange ? c.s().tp_size
+                         : method == userbuffers_method::pipeline    ? c.s().tp_comm_overlap_num_splits
+                                                                     : 1;
+  o.userbuffers_sms = method == userbuffers_method::ring_exchange ? 0 : c.s().tp_comm_overlap_num_sm;
+  c.emit(l, o);
+}
+
 /// Forward and input-gradient passes, in the order Megatron runs them: a column-parallel linear
 /// gathers its input before the GEMM and reduces its input gradient after the dgrad GEMM; a
 /// row-parallel one reduces its output after the GEMM and gathers the output gradient before the
-/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather.
+/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather. With
+/// userbuffers each collective follows the GEMM it runs beside (`overlapped_tp_collective`).
 constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const linear_geometry& g) {
   const double E = g.E;
+  constexpr auto fwd = pass_kind::forward, bwd = pass_kind::backward_input;
+  constexpr auto ring = userbuffers_method::ring_exchange;
   if (g.quantized) {
-    quantize(c, l, pass_kind::forward, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
+    quantize(c, l, fwd, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
     quantize_weight(c, l, g.w);
   }
-  if (g.gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  if (g.gathered_x && !g.userbuffers) c.collective(l, fwd, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
   double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
   if (c.inference != nullptr)  // the weight as stored: the whole read of a decode step's GEMV
     fwd_bytes = g.x * (g.quantized ? g.qa : E) + g.w * c.inference->weight_bytes + g.y * E;
-  c.emit(l,
-         job_gemm(c, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
-  if (g.tp_comm && !g.column) linear_reduce(c, l, pass_kind::forward, g.y * E);
-  if (g.quantized) quantize(c, l, pass_kind::backward_input, g.y_local, g.qa, g.dy_copies);
-  if (g.gathered_dy)
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
+  c.emit(l, job_gemm(c, fwd, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
+  if (g.gathered_x && g.userbuffers)
+    overlapped_tp_collective(c, l, fwd, collective_kind::all_gather, g.moved(g.x), ring);
+  if (g.tp_comm && !g.column && g.userbuffers)
+    overlapped_tp_collective(c, l, fwd, collective_kind::reduce_scatter, g.y * E, c.s().tp_comm_overlap_rs_method);
+  else if (g.tp_comm && !g.column)
+    linear_reduce(c, l, fwd, g.y * E);
+  if (g.quantized) quantize(c, l, bwd, g.y_local, g.qa, g.dy_copies);
+  if (g.gathered_dy && !g.userbuffers) c.collective(l, bwd, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
   const double dgrad_bytes = g.quantized ? g.y * g.qa + g.w * g.qw + g.x * E : (g.x + g.y + g.w) * E;
-  c.emit(l, job_gemm(c, pass_kind::backward_input, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16},
-                     dgrad_bytes));
-  if (g.tp_comm && g.column) linear_reduce(c, l, pass_kind::backward_input, g.x * E);
+  c.emit(l, job_gemm(c, bwd, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16}, dgrad_bytes));
+  if (g.gathered_dy && g.userbuffers)
+    overlapped_tp_collective(c, l, bwd, collective_kind::all_gather, g.moved(g.y), ring);
+  if (g.tp_comm && g.column && g.userbuffers)
+    overlapped_tp_collective(c, l, bwd, collective_kind::reduce_scatter, g.x * E, userbuffers_method::bulk);
+  else if (g.tp_comm && g.column)
+    linear_reduce(c, l, bwd, g.x * E);
 }
 
 /// Weight-gradient pass: with SP the input is re-gathered (and, quantized on Hopper, transposed);
@@ -5287,7 +5406,7 @@ constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const li
 constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const linear_geometry& g) {
   const double E = g.E;
   if (g.original_input) quantize(c, l, pass_kind::backward_weight, g.x_local, g.qa, 1);  // the re-created input
-  if (g.gathered_x)
+  if (g.gathered_x && !g.userbuffers)
     c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
   if (g.quantized && g.f.copies > g.x_copies)
     c.memory(l, pass_kind::backward_weight, 2 * g.x * g.qa);  // transpose of the gathered input
@@ -5297,20 +5416,24 @@ constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const li
   if (g.quantized) inputs = (g.x + g.y) * g.qa + (g.column ? g.w * g.qw : 0);
   const double grad_w_bytes = g.w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  if (c.s().use_fused_grad_accumulation) {
+  const bool fused = c.s().use_fused_grad_accumulation;
+  if (fused)
     c.emit(l, job_gemm(c, pass_kind::backward_weight, {1, g.out, g.b * g.s, g.in, gemm_layout::nt, true, wgrad_out},
                        inputs + grad_w_bytes));
-  } else {
+  else
     c.emit(l, job_gemm(c, pass_kind::backward_weight,
                        {1, g.out, g.b * g.s, g.in, gemm_layout::nt, false, dtype_kind::bf16}, inputs + g.w * E));
-    c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
-  }
+  if (g.gathered_x && g.userbuffers)  // beside the wgrad GEMM
+    overlapped_tp_collective(c, l, pass_kind::backward_weight, collective_kind::all_gather, g.moved(g.x),
+                             userbuffers_method::bulk);
+  if (!fused) c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
 }
 
 /// The leaf of one linear: its three GEMMs with their collectives and casts, and what it keeps.
 /// Saved for backward: the local input (SP: the s/t shard a column-parallel linear re-gathers;
 /// quantized: one quantized copy, TE `update_usage(rowwise_usage=False, columnwise_usage=True)`).
-constexpr leaf linear_gemms(const build_context& c, leaf_id id, const linear_geometry& g) {
+constexpr leaf linear_gemms(const build_context& c, leaf_id id, linear_geometry g) {
+  g.userbuffers = userbuffers_linear(c, id, g);
   leaf l;
   l.id = id;
   l.kind = g.column ? leaf_kind::linear_column : leaf_kind::linear_row;
@@ -5802,6 +5925,60 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
                      modelled_efficiency(sys, twin, bf16), detail::counted_share(o));
 }
 
+/// What a TP collective of `comm` seconds that TE's userbuffers overlap with a GEMM of `gemm`
+/// seconds (op::userbuffers, strategy.tp_comm_overlap) adds to that GEMM, on a GPU of `sms` SMs
+/// (transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp):
+/// - ring exchange, n = tp chunks: each step's GEMM chunk (gemm / n) runs while one chunk travels
+///   (comm / (n - 1)) by copy engine; the last chunk has nothing beside it. Exposed: the n - 1
+///   steps where the transfer outlasts the chunk.
+/// - pipeline, n = num_splits chunks on sms - k SMs (TE's set_sm_margin): the first chunk runs
+///   alone, chunk i's reduce-scatter (comm / n) beside chunk i + 1, the last reduce-scatter alone.
+/// - bulk: the whole collective on k SMs beside the whole GEMM, which runs on the other SMs while
+///   the collective lasts: the pair takes max(comm, gemm + comm x k / sms).
+/// The collective's own time is NCCL's for the same bytes (network_cost.hpp), an assumption: TE's
+/// userbuffers kernels and copy-engine transfers are not NCCL's.
+constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, std::int64_t sms) {
+  const double c = comm.value, g = gemm.value, k = static_cast<double>(o.userbuffers_sms);
+  const auto n = static_cast<double>(o.userbuffers_chunks);
+  const auto s = static_cast<double>(sms);
+  double pair = g;
+  switch (o.userbuffers) {
+    case userbuffers_method::ring_exchange: {
+      const double step = n > 1 ? c / (n - 1) : c, chunk = g / n;
+      pair = g + (n - 1) * (step > chunk ? step - chunk : 0.0);
+      break;
+    }
+    case userbuffers_method::pipeline: {
+      const double chunk = g / n * s / (s - k), piece = c / n;
+      pair = chunk + (n - 1) * (chunk > piece ? chunk : piece) + piece;
+      break;
+    }
+    case userbuffers_method::bulk: {
+      const double shared = g + c * k / s;
+      pair = c > shared ? c : shared;
+      break;
+    }
+    default:
+      return comm;
+  }
+  return seconds{pair > g ? pair - g : 0.0};
+}
+
+namespace detail {
+/// The SMs a userbuffers collective shares with its GEMM: the system's, or a config error when the
+/// system does not say (a copy-engine ring exchange takes none and needs no count).
+constexpr std::int64_t userbuffers_sm_count(const build_context& c, const op& o) {
+  const std::int64_t sms = c.sys().accelerator.sm_count;
+  if (o.userbuffers_sms > 0 && sms <= o.userbuffers_sms)
+    report_error("llmsim::estimate", "system.accelerator.sm_count",
+                 "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
+                 "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                 "system.accelerator.sm_count above that, got {}",
+                 o.userbuffers_sms, c.sys().sys_name, sms);
+  return sms;
+}
+}  // namespace detail
+
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
 /// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
@@ -5809,12 +5986,19 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
 constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
-    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is exposed.
-    const seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is
+    // exposed. A userbuffers collective is recorded as its pair's span from the GEMM's start.
+    seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    seconds recorded = t;
+    if (o.userbuffers != userbuffers_method::none) {
+      exposed = userbuffers_exposed(o, t, l.last_compute, detail::userbuffers_sm_count(c, o));
+      recorded = l.last_compute + exposed;
+    }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
-    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
-    return t;
+    if (o.pass == pass_kind::backward_weight)
+      l.bwd_weight_comm += o.userbuffers != userbuffers_method::none ? exposed : t;
+    return recorded;
   }
   seconds t{};
   if (o.kind == op_kind::memory) {
@@ -15600,6 +15784,9 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.pipeline_schedule = l.schedule;
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
+  // The base's TP overlap where a layout has tensor parallelism (Megatron-Bridge comm_overlap.py
+  // _get_model_comm_overlap_cfgs turns it off below tp 2).
+  s.tp_comm_overlap = sp.base.tp_comm_overlap && l.tp > 1 && s.enable_sequence_parallel;
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;

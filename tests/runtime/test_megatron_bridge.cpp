@@ -201,6 +201,27 @@ TEST(MegatronBridgeMapping, ExpertCommOverlapByRelease) {
   EXPECT_TRUE(noted);
 }
 
+// TE userbuffers TP overlap (recipes/llama/llama3.py tp_comm_overlap True; the perf scripts turn it
+// off for nvfp4; comm_overlap.py turns it off below TP 2): mb-26.02-LLAMA3_70B-H100-FP8-64g-gbs256
+// (TP 4) runs it with the FP8 configs' ring-exchange reduce-scatter, a BF16 row with TE's pipeline,
+// the GB200 NVFP4 TP 2 row and a TP 1 row without it.
+TEST(MegatronBridgeMapping, TpCommOverlapByPrecisionWithTensorParallelism) {
+  const auto rec = recipes();
+  const auto fp8 = mbj::map_row(row("LLAMA3_70B", "H100", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, nullptr, 0), rec);
+  ASSERT_EQ(fp8.refused, "");
+  EXPECT_EQ(fp8.strategy["tp_comm_overlap"], true);
+  EXPECT_EQ(fp8.strategy["tp_comm_overlap_rs_method"], "ring_exchange");
+  const auto bf16 =
+      mbj::map_row(row("LLAMA3.1_405B", "H100", "BF16", 1024, 1536, 1, 8192, 8, 8, 2, 8, nullptr, 0), rec);
+  EXPECT_EQ(bf16.strategy["tp_comm_overlap"], true);
+  EXPECT_EQ(bf16.strategy["tp_comm_overlap_rs_method"], "pipeline");
+  const auto fp4 = mbj::map_row(row("LLAMA3_70B", "GB200", "NVFP4", 64, 256, 1, 8192, 2, 4, 1, 5, nullptr, 0), rec);
+  EXPECT_FALSE(fp4.strategy.contains("tp_comm_overlap"));
+  const auto tp1 =
+      mbj::map_row(row("LLAMA3_70B", "GB300", "FP8", 64, 256, 2, 8192, 1, 1, 1, nullptr, nullptr, 64), rec);
+  EXPECT_FALSE(tp1.strategy.contains("tp_comm_overlap"));
+}
+
 // mb-26.02-LLAMA3_70B-GB300-FP8-64g-gbs256: | 64 | FP8 | 256 | 2 | 8192 | 1 | 1 | 1 | n/a | n/a | FSDP 64 |
 // dp = 64; gradient accumulation 256 / (2 x 64) = 2; FP8 = per-tensor current scaling; Megatron FSDP.
 TEST(MegatronBridgeMapping, Llama3_70bFsdpFp8) {

@@ -104,6 +104,60 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
                      modelled_efficiency(sys, twin, bf16), detail::counted_share(o));
 }
 
+/// What a TP collective of `comm` seconds that TE's userbuffers overlap with a GEMM of `gemm`
+/// seconds (op::userbuffers, strategy.tp_comm_overlap) adds to that GEMM, on a GPU of `sms` SMs
+/// (transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp):
+/// - ring exchange, n = tp chunks: each step's GEMM chunk (gemm / n) runs while one chunk travels
+///   (comm / (n - 1)) by copy engine; the last chunk has nothing beside it. Exposed: the n - 1
+///   steps where the transfer outlasts the chunk.
+/// - pipeline, n = num_splits chunks on sms - k SMs (TE's set_sm_margin): the first chunk runs
+///   alone, chunk i's reduce-scatter (comm / n) beside chunk i + 1, the last reduce-scatter alone.
+/// - bulk: the whole collective on k SMs beside the whole GEMM, which runs on the other SMs while
+///   the collective lasts: the pair takes max(comm, gemm + comm x k / sms).
+/// The collective's own time is NCCL's for the same bytes (network_cost.hpp), an assumption: TE's
+/// userbuffers kernels and copy-engine transfers are not NCCL's.
+constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, std::int64_t sms) {
+  const double c = comm.value, g = gemm.value, k = static_cast<double>(o.userbuffers_sms);
+  const auto n = static_cast<double>(o.userbuffers_chunks);
+  const auto s = static_cast<double>(sms);
+  double pair = g;
+  switch (o.userbuffers) {
+    case userbuffers_method::ring_exchange: {
+      const double step = n > 1 ? c / (n - 1) : c, chunk = g / n;
+      pair = g + (n - 1) * (step > chunk ? step - chunk : 0.0);
+      break;
+    }
+    case userbuffers_method::pipeline: {
+      const double chunk = g / n * s / (s - k), piece = c / n;
+      pair = chunk + (n - 1) * (chunk > piece ? chunk : piece) + piece;
+      break;
+    }
+    case userbuffers_method::bulk: {
+      const double shared = g + c * k / s;
+      pair = c > shared ? c : shared;
+      break;
+    }
+    default:
+      return comm;
+  }
+  return seconds{pair > g ? pair - g : 0.0};
+}
+
+namespace detail {
+/// The SMs a userbuffers collective shares with its GEMM: the system's, or a config error when the
+/// system does not say (a copy-engine ring exchange takes none and needs no count).
+constexpr std::int64_t userbuffers_sm_count(const build_context& c, const op& o) {
+  const std::int64_t sms = c.sys().accelerator.sm_count;
+  if (o.userbuffers_sms > 0 && sms <= o.userbuffers_sms)
+    report_error("llmsim::estimate", "system.accelerator.sm_count",
+                 "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
+                 "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                 "system.accelerator.sm_count above that, got {}",
+                 o.userbuffers_sms, c.sys().sys_name, sms);
+  return sms;
+}
+}  // namespace detail
+
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
 /// `fwd_comm` / `bwd_comm`; compute ops count a shape-table lookup (and a miss when the table
@@ -111,12 +165,19 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
 constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
   if (o.kind == op_kind::collective) {
     const seconds t = group_collective_time(c, o.group, o.collective, o.bytes);
-    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is exposed.
-    const seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    // Beside the previous compute op (TE ring attention's KV exchange): only what outlasts it is
+    // exposed. A userbuffers collective is recorded as its pair's span from the GEMM's start.
+    seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
+    seconds recorded = t;
+    if (o.userbuffers != userbuffers_method::none) {
+      exposed = userbuffers_exposed(o, t, l.last_compute, detail::userbuffers_sm_count(c, o));
+      recorded = l.last_compute + exposed;
+    }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
-    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += t;
-    return t;
+    if (o.pass == pass_kind::backward_weight)
+      l.bwd_weight_comm += o.userbuffers != userbuffers_method::none ? exposed : t;
+    return recorded;
   }
   seconds t{};
   if (o.kind == op_kind::memory) {

@@ -193,6 +193,9 @@ struct linear_geometry {
   double x = 0, y = 0, w = 0;                  ///< input, output and weight elements the GEMMs see
   double t = 1, x_local = 0, y_local = 0;      ///< tp; the input / output gradient before a gather
   bool gathered_x = false, gathered_dy = false;
+  /// strategy.tp_comm_overlap on one of the linears TE's userbuffers serve (`userbuffers_linear`):
+  /// each TP collective runs beside a GEMM of its pass (`overlapped_tp_collective`).
+  bool userbuffers = false;
   double x_copies = 1, dy_copies = 1;  ///< quantized copies each cast writes
   /// TE `save_original_input` (`saves_original_input`): backward keeps the bf16 input, forward
   /// casts only the row-wise copy and the weight-gradient pass re-casts the re-created input.
@@ -241,30 +244,67 @@ constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, do
                c.sequence_parallel() ? collective_kind::reduce_scatter : collective_kind::all_reduce, bytes);
 }
 
+/// Whether TE's userbuffers overlap the TP collectives of linear `id` (strategy.tp_comm_overlap):
+/// Megatron names the buffers of the attention and MLP linears only (tp_comm_buffer_name qkv, proj,
+/// fc1, fc2; TE module/base.py `initialize_ub`), and training's sequence-parallel ones only.
+constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const linear_geometry& g) {
+  const bool named =
+      id == leaf_id::linear_qkv || id == leaf_id::linear_proj || id == leaf_id::linear_fc1 || id == leaf_id::linear_fc2;
+  return c.s().tp_comm_overlap && named && g.tp_comm && c.sequence_parallel() && c.inference == nullptr;
+}
+
+/// A TP collective of a userbuffers linear, beside the GEMM emitted just before it. TE pairs the
+/// forward's input gather and the row-parallel input-gradient's gather with their own GEMM (ring
+/// exchange over tp chunks), the forward's reduce-scatter with its own GEMM (`rs_method`), and in
+/// backward the column-parallel input gather with the dgrad GEMM and the dgrad's reduce-scatter with
+/// the wgrad GEMM (bulk); llmsim pairs each bulk collective with the GEMM of its own pass instead
+/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules.
+constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_kind pass, collective_kind kind,
+                                        double bytes, userbuffers_method method) {
+  op o = collective_op(pass, kind, comm_group::tp, bytes);
+  o.beside_previous = true;
+  o.userbuffers = method;
+  o.userbuffers_chunks = method == userbuffers_method::ring_exchange ? c.s().tp_size
+                         : method == userbuffers_method::pipeline    ? c.s().tp_comm_overlap_num_splits
+                                                                     : 1;
+  o.userbuffers_sms = method == userbuffers_method::ring_exchange ? 0 : c.s().tp_comm_overlap_num_sm;
+  c.emit(l, o);
+}
+
 /// Forward and input-gradient passes, in the order Megatron runs them: a column-parallel linear
 /// gathers its input before the GEMM and reduces its input gradient after the dgrad GEMM; a
 /// row-parallel one reduces its output after the GEMM and gathers the output gradient before the
-/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather.
+/// dgrad GEMM. Quantized: the local input / output gradient is cast before its gather. With
+/// userbuffers each collective follows the GEMM it runs beside (`overlapped_tp_collective`).
 constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const linear_geometry& g) {
   const double E = g.E;
+  constexpr auto fwd = pass_kind::forward, bwd = pass_kind::backward_input;
+  constexpr auto ring = userbuffers_method::ring_exchange;
   if (g.quantized) {
-    quantize(c, l, pass_kind::forward, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
+    quantize(c, l, fwd, g.x_local, g.qa, g.original_input ? 1 : g.x_copies);
     quantize_weight(c, l, g.w);
   }
-  if (g.gathered_x) c.collective(l, pass_kind::forward, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
+  if (g.gathered_x && !g.userbuffers) c.collective(l, fwd, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
   double fwd_bytes = g.quantized ? g.x * g.qa + g.w * g.qw + g.y * E : (g.x + g.y + g.w) * E;
   if (c.inference != nullptr)  // the weight as stored: the whole read of a decode step's GEMV
     fwd_bytes = g.x * (g.quantized ? g.qa : E) + g.w * c.inference->weight_bytes + g.y * E;
-  c.emit(l,
-         job_gemm(c, pass_kind::forward, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
-  if (g.tp_comm && !g.column) linear_reduce(c, l, pass_kind::forward, g.y * E);
-  if (g.quantized) quantize(c, l, pass_kind::backward_input, g.y_local, g.qa, g.dy_copies);
-  if (g.gathered_dy)
-    c.collective(l, pass_kind::backward_input, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
+  c.emit(l, job_gemm(c, fwd, {g.b, g.s, g.in, g.out, gemm_layout::tn, false, dtype_kind::bf16}, fwd_bytes));
+  if (g.gathered_x && g.userbuffers)
+    overlapped_tp_collective(c, l, fwd, collective_kind::all_gather, g.moved(g.x), ring);
+  if (g.tp_comm && !g.column && g.userbuffers)
+    overlapped_tp_collective(c, l, fwd, collective_kind::reduce_scatter, g.y * E, c.s().tp_comm_overlap_rs_method);
+  else if (g.tp_comm && !g.column)
+    linear_reduce(c, l, fwd, g.y * E);
+  if (g.quantized) quantize(c, l, bwd, g.y_local, g.qa, g.dy_copies);
+  if (g.gathered_dy && !g.userbuffers) c.collective(l, bwd, comm_group::tp, collective_kind::all_gather, g.moved(g.y));
   const double dgrad_bytes = g.quantized ? g.y * g.qa + g.w * g.qw + g.x * E : (g.x + g.y + g.w) * E;
-  c.emit(l, job_gemm(c, pass_kind::backward_input, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16},
-                     dgrad_bytes));
-  if (g.tp_comm && g.column) linear_reduce(c, l, pass_kind::backward_input, g.x * E);
+  c.emit(l, job_gemm(c, bwd, {g.b, g.s, g.out, g.in, gemm_layout::nn, false, dtype_kind::bf16}, dgrad_bytes));
+  if (g.gathered_dy && g.userbuffers)
+    overlapped_tp_collective(c, l, bwd, collective_kind::all_gather, g.moved(g.y), ring);
+  if (g.tp_comm && g.column && g.userbuffers)
+    overlapped_tp_collective(c, l, bwd, collective_kind::reduce_scatter, g.x * E, userbuffers_method::bulk);
+  else if (g.tp_comm && g.column)
+    linear_reduce(c, l, bwd, g.x * E);
 }
 
 /// Weight-gradient pass: with SP the input is re-gathered (and, quantized on Hopper, transposed);
@@ -274,7 +314,7 @@ constexpr void emit_linear_data_passes(const build_context& c, leaf& l, const li
 constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const linear_geometry& g) {
   const double E = g.E;
   if (g.original_input) quantize(c, l, pass_kind::backward_weight, g.x_local, g.qa, 1);  // the re-created input
-  if (g.gathered_x)
+  if (g.gathered_x && !g.userbuffers)
     c.collective(l, pass_kind::backward_weight, comm_group::tp, collective_kind::all_gather, g.moved(g.x));
   if (g.quantized && g.f.copies > g.x_copies)
     c.memory(l, pass_kind::backward_weight, 2 * g.x * g.qa);  // transpose of the gathered input
@@ -284,20 +324,24 @@ constexpr void emit_linear_weight_pass(const build_context& c, leaf& l, const li
   if (g.quantized) inputs = (g.x + g.y) * g.qa + (g.column ? g.w * g.qw : 0);
   const double grad_w_bytes = g.w * c.main_grad_bytes();
   const dtype_kind wgrad_out = c.main_grad_bytes() == 4.0 ? dtype_kind::fp32 : dtype_kind::bf16;
-  if (c.s().use_fused_grad_accumulation) {
+  const bool fused = c.s().use_fused_grad_accumulation;
+  if (fused)
     c.emit(l, job_gemm(c, pass_kind::backward_weight, {1, g.out, g.b * g.s, g.in, gemm_layout::nt, true, wgrad_out},
                        inputs + grad_w_bytes));
-  } else {
+  else
     c.emit(l, job_gemm(c, pass_kind::backward_weight,
                        {1, g.out, g.b * g.s, g.in, gemm_layout::nt, false, dtype_kind::bf16}, inputs + g.w * E));
-    c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
-  }
+  if (g.gathered_x && g.userbuffers)  // beside the wgrad GEMM
+    overlapped_tp_collective(c, l, pass_kind::backward_weight, collective_kind::all_gather, g.moved(g.x),
+                             userbuffers_method::bulk);
+  if (!fused) c.memory(l, pass_kind::backward_weight, g.w * E + 2 * grad_w_bytes);
 }
 
 /// The leaf of one linear: its three GEMMs with their collectives and casts, and what it keeps.
 /// Saved for backward: the local input (SP: the s/t shard a column-parallel linear re-gathers;
 /// quantized: one quantized copy, TE `update_usage(rowwise_usage=False, columnwise_usage=True)`).
-constexpr leaf linear_gemms(const build_context& c, leaf_id id, const linear_geometry& g) {
+constexpr leaf linear_gemms(const build_context& c, leaf_id id, linear_geometry g) {
+  g.userbuffers = userbuffers_linear(c, id, g);
   leaf l;
   l.id = id;
   l.kind = g.column ? leaf_kind::linear_column : leaf_kind::linear_row;

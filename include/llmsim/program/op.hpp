@@ -5,6 +5,7 @@
 #pragma once
 
 #include <llmsim/program/shape_key.hpp>
+#include <llmsim/spec/strategy.hpp>
 #include <llmsim/spec/system.hpp>
 
 #include <cstdint>
@@ -43,6 +44,12 @@ struct op {
   /// (TE ring attention posts the next step's KV send / receive before a step's attention and waits
   /// for it after): only what outlasts that op is exposed (cost/op_cost.hpp `price_op`).
   bool beside_previous = false;
+  /// With `beside_previous`: a TP collective TE's userbuffers overlap with that GEMM
+  /// (strategy.tp_comm_overlap), split into `userbuffers_chunks` steps and taking
+  /// `userbuffers_sms` SMs from it (0: copy engines); priced by cost/op_cost.hpp
+  /// `userbuffers_exposed`.
+  userbuffers_method userbuffers = userbuffers_method::none;
+  std::int64_t userbuffers_chunks = 0, userbuffers_sms = 0;
   double flops = 0;  ///< floating-point work (compute ops)
   double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};

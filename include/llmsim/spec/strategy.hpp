@@ -173,6 +173,23 @@ struct enum_names<cp_a2a_kind> {
       {{cp_a2a_kind::invalid, ""}, {cp_a2a_kind::async_cp, "async_cp"}, {cp_a2a_kind::sync_cp, "sync_cp"}}};
 };
 
+/// How TransformerEngine's userbuffers overlap a tensor-parallel collective with a GEMM
+/// (strategy.tp_comm_overlap; transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp):
+/// `ring_exchange` splits the GEMM into tp chunks, each computed while the next chunk travels to the
+/// neighbour by copy engine (no SMs taken); `pipeline` splits it into num_splits chunks, each
+/// chunk's reduce-scatter running on its own SMs beside the next chunk; `bulk` runs the whole
+/// collective on its own SMs beside an independent GEMM of the backward.
+enum class userbuffers_method : std::uint8_t { invalid, none, ring_exchange, pipeline, bulk };
+template <>
+struct enum_names<userbuffers_method> {
+  static constexpr std::array<std::pair<userbuffers_method, std::string_view>, 5> value{
+      {{userbuffers_method::invalid, ""},
+       {userbuffers_method::none, "none"},
+       {userbuffers_method::ring_exchange, "ring_exchange"},
+       {userbuffers_method::pipeline, "pipeline"},
+       {userbuffers_method::bulk, "bulk"}}};
+};
+
 /// Low-precision training recipe of TransformerEngine (Megatron-LM --fp8-recipe / --fp4-recipe):
 /// `delayed` DelayedScaling (one scale per tensor from an amax history), `tensorwise`
 /// Float8CurrentScaling (one scale per tensor from the tensor's own amax), `blockwise`
@@ -297,6 +314,20 @@ struct strategy_spec {
   /// expert MLP's weight gradients run after its input gradients, so the dispatch backward need
   /// not wait for them. Only the combined step is priced differently.
   bool delay_wgrad_compute = false;
+  /// Megatron-LM's --tp-comm-overlap (core/model_parallel_config.py `tp_comm_overlap`): TE's
+  /// userbuffers overlap the sequence-parallel all-gathers and reduce-scatters of the attention and
+  /// MLP linears (TE names qkv, proj, fc1, fc2) with their GEMMs: the input gathers by ring
+  /// exchange, the output reduce-scatters by `tp_comm_overlap_rs_method`, the backward's input
+  /// gather and gradient reduce-scatter in bulk (TE module/base.py `initialize_ub` defaults).
+  bool tp_comm_overlap = false;
+  /// The method of the row-parallel forward reduce-scatters (TE proj_fprop, fc2_fprop): TE's
+  /// default "pipeline"; Megatron-Bridge's FP8 userbuffers configs use "ring_exchange".
+  userbuffers_method tp_comm_overlap_rs_method = userbuffers_method::pipeline;
+  /// SMs each SM-driven userbuffers collective (pipeline, bulk) takes from its GEMM: TE
+  /// initialize_ub's default num_sm 16 (module/base.py).
+  std::int64_t tp_comm_overlap_num_sm = 16;
+  /// Chunks of a pipeline-overlapped GEMM: TE initialize_ub's default num_splits 4.
+  std::int64_t tp_comm_overlap_num_splits = 4;
   bool enable_straggler_model = true;
   std::int64_t zero_state = 1;  ///< 0: plain DP; 1: Megatron distributed optimizer (ZeRO-1); 2, 3: ZeRO-2/3 (see below)
   double attention_sparse_ratio = 0.0;
@@ -676,6 +707,33 @@ constexpr void expert_overlap_strategy_rules(const strategy_spec& s, Sink&& brok
     broken(field, "{}=true needs a bf16 or fp16 model (strategy.dtype), got \"fp32\"", field);
 }
 
+/// The rules of tp_comm_overlap: Megatron-LM asserts sequence parallelism (arguments.py) and TE's
+/// userbuffers need a tensor-parallel group; the forward reduce-scatter's method and the SM and
+/// chunk counts must be ones TE runs.
+constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  using detail::report_error;
+  if (s.tp_comm_overlap_rs_method != userbuffers_method::pipeline &&
+      s.tp_comm_overlap_rs_method != userbuffers_method::ring_exchange)
+    report_error(api, "strategy.tp_comm_overlap_rs_method",
+                 "strategy.tp_comm_overlap_rs_method must be \"pipeline\" or \"ring_exchange\"");
+  if (!(s.tp_comm_overlap_num_sm >= 1 && s.tp_comm_overlap_num_sm <= 1024))
+    report_error(api, "strategy.tp_comm_overlap_num_sm", "strategy.tp_comm_overlap_num_sm={} must be in [1, 1024]",
+                 s.tp_comm_overlap_num_sm);
+  if (!(s.tp_comm_overlap_num_splits >= 1 && s.tp_comm_overlap_num_splits <= 1024))
+    report_error(api, "strategy.tp_comm_overlap_num_splits",
+                 "strategy.tp_comm_overlap_num_splits={} must be in [1, 1024]", s.tp_comm_overlap_num_splits);
+  if (!s.tp_comm_overlap) return;
+  if (s.tp_size < 2)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true needs tensor parallelism (strategy.tp_size > 1), got tp_size={}",
+                 s.tp_size);
+  if (!s.enable_sequence_parallel)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
+                 "arguments.py asserts it)");
+}
+
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
 constexpr void validate_expert_comm_overlap(const strategy_spec& s) {
   expert_overlap_strategy_rules(s, [](std::string_view field, std::string_view rule, const auto&... values) {
@@ -741,6 +799,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
   validate_expert_comm_overlap(s);
+  validate_tp_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
     report_error(api, "strategy.cache_groupgemm_col_fp8_inputs",
                  "strategy.cache_groupgemm_col_fp8_inputs requires strategy.fp8=true");
