@@ -2369,6 +2369,11 @@ struct strategy_spec {
   /// SMs each SM-driven userbuffers collective (pipeline, bulk) takes from its GEMM: TE
   /// initialize_ub's default num_sm 16 (module/base.py).
   std::int64_t tp_comm_overlap_num_sm = 16;
+  /// TE's set_sm_margin for the bulk collectives: the GEMM beside one runs on the other SMs
+  /// throughout (TE's default); false: it shares them only while the collective runs
+  /// (Megatron-Bridge's configs, comm_overlap.py BulkOverlapCfg). Pipeline GEMMs always keep the
+  /// margin (TE's default and Megatron-Bridge's configs alike).
+  bool tp_comm_overlap_bulk_sm_margin = true;
   /// Chunks of a pipeline-overlapped GEMM: TE initialize_ub's default num_splits 4.
   std::int64_t tp_comm_overlap_num_splits = 4;
   bool enable_straggler_model = true;
@@ -2775,6 +2780,10 @@ constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
     report_error(api, "strategy.tp_comm_overlap",
                  "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
                  "arguments.py asserts it)");
+  if (s.delay_wgrad_compute)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true excludes strategy.delay_wgrad_compute=true: TE asserts \"ub_bulk_wgrad "
+                 "is not supported when enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
 }
 
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
@@ -3175,10 +3184,11 @@ struct op {
   bool beside_previous = false;
   /// With `beside_previous`: a TP collective TE's userbuffers overlap with that GEMM
   /// (strategy.tp_comm_overlap), split into `userbuffers_chunks` steps and taking
-  /// `userbuffers_sms` SMs from it (0: copy engines); priced by cost/op_cost.hpp
-  /// `userbuffers_exposed`.
+  /// `userbuffers_sms` SMs from it (0: copy engines), the GEMM running on the other SMs throughout
+  /// with `userbuffers_sm_margin`; priced by cost/op_cost.hpp `userbuffers_exposed`.
   userbuffers_method userbuffers = userbuffers_method::none;
   std::int64_t userbuffers_chunks = 0, userbuffers_sms = 0;
+  bool userbuffers_sm_margin = true;
   double flops = 0;  ///< floating-point work (compute ops)
   double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};
@@ -5337,11 +5347,16 @@ constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, do
 }
 
 /// Whether TE's userbuffers overlap the TP collectives of linear `id` (strategy.tp_comm_overlap):
-/// Megatron names the buffers of the attention and MLP linears only (tp_comm_buffer_name qkv, proj,
-/// fc1, fc2; TE module/base.py `initialize_ub`), and training's sequence-parallel ones only.
+/// the linears Megatron names qkv, proj, fc1 or fc2 (tp_comm_buffer_name; TE module/base.py
+/// `initialize_ub` has buffers for these only): attention's, the MLP's and the shared experts'
+/// (transformer/mlp.py) and the Mamba mixer's in / out projections (ssm/mamba_mixer.py), in
+/// training's sequence-parallel linears only. (MLA's and DeepSeek-V4's other names make Megatron
+/// turn the overlap off for the whole model: validation refuses those.)
 constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const linear_geometry& g) {
-  const bool named =
-      id == leaf_id::linear_qkv || id == leaf_id::linear_proj || id == leaf_id::linear_fc1 || id == leaf_id::linear_fc2;
+  using enum leaf_id;
+  const bool named = id == linear_qkv || id == linear_proj || id == linear_fc1 || id == linear_fc2 ||
+                     id == shared_experts_linear_fc1 || id == shared_experts_linear_fc2 || id == mamba_in_proj ||
+                     id == mamba_out_proj;
   return c.s().tp_comm_overlap && named && g.tp_comm && c.sequence_parallel() && c.inference == nullptr;
 }
 
@@ -5350,7 +5365,8 @@ constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const line
 /// exchange over tp chunks), the forward's reduce-scatter with its own GEMM (`rs_method`), and in
 /// backward the column-parallel input gather with the dgrad GEMM and the dgrad's reduce-scatter with
 /// the wgrad GEMM (bulk); llmsim pairs each bulk collective with the GEMM of its own pass instead
-/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules.
+/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules (the
+/// trace shows this pairing: a gather beside the GEMM that reads what it gathers).
 constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_kind pass, collective_kind kind,
                                         double bytes, userbuffers_method method) {
   op o = collective_op(pass, kind, comm_group::tp, bytes);
@@ -5360,6 +5376,7 @@ constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_ki
                          : method == userbuffers_method::pipeline    ? c.s().tp_comm_overlap_num_splits
                                                                      : 1;
   o.userbuffers_sms = method == userbuffers_method::ring_exchange ? 0 : c.s().tp_comm_overlap_num_sm;
+  o.userbuffers_sm_margin = method != userbuffers_method::bulk || c.s().tp_comm_overlap_bulk_sm_margin;
   c.emit(l, o);
 }
 
@@ -5933,14 +5950,18 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
 ///   steps where the transfer outlasts the chunk.
 /// - pipeline, n = num_splits chunks on sms - k SMs (TE's set_sm_margin): the first chunk runs
 ///   alone, chunk i's reduce-scatter (comm / n) beside chunk i + 1, the last reduce-scatter alone.
-/// - bulk: the whole collective on k SMs beside the whole GEMM, which runs on the other SMs while
-///   the collective lasts: the pair takes max(comm, gemm + comm x k / sms).
+/// - bulk: the whole collective on k SMs beside the whole GEMM; with the SM margin (TE's default)
+///   the GEMM runs on the other sms - k SMs throughout: max(comm, gemm x sms / (sms - k)); without
+///   (Megatron-Bridge's configs) it shares them only while the collective lasts: max(comm, gemm +
+///   comm x k / sms).
 /// The collective's own time is NCCL's for the same bytes (network_cost.hpp), an assumption: TE's
-/// userbuffers kernels and copy-engine transfers are not NCCL's.
+/// userbuffers kernels and copy-engine transfers are not NCCL's. Validation (`validate(m, s, sys)`)
+/// refuses a system whose sm_count does not exceed k.
 constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, std::int64_t sms) {
   const double c = comm.value, g = gemm.value, k = static_cast<double>(o.userbuffers_sms);
   const auto n = static_cast<double>(o.userbuffers_chunks);
   const auto s = static_cast<double>(sms);
+  if (k > 0 && s <= k) return comm;  // no SMs left for the GEMM: validation refuses such a system
   double pair = g;
   switch (o.userbuffers) {
     case userbuffers_method::ring_exchange: {
@@ -5954,8 +5975,8 @@ constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, s
       break;
     }
     case userbuffers_method::bulk: {
-      const double shared = g + c * k / s;
-      pair = c > shared ? c : shared;
+      const double gemm_beside = o.userbuffers_sm_margin ? g * s / (s - k) : g + c * k / s;
+      pair = c > gemm_beside ? c : gemm_beside;
       break;
     }
     default:
@@ -5963,21 +5984,6 @@ constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, s
   }
   return seconds{pair > g ? pair - g : 0.0};
 }
-
-namespace detail {
-/// The SMs a userbuffers collective shares with its GEMM: the system's, or a config error when the
-/// system does not say (a copy-engine ring exchange takes none and needs no count).
-constexpr std::int64_t userbuffers_sm_count(const build_context& c, const op& o) {
-  const std::int64_t sms = c.sys().accelerator.sm_count;
-  if (o.userbuffers_sms > 0 && sms <= o.userbuffers_sms)
-    report_error("llmsim::estimate", "system.accelerator.sm_count",
-                 "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
-                 "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
-                 "system.accelerator.sm_count above that, got {}",
-                 o.userbuffers_sms, c.sys().sys_name, sms);
-  return sms;
-}
-}  // namespace detail
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
@@ -5991,7 +5997,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
     seconds recorded = t;
     if (o.userbuffers != userbuffers_method::none) {
-      exposed = userbuffers_exposed(o, t, l.last_compute, detail::userbuffers_sm_count(c, o));
+      exposed = userbuffers_exposed(o, t, l.last_compute, c.sys().accelerator.sm_count);
       recorded = l.last_compute + exposed;
     }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
@@ -10128,6 +10134,20 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
     broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
 }
 
+/// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
+/// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
+/// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
+constexpr void validate_tp_comm_overlap_model(const model_spec& m, const strategy_spec& s) {
+  if (!s.tp_comm_overlap) return;
+  if (m.attention_type == attention_kind::mla || m.experimental_attention_variant)
+    detail::report_error("llmsim::strategy", "strategy.tp_comm_overlap",
+                         "strategy.tp_comm_overlap=true with {}: Megatron-LM turns the overlap off for the whole "
+                         "model when a linear's buffer name is not qkv, proj, fc1 or fc2 "
+                         "(extensions/transformer_engine.py TELinear), as these attention projections' are",
+                         m.experimental_attention_variant ? "model.experimental_attention_variant"
+                                                          : "multi-latent attention (model.attention_type \"mla\")");
+}
+
 /// Whether `s` with `m` breaks none of Megatron-LM's rules for the combined 1F1B step (the
 /// strategy search asks before it offers a candidate with the overlap on).
 constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& s) {
@@ -10143,6 +10163,7 @@ constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& 
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
+  validate_tp_comm_overlap_model(m, s);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev) detail::validate_v_shape_split(m, s);
@@ -10252,6 +10273,13 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
   detail::validate_fp8_on_system(m, s, sys);
+  // Bulk collectives always run on SMs (TE's CommOverlapBase), so the overlap needs the count.
+  if (s.tp_comm_overlap && sys.accelerator.sm_count <= s.tp_comm_overlap_num_sm)
+    detail::report_error("llmsim::system", "system.accelerator.sm_count",
+                         "strategy.tp_comm_overlap=true prices TE userbuffers collectives that take "
+                         "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                         "system.accelerator.sm_count above that, got {} (0: unknown)",
+                         s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
 }
 
 LLMSIM_END_NAMESPACE
@@ -13096,7 +13124,9 @@ LLMSIM_END_NAMESPACE
 /// - `tensor_parallel`, `expert_parallel`: its tensor-parallel collectives and its expert
 ///   all-to-all / all-gather / reduce-scatter. Megatron-LM issues them on the compute stream and
 ///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
-///   each other across the three threads and tile the pass span;
+///   each other across the three threads and tile the pass span. Except with tp_comm_overlap: a
+///   userbuffers collective (`op::userbuffers`) starts with the GEMM it runs beside and its span
+///   (its op's recorded time) is the pair's, that GEMM's time plus what the overlap leaves exposed;
 /// - `pipeline`: sends and receives between neighbouring ranks;
 /// - `data_parallel`: the exposed gradient sync after the pipeline;
 /// - `context_parallel`: context parallelism's all-to-all, all-gather and KV ring exchanges; a
@@ -15785,8 +15815,9 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   // The base's TP overlap where a layout has tensor parallelism (Megatron-Bridge comm_overlap.py
-  // _get_model_comm_overlap_cfgs turns it off below tp 2).
-  s.tp_comm_overlap = sp.base.tp_comm_overlap && l.tp > 1 && s.enable_sequence_parallel;
+  // _get_model_comm_overlap_cfgs turns it off below tp 2) and no delayed weight gradients (TE
+  // refuses its bulk wgrad overlap with them).
+  s.tp_comm_overlap = sp.base.tp_comm_overlap && l.tp > 1 && s.enable_sequence_parallel && !s.delay_wgrad_compute;
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;

@@ -18,20 +18,21 @@ using namespace llmsim;
 
 namespace {
 
-op userbuffers_op(userbuffers_method m, std::int64_t chunks, std::int64_t sms) {
+op userbuffers_op(userbuffers_method m, std::int64_t chunks, std::int64_t sms, bool margin) {
   op o = collective_op(pass_kind::forward, collective_kind::all_gather, comm_group::tp, 1);
   o.beside_previous = true;
   o.userbuffers = m;
   o.userbuffers_chunks = chunks;
   o.userbuffers_sms = sms;
+  o.userbuffers_sm_margin = margin;
   return o;
 }
 
+/// The exposure in ms on a GPU of 148 SMs.
 double exposed_ms(userbuffers_method m, std::int64_t chunks, std::int64_t sms, double comm_ms, double gemm_ms,
-                  std::int64_t gpu_sms = 148) {
-  return userbuffers_exposed(userbuffers_op(m, chunks, sms), seconds{comm_ms * 1e-3}, seconds{gemm_ms * 1e-3}, gpu_sms)
-             .value *
-         1e3;
+                  bool margin = true) {
+  const op o = userbuffers_op(m, chunks, sms, margin);
+  return userbuffers_exposed(o, seconds{comm_ms * 1e-3}, seconds{gemm_ms * 1e-3}, 148).value * 1e3;
 }
 
 strategy_spec tp4_job(bool overlap) {
@@ -73,9 +74,10 @@ double ring4(double comm, double gemm) {
   const double step = comm / 3, chunk = gemm / 4;
   return 3 * (step > chunk ? step - chunk : 0);
 }
-/// Bulk on 16 of 148 SMs: the pair takes max(C, G + C x 16 / 148).
+/// Bulk on 16 of 148 SMs with TE's default SM margin: the GEMM runs on 132 SMs throughout, the pair
+/// takes max(C, G x 148 / 132).
 double bulk16(double comm, double gemm) {
-  const double pair = std::max(comm, gemm + comm * 16 / 148);
+  const double pair = std::max(comm, gemm * 148 / 132);
   return pair - gemm;
 }
 }  // namespace
@@ -97,11 +99,15 @@ TEST(TpCommOverlap, PipelineRunsChunksOnTheSmsTheReduceScatterLeaves) {
   EXPECT_NEAR(exposed_ms(userbuffers_method::pipeline, 4, 16, 8, 4), 148.0 / 132 + 8 - 4, 1e-12);
 }
 
-TEST(TpCommOverlap, BulkSharesTheSmsWhileTheCollectiveRuns) {
-  // G = 4 ms, C = 2 ms on 16 of 148 SMs: 4 + 2 x 16/148 = 4.2162 ms; exposed 0.2162 ms.
-  EXPECT_NEAR(exposed_ms(userbuffers_method::bulk, 1, 16, 2, 4), 2.0 * 16 / 148, 1e-12);
+TEST(TpCommOverlap, BulkRunsTheGemmOnTheSmsTheCollectiveLeaves) {
+  // TE's default margin: G = 4 ms on 132 of 148 SMs takes 4 x 148/132 = 4.4848 ms beside C = 2 ms.
+  EXPECT_NEAR(exposed_ms(userbuffers_method::bulk, 1, 16, 2, 4), 4 * 148.0 / 132 - 4, 1e-12);
   // C = 6 ms outlasts it: exposed 6 - 4 = 2 ms.
   EXPECT_NEAR(exposed_ms(userbuffers_method::bulk, 1, 16, 6, 4), 2.0, 1e-12);
+  // Without the margin (Megatron-Bridge's configs) the SMs are shared only while C runs:
+  // 4 + 2 x 16/148 = 4.2162 ms; exposed 0.2162 ms.
+  EXPECT_NEAR(exposed_ms(userbuffers_method::bulk, 1, 16, 2, 4, false), 2.0 * 16 / 148, 1e-12);
+  EXPECT_NEAR(exposed_ms(userbuffers_method::bulk, 1, 16, 6, 4, false), 2.0, 1e-12);
 }
 
 TEST(TpCommOverlap, ColumnLinearPairsEachGatherAndReduceWithAGemm) {
@@ -149,13 +155,21 @@ TEST(TpCommOverlap, RowLinearReduceScattersByTheChosenMethod) {
 }
 
 TEST(TpCommOverlap, OnlyTheLinearsTeNamesBuffersForOverlap) {
-  // The LM head and MLA's down projections have no userbuffers: their collectives stay exposed.
+  // The LM head has no userbuffers: its collectives stay exposed.
   const std::int64_t h = 4096;
   const auto plain = linear(leaf_id::output_layer, true, h, 32000, tp4_job(false));
   const auto over = linear(leaf_id::output_layer, true, h, 32000, tp4_job(true));
   EXPECT_GT(plain.l.fwd_comm.value, 0);
   EXPECT_EQ(over.l.fwd_comm.value, plain.l.fwd_comm.value);
   EXPECT_EQ(over.l.bwd_comm.value, plain.l.bwd_comm.value);
+  // Megatron names the shared experts' and the Mamba mixer's projections fc1 / fc2 too
+  // (transformer/mlp.py, ssm/mamba_mixer.py): the same ring exchange as the MLP's fc1.
+  const auto fc1 = linear(leaf_id::linear_fc1, true, h, 1024, tp4_job(true));
+  for (const leaf_id id : {leaf_id::shared_experts_linear_fc1, leaf_id::mamba_in_proj}) {
+    const auto over_id = linear(id, true, h, 1024, tp4_job(true));
+    EXPECT_EQ(over_id.l.fwd_comm.value, fc1.l.fwd_comm.value) << leaf_name(id);
+    EXPECT_LT(over_id.l.fwd_comm.value, linear(id, true, h, 1024, tp4_job(false)).l.fwd_comm.value) << leaf_name(id);
+  }
 }
 
 TEST(TpCommOverlap, TheIterationHidesTpCommAndTheTraceEndsAtIt) {
@@ -201,6 +215,25 @@ TEST(TpCommOverlap, RulesNameTheFieldAndTheRule) {
   s = tp4_job(true);
   s.tp_comm_overlap_num_sm = 0;
   refused(s, catalogue::b200, "strategy.tp_comm_overlap_num_sm", "[1, 1024]");
+  // TE refuses its bulk wgrad overlap with delayed weight gradients (checked on its own: Megatron's
+  // delay_wgrad_compute also needs the EP overlap, refused first).
+  s = tp4_job(true);
+  s.delay_wgrad_compute = true;
+  try {
+    detail::validate_tp_comm_overlap(s);
+    ADD_FAILURE() << "delay_wgrad_compute accepted";
+  } catch (const config_error& e) {
+    EXPECT_EQ(e.field(), "strategy.tp_comm_overlap");
+    EXPECT_NE(std::string(e.what()).find("ub_bulk_wgrad"), std::string::npos) << e.what();
+  }
+  // MLA's buffer names make Megatron turn the overlap off for the whole model.
+  try {
+    (void)estimate(catalogue::deepseek_v3, tp4_job(true), catalogue::b200);
+    ADD_FAILURE() << "MLA accepted";
+  } catch (const config_error& e) {
+    EXPECT_EQ(e.field(), "strategy.tp_comm_overlap");
+    EXPECT_NE(std::string(e.what()).find("multi-latent attention"), std::string::npos) << e.what();
+  }
   // A system that does not say its SM count cannot price the SMs a bulk collective takes.
   system_spec unknown = catalogue::b200;
   unknown.accelerator.sm_count = 0;

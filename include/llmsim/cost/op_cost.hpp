@@ -112,14 +112,18 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
 ///   steps where the transfer outlasts the chunk.
 /// - pipeline, n = num_splits chunks on sms - k SMs (TE's set_sm_margin): the first chunk runs
 ///   alone, chunk i's reduce-scatter (comm / n) beside chunk i + 1, the last reduce-scatter alone.
-/// - bulk: the whole collective on k SMs beside the whole GEMM, which runs on the other SMs while
-///   the collective lasts: the pair takes max(comm, gemm + comm x k / sms).
+/// - bulk: the whole collective on k SMs beside the whole GEMM; with the SM margin (TE's default)
+///   the GEMM runs on the other sms - k SMs throughout: max(comm, gemm x sms / (sms - k)); without
+///   (Megatron-Bridge's configs) it shares them only while the collective lasts: max(comm, gemm +
+///   comm x k / sms).
 /// The collective's own time is NCCL's for the same bytes (network_cost.hpp), an assumption: TE's
-/// userbuffers kernels and copy-engine transfers are not NCCL's.
+/// userbuffers kernels and copy-engine transfers are not NCCL's. Validation (`validate(m, s, sys)`)
+/// refuses a system whose sm_count does not exceed k.
 constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, std::int64_t sms) {
   const double c = comm.value, g = gemm.value, k = static_cast<double>(o.userbuffers_sms);
   const auto n = static_cast<double>(o.userbuffers_chunks);
   const auto s = static_cast<double>(sms);
+  if (k > 0 && s <= k) return comm;  // no SMs left for the GEMM: validation refuses such a system
   double pair = g;
   switch (o.userbuffers) {
     case userbuffers_method::ring_exchange: {
@@ -133,8 +137,8 @@ constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, s
       break;
     }
     case userbuffers_method::bulk: {
-      const double shared = g + c * k / s;
-      pair = c > shared ? c : shared;
+      const double gemm_beside = o.userbuffers_sm_margin ? g * s / (s - k) : g + c * k / s;
+      pair = c > gemm_beside ? c : gemm_beside;
       break;
     }
     default:
@@ -142,21 +146,6 @@ constexpr seconds userbuffers_exposed(const op& o, seconds comm, seconds gemm, s
   }
   return seconds{pair > g ? pair - g : 0.0};
 }
-
-namespace detail {
-/// The SMs a userbuffers collective shares with its GEMM: the system's, or a config error when the
-/// system does not say (a copy-engine ring exchange takes none and needs no count).
-constexpr std::int64_t userbuffers_sm_count(const build_context& c, const op& o) {
-  const std::int64_t sms = c.sys().accelerator.sm_count;
-  if (o.userbuffers_sms > 0 && sms <= o.userbuffers_sms)
-    report_error("llmsim::estimate", "system.accelerator.sm_count",
-                 "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
-                 "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
-                 "system.accelerator.sm_count above that, got {}",
-                 o.userbuffers_sms, c.sys().sys_name, sms);
-  return sms;
-}
-}  // namespace detail
 
 /// Prices `o`, adds its time to the pass of `l` it belongs to and returns it: compute and memory
 /// kernels to `fwd` / `bwd` (weight-gradient kernels also to `bwd_weight`), collectives to
@@ -170,7 +159,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     seconds exposed = !o.beside_previous ? t : (t > l.last_compute ? t - l.last_compute : seconds{});
     seconds recorded = t;
     if (o.userbuffers != userbuffers_method::none) {
-      exposed = userbuffers_exposed(o, t, l.last_compute, detail::userbuffers_sm_count(c, o));
+      exposed = userbuffers_exposed(o, t, l.last_compute, c.sys().accelerator.sm_count);
       recorded = l.last_compute + exposed;
     }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;

@@ -12,7 +12,9 @@
 /// - `tensor_parallel`, `expert_parallel`: its tensor-parallel collectives and its expert
 ///   all-to-all / all-gather / reduce-scatter. Megatron-LM issues them on the compute stream and
 ///   waits for them, so the compute thread is idle while one runs: the op spans of a pass follow
-///   each other across the three threads and tile the pass span;
+///   each other across the three threads and tile the pass span. Except with tp_comm_overlap: a
+///   userbuffers collective (`op::userbuffers`) starts with the GEMM it runs beside and its span
+///   (its op's recorded time) is the pair's, that GEMM's time plus what the overlap leaves exposed;
 /// - `pipeline`: sends and receives between neighbouring ranks;
 /// - `data_parallel`: the exposed gradient sync after the pipeline;
 /// - `context_parallel`: context parallelism's all-to-all, all-gather and KV ring exchanges; a

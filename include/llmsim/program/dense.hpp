@@ -245,11 +245,16 @@ constexpr void linear_reduce(const build_context& c, leaf& l, pass_kind pass, do
 }
 
 /// Whether TE's userbuffers overlap the TP collectives of linear `id` (strategy.tp_comm_overlap):
-/// Megatron names the buffers of the attention and MLP linears only (tp_comm_buffer_name qkv, proj,
-/// fc1, fc2; TE module/base.py `initialize_ub`), and training's sequence-parallel ones only.
+/// the linears Megatron names qkv, proj, fc1 or fc2 (tp_comm_buffer_name; TE module/base.py
+/// `initialize_ub` has buffers for these only): attention's, the MLP's and the shared experts'
+/// (transformer/mlp.py) and the Mamba mixer's in / out projections (ssm/mamba_mixer.py), in
+/// training's sequence-parallel linears only. (MLA's and DeepSeek-V4's other names make Megatron
+/// turn the overlap off for the whole model: validation refuses those.)
 constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const linear_geometry& g) {
-  const bool named =
-      id == leaf_id::linear_qkv || id == leaf_id::linear_proj || id == leaf_id::linear_fc1 || id == leaf_id::linear_fc2;
+  using enum leaf_id;
+  const bool named = id == linear_qkv || id == linear_proj || id == linear_fc1 || id == linear_fc2 ||
+                     id == shared_experts_linear_fc1 || id == shared_experts_linear_fc2 || id == mamba_in_proj ||
+                     id == mamba_out_proj;
   return c.s().tp_comm_overlap && named && g.tp_comm && c.sequence_parallel() && c.inference == nullptr;
 }
 
@@ -258,7 +263,8 @@ constexpr bool userbuffers_linear(const build_context& c, leaf_id id, const line
 /// exchange over tp chunks), the forward's reduce-scatter with its own GEMM (`rs_method`), and in
 /// backward the column-parallel input gather with the dgrad GEMM and the dgrad's reduce-scatter with
 /// the wgrad GEMM (bulk); llmsim pairs each bulk collective with the GEMM of its own pass instead
-/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules.
+/// (the same FLOPs), which keeps the input- and weight-gradient passes apart for the schedules (the
+/// trace shows this pairing: a gather beside the GEMM that reads what it gathers).
 constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_kind pass, collective_kind kind,
                                         double bytes, userbuffers_method method) {
   op o = collective_op(pass, kind, comm_group::tp, bytes);
@@ -268,6 +274,7 @@ constexpr void overlapped_tp_collective(const build_context& c, leaf& l, pass_ki
                          : method == userbuffers_method::pipeline    ? c.s().tp_comm_overlap_num_splits
                                                                      : 1;
   o.userbuffers_sms = method == userbuffers_method::ring_exchange ? 0 : c.s().tp_comm_overlap_num_sm;
+  o.userbuffers_sm_margin = method != userbuffers_method::bulk || c.s().tp_comm_overlap_bulk_sm_margin;
   c.emit(l, o);
 }
 

@@ -46,10 +46,11 @@ struct op {
   bool beside_previous = false;
   /// With `beside_previous`: a TP collective TE's userbuffers overlap with that GEMM
   /// (strategy.tp_comm_overlap), split into `userbuffers_chunks` steps and taking
-  /// `userbuffers_sms` SMs from it (0: copy engines); priced by cost/op_cost.hpp
-  /// `userbuffers_exposed`.
+  /// `userbuffers_sms` SMs from it (0: copy engines), the GEMM running on the other SMs throughout
+  /// with `userbuffers_sm_margin`; priced by cost/op_cost.hpp `userbuffers_exposed`.
   userbuffers_method userbuffers = userbuffers_method::none;
   std::int64_t userbuffers_chunks = 0, userbuffers_sms = 0;
+  bool userbuffers_sm_margin = true;
   double flops = 0;  ///< floating-point work (compute ops)
   double bytes = 0;  ///< traffic (compute and memory ops) or buffer size (collectives)
   gemm_shape gemm{};

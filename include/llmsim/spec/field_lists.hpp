@@ -124,6 +124,7 @@ struct field_list<strategy_spec> {
       field{"tp_comm_overlap_rs_method", &s::tp_comm_overlap_rs_method},
       field{"tp_comm_overlap_num_sm", &s::tp_comm_overlap_num_sm},
       field{"tp_comm_overlap_num_splits", &s::tp_comm_overlap_num_splits},
+      field{"tp_comm_overlap_bulk_sm_margin", &s::tp_comm_overlap_bulk_sm_margin},
       field{"enable_straggler_model", &s::enable_straggler_model},
       field{"zero_state", &s::zero_state},
       field{"attention_sparse_ratio", &s::attention_sparse_ratio},

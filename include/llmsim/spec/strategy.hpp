@@ -326,6 +326,11 @@ struct strategy_spec {
   /// SMs each SM-driven userbuffers collective (pipeline, bulk) takes from its GEMM: TE
   /// initialize_ub's default num_sm 16 (module/base.py).
   std::int64_t tp_comm_overlap_num_sm = 16;
+  /// TE's set_sm_margin for the bulk collectives: the GEMM beside one runs on the other SMs
+  /// throughout (TE's default); false: it shares them only while the collective runs
+  /// (Megatron-Bridge's configs, comm_overlap.py BulkOverlapCfg). Pipeline GEMMs always keep the
+  /// margin (TE's default and Megatron-Bridge's configs alike).
+  bool tp_comm_overlap_bulk_sm_margin = true;
   /// Chunks of a pipeline-overlapped GEMM: TE initialize_ub's default num_splits 4.
   std::int64_t tp_comm_overlap_num_splits = 4;
   bool enable_straggler_model = true;
@@ -732,6 +737,10 @@ constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
     report_error(api, "strategy.tp_comm_overlap",
                  "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
                  "arguments.py asserts it)");
+  if (s.delay_wgrad_compute)
+    report_error(api, "strategy.tp_comm_overlap",
+                 "strategy.tp_comm_overlap=true excludes strategy.delay_wgrad_compute=true: TE asserts \"ub_bulk_wgrad "
+                 "is not supported when enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
 }
 
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.

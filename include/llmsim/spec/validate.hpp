@@ -157,6 +157,20 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
     broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
 }
 
+/// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
+/// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
+/// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
+constexpr void validate_tp_comm_overlap_model(const model_spec& m, const strategy_spec& s) {
+  if (!s.tp_comm_overlap) return;
+  if (m.attention_type == attention_kind::mla || m.experimental_attention_variant)
+    detail::report_error("llmsim::strategy", "strategy.tp_comm_overlap",
+                         "strategy.tp_comm_overlap=true with {}: Megatron-LM turns the overlap off for the whole "
+                         "model when a linear's buffer name is not qkv, proj, fc1 or fc2 "
+                         "(extensions/transformer_engine.py TELinear), as these attention projections' are",
+                         m.experimental_attention_variant ? "model.experimental_attention_variant"
+                                                          : "multi-latent attention (model.attention_type \"mla\")");
+}
+
 /// Whether `s` with `m` breaks none of Megatron-LM's rules for the combined 1F1B step (the
 /// strategy search asks before it offers a candidate with the overlap on).
 constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& s) {
@@ -172,6 +186,7 @@ constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& 
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
+  validate_tp_comm_overlap_model(m, s);
   constexpr std::string_view api = "llmsim::strategy";
   using detail::report_error;
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev) detail::validate_v_shape_split(m, s);
@@ -281,6 +296,13 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
   detail::validate_fp8_on_system(m, s, sys);
+  // Bulk collectives always run on SMs (TE's CommOverlapBase), so the overlap needs the count.
+  if (s.tp_comm_overlap && sys.accelerator.sm_count <= s.tp_comm_overlap_num_sm)
+    detail::report_error("llmsim::system", "system.accelerator.sm_count",
+                         "strategy.tp_comm_overlap=true prices TE userbuffers collectives that take "
+                         "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                         "system.accelerator.sm_count above that, got {} (0: unknown)",
+                         s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
 }
 
 LLMSIM_END_NAMESPACE
