@@ -535,8 +535,13 @@ inline constexpr double attention_bwd_efficiency = 0.50;
 inline constexpr double other_compute_efficiency = 0.50;
 /// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
 inline constexpr double hbm_efficiency = 0.80;
-/// Launch and tail overhead of one small kernel, microseconds.
-inline constexpr double kernel_latency_us = 10.0;
+/// What each memory-bound kernel adds in eager-mode training (host launch, launch gap, tail),
+/// microseconds: the two microbenchmark tables llmsim has measure it at 40 us (a100_pcie.json) and
+/// 30 us (b200_bf16_ceperm.json), two GPU generations apart, so it is taken as a property of the
+/// eager software stack rather than of the GPU: parts without a table take the newer table's 30 us
+/// (kernel_model.hpp `kernel_models::blackwell`), an assumption. Serving replaces it
+/// (inference.hpp `serving_system`).
+inline constexpr double kernel_latency_us = 30.0;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
 /// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, which already discounts
