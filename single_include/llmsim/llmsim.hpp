@@ -4251,7 +4251,7 @@ struct strategy_name_token {
   std::string_view meaning;
 };
 /// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
-inline constexpr std::array<strategy_name_token, 19> strategy_name_tokens{{
+inline constexpr std::array<strategy_name_token, 20> strategy_name_tokens{{
     {"tp<N>", "tensor-parallel size (tp_size)"},
     {"pp<N>", "pipeline stages (pp_size)"},
     {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
@@ -4271,13 +4271,15 @@ inline constexpr std::array<strategy_name_token, 19> strategy_name_tokens{{
     {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
     {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
     {"epoverlap", "Megatron's EP all-to-all overlap (overlap_moe_expert_parallel_comm, delay_wgrad_compute)"},
+    {"tpoverlap", "TE userbuffers TP communication overlap (tp_comm_overlap, TE's default settings)"},
 }};
 
 /// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
 /// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
 /// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
 /// nosp (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), epoverlap (Megatron's EP
-/// all-to-all overlap), separated by '_' or '-'. world = tp * pp * cp * dp.
+/// all-to-all overlap), tpoverlap (TE's userbuffers TP overlap), separated by '_' or '-'.
+/// world = tp * pp * cp * dp.
 /// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
 /// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
 /// Returns false when a token is not understood (a number token without its number, `first`,
@@ -4313,6 +4315,10 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     }
     if (tok == "epoverlap") {
       s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
+      continue;
+    }
+    if (tok == "tpoverlap") {
+      s.tp_comm_overlap = true;
       continue;
     }
     if (tok == "zbh1" || tok == "dualpipev") {

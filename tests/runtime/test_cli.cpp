@@ -774,9 +774,10 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   const json& grammar = j["strategy_names"];
   std::vector<std::string> tokens;
   for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
-  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>", "pp<N>", "dp<N>", "cp<N>", "ep<N>", "etp<N>", "mbs<N>", "mbc<N>",
-                                              "seq<N>", "zero<N>", "vp<N>", "first<N>", "last<N>", "full", "selective",
-                                              "nosp", "zbh1", "dualpipev", "epoverlap"}));
+  EXPECT_EQ(tokens,
+            (std::vector<std::string>{"tp<N>",     "pp<N>",  "dp<N>",   "cp<N>",     "ep<N>",     "etp<N>",   "mbs<N>",
+                                      "mbc<N>",    "seq<N>", "zero<N>", "vp<N>",     "first<N>",  "last<N>",  "full",
+                                      "selective", "nosp",   "zbh1",    "dualpipev", "epoverlap", "tpoverlap"}));
   EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
   EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
   EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);

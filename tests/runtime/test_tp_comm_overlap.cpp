@@ -256,6 +256,16 @@ TEST(TpCommOverlap, JsonReadsTheMethodByName) {
   EXPECT_EQ(s.tp_comm_overlap_num_splits, 4);
 }
 
+TEST(TpCommOverlap, CompactNameTokenTurnsItOn) {
+  strategy_spec s;
+  ASSERT_TRUE(catalogue::parse_strategy_name("tp4_dp2_tpoverlap", s));
+  EXPECT_TRUE(s.tp_comm_overlap);
+  EXPECT_EQ(s.tp_comm_overlap_rs_method, userbuffers_method::pipeline);  // TE's defaults
+  EXPECT_EQ(s.tp_comm_overlap_num_sm, 16);
+  ASSERT_TRUE(catalogue::parse_strategy_name("tp4_dp2", s));
+  EXPECT_FALSE(s.tp_comm_overlap);
+}
+
 TEST(TpCommOverlap, SearchKeepsTheOverlapOnlyWithTensorParallelism) {
   search_space sp;
   sp.base = tp4_job(true);
