@@ -536,12 +536,15 @@ inline constexpr double other_compute_efficiency = 0.50;
 /// Streaming kernels sustain about 80 % of HBM bandwidth (STREAM-like copy/triad on data-center GPUs).
 inline constexpr double hbm_efficiency = 0.80;
 /// What each memory-bound kernel adds in eager-mode training (host launch, launch gap, tail),
-/// microseconds: the two microbenchmark tables llmsim has measure it at 40 us (a100_pcie.json) and
-/// 30 us (b200_bf16_ceperm.json), two GPU generations apart, so it is taken as a property of the
-/// eager software stack rather than of the GPU: parts without a table take the newer table's 30 us
-/// (kernel_model.hpp `kernel_models::blackwell`), an assumption. Serving replaces it
-/// (inference.hpp `serving_system`).
-inline constexpr double kernel_latency_us = 30.0;
+/// microseconds, an assumption: the value SimuMax's B200 table carries (b200_bf16_ceperm.json; its
+/// A100 table carries 40 us), which the kernel-model parts use (kernel_model.hpp
+/// `kernel_models::blackwell`) and with which they match the measured training cases. SimuMax's
+/// calibration takes it as an input (it subtracts it per launch to derive the bandwidth shares), so
+/// it is not a measurement. Parts without a table took an unsourced 10 us before; 30 us was chosen
+/// as the same eager stack's figure and checked on the Megatron-Bridge H100 rows (39.9 % -> 31.6 %
+/// mean |error|), which therefore do not test it. Serving replaces it (inference.hpp
+/// `serving_system`).
+inline constexpr double kernel_latency_us = kernel_models::blackwell.kernel_latency_us;
 /// NCCL ring collectives reach about 80 % of the unidirectional link bandwidth as bus bandwidth (nccl-tests).
 inline constexpr double link_efficiency = 0.80;
 /// PCIe tiers carry NCCL's own model figures (24 GB/s a Gen4 x16 link, which already discounts
