@@ -106,11 +106,14 @@ void apply_allow(llmsim::search_space& sp, const std::string& what) {
     sp.max_tp = 64;
   else if (what == "ep-overlap")
     sp.expert_comm_overlap = true;
+  else if (what == "tp-overlap")
+    sp.tp_comm_overlap = true;
   else
     throw search_usage_error("--allow", "--allow " + what +
                                             ": expected fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp "
-                                            "(tensor parallelism beyond 8) or ep-overlap (Megatron's EP "
-                                            "all-to-all overlap for MoE layouts)");
+                                            "(tensor parallelism beyond 8), ep-overlap (Megatron's EP "
+                                            "all-to-all overlap for MoE layouts) or tp-overlap (TE's "
+                                            "userbuffers TP overlap for layouts with tp > 1)");
 }
 
 /// A compact name of the candidate, in the tokens of `llmsim list` where they exist.
@@ -128,6 +131,7 @@ std::string layout_name(const llmsim::search_candidate& c) {
   if (l.schedule == llmsim::pipeline_schedule_kind::zb_h1) n += "_zbh1";
   if (l.schedule == llmsim::pipeline_schedule_kind::dualpipev) n += "_dualpipev";
   if (l.ep_overlap) n += "_epoverlap";
+  if (l.tp_overlap) n += "_tpoverlap";
   n += "_mbs" + std::to_string(p.mbs) + "_mbc" + std::to_string(p.mbn) + "_zero" + std::to_string(p.zero);
   if (p.fsdp) n += "fsdp";
   if (p.fp8 != llmsim::fp8_recipe_kind::invalid) n += "_fp8" + std::string(llmsim::enum_name(p.fp8));
@@ -171,6 +175,7 @@ void for_each_field(const llmsim::search_candidate& c, std::size_t rank, const s
     emit(key, v);
   emit("schedule", llmsim::enum_name(l.schedule));
   emit("ep_overlap", l.ep_overlap);
+  emit("tp_overlap", l.tp_overlap);
   emit("mbs", p.mbs);
   emit("mbc", p.mbn);
   emit("zero", p.zero);
@@ -448,7 +453,8 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
       ->type_name("KEY=VALUE,...");
   cmd->add_option("--allow", a.allow,
                   "Widen the space: fsdp (Megatron-FSDP for ZeRO-2/3), wide-tp (tp beyond 8), ep-overlap (MoE "
-                  "layouts also with Megatron's EP all-to-all overlap, overlap_moe_expert_parallel_comm)")
+                  "layouts also with Megatron's EP all-to-all overlap, overlap_moe_expert_parallel_comm), "
+                  "tp-overlap (layouts with tp > 1 also with TE's userbuffers TP overlap, tp_comm_overlap)")
       ->delimiter(',');
   cmd->add_option("--format", a.format, "text (top-K table + winner's report), json or csv (every fitting candidate)")
       ->check(CLI::IsMember({"text", "json", "csv"}));

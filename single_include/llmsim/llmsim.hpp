@@ -10151,9 +10151,13 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
 /// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
 /// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
 /// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
+constexpr bool tp_comm_overlap_model_allowed(const model_spec& m) {
+  return m.attention_type != attention_kind::mla && !m.experimental_attention_variant;
+}
+/// Refuses tp_comm_overlap on a model `tp_comm_overlap_model_allowed` rules out.
 constexpr void validate_tp_comm_overlap_model(const model_spec& m, const strategy_spec& s) {
   if (!s.tp_comm_overlap) return;
-  if (m.attention_type == attention_kind::mla || m.experimental_attention_variant)
+  if (!tp_comm_overlap_model_allowed(m))
     detail::report_error("llmsim::strategy", "strategy.tp_comm_overlap",
                          "strategy.tp_comm_overlap=true with {}: Megatron-LM turns the overlap off for the whole "
                          "model when a linear's buffer name is not qkv, proj, fc1 or fc2 "
@@ -15629,6 +15633,10 @@ struct search_space {
   /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
   /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
   bool expert_comm_overlap = false;
+  /// Layouts with tp > 1 also with TE's userbuffers TP overlap (tp_comm_overlap at the base's
+  /// settings), where Megatron runs it: sequence parallelism, no delayed weight gradients, a model
+  /// whose linears all have userbuffers (`tp_comm_overlap_model_allowed`).
+  bool tp_comm_overlap = false;
   std::int64_t max_tp = 8;   ///< tensor parallelism stays inside an NVLink domain of 8 by default
   std::int64_t max_vp = 8;   ///< most virtual stages per rank
   std::int64_t max_mbs = 8;  ///< largest micro-batch size
@@ -15644,6 +15652,7 @@ struct search_layout {
   std::int64_t max_stage_layers = 0;         ///< most decoder layers a pipeline rank holds
   cp_comm_kind cp_comm = cp_comm_kind::a2a;  ///< cp > 1: Ulysses all-to-all or the KV ring (p2p)
   bool ep_overlap = false;                   ///< Megatron's combined 1F1B (overlap_moe_expert_parallel_comm)
+  bool tp_overlap = false;                   ///< TE's userbuffers TP overlap (tp_comm_overlap)
 };
 
 /// One candidate: a layout and the inner choices. `order` is its place in the canonical
@@ -15798,6 +15807,16 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
       }
     }
   }
+  // TE's userbuffers TP overlap: a second copy of each layout where Megatron would run it (after
+  // the others, so the canonical order of the rest is unchanged).
+  if (sp.tp_comm_overlap && !sp.base.tp_comm_overlap && tp_comm_overlap_model_allowed(m)) {
+    const std::size_t n = out.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      search_layout l = out[i];
+      l.tp_overlap = true;
+      if (to_strategy(search_point{.layout = l}, sp).tp_comm_overlap) out.push_back(l);
+    }
+  }
   return out;
 }
 
@@ -15831,7 +15850,8 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   // The base's TP overlap where a layout has tensor parallelism (Megatron-Bridge comm_overlap.py
   // _get_model_comm_overlap_cfgs turns it off below tp 2) and no delayed weight gradients (TE
   // refuses its bulk wgrad overlap with them).
-  s.tp_comm_overlap = sp.base.tp_comm_overlap && l.tp > 1 && s.enable_sequence_parallel && !s.delay_wgrad_compute;
+  s.tp_comm_overlap =
+      (sp.base.tp_comm_overlap || l.tp_overlap) && l.tp > 1 && s.enable_sequence_parallel && !s.delay_wgrad_compute;
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;
@@ -16216,6 +16236,11 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
   validate(m);
   validate(sys);
   validate_search(sp, o);
+  if ((sp.tp_comm_overlap || sp.base.tp_comm_overlap) && sys.accelerator.sm_count <= sp.base.tp_comm_overlap_num_sm)
+    detail::report_error("llmsim::search", "system.accelerator.sm_count",
+                         "the TP overlap candidates (tp_comm_overlap) take strategy.tp_comm_overlap_num_sm={} SMs from "
+                         "their GEMMs: system {} needs system.accelerator.sm_count above that, got {} (0: unknown)",
+                         sp.base.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<search_layout> layouts = search_layouts(m, sp);
   const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);

@@ -993,6 +993,36 @@ TEST(CliSearch, AllowEpOverlapNamesTheCombinedLayouts) {
   EXPECT_GT(without, 0);
 }
 
+// --allow tp-overlap: layouts with tp > 1 also with TE's userbuffers TP overlap, named and flagged;
+// the same layout is faster with it (its TP collectives hide behind the GEMMs).
+TEST(CliSearch, AllowTpOverlapNamesTheOverlappedLayouts) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli(
+      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 8 --seq 4096 --fix "
+      "fp8=off,offload=off,zero=1,pp=1,cp=1,recompute=none,mbs=1 --allow tp-overlap --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  std::map<std::string, double> step;
+  int with = 0;
+  for (const auto& c : j["candidates"]) {
+    const bool on = c["tp_overlap"].get<bool>();
+    std::string name = c["layout"].get<std::string>();
+    EXPECT_EQ(name.find("_tpoverlap") != std::string::npos, on) << name;
+    if (on) {
+      ++with;
+      EXPECT_GT(c["tp"].get<std::int64_t>(), 1);
+      name.erase(name.find("_tpoverlap"), 10);
+    }
+    step[name + (on ? "+" : "")] = c["step_time"].get<double>();
+  }
+  EXPECT_GT(with, 0);
+  for (const auto& [name, t] : step)
+    if (name.back() == '+') {
+      ASSERT_TRUE(step.count(name.substr(0, name.size() - 1))) << name;
+      EXPECT_LT(t, step.at(name.substr(0, name.size() - 1))) << name;
+    }
+}
+
 TEST(CliSearch, UsageErrorsExitTwo) {
   LLMSIM_REQUIRE_CLI();
   EXPECT_EQ(run_cli("search --model llama3-8b --system h100-sxm --gpus 8 --seq 4096").exit_code, 2)

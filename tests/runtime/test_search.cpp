@@ -143,18 +143,21 @@ TEST(Search, EveryFittingCandidateEqualsAFreshEstimate) {
   llmsim::search_space sp{.gpus = 8, .global_batch = 16, .seq_len = 4096};
   sp.fsdp = true;
   sp.fp8 = false;
+  sp.tp_comm_overlap = true;  // TE's TP overlap: other blocks than the same layout without it
   llmsim::search_options all{.top_k = 5, .memory_margin = 0.30, .threads = 1, .keep_all = true, .prune = false};
   const auto r = llmsim::search(m, sys, sp, all);
   ASSERT_GT(r.fitting.size(), 100U) << "the space must hold many sharing candidates";
-  int zero3_fsdp_offload = 0;
+  int zero3_fsdp_offload = 0, tp_overlap = 0;
   for (const auto& c : r.fitting) {
     const auto s = llmsim::to_strategy(c.point, sp);
     const auto fresh = llmsim::estimate(m, s, sys);
     ASSERT_EQ(c.time, fresh.cost.duration_time_per_iter.value) << "candidate " << c.point.order;
     ASSERT_EQ(c.peak_mem, fresh.mem.peak_mem.value) << "candidate " << c.point.order;
     zero3_fsdp_offload += (c.point.zero == 3 && c.point.fsdp && c.point.offload) ? 1 : 0;
+    tp_overlap += c.point.layout.tp_overlap ? 1 : 0;
   }
   EXPECT_GT(zero3_fsdp_offload, 0) << "Megatron-FSDP ZeRO-3 with offload must be among them";
+  EXPECT_GT(tp_overlap, 0) << "TP-overlap candidates must be among them";
 }
 
 TEST(Search, PruningEqualsBruteForceTopK) {
@@ -272,6 +275,44 @@ TEST(Search, ExpertCommOverlapCandidatesAreTheOnesValidationAccepts) {
     EXPECT_EQ(offered, 0U) << "change " << change;
     EXPECT_GT(llmsim::search_layouts(m, refused).size(), 0U);
   }
+}
+
+TEST(Search, TpOverlapCandidatesCopyTheLayoutsWithTensorParallelism) {
+  // --allow tp-overlap: every layout with tp > 1 once more with TE's userbuffers overlap (after the
+  // others), none with tp 1; each validates and prices its TP comm lower than its plain twin.
+  const auto& m = model("llama3-8b");
+  llmsim::search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096};
+  const auto plain = llmsim::search_layouts(m, sp);
+  sp.tp_comm_overlap = true;
+  const auto all = llmsim::search_layouts(m, sp);
+  std::size_t with_tp = 0;
+  for (const auto& l : plain) with_tp += l.tp > 1 ? 1U : 0U;
+  ASSERT_GT(with_tp, 0U);
+  ASSERT_EQ(all.size(), plain.size() + with_tp);
+  std::size_t k = plain.size();
+  for (const auto& l : plain) {
+    if (l.tp == 1) continue;
+    const auto& o = all[k++];
+    EXPECT_TRUE(o.tp_overlap);
+    EXPECT_EQ(o.tp, l.tp);
+    EXPECT_EQ(o.pp, l.pp);
+    EXPECT_EQ(o.cp, l.cp);
+    EXPECT_EQ(o.vp, l.vp);
+    const auto s = llmsim::to_strategy(llmsim::search_point{.layout = o, .mbn = 8 * o.pp}, sp);
+    EXPECT_TRUE(s.tp_comm_overlap);
+    EXPECT_NO_THROW(llmsim::validate(m, s, system_of("h100-sxm")));
+  }
+  // A model whose linears Megatron cannot overlap (MLA) gets no copy; a system without an SM count
+  // is refused by name.
+  EXPECT_EQ(llmsim::search_layouts(model("deepseek-v2-lite"), sp).size(), [&] {
+    auto off = sp;
+    off.tp_comm_overlap = false;
+    return llmsim::search_layouts(model("deepseek-v2-lite"), off).size();
+  }());
+  try {
+    (void)llmsim::search(m, system_of("mi300x"), sp, {.top_k = 1});
+    ADD_FAILURE() << "mi300x accepted";
+  } catch (const llmsim::config_error& e) { EXPECT_EQ(e.field(), "system.accelerator.sm_count"); }
 }
 
 TEST(Search, FitsNowhereNamesTheSmallestShortfall) {

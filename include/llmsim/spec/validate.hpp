@@ -160,9 +160,13 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
 /// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
 /// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
 /// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
+constexpr bool tp_comm_overlap_model_allowed(const model_spec& m) {
+  return m.attention_type != attention_kind::mla && !m.experimental_attention_variant;
+}
+/// Refuses tp_comm_overlap on a model `tp_comm_overlap_model_allowed` rules out.
 constexpr void validate_tp_comm_overlap_model(const model_spec& m, const strategy_spec& s) {
   if (!s.tp_comm_overlap) return;
-  if (m.attention_type == attention_kind::mla || m.experimental_attention_variant)
+  if (!tp_comm_overlap_model_allowed(m))
     detail::report_error("llmsim::strategy", "strategy.tp_comm_overlap",
                          "strategy.tp_comm_overlap=true with {}: Megatron-LM turns the overlap off for the whole "
                          "model when a linear's buffer name is not qkv, proj, fc1 or fc2 "
