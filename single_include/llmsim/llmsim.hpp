@@ -2532,6 +2532,13 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether weight gradients run apart from input gradients: Megatron's delay_wgrad_compute, or a
+/// schedule that defers them (ZB-H1's and DualPipeV's W passes; TE's delay_wgrad_compute path).
+constexpr bool splits_weight_gradients(const strategy_spec& s) {
+  const pipeline_schedule_kind k = pipeline_schedule_of(s);
+  return s.delay_wgrad_compute || k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+}
+
 namespace detail {
 /// The schedule against the interleaving it needs.
 constexpr void validate_pipeline_schedule(const strategy_spec& s) {
@@ -2780,10 +2787,11 @@ constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
     report_error(api, "strategy.tp_comm_overlap",
                  "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
                  "arguments.py asserts it)");
-  if (s.delay_wgrad_compute)
+  if (splits_weight_gradients(s))
     report_error(api, "strategy.tp_comm_overlap",
-                 "strategy.tp_comm_overlap=true excludes strategy.delay_wgrad_compute=true: TE asserts \"ub_bulk_wgrad "
-                 "is not supported when enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
+                 "strategy.tp_comm_overlap=true excludes weight gradients run apart (strategy.delay_wgrad_compute, "
+                 "pipeline_schedule \"zb_h1\" or \"dualpipev\"): TE asserts \"ub_bulk_wgrad is not supported when "
+                 "enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
 }
 
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
@@ -15847,11 +15855,12 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.pipeline_schedule = l.schedule;
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
-  // The base's TP overlap where a layout has tensor parallelism (Megatron-Bridge comm_overlap.py
-  // _get_model_comm_overlap_cfgs turns it off below tp 2) and no delayed weight gradients (TE
-  // refuses its bulk wgrad overlap with them).
-  s.tp_comm_overlap =
-      (sp.base.tp_comm_overlap || l.tp_overlap) && l.tp > 1 && s.enable_sequence_parallel && !s.delay_wgrad_compute;
+  // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
+  // (Megatron-Bridge comm_overlap.py _get_model_comm_overlap_cfgs turns it off below tp 2) and no
+  // weight gradients split out (delay_wgrad_compute, ZB-H1, DualPipeV: TE refuses its bulk wgrad
+  // overlap with them; validation's `detail::validate_tp_comm_overlap`).
+  s.tp_comm_overlap = (sp.base.tp_comm_overlap || l.tp_overlap) && l.tp > 1 && s.enable_sequence_parallel &&
+                      !splits_weight_gradients(s);
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;
@@ -16236,13 +16245,16 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
   validate(m);
   validate(sys);
   validate_search(sp, o);
-  if ((sp.tp_comm_overlap || sp.base.tp_comm_overlap) && sys.accelerator.sm_count <= sp.base.tp_comm_overlap_num_sm)
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<search_layout> layouts = search_layouts(m, sp);
+  // --allow tp-overlap added copies this system cannot price (a base with the overlap on leaves
+  // its candidates to validation, one by one).
+  const bool copies = std::any_of(layouts.begin(), layouts.end(), [](const search_layout& l) { return l.tp_overlap; });
+  if (copies && sys.accelerator.sm_count <= sp.base.tp_comm_overlap_num_sm)
     detail::report_error("llmsim::search", "system.accelerator.sm_count",
                          "the TP overlap candidates (tp_comm_overlap) take strategy.tp_comm_overlap_num_sm={} SMs from "
                          "their GEMMs: system {} needs system.accelerator.sm_count above that, got {} (0: unknown)",
                          sp.base.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<search_layout> layouts = search_layouts(m, sp);
   const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);
   search_result out;
   out.layouts = static_cast<std::int64_t>(layouts.size());

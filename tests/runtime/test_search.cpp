@@ -178,7 +178,8 @@ TEST(Search, PruningEqualsBruteForceTopK) {
 }
 
 TEST(Search, PruningEqualsBruteForceEveryFittingCandidate) {
-  const auto sp = small_space();
+  auto sp = small_space();
+  sp.tp_comm_overlap = true;  // the TP-overlap copies too (searched after the others)
   llmsim::search_options brute{.top_k = 5, .memory_margin = 0.30, .keep_all = true, .prune = false};
   llmsim::search_options pruned = brute;
   pruned.prune = true;
@@ -279,31 +280,37 @@ TEST(Search, ExpertCommOverlapCandidatesAreTheOnesValidationAccepts) {
 
 TEST(Search, TpOverlapCandidatesCopyTheLayoutsWithTensorParallelism) {
   // --allow tp-overlap: every layout with tp > 1 once more with TE's userbuffers overlap (after the
-  // others), none with tp 1; each validates and prices its TP comm lower than its plain twin.
+  // others), none with tp 1 and none of a ZB-H1 or DualPipeV layout (their W passes are TE's
+  // delayed weight gradients, which its bulk wgrad overlap refuses); each copy validates.
   const auto& m = model("llama3-8b");
   llmsim::search_space sp{.gpus = 8, .global_batch = 8, .seq_len = 4096};
   const auto plain = llmsim::search_layouts(m, sp);
   sp.tp_comm_overlap = true;
   const auto all = llmsim::search_layouts(m, sp);
+  const auto copied = [](const llmsim::search_layout& l) {
+    return l.tp > 1 && l.schedule != llmsim::pipeline_schedule_kind::zb_h1 &&
+           l.schedule != llmsim::pipeline_schedule_kind::dualpipev;
+  };
   std::size_t with_tp = 0;
-  for (const auto& l : plain) with_tp += l.tp > 1 ? 1U : 0U;
+  for (const auto& l : plain) with_tp += copied(l) ? 1U : 0U;
   ASSERT_GT(with_tp, 0U);
   ASSERT_EQ(all.size(), plain.size() + with_tp);
   std::size_t k = plain.size();
   for (const auto& l : plain) {
-    if (l.tp == 1) continue;
+    if (!copied(l)) continue;
     const auto& o = all[k++];
     EXPECT_TRUE(o.tp_overlap);
     EXPECT_EQ(o.tp, l.tp);
     EXPECT_EQ(o.pp, l.pp);
     EXPECT_EQ(o.cp, l.cp);
     EXPECT_EQ(o.vp, l.vp);
+    EXPECT_EQ(o.schedule, l.schedule);
     const auto s = llmsim::to_strategy(llmsim::search_point{.layout = o, .mbn = 8 * o.pp}, sp);
     EXPECT_TRUE(s.tp_comm_overlap);
     EXPECT_NO_THROW(llmsim::validate(m, s, system_of("h100-sxm")));
   }
   // A model whose linears Megatron cannot overlap (MLA) gets no copy; a system without an SM count
-  // is refused by name.
+  // is refused by name, but only when copies exist (tp fixed at 1: none, and the search runs).
   EXPECT_EQ(llmsim::search_layouts(model("deepseek-v2-lite"), sp).size(), [&] {
     auto off = sp;
     off.tp_comm_overlap = false;
@@ -313,6 +320,9 @@ TEST(Search, TpOverlapCandidatesCopyTheLayoutsWithTensorParallelism) {
     (void)llmsim::search(m, system_of("mi300x"), sp, {.top_k = 1});
     ADD_FAILURE() << "mi300x accepted";
   } catch (const llmsim::config_error& e) { EXPECT_EQ(e.field(), "system.accelerator.sm_count"); }
+  auto tp1 = sp;
+  tp1.tp = {1};
+  EXPECT_NO_THROW((void)llmsim::search(m, system_of("mi300x"), tp1, {.top_k = 1}));
 }
 
 TEST(Search, FitsNowhereNamesTheSmallestShortfall) {

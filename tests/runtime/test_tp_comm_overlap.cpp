@@ -226,6 +226,18 @@ TEST(TpCommOverlap, RulesNameTheFieldAndTheRule) {
     EXPECT_EQ(e.field(), "strategy.tp_comm_overlap");
     EXPECT_NE(std::string(e.what()).find("ub_bulk_wgrad"), std::string::npos) << e.what();
   }
+  // ... and with the schedules that run weight gradients apart (ZB-H1, DualPipeV).
+  for (const auto k : {pipeline_schedule_kind::zb_h1, pipeline_schedule_kind::dualpipev}) {
+    s = tp4_job(true);
+    s.pipeline_schedule = k;
+    try {
+      detail::validate_tp_comm_overlap(s);
+      ADD_FAILURE() << enum_name(k) << " accepted";
+    } catch (const config_error& e) {
+      EXPECT_EQ(e.field(), "strategy.tp_comm_overlap");
+      EXPECT_NE(std::string(e.what()).find("zb_h1"), std::string::npos) << e.what();
+    }
+  }
   // MLA's buffer names make Megatron turn the overlap off for the whole model.
   try {
     (void)estimate(catalogue::deepseek_v3, tp4_job(true), catalogue::b200);

@@ -263,11 +263,12 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.pipeline_schedule = l.schedule;
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
-  // The base's TP overlap where a layout has tensor parallelism (Megatron-Bridge comm_overlap.py
-  // _get_model_comm_overlap_cfgs turns it off below tp 2) and no delayed weight gradients (TE
-  // refuses its bulk wgrad overlap with them).
-  s.tp_comm_overlap =
-      (sp.base.tp_comm_overlap || l.tp_overlap) && l.tp > 1 && s.enable_sequence_parallel && !s.delay_wgrad_compute;
+  // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
+  // (Megatron-Bridge comm_overlap.py _get_model_comm_overlap_cfgs turns it off below tp 2) and no
+  // weight gradients split out (delay_wgrad_compute, ZB-H1, DualPipeV: TE refuses its bulk wgrad
+  // overlap with them; validation's `detail::validate_tp_comm_overlap`).
+  s.tp_comm_overlap = (sp.base.tp_comm_overlap || l.tp_overlap) && l.tp > 1 && s.enable_sequence_parallel &&
+                      !splits_weight_gradients(s);
   s.num_layers_in_first_pipeline_stage = {};
   s.num_layers_in_last_pipeline_stage = {};
   if (l.first > 0) s.num_layers_in_first_pipeline_stage = l.first;

@@ -489,6 +489,13 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether weight gradients run apart from input gradients: Megatron's delay_wgrad_compute, or a
+/// schedule that defers them (ZB-H1's and DualPipeV's W passes; TE's delay_wgrad_compute path).
+constexpr bool splits_weight_gradients(const strategy_spec& s) {
+  const pipeline_schedule_kind k = pipeline_schedule_of(s);
+  return s.delay_wgrad_compute || k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+}
+
 namespace detail {
 /// The schedule against the interleaving it needs.
 constexpr void validate_pipeline_schedule(const strategy_spec& s) {
@@ -737,10 +744,11 @@ constexpr void validate_tp_comm_overlap(const strategy_spec& s) {
     report_error(api, "strategy.tp_comm_overlap",
                  "strategy.tp_comm_overlap=true needs strategy.enable_sequence_parallel=true (Megatron-LM "
                  "arguments.py asserts it)");
-  if (s.delay_wgrad_compute)
+  if (splits_weight_gradients(s))
     report_error(api, "strategy.tp_comm_overlap",
-                 "strategy.tp_comm_overlap=true excludes strategy.delay_wgrad_compute=true: TE asserts \"ub_bulk_wgrad "
-                 "is not supported when enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
+                 "strategy.tp_comm_overlap=true excludes weight gradients run apart (strategy.delay_wgrad_compute, "
+                 "pipeline_schedule \"zb_h1\" or \"dualpipev\"): TE asserts \"ub_bulk_wgrad is not supported when "
+                 "enabling delay_wgrad_compute\" (pytorch/module/_common.py)");
 }
 
 /// Refuses the first of `expert_overlap_strategy_rules` that `s` breaks.
