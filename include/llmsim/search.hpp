@@ -334,12 +334,8 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
   const std::vector<search_layout> layouts = search_layouts(m, sp);
   // --allow tp-overlap added copies this system cannot price (a base with the overlap on leaves
   // its candidates to validation, one by one).
-  const bool copies = std::any_of(layouts.begin(), layouts.end(), [](const search_layout& l) { return l.tp_overlap; });
-  if (copies && sys.accelerator.sm_count <= sp.base.tp_comm_overlap_num_sm)
-    detail::report_error("llmsim::search", "system.accelerator.sm_count",
-                         "the TP overlap candidates (tp_comm_overlap) take strategy.tp_comm_overlap_num_sm={} SMs from "
-                         "their GEMMs: system {} needs system.accelerator.sm_count above that, got {} (0: unknown)",
-                         sp.base.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+  if (std::any_of(layouts.begin(), layouts.end(), [](const search_layout& l) { return l.tp_overlap; }))
+    validate_userbuffers_sms(sp.base, sys);
   const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);
   search_result out;
   out.layouts = static_cast<std::int64_t>(layouts.size());

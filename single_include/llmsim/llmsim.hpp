@@ -6024,8 +6024,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
-    if (o.pass == pass_kind::backward_weight)
-      l.bwd_weight_comm += o.userbuffers != userbuffers_method::none ? exposed : t;
+    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += exposed;
     return recorded;
   }
   seconds t{};
@@ -10156,6 +10155,18 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
     broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
 }
 
+/// TE's bulk and pipeline userbuffers collectives always run on SMs (CommOverlapBase), taking
+/// `s.tp_comm_overlap_num_sm` from their GEMM: the system must have more (validation of a
+/// strategy with tp_comm_overlap, and the search before it adds TP-overlap candidates).
+constexpr void validate_userbuffers_sms(const strategy_spec& s, const system_spec& sys) {
+  if (sys.accelerator.sm_count > s.tp_comm_overlap_num_sm) return;
+  detail::report_error("llmsim::system", "system.accelerator.sm_count",
+                       "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
+                       "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                       "system.accelerator.sm_count above that, got {} (0: unknown)",
+                       s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+}
+
 /// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
 /// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
 /// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
@@ -10299,13 +10310,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
   detail::validate_fp8_on_system(m, s, sys);
-  // Bulk collectives always run on SMs (TE's CommOverlapBase), so the overlap needs the count.
-  if (s.tp_comm_overlap && sys.accelerator.sm_count <= s.tp_comm_overlap_num_sm)
-    detail::report_error("llmsim::system", "system.accelerator.sm_count",
-                         "strategy.tp_comm_overlap=true prices TE userbuffers collectives that take "
-                         "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
-                         "system.accelerator.sm_count above that, got {} (0: unknown)",
-                         s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+  if (s.tp_comm_overlap) validate_userbuffers_sms(s, sys);
 }
 
 LLMSIM_END_NAMESPACE
@@ -16249,12 +16254,8 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
   const std::vector<search_layout> layouts = search_layouts(m, sp);
   // --allow tp-overlap added copies this system cannot price (a base with the overlap on leaves
   // its candidates to validation, one by one).
-  const bool copies = std::any_of(layouts.begin(), layouts.end(), [](const search_layout& l) { return l.tp_overlap; });
-  if (copies && sys.accelerator.sm_count <= sp.base.tp_comm_overlap_num_sm)
-    detail::report_error("llmsim::search", "system.accelerator.sm_count",
-                         "the TP overlap candidates (tp_comm_overlap) take strategy.tp_comm_overlap_num_sm={} SMs from "
-                         "their GEMMs: system {} needs system.accelerator.sm_count above that, got {} (0: unknown)",
-                         sp.base.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+  if (std::any_of(layouts.begin(), layouts.end(), [](const search_layout& l) { return l.tp_overlap; }))
+    validate_userbuffers_sms(sp.base, sys);
   const std::vector<fp8_recipe_kind> recipes = search_fp8_recipes(sp, sys);
   search_result out;
   out.layouts = static_cast<std::int64_t>(layouts.size());

@@ -164,8 +164,7 @@ constexpr seconds price_op(const build_context& c, leaf& l, const op& o) {
     }
     (o.is_backward() ? l.bwd_comm : l.fwd_comm) += exposed;
     if (o.group == comm_group::ep) (o.is_backward() ? l.bwd_a2a : l.fwd_a2a) += t;
-    if (o.pass == pass_kind::backward_weight)
-      l.bwd_weight_comm += o.userbuffers != userbuffers_method::none ? exposed : t;
+    if (o.pass == pass_kind::backward_weight) l.bwd_weight_comm += exposed;
     return recorded;
   }
   seconds t{};

@@ -165,12 +165,6 @@ inline void model_part(row_job& job, const value& row, const value& m) {
   const std::string run = row["release"].get<std::string>() + " " + gpu + " " + row["precision"].get<std::string>();
   if (m.contains("strategy_by_run") && m["strategy_by_run"].contains(run))
     job.strategy.update(m["strategy_by_run"][run]);
-  // TE userbuffers TP overlap: the recipe's setting for the row's precision, with tensor
-  // parallelism only (comm_overlap.py _get_model_comm_overlap_cfgs turns it off below tp 2).
-  const std::string precision = row["precision"].get<std::string>();
-  if (row["tp"].get<std::int64_t>() > 1 && m.contains("tp_comm_overlap_by_precision") &&
-      m["tp_comm_overlap_by_precision"].contains(precision))
-    job.strategy.update(m["tp_comm_overlap_by_precision"][precision]);
   // Megatron-LM refuses the combined 1F1B step with pp > 1 and no virtual pipeline
   // (transformer_config.py): a row of that layout ran without it.
   if (job.strategy.value("overlap_moe_expert_parallel_comm", false) && row["pp"].get<std::int64_t>() > 1 &&
@@ -249,6 +243,15 @@ inline row_job map_row(const value& row, const value& recipes) {
   if (detail::optional_size(row, "cp") > 1)
     detail::merge_strategy(job.strategy, recipes.value("context_parallel", value::object()));
   detail::model_part(job, row, m);
+  // TE userbuffers TP overlap: the recipe file's settings for the row's precision, on a model that
+  // runs it, with tensor parallelism only (comm_overlap.py _get_model_comm_overlap_cfgs turns it
+  // off below tp 2).
+  const value ub = recipes.value("tp_comm_overlap", value::object());
+  const value by_precision = ub.value("by_precision", value::object());
+  if (m.value("tp_comm_overlap", false) && row["tp"].get<std::int64_t>() > 1 && by_precision.contains(precision)) {
+    job.strategy.update(by_precision[precision]);
+    detail::append_strings(job.not_modelled, ub);
+  }
   return job;
 }
 

@@ -157,6 +157,18 @@ constexpr void expert_overlap_model_rules(const model_spec& m, const strategy_sp
     broken(field, "{}=true allows at most one MTP layer, model.mtp_num_layers={}", field, m.mtp_num_layers);
 }
 
+/// TE's bulk and pipeline userbuffers collectives always run on SMs (CommOverlapBase), taking
+/// `s.tp_comm_overlap_num_sm` from their GEMM: the system must have more (validation of a
+/// strategy with tp_comm_overlap, and the search before it adds TP-overlap candidates).
+constexpr void validate_userbuffers_sms(const strategy_spec& s, const system_spec& sys) {
+  if (sys.accelerator.sm_count > s.tp_comm_overlap_num_sm) return;
+  detail::report_error("llmsim::system", "system.accelerator.sm_count",
+                       "strategy.tp_comm_overlap prices TE userbuffers collectives that take "
+                       "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
+                       "system.accelerator.sm_count above that, got {} (0: unknown)",
+                       s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+}
+
 /// Megatron-LM turns tp_comm_overlap off for the whole model when a linear's buffer name is not
 /// one TE's userbuffers serve (extensions/transformer_engine.py TELinear: qkv, proj, fc1, fc2), as
 /// MLA's projections and DeepSeek-V4's attention name theirs: refused rather than priced off.
@@ -300,13 +312,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s, const syste
   detail::require_network(sys, "strategy.etp_net", s.etp_net);
   detail::require_network(sys, "strategy.edp_net", s.edp_net);
   detail::validate_fp8_on_system(m, s, sys);
-  // Bulk collectives always run on SMs (TE's CommOverlapBase), so the overlap needs the count.
-  if (s.tp_comm_overlap && sys.accelerator.sm_count <= s.tp_comm_overlap_num_sm)
-    detail::report_error("llmsim::system", "system.accelerator.sm_count",
-                         "strategy.tp_comm_overlap=true prices TE userbuffers collectives that take "
-                         "strategy.tp_comm_overlap_num_sm={} SMs from their GEMM: system {} needs "
-                         "system.accelerator.sm_count above that, got {} (0: unknown)",
-                         s.tp_comm_overlap_num_sm, sys.sys_name, sys.accelerator.sm_count);
+  if (s.tp_comm_overlap) validate_userbuffers_sms(s, sys);
 }
 
 LLMSIM_END_NAMESPACE
