@@ -116,29 +116,10 @@ void apply_allow(llmsim::search_space& sp, const std::string& what) {
                                             "userbuffers TP overlap for layouts with tp > 1)");
 }
 
-/// A compact name of the candidate, in the tokens of `llmsim list` where they exist.
-std::string layout_name(const llmsim::search_candidate& c) {
-  const auto& p = c.point;
-  const auto& l = p.layout;
-  std::string n = "tp" + std::to_string(l.tp) + "_pp" + std::to_string(l.pp);
-  if (l.cp > 1) n += "_cp" + std::to_string(l.cp) + (l.cp_comm == llmsim::cp_comm_kind::p2p ? "ring" : "");
-  n += "_dp" + std::to_string(l.dp);
-  if (l.ep > 1) n += "_ep" + std::to_string(l.ep);
-  if (l.etp > 1) n += "_etp" + std::to_string(l.etp);
-  if (l.vp > 1) n += "_vp" + std::to_string(l.vp);
-  if (l.first > 0) n += "_first" + std::to_string(l.first);
-  if (l.last > 0) n += "_last" + std::to_string(l.last);
-  if (l.schedule == llmsim::pipeline_schedule_kind::zb_h1) n += "_zbh1";
-  if (l.schedule == llmsim::pipeline_schedule_kind::dualpipev) n += "_dualpipev";
-  if (l.ep_overlap) n += "_epoverlap";
-  if (l.tp_overlap) n += "_tpoverlap";
-  n += "_mbs" + std::to_string(p.mbs) + "_mbc" + std::to_string(p.mbn) + "_zero" + std::to_string(p.zero);
-  if (p.fsdp) n += "fsdp";
-  if (p.fp8 != llmsim::fp8_recipe_kind::invalid) n += "_fp8" + std::string(llmsim::enum_name(p.fp8));
-  if (p.offload) n += "_optoffload";
-  if (p.recompute == llmsim::search_recompute::selective) n += "_selective";
-  if (p.recompute == llmsim::search_recompute::full) n += "_full" + std::to_string(p.recompute_layers);
-  return n;
+/// The candidate's compact strategy name (`catalogue::parse_strategy_name` reads it back:
+/// `llmsim perf --strategy NAME` prices the same strategy).
+std::string layout_name(const llmsim::search_candidate& c, const llmsim::search_space& sp) {
+  return std::string(llmsim::search_candidate_name(c, sp).view());
 }
 
 const char* recompute_name(llmsim::search_recompute r) {
@@ -157,12 +138,12 @@ struct run_pricing {
 /// an integer, a double, a bool or a string; with `pricing`, the training run's days, GPU-hours
 /// and dollars last.
 template <class Emit>
-void for_each_field(const llmsim::search_candidate& c, std::size_t rank, const std::optional<run_pricing>& pricing,
-                    Emit&& emit) {
+void for_each_field(const llmsim::search_candidate& c, const llmsim::search_space& sp, std::size_t rank,
+                    const std::optional<run_pricing>& pricing, Emit&& emit) {
   const auto& p = c.point;
   const auto& l = p.layout;
   emit("rank", static_cast<std::int64_t>(rank));
-  emit("layout", std::string_view(layout_name(c)));
+  emit("layout", std::string_view(layout_name(c, sp)));
   for (const auto& [key, v] : {std::pair{"tp", l.tp},
                                {"pp", l.pp},
                                {"cp", l.cp},
@@ -197,10 +178,10 @@ void for_each_field(const llmsim::search_candidate& c, std::size_t rank, const s
   if (run.usd) emit("usd", *run.usd);
 }
 
-lj::value candidate_json(const llmsim::search_candidate& c, std::size_t rank,
+lj::value candidate_json(const llmsim::search_candidate& c, const llmsim::search_space& sp, std::size_t rank,
                          const std::optional<run_pricing>& pricing) {
   lj::value out = lj::value::object();
-  for_each_field(c, rank, pricing, [&out](const char* key, const auto& v) {
+  for_each_field(c, sp, rank, pricing, [&out](const char* key, const auto& v) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string_view>)
       out[key] = std::string(v);
     else
@@ -227,11 +208,11 @@ void append_number(std::string& line, std::int64_t v) {
 
 /// One candidate as a compact JSON object, or as a CSV row (`json` false). The strings are
 /// layout tokens and enum names: letters, digits and '_', nothing to escape or quote.
-void append_candidate(std::string& line, const llmsim::search_candidate& c, std::size_t rank,
-                      const std::optional<run_pricing>& pricing, bool json) {
+void append_candidate(std::string& line, const llmsim::search_candidate& c, const llmsim::search_space& sp,
+                      std::size_t rank, const std::optional<run_pricing>& pricing, bool json) {
   bool first = true;
   if (json) line += '{';
-  for_each_field(c, rank, pricing, [&](const char* key, const auto& v) {
+  for_each_field(c, sp, rank, pricing, [&](const char* key, const auto& v) {
     using T = std::decay_t<decltype(v)>;
     if (!first) line += ',';
     first = false;
@@ -262,7 +243,7 @@ constexpr std::string_view candidates_placeholder = "@llmsim-candidates@";
 /// candidate, one compact object per line, each written as it is made: a tree of half a million
 /// candidates took longer to build and copy than the search took to price them.
 void print_json_streaming_candidates(const std::string& document, const std::vector<llmsim::search_candidate>& all,
-                                     const std::optional<run_pricing>& pricing) {
+                                     const llmsim::search_space& sp, const std::optional<run_pricing>& pricing) {
   const std::string quoted = "\"" + std::string(candidates_placeholder) + "\"";
   const std::size_t at = document.find(quoted);
   std::fwrite(document.data(), 1, at, stdout);
@@ -270,7 +251,7 @@ void print_json_streaming_candidates(const std::string& document, const std::vec
   std::string line;
   for (std::size_t i = 0; i < all.size(); ++i) {
     line = "    ";
-    append_candidate(line, all[i], i + 1, pricing, true);
+    append_candidate(line, all[i], sp, i + 1, pricing, true);
     line += i + 1 < all.size() ? ",\n" : "\n  ]";
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
@@ -291,20 +272,23 @@ std::string why(const llmsim::search_result& r, std::size_t i) {
   return buf;
 }
 
-void print_table(const llmsim::search_result& r, const std::vector<llmsim::search_candidate>& rows) {
-  std::printf("%4s  %-62s %9s %6s %10s %20s  %s\n", "rank", "layout", "step (s)", "MFU", "tok/s/GPU",
+void print_table(const llmsim::search_result& r, const std::vector<llmsim::search_candidate>& rows,
+                 const llmsim::search_space& sp) {
+  std::printf("%4s  %-72s %9s %6s %10s %20s  %s\n", "rank", "layout", "step (s)", "MFU", "tok/s/GPU",
               "peak GiB (stage)", "why");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& c = rows[i];
     const std::string stage(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)]);
-    std::printf("%4zu  %-62s %9.3f %5.1f%% %10.0f %7.2f %-12s %s\n", i + 1, layout_name(c).c_str(), c.time, c.mfu * 100,
-                c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(), &rows == &r.top ? why(r, i).c_str() : "");
+    std::printf("%4zu  %-72s %9.3f %5.1f%% %10.0f %7.2f %-12s %s\n", i + 1, layout_name(c, sp).c_str(), c.time,
+                c.mfu * 100, c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(),
+                &rows == &r.top ? why(r, i).c_str() : "");
   }
 }
 
-void print_csv(const std::vector<llmsim::search_candidate>& rows, const std::optional<run_pricing>& pricing) {
+void print_csv(const std::vector<llmsim::search_candidate>& rows, const llmsim::search_space& sp,
+               const std::optional<run_pricing>& pricing) {
   std::string line;
-  for_each_field(llmsim::search_candidate{.time = 1}, 0, pricing, [&line](const char* key, const auto&) {
+  for_each_field(llmsim::search_candidate{.time = 1}, sp, 0, pricing, [&line](const char* key, const auto&) {
     if (!line.empty()) line += ',';
     line += key;
   });
@@ -312,7 +296,7 @@ void print_csv(const std::vector<llmsim::search_candidate>& rows, const std::opt
   std::fwrite(line.data(), 1, line.size(), stdout);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     line.clear();
-    append_candidate(line, rows[i], i + 1, pricing, false);
+    append_candidate(line, rows[i], sp, i + 1, pricing, false);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
   }
@@ -364,18 +348,19 @@ lj::value summary_json(const search_args& a, const llmsim::search_result& r, std
 }
 
 /// Nothing fits: the candidate closest to fitting, by how much it misses.
-int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj::value& out,
-                        const std::optional<run_pricing>& pricing) {
+int report_nothing_fits(const search_args& a, const llmsim::search_space& sp, const llmsim::search_result& r,
+                        lj::value& out, const std::optional<run_pricing>& pricing) {
   std::string msg = "no strategy of the space fits " + a.model + " on " + std::to_string(a.gpus) + " x " + a.system;
   if (r.smallest_shortfall >= 0) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   ": the least memory is %.2f GiB over the budget of %.2f GiB (device memory less the %.0f%% margin), "
                   "with %s",
-                  r.smallest_shortfall / gib, r.budget / gib, a.memory_margin * 100, layout_name(r.closest).c_str());
+                  r.smallest_shortfall / gib, r.budget / gib, a.memory_margin * 100,
+                  layout_name(r.closest, sp).c_str());
     msg += buf;
     out["smallest_shortfall_gib"] = r.smallest_shortfall / gib;
-    out["closest"] = candidate_json(r.closest, 0, pricing);
+    out["closest"] = candidate_json(r.closest, sp, 0, pricing);
   } else {
     msg += ": no candidate of the space passes validation";
   }
@@ -387,15 +372,15 @@ int report_nothing_fits(const search_args& a, const llmsim::search_result& r, lj
 }
 
 /// The JSON document of a search (the candidates as a placeholder the printer streams over).
-lj::value search_document(lj::value out, const llmsim::search_result& r, const std::optional<run_pricing>& pricing,
-                          const llmsim::strategy_spec& best, const llmsim::estimate_result& winner,
-                          const search_args& a, bool with_pareto) {
+lj::value search_document(lj::value out, const llmsim::search_result& r, const llmsim::search_space& sp,
+                          const std::optional<run_pricing>& pricing, const llmsim::strategy_spec& best,
+                          const llmsim::estimate_result& winner, const search_args& a, bool with_pareto) {
   lj::value top = lj::value::array(), front = lj::value::array();
-  for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], i + 1, pricing));
+  for (std::size_t i = 0; i < r.top.size(); ++i) top.push_back(candidate_json(r.top[i], sp, i + 1, pricing));
   out["top"] = top;
   out["candidates"] = std::string(candidates_placeholder);
   if (with_pareto) {
-    for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], i + 1, pricing));
+    for (std::size_t i = 0; i < r.pareto.size(); ++i) front.push_back(candidate_json(r.pareto[i], sp, i + 1, pricing));
     out["pareto"] = front;
   }
   out["winner"] = lj::to_json(winner);
@@ -500,16 +485,17 @@ int run_search(const search_args& a) {
     pricing = run_pricing{*a.tokens, static_cast<double>(batch) * static_cast<double>(sp.seq_len), sp.gpus,
                           a.usd_per_gpu_hour};
   lj::value out = summary_json(a, r, batch);
-  if (r.top.empty()) return report_nothing_fits(a, r, out, pricing);
+  if (r.top.empty()) return report_nothing_fits(a, sp, r, out, pricing);
   const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
   const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());
   if (a.html_file)
-    write_html(*a.html_file, search_document(out, r, pricing, best, winner, a, true), r, model, best, system.spec());
+    write_html(*a.html_file, search_document(out, r, sp, pricing, best, winner, a, true), r, model, best,
+               system.spec());
   if (a.format == "json") {
-    const lj::value doc = search_document(out, r, pricing, best, winner, a, a.pareto);
-    print_json_streaming_candidates(doc.dump(2), r.fitting, pricing);
+    const lj::value doc = search_document(out, r, sp, pricing, best, winner, a, a.pareto);
+    print_json_streaming_candidates(doc.dump(2), r.fitting, sp, pricing);
   } else if (a.format == "csv") {
-    print_csv(a.pareto ? r.pareto : r.fitting, pricing);
+    print_csv(a.pareto ? r.pareto : r.fitting, sp, pricing);
   } else {
     std::printf("search: %s on %lld x %s, global batch %lld x seq %lld; memory budget %.2f GiB per GPU\n",
                 a.model.c_str(), static_cast<long long>(a.gpus), a.system.c_str(), static_cast<long long>(batch),
@@ -521,12 +507,12 @@ int run_search(const search_args& a) {
         static_cast<long long>(r.estimated), static_cast<long long>(r.fitting_count),
         static_cast<long long>(r.over_memory), static_cast<long long>(r.invalid),
         static_cast<long long>(r.bounded_by_time), a.top);
-    print_table(r, r.top);
+    print_table(r, r.top, sp);
     if (a.pareto) {
       std::printf("\nmemory-vs-time Pareto front (fastest first):\n");
-      print_table(r, r.pareto);
+      print_table(r, r.pareto, sp);
     }
-    std::printf("\nwinner: %s\n%s", layout_name(r.top[0]).c_str(),
+    std::printf("\nwinner: %s\n%s", layout_name(r.top[0], sp).c_str(),
                 llmsim::to_text(winner, model, best, system.spec()).c_str());
     if (a.tokens)
       std::printf("%s", llmsim::to_text(llmsim::training_cost(winner, best, *a.tokens, a.usd_per_gpu_hour)).c_str());

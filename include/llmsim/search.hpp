@@ -22,6 +22,7 @@
 /// enter the top K.
 #pragma once
 
+#include <llmsim/catalogue/catalogue.hpp>
 #include <llmsim/estimate/estimate.hpp>
 #include <llmsim/perf_llm.hpp>
 #include <llmsim/search/space.hpp>
@@ -413,6 +414,16 @@ inline search_result search(const model_spec& m, const system_spec& sys, const s
 
 /// The strategy of a ranked candidate.
 inline strategy_spec strategy_of(const search_candidate& c, const search_space& sp) { return to_strategy(c.point, sp); }
+
+/// The candidate's compact strategy name (`catalogue::compact_strategy_name`), e.g.
+/// `tp1_pp1_cp2ring_dp512_mbs1_mbc2_zero3_fp8delayed_full2_seq8192`. With the default base
+/// strategy (`llmsim search`'s) it names the whole strategy: `catalogue::parse_strategy_name` reads
+/// it back to `strategy_of(c, sp)` (`llmsim perf --strategy NAME`); a base with fields names do not
+/// set (a strategy file's) keeps them only in `strategy_of`.
+inline fixed_string<catalogue::strategy_name_capacity> search_candidate_name(const search_candidate& c,
+                                                                             const search_space& sp) {
+  return catalogue::compact_strategy_name(strategy_of(c, sp));
+}
 
 /// The answer of `search_best_parallel_strategy_with_recompute`.
 struct best_parallel_strategy {

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -774,10 +775,11 @@ TEST(CliList, JsonListsModelsSystemsAndTheStrategyGrammar) {
   const json& grammar = j["strategy_names"];
   std::vector<std::string> tokens;
   for (const auto& t : grammar["tokens"]) tokens.push_back(t["token"].get<std::string>());
-  EXPECT_EQ(tokens,
-            (std::vector<std::string>{"tp<N>",     "pp<N>",  "dp<N>",   "cp<N>",     "ep<N>",     "etp<N>",   "mbs<N>",
-                                      "mbc<N>",    "seq<N>", "zero<N>", "vp<N>",     "first<N>",  "last<N>",  "full",
-                                      "selective", "nosp",   "zbh1",    "dualpipev", "epoverlap", "tpoverlap"}));
+  EXPECT_EQ(tokens, (std::vector<std::string>{"tp<N>",   "pp<N>",       "dp<N>",     "cp<N>",       "cp<N>ring",
+                                              "ep<N>",   "etp<N>",      "mbs<N>",    "mbc<N>",      "seq<N>",
+                                              "zero<N>", "zero<N>fsdp", "vp<N>",     "first<N>",    "last<N>",
+                                              "full",    "full<N>",     "selective", "fp8<recipe>", "optoffload",
+                                              "nosp",    "zbh1",        "dualpipev", "epoverlap",   "tpoverlap"}));
   EXPECT_EQ(grammar["defaults"]["seq_len"], 4096);
   EXPECT_EQ(grammar["defaults"]["micro_batch_size"], 1);
   EXPECT_EQ(grammar["defaults"]["micro_batch_num"], 8);
@@ -832,6 +834,36 @@ TEST(CliSearch, JsonListsEveryFittingCandidateRanked) {
   EXPECT_EQ(j["winner"]["units"]["time"], "ms");
   EXPECT_NEAR(j["winner"]["cost_result"]["duration_time_per_iter"].get<double>() / 1000,
               j["top"][0]["step_time"].get<double>(), 1e-12);
+}
+
+// A layout name the search prints is a strategy perf reads: the same step time and peak memory,
+// exactly. Seq 2048 (not the names' default 4096, so the names carry it) with FP8, offload,
+// Megatron-FSDP and the KV ring in the space.
+TEST(CliSearch, PerfPricesTheLayoutNameAsTheSearchRankedIt) {
+  LLMSIM_REQUIRE_CLI();
+  const auto r = run_cli(
+      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 2048 --allow fsdp --top 40 "
+      "--format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = r.out_json();
+  ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300);
+  std::set<std::string> tokens;
+  for (const auto& c : j["candidates"]) {
+    const std::string name = c["layout"].get<std::string>();
+    for (const char* t : {"_seq2048", "_fp8", "optoffload", "fsdp", "ring", "_full", "selective"})
+      if (name.find(t) != std::string::npos) tokens.insert(t);
+  }
+  EXPECT_EQ(tokens.size(), 7U) << "every kind of token among the candidates";
+  for (std::size_t i = 0; i < j["top"].size(); i += 13) {  // a spread of ranked rows (perf runs take time)
+    const auto& row = j["top"][i];
+    const std::string name = row["layout"].get<std::string>();
+    const auto p = run_cli("perf --model llama3-8b --system h100-sxm --strategy " + name + " --format json");
+    ASSERT_EQ(p.exit_code, 0) << name << ": " << p.err;
+    const json perf = p.out_json();
+    EXPECT_DOUBLE_EQ(perf["cost_result"]["duration_time_per_iter"].get<double>() / 1000, row["step_time"].get<double>())
+        << name;
+    EXPECT_DOUBLE_EQ(perf["mem_result"]["peak_mem"].get<double>(), row["peak_mem_gib"].get<double>()) << name;
+  }
 }
 
 TEST(CliSearch, TextTableCsvAndPareto) {

@@ -447,9 +447,9 @@ TEST(JsonCatalogueNames, NeitherFileNorNameListsTheNames) {
   EXPECT_EQ(what([](const char* a) { return lj::load_strategy(a); }, "tp8_pp2_first"),
             "tp8_pp2_first: llmsim::json: is neither a file nor a catalogue strategy name; strategy names are compact, "
             "e.g. tp2_pp1_dp4 or "
-            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> ep<N> etp<N> mbs<N> mbc<N> seq<N> "
-            "zero<N> vp<N> first<N> "
-            "last<N> full selective nosp zbh1 dualpipev epoverlap tpoverlap separated by '_' or '-'");
+            "pp16_dp8_ep8_mbc32_first1, from the tokens tp<N> pp<N> dp<N> cp<N> cp<N>ring ep<N> etp<N> mbs<N> mbc<N> "
+            "seq<N> zero<N> zero<N>fsdp vp<N> first<N> last<N> full full<N> selective fp8<recipe> optoffload nosp "
+            "zbh1 dualpipev epoverlap tpoverlap separated by '_' or '-'");
   const std::string dir = (configs_dir / "models").string();
   EXPECT_EQ(what([](const char* a) { return lj::load_model(a); }, dir.c_str()),
             dir + ": llmsim::json: is a directory, not a config file");

@@ -180,6 +180,14 @@ static_assert(parallel<recompute::full_layers<4>>::spec.recompute_layer_num == 4
               llmsim::recompute_active(parallel<recompute::full_layers<4>>::spec));
 static_assert(!llmsim::recompute_active(parallel<>::spec) &&
               llmsim::recompute_active(parallel<recompute::selective>::spec));
+// Names written back (catalogue::strategy_name, parse_strategy_name's inverse): the tokens in
+// their fixed order, seq only when not 4096, and a name only for what names can hold.
+static_assert(catalogue::strategy_name(big::spec)->view() == "tp8_pp4_dp64_mbs1_mbc32_zero1_selective");
+using ring_fp8 = parallel<tp<2>, cp<4>, llmsim::cp_comm::p2p, dp<2>,
+                          llmsim::fp8_training<llmsim::fp8_recipe_kind::mxfp8>, recompute::full_layers<3>, seq<32768>>;
+static_assert(ring_fp8::spec == named("cp4ring_tp2_dp2_fp8mxfp8_full3_seq32768"));
+static_assert(catalogue::strategy_name(ring_fp8::spec)->view() ==
+              "tp2_pp1_cp4ring_dp2_mbs1_mbc8_zero1_fp8mxfp8_full3_seq32768");
 
 // A user option: any type with a key and an apply.
 struct reserve_more {
@@ -188,6 +196,10 @@ struct reserve_more {
 };
 static_assert(parallel<tp<2>, reserve_more>::spec.mem_factor == 0.9 &&
               parallel<tp<2>, reserve_more>::spec.tp_size == 2);
+// A field no name token sets (mem_factor): no name holds the strategy; the compact name leaves it out.
+static_assert(!catalogue::strategy_name(parallel<tp<2>, reserve_more>::spec) &&
+              catalogue::compact_strategy_name(parallel<tp<2>, reserve_more>::spec).view() ==
+                  "tp2_pp1_dp1_mbs1_mbc8_zero1");
 
 // ---- the typed estimate is the core estimate ---------------------------------------------------------
 
@@ -258,8 +270,7 @@ constexpr llmsim::strategy_spec space_spec(std::int64_t tp, std::int64_t zero) {
   // global batch 8 over dp = 8 / tp ranks of micro-batch 1
   llmsim::strategy_spec s{
       .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8 / (8 / tp), .world_size = 8, .tp_size = tp};
-  s.zero_state = zero;
-  s.pipeline_schedule = llmsim::pipeline_schedule_kind::one_f_one_b;
+  s.zero_state = zero;  // 1F1B: the schedule left unset, as the search leaves it
   s.enable_recompute = false;
   return s;
 }

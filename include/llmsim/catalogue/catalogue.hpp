@@ -14,7 +14,9 @@
 #include <llmsim/spec/system.hpp>
 
 #include <array>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
 namespace catalogue {
@@ -829,22 +831,29 @@ struct strategy_name_token {
   std::string_view meaning;
 };
 /// Every token `parse_strategy_name` understands, for `llmsim list` and error messages.
-inline constexpr std::array<strategy_name_token, 20> strategy_name_tokens{{
+inline constexpr std::array<strategy_name_token, 25> strategy_name_tokens{{
     {"tp<N>", "tensor-parallel size (tp_size)"},
     {"pp<N>", "pipeline stages (pp_size)"},
     {"dp<N>", "data-parallel size: world_size = tp * pp * cp * dp"},
-    {"cp<N>", "context-parallel size (cp_size)"},
+    {"cp<N>", "context-parallel size (cp_size), Ulysses all-to-all (cp_comm_type \"a2a\")"},
+    {"cp<N>ring", "context-parallel size with the KV ring (cp_comm_type \"p2p\")"},
     {"ep<N>", "expert-parallel size (ep_size)"},
     {"etp<N>", "expert tensor-parallel size (etp_size)"},
     {"mbs<N>", "micro-batch size (micro_batch_size, default 1)"},
     {"mbc<N>", "micro-batches per iteration (micro_batch_num, default 8)"},
     {"seq<N>", "sequence length (seq_len, default 4096)"},
     {"zero<N>", "optimizer state sharding (zero_state, default 1)"},
+    {"zero<N>fsdp",
+     "ZeRO stage N as Megatron-FSDP (data_parallel_sharding_strategy: no_shard, optim, "
+     "optim_grads, optim_grads_params for N = 0..3)"},
     {"vp<N>", "virtual pipeline chunks per stage (interleaving_size)"},
     {"first<N>", "layers of the first pipeline stage (num_layers_in_first_pipeline_stage)"},
     {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
     {"full", "full recompute of every layer"},
+    {"full<N>", "full recompute of the first N layers of each stage (recompute_layer_num)"},
     {"selective", "selective recompute (attention) of every layer"},
+    {"fp8<recipe>", "FP8 training with the recipe: fp8delayed, fp8tensorwise, fp8blockwise, fp8mxfp8, fp8nvfp4"},
+    {"optoffload", "the optimizer step on the CPU (optimizer_cpu_offload)"},
     {"nosp", "no sequence parallelism (on by default)"},
     {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
     {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
@@ -852,14 +861,96 @@ inline constexpr std::array<strategy_name_token, 20> strategy_name_tokens{{
     {"tpoverlap", "TE userbuffers TP communication overlap (tp_comm_overlap, TE's default settings)"},
 }};
 
-/// A strategy from a compact name: tokens tp<N>, pp<N>, dp<N>, cp<N>, ep<N>, etp<N>, mbs<N>,
-/// mbc<N> (micro-batches), seq<N>, zero<N>, vp<N>, first<N> / last<N> (layers of the first / last
-/// pipeline stage, the others share the rest evenly), full / selective (recompute all layers),
-/// nosp (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), epoverlap (Megatron's EP
-/// all-to-all overlap), tpoverlap (TE's userbuffers TP overlap), separated by '_' or '-'.
-/// world = tp * pp * cp * dp.
+namespace detail {
+/// A word token of strategy names (no number): sets what it names in `s`; false if it is none.
+constexpr bool apply_name_word(std::string_view tok, strategy_spec& s) {
+  if (tok == "full" || tok == "selective") {
+    s.enable_recompute = true;
+    s.recompute_granularity = tok == "full" ? recompute_kind::full_block : recompute_kind::selective_recompute;
+    s.attn_recompute = tok == "selective";
+    s.recompute_layer_num = max_dimension;
+  } else if (tok == "nosp") {
+    s.enable_sequence_parallel = false;
+  } else if (tok == "epoverlap") {
+    s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
+  } else if (tok == "tpoverlap") {
+    s.tp_comm_overlap = true;
+  } else if (tok == "zbh1" || tok == "dualpipev") {
+    s.pipeline_schedule = tok == "zbh1" ? pipeline_schedule_kind::zb_h1 : pipeline_schedule_kind::dualpipev;
+  } else if (tok == "optoffload") {
+    s.optimizer_cpu_offload = true;
+  } else if (tok.substr(0, 3) == "fp8" && tok.size() > 3) {
+    // fp8<recipe>: "fp8" is followed by a recipe's name, not by a number.
+    const fp8_recipe_kind recipe = enum_from_name<fp8_recipe_kind>(tok.substr(3));
+    if (recipe == fp8_recipe_kind::invalid) return false;
+    s.fp8 = true;
+    s.fp8_recipe = recipe;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// A number token `<key><N>[<suffix>]` of strategy names: sets what it names in `s` (`dp`, which
+/// only sizes the world, into `dp`); false if the key, the suffix or the number is not understood.
+constexpr bool apply_name_number(std::string_view key, std::int64_t v, std::string_view suffix, strategy_spec& s,
+                                 std::int64_t& dp) {
+  if (!suffix.empty()) {
+    if (key == "cp" && suffix == "ring") {
+      s.cp_size = v;
+      s.cp_comm_type = cp_comm_kind::p2p;
+      return true;
+    }
+    if (key == "zero" && suffix == "fsdp" && v <= 3) {
+      s.zero_state = v;
+      // Megatron-FSDP's sharding strategies in ZeRO order (no_shard = ZeRO-0 ... optim_grads_params = ZeRO-3).
+      s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(v + 1);
+      return true;
+    }
+    return false;
+  }
+  if (key == "full") {
+    if (v < 1) return false;
+    s.enable_recompute = true;
+    s.recompute_granularity = recompute_kind::full_block;
+    s.attn_recompute = false;
+    s.recompute_layer_num = v;
+    return true;
+  }
+  if (key == "first" || key == "last") {
+    (key == "first" ? s.num_layers_in_first_pipeline_stage : s.num_layers_in_last_pipeline_stage) = v;
+    return true;
+  }
+  const std::array<std::pair<std::string_view, std::int64_t*>, 11> sizes{{{"tp", &s.tp_size},
+                                                                          {"pp", &s.pp_size},
+                                                                          {"dp", &dp},
+                                                                          {"cp", &s.cp_size},
+                                                                          {"ep", &s.ep_size},
+                                                                          {"etp", &s.etp_size},
+                                                                          {"mbs", &s.micro_batch_size},
+                                                                          {"mbc", &s.micro_batch_num},
+                                                                          {"seq", &s.seq_len},
+                                                                          {"zero", &s.zero_state},
+                                                                          {"vp", &s.interleaving_size}}};
+  for (const auto& [name, field] : sizes)
+    if (name == key) {
+      *field = v;
+      return true;
+    }
+  return false;
+}
+}  // namespace detail
+
+/// A strategy from a compact name: the tokens of `strategy_name_tokens` separated by '_' or '-':
+/// tp<N>, pp<N>, dp<N>, cp<N> (cp<N>ring: the KV ring), ep<N>, etp<N>, mbs<N>, mbc<N>
+/// (micro-batches), seq<N>, zero<N> (zero<N>fsdp: as Megatron-FSDP), vp<N>, first<N> / last<N>
+/// (layers of the first / last pipeline stage, the others share the rest evenly), full / full<N> /
+/// selective (recompute every layer, or the first N of each stage), fp8<recipe>, optoffload, nosp
+/// (no sequence parallelism), zbh1 / dualpipev (pipeline schedule), epoverlap (Megatron's EP
+/// all-to-all overlap), tpoverlap (TE's userbuffers TP overlap). world = tp * pp * cp * dp.
 /// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
-/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4).
+/// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4). `strategy_name` is the
+/// inverse: every name `llmsim search` prints parses back to its candidate.
 /// Returns false when a token is not understood (a number token without its number, `first`,
 /// is not understood).
 constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
@@ -874,78 +965,111 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     i = j + 1;
     if (tok.empty()) continue;
     any = true;
-    if (tok == "full") {
-      s.enable_recompute = true;
-      s.recompute_granularity = recompute_kind::full_block;
-      s.recompute_layer_num = max_dimension;
-      continue;
-    }
-    if (tok == "selective") {
-      s.enable_recompute = true;
-      s.recompute_granularity = recompute_kind::selective_recompute;
-      s.attn_recompute = true;
-      s.recompute_layer_num = max_dimension;
-      continue;
-    }
-    if (tok == "nosp") {
-      s.enable_sequence_parallel = false;
-      continue;
-    }
-    if (tok == "epoverlap") {
-      s.overlap_moe_expert_parallel_comm = s.delay_wgrad_compute = true;
-      continue;
-    }
-    if (tok == "tpoverlap") {
-      s.tp_comm_overlap = true;
-      continue;
-    }
-    if (tok == "zbh1" || tok == "dualpipev") {
-      s.pipeline_schedule = tok == "zbh1" ? pipeline_schedule_kind::zb_h1 : pipeline_schedule_kind::dualpipev;
-      continue;
-    }
+    if (detail::apply_name_word(tok, s)) continue;
     std::size_t k = 0;
     while (k < tok.size() && (tok[k] < '0' || tok[k] > '9')) ++k;
-    const std::string_view key = tok.substr(0, k);
-    if (k == tok.size() || k == 0) return false;
-    std::int64_t v = 0;
-    for (std::size_t d = k; d < tok.size(); ++d) {
-      if (tok[d] < '0' || tok[d] > '9' || v > max_dimension) return false;
-      v = v * 10 + (tok[d] - '0');
-    }
-    if (key == "tp")
-      s.tp_size = v;
-    else if (key == "pp")
-      s.pp_size = v;
-    else if (key == "dp")
-      dp = v;
-    else if (key == "cp")
-      s.cp_size = v;
-    else if (key == "ep")
-      s.ep_size = v;
-    else if (key == "etp")
-      s.etp_size = v;
-    else if (key == "mbs")
-      s.micro_batch_size = v;
-    else if (key == "mbc")
-      s.micro_batch_num = v;
-    else if (key == "seq")
-      s.seq_len = v;
-    else if (key == "zero")
-      s.zero_state = v;
-    else if (key == "vp")
-      s.interleaving_size = v;
-    else if (key == "first")
-      s.num_layers_in_first_pipeline_stage = v;
-    else if (key == "last")
-      s.num_layers_in_last_pipeline_stage = v;
-    else
-      return false;
+    std::size_t e = k;
+    while (e < tok.size() && tok[e] >= '0' && tok[e] <= '9') ++e;
+    const std::optional<std::int64_t> v = llmsim::detail::decimal_count(tok.substr(k, e - k));
+    if (k == 0 || !v || *v > max_dimension) return false;
+    if (!detail::apply_name_number(tok.substr(0, k), *v, tok.substr(e), s, dp)) return false;
   }
   if (!any) return false;
   s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
   if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
   out = s;
   return true;
+}
+
+/// Room for the longest compact name `strategy_name` writes (every token with 10-digit numbers).
+inline constexpr std::size_t strategy_name_capacity = 256;
+
+namespace detail {
+/// Writes a compact name token by token, '_' between them.
+struct name_writer {
+  char chars[strategy_name_capacity]{};
+  std::size_t length = 0;
+  constexpr void put(std::string_view text) {
+    for (const char c : text)
+      if (length < strategy_name_capacity) chars[length++] = c;
+  }
+  constexpr void token(std::string_view word, std::optional<std::int64_t> n = {}, std::string_view suffix = {}) {
+    if (length > 0) put("_");
+    put(word);
+    if (n) {
+      char digits[20]{};
+      std::size_t d = 0;
+      std::int64_t v = *n < 0 ? 0 : *n;
+      do {
+        digits[d++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+      } while (v > 0 && d < sizeof digits);
+      while (d > 0) put(std::string_view(&digits[--d], 1));
+    }
+    put(suffix);
+  }
+  [[nodiscard]] constexpr std::string_view view() const { return {chars, length}; }
+};
+
+/// The layout tokens of `s` (parallel sizes, stage splits, schedule, overlaps), in name order.
+constexpr void write_layout_tokens(name_writer& w, const strategy_spec& s, std::int64_t dp) {
+  w.token("tp", s.tp_size);
+  w.token("pp", s.pp_size);
+  if (s.cp_size > 1) w.token("cp", s.cp_size, s.cp_comm_type == cp_comm_kind::p2p ? "ring" : "");
+  w.token("dp", dp);
+  if (s.ep_size > 1) w.token("ep", s.ep_size);
+  if (s.etp_size > 1) w.token("etp", s.etp_size);
+  if (s.interleaving_size > 1) w.token("vp", s.interleaving_size);
+  if (s.num_layers_in_first_pipeline_stage) w.token("first", *s.num_layers_in_first_pipeline_stage);
+  if (s.num_layers_in_last_pipeline_stage) w.token("last", *s.num_layers_in_last_pipeline_stage);
+  if (s.pipeline_schedule == pipeline_schedule_kind::zb_h1) w.token("zbh1");
+  if (s.pipeline_schedule == pipeline_schedule_kind::dualpipev) w.token("dualpipev");
+  if (s.overlap_moe_expert_parallel_comm) w.token("epoverlap");
+  if (s.tp_comm_overlap) w.token("tpoverlap");
+}
+
+/// The batch, memory and precision tokens of `s`, in name order.
+constexpr void write_run_tokens(name_writer& w, const strategy_spec& s) {
+  w.token("mbs", s.micro_batch_size);
+  w.token("mbc", s.micro_batch_num);
+  w.token("zero", s.zero_state, s.data_parallel_sharding_strategy ? "fsdp" : "");
+  if (s.fp8) {
+    w.token("fp8");
+    w.put(enum_name(s.fp8_recipe));
+  }
+  if (s.optimizer_cpu_offload) w.token("optoffload");
+  if (s.enable_recompute && s.recompute_granularity == recompute_kind::selective_recompute) w.token("selective");
+  if (s.enable_recompute && s.recompute_granularity == recompute_kind::full_block) {
+    if (s.recompute_layer_num >= max_dimension)
+      w.token("full");
+    else
+      w.token("full", s.recompute_layer_num);
+  }
+  if (!s.enable_sequence_parallel) w.token("nosp");
+  if (s.seq_len != 4096) w.token("seq", s.seq_len);
+}
+}  // namespace detail
+
+/// The compact name of the fields of `s` that names hold (`parse_strategy_name`'s tokens): tp,
+/// pp, cp, dp, ep, etp, vp, first, last, schedule, overlaps, mbs, mbc, zero, fp8, optoffload,
+/// recompute, nosp, seq (the last when not 4096), e.g.
+/// `tp1_pp1_cp2ring_dp512_mbs1_mbc2_zero3_fp8delayed_full2_seq8192`. Fields no token sets are left
+/// out: `strategy_name` says whether the name holds all of `s`.
+constexpr fixed_string<strategy_name_capacity> compact_strategy_name(const strategy_spec& s) {
+  const std::int64_t model_parallel = s.tp_size * s.pp_size * s.cp_size;
+  detail::name_writer w;
+  detail::write_layout_tokens(w, s, model_parallel > 0 ? s.world_size / model_parallel : 0);
+  detail::write_run_tokens(w, s);
+  return fixed_string<strategy_name_capacity>(w.view());
+}
+
+/// `compact_strategy_name(s)` when it parses back to `s` exactly, else nullopt (a field no token
+/// sets differs from its default, or the world is not tp * pp * cp * dp).
+constexpr std::optional<fixed_string<strategy_name_capacity>> strategy_name(const strategy_spec& s) {
+  const fixed_string<strategy_name_capacity> name = compact_strategy_name(s);
+  strategy_spec back{};
+  if (!parse_strategy_name(name.view(), back) || !(back == s)) return std::nullopt;
+  return name;
 }
 
 }  // namespace catalogue

@@ -260,7 +260,10 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.ep_size = l.ep;
   s.etp_size = l.etp;
   s.interleaving_size = l.vp;
-  s.pipeline_schedule = l.schedule;
+  // (Interleaved) 1F1B is what interleaving_size implies (`pipeline_schedule_of`), as in names.
+  s.pipeline_schedule = {};
+  if (l.schedule == pipeline_schedule_kind::zb_h1 || l.schedule == pipeline_schedule_kind::dualpipev)
+    s.pipeline_schedule = l.schedule;
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
@@ -288,7 +291,7 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   if (p.recompute == search_recompute::selective) {
     s.recompute_granularity = recompute_kind::selective_recompute;
     s.attn_recompute = true;
-    s.recompute_layer_num = l.max_stage_layers;
+    s.recompute_layer_num = max_dimension;  // every layer of every stage, as the name `selective` says
   } else if (p.recompute == search_recompute::full) {
     s.recompute_granularity = recompute_kind::full_block;
     s.recompute_layer_num = p.recompute_layers;
