@@ -170,9 +170,11 @@ std::string catalogue_listing() {
   out += "\nstrategies: compact names such as";
   for (const char* example : strategy_examples) out.append(1, ' ').append(example);
   out += ";\n  tokens separated by '_' or '-', world_size = tp * pp * cp * dp:";
+  std::size_t width = 0;  // the longest token and a space: the meanings line up
+  for (const auto& t : llmsim::catalogue::strategy_name_tokens) width = std::max(width, t.token.size() + 1);
   for (const auto& t : llmsim::catalogue::strategy_name_tokens) {
     std::string token(t.token);
-    token.resize(std::max<std::size_t>(token.size() + 1, 11), ' ');
+    token.resize(width, ' ');
     out.append("\n    ").append(token).append(t.meaning);
   }
   return out;

@@ -1615,7 +1615,8 @@ struct network_tier {
   fixed_string<32> name = {};
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies, plus the
-  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive).
+  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive); the
+  /// format's other latencies are refused on such a tier (`detail::validate_nccl_tier`).
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
@@ -1751,6 +1752,49 @@ constexpr void validate_collective(const collective_spec& op, std::string_view t
                    op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
 }
 
+/// A tier priced by NCCL's model (`nccl_link`) takes its latencies from that model plus
+/// `bandwidth.fixed_latency` per call (network_cost.hpp `collective_time`): the format's per-step
+/// and per-op latencies would be ignored, so a tier that sets one (non-zero) is refused by name.
+constexpr void validate_nccl_tier(const network_tier& net) {
+  constexpr std::string_view api = "llmsim::system";
+  if (net.nccl_link == nccl_link_kind::none) return;
+  const std::string_view link = enum_name(net.nccl_link);
+  const auto any_nonzero = [](const group_size_table& t) {
+    for (std::size_t e = 0; e < t.count; ++e)
+      if (t.entries[e].second != 0) return true;
+    return false;
+  };
+  if (net.bandwidth.latency_us != 0)
+    report_error(api, "system.networks.bandwidth.latency_us",
+                 "system.networks.{}.bandwidth.latency_us={} is not used with nccl_link=\"{}\" (NCCL's model prices "
+                 "the latencies): set it to 0 or remove nccl_link",
+                 net.name, net.bandwidth.latency_us, link);
+  if (any_nonzero(net.bandwidth.fixed_latency_us_by_comm_num))
+    report_error(api, "system.networks.bandwidth.fixed_latency_us_by_comm_num",
+                 "system.networks.{}.bandwidth.fixed_latency_us_by_comm_num is not used with nccl_link=\"{}\" "
+                 "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                 net.name, link);
+  for (std::size_t c = 0; c < net.op.size(); ++c) {
+    const collective_spec& op = net.op[c];
+    const std::string_view kind = collective_kind_names[c];
+    if (op.latency_us && *op.latency_us != 0)
+      report_error(api, "system.networks.op.latency_us",
+                   "system.networks.{}.op.{}.latency_us={} is not used with nccl_link=\"{}\" (NCCL's model prices the "
+                   "latencies): remove it or nccl_link",
+                   net.name, kind, *op.latency_us, link);
+    if (op.fixed_latency_us && *op.fixed_latency_us != 0)
+      report_error(api, "system.networks.op.fixed_latency_us",
+                   "system.networks.{}.op.{}.fixed_latency_us={} is not used with nccl_link=\"{}\" "
+                   "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                   net.name, kind, *op.fixed_latency_us, link);
+    if (any_nonzero(op.fixed_latency_us_by_comm_num))
+      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
+                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num is not used with nccl_link=\"{}\" "
+                   "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                   net.name, kind, link);
+  }
+}
+
 /// The network tiers of a system: bandwidths, latencies and collective factors in range.
 constexpr void validate_networks(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -1764,6 +1808,7 @@ constexpr void validate_networks(const system_spec& sys) {
     validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
     for (std::size_t c = 0; c < net.op.size(); ++c)
       if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
+    validate_nccl_tier(net);
   }
 }
 
@@ -4354,6 +4399,9 @@ constexpr bool apply_name_number(std::string_view key, std::int64_t v, std::stri
     (key == "first" ? s.num_layers_in_first_pipeline_stage : s.num_layers_in_last_pipeline_stage) = v;
     return true;
   }
+  // A later cp<N> / zero<N> replaces what an earlier cp<N>ring / zero<N>fsdp set.
+  if (key == "cp") s.cp_comm_type = cp_comm_kind::a2a;
+  if (key == "zero") s.data_parallel_sharding_strategy = {};
   const std::array<std::pair<std::string_view, std::int64_t*>, 11> sizes{{{"tp", &s.tp_size},
                                                                           {"pp", &s.pp_size},
                                                                           {"dp", &dp},
@@ -4384,8 +4432,10 @@ constexpr bool apply_name_number(std::string_view key, std::int64_t v, std::stri
 /// Defaults: seq 4096, mbs 1, mbc 8, zero 1, sequence parallel on. `tp2_pp1_dp4_mbc16`,
 /// `pp16_dp8_ep8_mbc32_first1` (DeepSeek-V3's 61 layers as 1 + 15 * 4). `strategy_name` is the
 /// inverse: every name `llmsim search` prints parses back to its candidate.
-/// Returns false when a token is not understood (a number token without its number, `first`,
-/// is not understood).
+/// A later token replaces what an earlier one set (`cp2ring_cp2` is Ulysses, `zero3fsdp_zero1`
+/// DeepSpeed-style ZeRO-1). Returns false when a token is not understood (a number token without
+/// its number, `first`, is not understood, nor a number past max_dimension) or the world
+/// tp * pp * cp * dp passes max_dimension.
 constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8};
   std::int64_t dp = 1;
@@ -4408,14 +4458,22 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
     if (!detail::apply_name_number(tok.substr(0, k), *v, tok.substr(e), s, dp)) return false;
   }
   if (!any) return false;
-  s.world_size = s.tp_size * s.pp_size * s.cp_size * dp;
+  // world = tp * pp * cp * dp, refused past max_dimension (each factor is at most max_dimension,
+  // so checking after each step keeps every product inside int64).
+  std::int64_t world = 1;
+  for (const std::int64_t f : {s.tp_size, s.pp_size, s.cp_size, dp}) {
+    world *= f;
+    if (world > max_dimension) return false;
+  }
+  s.world_size = world;
   if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
   out = s;
   return true;
 }
 
-/// Room for the longest compact name `strategy_name` writes (every token with 10-digit numbers).
-inline constexpr std::size_t strategy_name_capacity = 256;
+/// Room for the longest compact name `compact_strategy_name` writes: every token, each number of
+/// 19 digits (the most an int64 has), about 450 characters.
+inline constexpr std::size_t strategy_name_capacity = 512;
 
 namespace detail {
 /// Writes a compact name token by token, '_' between them.
@@ -4424,15 +4482,17 @@ struct name_writer {
   std::size_t length = 0;
   constexpr void put(std::string_view text) {
     for (const char c : text)
-      if (length < strategy_name_capacity) chars[length++] = c;
+      if (length < strategy_name_capacity) chars[length++] = c;  // capacity holds the longest name
   }
   constexpr void token(std::string_view word, std::optional<std::int64_t> n = {}, std::string_view suffix = {}) {
     if (length > 0) put("_");
     put(word);
     if (n) {
+      // A negative count is written with its sign (no name reads it back: '-' separates tokens).
+      if (*n < 0) put("-");
+      std::uint64_t v = *n < 0 ? 0 - static_cast<std::uint64_t>(*n) : static_cast<std::uint64_t>(*n);
       char digits[20]{};
       std::size_t d = 0;
-      std::int64_t v = *n < 0 ? 0 : *n;
       do {
         digits[d++] = static_cast<char>('0' + v % 10);
         v /= 10;
@@ -4448,11 +4508,12 @@ struct name_writer {
 constexpr void write_layout_tokens(name_writer& w, const strategy_spec& s, std::int64_t dp) {
   w.token("tp", s.tp_size);
   w.token("pp", s.pp_size);
-  if (s.cp_size > 1) w.token("cp", s.cp_size, s.cp_comm_type == cp_comm_kind::p2p ? "ring" : "");
+  if (s.cp_size != 1 || s.cp_comm_type != cp_comm_kind::a2a)
+    w.token("cp", s.cp_size, s.cp_comm_type == cp_comm_kind::p2p ? "ring" : "");
   w.token("dp", dp);
-  if (s.ep_size > 1) w.token("ep", s.ep_size);
-  if (s.etp_size > 1) w.token("etp", s.etp_size);
-  if (s.interleaving_size > 1) w.token("vp", s.interleaving_size);
+  if (s.ep_size != 1) w.token("ep", s.ep_size);
+  if (s.etp_size != 1) w.token("etp", s.etp_size);
+  if (s.interleaving_size != 1) w.token("vp", s.interleaving_size);
   if (s.num_layers_in_first_pipeline_stage) w.token("first", *s.num_layers_in_first_pipeline_stage);
   if (s.num_layers_in_last_pipeline_stage) w.token("last", *s.num_layers_in_last_pipeline_stage);
   if (s.pipeline_schedule == pipeline_schedule_kind::zb_h1) w.token("zbh1");
@@ -4489,9 +4550,16 @@ constexpr void write_run_tokens(name_writer& w, const strategy_spec& s) {
 /// `tp1_pp1_cp2ring_dp512_mbs1_mbc2_zero3_fp8delayed_full2_seq8192`. Fields no token sets are left
 /// out: `strategy_name` says whether the name holds all of `s`.
 constexpr fixed_string<strategy_name_capacity> compact_strategy_name(const strategy_spec& s) {
-  const std::int64_t model_parallel = s.tp_size * s.pp_size * s.cp_size;
+  // dp = world / (tp * pp * cp); 0 when a factor is not positive or the product passes the world
+  // (checked before each step, so no product overflows).
+  std::int64_t model_parallel = 1;
+  bool fits = s.world_size >= 1;
+  for (const std::int64_t f : {s.tp_size, s.pp_size, s.cp_size}) {
+    fits = fits && f >= 1 && model_parallel <= s.world_size / f;
+    if (fits) model_parallel *= f;
+  }
   detail::name_writer w;
-  detail::write_layout_tokens(w, s, model_parallel > 0 ? s.world_size / model_parallel : 0);
+  detail::write_layout_tokens(w, s, fits ? s.world_size / model_parallel : 0);
   detail::write_run_tokens(w, s);
   return fixed_string<strategy_name_capacity>(w.view());
 }

@@ -19,7 +19,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -837,25 +836,24 @@ TEST(CliSearch, JsonListsEveryFittingCandidateRanked) {
 }
 
 // A layout name the search prints is a strategy perf reads: the same step time and peak memory,
-// exactly. Seq 2048 (not the names' default 4096, so the names carry it) with FP8, offload,
-// Megatron-FSDP and the KV ring in the space.
+// exactly, for the first candidate of each kind of token (seq 2048 is not the names' default 4096,
+// so every name carries it; FP8, offload, Megatron-FSDP, the KV ring, both recomputes, pipelines
+// with their schedules and TE's TP overlap are in the space).
 TEST(CliSearch, PerfPricesTheLayoutNameAsTheSearchRankedIt) {
   LLMSIM_REQUIRE_CLI();
   const auto r = run_cli(
-      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 2048 --allow fsdp --top 40 "
-      "--format json");
+      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 16 --seq 2048 --allow fsdp "
+      "--allow tp-overlap --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = r.out_json();
   ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300);
-  std::set<std::string> tokens;
-  for (const auto& c : j["candidates"]) {
-    const std::string name = c["layout"].get<std::string>();
-    for (const char* t : {"_seq2048", "_fp8", "optoffload", "fsdp", "ring", "_full", "selective"})
-      if (name.find(t) != std::string::npos) tokens.insert(t);
-  }
-  EXPECT_EQ(tokens.size(), 7U) << "every kind of token among the candidates";
-  for (std::size_t i = 0; i < j["top"].size(); i += 13) {  // a spread of ranked rows (perf runs take time)
-    const auto& row = j["top"][i];
+  std::map<std::string, json> first_with;
+  for (const auto& c : j["candidates"])
+    for (const char* t : {"_seq2048", "_fp8", "optoffload", "fsdp", "ring", "_full", "selective", "_pp2", "_vp", "zbh1",
+                          "dualpipev", "tpoverlap"})
+      if (c["layout"].get<std::string>().find(t) != std::string::npos && first_with.count(t) == 0) first_with[t] = c;
+  EXPECT_EQ(first_with.size(), 12U) << "every kind of token among the candidates";
+  for (const auto& [token, row] : first_with) {
     const std::string name = row["layout"].get<std::string>();
     const auto p = run_cli("perf --model llama3-8b --system h100-sxm --strategy " + name + " --format json");
     ASSERT_EQ(p.exit_code, 0) << name << ": " << p.err;

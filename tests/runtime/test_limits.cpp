@@ -48,9 +48,13 @@ TEST(Limits, SystemRatesAndLatenciesHaveRealRanges) {
             "system.networks.high_intra_node.bandwidth.fixed_latency=-1 must be in [0, 1e+06] us");
   EXPECT_EQ(system_refusal({{"accelerator.bandwidth.default.gbps", 1e7}}),
             "system.accelerator.bandwidth.default.gbps=1e+07 must be in [0.001, 1e+06] GB/s");
-  // The edges themselves are accepted.
+  // The edges themselves are accepted (a per-step latency in range is still refused on a tier NCCL's
+  // model prices: the catalogue's tiers are such tiers).
   EXPECT_EQ(system_refusal({{"accelerator.op.default.efficient_factor", 2}}), "estimated");
-  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.latency_us", 1e6}}), "estimated");
+  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.fixed_latency", 1e6}}), "estimated");
+  EXPECT_EQ(system_refusal({{"networks.high_intra_node.bandwidth.latency_us", 1e6}}),
+            "system.networks.high_intra_node.bandwidth.latency_us=1e+06 is not used with nccl_link=\"nvlink\" "
+            "(NCCL's model prices the latencies): set it to 0 or remove nccl_link");
 }
 
 TEST(Limits, MemFactorIsAnAllocatorRatio) {

@@ -40,8 +40,13 @@ TEST(StrategyNames, EachTokenSetsItsField) {
   EXPECT_EQ(named("zero3fsdp").zero_state, 3);
   EXPECT_EQ(named("zero3fsdp").data_parallel_sharding_strategy, llmsim::dp_sharding_kind::optim_grads_params);
   EXPECT_EQ(named("zero2fsdp").data_parallel_sharding_strategy, llmsim::dp_sharding_kind::optim_grads);
+  EXPECT_EQ(named("zero1fsdp").data_parallel_sharding_strategy, llmsim::dp_sharding_kind::optim);
   EXPECT_EQ(named("zero0fsdp").data_parallel_sharding_strategy, llmsim::dp_sharding_kind::no_shard);
   EXPECT_FALSE(named("zero3").data_parallel_sharding_strategy.has_value());
+  // A later token replaces an earlier one: Ulysses again, DeepSpeed-style ZeRO again.
+  EXPECT_EQ(named("cp2ring_cp2").cp_comm_type, llmsim::cp_comm_kind::a2a);
+  EXPECT_FALSE(named("zero3fsdp_zero1").data_parallel_sharding_strategy.has_value());
+  EXPECT_EQ(named("zero3fsdp_zero1").zero_state, 1);
   // fp8<recipe>: FP8 on with that recipe; without the token, no FP8.
   EXPECT_TRUE(named("fp8blockwise").fp8);
   EXPECT_EQ(named("fp8blockwise").fp8_recipe, llmsim::fp8_recipe_kind::blockwise);
@@ -62,10 +67,14 @@ TEST(StrategyNames, EachTokenSetsItsField) {
 
 TEST(StrategyNames, RefusesWhatNoTokenMeans) {
   for (const char* bad : {"fp8", "fp8bogus", "fp8delayedx", "full0", "zero4fsdp", "cp2ringx", "tp8ring", "dp2fsdp",
-                          "ring", "fsdp", "mbs", "tp", "optoffload2", "seq99999999999999999", ""}) {
+                          "ring", "fsdp", "mbs", "tp", "optoffload2", "seq99999999999999999", "",
+                          // past max_dimension = 2^31 - 1: a size, or the world tp * pp * cp * dp
+                          "tp2147483648", "tp65536_dp32768", "tp2147483647_pp2147483647_cp2147483647_dp2147483647"}) {
     strategy_spec s{};
     EXPECT_FALSE(catalogue::parse_strategy_name(bad, s)) << "\"" << bad << "\"";
   }
+  EXPECT_EQ(named("tp2147483647").world_size, 2147483647) << "max_dimension itself is a size";
+  EXPECT_EQ(named("tp65536_dp32767").world_size, 65536LL * 32767);
 }
 
 TEST(StrategyNames, NameIsTheInverse) {
@@ -79,6 +88,25 @@ TEST(StrategyNames, NameIsTheInverse) {
   EXPECT_EQ(name_of(named("pp16_dp8_ep8_etp2_mbc32_last5_dualpipev_epoverlap_fp8mxfp8")),
             "tp1_pp16_dp8_ep8_etp2_last5_dualpipev_epoverlap_mbs1_mbc32_zero1_fp8mxfp8");
   EXPECT_EQ(name_of(named("tp8")), "tp8_pp1_dp1_mbs1_mbc8_zero1");
+  // Every value a token sets is written when it is not the default, even one validation refuses.
+  EXPECT_EQ(name_of(named("cp1ring")), "tp1_pp1_cp1ring_dp1_mbs1_mbc8_zero1");
+  EXPECT_EQ(name_of(named("vp0_ep0")), "tp1_pp1_dp1_ep0_vp0_mbs1_mbc8_zero1");
+  // The longest name fits: every number at int64's 19 digits, nothing cut.
+  strategy_spec widest =
+      named("tp1_cp1ring_first1_last1_zbh1_epoverlap_tpoverlap_zero1fsdp_fp8blockwise_optoffload_full1_nosp");
+  for (std::int64_t* f : {&widest.tp_size, &widest.pp_size, &widest.cp_size, &widest.world_size, &widest.ep_size,
+                          &widest.etp_size, &widest.interleaving_size, &widest.micro_batch_size,
+                          &widest.micro_batch_num, &widest.zero_state, &widest.recompute_layer_num, &widest.seq_len})
+    *f = 9223372036854775807;
+  widest.num_layers_in_first_pipeline_stage = widest.num_layers_in_last_pipeline_stage = 9223372036854775807;
+  const std::string long_name(catalogue::compact_strategy_name(widest).view());
+  EXPECT_EQ(long_name.substr(long_name.size() - 28), "_nosp_seq9223372036854775807") << long_name;
+  EXPECT_FALSE(catalogue::strategy_name(widest)) << "past max_dimension: no name reads it back";
+  // A negative size is written with its sign, and no name holds it.
+  strategy_spec negative = named("tp2_dp2");
+  negative.tp_size = -3;
+  EXPECT_EQ(catalogue::compact_strategy_name(negative).view().substr(0, 9), "tp-3_pp1_");
+  EXPECT_FALSE(catalogue::strategy_name(negative));
   // What names cannot hold gets no name: another CP exchange, a field no token sets, a world that
   // is not tp * pp * cp * dp, FP8 without a recipe.
   strategy_spec s = named("tp2_cp2_dp2");

@@ -316,7 +316,8 @@ struct network_tier {
   fixed_string<32> name = {};
   /// llmsim extension (`nccl_link`): price this tier's collectives with NCCL's own protocol model
   /// (network_cost.hpp `nccl_collective_time`) instead of the fitted per-step latencies, plus the
-  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive).
+  /// tier's `bandwidth.fixed_latency` once per collective call (not per p2p send / receive); the
+  /// format's other latencies are refused on such a tier (`detail::validate_nccl_tier`).
   nccl_link_kind nccl_link = nccl_link_kind::none;
   /// llmsim extension (`shared_link`): the tier is one link that every group of a collective's kind
   /// inside a node crosses at once (a PCIe host's inter-socket link): each of the node's
@@ -452,6 +453,49 @@ constexpr void validate_collective(const collective_spec& op, std::string_view t
                    op.dp_fixed_bw.entries[e].first, op.dp_fixed_bw.entries[e].second, min_gbps, max_gbps);
 }
 
+/// A tier priced by NCCL's model (`nccl_link`) takes its latencies from that model plus
+/// `bandwidth.fixed_latency` per call (network_cost.hpp `collective_time`): the format's per-step
+/// and per-op latencies would be ignored, so a tier that sets one (non-zero) is refused by name.
+constexpr void validate_nccl_tier(const network_tier& net) {
+  constexpr std::string_view api = "llmsim::system";
+  if (net.nccl_link == nccl_link_kind::none) return;
+  const std::string_view link = enum_name(net.nccl_link);
+  const auto any_nonzero = [](const group_size_table& t) {
+    for (std::size_t e = 0; e < t.count; ++e)
+      if (t.entries[e].second != 0) return true;
+    return false;
+  };
+  if (net.bandwidth.latency_us != 0)
+    report_error(api, "system.networks.bandwidth.latency_us",
+                 "system.networks.{}.bandwidth.latency_us={} is not used with nccl_link=\"{}\" (NCCL's model prices "
+                 "the latencies): set it to 0 or remove nccl_link",
+                 net.name, net.bandwidth.latency_us, link);
+  if (any_nonzero(net.bandwidth.fixed_latency_us_by_comm_num))
+    report_error(api, "system.networks.bandwidth.fixed_latency_us_by_comm_num",
+                 "system.networks.{}.bandwidth.fixed_latency_us_by_comm_num is not used with nccl_link=\"{}\" "
+                 "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                 net.name, link);
+  for (std::size_t c = 0; c < net.op.size(); ++c) {
+    const collective_spec& op = net.op[c];
+    const std::string_view kind = collective_kind_names[c];
+    if (op.latency_us && *op.latency_us != 0)
+      report_error(api, "system.networks.op.latency_us",
+                   "system.networks.{}.op.{}.latency_us={} is not used with nccl_link=\"{}\" (NCCL's model prices the "
+                   "latencies): remove it or nccl_link",
+                   net.name, kind, *op.latency_us, link);
+    if (op.fixed_latency_us && *op.fixed_latency_us != 0)
+      report_error(api, "system.networks.op.fixed_latency_us",
+                   "system.networks.{}.op.{}.fixed_latency_us={} is not used with nccl_link=\"{}\" "
+                   "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                   net.name, kind, *op.fixed_latency_us, link);
+    if (any_nonzero(op.fixed_latency_us_by_comm_num))
+      report_error(api, "system.networks.op.fixed_latency_us_by_comm_num",
+                   "system.networks.{}.op.{}.fixed_latency_us_by_comm_num is not used with nccl_link=\"{}\" "
+                   "(bandwidth.fixed_latency adds one latency per call): remove it or nccl_link",
+                   net.name, kind, link);
+  }
+}
+
 /// The network tiers of a system: bandwidths, latencies and collective factors in range.
 constexpr void validate_networks(const system_spec& sys) {
   constexpr std::string_view api = "llmsim::system";
@@ -465,6 +509,7 @@ constexpr void validate_networks(const system_spec& sys) {
     validate_bandwidth(net.bandwidth, "system.networks.", net.name.view(), ".bandwidth", network_bandwidth_fields);
     for (std::size_t c = 0; c < net.op.size(); ++c)
       if (net.op[c].present) validate_collective(net.op[c], net.name.view(), collective_kind_names[c]);
+    validate_nccl_tier(net);
   }
 }
 
