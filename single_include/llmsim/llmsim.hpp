@@ -15830,11 +15830,14 @@ struct search_space {
   std::vector<std::int64_t> tp{}, pp{}, cp{}, ep{}, etp{}, vp{}, mbs{};
   std::vector<std::int64_t> zero{0, 1, 2, 3};  ///< ZeRO stages (2, 3: DeepSpeed; see `fsdp`)
   bool fsdp = false;                           ///< also ZeRO-2/3 as Megatron-FSDP (data_parallel_sharding_strategy)
-  bool fp8 = true;                             ///< FP8 recipes too, on systems with an fp8_matmul entry
-  bool offload = true;                         ///< optimizer_cpu_offload on and off
-  bool recompute = true;                       ///< selective and full recompute (else none only)
-  bool uneven_split = true;                    ///< first/last-stage splits where pp does not divide the layers
-  bool schedules = true;                       ///< ZB-H1 and DualPipeV beside (interleaved) 1F1B
+  /// FP8 recipes too, on systems with an fp8_matmul entry (false: the base's fp8 and recipe)
+  bool fp8 = true;
+  bool offload = true;       ///< optimizer_cpu_offload on and off (false: the base's)
+  bool recompute = true;     ///< selective and full recompute (else none only)
+  bool uneven_split = true;  ///< first/last-stage splits where pp does not divide the layers
+  /// ZB-H1 and DualPipeV beside (interleaved) 1F1B (false: 1F1B layouts keep the base's ZB-H1 /
+  /// DualPipeV)
+  bool schedules = true;
   /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
   /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
   bool expert_comm_overlap = false;
@@ -16049,10 +16052,16 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.ep_size = l.ep;
   s.etp_size = l.etp;
   s.interleaving_size = l.vp;
-  // (Interleaved) 1F1B is what interleaving_size implies (`pipeline_schedule_of`), as in names.
+  // (Interleaved) 1F1B is what interleaving_size implies (`pipeline_schedule_of`), as in names; a
+  // space that does not search schedules keeps the base's ZB-H1 / DualPipeV on its 1F1B layouts.
+  const auto splits = [](const std::optional<pipeline_schedule_kind>& k) {
+    return k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+  };
   s.pipeline_schedule = {};
-  if (l.schedule == pipeline_schedule_kind::zb_h1 || l.schedule == pipeline_schedule_kind::dualpipev)
+  if (splits(l.schedule))
     s.pipeline_schedule = l.schedule;
+  else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && splits(sp.base.pipeline_schedule))
+    s.pipeline_schedule = sp.base.pipeline_schedule;
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
@@ -16070,9 +16079,10 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.zero_state = p.zero;
   s.data_parallel_sharding_strategy = {};
   if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
-  s.fp8 = p.fp8 != fp8_recipe_kind::invalid;
-  s.fp8_recipe = s.fp8 ? p.fp8 : sp.base.fp8_recipe;
-  s.optimizer_cpu_offload = p.offload;
+  // FP8 and optimizer offload: the candidate's where the space searches them, else the base's.
+  s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
+  s.fp8_recipe = p.fp8 != fp8_recipe_kind::invalid ? p.fp8 : sp.base.fp8_recipe;
+  s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
   s.enable_recompute = p.recompute != search_recompute::none;
   s.attn_recompute = false;
   s.recompute_layer_num = 0;

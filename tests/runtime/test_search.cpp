@@ -365,6 +365,41 @@ TEST(Search, SimuMaxEntryPoint) {
   EXPECT_GT(best.mfu, 0);
 }
 
+// The SimuMax entry point keeps the configured strategy's FP8 recipe, optimizer offload and
+// ZB-H1 schedule (it searches tp, ep, pp and recompute only); they used to be dropped for bf16,
+// no offload and 1F1B. Its answer is the estimate of the strategy it returns.
+TEST(Search, SimuMaxEntryPointKeepsTheConfiguredFp8OffloadAndSchedule) {
+  llmsim::strategy_spec configured{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .tp_size = 2, .pp_size = 2};
+  configured.fp8 = true;
+  configured.fp8_recipe = llmsim::fp8_recipe_kind::blockwise;
+  configured.optimizer_cpu_offload = true;
+  configured.pipeline_schedule = llmsim::pipeline_schedule_kind::zb_h1;
+  llmsim::perf_llm perf;
+  perf.configure(configured, model("llama3-8b"), system_of("h100-sxm"));
+  const auto best = llmsim::search_best_parallel_strategy_with_recompute(perf, 16, 0.0, 1, 64, {}, {}, {2});
+  ASSERT_TRUE(best.found);
+  EXPECT_EQ(best.strategy.pp_size, 2);
+  EXPECT_TRUE(best.strategy.fp8);
+  EXPECT_EQ(best.strategy.fp8_recipe, llmsim::fp8_recipe_kind::blockwise);
+  EXPECT_TRUE(best.strategy.optimizer_cpu_offload);
+  EXPECT_EQ(best.strategy.pipeline_schedule, llmsim::pipeline_schedule_kind::zb_h1);
+  const auto fresh = llmsim::estimate(model("llama3-8b"), best.strategy, system_of("h100-sxm"));
+  EXPECT_EQ(best.duration_time_per_iter, fresh.cost.duration_time_per_iter.value);
+  EXPECT_EQ(best.peak_mem, fresh.mem.peak_mem.value);
+  // Every fitting candidate carries them too.
+  for (const auto& c : best.search.fitting) {
+    const auto s = llmsim::strategy_of(c, llmsim::search_space{.gpus = 16,
+                                                               .global_batch = 64,
+                                                               .seq_len = 4096,
+                                                               .fp8 = false,
+                                                               .offload = false,
+                                                               .schedules = false,
+                                                               .base = configured});
+    EXPECT_TRUE(s.fp8 && s.optimizer_cpu_offload && s.pipeline_schedule == llmsim::pipeline_schedule_kind::zb_h1);
+  }
+}
+
 TEST(Search, RealRunsLayoutsAreMatchedOrBeaten) {
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
   if (!std::filesystem::exists(file))
