@@ -441,7 +441,8 @@ struct best_parallel_strategy {
 /// MoE), ep from `ep_search_list` (1, 2, 4, 8 for MoE), pp from `pp_search_list` (every size),
 /// etp = tp when `use_etp` else 1, the fixed `micro_batch_size` with micro_batch_num =
 /// global_batch_size / (dp x micro_batch_size), recompute none, selective and full over 1..L
-/// layers; the ZeRO stage, FP8 and schedule of the configured strategy. A candidate fits when its
+/// layers; the ZeRO stage, FP8 recipe, optimizer offload and ZB-H1 / DualPipeV schedule (where
+/// pp > 1) of the configured strategy, with cp 1 and no interleaving. A candidate fits when its
 /// peak (reserved: peak / mem_factor, when `use_reserved_memory`) is at most device memory less
 /// `gmi_error` GiB. The best is the highest MFU, as SimuMax picks it.
 inline best_parallel_strategy search_best_parallel_strategy_with_recompute(

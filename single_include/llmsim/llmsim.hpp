@@ -4042,7 +4042,10 @@ inline constexpr double pci_link_efficiency = 0.928;
 /// figure (its 16 flows each way use more of the inter-socket fabric than a ring's few; the
 /// ring collectives of that tier reach 0.74-0.91). One measured entry: nothing is left out to test
 /// it. Derived after the catalogue's A100 ep8 training cases were seen 17 % slow (their
-/// all-to-alls cross the sockets); they are not fitted. Applied to every catalogue PCIe system.
+/// all-to-alls cross the sockets); they are not fitted. Applied to every catalogue PCIe system and
+/// every all-to-all crossing the link, though only the 4 + 4 shape is measured: four pairs across
+/// (tp 4 x cp 2, ep 2 x etp 4) move 1.05-1.07 of the figure in the table's data-parallel rows, so
+/// their all-to-all is about 15 % fast here; 2 + 2 and 4 + 2 groups are not measured.
 inline constexpr double socket_link_all2all_efficiency = 30 * 1073741824.0 * 0.2754 * 16 / 7 / 16e9;
 // Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
 // its link class (nccl_link) instead of a per-step latency.
@@ -15846,8 +15849,8 @@ struct search_space {
   bool offload = true;       ///< optimizer_cpu_offload on and off (false: the base's)
   bool recompute = true;     ///< selective and full recompute (else none only)
   bool uneven_split = true;  ///< first/last-stage splits where pp does not divide the layers
-  /// ZB-H1 and DualPipeV beside (interleaved) 1F1B (false: 1F1B layouts keep the base's ZB-H1 /
-  /// DualPipeV)
+  /// ZB-H1 and DualPipeV beside (interleaved) 1F1B (false: 1F1B layouts with pp > 1 keep the
+  /// base's ZB-H1 / DualPipeV)
   bool schedules = true;
   /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
   /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
@@ -16071,8 +16074,9 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.pipeline_schedule = {};
   if (splits(l.schedule))
     s.pipeline_schedule = l.schedule;
-  else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && splits(sp.base.pipeline_schedule))
-    s.pipeline_schedule = sp.base.pipeline_schedule;
+  else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && l.pp > 1 &&
+           splits(sp.base.pipeline_schedule))
+    s.pipeline_schedule = sp.base.pipeline_schedule;  // pp 1 has no pipeline to schedule
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
@@ -16090,9 +16094,16 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.zero_state = p.zero;
   s.data_parallel_sharding_strategy = {};
   if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
-  // FP8 and optimizer offload: the candidate's where the space searches them, else the base's.
+  // FP8 and optimizer offload: the candidate's where the space searches them, else the base's. A
+  // bf16 candidate drops the base's FP8-only settings (validation refuses them without fp8).
   s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
   s.fp8_recipe = p.fp8 != fp8_recipe_kind::invalid ? p.fp8 : sp.base.fp8_recipe;
+  if (!s.fp8) {
+    const strategy_spec bf16{};
+    s.fp8_recipe = bf16.fp8_recipe;
+    s.fp8_param_gather = bf16.fp8_param_gather;
+    s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
+  }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
   s.enable_recompute = p.recompute != search_recompute::none;
   s.attn_recompute = false;
@@ -16576,7 +16587,8 @@ struct best_parallel_strategy {
 /// MoE), ep from `ep_search_list` (1, 2, 4, 8 for MoE), pp from `pp_search_list` (every size),
 /// etp = tp when `use_etp` else 1, the fixed `micro_batch_size` with micro_batch_num =
 /// global_batch_size / (dp x micro_batch_size), recompute none, selective and full over 1..L
-/// layers; the ZeRO stage, FP8 and schedule of the configured strategy. A candidate fits when its
+/// layers; the ZeRO stage, FP8 recipe, optimizer offload and ZB-H1 / DualPipeV schedule (where
+/// pp > 1) of the configured strategy, with cp 1 and no interleaving. A candidate fits when its
 /// peak (reserved: peak / mem_factor, when `use_reserved_memory`) is at most device memory less
 /// `gmi_error` GiB. The best is the highest MFU, as SimuMax picks it.
 inline best_parallel_strategy search_best_parallel_strategy_with_recompute(

@@ -400,6 +400,44 @@ TEST(Search, SimuMaxEntryPointKeepsTheConfiguredFp8OffloadAndSchedule) {
   }
 }
 
+// A base's FP8-only settings and its DualPipeV schedule stay where they can run: the bf16
+// candidates of a space that searches FP8 drop the base's blockwise recipe and FP8 parameter
+// gather (validation refuses them without fp8), and pp 1 layouts (no pipeline) run without the
+// base's schedule; none of them is refused for it.
+TEST(Search, BaseSettingsStayWhereTheyCanRun) {
+  llmsim::search_space sp{.gpus = 8, .global_batch = 16, .seq_len = 4096};
+  sp.tp = {2};
+  sp.pp = {1};
+  sp.zero = {1};
+  sp.offload = false;
+  sp.recompute = false;
+  sp.schedules = false;
+  sp.base.fp8 = true;
+  sp.base.fp8_recipe = llmsim::fp8_recipe_kind::blockwise;
+  sp.base.fp8_param_gather = true;
+  sp.base.pipeline_schedule = llmsim::pipeline_schedule_kind::dualpipev;
+  const llmsim::search_options all{.top_k = 5, .memory_margin = 0.30, .keep_all = true, .prune = false};
+  const auto one = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, all);
+  EXPECT_EQ(one.invalid, 0) << "neither the recipe nor the schedule refuses a candidate";
+  int bf16 = 0;
+  for (const auto& c : one.fitting) {
+    const auto s = llmsim::strategy_of(c, sp);
+    EXPECT_FALSE(s.pipeline_schedule.has_value());
+    if (s.fp8) continue;
+    ++bf16;
+    EXPECT_EQ(s.fp8_recipe, llmsim::fp8_recipe_kind::delayed);
+    EXPECT_FALSE(s.fp8_param_gather);
+  }
+  EXPECT_GT(bf16, 0);
+  // pp 2 layouts (not interleaved: that is a schedule of its own) keep the base's DualPipeV.
+  sp.pp = {2};
+  sp.vp = {1};
+  const auto two = llmsim::search(model("llama3-8b"), system_of("h100-sxm"), sp, all);
+  ASSERT_FALSE(two.fitting.empty());
+  for (const auto& c : two.fitting)
+    EXPECT_EQ(llmsim::strategy_of(c, sp).pipeline_schedule, llmsim::pipeline_schedule_kind::dualpipev);
+}
+
 TEST(Search, RealRunsLayoutsAreMatchedOrBeaten) {
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
   if (!std::filesystem::exists(file))

@@ -564,7 +564,10 @@ inline constexpr double pci_link_efficiency = 0.928;
 /// figure (its 16 flows each way use more of the inter-socket fabric than a ring's few; the
 /// ring collectives of that tier reach 0.74-0.91). One measured entry: nothing is left out to test
 /// it. Derived after the catalogue's A100 ep8 training cases were seen 17 % slow (their
-/// all-to-alls cross the sockets); they are not fitted. Applied to every catalogue PCIe system.
+/// all-to-alls cross the sockets); they are not fitted. Applied to every catalogue PCIe system and
+/// every all-to-all crossing the link, though only the 4 + 4 shape is measured: four pairs across
+/// (tp 4 x cp 2, ep 2 x etp 4) move 1.05-1.07 of the figure in the table's data-parallel rows, so
+/// their all-to-all is about 15 % fast here; 2 + 2 and 4 + 2 groups are not measured.
 inline constexpr double socket_link_all2all_efficiency = 30 * 1073741824.0 * 0.2754 * 16 / 7 / 16e9;
 // Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
 // its link class (nccl_link) instead of a per-step latency.

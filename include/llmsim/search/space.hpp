@@ -46,8 +46,8 @@ struct search_space {
   bool offload = true;       ///< optimizer_cpu_offload on and off (false: the base's)
   bool recompute = true;     ///< selective and full recompute (else none only)
   bool uneven_split = true;  ///< first/last-stage splits where pp does not divide the layers
-  /// ZB-H1 and DualPipeV beside (interleaved) 1F1B (false: 1F1B layouts keep the base's ZB-H1 /
-  /// DualPipeV)
+  /// ZB-H1 and DualPipeV beside (interleaved) 1F1B (false: 1F1B layouts with pp > 1 keep the
+  /// base's ZB-H1 / DualPipeV)
   bool schedules = true;
   /// MoE layouts with ep > 1 and a 1F1B schedule Megatron combines (pp 1 or interleaved) also with
   /// its EP all-to-all overlap (overlap_moe_expert_parallel_comm with delay_wgrad_compute).
@@ -271,8 +271,9 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.pipeline_schedule = {};
   if (splits(l.schedule))
     s.pipeline_schedule = l.schedule;
-  else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && splits(sp.base.pipeline_schedule))
-    s.pipeline_schedule = sp.base.pipeline_schedule;
+  else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && l.pp > 1 &&
+           splits(sp.base.pipeline_schedule))
+    s.pipeline_schedule = sp.base.pipeline_schedule;  // pp 1 has no pipeline to schedule
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
   // TP overlap (the base's, or the layout's copy) where the layout has tensor parallelism
@@ -290,9 +291,16 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.zero_state = p.zero;
   s.data_parallel_sharding_strategy = {};
   if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
-  // FP8 and optimizer offload: the candidate's where the space searches them, else the base's.
+  // FP8 and optimizer offload: the candidate's where the space searches them, else the base's. A
+  // bf16 candidate drops the base's FP8-only settings (validation refuses them without fp8).
   s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
   s.fp8_recipe = p.fp8 != fp8_recipe_kind::invalid ? p.fp8 : sp.base.fp8_recipe;
+  if (!s.fp8) {
+    const strategy_spec bf16{};
+    s.fp8_recipe = bf16.fp8_recipe;
+    s.fp8_param_gather = bf16.fp8_param_gather;
+    s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
+  }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
   s.enable_recompute = p.recompute != search_recompute::none;
   s.attn_recompute = false;
