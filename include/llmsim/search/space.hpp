@@ -296,7 +296,7 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
   s.fp8_recipe = p.fp8 != fp8_recipe_kind::invalid ? p.fp8 : sp.base.fp8_recipe;
   if (!s.fp8) {
-    const strategy_spec bf16{};
+    strategy_spec bf16{};  // not const: GCC 12 refuses a const literal of it in constant evaluation
     s.fp8_recipe = bf16.fp8_recipe;
     s.fp8_param_gather = bf16.fp8_param_gather;
     s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
