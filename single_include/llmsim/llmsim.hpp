@@ -2332,6 +2332,8 @@ struct enum_names<muon_tp_mode_kind> {
 /// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
 /// optim_grads_params 3 (-1: invalid).
 constexpr std::int64_t sharding_level_of(dp_sharding_kind k) { return static_cast<std::int64_t>(k) - 1; }
+/// The Megatron-FSDP sharding strategy of ZeRO stage `zero` (0..3), `sharding_level_of`'s inverse.
+constexpr dp_sharding_kind megatron_fsdp_sharding(std::int64_t zero) { return static_cast<dp_sharding_kind>(zero + 1); }
 
 /// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
 using net_name = fixed_string<32>;
@@ -2502,6 +2504,15 @@ struct strategy_spec {
 /// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
 /// `data_parallel_sharding_strategy` when that is given.
 constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
+/// Sets the recompute fields: `kind` (none; selective: the attention core; full_block: whole
+/// layers) for the first `layers` layers of each stage (max_dimension: every layer), as Megatron's
+/// --recompute-granularity / --recompute-num-layers, strategy names and the search set them.
+constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t layers) {
+  s.enable_recompute = kind != recompute_kind::none;
+  s.recompute_granularity = kind;
+  s.attn_recompute = kind == recompute_kind::selective_recompute;
+  s.recompute_layer_num = kind == recompute_kind::none ? 0 : layers;
+}
 /// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
 constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
 
@@ -2577,11 +2588,15 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether schedule `k` defers weight gradients to passes of their own (ZB-H1's and DualPipeV's W
+/// passes; TE's delay_wgrad_compute path).
+constexpr bool schedule_splits_weight_gradients(pipeline_schedule_kind k) {
+  return k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+}
 /// Whether weight gradients run apart from input gradients: Megatron's delay_wgrad_compute, or a
-/// schedule that defers them (ZB-H1's and DualPipeV's W passes; TE's delay_wgrad_compute path).
+/// schedule that defers them.
 constexpr bool splits_weight_gradients(const strategy_spec& s) {
-  const pipeline_schedule_kind k = pipeline_schedule_of(s);
-  return s.delay_wgrad_compute || k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+  return s.delay_wgrad_compute || schedule_splits_weight_gradients(pipeline_schedule_of(s));
 }
 
 namespace detail {
@@ -4046,7 +4061,7 @@ inline constexpr double pci_link_efficiency = 0.928;
 /// every all-to-all crossing the link, though only the 4 + 4 shape is measured: four pairs across
 /// (tp 4 x cp 2, ep 2 x etp 4) move 1.05-1.07 of the figure in the table's data-parallel rows, so
 /// their all-to-all is about 15 % fast here; 2 + 2 and 4 + 2 groups are not measured.
-inline constexpr double socket_link_all2all_efficiency = 30 * 1073741824.0 * 0.2754 * 16 / 7 / 16e9;
+inline constexpr double socket_link_all2all_efficiency = kernel_models::share_of_sheet(30 * 0.2754, 16) * 16 / 7;
 // Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
 // its link class (nccl_link) instead of a per-step latency.
 }  // namespace assumptions
@@ -4357,10 +4372,7 @@ namespace detail {
 /// A word token of strategy names (no number): sets what it names in `s`; false if it is none.
 constexpr bool apply_name_word(std::string_view tok, strategy_spec& s) {
   if (tok == "full" || tok == "selective") {
-    s.enable_recompute = true;
-    s.recompute_granularity = tok == "full" ? recompute_kind::full_block : recompute_kind::selective_recompute;
-    s.attn_recompute = tok == "selective";
-    s.recompute_layer_num = max_dimension;
+    set_recompute(s, tok == "full" ? recompute_kind::full_block : recompute_kind::selective_recompute, max_dimension);
   } else if (tok == "nosp") {
     s.enable_sequence_parallel = false;
   } else if (tok == "epoverlap") {
@@ -4395,19 +4407,14 @@ constexpr bool apply_name_number(std::string_view key, std::int64_t v, std::stri
     }
     if (key == "zero" && suffix == "fsdp" && v <= 3) {
       s.zero_state = v;
-      // Megatron-FSDP's sharding strategies in ZeRO order (no_shard = ZeRO-0 ... optim_grads_params = ZeRO-3).
-      s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(v + 1);
+      s.data_parallel_sharding_strategy = megatron_fsdp_sharding(v);
       return true;
     }
     return false;
   }
   if (key == "full") {
-    if (v < 1) return false;
-    s.enable_recompute = true;
-    s.recompute_granularity = recompute_kind::full_block;
-    s.attn_recompute = false;
-    s.recompute_layer_num = v;
-    return true;
+    if (v >= 1) set_recompute(s, recompute_kind::full_block, v);
+    return v >= 1;
   }
   if (key == "first" || key == "last") {
     (key == "first" ? s.num_layers_in_first_pipeline_stage : s.num_layers_in_last_pipeline_stage) = v;
@@ -16068,14 +16075,11 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.interleaving_size = l.vp;
   // (Interleaved) 1F1B is what interleaving_size implies (`pipeline_schedule_of`), as in names; a
   // space that does not search schedules keeps the base's ZB-H1 / DualPipeV on its 1F1B layouts.
-  const auto splits = [](const std::optional<pipeline_schedule_kind>& k) {
-    return k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
-  };
   s.pipeline_schedule = {};
-  if (splits(l.schedule))
+  if (schedule_splits_weight_gradients(l.schedule))
     s.pipeline_schedule = l.schedule;
   else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && l.pp > 1 &&
-           splits(sp.base.pipeline_schedule))
+           sp.base.pipeline_schedule && schedule_splits_weight_gradients(*sp.base.pipeline_schedule))
     s.pipeline_schedule = sp.base.pipeline_schedule;  // pp 1 has no pipeline to schedule
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
@@ -16093,7 +16097,7 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.micro_batch_num = p.mbn;
   s.zero_state = p.zero;
   s.data_parallel_sharding_strategy = {};
-  if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
+  if (p.fsdp) s.data_parallel_sharding_strategy = megatron_fsdp_sharding(p.zero);
   // FP8 and optimizer offload: the candidate's where the space searches them, else the base's. A
   // bf16 candidate drops the base's FP8-only settings (validation refuses them without fp8).
   s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
@@ -16105,18 +16109,12 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
     s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
   }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
-  s.enable_recompute = p.recompute != search_recompute::none;
-  s.attn_recompute = false;
-  s.recompute_layer_num = 0;
-  s.recompute_granularity = recompute_kind::none;
-  if (p.recompute == search_recompute::selective) {
-    s.recompute_granularity = recompute_kind::selective_recompute;
-    s.attn_recompute = true;
-    s.recompute_layer_num = max_dimension;  // every layer of every stage, as the name `selective` says
-  } else if (p.recompute == search_recompute::full) {
-    s.recompute_granularity = recompute_kind::full_block;
-    s.recompute_layer_num = p.recompute_layers;
-  }
+  // Selective recompute covers every layer of every stage, as the name `selective` says.
+  set_recompute(s,
+                p.recompute == search_recompute::selective ? recompute_kind::selective_recompute
+                : p.recompute == search_recompute::full    ? recompute_kind::full_block
+                                                           : recompute_kind::none,
+                p.recompute == search_recompute::selective ? max_dimension : p.recompute_layers);
   return s;
 }
 
@@ -17441,20 +17439,13 @@ namespace recompute {
 /// Keep every activation (the default).
 struct none {
   static constexpr option_key key = option_key::recompute;
-  static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = false;
-    d.spec.recompute_granularity = recompute_kind::none;
-    d.spec.recompute_layer_num = 0;
-  }
+  static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::none, 0); }
 };
 /// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
 struct selective {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = true;
-    d.spec.recompute_granularity = recompute_kind::selective_recompute;
-    d.spec.attn_recompute = true;
-    d.spec.recompute_layer_num = max_dimension;
+    set_recompute(d.spec, recompute_kind::selective_recompute, max_dimension);
   }
 };
 /// Recompute whole layers, keeping only their inputs; `full_layers<N>`: the first N layers of
@@ -17462,11 +17453,7 @@ struct selective {
 template <std::int64_t Layers>
 struct full_layers {
   static constexpr option_key key = option_key::recompute;
-  static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = true;
-    d.spec.recompute_granularity = recompute_kind::full_block;
-    d.spec.recompute_layer_num = Layers;
-  }
+  static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::full_block, Layers); }
 };
 /// Recompute every layer.
 using full = full_layers<max_dimension>;

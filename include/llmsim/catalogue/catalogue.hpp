@@ -568,7 +568,7 @@ inline constexpr double pci_link_efficiency = 0.928;
 /// every all-to-all crossing the link, though only the 4 + 4 shape is measured: four pairs across
 /// (tp 4 x cp 2, ep 2 x etp 4) move 1.05-1.07 of the figure in the table's data-parallel rows, so
 /// their all-to-all is about 15 % fast here; 2 + 2 and 4 + 2 groups are not measured.
-inline constexpr double socket_link_all2all_efficiency = 30 * 1073741824.0 * 0.2754 * 16 / 7 / 16e9;
+inline constexpr double socket_link_all2all_efficiency = kernel_models::share_of_sheet(30 * 0.2754, 16) * 16 / 7;
 // Collective latencies are NCCL's own (network_cost.hpp `nccl_collective_time`): each tier names
 // its link class (nccl_link) instead of a per-step latency.
 }  // namespace assumptions
@@ -879,10 +879,7 @@ namespace detail {
 /// A word token of strategy names (no number): sets what it names in `s`; false if it is none.
 constexpr bool apply_name_word(std::string_view tok, strategy_spec& s) {
   if (tok == "full" || tok == "selective") {
-    s.enable_recompute = true;
-    s.recompute_granularity = tok == "full" ? recompute_kind::full_block : recompute_kind::selective_recompute;
-    s.attn_recompute = tok == "selective";
-    s.recompute_layer_num = max_dimension;
+    set_recompute(s, tok == "full" ? recompute_kind::full_block : recompute_kind::selective_recompute, max_dimension);
   } else if (tok == "nosp") {
     s.enable_sequence_parallel = false;
   } else if (tok == "epoverlap") {
@@ -917,19 +914,14 @@ constexpr bool apply_name_number(std::string_view key, std::int64_t v, std::stri
     }
     if (key == "zero" && suffix == "fsdp" && v <= 3) {
       s.zero_state = v;
-      // Megatron-FSDP's sharding strategies in ZeRO order (no_shard = ZeRO-0 ... optim_grads_params = ZeRO-3).
-      s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(v + 1);
+      s.data_parallel_sharding_strategy = megatron_fsdp_sharding(v);
       return true;
     }
     return false;
   }
   if (key == "full") {
-    if (v < 1) return false;
-    s.enable_recompute = true;
-    s.recompute_granularity = recompute_kind::full_block;
-    s.attn_recompute = false;
-    s.recompute_layer_num = v;
-    return true;
+    if (v >= 1) set_recompute(s, recompute_kind::full_block, v);
+    return v >= 1;
   }
   if (key == "first" || key == "last") {
     (key == "first" ? s.num_layers_in_first_pipeline_stage : s.num_layers_in_last_pipeline_stage) = v;

@@ -265,14 +265,11 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.interleaving_size = l.vp;
   // (Interleaved) 1F1B is what interleaving_size implies (`pipeline_schedule_of`), as in names; a
   // space that does not search schedules keeps the base's ZB-H1 / DualPipeV on its 1F1B layouts.
-  const auto splits = [](const std::optional<pipeline_schedule_kind>& k) {
-    return k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
-  };
   s.pipeline_schedule = {};
-  if (splits(l.schedule))
+  if (schedule_splits_weight_gradients(l.schedule))
     s.pipeline_schedule = l.schedule;
   else if (!sp.schedules && l.schedule == pipeline_schedule_kind::one_f_one_b && l.pp > 1 &&
-           splits(sp.base.pipeline_schedule))
+           sp.base.pipeline_schedule && schedule_splits_weight_gradients(*sp.base.pipeline_schedule))
     s.pipeline_schedule = sp.base.pipeline_schedule;  // pp 1 has no pipeline to schedule
   s.overlap_moe_expert_parallel_comm = sp.base.overlap_moe_expert_parallel_comm || l.ep_overlap;
   s.delay_wgrad_compute = sp.base.delay_wgrad_compute || l.ep_overlap;
@@ -290,7 +287,7 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
   s.micro_batch_num = p.mbn;
   s.zero_state = p.zero;
   s.data_parallel_sharding_strategy = {};
-  if (p.fsdp) s.data_parallel_sharding_strategy = static_cast<dp_sharding_kind>(p.zero + 1);
+  if (p.fsdp) s.data_parallel_sharding_strategy = megatron_fsdp_sharding(p.zero);
   // FP8 and optimizer offload: the candidate's where the space searches them, else the base's. A
   // bf16 candidate drops the base's FP8-only settings (validation refuses them without fp8).
   s.fp8 = sp.fp8 ? p.fp8 != fp8_recipe_kind::invalid : sp.base.fp8;
@@ -302,18 +299,12 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
     s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
   }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
-  s.enable_recompute = p.recompute != search_recompute::none;
-  s.attn_recompute = false;
-  s.recompute_layer_num = 0;
-  s.recompute_granularity = recompute_kind::none;
-  if (p.recompute == search_recompute::selective) {
-    s.recompute_granularity = recompute_kind::selective_recompute;
-    s.attn_recompute = true;
-    s.recompute_layer_num = max_dimension;  // every layer of every stage, as the name `selective` says
-  } else if (p.recompute == search_recompute::full) {
-    s.recompute_granularity = recompute_kind::full_block;
-    s.recompute_layer_num = p.recompute_layers;
-  }
+  // Selective recompute covers every layer of every stage, as the name `selective` says.
+  set_recompute(s,
+                p.recompute == search_recompute::selective ? recompute_kind::selective_recompute
+                : p.recompute == search_recompute::full    ? recompute_kind::full_block
+                                                           : recompute_kind::none,
+                p.recompute == search_recompute::selective ? max_dimension : p.recompute_layers);
   return s;
 }
 

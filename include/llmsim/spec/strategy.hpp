@@ -244,6 +244,8 @@ struct enum_names<muon_tp_mode_kind> {
 /// The ZeRO stage a Megatron-FSDP sharding strategy is: no_shard 0, optim 1, optim_grads 2,
 /// optim_grads_params 3 (-1: invalid).
 constexpr std::int64_t sharding_level_of(dp_sharding_kind k) { return static_cast<std::int64_t>(k) - 1; }
+/// The Megatron-FSDP sharding strategy of ZeRO stage `zero` (0..3), `sharding_level_of`'s inverse.
+constexpr dp_sharding_kind megatron_fsdp_sharding(std::int64_t zero) { return static_cast<dp_sharding_kind>(zero + 1); }
 
 /// Name of a network tier of the system file, or "auto" (chosen from where the group's ranks sit).
 using net_name = fixed_string<32>;
@@ -414,6 +416,15 @@ struct strategy_spec {
 /// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
 /// `data_parallel_sharding_strategy` when that is given.
 constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
+/// Sets the recompute fields: `kind` (none; selective: the attention core; full_block: whole
+/// layers) for the first `layers` layers of each stage (max_dimension: every layer), as Megatron's
+/// --recompute-granularity / --recompute-num-layers, strategy names and the search set them.
+constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t layers) {
+  s.enable_recompute = kind != recompute_kind::none;
+  s.recompute_granularity = kind;
+  s.attn_recompute = kind == recompute_kind::selective_recompute;
+  s.recompute_layer_num = kind == recompute_kind::none ? 0 : layers;
+}
 /// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
 constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
 
@@ -489,11 +500,15 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether schedule `k` defers weight gradients to passes of their own (ZB-H1's and DualPipeV's W
+/// passes; TE's delay_wgrad_compute path).
+constexpr bool schedule_splits_weight_gradients(pipeline_schedule_kind k) {
+  return k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+}
 /// Whether weight gradients run apart from input gradients: Megatron's delay_wgrad_compute, or a
-/// schedule that defers them (ZB-H1's and DualPipeV's W passes; TE's delay_wgrad_compute path).
+/// schedule that defers them.
 constexpr bool splits_weight_gradients(const strategy_spec& s) {
-  const pipeline_schedule_kind k = pipeline_schedule_of(s);
-  return s.delay_wgrad_compute || k == pipeline_schedule_kind::zb_h1 || k == pipeline_schedule_kind::dualpipev;
+  return s.delay_wgrad_compute || schedule_splits_weight_gradients(pipeline_schedule_of(s));
 }
 
 namespace detail {

@@ -117,20 +117,13 @@ namespace recompute {
 /// Keep every activation (the default).
 struct none {
   static constexpr option_key key = option_key::recompute;
-  static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = false;
-    d.spec.recompute_granularity = recompute_kind::none;
-    d.spec.recompute_layer_num = 0;
-  }
+  static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::none, 0); }
 };
 /// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
 struct selective {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = true;
-    d.spec.recompute_granularity = recompute_kind::selective_recompute;
-    d.spec.attn_recompute = true;
-    d.spec.recompute_layer_num = max_dimension;
+    set_recompute(d.spec, recompute_kind::selective_recompute, max_dimension);
   }
 };
 /// Recompute whole layers, keeping only their inputs; `full_layers<N>`: the first N layers of
@@ -138,11 +131,7 @@ struct selective {
 template <std::int64_t Layers>
 struct full_layers {
   static constexpr option_key key = option_key::recompute;
-  static constexpr void apply(strategy_draft& d) {
-    d.spec.enable_recompute = true;
-    d.spec.recompute_granularity = recompute_kind::full_block;
-    d.spec.recompute_layer_num = Layers;
-  }
+  static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::full_block, Layers); }
 };
 /// Recompute every layer.
 using full = full_layers<max_dimension>;
