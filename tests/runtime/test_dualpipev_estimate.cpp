@@ -125,8 +125,8 @@ TEST(DualPipeVEstimate, ActivationPeakHoldsTwoPPlusOneChunkSets) {
   const auto r = estimate(catalogue::qwen3_30b_a3b, s, catalogue::h200);
   const stage_result& mid = r.stages[1];
   const double half = static_cast<double>(mid.fwd_activation_cache_per_micro_batch.value) / 2;
-  EXPECT_DOUBLE_EQ(mid.v_chunk_held[0], mid.v_chunk_held[1]);
-  EXPECT_NEAR(mid.v_chunk_held[0], half, 1.0);
+  EXPECT_DOUBLE_EQ(mid.chunk_held[0], mid.chunk_held[1]);
+  EXPECT_NEAR(mid.chunk_held[0], half, 1.0);
   const double expected =
       static_cast<double>(mid.model_mem.value) + 8 * half + static_cast<double>(mid.fwd_transient_mem.value);
   EXPECT_NEAR(static_cast<double>(mid.fwd_peak_allocated_mem.value), expected, 8.0);

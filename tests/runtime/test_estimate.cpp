@@ -342,6 +342,47 @@ TEST(Estimate, InterleavingShrinksTheBubbleByTheChunkCount) {
   EXPECT_GT(vp2.stages[0].peak_mem, plain.stages[0].peak_mem);
 }
 
+TEST(Estimate, InterleavedLastRankHoldsTheLossOnlyInItsLastChunk) {
+  // llama3-8b, tp2 pp4 vp4, 8 micro-batches: 32 layers = 16 virtual stages of 2 layers; the output
+  // layer and loss are built on the last virtual stage only (Megatron get_model: post_process on
+  // the last chunk of the last rank). Rank 3 warms up with (p - r - 1)·2 + (v - 1)·p = 0 + 3·4 = 12
+  // chunk-forwards of chunks 0-2 (two layers each, no loss), then runs chunk 3's forward (its two
+  // layers, the final norm, the output layer and cross entropy). So its peak is model memory + 12
+  // sets of two layers + chunk 3's forward peak; a middle rank's 8 layers give the per-layer bytes.
+  // (Before: every held chunk carried a quarter of the loss's logits, 3 x 0.98 GiB too much, and the
+  // last stage was named the peak.)
+  strategy_spec s{.seq_len = 4096,
+                  .micro_batch_size = 1,
+                  .micro_batch_num = 8,
+                  .world_size = 8,
+                  .tp_size = 2,
+                  .pp_size = 4,
+                  .interleaving_size = 4};
+  const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto* last = r.stage(stage_kind::last);
+  const auto* middle = r.stage(stage_kind::middle);
+  ASSERT_NE(last, nullptr);
+  ASSERT_NE(middle, nullptr);
+  const double layer = static_cast<double>(middle->fwd_activation_cache_per_micro_batch.value) / 8;
+  ASSERT_EQ(last->held_chunk_count, 4);
+  EXPECT_NEAR(last->chunk_held[0], 2 * layer, 1.0);
+  EXPECT_NEAR(static_cast<double>((last->peak_mem - last->model_mem).value), 12 * 2 * layer + last->chunk_fwd_peak[3],
+              16.0);
+  // Chunk 3 holds the loss's fp32 logits on top of its two layers: s·V/t·4 B = 4096 x 128256 / 2 x
+  // 4 = 1,050,673,152 B, plus the final norm's and the output layer's inputs (sbh·2/t each, 16 MiB).
+  const double logits = 4096.0 * 128256 / 2 * 4;
+  EXPECT_GT(last->chunk_held[3] - last->chunk_held[0], logits);
+  EXPECT_LT(last->chunk_held[3] - last->chunk_held[0], logits + 2 * 4096.0 * 4096 * 2 / 2 + 1.0);
+  // The first stage is the peak: it holds 11 + 1 chunk sets (two of them with the embedding's input).
+  EXPECT_EQ(r.mem.peak_mem, r.stage(stage_kind::first)->peak_mem);
+  // The same chunks written as a layout (test_pipeline_layout.cpp) price the same memory.
+  strategy_spec described = s;
+  described.pipeline_model_parallel_layout = "Ett|(tt|)*14,ttL";
+  const auto d = estimate(catalogue::llama3_8b, described, catalogue::h100_sxm);
+  EXPECT_EQ(d.stage(stage_kind::last)->peak_mem, last->peak_mem);
+  EXPECT_EQ(d.stage(stage_kind::first)->peak_mem, r.stage(stage_kind::first)->peak_mem);
+}
+
 TEST(Estimate, ConstexprMathHelpersMatchTheLibrary) {
   for (double x : {1.0, 2.0, 3.0, 5.0, 7.0, 12.0, 100.0, 1e6}) {
     EXPECT_NEAR(detail::log2_of(x), std::log2(x), 1e-12) << x;

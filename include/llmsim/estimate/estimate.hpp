@@ -149,9 +149,12 @@ struct stage_result {
   std::array<layer_run, max_layer_runs> layer_runs{};
   std::size_t layer_run_count = 0;
   std::array<chunk_durations, 2> v_chunks{};  ///< DualPipeV: each chunk's pass times (chunk 0, chunk 1)
-  std::array<double, 2> v_chunk_held{};       ///< DualPipeV: each chunk's activation bytes per micro-batch
   std::array<chunk_durations, max_rank_chunks> layout_chunks{};  ///< described chunks (interleaved): each one's times
-  std::array<double, 2> v_chunk_fwd_peak{}, v_chunk_bwd_peak{};  ///< DualPipeV: each chunk's own transient peaks
+  /// Each model chunk's activation bytes per micro-batch and its own transient peaks, for the
+  /// first `held_chunk_count` chunks (interleaved 1F1B's described or even-split chunks,
+  /// DualPipeV's two; 0: the rank's stage is one chunk, or v > max_rank_chunks even shares).
+  std::array<double, max_rank_chunks> chunk_held{}, chunk_fwd_peak{}, chunk_bwd_peak{};
+  std::int64_t held_chunk_count = 0;
   seconds bwd_weight_comm_time{};  ///< of bwd_tp_comm_time, the weight-gradient pass's collectives (SP input gather)
   seconds fwd_tp_comm_time{}, bwd_tp_comm_time{}, recompute_tp_comm_time{};
   seconds p2p_time{};    ///< sends and receives to neighbours of one micro-batch (fwd + bwd)
@@ -690,6 +693,16 @@ constexpr rank_layout v_shape_layout_of_rank(const model_spec& m, const strategy
 /// Whether the strategy runs DualPipeV (V-shaped placement, two model chunks per rank).
 constexpr bool v_shaped(const strategy_spec& s) { return pipeline_schedule_of(s) == pipeline_schedule_kind::dualpipev; }
 
+/// Rank `r`'s model chunks of the even split, described (`layout_of_rank` prices them as even
+/// 1/v shares of the rank's stage, SimuMax's convention): the embedding in chunk 0 of rank 0, the
+/// output layer and loss (and MTP layers) in chunk v-1 of rank p-1, each chunk's own dense layers.
+/// Their activations differ: the held warm-up chunks of the last rank do not hold the loss's
+/// logits, which only its last chunk makes (Megatron builds the output layer on the last virtual
+/// stage only, get_model's post_process).
+constexpr rank_layout described_even_layout(const model_spec& m, const strategy_spec& s, std::int64_t r) {
+  return layout_rank(m, s, even_stages(m, s, split_layers(m, s)), r);
+}
+
 /// What rank `rank` holds under the strategy's placement (looped or V-shaped).
 constexpr rank_layout placed_layout(const model_spec& m, const strategy_spec& s, const stage_layers& split,
                                     std::int64_t rank) {
@@ -1208,25 +1221,30 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   if (s.zero_state >= 2) r.model_mem += r.gathered_param_mem + r.unsharded_grad_mem;
 }
 
-/// overlap_moe_expert_parallel_comm: one layer of `held`, the bytes per micro-batch of `layers`
-/// decoder and `mtp_layers` MTP layers (a stage, or one described chunk; without layers, all of
-/// it). A combined step's backward frees its chunk layer by layer as its forward fills its own
-/// (TransformerLayerSchedulePlan releases each backward layer's state), so at a step the rank
-/// holds its warm-up sets and the forward's first layer.
-constexpr double combined_step_layer(double held, std::int64_t layers, std::int64_t mtp_layers) {
-  return layers + mtp_layers > 0 ? held / static_cast<double>(layers + mtp_layers) : held;
+/// overlap_moe_expert_parallel_comm: one layer's bytes per micro-batch of a stage or model chunk
+/// of `layers` decoder and `mtp_layers` MTP layers (their mean, without the embedding and the
+/// loss, which are not layers of a step), 0 without layers. A combined step's backward frees its
+/// chunk layer by layer as its forward fills its own (TransformerLayerSchedulePlan releases each
+/// backward layer's state), so at a step the rank holds its warm-up sets and the forward's first layer.
+constexpr double combined_step_layer(const job_context& j, std::int64_t layers, std::int64_t dense_layers,
+                                     std::int64_t mtp_layers) {
+  if (layers + mtp_layers <= 0) return 0;
+  const double held = walk_stage(build_stage(*j.blocks, *j.c, layers, dense_layers, false, false, mtp_layers)).held;
+  return held / static_cast<double>(layers + mtp_layers);
 }
 
 /// Micro-batches (interleaved: model chunks) rank `rank` holds at its peak, and the bytes of all
 /// but the one running. 1F1B: p - rank (warm-up forwards + one). Interleaved 1F1B (Megatron
 /// forward_backward_pipelining_with_interleaving): (p - rank - 1)·2 + (v - 1)·g warm-up chunk
 /// forwards (capped at m·v), g = microbatch_group_size_per_vp_stage (default p), plus
-/// the one in flight, each chunk holding layers / v of the stage. overlap_moe_expert_parallel_comm:
+/// the one in flight, each chunk holding layers / v of the stage (used past max_rank_chunks
+/// chunks only: `size_described_activations` walks each chunk's own bytes). overlap_moe_expert_parallel_comm:
 /// its warm-up chunk-forwards (one more, capped at the total) and, when it runs a combined step,
 /// one layer (`combined_step_layer`).
 /// ZB-H1: the peak of micro-batches rank `rank` holds counted from its pass order (held from the
 /// forward until the weight-gradient pass, schedule/engine.hpp).
-constexpr double held_by_others(stage_result& r, const strategy_spec& s, double held) {
+constexpr double held_by_others(stage_result& r, const job_context& j, double held) {
+  const strategy_spec& s = j.c->s();
   const std::int64_t p = s.pp_size, v = s.interleaving_size;
   if (pipeline_schedule_of(s) == pipeline_schedule_kind::zb_h1) {
     r.micro_batches_in_flight = peak_in_flight(zb_h1_rank_passes(p, s.micro_batch_num, r.rank));
@@ -1236,7 +1254,9 @@ constexpr double held_by_others(stage_result& r, const strategy_spec& s, double 
   if (s.overlap_moe_expert_parallel_comm) {
     const std::int64_t warmup = interleaved_warmup(p, v, s.micro_batch_num, g, r.rank, true);
     r.micro_batches_in_flight = (warmup + v - 1) / v;
-    const double step = warmup < total_chunks ? combined_step_layer(held, r.layout.layers, r.layout.mtp_layers) : 0.0;
+    const double step = warmup < total_chunks
+                            ? combined_step_layer(j, r.layout.layers, r.layout.dense_layers, r.layout.mtp_layers)
+                            : 0.0;
     return static_cast<double>(warmup - 1) * held / static_cast<double>(v) + step;
   }
   if (v > 1) {
@@ -1259,7 +1279,7 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
       s.interleaving_size > 1
           ? walk_stage(build_stage(*j.blocks, *j.c, lay.chunk_layers, lay.chunk_dense_layers, lay.embedding, lay.head))
           : whole;
-  const double others = held_by_others(r, s, whole.held);
+  const double others = held_by_others(r, j, whole.held);
   r.fwd_activation_cache_per_micro_batch = bytes_from(whole.held);
   r.peak_activation_mem_in_1F1B = bytes_from(chunk.fwd_peak > chunk.bwd_peak ? chunk.fwd_peak : chunk.bwd_peak);
   r.fwd_transient_mem = bytes_from(chunk.fwd_peak);
@@ -1451,6 +1471,17 @@ constexpr std::int64_t v_transfer_waits(std::int64_t rank, std::int64_t p, std::
   return waits;
 }
 
+/// Records each of the first `count` model chunks' activation bytes and transient peaks (the
+/// trace's memory counters walk the passes with them).
+constexpr void record_chunk_memory(stage_result& r, const stage_memory* chunk, std::int64_t count) {
+  r.held_chunk_count = count;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(count); ++c) {
+    r.chunk_held[c] = chunk[c].held;
+    r.chunk_fwd_peak[c] = chunk[c].fwd_peak;
+    r.chunk_bwd_peak[c] = chunk[c].bwd_peak;
+  }
+}
+
 /// DualPipeV activations, walked over the rank's pass order (`dualpipev_order`): a forward of
 /// chunk c adds c's activations on top of what is held (its own transient peak on top), a whole
 /// or weight-gradient backward frees them, an input-gradient backward keeps them for its W
@@ -1485,9 +1516,7 @@ constexpr void size_v_activations(stage_result& r, const job_context& j, const s
   r.peak_path = fwd_top > bwd_top ? fwd_site : bwd_site;
   r.micro_batches_in_flight = (peak_sets + 1) / 2;  // activation sets of half a micro-batch's layers each
   r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
-  r.v_chunk_held = {chunk[0].held, chunk[1].held};
-  r.v_chunk_fwd_peak = {chunk[0].fwd_peak, chunk[1].fwd_peak};
-  r.v_chunk_bwd_peak = {chunk[0].bwd_peak, chunk[1].bwd_peak};
+  record_chunk_memory(r, chunk.data(), 2);
   const double fwd = chunk[0].fwd_peak > chunk[1].fwd_peak ? chunk[0].fwd_peak : chunk[1].fwd_peak;
   const double bwd = chunk[0].bwd_peak > chunk[1].bwd_peak ? chunk[0].bwd_peak : chunk[1].bwd_peak;
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
@@ -1522,22 +1551,28 @@ constexpr void price_described_chunks(stage_result& r, const job_context& j) {
   }
 }
 
-/// Activations of a rank with described chunks under interleaved 1F1B, walked over its pass order
-/// (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its transient
-/// peak on top), a chunk-backward frees them (its peak counted without its own set); the peak
-/// is the largest point of the walk. A combined step (overlap_moe_expert_parallel_comm) holds one
-/// layer of its forward's chunk on top of what was held, with either pass's transient peak.
-constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog) {
+/// Activations of a rank under interleaved 1F1B with its model chunks described in `chunks` (the
+/// rank's own layout, or the even split's chunks, `described_even_layout`), walked over its pass
+/// order (`interleaved_pass`, Megatron's): a chunk-forward adds that chunk's kept bytes (its
+/// transient peak on top), a chunk-backward frees them (its peak counted without its own set); the
+/// peak is the largest point of the walk. A combined step (overlap_moe_expert_parallel_comm) holds
+/// one layer of its forward's chunk on top of what was held, with either pass's transient peak.
+constexpr void size_described_activations(stage_result& r, const job_context& j, const stage_program& prog,
+                                          const rank_layout& chunks) {
   const strategy_spec& s = j.c->s();
-  const std::int64_t p = s.pp_size, v = r.layout.chunk_count, m = s.micro_batch_num;
+  const std::int64_t p = s.pp_size, v = chunks.chunk_count, m = s.micro_batch_num;
   const std::int64_t g = s.microbatch_group_size_per_vp_stage.value_or(p);
   std::array<stage_memory, max_rank_chunks> chunk{};
-  for (std::size_t c = 0; c < static_cast<std::size_t>(v); ++c)
-    chunk[c] = walk_stage(described_chunk_program(*j.blocks, *j.c, r.layout, c));
+  std::array<double, max_rank_chunks> step_layer{};  // combined steps: one layer of each chunk
+  const bool combined = s.overlap_moe_expert_parallel_comm;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(v); ++c) {
+    const chunk_layout& k = chunks.chunks[c];
+    chunk[c] = walk_stage(described_chunk_program(*j.blocks, *j.c, chunks, c));
+    if (combined) step_layer[c] = combined_step_layer(j, k.layers, k.dense_layers, k.mtp_layers);
+  }
   double held = 0, fwd_top = 0, bwd_top = 0, fwd = 0, bwd = 0;
   std::int64_t sets = 0, peak_sets = 0;
   peak_site fwd_site{}, bwd_site{};
-  const bool combined = s.overlap_moe_expert_parallel_comm;
   const std::int64_t warmup = interleaved_warmup(p, v, m, g, r.rank, combined);
   for (std::int64_t i = 0; i < 2 * m * v; ++i) {
     const chunk_pass c = interleaved_pass(i, p, v, m, g, r.rank, combined);
@@ -1546,8 +1581,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     bwd = k.bwd_peak > bwd ? k.bwd_peak : bwd;
     if (combined && starts_combined_step(i, warmup, m * v)) {  // a combined step: forward i, backward i + 1
       const stage_memory& b = chunk[static_cast<std::size_t>(interleaved_pass(i + 1, p, v, m, g, r.rank, true).chunk)];
-      const chunk_layout& cl = r.layout.chunks[static_cast<std::size_t>(c.chunk)];
-      const double layer = combined_step_layer(k.held, cl.layers, cl.mtp_layers);
+      const double layer = step_layer[static_cast<std::size_t>(c.chunk)];
       const double transient = k.fwd_peak - k.held > 0 ? k.fwd_peak - k.held : 0.0;
       if (held + layer + transient > fwd_top) {
         fwd_top = held + layer + transient;
@@ -1579,6 +1613,7 @@ constexpr void size_described_activations(stage_result& r, const job_context& j,
     --sets;
   }
   r.micro_batches_in_flight = (peak_sets + v - 1) / v;
+  record_chunk_memory(r, chunk.data(), v);
   r.fwd_activation_cache_per_micro_batch = bytes_from(walk_stage(prog).held);
   r.peak_activation_mem_in_1F1B = bytes_from(fwd > bwd ? fwd : bwd);
   r.fwd_transient_mem = bytes_from(fwd);
@@ -1716,7 +1751,9 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
   if (v_shaped(s))
     size_v_activations(r, j, prog);
   else if (lay.chunk_count > 1)
-    size_described_activations(r, j, prog);
+    size_described_activations(r, j, prog, lay);
+  else if (s.interleaving_size > 1 && s.interleaving_size <= static_cast<std::int64_t>(max_rank_chunks))
+    size_described_activations(r, j, prog, described_even_layout(j.c->m(), s, rank));
   else
     size_activations(r, j, prog);
   return r;

@@ -416,10 +416,12 @@ inline std::vector<trace_op> trace_ops_of(const recorded_job& job) {
 inline void sample_memory(iteration_trace& t, const stage_result& st, const strategy_spec& s, std::int64_t rank) {
   const double model = static_cast<double>(st.model_mem.value);
   const double whole = static_cast<double>(st.fwd_activation_cache_per_micro_batch.value);
-  // Bytes of one chunk's activations (DualPipeV: each chunk its own, rank 0's hold the embedding / the head).
+  // Bytes of one chunk's activations: each chunk its own where the estimate walked them (interleaved
+  // 1F1B, DualPipeV: the embedding and the loss sit in one chunk each), else an even share.
+  const bool per_chunk = st.held_chunk_count > 0;
   const auto unit = [&](std::int64_t chunk) {
-    return v_shaped(s) ? st.v_chunk_held[static_cast<std::size_t>(chunk)]
-                       : whole / static_cast<double>(s.interleaving_size);
+    return per_chunk ? st.chunk_held[static_cast<std::size_t>(chunk)]
+                     : whole / static_cast<double>(s.interleaving_size);
   };
   double held = 0;
   t.memory.push_back({rank, 0.0, model});
@@ -429,8 +431,7 @@ inline void sample_memory(iteration_trace& t, const stage_result& st, const stra
     const double set = unit(sp.chunk);
     const double frees = sp.name == "backward input" ? 0 : set;  // zero bubble: the activations stay until W
     double transient = static_cast<double>(forward ? st.fwd_transient_mem.value : st.bwd_transient_mem.value);
-    if (v_shaped(s))
-      transient = (forward ? st.v_chunk_fwd_peak : st.v_chunk_bwd_peak)[static_cast<std::size_t>(sp.chunk)];
+    if (per_chunk) transient = (forward ? st.chunk_fwd_peak : st.chunk_bwd_peak)[static_cast<std::size_t>(sp.chunk)];
     // A weight-gradient pass reads what is held and frees it at its end (as the estimate counts it).
     const bool weight = sp.name == "backward weight";
     double at_start = held;  // a weight-gradient pass
