@@ -143,6 +143,39 @@ TEST(MoeAllGather, GathersTokensProbabilitiesAndMapOverTheExpertGroup) {
   EXPECT_EQ(combine[1].bytes, 4 * 4096.0 * 4096 * 2);
 }
 
+TEST(MoeAllToAll, CombineMirrorsTheDispatchUnderExpertTensorParallelism) {
+  // Mixtral, ep 2 x etp 2 (4 of the 8 ranks), padded to capacity 1: each rank routes 4096 tokens x
+  // top-2 = 8192 copies (exactly capacity: ceil(8192 / 8) x 8). Dispatch: those 8192 rows of 4096
+  // bf16 values (67,108,864 B) over the ep all-to-all, then the etp all-gather of both ETP ranks'
+  // rows (2 x 67,108,864 B gathered). Combine, its mirror (Megatron combine_preprocess, then
+  // token_combine): the experts' 16,384 output rows reduce-scattered over etp (134,217,728 B in),
+  // then this rank's own 8192 rows (67,108,864 B) back over ep. (Before: etp times each.)
+  const model_spec m = mixtral(true, 1.0);
+  const strategy_spec s = moe_job(dispatcher_kind::all2all, 2, 2);
+  const double rows = 4096.0 * 2, row_bytes = 4096.0 * 2;
+  const auto dispatch = ops_of(m, s, [](const build_context& c) { permutation_leaf(c, moe_token_counts(c)); });
+  std::vector<op> fwd;
+  for (const op& o : dispatch)
+    if (o.kind == op_kind::collective && o.pass == pass_kind::forward) fwd.push_back(o);
+  ASSERT_EQ(fwd.size(), 2U);
+  EXPECT_EQ(fwd[0].collective, collective_kind::all2all);
+  EXPECT_EQ(fwd[0].bytes, rows * row_bytes);
+  EXPECT_EQ(fwd[1].collective, collective_kind::all_gather);
+  EXPECT_EQ(fwd[1].group, comm_group::etp);
+  EXPECT_EQ(fwd[1].bytes, 2 * rows * row_bytes);
+  const auto combine = ops_of(m, s, [](const build_context& c) { unpermutation_leaf(c, moe_token_counts(c)); });
+  std::vector<op> back;
+  for (const op& o : combine)
+    if (o.kind == op_kind::collective && o.pass == pass_kind::forward) back.push_back(o);
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].collective, collective_kind::reduce_scatter);
+  EXPECT_EQ(back[0].group, comm_group::etp);
+  EXPECT_EQ(back[0].bytes, 2 * rows * row_bytes);
+  EXPECT_EQ(back[1].collective, collective_kind::all2all);
+  EXPECT_EQ(back[1].group, comm_group::ep);
+  EXPECT_EQ(back[1].bytes, rows * row_bytes);
+}
+
 TEST(MoeDispatcher, UnknownNameListsTheFour) {
   strategy_spec s = moe_job(dispatcher_kind::invalid, 4);
   try {

@@ -501,13 +501,16 @@ constexpr void flex_dispatch_comm(leaf& p, const build_context& c, const moe_tok
 }
 
 /// The combine's communication in `pass` for the all-to-all dispatcher, the mirror of its
-/// dispatch: ETP reduce-scatter (all-gather backward) then the all-to-all over ep.
+/// dispatch: the experts' output (`tok.expert` rows: every ETP rank's tokens, the dispatch's
+/// gathered buffer) reduce-scattered over etp (all-gathered backward), then this rank's own
+/// tokens (1/etp of it, the dispatch's payload) back over ep (Megatron MoEAlltoAllTokenDispatcher
+/// combine_preprocess: reduce_scatter_to_sequence_parallel_region over the ETP group; then
+/// token_combine's all-to-all).
 constexpr void all2all_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   const double A = tok.expert * static_cast<double>(routed_width(c.m())) * c.element_bytes();
   const bool fwd = pass == pass_kind::forward;
-  c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather,
-               A * static_cast<double>(c.s().etp_size));
-  c.collective(u, pass, comm_group::ep, collective_kind::all2all, A);
+  c.collective(u, pass, comm_group::etp, fwd ? collective_kind::reduce_scatter : collective_kind::all_gather, A);
+  c.collective(u, pass, comm_group::ep, collective_kind::all2all, A / static_cast<double>(c.s().etp_size));
 }
 
 /// The combine of Megatron's MoEAllGatherTokenDispatcher: the unpermuted full buffer
