@@ -7234,16 +7234,32 @@ constexpr double grouped_weight_read(const build_context& c, double w, double st
          expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens);
 }
 
+/// Whether a serving forward runs its experts inside the tensor-parallel group (ep <= tp): every
+/// rank holds all the tokens after attention's all-reduce, runs its experts' (or its slice of every
+/// expert's) rows for all of them, and one all-reduce over tp sums the partial outputs (vLLM
+/// FusedMoE with reduce_results / tensor_model_parallel_all_reduce, with or without
+/// --enable-expert-parallel when the expert group is the tp group; SGLang and TensorRT-LLM's TP MoE
+/// alike). Wider expert groups (data-parallel attention) exchange tokens all-to-all.
+constexpr bool serving_tp_moe(const build_context& c) {
+  return c.inference != nullptr && c.s().ep_size <= c.s().tp_size;
+}
+
 /// Token counts of one MoE layer on this rank, for the strategy's dispatcher.
 constexpr moe_tokens moe_token_counts(const build_context& c) {
   const auto& m = c.m();
   const auto& s = c.s();
   moe_tokens t;
-  // Inference runs no sequence parallelism, but a tensor-parallel group holds one copy of its tokens:
-  // each rank routes its 1/tp share (vLLM's fused MoE over TP, Megatron's dispatcher under SP).
-  t.local = c.inference != nullptr ? c.tokens() / static_cast<double>(s.tp_size) : c.local_tokens();
   t.local_experts = m.expert_num / s.ep_size;
   const double topk = static_cast<double>(m.topk.value_or(1));
+  if (serving_tp_moe(c)) {  // all tokens on every rank; its experts get 1/ep of their copies
+    t.local = c.tokens();
+    t.dispatched = routed_copies(m, topk * t.local) / static_cast<double>(s.ep_size);
+    t.expert = t.dispatched;
+    return t;
+  }
+  // Inference runs no sequence parallelism, but a tensor-parallel group holds one copy of its tokens:
+  // each rank routes its 1/tp share (Megatron's dispatcher under SP).
+  t.local = c.inference != nullptr ? c.tokens() / static_cast<double>(s.tp_size) : c.local_tokens();
   t.dispatched = routed_copies(m, topk * t.local);
   t.expert = t.dispatched * static_cast<double>(s.etp_size);  // each ETP rank routed its own tokens
   if (s.moe_dispatcher_policy == dispatcher_kind::flex)
@@ -7663,6 +7679,15 @@ constexpr void allgather_combine_comm(leaf& u, const build_context& c, const moe
   }
 }
 
+/// Serving inside the tp group (`serving_tp_moe`): the tokens are already on every rank.
+constexpr void no_dispatch_comm(leaf&, const build_context&, const moe_tokens&) {}
+/// ... and one all-reduce over tp of the tokens' summed expert outputs (backward: none, serving).
+constexpr void tp_moe_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
+  if (pass != pass_kind::forward) return;
+  c.collective(u, pass, comm_group::tp, collective_kind::all_reduce,
+               tok.local * static_cast<double>(routed_width(c.m())) * c.element_bytes());
+}
+
 /// DeepEP's combine (flex): each token's locally reduced output goes back once per rank.
 constexpr void flex_combine_comm(leaf& u, const build_context& c, const moe_tokens& tok, pass_kind pass) {
   c.collective(u, pass, comm_group::ep, collective_kind::all2all,
@@ -7689,7 +7714,13 @@ constexpr dispatch_plan dispatch_plan_of(const build_context& c, const moe_token
   const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
   const double A = tok.expert * h * E, out = tok.local * h * E;
   dispatch_plan d;
-  if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
+  if (serving_tp_moe(c)) {
+    // vLLM's fused_moe gathers each expert's rows inside its GEMM (sorted token ids from
+    // moe_align_block_size): no permute copy; moe_sum reads the top-k outputs, writes the tokens.
+    d.unpermute[0] = A + out;
+    d.dispatch = no_dispatch_comm;
+    d.combine = tp_moe_combine_comm;
+  } else if (s.moe_dispatcher_policy == dispatcher_kind::allgather) {
     const double gathered = tok.local * static_cast<double>(s.ep_size * s.etp_size);
     d.permute[0] = 2 * tok.expert * h * E;  // reads the selected gathered rows, writes expert order
     d.permute_peak = gathered * h * E + tok.expert * h * E;
@@ -13008,6 +13039,22 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
   return s;
 }
 
+/// The model as a server runs its experts: dropless and unpadded (vLLM's fused_moe, SGLang and
+/// TensorRT-LLM route every token to its top-k experts, each expert computing the rows it got), so
+/// a training config's padding to capacity (`moe_pad_expert_input_to_capacity`, Megatron's
+/// drop-and-pad) or a capacity factor below 1 does not apply.
+constexpr model_spec serving_model(model_spec m) {
+  m.moe_pad_expert_input_to_capacity = false;
+  if (m.capacity < 1) m.capacity = 1;  // balanced routing then drops nothing
+  return m;
+}
+
+/// Replicas whose tokens one expert-parallel group serves: ep / tp when the experts span several
+/// tensor-parallel replicas (data-parallel attention), else 1.
+constexpr double replicas_per_expert_group(const inference_spec& i) {
+  return i.ep > i.tp ? static_cast<double>(i.ep / i.tp) : 1.0;
+}
+
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
   seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
@@ -13110,17 +13157,19 @@ constexpr double block_weight_bytes(const leaf_block& b, double stored, double e
 constexpr detail::forward_cost price_forward(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                              std::int64_t batch, std::int64_t tokens, std::int64_t kv_cached) {
   const strategy_spec s = detail::inference_strategy(m, i, batch, tokens);
+  const model_spec served = detail::serving_model(m);
   const std::int64_t vocab = padded_vocab(m, i.tp);
   // A forward over cached tokens is a decode step (prefill caches nothing before it).
   const double kv_reads = kv_cached > 0 ? decode_kv_read_repeats(m, i) : 1.0;
-  const inference_forward layers{.kv_cached = kv_cached,
-                                 .weight_bytes = stored_weight_bytes(i),
-                                 .kv_bytes = kv_cache_bytes(i),
-                                 .routed_tokens = static_cast<double>(batch * tokens),
-                                 .kv_read_repeats = kv_reads};
+  const inference_forward layers{
+      .kv_cached = kv_cached,
+      .weight_bytes = stored_weight_bytes(i),
+      .kv_bytes = kv_cache_bytes(i),
+      .routed_tokens = static_cast<double>(batch * tokens) * detail::replicas_per_expert_group(i),
+      .kv_read_repeats = kv_reads};
   const double element = static_cast<double>(dtype_bytes(s.dtype));
   const inference_forward lm_forward{.kv_cached = kv_cached, .weight_bytes = element, .kv_bytes = kv_cache_bytes(i)};
-  build_context c = make_build_context(m, s, sys, vocab);
+  build_context c = make_build_context(served, s, sys, vocab);
   op_record ops;
   c.pricing = &record_op;
   c.record = &ops;

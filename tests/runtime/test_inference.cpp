@@ -333,6 +333,26 @@ TEST(Inference, ActiveExpertsOfASmallBatch) {
   EXPECT_NEAR((two.tpot - one.tpot).value, experts * 0.1875 / 1e12, 0.002 * experts * 0.1875 / 1e12);
 }
 
+TEST(Inference, ServingRunsExpertsDroplessAndUnpadded) {
+  // The catalogue's Mixtral pads each expert's input to capacity (Megatron drop-and-pad, a training
+  // setting); servers route each token to its top-k experts and compute only those rows, so the
+  // padding and a capacity factor below 1 change nothing: batch 1 decodes 2 expert rows, not 8.
+  llmsim::model_spec padded = cat::mixtral_8x7b;
+  padded.moe_pad_expert_input_to_capacity = true;
+  llmsim::model_spec dropless = padded;
+  dropless.moe_pad_expert_input_to_capacity = false;
+  llmsim::model_spec dropping = dropless;
+  dropping.capacity = 0.5;
+  auto i = job(1, 512, 16);
+  i.tp = 2;
+  const auto a = llmsim::infer(padded, i, cat::h100_sxm), b = llmsim::infer(dropless, i, cat::h100_sxm),
+             d = llmsim::infer(dropping, i, cat::h100_sxm);
+  EXPECT_EQ(a.ttft.value, b.ttft.value);
+  EXPECT_EQ(a.tpot.value, b.tpot.value);
+  EXPECT_EQ(d.tpot.value, b.tpot.value);
+  EXPECT_EQ(a.max_batch, b.max_batch);
+}
+
 TEST(Inference, TensorParallelMoeSplitsItsExpertsOnce) {
   // Mixtral 8x7B's weights split over tp 2 — each expert's FFN over the two GPUs (ep 1, vLLM's
   // default), or the experts four and four (ep 2) — hold half the model per GPU: the vocabulary-
@@ -345,13 +365,16 @@ TEST(Inference, TensorParallelMoeSplitsItsExpertsOnce) {
   EXPECT_NEAR(llmsim::infer(cat::mixtral_8x7b, i, cat::h200).weight_bytes, (whole - replicated) / 2 + replicated, 1);
   i.ep = 2;
   EXPECT_NEAR(llmsim::infer(cat::mixtral_8x7b, i, cat::h200).weight_bytes, (whole - replicated) / 2 + replicated, 1);
-  // A prefill's expert work does not grow with tp: each GPU routes its share of the tokens.
+  // A prefill's expert work does not grow with tp: each GPU runs its half of every expert's FFN
+  // for all the tokens. Only the router (vLLM's gate is a ReplicatedLinear) runs on both GPUs for
+  // all 4 x 512 tokens: 2 x 2048 x 4096 x 8 x 32 layers = 4.29 GFLOP more.
   auto p = job(4, 512, 1);
   const double flops_tp1 = llmsim::infer(cat::mixtral_8x7b, p, compute_bound()).prefill_tflops *
                            llmsim::infer(cat::mixtral_8x7b, p, compute_bound()).ttft.value;
   p.tp = 2;
   const auto two = llmsim::infer(cat::mixtral_8x7b, p, compute_bound());
-  EXPECT_NEAR(two.prefill_tflops * two.ttft.value * 2, flops_tp1, 1e-6 * flops_tp1);
+  const double router = 2 * 2048 * 4096 * 8 * 32.0 / 1e12;
+  EXPECT_NEAR(two.prefill_tflops * two.ttft.value * 2, flops_tp1 + router, 1e-6 * flops_tp1);
 }
 
 TEST(Inference, DollarsPerMillionTokensOnlyWithAPrice) {

@@ -176,6 +176,59 @@ TEST(MoeAllToAll, CombineMirrorsTheDispatchUnderExpertTensorParallelism) {
   EXPECT_EQ(back[1].bytes, rows * row_bytes);
 }
 
+TEST(MoeServing, ExpertsInsideTheTensorParallelGroupAllReduceOnce) {
+  // A decode step of 4 sequences of Mixtral (top-2 of 8 experts, hidden 4096, bf16) on tp 2: every
+  // rank holds the 4 tokens, so no token moves before the experts; ep 1 (each expert's FFN halved):
+  // the rank's experts take all 4 x 2 = 8 copies; ep 2 (four experts each): 8 / 2 = 4 expected
+  // copies. After them one all-reduce over tp sums the partial outputs of the 4 tokens: 4 x 4096 x 2
+  // = 32,768 B (vLLM FusedMoE reduce_results). ep 4 spans two tp 2 replicas: all-to-all.
+  model_spec m = mixtral(false, 1.0);
+  const inference_forward decode{.kv_cached = 100, .routed_tokens = 4};
+  for (const std::int64_t ep : {1, 2}) {
+    SCOPED_TRACE(ep);
+    const strategy_spec s{.seq_len = 1,
+                          .micro_batch_size = 4,
+                          .micro_batch_num = 1,
+                          .world_size = 2,
+                          .tp_size = 2,
+                          .ep_size = ep,
+                          .etp_size = 2 / ep,
+                          .enable_sequence_parallel = false};
+    std::vector<op> ops;
+    recorded = &ops;
+    build_context c = make_build_context(m, s, catalogue::h100_sxm, padded_vocab(m, 2));
+    c.pricing = &record;
+    c.inference = &decode;
+    const moe_tokens tok = moe_token_counts(c);
+    EXPECT_EQ(tok.local, 4);
+    EXPECT_EQ(tok.expert, 8.0 / static_cast<double>(ep));
+    const auto before = ops.size();
+    (void)permutation_leaf(c, tok);
+    for (std::size_t k = before; k < ops.size(); ++k) EXPECT_NE(ops[k].kind, op_kind::collective);
+    ops.clear();
+    (void)unpermutation_leaf(c, tok);
+    std::vector<op> comm;
+    for (const op& o : ops)
+      if (o.kind == op_kind::collective) comm.push_back(o);
+    ASSERT_EQ(comm.size(), 1U);
+    EXPECT_EQ(comm[0].collective, collective_kind::all_reduce);
+    EXPECT_EQ(comm[0].group, comm_group::tp);
+    EXPECT_EQ(comm[0].bytes, 4 * 4096.0 * 2);
+    recorded = nullptr;
+  }
+  const strategy_spec wide{.seq_len = 1,
+                           .micro_batch_size = 4,
+                           .micro_batch_num = 1,
+                           .world_size = 4,
+                           .tp_size = 2,
+                           .ep_size = 4,
+                           .enable_sequence_parallel = false};
+  build_context c = make_build_context(m, wide, catalogue::h100_sxm, padded_vocab(m, 2));
+  c.inference = &decode;
+  EXPECT_FALSE(serving_tp_moe(c));
+  EXPECT_EQ(moe_token_counts(c).local, 2);  // each rank routes its half of the replica's tokens
+}
+
 TEST(MoeDispatcher, UnknownNameListsTheFour) {
   strategy_spec s = moe_job(dispatcher_kind::invalid, 4);
   try {

@@ -287,6 +287,22 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
   return s;
 }
 
+/// The model as a server runs its experts: dropless and unpadded (vLLM's fused_moe, SGLang and
+/// TensorRT-LLM route every token to its top-k experts, each expert computing the rows it got), so
+/// a training config's padding to capacity (`moe_pad_expert_input_to_capacity`, Megatron's
+/// drop-and-pad) or a capacity factor below 1 does not apply.
+constexpr model_spec serving_model(model_spec m) {
+  m.moe_pad_expert_input_to_capacity = false;
+  if (m.capacity < 1) m.capacity = 1;  // balanced routing then drops nothing
+  return m;
+}
+
+/// Replicas whose tokens one expert-parallel group serves: ep / tp when the experts span several
+/// tensor-parallel replicas (data-parallel attention), else 1.
+constexpr double replicas_per_expert_group(const inference_spec& i) {
+  return i.ep > i.tp ? static_cast<double>(i.ep / i.tp) : 1.0;
+}
+
 /// One priced forward of a replica, every pipeline stage in turn.
 struct forward_cost {
   seconds time{};       ///< kernels and collectives, stages in sequence, plus the stage-to-stage sends
@@ -389,17 +405,19 @@ constexpr double block_weight_bytes(const leaf_block& b, double stored, double e
 constexpr detail::forward_cost price_forward(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                              std::int64_t batch, std::int64_t tokens, std::int64_t kv_cached) {
   const strategy_spec s = detail::inference_strategy(m, i, batch, tokens);
+  const model_spec served = detail::serving_model(m);
   const std::int64_t vocab = padded_vocab(m, i.tp);
   // A forward over cached tokens is a decode step (prefill caches nothing before it).
   const double kv_reads = kv_cached > 0 ? decode_kv_read_repeats(m, i) : 1.0;
-  const inference_forward layers{.kv_cached = kv_cached,
-                                 .weight_bytes = stored_weight_bytes(i),
-                                 .kv_bytes = kv_cache_bytes(i),
-                                 .routed_tokens = static_cast<double>(batch * tokens),
-                                 .kv_read_repeats = kv_reads};
+  const inference_forward layers{
+      .kv_cached = kv_cached,
+      .weight_bytes = stored_weight_bytes(i),
+      .kv_bytes = kv_cache_bytes(i),
+      .routed_tokens = static_cast<double>(batch * tokens) * detail::replicas_per_expert_group(i),
+      .kv_read_repeats = kv_reads};
   const double element = static_cast<double>(dtype_bytes(s.dtype));
   const inference_forward lm_forward{.kv_cached = kv_cached, .weight_bytes = element, .kv_bytes = kv_cache_bytes(i)};
-  build_context c = make_build_context(m, s, sys, vocab);
+  build_context c = make_build_context(served, s, sys, vocab);
   op_record ops;
   c.pricing = &record_op;
   c.record = &ops;
