@@ -71,6 +71,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
+  c->add_option("--prefill-chunk-tokens", a.spec.prefill_chunk_tokens,
+                "Offline (in-flight) batching: prompt tokens one step prefills at most (TensorRT-LLM max_num_tokens)")
+      ->capture_default_str();
   c->add_option("--usd-per-gpu-hour", a.spec.usd_per_gpu_hour, "Price of one GPU-hour (no default: $ only when given)");
   c->add_option("--max-batch-limit", a.spec.max_batch_limit, "The largest batch the largest-batch search tries")
       ->capture_default_str();
@@ -106,9 +109,14 @@ inline void print_inference_text(const std::string& model, const std::string& sy
               r.max_batch_at_limit ? " (the search limit, --max-batch-limit; more may fit)" : "");
   std::printf("  offline (in-flight)      %10lld sequences, %.1f output tokens/s per GPU\n",
               static_cast<long long>(r.offline_batch), r.offline_output_tok_s_per_gpu);
-  if (r.usd_per_million_output_tokens > 0)
-    std::printf("  $ per million output tokens %7.4f at this batch, %.4f offline\n", r.usd_per_million_output_tokens,
-                r.offline_usd_per_million_output_tokens);
+  if (r.usd_per_million_output_tokens > 0) {
+    if (r.offline_batch > 0)
+      std::printf("  $ per million output tokens %7.4f at this batch, %.4f offline\n", r.usd_per_million_output_tokens,
+                  r.offline_usd_per_million_output_tokens);
+    else  // nothing fits in flight: no offline rate, so no offline price (JSON: null)
+      std::printf("  $ per million output tokens %7.4f at this batch, none offline (no sequence fits)\n",
+                  r.usd_per_million_output_tokens);
+  }
 }
 }  // namespace detail
 
@@ -124,6 +132,13 @@ inline int run_infer(infer_args& a, int does_not_fit) {
   const lj::system_config system = lj::load_system(a.system);
   const llmsim::inference_result r = llmsim::infer(model, a.spec, system.spec());
   const int status = r.fits ? 0 : does_not_fit;
+  if (!r.fits)  // exit status 3: say why on stderr too, as the other commands do
+    std::fprintf(stderr,
+                 "llmsim infer: batch %lld needs %.2f GB per GPU (weights %.2f, KV cache %.2f, activations %.2f), "
+                 "more than the %.2f GB usable (--memory-fraction of device memory); the largest static batch that "
+                 "fits is %lld\n",
+                 static_cast<long long>(a.spec.batch), r.peak_bytes / 1e9, r.weight_bytes / 1e9, r.kv_cache_bytes / 1e9,
+                 r.activation_bytes / 1e9, r.capacity_bytes / 1e9, static_cast<long long>(r.max_batch));
   if (a.format == "json") {
     const lj::value out{{"inference", lj::to_json(a.spec)}, {"result", lj::to_json(r)}, {"exit_status", status}};
     std::printf("%s\n", out.dump(2).c_str());

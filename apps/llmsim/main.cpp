@@ -503,16 +503,18 @@ void check_case_shape(const lj::value& c, const std::string& at, const std::stri
   for (const char* key : {"name", "model", "strategy", "system"})
     if (c.contains(key) && !c[key].is_string())
       refuse(std::string("/") + key, "expected a string, got " + describe(c[key]));
-  for (const char* key : {"model", "strategy", "system"})
+  for (const char* key : {"name", "model", "strategy", "system"})
     if (!c.contains(key)) refuse(std::string("/") + key, "required field is missing");
   for (const char* key : {"model_overrides", "strategy_overrides", "system_overrides", "real"})
     if (c.contains(key) && !c[key].is_object())
       refuse(std::string("/") + key, "expected an object, got " + describe(c[key]));
-  if (!c.contains("real")) return;
+  if (!c.contains("real")) return;  // estimated, nothing compared
   const auto& real = c["real"];
   for (const char* key : {"iter_time_ms", "peak_alloc_gib"})
-    if (real.contains(key) && !real[key].is_number())
-      refuse(std::string("/real/") + key, "expected a number, got " + describe(real[key]));
+    if (real.contains(key) && !(real[key].is_number() && real[key].get<double>() > 0 && real[key].get<double>() < 1e30))
+      refuse(std::string("/real/") + key, "expected a measured value (a positive number), got " + describe(real[key]));
+  if (!real.contains("iter_time_ms") && !real.contains("peak_alloc_gib"))
+    refuse("/real", "states neither iter_time_ms nor peak_alloc_gib: nothing to compare");
   if (real.contains("memory_verified") && !real["memory_verified"].is_boolean())
     refuse("/real/memory_verified", "expected true or false, got " + describe(real["memory_verified"]));
 }
@@ -810,15 +812,28 @@ int run_validate_inference(const lj::value& doc, const std::string& file, const 
   if (!doc.contains("metric_fields") || !doc["metric_fields"].is_array())
     throw llmsim::config_error("llmsim validate", "/metric_fields", "/metric_fields: expected an array", file);
   std::vector<std::string> metrics;
-  for (const auto& m : doc["metric_fields"])
-    if (m.is_string()) metrics.push_back(m.get<std::string>());
+  for (std::size_t k = 0; k < doc["metric_fields"].size(); ++k) {
+    const auto& m = doc["metric_fields"][k];
+    if (!m.is_string())
+      throw llmsim::config_error(
+          "llmsim validate", "/metric_fields/" + std::to_string(k),
+          "/metric_fields/" + std::to_string(k) + ": expected a figure's name, got " + lj::detail::describe(m), file);
+    metrics.push_back(m.get<std::string>());
+  }
   const lj::value recipes = read_inference_recipes(recipes_file);
   lj::value rows = lj::value::array(), refused = lj::value::object();
   std::map<std::string, inference_error_stats> by_regime;
   inference_error_stats all;
   std::size_t n_refused = 0;
-  for (const auto& row : doc["rows"]) {
-    if (!row.is_object()) continue;
+  for (std::size_t k = 0; k < doc["rows"].size(); ++k) {
+    const auto& row = doc["rows"][k];
+    const std::string at = "/rows/" + std::to_string(k);
+    if (!row.is_object())
+      throw llmsim::config_error("llmsim validate", at,
+                                 at + ": expected a row object, got " + lj::detail::describe(row), file);
+    if (!row.contains("id") || !row["id"].is_string() || row["id"].get<std::string>().empty())
+      throw llmsim::config_error("llmsim validate", at + "/id",
+                                 at + "/id: expected the row's name (a non-empty string)", file);
     const ic::row_result r = ic::estimate_row(row, recipes, metrics);
     lj::value out{
         {"id", r.job.id}, {"regime", r.job.regime}, {"model", r.job.model_name}, {"system", r.job.system_name}};
@@ -925,6 +940,8 @@ int run_validate(const std::string& file, const std::string& format, const std::
     throw llmsim::config_error("llmsim validate", "/config_root",
                                "/config_root: expected a string, got " + lj::detail::describe(doc["config_root"]),
                                file);
+  if (doc["cases"].empty())
+    throw llmsim::config_error("llmsim validate", "/cases", "/cases: no case to compare (an empty array)", file);
   for (std::size_t i = 0; i < doc["cases"].size(); ++i)
     check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
@@ -974,6 +991,7 @@ int run_validate(const std::string& file, const std::string& format, const std::
   }
   lj::value summary = {{"n", cases.size()},
                        {"n_failed", n_failed},
+                       {"time_n", time_n},
                        {"time_mean_abs_err", time_n ? time_sum / static_cast<double>(time_n) : 0.0},
                        {"time_max_abs_err", time_max},
                        {"mem_n", mem_n},
@@ -1017,9 +1035,9 @@ int run_validate(const std::string& file, const std::string& format, const std::
                 number_or_dash(percent(r["mem_err"]), "%+.2f%%").c_str(), verified ? "" : " (memory unverified)");
   }
   std::printf(
-      "\n%zu cases, %zu not estimated; time |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| mean %.2f%% max "
-      "%.2f%%\n",
-      cases.size(), n_failed, 100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n,
+      "\n%zu cases, %zu not estimated; time (%zu compared) |err| mean %.2f%% max %.2f%%; memory (%zu verified) |err| "
+      "mean %.2f%% max %.2f%%\n",
+      cases.size(), n_failed, time_n, 100 * summary["time_mean_abs_err"].get<double>(), 100 * time_max, mem_n,
       100 * summary["mem_mean_abs_err"].get<double>(), 100 * mem_max);
   return status;
 }

@@ -2504,7 +2504,8 @@ struct strategy_spec {
 /// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
 /// `data_parallel_sharding_strategy` when that is given.
 constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
-/// Sets the recompute fields: `kind` (none; selective: the attention core; full_block: whole
+/// Sets the recompute fields: `kind` (none; selective: SimuMax's attn_recompute, each layer's QKV
+/// projection, rotary embedding and core attention, `plan_selective_flags`; full_block: whole
 /// layers) for the first `layers` layers of each stage (max_dimension: every layer), as Megatron's
 /// --recompute-granularity / --recompute-num-layers, strategy names and the search set them.
 constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t layers) {
@@ -4358,7 +4359,7 @@ inline constexpr std::array<strategy_name_token, 25> strategy_name_tokens{{
     {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
     {"full", "full recompute of every layer"},
     {"full<N>", "full recompute of the first N layers of each stage (recompute_layer_num)"},
-    {"selective", "selective recompute (attention) of every layer"},
+    {"selective", "recompute each layer's QKV projection, RoPE and core attention (SimuMax attn_recompute)"},
     {"fp8<recipe>", "FP8 training with the recipe: fp8delayed, fp8tensorwise, fp8blockwise, fp8mxfp8, fp8nvfp4"},
     {"optoffload", "the optimizer step on the CPU (optimizer_cpu_offload)"},
     {"nosp", "no sequence parallelism (on by default)"},
@@ -12879,6 +12880,10 @@ struct inference_spec {
   /// Tokens per KV-cache block of a paged cache (vLLM `block_size` default 16): in-flight batching
   /// allocates whole blocks.
   std::int64_t kv_block_tokens = 16;
+  /// Prompt tokens one in-flight step prefills at most (TensorRT-LLM `max_num_tokens`, BuildConfig
+  /// default 8192; vLLM `max_num_batched_tokens` plays the same role): the offline batch's memory
+  /// holds one such prefill's activations, not the whole batch's prompts at once.
+  std::int64_t prefill_chunk_tokens = 8192;
   std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
   double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
 };
@@ -12925,7 +12930,15 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.ep, "inference.ep", 1 << 16);
   positive(i.dp, "inference.dp", 1 << 16);
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
+  // A group's bf16 scale and zero cost 4/g bytes a weight: below 16 elements int4 stores 0.75 B or
+  // more, no longer a 4-bit format (GPTQ / AWQ kernels take groups of 32, 64 or 128).
+  if (i.weights == weight_format::int4 && i.int4_group_size < 16)
+    report_error(api, "inference.int4_group_size",
+                 "inference.int4_group_size={} must be >= 16 (its bf16 scale and "
+                 "zero per group cost 4/g bytes a weight)",
+                 i.int4_group_size);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
+  positive(i.prefill_chunk_tokens, "inference.prefill_chunk_tokens", 1 << 24);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
   positive(i.micro_batch_token_limit, "inference.micro_batch_token_limit", std::int64_t{1} << 40);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
@@ -13275,9 +13288,21 @@ struct serving_memory {
   double weights = 0, kv = 0, activations = 0;
   [[nodiscard]] constexpr double total() const { return weights + kv + activations; }
 };
+/// What one prefill step holds in flight: the whole static batch's prompts at once, or (in-flight
+/// batching) at most `prefill_chunk_tokens` of them: whole prompts while they fit, else a chunk of one.
+struct prefill_step {
+  std::int64_t sequences = 1, tokens = 1;
+};
+constexpr prefill_step static_prefill(const inference_spec& i, std::int64_t batch) { return {batch, i.input_len}; }
+constexpr prefill_step chunked_prefill(const inference_spec& i, std::int64_t batch) {
+  if (i.input_len >= i.prefill_chunk_tokens) return {1, i.prefill_chunk_tokens};
+  const std::int64_t whole = i.prefill_chunk_tokens / i.input_len;
+  return {batch < whole ? batch : whole, i.input_len};
+}
+
 constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                   std::int64_t batch, double context) {
-  const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
+                                   std::int64_t batch, double context, prefill_step step) {
+  const forward_cost prefill = price_forward(m, sys, i, step.sequences > 0 ? step.sequences : 1, step.tokens, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
   // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
   // cyclic cache): window_cached_share of the context, averaged over the layers.
@@ -13289,11 +13314,12 @@ constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, 
 /// The largest batch in [0, limit] whose memory at `context` fits `capacity` (memory grows with
 /// the batch, so a binary search).
 constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                     double context, double capacity) {
+                                     double context, double capacity, bool in_flight) {
   std::int64_t lo = 0, hi = i.max_batch_limit;
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (memory_at(m, sys, i, mid, context).total() <= capacity)
+    const prefill_step step = in_flight ? chunked_prefill(i, mid) : static_prefill(i, mid);
+    if (memory_at(m, sys, i, mid, context, step).total() <= capacity)
       lo = mid;
     else
       hi = mid - 1;
@@ -13407,7 +13433,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
   r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
   const double context = static_cast<double>(i.input_len + i.output_len);
-  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context);
+  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context, detail::static_prefill(i, i.batch));
   r.weight_bytes = mem.weights;
   r.kv_cache_bytes = mem.kv;
   // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
@@ -13416,13 +13442,13 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.peak_bytes = mem.total();
   r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;
   r.fits = r.peak_bytes <= r.capacity_bytes;
-  r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes);
+  r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes, false);
   r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
   // average half the output generated.
   const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
-  r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes);
+  r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
   if (r.offline_batch > 0) {
     const detail::batch_times o = detail::time_batch(m, sys, i, r.offline_batch);
     r.offline_output_tok_s_per_gpu =
@@ -14113,6 +14139,14 @@ constexpr resolved_model resolve(const model_config& m) {
   if (m.vocab_size < 1) llmsim::detail::report_error(api, "vocab_size", "vocab_size={} must be >= 1", m.vocab_size);
   if (m.moe_num_experts < 1)
     llmsim::detail::report_error(api, "moe_num_experts", "moe_num_experts={} must be >= 1", m.moe_num_experts);
+  for (const auto& [field, v] : {std::pair<std::string_view, std::int64_t>{"num_layers", m.num_layers},
+                                 {"n_head", m.n_head},
+                                 {"hidden_dim", m.hidden_dim},
+                                 {"vocab_size", m.vocab_size},
+                                 {"moe_num_experts", m.moe_num_experts},
+                                 {"max_seq_len", m.max_seq_len.value_or(1)}})
+    if (v < 1 || v > max_dimension)
+      llmsim::detail::report_error(api, field, "{}={} must be >= 1 and <= {}", field, v, max_dimension);
   if (m.moe_top_k < 1 || m.moe_top_k > m.moe_num_experts)
     llmsim::detail::report_error(api, "moe_top_k", "moe_top_k={} must be in [1, moe_num_experts={}]", m.moe_top_k,
                                  m.moe_num_experts);
@@ -14147,26 +14181,26 @@ constexpr double peak_i4_tflops(const gpu_config& g) {
 }
 
 /// Checks a GPU config: every rate the formulas divide by must be positive.
+/// Data-sheet magnitudes a GPU config may state (GB, GB/s, TFLOPS): 1e-6 .. 1e9, far around every
+/// real part, so that no latency or batch size overflows (a typo such as 1e308 or 1e-320 is refused).
+inline constexpr double min_sheet_value = 1e-6, max_sheet_value = 1e9;
+
+constexpr void check_sheet_value(std::string_view api, std::string_view field, double v) {
+  if (!(v >= min_sheet_value && v <= max_sheet_value))
+    llmsim::detail::report_error(api, field, "{}={} must be in [{}, {}]", field, v, min_sheet_value, max_sheet_value);
+}
+
 constexpr void check(const gpu_config& g) {
   constexpr std::string_view api = "llmsim::llm_analysis::gpu_config";
-  if (!(g.mem_per_GPU_in_GB > 0))
-    llmsim::detail::report_error(api, "mem_per_GPU_in_GB", "mem_per_GPU_in_GB={} must be > 0", g.mem_per_GPU_in_GB);
-  if (!(g.hbm_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "hbm_bandwidth_in_GB_per_sec", "hbm_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.hbm_bandwidth_in_GB_per_sec);
-  if (!(g.intra_node_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "intra_node_bandwidth_in_GB_per_sec",
-                                 "intra_node_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.intra_node_bandwidth_in_GB_per_sec);
-  if (!(g.inter_node_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "inter_node_bandwidth_in_GB_per_sec",
-                                 "inter_node_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.inter_node_bandwidth_in_GB_per_sec);
-  if (!(g.intra_node_min_message_latency >= 0))
+  check_sheet_value(api, "mem_per_GPU_in_GB", g.mem_per_GPU_in_GB);
+  check_sheet_value(api, "hbm_bandwidth_in_GB_per_sec", g.hbm_bandwidth_in_GB_per_sec);
+  check_sheet_value(api, "intra_node_bandwidth_in_GB_per_sec", g.intra_node_bandwidth_in_GB_per_sec);
+  check_sheet_value(api, "inter_node_bandwidth_in_GB_per_sec", g.inter_node_bandwidth_in_GB_per_sec);
+  if (!(g.intra_node_min_message_latency >= 0 && g.intra_node_min_message_latency <= max_sheet_value))
     llmsim::detail::report_error(api, "intra_node_min_message_latency",
-                                 "intra_node_min_message_latency={} must be >= 0", g.intra_node_min_message_latency);
-  if (!(g.peak_fp16_TFLOPS > 0))
-    llmsim::detail::report_error(api, "peak_fp16_TFLOPS", "peak_fp16_TFLOPS={} must be > 0", g.peak_fp16_TFLOPS);
+                                 "intra_node_min_message_latency={} must be in [0, {}]",
+                                 g.intra_node_min_message_latency, max_sheet_value);
+  check_sheet_value(api, "peak_fp16_TFLOPS", g.peak_fp16_TFLOPS);
   // the integer peaks may be 0 (a V100 has no integer tensor cores): checked when a data type uses them
   if (!(peak_i8_tflops(g) >= 0))
     llmsim::detail::report_error(api, "peak_i8_TFLOPS", "peak_i8_TFLOPS={} must be >= 0", peak_i8_tflops(g));
@@ -14638,6 +14672,27 @@ LLMSIM_BEGIN_NAMESPACE
 namespace llm_analysis {
 namespace detail {
 
+/// Python's floor of `x` (a double of 2^52 or more is whole already; NaN and infinities stay).
+constexpr double python_floor(double x) {
+  constexpr double whole_from = 4503599627370496.0;  // 2^52
+  if (!(x > -whole_from && x < whole_from)) return x;
+  auto f = static_cast<double>(static_cast<std::int64_t>(x));
+  return f > x ? f - 1 : f;
+}
+
+/// floor(`q`) as a count (a largest batch): refused, naming `field` and what it depends on, when
+/// it does not fit a 64-bit integer (a zero-sized activation or a memory of 1e308 GB) instead of
+/// the undefined conversion.
+constexpr std::int64_t floor_count(std::string_view api, std::string_view field, double q, std::string_view inputs) {
+  constexpr double limit = 9.0e18;  // below 2^63
+  if (!(q > -limit && q < limit))
+    llmsim::detail::report_error(api, field, "{} = {} is beyond a 64-bit count: check {}", field, q, inputs);
+  return static_cast<std::int64_t>(python_floor(q));
+}
+
+/// The smallest efficiency accepted (see `efficiency`).
+inline constexpr double min_efficiency = 1e-6;
+
 /// An efficiency from an achieved rate (over `peak`) or given directly; 1 when neither is given.
 constexpr double efficiency(std::string_view api, std::string_view achieved_name, std::optional<double> achieved,
                             std::string_view efficiency_name, std::optional<double> given, double peak) {
@@ -14646,14 +14701,19 @@ constexpr double efficiency(std::string_view api, std::string_view achieved_name
   if (given && !(*given > 0 && *given <= 1))
     llmsim::detail::report_error(api, efficiency_name, "{}={} must be in (0, 1]", efficiency_name, *given);
   const double e = achieved ? *achieved / peak : given ? *given : 1.0;
-  if (!(e > 0 && e <= 1))
-    llmsim::detail::report_error(api, achieved_name, "{}={} over the peak {} gives an efficiency {} outside (0, 1]",
-                                 achieved_name, *achieved, peak, e);
+  // Below one part in a million every latency overflows to infinity: refused as the typo it is.
+  if (!(e >= min_efficiency && e <= 1))
+    llmsim::detail::report_error(
+        api, achieved ? achieved_name : efficiency_name, "{}={} gives an efficiency {} outside [{}, 1]",
+        achieved ? achieved_name : efficiency_name, achieved ? *achieved : e, e, min_efficiency);
   return e;
 }
 
+/// A count (sizes, lengths, batches): 1 .. max_dimension, as the other specs bound theirs, so that
+/// the sums and products the formulas form stay inside 64-bit integers.
 constexpr void require_positive(std::string_view api, std::string_view field, std::int64_t v) {
-  if (v < 1) llmsim::detail::report_error(api, field, "{}={} must be >= 1", field, v);
+  if (v < 1 || v > max_dimension)
+    llmsim::detail::report_error(api, field, "{}={} must be >= 1 and <= {}", field, v, max_dimension);
 }
 constexpr void require_positive(std::string_view api, std::string_view field, const std::optional<std::int64_t>& v) {
   if (v) require_positive(api, field, *v);
@@ -14679,6 +14739,13 @@ constexpr analysis make_analysis(std::string_view api, const model_config& model
   require_positive(api, "dp_size", par.dp_size);
   require_positive(api, "ep_size", par.ep_size);
   require_positive(api, "sp_size", par.sp_size);
+  // The experts' ranks sit inside the data-parallel group: dp / ep replicas of each expert
+  // (analysis.py's sharded weight all-gather and ZeRO shards divide by dp_size / ep_size).
+  if (par.dp_size % par.ep_size != 0)
+    llmsim::detail::report_error(api, "ep_size",
+                                 "ep_size={} must divide dp_size={} (the expert-parallel ranks are "
+                                 "data-parallel ranks)",
+                                 par.ep_size, par.dp_size);
   if (par.pp_size > model.num_layers)
     llmsim::detail::report_error(api, "pp_size", "pp_size={} must be <= num_layers={} of {}", par.pp_size,
                                  model.num_layers, model.name);
@@ -14913,7 +14980,8 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
     llmsim::detail::report_error(api, does_not_fit_field, "the weights ({} bytes per GPU) do not fit in {}={} GiB",
                                  m.weight, does_not_fit_field, a.gpu.mem_per_GPU_in_GB);
   const double bs1 = inference_activation(a, 1, s, ln);
-  m.prefill_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+  m.prefill_max_batch =
+      floor_count(api, "prefill_max_batch_size_per_gpu", m.memory_left / bs1, "mem_per_GPU_in_GB and seq_len");
   m.prefill_activation = inference_activation(a, b, s, ln);
   if (!(m.memory_left > m.prefill_activation))
     llmsim::detail::report_error(api, does_not_fit_field,
@@ -14924,7 +14992,9 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
   if (p.use_kv_cache) {
     m.kv_cache = a.kv_cache_layer(b, total_len, kv_bytes) * a.layers_per_gpu();
     m.decode_activation = inference_activation(a, b, 1, ln);
-    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / ((m.decode_activation + m.kv_cache) / b));
+    m.decode_max_batch =
+        floor_count(api, "decode_max_batch_size_per_gpu", m.memory_left / ((m.decode_activation + m.kv_cache) / b),
+                    "mem_per_GPU_in_GB, seq_len and num_tokens_to_generate");
     if (!(m.memory_left > m.kv_cache + m.decode_activation))
       llmsim::detail::report_error(api, does_not_fit_field,
                                    "KV cache and decode activations of batch_size_per_gpu={} ({} bytes) do not fit in "
@@ -14932,7 +15002,8 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
                                    p.batch_size_per_gpu, m.kv_cache + m.decode_activation, m.memory_left,
                                    does_not_fit_field, a.gpu.mem_per_GPU_in_GB, m.decode_max_batch);
   } else {
-    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+    m.decode_max_batch =
+        floor_count(api, "decode_max_batch_size_per_gpu", m.memory_left / bs1, "mem_per_GPU_in_GB and seq_len");
     if (p.batch_size_per_gpu > m.decode_max_batch)
       llmsim::detail::report_error(
           api, does_not_fit_field, "batch_size_per_gpu={} exceeds the largest batch {} that fits in {}={} GiB",
@@ -14989,8 +15060,9 @@ constexpr void check_inference_params(const inference_params& p) {
   if (p.kv_cache_dtype_bytes && !(*p.kv_cache_dtype_bytes > 0))
     llmsim::detail::report_error(api, "kv_cache_dtype_bytes", "kv_cache_dtype_bytes={} must be > 0",
                                  *p.kv_cache_dtype_bytes);
-  if (p.cost_per_gpu_hour && !(*p.cost_per_gpu_hour > 0))
-    llmsim::detail::report_error(api, "cost_per_gpu_hour", "cost_per_gpu_hour={} must be > 0", *p.cost_per_gpu_hour);
+  if (p.cost_per_gpu_hour && !(*p.cost_per_gpu_hour > 0 && *p.cost_per_gpu_hour <= 1e9))
+    llmsim::detail::report_error(api, "cost_per_gpu_hour", "cost_per_gpu_hour={} must be > 0 and <= 1e9",
+                                 *p.cost_per_gpu_hour);
 }
 
 }  // namespace detail
@@ -15159,6 +15231,17 @@ constexpr gpu_counts resolve_gpu_counts(const training_params& p) {
 struct batch_config {
   std::int64_t batch_size_per_gpu = 0, gradient_accumulation_steps = 0, global_batch_size = 0;
 };
+/// bs x gas x dp, the global batch, refused past max_dimension (it would overflow the counts).
+constexpr std::int64_t global_batch_of(std::int64_t bs, std::int64_t gas, std::int64_t dp) {
+  const double product = static_cast<double>(bs) * static_cast<double>(gas) * static_cast<double>(dp);
+  if (product > static_cast<double>(max_dimension))
+    llmsim::detail::report_error(
+        training_api, "global_batch_size",
+        "batch_size_per_gpu={} x gradient_accumulation_steps={} x dp_size={} = {} must be <= {}", bs, gas, dp, product,
+        max_dimension);
+  return bs * gas * dp;
+}
+
 constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std::int64_t> bs,
                                        std::optional<std::int64_t> gas, std::optional<std::int64_t> gbs,
                                        std::int64_t dp) {
@@ -15167,11 +15250,11 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
   require_positive(api, "gradient_accumulation_steps", gas);
   require_positive(api, "global_batch_size", gbs);
   if (gbs && bs && gas) {
-    if (*gbs != *bs * *gas * dp)
+    if (*gbs != global_batch_of(*bs, *gas, dp))
       llmsim::detail::report_error(api, "global_batch_size",
                                    "global_batch_size={} must equal batch_size_per_gpu * gradient_accumulation_steps * "
                                    "dp_size = {}",
-                                   *gbs, *bs * *gas * dp);
+                                   *gbs, global_batch_of(*bs, *gas, dp));
     return {*bs, *gas, *gbs};
   }
   if (gbs && bs) {
@@ -15188,15 +15271,22 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
           "global_batch_size={} must be a multiple of gradient_accumulation_steps * dp_size = {}", *gbs, *gas * dp);
     return {*gbs / (*gas * dp), *gas, *gbs};
   }
-  if (bs) return {*bs, gas ? *gas : 1, *bs * (gas ? *gas : 1) * dp};
+  if (bs) return {*bs, gas ? *gas : 1, global_batch_of(*bs, gas ? *gas : 1, dp)};
   if (gbs) {
     if (*gbs % dp != 0)
       llmsim::detail::report_error(api, "global_batch_size", "global_batch_size={} must be a multiple of dp_size={}",
                                    *gbs, dp);
     const std::int64_t per_gpu = *gbs / dp;
     if (max_batch >= per_gpu) return {per_gpu, 1, *gbs};
-    for (std::int64_t d = per_gpu; d > 0; --d)  // the largest divisor that fits
-      if (per_gpu % d == 0 && d <= max_batch) return {d, *gbs / (d * dp), *gbs};
+    // The largest divisor of per_gpu that fits, over the divisor pairs (d, per_gpu / d) with
+    // d <= sqrt(per_gpu): at most 46,341 steps for a count bounded by max_dimension.
+    std::int64_t best = 0;
+    for (std::int64_t d = 1; d <= per_gpu / d; ++d) {
+      if (per_gpu % d != 0) continue;
+      for (const std::int64_t divisor : {d, per_gpu / d})
+        if (divisor <= max_batch && divisor > best) best = divisor;
+    }
+    if (best > 0) return {best, *gbs / (best * dp), *gbs};
     llmsim::detail::report_error(api, "global_batch_size",
                                  "no micro-batch fits in memory (max_batch_size_per_gpu={}) for global_batch_size={}",
                                  max_batch, *gbs);
@@ -15207,7 +15297,7 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
                                  "(max_batch_size_per_gpu={})",
                                  max_batch);
   const std::int64_t g = gas ? *gas : 1;
-  return {max_batch, g, max_batch * g * dp};
+  return {max_batch, g, global_batch_of(max_batch, g, dp)};
 }
 
 /// Bytes per element of an optionally quantized MLP activation (0: the activation width).
@@ -15308,8 +15398,8 @@ constexpr std::int64_t max_micro_batch(const analysis& a, double memory_left, do
     return !(memory_left < (prefetch > loss ? prefetch : loss) + act_bs1 * static_cast<double>(m));
   };
   const double q = memory_left / act_bs1;
-  auto top = static_cast<std::int64_t>(q);  // Python's floor division
-  if (static_cast<double>(top) > q) --top;
+  const std::int64_t top =  // Python's floor division
+      floor_count(training_api, "max_batch_size_per_gpu", q, "mem_per_GPU_in_GB, seq_len and the model's sizes");
   // analysis.py steps down from `top` one at a time until it fits; what it needs grows with m, so a
   // doubling then bisecting search finds the same micro-batch in O(log) steps
   if (fits(top)) return top;
@@ -15498,8 +15588,9 @@ constexpr summary training(const model_config& model, const gpu_config& gpu, con
                                     std::pair{"mlp_gelu_input_quant_bits", p.mlp_gelu_input_quant_bits},
                                     std::pair{"mlp_2linear_quant_bits", p.mlp_2linear_quant_bits}})
     require_positive(api, field, bits);
-  if (p.total_num_tokens && !(*p.total_num_tokens > 0))
-    llmsim::detail::report_error(api, "total_num_tokens", "total_num_tokens={} must be > 0", *p.total_num_tokens);
+  if (p.total_num_tokens && !(*p.total_num_tokens > 0 && *p.total_num_tokens <= 1e30))
+    llmsim::detail::report_error(api, "total_num_tokens", "total_num_tokens={} must be > 0 and <= 1e30",
+                                 *p.total_num_tokens);
 
   activation_options o;
   o.recomputation = p.activation_recomputation;
@@ -15529,8 +15620,7 @@ constexpr summary training(const model_config& model, const gpu_config& gpu, con
   std::optional<double> total, total_flops, gpu_hours;
   if (p.total_num_tokens) {
     // whole iterations: floor(tokens / (global batch x seq_len))
-    const double iters = static_cast<double>(
-        static_cast<std::int64_t>(*p.total_num_tokens / (static_cast<double>(m.batch.global_batch_size) * s)));
+    const double iters = python_floor(*p.total_num_tokens / (static_cast<double>(m.batch.global_batch_size) * s));
     total = t.latency_per_iter * iters;
     total_flops = t.latency_per_iter_using_flops * iters;
     gpu_hours = *total * static_cast<double>(par.tp_size * par.pp_size * par.dp_size * par.rdp_size) / 3600;
@@ -15923,7 +16013,8 @@ LLMSIM_END_NAMESPACE
 LLMSIM_BEGIN_NAMESPACE
 
 /// The recompute choices of the search, in the order one layout tries them: none, selective
-/// (Megatron --recompute-granularity selective: core attention of every layer), full block over
+/// (SimuMax's attn_recompute: each layer's QKV projection, rotary embedding and core attention;
+/// not Megatron's --recompute-granularity selective, see typed recompute::selective), full block over
 /// `recompute_layer_num` = 1 .. the most layers a stage holds (Megatron --recompute-method uniform
 /// --recompute-num-layers; SimuMax `search_best_recompute_layer_num`).
 enum class search_recompute : std::uint8_t { none, selective, full };
@@ -17531,7 +17622,11 @@ struct none {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::none, 0); }
 };
-/// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
+/// Recompute each layer's attention block but its output projection in backward: the QKV (or MLA
+/// up-) projections, rotary embedding and core attention, keeping only the block's input (SimuMax's
+/// attn_recompute). Not Megatron's `--recompute-granularity selective`, whose default core_attn
+/// module saves nothing under flash attention (`megatron_recompute_modules` refuses it) and which
+/// has no module recomputing the QKV projection.
 struct selective {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) {

@@ -441,9 +441,18 @@ TEST(CliExitStatus, MalformedValidationCasesAreInputErrors) {
       {R"({"cases": [3]})", "/cases/0: expected an object, got an integer 3"},
       {R"({"cases": [{"name": 1, "model": "m", "strategy": "s", "system": "y"}]})",
        "/cases/0/name: expected a string, got an integer 1"},
-      {R"({"cases": [{"model": "m", "strategy": "s"}]})", "/cases/0/system: required field is missing"},
-      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})",
-       "/cases/0/real/iter_time_ms: expected a number, got a string \"fast\""},
+      {R"({"cases": [{"name": "n", "model": "m", "strategy": "s"}]})", "/cases/0/system: required field is missing"},
+      {R"({"cases": [{"model": "m", "strategy": "s", "system": "y"}]})", "/cases/0/name: required field is missing"},
+      {R"({"cases": [{"name": "n", "model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": "fast"}}]})",
+       "/cases/0/real/iter_time_ms: expected a measured value (a positive number), got a string \"fast\""},
+      // A zero or negative measurement would print an infinite or meaningless error as a result.
+      {R"({"cases": [{"name": "n", "model": "m", "strategy": "s", "system": "y", "real": {"iter_time_ms": 0}}]})",
+       "/cases/0/real/iter_time_ms: expected a measured value (a positive number), got an integer 0"},
+      {R"({"cases": [{"name": "n", "model": "m", "strategy": "s", "system": "y", "real": {"peak_alloc_gib": -1}}]})",
+       "/cases/0/real/peak_alloc_gib: expected a measured value (a positive number), got an integer -1"},
+      {R"({"cases": [{"name": "n", "model": "m", "strategy": "s", "system": "y", "real": {}}]})",
+       "/cases/0/real: states neither iter_time_ms nor peak_alloc_gib: nothing to compare"},
+      {R"({"cases": []})", "/cases: no case to compare (an empty array)"},
   };
   for (std::size_t i = 0; i < files.size(); ++i) {
     const fs::path file = dir / ("cases" + std::to_string(i) + ".json");

@@ -297,8 +297,17 @@ TEST(Inference, MemoryOfWeightsAndCache) {
   EXPECT_EQ(c.max_batch, 50);
   EXPECT_TRUE(c.max_batch_at_limit) << "a capped search says so";
   // In-flight batching pages the cache at the mean length (1000 + 12, rounded up to 16-token
-  // blocks: 1024 here, the same as the full context), so it fits the same batch.
-  EXPECT_EQ(r.offline_batch, r.max_batch);
+  // blocks: 1024 here, the same as the full context) and prefills at most 8192 prompt tokens a step
+  // (8 of these prompts), not the whole batch's: its memory at batch B is the weights, B x 1024 x
+  // 524,288 B of cache, B sequences' fp32 logits (32000 x 4 B) and the activations of a prefill of
+  // 8 prompts (a static batch of 8's, less its 8 sequences' logits).
+  const auto eight = llmsim::infer(cat::llama2_7b, job(8, 1000, 24), cat::a100_sxm);
+  const double chunk = eight.activation_bytes - 8 * 32000.0 * 4;
+  const double per_sequence = 1024 * 524288.0 + 32000.0 * 4;
+  const auto expected =
+      static_cast<std::int64_t>((r.capacity_bytes - r.weight_bytes - chunk) / per_sequence);  // floor: positive
+  EXPECT_EQ(r.offline_batch, expected);
+  EXPECT_GT(r.offline_batch, r.max_batch);
 }
 
 TEST(Inference, GroupedQueryAndLatentCachesPerToken) {
@@ -529,6 +538,30 @@ TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
   unknown = row;
   unknown["gpu"] = "TPU v5e";
   EXPECT_NE(lj::inference_cases::map_row(unknown, recipes).refused.find("TPU v5e"), std::string::npos);
+  unknown = row;
+  unknown["model"] = 7;
+  EXPECT_EQ(lj::inference_cases::map_row(unknown, recipes).refused, "model must be the model's name (a string), got 7");
+  // A precision text that names no format is refused, not read as 16-bit; a missing one is 16-bit.
+  for (const char* key : {"precision_kv", "precision_activations"}) {
+    sizes = row;
+    sizes[key] = "QQQ";
+    EXPECT_NE(lj::inference_cases::map_row(sizes, recipes).refused.find(std::string(key) + " \"QQQ\" is not"),
+              std::string::npos)
+        << key;
+    sizes[key] = nullptr;
+    EXPECT_TRUE(lj::inference_cases::map_row(sizes, recipes).refused.empty()) << key;
+  }
+  // A printed figure that is not a positive number refuses the row (it is not a 0 % figure).
+  for (const lj::value& bad : {lj::value("20"), lj::value(-20.0), lj::value(0)}) {
+    lj::value figure = row;
+    figure["tpot_ms"] = bad;
+    const auto refused = lj::inference_cases::estimate_row(figure, recipes, {"tpot_ms", "ttft_ms"});
+    EXPECT_EQ(refused.error, "tpot_ms must be a positive number, got " + bad.dump());
+    EXPECT_TRUE(refused.metrics.empty());
+  }
+  // ... and a row with no figure llmsim predicts is not estimated either.
+  const auto none = lj::inference_cases::estimate_row(row, recipes, {"ttft_p99_ms"});
+  EXPECT_EQ(none.error, "the row states none of the figures llmsim predicts (metric_fields)");
 }
 
 TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {

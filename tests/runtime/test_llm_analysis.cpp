@@ -171,7 +171,7 @@ TEST(LlmAnalysisConfigs, BadConfigsNameTheFieldAndRule) {
                          {"peak_fp16_TFLOPS", 312}},
                     gpu),
             "g.json: llmsim::llm_analysis::gpu_config: /hbm_bandwidth_in_GB_per_sec: hbm_bandwidth_in_GB_per_sec=0 "
-            "must be > 0");
+            "must be in [1e-06, 1e+09]");
 }
 
 // ---- hand-derived cases -------------------------------------------------------------------------
@@ -339,6 +339,65 @@ TEST(LlmAnalysisErrors, ParametersAreCheckedWithFieldAndRule) {
               (void)la::inference(small_model(), g, d, {});
             }),
             "peak_i8_TFLOPS | data type w8a8e16 computes at 8 bits, but GPU a100 has no such peak (0)");
+  // Inputs past what the formulas' 64-bit counts hold are refused (they overflowed to negative
+  // latencies and batches, undefined behaviour, or ran for minutes).
+  EXPECT_EQ(error([] {
+              la::training_params p;
+              p.global_batch_size = std::int64_t{1} << 36;
+              (void)la::training(small_model(), a100(), {}, p);
+            }),
+            "global_batch_size | global_batch_size=68719476736 must be >= 1 and <= 2147483647");
+  EXPECT_EQ(error([] {
+              la::inference_params p;
+              p.num_tokens_to_generate = std::int64_t{1} << 62;
+              (void)la::inference(small_model(), a100(), {}, p);
+            }),
+            "num_tokens_to_generate | num_tokens_to_generate=4611686018427387904 must be >= 1 and <= 2147483647");
+  EXPECT_EQ(error([] {
+              la::gpu_config g = a100();
+              g.mem_per_GPU_in_GB = 1e308;
+              (void)la::inference(small_model(), g, {}, {});
+            }),
+            "mem_per_GPU_in_GB | mem_per_GPU_in_GB=1e+308 must be in [1e-06, 1e+09]");
+  EXPECT_EQ(error([] {
+              la::inference_params p;
+              p.achieved_tflops = 1e-320;
+              (void)la::inference(small_model(), a100(), {}, p);
+            }),
+            "achieved_tflops | achieved_tflops=1e-320 gives an efficiency 3e-323 outside [1e-06, 1]");
+  // llm-analysis places the experts' ranks inside the data-parallel group (dp / ep replicas).
+  EXPECT_EQ(error([] {
+              la::training_params p;
+              p.ep_size = 2;
+              (void)la::training(small_model(), a100(), {}, p);
+            }),
+            "ep_size | ep_size=2 must divide dp_size=1 (the expert-parallel ranks are data-parallel ranks)");
+}
+
+TEST(LlmAnalysisErrors, LargeCountsStayExact) {
+  // 1e23 tokens in global batches of 8 x 2048 tokens: floor(1e23 / 16384) iterations, a double of
+  // 6.1e18 (past 2^52, whole already); the run's latency is that many iterations, not an overflow.
+  la::training_params p;
+  p.batch_size_per_gpu = 8;
+  p.seq_len = 2048;
+  p.total_num_tokens = 1e23;
+  const la::summary s = la::training(small_model(), a100(), {}, p);
+  const double per_iter = s["latency_per_iter"];
+  EXPECT_GT(per_iter, 0);
+  EXPECT_DOUBLE_EQ(s["total_training_latency"], per_iter * (1e23 / 16384.0));
+  // A global batch of 2 x 3^18 sequences on one GPU: the largest divisor that fits in memory is the
+  // micro-batch, found over the divisor pairs (the loop over every count ran for seconds past 2^30).
+  la::training_params g;
+  g.seq_len = 2048;
+  g.global_batch_size = 2 * 387420489;
+  const la::summary r = la::training(small_model(), a100(), {}, g);
+  const auto most = static_cast<std::int64_t>(r["max_batch_size_per_gpu"]);
+  ASSERT_GT(most, 0);
+  std::int64_t best = 0;
+  for (std::int64_t d = 1; d <= most; ++d)
+    if ((2 * 387420489) % d == 0) best = d;
+  EXPECT_EQ(static_cast<std::int64_t>(r["batch_size_per_gpu"]), best);
+  EXPECT_EQ(static_cast<std::int64_t>(r["gradient_accumulation_steps"]), 2 * 387420489 / best);
 }
 
 // ---- the command line ---------------------------------------------------------------------------

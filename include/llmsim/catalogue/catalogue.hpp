@@ -865,7 +865,7 @@ inline constexpr std::array<strategy_name_token, 25> strategy_name_tokens{{
     {"last<N>", "layers of the last pipeline stage (num_layers_in_last_pipeline_stage)"},
     {"full", "full recompute of every layer"},
     {"full<N>", "full recompute of the first N layers of each stage (recompute_layer_num)"},
-    {"selective", "selective recompute (attention) of every layer"},
+    {"selective", "recompute each layer's QKV projection, RoPE and core attention (SimuMax attn_recompute)"},
     {"fp8<recipe>", "FP8 training with the recipe: fp8delayed, fp8tensorwise, fp8blockwise, fp8mxfp8, fp8nvfp4"},
     {"optoffload", "the optimizer step on the CPU (optimizer_cpu_offload)"},
     {"nosp", "no sequence parallelism (on by default)"},

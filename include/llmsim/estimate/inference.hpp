@@ -127,6 +127,10 @@ struct inference_spec {
   /// Tokens per KV-cache block of a paged cache (vLLM `block_size` default 16): in-flight batching
   /// allocates whole blocks.
   std::int64_t kv_block_tokens = 16;
+  /// Prompt tokens one in-flight step prefills at most (TensorRT-LLM `max_num_tokens`, BuildConfig
+  /// default 8192; vLLM `max_num_batched_tokens` plays the same role): the offline batch's memory
+  /// holds one such prefill's activations, not the whole batch's prompts at once.
+  std::int64_t prefill_chunk_tokens = 8192;
   std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
   double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
 };
@@ -173,7 +177,15 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.ep, "inference.ep", 1 << 16);
   positive(i.dp, "inference.dp", 1 << 16);
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
+  // A group's bf16 scale and zero cost 4/g bytes a weight: below 16 elements int4 stores 0.75 B or
+  // more, no longer a 4-bit format (GPTQ / AWQ kernels take groups of 32, 64 or 128).
+  if (i.weights == weight_format::int4 && i.int4_group_size < 16)
+    report_error(api, "inference.int4_group_size",
+                 "inference.int4_group_size={} must be >= 16 (its bf16 scale and "
+                 "zero per group cost 4/g bytes a weight)",
+                 i.int4_group_size);
   positive(i.kv_block_tokens, "inference.kv_block_tokens", 1 << 20);
+  positive(i.prefill_chunk_tokens, "inference.prefill_chunk_tokens", 1 << 24);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
   positive(i.micro_batch_token_limit, "inference.micro_batch_token_limit", std::int64_t{1} << 40);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
@@ -523,9 +535,21 @@ struct serving_memory {
   double weights = 0, kv = 0, activations = 0;
   [[nodiscard]] constexpr double total() const { return weights + kv + activations; }
 };
+/// What one prefill step holds in flight: the whole static batch's prompts at once, or (in-flight
+/// batching) at most `prefill_chunk_tokens` of them: whole prompts while they fit, else a chunk of one.
+struct prefill_step {
+  std::int64_t sequences = 1, tokens = 1;
+};
+constexpr prefill_step static_prefill(const inference_spec& i, std::int64_t batch) { return {batch, i.input_len}; }
+constexpr prefill_step chunked_prefill(const inference_spec& i, std::int64_t batch) {
+  if (i.input_len >= i.prefill_chunk_tokens) return {1, i.prefill_chunk_tokens};
+  const std::int64_t whole = i.prefill_chunk_tokens / i.input_len;
+  return {batch < whole ? batch : whole, i.input_len};
+}
+
 constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                   std::int64_t batch, double context) {
-  const forward_cost prefill = price_forward(m, sys, i, batch, i.input_len, 0);
+                                   std::int64_t batch, double context, prefill_step step) {
+  const forward_cost prefill = price_forward(m, sys, i, step.sequences > 0 ? step.sequences : 1, step.tokens, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
   // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
   // cyclic cache): window_cached_share of the context, averaged over the layers.
@@ -537,11 +561,12 @@ constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, 
 /// The largest batch in [0, limit] whose memory at `context` fits `capacity` (memory grows with
 /// the batch, so a binary search).
 constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                     double context, double capacity) {
+                                     double context, double capacity, bool in_flight) {
   std::int64_t lo = 0, hi = i.max_batch_limit;
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (memory_at(m, sys, i, mid, context).total() <= capacity)
+    const prefill_step step = in_flight ? chunked_prefill(i, mid) : static_prefill(i, mid);
+    if (memory_at(m, sys, i, mid, context, step).total() <= capacity)
       lo = mid;
     else
       hi = mid - 1;
@@ -655,7 +680,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
   r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
   const double context = static_cast<double>(i.input_len + i.output_len);
-  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context);
+  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context, detail::static_prefill(i, i.batch));
   r.weight_bytes = mem.weights;
   r.kv_cache_bytes = mem.kv;
   // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
@@ -664,13 +689,13 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.peak_bytes = mem.total();
   r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;
   r.fits = r.peak_bytes <= r.capacity_bytes;
-  r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes);
+  r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes, false);
   r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
   // average half the output generated.
   const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
-  r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes);
+  r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
   if (r.offline_batch > 0) {
     const detail::batch_times o = detail::time_batch(m, sys, i, r.offline_batch);
     r.offline_output_tok_s_per_gpu =

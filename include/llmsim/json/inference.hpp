@@ -79,6 +79,7 @@ inline value to_json(const inference_spec& i) {
           {"kernel_latency_us", i.kernel_latency_us},
           {"memory_fraction", i.memory_fraction},
           {"kv_block_tokens", i.kv_block_tokens},
+          {"prefill_chunk_tokens", i.prefill_chunk_tokens},
           {"max_batch_limit", i.max_batch_limit},
           {"usd_per_gpu_hour", i.usd_per_gpu_hour > 0 ? value(i.usd_per_gpu_hour) : value(nullptr)}};
 }
@@ -165,6 +166,9 @@ inline std::string resolve_model(row_job& job, const value& row, const value& re
     job.model = *spec;
     return {};
   }
+  if (!row.contains("model") || !row["model"].is_string())
+    return "model must be the model's name (a string), got " +
+           (row.contains("model") ? row["model"].dump() : "nothing");
   return "model \"" + name + "\" is neither in the recipe file nor in the catalogue";
 }
 
@@ -178,6 +182,8 @@ inline std::string resolve_system(row_job& job, const value& row, const value& r
     job.system_name = rule["system"].get<std::string>();
     return {};
   }
+  if (!row.contains("gpu") || !row["gpu"].is_string())
+    return "gpu must be the GPU's description (a string), got " + (row.contains("gpu") ? row["gpu"].dump() : "nothing");
   return "gpu \"" + gpu + "\" matches no system rule of the recipe file";
 }
 
@@ -260,12 +266,25 @@ inline std::string resolve_precision(row_job& job, const value& row) {
   }
   if (starts_with_word(a, "INT8") || starts_with_word(a, "INT4"))
     return "precision_activations \"" + a + "\": integer activations (W8A8) are not modelled";
-  s.activations = starts_with_word(a, "FP8")    ? activation_format::fp8
-                  : starts_with_word(a, "FP16") ? activation_format::fp16
-                                                : activation_format::bf16;
-  s.kv_cache = starts_with_word(kv, "FP8")    ? kv_cache_format::fp8
-               : starts_with_word(kv, "INT8") ? kv_cache_format::int8
-                                              : kv_cache_format::bf16;
+  // Not stated (absent or null): 16-bit, the default of every framework in the file; a text that
+  // names no known format is refused rather than read as 16-bit.
+  const auto stated = [&row](const char* key) { return row.contains(key) && !row[key].is_null(); };
+  if (starts_with_word(a, "FP8"))
+    s.activations = activation_format::fp8;
+  else if (starts_with_word(a, "FP16"))
+    s.activations = activation_format::fp16;
+  else if (starts_with_word(a, "BF16") || !stated("precision_activations"))
+    s.activations = activation_format::bf16;
+  else
+    return "precision_activations " + row["precision_activations"].dump() + " is not FP16, BF16 or FP8";
+  if (starts_with_word(kv, "FP8"))
+    s.kv_cache = kv_cache_format::fp8;
+  else if (starts_with_word(kv, "INT8"))
+    s.kv_cache = kv_cache_format::int8;
+  else if (starts_with_word(kv, "FP16") || starts_with_word(kv, "BF16") || !stated("precision_kv"))
+    s.kv_cache = kv_cache_format::bf16;  // 16-bit either way: the same bytes
+  else
+    return "precision_kv " + row["precision_kv"].dump() + " is not FP16, BF16, FP8 or INT8";
   return {};
 }
 }  // namespace detail
@@ -352,10 +371,18 @@ inline row_result estimate_row(const value& row, const value& recipes, const std
     return out;
   }
   for (const std::string& name : metric_names) {
-    if (!row.contains(name) || !row[name].is_number()) continue;
-    const double real = row[name].get<double>();
-    if (const auto p = predicted(out.job, out.result, name); p && real > 0) out.metrics.push_back({name, real, *p});
+    if (!row.contains(name) || row[name].is_null()) continue;
+    const auto p = predicted(out.job, out.result, name);
+    if (!p) continue;  // a figure llmsim does not predict (percentiles, bandwidths, concurrency)
+    // A measured figure is a positive number: anything else is a transcription error, not a 0 % row.
+    if (!row[name].is_number() || !(row[name].get<double>() > 0) || !(row[name].get<double>() < 1e30)) {
+      out.error = name + " must be a positive number, got " + row[name].dump();
+      out.metrics.clear();
+      return out;
+    }
+    out.metrics.push_back({name, row[name].get<double>(), *p});
   }
+  if (out.metrics.empty()) out.error = "the row states none of the figures llmsim predicts (metric_fields)";
   return out;
 }
 

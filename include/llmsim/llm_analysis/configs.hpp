@@ -7,6 +7,7 @@
 
 #include <llmsim/core/error.hpp>
 #include <llmsim/core/fixed_string.hpp>
+#include <llmsim/spec/model.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -71,6 +72,14 @@ constexpr resolved_model resolve(const model_config& m) {
   if (m.vocab_size < 1) llmsim::detail::report_error(api, "vocab_size", "vocab_size={} must be >= 1", m.vocab_size);
   if (m.moe_num_experts < 1)
     llmsim::detail::report_error(api, "moe_num_experts", "moe_num_experts={} must be >= 1", m.moe_num_experts);
+  for (const auto& [field, v] : {std::pair<std::string_view, std::int64_t>{"num_layers", m.num_layers},
+                                 {"n_head", m.n_head},
+                                 {"hidden_dim", m.hidden_dim},
+                                 {"vocab_size", m.vocab_size},
+                                 {"moe_num_experts", m.moe_num_experts},
+                                 {"max_seq_len", m.max_seq_len.value_or(1)}})
+    if (v < 1 || v > max_dimension)
+      llmsim::detail::report_error(api, field, "{}={} must be >= 1 and <= {}", field, v, max_dimension);
   if (m.moe_top_k < 1 || m.moe_top_k > m.moe_num_experts)
     llmsim::detail::report_error(api, "moe_top_k", "moe_top_k={} must be in [1, moe_num_experts={}]", m.moe_top_k,
                                  m.moe_num_experts);
@@ -105,26 +114,26 @@ constexpr double peak_i4_tflops(const gpu_config& g) {
 }
 
 /// Checks a GPU config: every rate the formulas divide by must be positive.
+/// Data-sheet magnitudes a GPU config may state (GB, GB/s, TFLOPS): 1e-6 .. 1e9, far around every
+/// real part, so that no latency or batch size overflows (a typo such as 1e308 or 1e-320 is refused).
+inline constexpr double min_sheet_value = 1e-6, max_sheet_value = 1e9;
+
+constexpr void check_sheet_value(std::string_view api, std::string_view field, double v) {
+  if (!(v >= min_sheet_value && v <= max_sheet_value))
+    llmsim::detail::report_error(api, field, "{}={} must be in [{}, {}]", field, v, min_sheet_value, max_sheet_value);
+}
+
 constexpr void check(const gpu_config& g) {
   constexpr std::string_view api = "llmsim::llm_analysis::gpu_config";
-  if (!(g.mem_per_GPU_in_GB > 0))
-    llmsim::detail::report_error(api, "mem_per_GPU_in_GB", "mem_per_GPU_in_GB={} must be > 0", g.mem_per_GPU_in_GB);
-  if (!(g.hbm_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "hbm_bandwidth_in_GB_per_sec", "hbm_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.hbm_bandwidth_in_GB_per_sec);
-  if (!(g.intra_node_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "intra_node_bandwidth_in_GB_per_sec",
-                                 "intra_node_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.intra_node_bandwidth_in_GB_per_sec);
-  if (!(g.inter_node_bandwidth_in_GB_per_sec > 0))
-    llmsim::detail::report_error(api, "inter_node_bandwidth_in_GB_per_sec",
-                                 "inter_node_bandwidth_in_GB_per_sec={} must be > 0",
-                                 g.inter_node_bandwidth_in_GB_per_sec);
-  if (!(g.intra_node_min_message_latency >= 0))
+  check_sheet_value(api, "mem_per_GPU_in_GB", g.mem_per_GPU_in_GB);
+  check_sheet_value(api, "hbm_bandwidth_in_GB_per_sec", g.hbm_bandwidth_in_GB_per_sec);
+  check_sheet_value(api, "intra_node_bandwidth_in_GB_per_sec", g.intra_node_bandwidth_in_GB_per_sec);
+  check_sheet_value(api, "inter_node_bandwidth_in_GB_per_sec", g.inter_node_bandwidth_in_GB_per_sec);
+  if (!(g.intra_node_min_message_latency >= 0 && g.intra_node_min_message_latency <= max_sheet_value))
     llmsim::detail::report_error(api, "intra_node_min_message_latency",
-                                 "intra_node_min_message_latency={} must be >= 0", g.intra_node_min_message_latency);
-  if (!(g.peak_fp16_TFLOPS > 0))
-    llmsim::detail::report_error(api, "peak_fp16_TFLOPS", "peak_fp16_TFLOPS={} must be > 0", g.peak_fp16_TFLOPS);
+                                 "intra_node_min_message_latency={} must be in [0, {}]",
+                                 g.intra_node_min_message_latency, max_sheet_value);
+  check_sheet_value(api, "peak_fp16_TFLOPS", g.peak_fp16_TFLOPS);
   // the integer peaks may be 0 (a V100 has no integer tensor cores): checked when a data type uses them
   if (!(peak_i8_tflops(g) >= 0))
     llmsim::detail::report_error(api, "peak_i8_TFLOPS", "peak_i8_TFLOPS={} must be >= 0", peak_i8_tflops(g));

@@ -75,7 +75,8 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
     llmsim::detail::report_error(api, does_not_fit_field, "the weights ({} bytes per GPU) do not fit in {}={} GiB",
                                  m.weight, does_not_fit_field, a.gpu.mem_per_GPU_in_GB);
   const double bs1 = inference_activation(a, 1, s, ln);
-  m.prefill_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+  m.prefill_max_batch =
+      floor_count(api, "prefill_max_batch_size_per_gpu", m.memory_left / bs1, "mem_per_GPU_in_GB and seq_len");
   m.prefill_activation = inference_activation(a, b, s, ln);
   if (!(m.memory_left > m.prefill_activation))
     llmsim::detail::report_error(api, does_not_fit_field,
@@ -86,7 +87,9 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
   if (p.use_kv_cache) {
     m.kv_cache = a.kv_cache_layer(b, total_len, kv_bytes) * a.layers_per_gpu();
     m.decode_activation = inference_activation(a, b, 1, ln);
-    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / ((m.decode_activation + m.kv_cache) / b));
+    m.decode_max_batch =
+        floor_count(api, "decode_max_batch_size_per_gpu", m.memory_left / ((m.decode_activation + m.kv_cache) / b),
+                    "mem_per_GPU_in_GB, seq_len and num_tokens_to_generate");
     if (!(m.memory_left > m.kv_cache + m.decode_activation))
       llmsim::detail::report_error(api, does_not_fit_field,
                                    "KV cache and decode activations of batch_size_per_gpu={} ({} bytes) do not fit in "
@@ -94,7 +97,8 @@ constexpr inference_memory inference_memory_per_gpu(const analysis& a, const inf
                                    p.batch_size_per_gpu, m.kv_cache + m.decode_activation, m.memory_left,
                                    does_not_fit_field, a.gpu.mem_per_GPU_in_GB, m.decode_max_batch);
   } else {
-    m.decode_max_batch = static_cast<std::int64_t>(m.memory_left / bs1);
+    m.decode_max_batch =
+        floor_count(api, "decode_max_batch_size_per_gpu", m.memory_left / bs1, "mem_per_GPU_in_GB and seq_len");
     if (p.batch_size_per_gpu > m.decode_max_batch)
       llmsim::detail::report_error(
           api, does_not_fit_field, "batch_size_per_gpu={} exceeds the largest batch {} that fits in {}={} GiB",
@@ -151,8 +155,9 @@ constexpr void check_inference_params(const inference_params& p) {
   if (p.kv_cache_dtype_bytes && !(*p.kv_cache_dtype_bytes > 0))
     llmsim::detail::report_error(api, "kv_cache_dtype_bytes", "kv_cache_dtype_bytes={} must be > 0",
                                  *p.kv_cache_dtype_bytes);
-  if (p.cost_per_gpu_hour && !(*p.cost_per_gpu_hour > 0))
-    llmsim::detail::report_error(api, "cost_per_gpu_hour", "cost_per_gpu_hour={} must be > 0", *p.cost_per_gpu_hour);
+  if (p.cost_per_gpu_hour && !(*p.cost_per_gpu_hour > 0 && *p.cost_per_gpu_hour <= 1e9))
+    llmsim::detail::report_error(api, "cost_per_gpu_hour", "cost_per_gpu_hour={} must be > 0 and <= 1e9",
+                                 *p.cost_per_gpu_hour);
 }
 
 }  // namespace detail

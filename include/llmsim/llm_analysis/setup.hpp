@@ -4,6 +4,7 @@
 #pragma once
 
 #include <llmsim/llm_analysis/analysis.hpp>
+#include <llmsim/spec/model.hpp>
 
 #include <optional>
 #include <string_view>
@@ -11,6 +12,27 @@
 LLMSIM_BEGIN_NAMESPACE
 namespace llm_analysis {
 namespace detail {
+
+/// Python's floor of `x` (a double of 2^52 or more is whole already; NaN and infinities stay).
+constexpr double python_floor(double x) {
+  constexpr double whole_from = 4503599627370496.0;  // 2^52
+  if (!(x > -whole_from && x < whole_from)) return x;
+  auto f = static_cast<double>(static_cast<std::int64_t>(x));
+  return f > x ? f - 1 : f;
+}
+
+/// floor(`q`) as a count (a largest batch): refused, naming `field` and what it depends on, when
+/// it does not fit a 64-bit integer (a zero-sized activation or a memory of 1e308 GB) instead of
+/// the undefined conversion.
+constexpr std::int64_t floor_count(std::string_view api, std::string_view field, double q, std::string_view inputs) {
+  constexpr double limit = 9.0e18;  // below 2^63
+  if (!(q > -limit && q < limit))
+    llmsim::detail::report_error(api, field, "{} = {} is beyond a 64-bit count: check {}", field, q, inputs);
+  return static_cast<std::int64_t>(python_floor(q));
+}
+
+/// The smallest efficiency accepted (see `efficiency`).
+inline constexpr double min_efficiency = 1e-6;
 
 /// An efficiency from an achieved rate (over `peak`) or given directly; 1 when neither is given.
 constexpr double efficiency(std::string_view api, std::string_view achieved_name, std::optional<double> achieved,
@@ -20,14 +42,19 @@ constexpr double efficiency(std::string_view api, std::string_view achieved_name
   if (given && !(*given > 0 && *given <= 1))
     llmsim::detail::report_error(api, efficiency_name, "{}={} must be in (0, 1]", efficiency_name, *given);
   const double e = achieved ? *achieved / peak : given ? *given : 1.0;
-  if (!(e > 0 && e <= 1))
-    llmsim::detail::report_error(api, achieved_name, "{}={} over the peak {} gives an efficiency {} outside (0, 1]",
-                                 achieved_name, *achieved, peak, e);
+  // Below one part in a million every latency overflows to infinity: refused as the typo it is.
+  if (!(e >= min_efficiency && e <= 1))
+    llmsim::detail::report_error(
+        api, achieved ? achieved_name : efficiency_name, "{}={} gives an efficiency {} outside [{}, 1]",
+        achieved ? achieved_name : efficiency_name, achieved ? *achieved : e, e, min_efficiency);
   return e;
 }
 
+/// A count (sizes, lengths, batches): 1 .. max_dimension, as the other specs bound theirs, so that
+/// the sums and products the formulas form stay inside 64-bit integers.
 constexpr void require_positive(std::string_view api, std::string_view field, std::int64_t v) {
-  if (v < 1) llmsim::detail::report_error(api, field, "{}={} must be >= 1", field, v);
+  if (v < 1 || v > max_dimension)
+    llmsim::detail::report_error(api, field, "{}={} must be >= 1 and <= {}", field, v, max_dimension);
 }
 constexpr void require_positive(std::string_view api, std::string_view field, const std::optional<std::int64_t>& v) {
   if (v) require_positive(api, field, *v);
@@ -53,6 +80,13 @@ constexpr analysis make_analysis(std::string_view api, const model_config& model
   require_positive(api, "dp_size", par.dp_size);
   require_positive(api, "ep_size", par.ep_size);
   require_positive(api, "sp_size", par.sp_size);
+  // The experts' ranks sit inside the data-parallel group: dp / ep replicas of each expert
+  // (analysis.py's sharded weight all-gather and ZeRO shards divide by dp_size / ep_size).
+  if (par.dp_size % par.ep_size != 0)
+    llmsim::detail::report_error(api, "ep_size",
+                                 "ep_size={} must divide dp_size={} (the expert-parallel ranks are "
+                                 "data-parallel ranks)",
+                                 par.ep_size, par.dp_size);
   if (par.pp_size > model.num_layers)
     llmsim::detail::report_error(api, "pp_size", "pp_size={} must be <= num_layers={} of {}", par.pp_size,
                                  model.num_layers, model.name);

@@ -101,6 +101,17 @@ constexpr gpu_counts resolve_gpu_counts(const training_params& p) {
 struct batch_config {
   std::int64_t batch_size_per_gpu = 0, gradient_accumulation_steps = 0, global_batch_size = 0;
 };
+/// bs x gas x dp, the global batch, refused past max_dimension (it would overflow the counts).
+constexpr std::int64_t global_batch_of(std::int64_t bs, std::int64_t gas, std::int64_t dp) {
+  const double product = static_cast<double>(bs) * static_cast<double>(gas) * static_cast<double>(dp);
+  if (product > static_cast<double>(max_dimension))
+    llmsim::detail::report_error(
+        training_api, "global_batch_size",
+        "batch_size_per_gpu={} x gradient_accumulation_steps={} x dp_size={} = {} must be <= {}", bs, gas, dp, product,
+        max_dimension);
+  return bs * gas * dp;
+}
+
 constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std::int64_t> bs,
                                        std::optional<std::int64_t> gas, std::optional<std::int64_t> gbs,
                                        std::int64_t dp) {
@@ -109,11 +120,11 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
   require_positive(api, "gradient_accumulation_steps", gas);
   require_positive(api, "global_batch_size", gbs);
   if (gbs && bs && gas) {
-    if (*gbs != *bs * *gas * dp)
+    if (*gbs != global_batch_of(*bs, *gas, dp))
       llmsim::detail::report_error(api, "global_batch_size",
                                    "global_batch_size={} must equal batch_size_per_gpu * gradient_accumulation_steps * "
                                    "dp_size = {}",
-                                   *gbs, *bs * *gas * dp);
+                                   *gbs, global_batch_of(*bs, *gas, dp));
     return {*bs, *gas, *gbs};
   }
   if (gbs && bs) {
@@ -130,15 +141,22 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
           "global_batch_size={} must be a multiple of gradient_accumulation_steps * dp_size = {}", *gbs, *gas * dp);
     return {*gbs / (*gas * dp), *gas, *gbs};
   }
-  if (bs) return {*bs, gas ? *gas : 1, *bs * (gas ? *gas : 1) * dp};
+  if (bs) return {*bs, gas ? *gas : 1, global_batch_of(*bs, gas ? *gas : 1, dp)};
   if (gbs) {
     if (*gbs % dp != 0)
       llmsim::detail::report_error(api, "global_batch_size", "global_batch_size={} must be a multiple of dp_size={}",
                                    *gbs, dp);
     const std::int64_t per_gpu = *gbs / dp;
     if (max_batch >= per_gpu) return {per_gpu, 1, *gbs};
-    for (std::int64_t d = per_gpu; d > 0; --d)  // the largest divisor that fits
-      if (per_gpu % d == 0 && d <= max_batch) return {d, *gbs / (d * dp), *gbs};
+    // The largest divisor of per_gpu that fits, over the divisor pairs (d, per_gpu / d) with
+    // d <= sqrt(per_gpu): at most 46,341 steps for a count bounded by max_dimension.
+    std::int64_t best = 0;
+    for (std::int64_t d = 1; d <= per_gpu / d; ++d) {
+      if (per_gpu % d != 0) continue;
+      for (const std::int64_t divisor : {d, per_gpu / d})
+        if (divisor <= max_batch && divisor > best) best = divisor;
+    }
+    if (best > 0) return {best, *gbs / (best * dp), *gbs};
     llmsim::detail::report_error(api, "global_batch_size",
                                  "no micro-batch fits in memory (max_batch_size_per_gpu={}) for global_batch_size={}",
                                  max_batch, *gbs);
@@ -149,7 +167,7 @@ constexpr batch_config configure_batch(std::int64_t max_batch, std::optional<std
                                  "(max_batch_size_per_gpu={})",
                                  max_batch);
   const std::int64_t g = gas ? *gas : 1;
-  return {max_batch, g, max_batch * g * dp};
+  return {max_batch, g, global_batch_of(max_batch, g, dp)};
 }
 
 /// Bytes per element of an optionally quantized MLP activation (0: the activation width).
@@ -250,8 +268,8 @@ constexpr std::int64_t max_micro_batch(const analysis& a, double memory_left, do
     return !(memory_left < (prefetch > loss ? prefetch : loss) + act_bs1 * static_cast<double>(m));
   };
   const double q = memory_left / act_bs1;
-  auto top = static_cast<std::int64_t>(q);  // Python's floor division
-  if (static_cast<double>(top) > q) --top;
+  const std::int64_t top =  // Python's floor division
+      floor_count(training_api, "max_batch_size_per_gpu", q, "mem_per_GPU_in_GB, seq_len and the model's sizes");
   // analysis.py steps down from `top` one at a time until it fits; what it needs grows with m, so a
   // doubling then bisecting search finds the same micro-batch in O(log) steps
   if (fits(top)) return top;
@@ -440,8 +458,9 @@ constexpr summary training(const model_config& model, const gpu_config& gpu, con
                                     std::pair{"mlp_gelu_input_quant_bits", p.mlp_gelu_input_quant_bits},
                                     std::pair{"mlp_2linear_quant_bits", p.mlp_2linear_quant_bits}})
     require_positive(api, field, bits);
-  if (p.total_num_tokens && !(*p.total_num_tokens > 0))
-    llmsim::detail::report_error(api, "total_num_tokens", "total_num_tokens={} must be > 0", *p.total_num_tokens);
+  if (p.total_num_tokens && !(*p.total_num_tokens > 0 && *p.total_num_tokens <= 1e30))
+    llmsim::detail::report_error(api, "total_num_tokens", "total_num_tokens={} must be > 0 and <= 1e30",
+                                 *p.total_num_tokens);
 
   activation_options o;
   o.recomputation = p.activation_recomputation;
@@ -471,8 +490,7 @@ constexpr summary training(const model_config& model, const gpu_config& gpu, con
   std::optional<double> total, total_flops, gpu_hours;
   if (p.total_num_tokens) {
     // whole iterations: floor(tokens / (global batch x seq_len))
-    const double iters = static_cast<double>(
-        static_cast<std::int64_t>(*p.total_num_tokens / (static_cast<double>(m.batch.global_batch_size) * s)));
+    const double iters = python_floor(*p.total_num_tokens / (static_cast<double>(m.batch.global_batch_size) * s));
     total = t.latency_per_iter * iters;
     total_flops = t.latency_per_iter_using_flops * iters;
     gpu_hours = *total * static_cast<double>(par.tp_size * par.pp_size * par.dp_size * par.rdp_size) / 3600;

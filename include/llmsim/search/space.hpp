@@ -23,7 +23,8 @@
 LLMSIM_BEGIN_NAMESPACE
 
 /// The recompute choices of the search, in the order one layout tries them: none, selective
-/// (Megatron --recompute-granularity selective: core attention of every layer), full block over
+/// (SimuMax's attn_recompute: each layer's QKV projection, rotary embedding and core attention;
+/// not Megatron's --recompute-granularity selective, see typed recompute::selective), full block over
 /// `recompute_layer_num` = 1 .. the most layers a stage holds (Megatron --recompute-method uniform
 /// --recompute-num-layers; SimuMax `search_best_recompute_layer_num`).
 enum class search_recompute : std::uint8_t { none, selective, full };

@@ -416,7 +416,8 @@ struct strategy_spec {
 /// The ZeRO stage the job runs (0..3): `zero_state`, which validation keeps equal to the level of
 /// `data_parallel_sharding_strategy` when that is given.
 constexpr std::int64_t sharding_level(const strategy_spec& s) { return s.zero_state; }
-/// Sets the recompute fields: `kind` (none; selective: the attention core; full_block: whole
+/// Sets the recompute fields: `kind` (none; selective: SimuMax's attn_recompute, each layer's QKV
+/// projection, rotary embedding and core attention, `plan_selective_flags`; full_block: whole
 /// layers) for the first `layers` layers of each stage (max_dimension: every layer), as Megatron's
 /// --recompute-granularity / --recompute-num-layers, strategy names and the search set them.
 constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t layers) {

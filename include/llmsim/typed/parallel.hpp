@@ -119,7 +119,11 @@ struct none {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) { set_recompute(d.spec, recompute_kind::none, 0); }
 };
-/// Recompute the attention core of every layer (Megatron `--recompute-granularity selective`).
+/// Recompute each layer's attention block but its output projection in backward: the QKV (or MLA
+/// up-) projections, rotary embedding and core attention, keeping only the block's input (SimuMax's
+/// attn_recompute). Not Megatron's `--recompute-granularity selective`, whose default core_attn
+/// module saves nothing under flash attention (`megatron_recompute_modules` refuses it) and which
+/// has no module recomputing the QKV projection.
 struct selective {
   static constexpr option_key key = option_key::recompute;
   static constexpr void apply(strategy_draft& d) {
