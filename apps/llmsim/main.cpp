@@ -922,6 +922,30 @@ fs::path case_system(const fs::path& root, const std::string& own, const std::ve
   return chosen;
 }
 
+/// Refuses a `--system` replacement with an empty part, or a CASE_SYSTEM= one that matches no
+/// case's system (a typo would otherwise leave every case on its own system, silently).
+void check_system_replacements(const lj::value& cases, const std::vector<std::string>& replacements) {
+  for (const auto& r : replacements) {
+    const auto eq = r.find('=');
+    const std::string suffix = eq == std::string::npos ? std::string() : r.substr(0, eq);
+    const std::string target = eq == std::string::npos ? r : r.substr(eq + 1);
+    if (target.empty() || (eq != std::string::npos && suffix.empty()))
+      throw usage_error("--system", "--system \"" + r + "\": expected S or CASE_SYSTEM=S, both parts non-empty");
+    if (eq == std::string::npos) continue;
+    std::string systems;
+    bool matched = false;
+    for (const auto& c : cases) {
+      const std::string own = c.at("system").get<std::string>();
+      matched = matched ||
+                (own.size() >= suffix.size() && own.compare(own.size() - suffix.size(), suffix.size(), suffix) == 0);
+      if (systems.find(own) == std::string::npos) systems += (systems.empty() ? "" : ", ") + own;
+    }
+    if (!matched)
+      throw usage_error("--system", "--system " + r + ": no case's system ends with \"" + suffix +
+                                        "\" (the cases' systems: " + systems + ")");
+  }
+}
+
 /// `llmsim validate`: predicted vs real for each case of a validation-cases file.
 int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file,
                  const std::vector<std::string>& system_replacements) {
@@ -944,6 +968,7 @@ int run_validate(const std::string& file, const std::string& format, const std::
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: no case to compare (an empty array)", file);
   for (std::size_t i = 0; i < doc["cases"].size(); ++i)
     check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
+  check_system_replacements(doc["cases"], system_replacements);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
   lj::value cases = lj::value::array();
   std::size_t n_failed = 0, mem_n = 0, time_n = 0;

@@ -895,6 +895,12 @@ constexpr double window_cached_share(const model_spec& m, double context) {
 
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
+/// Key/value heads each of `tp` tensor-parallel ranks holds: kv_head_num / tp, or one replicated
+/// head when tp is a multiple of kv_head_num (vLLM QKVParallelLinear: num_kv_head_replicas =
+/// tp / num_kv_heads; serving only: training refuses tp > kv_head_num, as Megatron does).
+constexpr std::int64_t kv_heads_per_rank(const model_spec& m, std::int64_t tp) {
+  return m.kv_head_num >= tp ? m.kv_head_num / tp : 1;
+}
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
@@ -5809,7 +5815,7 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
-  const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
+  const std::int64_t heads = m.head_num / t, kv_heads = kv_heads_per_rank(m, t);
   const std::int64_t d = head_dim(m);
   const double E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size);
@@ -5860,7 +5866,7 @@ constexpr leaf math_attention_leaf(const build_context& c, const attention_lengt
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
-  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
+  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(kv_heads_per_rank(m, t));
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size);
   const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
@@ -6047,7 +6053,7 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const std::int64_t t = c.s().tp_size;
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
-  const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
+  const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.memory(l, pass, 2 * q);
     c.memory(l, pass, 2 * k);
@@ -8003,7 +8009,7 @@ constexpr void push_attention(leaf_block& b, const build_context& c) {
     return;
   }
   b.push(norm_leaf(c, leaf_id::input_layernorm));
-  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num / t + 2 * kv_heads_per_rank(m, t)) * d));
   if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
   b.push(core_attention_leaf(c));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));
@@ -12908,8 +12914,9 @@ constexpr double kv_cache_bytes(const inference_spec& i) {
 /// when the kernel reads it per query head (see gqa_decode_read_kind), else once.
 constexpr double decode_kv_read_repeats(const model_spec& m, const inference_spec& i) {
   const bool grouped = m.attention_type != attention_kind::mla && m.kv_head_num < m.head_num;
+  // Per rank: its query heads over its KV heads (one replicated head past tp = kv_head_num).
   return grouped && i.gqa_decode_reads == gqa_decode_read_kind::per_query_head
-             ? static_cast<double>(m.head_num) / static_cast<double>(m.kv_head_num)
+             ? static_cast<double>(m.head_num / i.tp) / static_cast<double>(kv_heads_per_rank(m, i.tp))
              : 1.0;
 }
 
@@ -12957,8 +12964,12 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  is_hybrid(m) ? "model.hybrid_override_pattern" : "model.experimental_attention_variant");
   if (m.head_num % i.tp != 0)
     report_error(api, "inference.tp", "inference.tp={} must divide model.head_num={}", i.tp, m.head_num);
-  if (m.attention_type != attention_kind::mla && m.kv_head_num % i.tp != 0)
-    report_error(api, "inference.tp", "inference.tp={} must divide model.kv_head_num={}", i.tp, m.kv_head_num);
+  // Past kv_head_num ranks each holds one replicated KV head (`kv_heads_per_rank`): tp a multiple of it.
+  if (m.attention_type != attention_kind::mla && m.kv_head_num % i.tp != 0 && i.tp % m.kv_head_num != 0)
+    report_error(api, "inference.tp",
+                 "inference.tp={} must divide model.kv_head_num={} or be a multiple of it (each rank then holds one "
+                 "replicated KV head)",
+                 i.tp, m.kv_head_num);
   if (m.intermediate_size && *m.intermediate_size % i.tp != 0)
     report_error(api, "inference.tp", "inference.tp={} must divide model.intermediate_size={}", i.tp,
                  *m.intermediate_size);
@@ -13276,7 +13287,7 @@ constexpr double kv_bytes_per_token(const model_spec& m, const inference_spec& i
   const double layers = static_cast<double>(fullest_stage_layers(m, i));
   if (m.attention_type == attention_kind::mla)
     return layers * static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) * kv_cache_bytes(i);
-  return layers * 2.0 * static_cast<double>(m.kv_head_num / i.tp * head_dim(m)) * kv_cache_bytes(i);
+  return layers * 2.0 * static_cast<double>(kv_heads_per_rank(m, i.tp) * head_dim(m)) * kv_cache_bytes(i);
 }
 
 /// Per-GPU bytes of a static batch at `context` tokens per sequence: weights, cache, transients

@@ -590,14 +590,22 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
   const auto matched = run_cli("validate --format json --system h100_sxm.json=b200 '" + file.string() + "'");
   const auto unmatched = run_cli("validate --format json --system a100_pcie.json=b200 '" + file.string() + "'");
   const auto every = run_cli("validate --format json --system b200 '" + file.string() + "'");
+  const auto empty = run_cli("validate --system h100_sxm.json= '" + file.string() + "'");
   const auto perf = run_cli("perf --format json --system b200 --strategy '" + strategy + "' --model '" + model + "'");
   fs::remove(file);
-  for (const auto* r : {&own, &matched, &unmatched, &every}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_EQ(empty.exit_code, 2) << empty.out;
+  EXPECT_NE(empty.err.find("expected S or CASE_SYSTEM=S, both parts non-empty"), std::string::npos) << empty.err;
+  for (const auto* r : {&own, &matched, &every}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  // A CASE_SYSTEM=S that matches no case is a usage error (it left every case on its own system).
+  EXPECT_EQ(unmatched.exit_code, 2) << unmatched.out;
+  EXPECT_NE(unmatched.err.find("--system a100_pcie.json=b200: no case's system ends with \"a100_pcie.json\" (the "
+                               "cases' systems: system/h100_sxm.json)"),
+            std::string::npos)
+      << unmatched.err;
   const auto time = [](const run_result& r) { return r.out_json()["cases"][0]["predicted"]["iter_time_ms"]; };
   const double b200_ms = perf.out_json()["cost_result"]["duration_time_per_iter"].get<double>();  // ms
   EXPECT_NEAR(time(matched).get<double>(), b200_ms, 1e-9 * b200_ms);
   EXPECT_NEAR(time(every).get<double>(), b200_ms, 1e-9 * b200_ms);
-  EXPECT_EQ(time(unmatched), time(own));
   EXPECT_NE(time(own), time(every));
   EXPECT_EQ(every.out_json()["cases"][0]["system"], "b200");
   // Inference (and Megatron-Bridge) rows name their own catalogue systems: --system is a usage error.

@@ -310,6 +310,31 @@ TEST(Inference, MemoryOfWeightsAndCache) {
   EXPECT_GT(r.offline_batch, r.max_batch);
 }
 
+TEST(Inference, TensorParallelPastTheKvHeadsReplicatesThem) {
+  // 16 query heads of 64 over 2 KV heads, hidden 1024, FFN 4096 (SwiGLU), 2 layers, vocab 32768,
+  // on tp 8: each rank holds 2 query heads and one of the 2 KV heads, replicated over 4 ranks
+  // (vLLM QKVParallelLinear). Per rank and layer: q 1024 x 128 + k and v 1024 x 64 each + o 128 x
+  // 1024 = 393,216, the MLP 3 x 1024 x 4096 / 8 = 1,572,864, two norms 2,048: 1,968,128; two layers
+  // 3,936,256, the embedding and the output layer 32768 x 1024 / 8 each (8,388,608), the final norm
+  // 1,024: 12,325,888 parameters = 24,651,776 B in bf16. Its KV cache: 2 layers x K and V x one
+  // head x 64 x 2 B = 512 B a token (half a head, as tp = kv_head_num would give, is not a head).
+  llmsim::model_spec m = cat::llama3_8b;
+  m.hidden_size = 1024;
+  m.head_num = 16;
+  m.kv_head_num = 2;
+  m.head_size = 64;
+  m.intermediate_size = 4096;
+  m.layer_num = 2;
+  m.vocab_size = 32768;
+  auto i = job(1, 128, 16);
+  i.tp = 8;
+  const auto r = llmsim::infer(m, i, cat::h100_sxm);
+  EXPECT_DOUBLE_EQ(r.weight_bytes, 24651776.0);
+  EXPECT_DOUBLE_EQ(r.kv_bytes_per_token, 512.0);
+  i.tp = 3;  // neither divides 2 nor is a multiple of it
+  EXPECT_EQ(refused_field(m, i, cat::h100_sxm), "inference.tp");
+}
+
 TEST(Inference, GroupedQueryAndLatentCachesPerToken) {
   // Llama-2-70B on tp 4, FP8 cache: 80 layers x 2 x (8 KV heads / 4) x 128 x 1 B = 40,960 B.
   auto i = job(1, 16, 2);

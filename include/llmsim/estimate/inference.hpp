@@ -155,8 +155,9 @@ constexpr double kv_cache_bytes(const inference_spec& i) {
 /// when the kernel reads it per query head (see gqa_decode_read_kind), else once.
 constexpr double decode_kv_read_repeats(const model_spec& m, const inference_spec& i) {
   const bool grouped = m.attention_type != attention_kind::mla && m.kv_head_num < m.head_num;
+  // Per rank: its query heads over its KV heads (one replicated head past tp = kv_head_num).
   return grouped && i.gqa_decode_reads == gqa_decode_read_kind::per_query_head
-             ? static_cast<double>(m.head_num) / static_cast<double>(m.kv_head_num)
+             ? static_cast<double>(m.head_num / i.tp) / static_cast<double>(kv_heads_per_rank(m, i.tp))
              : 1.0;
 }
 
@@ -204,8 +205,12 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  is_hybrid(m) ? "model.hybrid_override_pattern" : "model.experimental_attention_variant");
   if (m.head_num % i.tp != 0)
     report_error(api, "inference.tp", "inference.tp={} must divide model.head_num={}", i.tp, m.head_num);
-  if (m.attention_type != attention_kind::mla && m.kv_head_num % i.tp != 0)
-    report_error(api, "inference.tp", "inference.tp={} must divide model.kv_head_num={}", i.tp, m.kv_head_num);
+  // Past kv_head_num ranks each holds one replicated KV head (`kv_heads_per_rank`): tp a multiple of it.
+  if (m.attention_type != attention_kind::mla && m.kv_head_num % i.tp != 0 && i.tp % m.kv_head_num != 0)
+    report_error(api, "inference.tp",
+                 "inference.tp={} must divide model.kv_head_num={} or be a multiple of it (each rank then holds one "
+                 "replicated KV head)",
+                 i.tp, m.kv_head_num);
   if (m.intermediate_size && *m.intermediate_size % i.tp != 0)
     report_error(api, "inference.tp", "inference.tp={} must divide model.intermediate_size={}", i.tp,
                  *m.intermediate_size);
@@ -523,7 +528,7 @@ constexpr double kv_bytes_per_token(const model_spec& m, const inference_spec& i
   const double layers = static_cast<double>(fullest_stage_layers(m, i));
   if (m.attention_type == attention_kind::mla)
     return layers * static_cast<double>(*m.kv_lora_rank + *m.qk_pos_emb_head_dim) * kv_cache_bytes(i);
-  return layers * 2.0 * static_cast<double>(m.kv_head_num / i.tp * head_dim(m)) * kv_cache_bytes(i);
+  return layers * 2.0 * static_cast<double>(kv_heads_per_rank(m, i.tp) * head_dim(m)) * kv_cache_bytes(i);
 }
 
 /// Per-GPU bytes of a static batch at `context` tokens per sequence: weights, cache, transients

@@ -471,7 +471,7 @@ constexpr leaf attention_leaf(const build_context& c, const attention_lengths& l
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
-  const std::int64_t heads = m.head_num / t, kv_heads = m.kv_head_num / t;
+  const std::int64_t heads = m.head_num / t, kv_heads = kv_heads_per_rank(m, t);
   const std::int64_t d = head_dim(m);
   const double E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size);
@@ -522,7 +522,7 @@ constexpr leaf math_attention_leaf(const build_context& c, const attention_lengt
   l.kind = leaf_kind::attention;
   const auto& m = c.m();
   const std::int64_t t = c.s().tp_size;
-  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(m.kv_head_num / t);
+  const double heads = static_cast<double>(m.head_num / t), kv_heads = static_cast<double>(kv_heads_per_rank(m, t));
   const double d = static_cast<double>(head_dim(m)), E = c.element_bytes();
   const double b = static_cast<double>(c.s().micro_batch_size);
   const double sq = static_cast<double>(len.q), skv = static_cast<double>(len.kv);
@@ -709,7 +709,7 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const std::int64_t t = c.s().tp_size;
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
-  const double k = c.tokens() * static_cast<double>(m.kv_head_num / t * head_dim(m)) * E;
+  const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.memory(l, pass, 2 * q);
     c.memory(l, pass, 2 * k);

@@ -161,7 +161,7 @@ constexpr void push_attention(leaf_block& b, const build_context& c) {
     return;
   }
   b.push(norm_leaf(c, leaf_id::input_layernorm));
-  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num + 2 * m.kv_head_num) * d / t));
+  b.push(linear_leaf(c, leaf_id::linear_qkv, true, h, (m.head_num / t + 2 * kv_heads_per_rank(m, t)) * d));
   if (m.position_embedding_type == position_kind::rope) b.push(rotary_leaf(c));
   b.push(core_attention_leaf(c));
   b.push(linear_leaf(c, leaf_id::linear_proj, false, m.head_num * d / t, h));

@@ -276,6 +276,12 @@ constexpr double window_cached_share(const model_spec& m, double context) {
 
 /// Per-head width of queries and keys (MHA/GQA): `head_size`, else hidden / heads.
 constexpr std::int64_t head_dim(const model_spec& m) { return m.head_size ? *m.head_size : m.hidden_size / m.head_num; }
+/// Key/value heads each of `tp` tensor-parallel ranks holds: kv_head_num / tp, or one replicated
+/// head when tp is a multiple of kv_head_num (vLLM QKVParallelLinear: num_kv_head_replicas =
+/// tp / num_kv_heads; serving only: training refuses tp > kv_head_num, as Megatron does).
+constexpr std::int64_t kv_heads_per_rank(const model_spec& m, std::int64_t tp) {
+  return m.kv_head_num >= tp ? m.kv_head_num / tp : 1;
+}
 /// Width of one routed expert's MLP (SimuMax: defaults to intermediate_size).
 constexpr std::int64_t expert_ffn_size(const model_spec& m) {
   return m.moe_ffn_hidden_size ? *m.moe_ffn_hidden_size : m.intermediate_size.value_or(0);
