@@ -2,6 +2,7 @@
 
 #include "search_command.hpp"
 
+#include <algorithm>
 #include <llmsim/json.hpp>
 #include <llmsim/json/html_report.hpp>
 #include <llmsim/search.hpp>
@@ -48,8 +49,9 @@ std::int64_t parse_count(const std::string& field, const std::string& text) {
   return v;
 }
 
-/// `--fix tp=8,pp=4 --fix recompute=none`: each key pins one dimension.
-void apply_fix(llmsim::search_space& sp, const std::string& entry) {
+/// `--fix tp=8,pp=4 --fix recompute=none`: each key pins one dimension, once (`seen`: the keys of
+/// every --fix so far; a repeated key was silently the last one).
+void apply_fix(llmsim::search_space& sp, const std::string& entry, std::vector<std::string>& seen) {
   std::size_t start = 0;
   while (start <= entry.size()) {
     const std::size_t comma = entry.find(',', start);
@@ -63,6 +65,9 @@ void apply_fix(llmsim::search_space& sp, const std::string& entry) {
                                             "fp8=off, offload=off, recompute=none, schedule=1f1b)");
     const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     const std::string field = "--fix " + key;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw search_usage_error(field, field + " is given twice: fix each dimension once");
+    seen.push_back(key);
     if (key == "tp") {
       sp.tp = {parse_count(field, val)};
       if (sp.tp[0] > sp.max_tp) sp.max_tp = sp.tp[0];
@@ -264,7 +269,7 @@ void print_json_streaming_candidates(const std::string& document, const std::vec
 std::string why(const llmsim::search_result& r, std::size_t i) {
   char buf[128];
   if (i == 0) {
-    if (r.top.size() < 2) return "the only fitting strategy";
+    if (r.top.size() < 2) return r.fitting_count > 1 ? "fastest" : "the only fitting strategy";
     std::snprintf(buf, sizeof buf, "fastest; next is %.2f%% slower", (r.top[1].time / r.top[0].time - 1) * 100);
   } else {
     std::snprintf(buf, sizeof buf, "%.2f%% slower than #1", (r.top[i].time / r.top[0].time - 1) * 100);
@@ -321,7 +326,8 @@ llmsim::search_space space_of(const search_args& a) {
                                                         " must be a multiple of --seq=" + std::to_string(a.seq_len));
     sp.tokens_per_step = *a.tokens_per_step;
   }
-  for (const auto& f : a.fix) apply_fix(sp, f);
+  std::vector<std::string> fixed;
+  for (const auto& f : a.fix) apply_fix(sp, f, fixed);
   for (const auto& w : a.allow) apply_allow(sp, w);
   sp.base.seq_len = a.seq_len;
   return sp;
@@ -462,6 +468,12 @@ int run_search(const search_args& a) {
   const lj::load_options opt{};
   const llmsim::model_spec model = lj::load_model(a.model, opt);
   const lj::system_config system = lj::load_system(a.system, opt);
+  // A dense model has no experts to place: a fixed ep or etp above 1 was ignored.
+  for (const auto& [key, fixed] : {std::pair{"ep", &sp.ep}, std::pair{"etp", &sp.etp}})
+    if (!llmsim::is_moe(model) && !fixed->empty() && (*fixed)[0] > 1)
+      throw search_usage_error(std::string("--fix ") + key, std::string("--fix ") + key + "=" +
+                                                                std::to_string((*fixed)[0]) + ": " + a.model +
+                                                                " is a dense model (no experts to place)");
   llmsim::search_options o;
   o.top_k = a.top;
   o.memory_margin = a.memory_margin;
@@ -485,6 +497,14 @@ int run_search(const search_args& a) {
     pricing = run_pricing{*a.tokens, static_cast<double>(batch) * static_cast<double>(sp.seq_len), sp.gpus,
                           a.usd_per_gpu_hour};
   lj::value out = summary_json(a, r, batch);
+  // No layout at all: the --fix values (or the sequence) break a divisibility rule, an input error.
+  if (r.layouts == 0)
+    throw search_usage_error(
+        "--fix", "the search space of " + a.model + " on " + std::to_string(a.gpus) + " GPUs at seq " +
+                     std::to_string(sp.seq_len) +
+                     " has no layout: tp must divide the GPUs and model.head_num, cp the GPUs with seq divisible by "
+                     "2cp (cp > 1), seq / cp divisible by tp (sequence parallelism), pp the GPUs and at most the "
+                     "layers, the global batch divisible by dp, ep and etp a MoE model's experts and ranks");
   if (r.top.empty()) return report_nothing_fits(a, sp, r, out, pricing);
   const llmsim::strategy_spec best = llmsim::strategy_of(r.top[0], sp);
   const llmsim::estimate_result winner = llmsim::estimate(model, best, system.spec());

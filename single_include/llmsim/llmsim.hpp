@@ -10520,8 +10520,9 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
 
 namespace detail {
 /// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
-/// FP8 tensor cores from Ada/Hopper (8.9) on; MXFP8 and NVFP4 are Blackwell formats (TE: MXFP8
-/// and NVFP4 recipes need compute capability >= 10.0); with an unknown GPU the recipe's GEMM entry
+/// FP8 tensor cores from Ada/Hopper (8.9) on; blockwise scaling from Hopper (9.0); MXFP8 and NVFP4
+/// are Blackwell formats (TE: MXFP8 and NVFP4 recipes need compute capability >= 10.0); with an
+/// unknown GPU the recipe's GEMM entry
 /// must be in the system file; the bf16 first and last layers must exist.
 constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -10538,6 +10539,13 @@ constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& 
                  "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
                  "compute capability {}",
                  enum_name(s.fp8_recipe), sys.sys_name, cc);
+  // TE quantization.py _compute_fp8_block_scaling_support: "FP8 block scaled GEMM requires compute
+  // capability 9.0 or higher" (Ada's 8.9 runs the per-tensor recipes only).
+  if (s.fp8_recipe == fp8_recipe_kind::blockwise && cc > 0 && cc < 9)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe=\"blockwise\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
+                 "scaling); system {} has compute capability {}",
+                 sys.sys_name, cc);
   const compute_kind gemm =
       s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
   if (cc <= 0 && !sys.op(gemm).present)
@@ -16160,7 +16168,9 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
   for (const std::int64_t tp : detail::powers_up_to(sp.max_tp < sp.gpus ? sp.max_tp : sp.gpus, sp.tp)) {
     if (sp.gpus % tp != 0 || m.head_num % tp != 0) continue;
     for (const std::int64_t cp : detail::powers_up_to(sp.gpus / tp, sp.cp)) {
-      if ((sp.gpus / tp) % cp != 0 || sp.seq_len % (2 * cp * tp) != 0) continue;
+      // Context parallelism cuts a sequence into 2cp load-balanced chunks; sequence parallelism the
+      // rank's seq / cp tokens over tp (validate_context_parallel, validate.hpp's SP rule).
+      if ((sp.gpus / tp) % cp != 0 || (cp > 1 && sp.seq_len % (2 * cp) != 0) || (sp.seq_len / cp) % tp != 0) continue;
       for (std::int64_t pp = 1; pp <= m.layer_num && pp <= sp.gpus / (tp * cp); ++pp) {
         if ((sp.gpus / (tp * cp)) % pp != 0 || !detail::in_list(sp.pp, pp)) continue;
         const std::int64_t dp = sp.gpus / (tp * cp * pp);
@@ -16245,9 +16255,11 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
 constexpr std::vector<fp8_recipe_kind> search_fp8_recipes(const search_space& sp, const system_spec& sys) {
   std::vector<fp8_recipe_kind> out{fp8_recipe_kind::invalid};
   if (!sp.fp8 || !sys.op(compute_kind::fp8_matmul).present) return out;
-  for (const auto r : {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise, fp8_recipe_kind::blockwise})
-    out.push_back(r);
-  // MXFP8 needs a Blackwell GPU (compute capability >= 10; TransformerEngine, validated in strategy.hpp).
+  for (const auto r : {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise}) out.push_back(r);
+  // Block scaling needs Hopper on (compute capability >= 9.0; an unknown GPU tries it: validation
+  // decides), MXFP8 a Blackwell GPU (>= 10; TransformerEngine, validate.hpp validate_fp8_on_system).
+  if (!(sys.accelerator.compute_capability > 0 && sys.accelerator.compute_capability < 9))
+    out.push_back(fp8_recipe_kind::blockwise);
   if (sys.accelerator.compute_capability >= 10) out.push_back(fp8_recipe_kind::mxfp8);
   return out;
 }

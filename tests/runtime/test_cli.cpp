@@ -1081,6 +1081,39 @@ TEST(CliSearch, UsageErrorsExitTwo) {
   EXPECT_EQ(r.exit_code, 2) << "tokens per step must be a multiple of the sequence length";
   EXPECT_EQ(run_cli("search --model no-such-model --system h100-sxm --gpus 8 --global-batch 8 --seq 4096").exit_code,
             1);
+  // A key fixed twice (the last one silently won), ep on a dense model (ignored), and --fix values
+  // that leave no layout (was exit 3, "nothing passes validation", with no rule named).
+  const auto twice = run_cli(small_search + " --fix tp=2 --fix tp=4");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("--fix tp is given twice"), std::string::npos) << twice.err;
+  const auto dense = run_cli(small_search + " --fix ep=2");
+  EXPECT_EQ(dense.exit_code, 2);
+  EXPECT_NE(dense.err.find("is a dense model (no experts to place)"), std::string::npos) << dense.err;
+  const auto none = run_cli(small_search + " --fix tp=3");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("has no layout: tp must divide the GPUs and model.head_num"), std::string::npos) << none.err;
+}
+
+// An odd sequence runs without context parallelism (tp 1) and Ada GPUs are offered no block-scaled
+// FP8 (TransformerEngine needs compute capability 9.0).
+TEST(CliSearch, SequenceAndRecipeRulesAsTheFrameworksHaveThem) {
+  LLMSIM_REQUIRE_CLI();
+  const auto odd = run_cli(
+      "search --model llama3-8b --system h100-sxm --gpus 8 --global-batch 8 --seq 4095 "
+      "--fix fp8=off --format json");
+  ASSERT_EQ(odd.exit_code, 0) << odd.err;
+  for (const auto& c : odd.out_json()["top"]) {
+    EXPECT_EQ(c["tp"], 1);
+    EXPECT_EQ(c["cp"], 1);
+  }
+  const auto ada = run_cli("search --model llama3-8b --system l40s --gpus 8 --global-batch 64 --seq 4096 --format csv");
+  ASSERT_EQ(ada.exit_code, 0) << ada.err;
+  EXPECT_EQ(ada.out.find("fp8blockwise"), std::string::npos);
+  EXPECT_NE(ada.out.find("fp8delayed"), std::string::npos);
+  const auto refused = run_cli("perf --model llama3-8b --system l40s --strategy tp1_pp1_dp8_fp8blockwise");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("strategy.fp8_recipe=\"blockwise\" needs compute capability >= 9.0"), std::string::npos)
+      << refused.err;
 }
 
 }  // namespace

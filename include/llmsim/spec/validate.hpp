@@ -268,8 +268,9 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
 
 namespace detail {
 /// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
-/// FP8 tensor cores from Ada/Hopper (8.9) on; MXFP8 and NVFP4 are Blackwell formats (TE: MXFP8
-/// and NVFP4 recipes need compute capability >= 10.0); with an unknown GPU the recipe's GEMM entry
+/// FP8 tensor cores from Ada/Hopper (8.9) on; blockwise scaling from Hopper (9.0); MXFP8 and NVFP4
+/// are Blackwell formats (TE: MXFP8 and NVFP4 recipes need compute capability >= 10.0); with an
+/// unknown GPU the recipe's GEMM entry
 /// must be in the system file; the bf16 first and last layers must exist.
 constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   constexpr std::string_view api = "llmsim::strategy";
@@ -286,6 +287,13 @@ constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& 
                  "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
                  "compute capability {}",
                  enum_name(s.fp8_recipe), sys.sys_name, cc);
+  // TE quantization.py _compute_fp8_block_scaling_support: "FP8 block scaled GEMM requires compute
+  // capability 9.0 or higher" (Ada's 8.9 runs the per-tensor recipes only).
+  if (s.fp8_recipe == fp8_recipe_kind::blockwise && cc > 0 && cc < 9)
+    report_error(api, "strategy.fp8_recipe",
+                 "strategy.fp8_recipe=\"blockwise\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
+                 "scaling); system {} has compute capability {}",
+                 sys.sys_name, cc);
   const compute_kind gemm =
       s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
   if (cc <= 0 && !sys.op(gemm).present)
