@@ -5765,6 +5765,10 @@ constexpr leaf norm_leaf(const build_context& c, leaf_id id, std::int64_t width,
   c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
   c.memory(l, pass_kind::backward_weight, X + 2 * w);
   l.params = parameters;
+  // Under SP each rank normalises its s/tp tokens with the whole weight: TE marks the norm weights
+  // sequence_parallel (LayerNormLinear / LayerNormMLP / LayerNorm) and Megatron's
+  // finalize_model_grads sums their gradients over tp.
+  l.tp_duplicated = c.sequence_parallel();
   l.input = X;
   l.cache = X;
   l.fwd_peak = 2 * X;
@@ -7610,6 +7614,9 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
   emit_routing_kernels(r, c, logits);
   r.params = static_cast<double>(h * X);
+  // Whole on every tp rank, fed its s/tp tokens under SP: Megatron marks it sequence_parallel
+  // (router.py reset_parameters) and finalize_model_grads sums its gradient over tp.
+  r.tp_duplicated = c.sequence_parallel();
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;
   return r;
@@ -10727,7 +10734,7 @@ struct stage_result {
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
   double tp_duplicated_params =
-      0;  ///< of which weights replicated over tp whose gradients tp sums (MLA down projections)
+      0;  ///< of which weights replicated over tp whose gradients tp sums (SP: norms, router, MLA down projections)
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
   double quantized_expert_params = 0;  ///< of which routed-expert weights
@@ -11875,7 +11882,8 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
     r.dp_comm_bytes += (2 * m - 1) * p * eb;  // two gathers per micro-batch, none after the step
   }
   // Megatron finalize_model_grads.py: after the data-parallel sync, one coalesced all-reduce over tp
-  // of the gradients of `sequence_parallel`-marked weights (here MLA's duplicated down projections).
+  // of the gradients of `sequence_parallel`-marked weights (norms, the router, MLA's duplicated down
+  // projections; _allreduce_non_tensor_model_parallel_grads).
   if (r.tp_duplicated_params > 0)
     r.tp_grad_allreduce_time =
         group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);

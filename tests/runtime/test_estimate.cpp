@@ -383,6 +383,22 @@ TEST(Estimate, InterleavedLastRankHoldsTheLossOnlyInItsLastChunk) {
   EXPECT_EQ(d.stage(stage_kind::first)->peak_mem, r.stage(stage_kind::first)->peak_mem);
 }
 
+TEST(Estimate, SequenceParallelNormGradientsAreSummedOverTensorParallelRanks) {
+  // llama3-8b on tp 2 with SP: each rank normalises its half of the tokens with the whole weights,
+  // so finalize_model_grads all-reduces the norms' gradients over tp: 32 layers x 2 RMSNorms x 4096
+  // + the final 4096 = 266,240 parameters, fp32 main gradients, one all-reduce after the DP sync.
+  strategy_spec s = tp2_dp4();
+  const auto sp = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto& st = sp.stages[0];
+  EXPECT_EQ(st.tp_duplicated_params, 32 * 2 * 4096.0 + 4096);
+  const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, sp.padded_vocab);
+  const seconds expected = group_collective_time(c, comm_group::tp, collective_kind::all_reduce, 266240.0 * 4);
+  EXPECT_EQ(st.tp_grad_allreduce_time.value, expected.value);
+  // Without SP every rank normalises every token: nothing to sum.
+  s.enable_sequence_parallel = false;
+  EXPECT_EQ(estimate(catalogue::llama3_8b, s, catalogue::h100_sxm).stages[0].tp_duplicated_params, 0);
+}
+
 TEST(Estimate, ConstexprMathHelpersMatchTheLibrary) {
   for (double x : {1.0, 2.0, 3.0, 5.0, 7.0, 12.0, 100.0, 1e6}) {
     EXPECT_NEAR(detail::log2_of(x), std::log2(x), 1e-12) << x;

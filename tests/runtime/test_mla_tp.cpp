@@ -115,11 +115,14 @@ TEST(MlaTensorParallel, DuplicatedGradientsAreSummedOverTensorParallelRanks) {
   const strategy_spec with_sp = tp4(true);
   const auto sp = estimate(m, with_sp, catalogue::h200);
   const auto& st = sp.stages[0];
-  // Four layers of q_down + kv_down, each whole on every tp rank: 7168 · (1536 + 576) per layer.
-  EXPECT_EQ(st.tp_duplicated_params, 4 * 7168.0 * (1536 + 576));
+  // Whole on every tp rank under SP: four layers of q_down + kv_down, 7168 · (1536 + 576) each; the
+  // norms, 7168 (input) + 7168 (pre-MLP) + 1536 (q) + 512 (kv latent) per layer and the final 7168;
+  // the three MoE layers' routers, 7168 x 256 each (Megatron marks them all sequence_parallel).
+  const double duplicated = 4 * 7168.0 * (1536 + 576) + 4 * (7168.0 + 7168 + 1536 + 512) + 7168 + 3 * 7168.0 * 256;
+  EXPECT_EQ(st.tp_duplicated_params, duplicated);
   // One all-reduce over the 4 tp ranks of their fp32 main gradients (a ring: 2 (t-1)/t of the bytes).
   const build_context c = make_build_context(m, with_sp, catalogue::h200, sp.padded_vocab);
-  const seconds expected = group_collective_time(c, comm_group::tp, collective_kind::all_reduce, 4 * 7168.0 * 2112 * 4);
+  const seconds expected = group_collective_time(c, comm_group::tp, collective_kind::all_reduce, duplicated * 4);
   EXPECT_EQ(st.tp_grad_allreduce_time.value, expected.value);
   EXPECT_GT(expected.value, 0);
   EXPECT_EQ(st.dp_time.value, (st.grad_reduce_time + st.param_gather_time + expected).value);

@@ -313,12 +313,21 @@ TEST(Trace, TheCriticalPathNamesTheRankAndStreamTheIterationEndsOn) {
   // pipeline ends, so the last rank to finish is the one with the longest tail: the most
   // parameters. In 1F1B rank 0 runs the pipeline's last backward (it waits for the gradient from
   // every later rank).
-  const strategy_spec base{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8};
+  // Without sequence parallelism: with it, the tp all-reduce of the norms' gradients always sits
+  // between the last backward and the optimizer step (a data-parallel-stream tail, checked below).
+  const strategy_spec base{
+      .seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 8, .enable_sequence_parallel = false};
   std::vector<critical_case> cases;
   {  // One rank, no data parallelism: its own last backward, then its optimizer step.
     strategy_spec s = base;
     s.tp_size = 8;
     cases.push_back({"tp8", s, 0, critical_stream_kind::compute});
+  }
+  {  // ... with SP: the norms' gradient all-reduce over tp ends right before the optimizer step.
+    strategy_spec s = base;
+    s.tp_size = 8;
+    s.enable_sequence_parallel = true;
+    cases.push_back({"tp8 sp", s, 0, critical_stream_kind::data_parallel});
   }
   {  // dp4 without overlap: the optimizer waits for the whole gradient reduction.
     strategy_spec s = base;

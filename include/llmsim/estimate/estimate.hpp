@@ -181,7 +181,7 @@ struct stage_result {
   double params = 0;
   double expert_params = 0;  ///< of which routed-expert parameters
   double tp_duplicated_params =
-      0;  ///< of which weights replicated over tp whose gradients tp sums (MLA down projections)
+      0;  ///< of which weights replicated over tp whose gradients tp sums (SP: norms, router, MLA down projections)
   bytes weight_mem{}, grad_mem{}, optimizer_state_mem{}, te_dummy_wgrad_mem{}, workspace_mem{}, model_mem{};
   double quantized_params = 0;         ///< of `params`, weights of FP8/FP4 linears
   double quantized_expert_params = 0;  ///< of which routed-expert weights
@@ -1329,7 +1329,8 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
     r.dp_comm_bytes += (2 * m - 1) * p * eb;  // two gathers per micro-batch, none after the step
   }
   // Megatron finalize_model_grads.py: after the data-parallel sync, one coalesced all-reduce over tp
-  // of the gradients of `sequence_parallel`-marked weights (here MLA's duplicated down projections).
+  // of the gradients of `sequence_parallel`-marked weights (norms, the router, MLA's duplicated down
+  // projections; _allreduce_non_tensor_model_parallel_grads).
   if (r.tp_duplicated_params > 0)
     r.tp_grad_allreduce_time =
         group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);

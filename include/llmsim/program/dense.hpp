@@ -421,6 +421,10 @@ constexpr leaf norm_leaf(const build_context& c, leaf_id id, std::int64_t width,
   c.memory(l, pass_kind::backward_input, 2 * X + w + stats);
   c.memory(l, pass_kind::backward_weight, X + 2 * w);
   l.params = parameters;
+  // Under SP each rank normalises its s/tp tokens with the whole weight: TE marks the norm weights
+  // sequence_parallel (LayerNormLinear / LayerNormMLP / LayerNorm) and Megatron's
+  // finalize_model_grads sums their gradients over tp.
+  l.tp_duplicated = c.sequence_parallel();
   l.input = X;
   l.cache = X;
   l.fwd_peak = 2 * X;

@@ -468,6 +468,9 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
   c.emit(r, gemm_op(pass_kind::backward_weight, {1, X, rows, h, gemm_layout::nt, true, wgrad_out}, in + w + logits));
   emit_routing_kernels(r, c, logits);
   r.params = static_cast<double>(h * X);
+  // Whole on every tp rank, fed its s/tp tokens under SP: Megatron marks it sequence_parallel
+  // (router.py reset_parameters) and finalize_model_grads sums its gradient over tp.
+  r.tp_duplicated = c.sequence_parallel();
   r.input = r.cache = in;
   r.fwd_peak = r.bwd_peak = in + w + logits;
   return r;
