@@ -180,6 +180,24 @@ TEST(Zero, OptimizerCpuOffloadMovesStatesAndStepToTheHost) {
   // The host step replaces the GPU's Adam and master-weight copy: the iteration grows by the difference.
   EXPECT_NEAR((host.cost.duration_time_per_iter - gpu.cost.duration_time_per_iter).value,
               (b.optim_time - a.optim_time).value, 1e-12);
+  // Megatron offloads through the precision-aware optimizer, only with the distributed optimizer
+  // (zero_state >= 1), and with FP8 parameter gather only under delayed scaling (arguments.py).
+  const auto refusal = [&](const strategy_spec& bad) {
+    try {
+      (void)estimate(m, bad, sys);
+    } catch (const config_error& e) { return e.field(); }
+    return std::string("accepted");
+  };
+  auto plain = tp2_dp4(0);
+  plain.optimizer_cpu_offload = true;
+  EXPECT_EQ(refusal(plain), "strategy.optimizer_cpu_offload");
+  auto fp8 = s;
+  fp8.fp8 = true;
+  fp8.fp8_param_gather = true;
+  fp8.fp8_recipe = fp8_recipe_kind::tensorwise;
+  EXPECT_EQ(refusal(fp8), "strategy.optimizer_cpu_offload");
+  fp8.fp8_recipe = fp8_recipe_kind::delayed;
+  EXPECT_EQ(refusal(fp8), "accepted");
 }
 
 TEST(Zero, MegatronFsdpOptimIsTheDistributedOptimizer) {

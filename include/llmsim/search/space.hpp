@@ -327,12 +327,17 @@ constexpr bool for_each_group(const search_layout& l, const search_space& sp,
     // DualPipeV needs at least two micro-batches per rank (dualpipev.py; schedule/dualpipev.hpp).
     if (l.schedule == pipeline_schedule_kind::dualpipev && per_dp / mbs < 2 * l.pp) continue;
     for (const std::int64_t zero : sp.zero) {
-      if (zero > 0 && l.dp * l.cp == 1) continue;  // nothing to shard over
+      // Nothing to shard over at dp x cp = 1, but the optimizer offload runs on the distributed
+      // optimizer (zero_state >= 1, strategy.hpp): zero 1 there only with the offload.
+      const bool unsharded = l.dp * l.cp == 1;
+      if (zero > 0 && unsharded && !(zero == 1 && sp.offload)) continue;
       for (int fsdp = 0; fsdp <= ((sp.fsdp && zero >= 2) ? 1 : 0); ++fsdp) {
         // DeepSpeed's pipeline engine refuses ZeRO-2/3 with pipeline parallelism (estimate.hpp).
         if (zero >= 2 && fsdp == 0 && l.pp > 1) continue;
         for (const fp8_recipe_kind r : recipes) {
           for (int off = 0; off <= (sp.offload ? 1 : 0); ++off) {
+            if (off == 1 && zero == 0) continue;               // Megatron offloads only the distributed optimizer
+            if (off == 0 && zero == 1 && unsharded) continue;  // zero 0's twin
             search_point p{l, mbs, per_dp / mbs, zero, fsdp == 1, r, off == 1};
             p.order = (layout_index << 32U) | (g++ << 10U);
             if (!f(p)) return false;

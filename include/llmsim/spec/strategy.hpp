@@ -880,6 +880,17 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
                    "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
   validate_muon(s);
+  // Megatron arguments.py: --optimizer-cpu-offload needs --use-precision-aware-optimizer, which
+  // core/optimizer get_megatron_optimizer allows only with the distributed optimizer.
+  if (s.optimizer_cpu_offload && s.zero_state < 1)
+    report_error(api, "strategy.optimizer_cpu_offload",
+                 "strategy.optimizer_cpu_offload=true needs the distributed optimizer (strategy.zero_state >= 1): "
+                 "Megatron's CPU offload runs on the precision-aware optimizer, which needs it");
+  if (s.optimizer_cpu_offload && s.fp8 && s.fp8_param_gather && s.fp8_recipe != fp8_recipe_kind::delayed)
+    report_error(api, "strategy.optimizer_cpu_offload",
+                 "strategy.optimizer_cpu_offload=true with strategy.fp8_param_gather=true needs strategy.fp8_recipe "
+                 "\"delayed\" (Megatron arguments.py), got \"{}\"",
+                 enum_name(s.fp8_recipe));
   if (s.overlap_param_gather && s.zero_state < 1)
     report_error(api, "strategy.overlap_param_gather",
                  "strategy.overlap_param_gather=true needs the distributed optimizer (strategy.zero_state >= 1), as in "
