@@ -2301,6 +2301,21 @@ struct enum_names<fp8_recipe_kind> {
        {fp8_recipe_kind::mxfp8, "mxfp8"},
        {fp8_recipe_kind::nvfp4, "nvfp4"}}};
 };
+/// The lowest compute capability whose tensor cores and TransformerEngine run recipe `r`: FP8 from
+/// Ada/Hopper (8.9); block scaling from Hopper (9.0, TE quantization.py
+/// _compute_fp8_block_scaling_support); MXFP8 and NVFP4 on Blackwell (10.0, TE's MXFP8 and NVFP4
+/// recipes).
+constexpr double fp8_recipe_min_compute_capability(fp8_recipe_kind r) {
+  switch (r) {
+    case fp8_recipe_kind::blockwise:
+      return 9.0;
+    case fp8_recipe_kind::mxfp8:
+    case fp8_recipe_kind::nvfp4:
+      return 10.0;
+    default:
+      return 8.9;
+  }
+}
 /// Megatron-FSDP's `--data-parallel-sharding-strategy` (megatron/core/distributed/fsdp/
 /// mcore_fsdp_adapter.py): what the data-parallel ranks shard — nothing, the optimizer state
 /// (ZeRO-1), also the gradients (ZeRO-2), also the parameters (ZeRO-3).
@@ -2595,6 +2610,13 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether context parallelism of `cp` ranks can cut a `seq`-token sequence: Megatron's
+/// get_batch_on_this_cp_rank cuts it into 2*cp chunks, rank r keeping chunks r and 2*cp-1-r (the
+/// load-balanced causal split TE's ring, all-to-all and all-gather all assume); cp 1 cuts nothing.
+constexpr bool cp_splits_sequence(std::int64_t seq, std::int64_t cp) { return cp <= 1 || seq % (2 * cp) == 0; }
+/// Whether sequence parallelism over `tp` ranks splits each context-parallel rank's seq / cp tokens.
+constexpr bool sp_splits_sequence(std::int64_t seq, std::int64_t cp, std::int64_t tp) { return (seq / cp) % tp == 0; }
+
 /// Whether schedule `k` defers weight gradients to passes of their own (ZB-H1's and DualPipeV's W
 /// passes; TE's delay_wgrad_compute path).
 constexpr bool schedule_splits_weight_gradients(pipeline_schedule_kind k) {
@@ -2692,9 +2714,7 @@ constexpr void validate_context_parallel(const strategy_spec& s) {
                    "strategy.cp_size={}",
                    (*h)[0], (*h)[1], s.cp_size);
   }
-  // Megatron's get_batch_on_this_cp_rank cuts each sequence into 2*cp chunks, rank r keeping chunks r
-  // and 2*cp-1-r (the load-balanced causal split TE's ring, all-to-all and all-gather all assume).
-  if (s.seq_len % (2 * s.cp_size) != 0)
+  if (!cp_splits_sequence(s.seq_len, s.cp_size))
     report_error(api, "strategy.seq_len",
                  "strategy.seq_len={} must be divisible by 2*cp_size={} (context parallelism's load-balanced split)",
                  s.seq_len, 2 * s.cp_size);
@@ -10490,7 +10510,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+  if (s.enable_sequence_parallel && s.tp_size > 1 && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
     report_error(api, "strategy.tp_size",
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
@@ -10538,32 +10558,29 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
 
 namespace detail {
 /// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
-/// FP8 tensor cores from Ada/Hopper (8.9) on; blockwise scaling from Hopper (9.0); MXFP8 and NVFP4
-/// are Blackwell formats (TE: MXFP8 and NVFP4 recipes need compute capability >= 10.0); with an
-/// unknown GPU the recipe's GEMM entry
+/// the recipe's `fp8_recipe_min_compute_capability`; with an unknown GPU the recipe's GEMM entry
 /// must be in the system file; the bf16 first and last layers must exist.
 constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   constexpr std::string_view api = "llmsim::strategy";
   if (!s.fp8) return;
   const double cc = known_compute_capability(sys);
-  if (cc > 0 && cc < 8.9)
+  if (cc > 0 && cc < fp8_recipe_min_compute_capability(fp8_recipe_kind::delayed))
     report_error(api, "strategy.fp8",
                  "strategy.fp8=true needs FP8 tensor cores (compute capability >= 8.9: Ada, Hopper, Blackwell); "
                  "system {} has compute capability {}",
                  sys.sys_name, cc);
-  const bool blackwell_only = s.fp8_recipe == fp8_recipe_kind::mxfp8 || s.fp8_recipe == fp8_recipe_kind::nvfp4;
-  if (blackwell_only && cc < 10)
+  // The Blackwell formats need a GPU known to be one; block scaling is refused on a GPU known to lack it.
+  const double need = fp8_recipe_min_compute_capability(s.fp8_recipe);
+  if (need >= 10 && cc < need)
     report_error(api, "strategy.fp8_recipe",
                  "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
                  "compute capability {}",
                  enum_name(s.fp8_recipe), sys.sys_name, cc);
-  // TE quantization.py _compute_fp8_block_scaling_support: "FP8 block scaled GEMM requires compute
-  // capability 9.0 or higher" (Ada's 8.9 runs the per-tensor recipes only).
-  if (s.fp8_recipe == fp8_recipe_kind::blockwise && cc > 0 && cc < 9)
+  if (need < 10 && cc > 0 && cc < need)
     report_error(api, "strategy.fp8_recipe",
-                 "strategy.fp8_recipe=\"blockwise\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
+                 "strategy.fp8_recipe=\"{}\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
                  "scaling); system {} has compute capability {}",
-                 sys.sys_name, cc);
+                 enum_name(s.fp8_recipe), sys.sys_name, cc);
   const compute_kind gemm =
       s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
   if (cc <= 0 && !sys.op(gemm).present)
@@ -13340,7 +13357,7 @@ constexpr prefill_step chunked_prefill(const inference_spec& i, std::int64_t bat
 
 constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                    std::int64_t batch, double context, prefill_step step) {
-  const forward_cost prefill = price_forward(m, sys, i, step.sequences > 0 ? step.sequences : 1, step.tokens, 0);
+  const forward_cost prefill = price_forward(m, sys, i, step.sequences, step.tokens, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
   // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
   // cyclic cache): window_cached_share of the context, averaged over the layers.
@@ -16187,9 +16204,8 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
   for (const std::int64_t tp : detail::powers_up_to(sp.max_tp < sp.gpus ? sp.max_tp : sp.gpus, sp.tp)) {
     if (sp.gpus % tp != 0 || m.head_num % tp != 0) continue;
     for (const std::int64_t cp : detail::powers_up_to(sp.gpus / tp, sp.cp)) {
-      // Context parallelism cuts a sequence into 2cp load-balanced chunks; sequence parallelism the
-      // rank's seq / cp tokens over tp (validate_context_parallel, validate.hpp's SP rule).
-      if ((sp.gpus / tp) % cp != 0 || (cp > 1 && sp.seq_len % (2 * cp) != 0) || (sp.seq_len / cp) % tp != 0) continue;
+      if ((sp.gpus / tp) % cp != 0 || !cp_splits_sequence(sp.seq_len, cp) || !sp_splits_sequence(sp.seq_len, cp, tp))
+        continue;
       for (std::int64_t pp = 1; pp <= m.layer_num && pp <= sp.gpus / (tp * cp); ++pp) {
         if ((sp.gpus / (tp * cp)) % pp != 0 || !detail::in_list(sp.pp, pp)) continue;
         const std::int64_t dp = sp.gpus / (tp * cp * pp);
@@ -16274,12 +16290,12 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
 constexpr std::vector<fp8_recipe_kind> search_fp8_recipes(const search_space& sp, const system_spec& sys) {
   std::vector<fp8_recipe_kind> out{fp8_recipe_kind::invalid};
   if (!sp.fp8 || !sys.op(compute_kind::fp8_matmul).present) return out;
-  for (const auto r : {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise}) out.push_back(r);
-  // Block scaling needs Hopper on (compute capability >= 9.0; an unknown GPU tries it: validation
-  // decides), MXFP8 a Blackwell GPU (>= 10; TransformerEngine, validate.hpp validate_fp8_on_system).
-  if (!(sys.accelerator.compute_capability > 0 && sys.accelerator.compute_capability < 9))
-    out.push_back(fp8_recipe_kind::blockwise);
-  if (sys.accelerator.compute_capability >= 10) out.push_back(fp8_recipe_kind::mxfp8);
+  // The recipes the GPU runs (fp8_recipe_min_compute_capability, as validation checks them); MXFP8
+  // only on a GPU known to run it, the others also on an unknown one (validation then decides).
+  const double cc = sys.accelerator.compute_capability;
+  for (const auto r :
+       {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise, fp8_recipe_kind::blockwise, fp8_recipe_kind::mxfp8})
+    if (cc >= fp8_recipe_min_compute_capability(r) || (cc <= 0 && r != fp8_recipe_kind::mxfp8)) out.push_back(r);
   return out;
 }
 

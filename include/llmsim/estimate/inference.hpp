@@ -554,7 +554,7 @@ constexpr prefill_step chunked_prefill(const inference_spec& i, std::int64_t bat
 
 constexpr serving_memory memory_at(const model_spec& m, const system_spec& sys, const inference_spec& i,
                                    std::int64_t batch, double context, prefill_step step) {
-  const forward_cost prefill = price_forward(m, sys, i, step.sequences > 0 ? step.sequences : 1, step.tokens, 0);
+  const forward_cost prefill = price_forward(m, sys, i, step.sequences, step.tokens, 0);
   const double logits = static_cast<double>(batch * padded_vocab(m, i.tp) / i.tp) * 4;
   // Windowed layers keep the last W tokens only (vLLM's sliding-window KV manager, TensorRT-LLM's
   // cyclic cache): window_cached_share of the context, averaged over the layers.

@@ -159,9 +159,8 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
   for (const std::int64_t tp : detail::powers_up_to(sp.max_tp < sp.gpus ? sp.max_tp : sp.gpus, sp.tp)) {
     if (sp.gpus % tp != 0 || m.head_num % tp != 0) continue;
     for (const std::int64_t cp : detail::powers_up_to(sp.gpus / tp, sp.cp)) {
-      // Context parallelism cuts a sequence into 2cp load-balanced chunks; sequence parallelism the
-      // rank's seq / cp tokens over tp (validate_context_parallel, validate.hpp's SP rule).
-      if ((sp.gpus / tp) % cp != 0 || (cp > 1 && sp.seq_len % (2 * cp) != 0) || (sp.seq_len / cp) % tp != 0) continue;
+      if ((sp.gpus / tp) % cp != 0 || !cp_splits_sequence(sp.seq_len, cp) || !sp_splits_sequence(sp.seq_len, cp, tp))
+        continue;
       for (std::int64_t pp = 1; pp <= m.layer_num && pp <= sp.gpus / (tp * cp); ++pp) {
         if ((sp.gpus / (tp * cp)) % pp != 0 || !detail::in_list(sp.pp, pp)) continue;
         const std::int64_t dp = sp.gpus / (tp * cp * pp);
@@ -246,12 +245,12 @@ constexpr std::vector<search_layout> search_layouts(const model_spec& m, const s
 constexpr std::vector<fp8_recipe_kind> search_fp8_recipes(const search_space& sp, const system_spec& sys) {
   std::vector<fp8_recipe_kind> out{fp8_recipe_kind::invalid};
   if (!sp.fp8 || !sys.op(compute_kind::fp8_matmul).present) return out;
-  for (const auto r : {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise}) out.push_back(r);
-  // Block scaling needs Hopper on (compute capability >= 9.0; an unknown GPU tries it: validation
-  // decides), MXFP8 a Blackwell GPU (>= 10; TransformerEngine, validate.hpp validate_fp8_on_system).
-  if (!(sys.accelerator.compute_capability > 0 && sys.accelerator.compute_capability < 9))
-    out.push_back(fp8_recipe_kind::blockwise);
-  if (sys.accelerator.compute_capability >= 10) out.push_back(fp8_recipe_kind::mxfp8);
+  // The recipes the GPU runs (fp8_recipe_min_compute_capability, as validation checks them); MXFP8
+  // only on a GPU known to run it, the others also on an unknown one (validation then decides).
+  const double cc = sys.accelerator.compute_capability;
+  for (const auto r :
+       {fp8_recipe_kind::delayed, fp8_recipe_kind::tensorwise, fp8_recipe_kind::blockwise, fp8_recipe_kind::mxfp8})
+    if (cc >= fp8_recipe_min_compute_capability(r) || (cc <= 0 && r != fp8_recipe_kind::mxfp8)) out.push_back(r);
   return out;
 }
 

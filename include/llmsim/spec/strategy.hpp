@@ -207,6 +207,21 @@ struct enum_names<fp8_recipe_kind> {
        {fp8_recipe_kind::mxfp8, "mxfp8"},
        {fp8_recipe_kind::nvfp4, "nvfp4"}}};
 };
+/// The lowest compute capability whose tensor cores and TransformerEngine run recipe `r`: FP8 from
+/// Ada/Hopper (8.9); block scaling from Hopper (9.0, TE quantization.py
+/// _compute_fp8_block_scaling_support); MXFP8 and NVFP4 on Blackwell (10.0, TE's MXFP8 and NVFP4
+/// recipes).
+constexpr double fp8_recipe_min_compute_capability(fp8_recipe_kind r) {
+  switch (r) {
+    case fp8_recipe_kind::blockwise:
+      return 9.0;
+    case fp8_recipe_kind::mxfp8:
+    case fp8_recipe_kind::nvfp4:
+      return 10.0;
+    default:
+      return 8.9;
+  }
+}
 /// Megatron-FSDP's `--data-parallel-sharding-strategy` (megatron/core/distributed/fsdp/
 /// mcore_fsdp_adapter.py): what the data-parallel ranks shard — nothing, the optimizer state
 /// (ZeRO-1), also the gradients (ZeRO-2), also the parameters (ZeRO-3).
@@ -501,6 +516,13 @@ constexpr pipeline_schedule_kind pipeline_schedule_of(const strategy_spec& s) {
   return s.interleaving_size > 1 ? pipeline_schedule_kind::interleaved_1f1b : pipeline_schedule_kind::one_f_one_b;
 }
 
+/// Whether context parallelism of `cp` ranks can cut a `seq`-token sequence: Megatron's
+/// get_batch_on_this_cp_rank cuts it into 2*cp chunks, rank r keeping chunks r and 2*cp-1-r (the
+/// load-balanced causal split TE's ring, all-to-all and all-gather all assume); cp 1 cuts nothing.
+constexpr bool cp_splits_sequence(std::int64_t seq, std::int64_t cp) { return cp <= 1 || seq % (2 * cp) == 0; }
+/// Whether sequence parallelism over `tp` ranks splits each context-parallel rank's seq / cp tokens.
+constexpr bool sp_splits_sequence(std::int64_t seq, std::int64_t cp, std::int64_t tp) { return (seq / cp) % tp == 0; }
+
 /// Whether schedule `k` defers weight gradients to passes of their own (ZB-H1's and DualPipeV's W
 /// passes; TE's delay_wgrad_compute path).
 constexpr bool schedule_splits_weight_gradients(pipeline_schedule_kind k) {
@@ -598,9 +620,7 @@ constexpr void validate_context_parallel(const strategy_spec& s) {
                    "strategy.cp_size={}",
                    (*h)[0], (*h)[1], s.cp_size);
   }
-  // Megatron's get_batch_on_this_cp_rank cuts each sequence into 2*cp chunks, rank r keeping chunks r
-  // and 2*cp-1-r (the load-balanced causal split TE's ring, all-to-all and all-gather all assume).
-  if (s.seq_len % (2 * s.cp_size) != 0)
+  if (!cp_splits_sequence(s.seq_len, s.cp_size))
     report_error(api, "strategy.seq_len",
                  "strategy.seq_len={} must be divisible by 2*cp_size={} (context parallelism's load-balanced split)",
                  s.seq_len, 2 * s.cp_size);

@@ -220,7 +220,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && (s.seq_len / s.cp_size) % s.tp_size != 0)
+  if (s.enable_sequence_parallel && s.tp_size > 1 && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
     report_error(api, "strategy.tp_size",
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
@@ -268,32 +268,29 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
 
 namespace detail {
 /// FP8 / FP4 against the GPU (its compute capability, stated or implied by sys_name) and the model:
-/// FP8 tensor cores from Ada/Hopper (8.9) on; blockwise scaling from Hopper (9.0); MXFP8 and NVFP4
-/// are Blackwell formats (TE: MXFP8 and NVFP4 recipes need compute capability >= 10.0); with an
-/// unknown GPU the recipe's GEMM entry
+/// the recipe's `fp8_recipe_min_compute_capability`; with an unknown GPU the recipe's GEMM entry
 /// must be in the system file; the bf16 first and last layers must exist.
 constexpr void validate_fp8_on_system(const model_spec& m, const strategy_spec& s, const system_spec& sys) {
   constexpr std::string_view api = "llmsim::strategy";
   if (!s.fp8) return;
   const double cc = known_compute_capability(sys);
-  if (cc > 0 && cc < 8.9)
+  if (cc > 0 && cc < fp8_recipe_min_compute_capability(fp8_recipe_kind::delayed))
     report_error(api, "strategy.fp8",
                  "strategy.fp8=true needs FP8 tensor cores (compute capability >= 8.9: Ada, Hopper, Blackwell); "
                  "system {} has compute capability {}",
                  sys.sys_name, cc);
-  const bool blackwell_only = s.fp8_recipe == fp8_recipe_kind::mxfp8 || s.fp8_recipe == fp8_recipe_kind::nvfp4;
-  if (blackwell_only && cc < 10)
+  // The Blackwell formats need a GPU known to be one; block scaling is refused on a GPU known to lack it.
+  const double need = fp8_recipe_min_compute_capability(s.fp8_recipe);
+  if (need >= 10 && cc < need)
     report_error(api, "strategy.fp8_recipe",
                  "strategy.fp8_recipe=\"{}\" needs a Blackwell GPU (compute capability >= 10.0); system {} has "
                  "compute capability {}",
                  enum_name(s.fp8_recipe), sys.sys_name, cc);
-  // TE quantization.py _compute_fp8_block_scaling_support: "FP8 block scaled GEMM requires compute
-  // capability 9.0 or higher" (Ada's 8.9 runs the per-tensor recipes only).
-  if (s.fp8_recipe == fp8_recipe_kind::blockwise && cc > 0 && cc < 9)
+  if (need < 10 && cc > 0 && cc < need)
     report_error(api, "strategy.fp8_recipe",
-                 "strategy.fp8_recipe=\"blockwise\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
+                 "strategy.fp8_recipe=\"{}\" needs compute capability >= 9.0 (TransformerEngine's FP8 block "
                  "scaling); system {} has compute capability {}",
-                 sys.sys_name, cc);
+                 enum_name(s.fp8_recipe), sys.sys_name, cc);
   const compute_kind gemm =
       s.fp8_recipe == fp8_recipe_kind::nvfp4 ? compute_kind::fp4_matmul : compute_kind::fp8_matmul;
   if (cc <= 0 && !sys.op(gemm).present)
