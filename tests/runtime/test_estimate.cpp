@@ -383,6 +383,56 @@ TEST(Estimate, InterleavedLastRankHoldsTheLossOnlyInItsLastChunk) {
   EXPECT_EQ(d.stage(stage_kind::first)->peak_mem, r.stage(stage_kind::first)->peak_mem);
 }
 
+TEST(Estimate, TiedEmbeddingGradientsAreSummedBetweenFirstAndLastStage) {
+  // llama3-8b with a tied LM head on tp 1, pp 2, dp 8 (16 H100s, two nodes): the first stage's
+  // embedding and the last stage's copy of it each get gradients; finalize_model_grads all-reduces
+  // the whole fp32 main gradient between the two, 128256 (already a multiple of 128) x 4096 x 4 B
+  // = 2,101,346,304 B. The pair is 8 ranks apart: different nodes. A two-rank ring all-reduce moves
+  // 2 (n - 1) / n = 1 buffer per rank, and the 8 first-stage ranks of a node do it at once, each
+  // over one 50 GB/s NIC at the tier's efficiency: ~2.1e9 / (50e9 x eff), NCCL's latency aside.
+  model_spec m = catalogue::llama3_8b;
+  m.tie_word_embeddings = true;
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .pp_size = 2};
+  const auto& sys = catalogue::h100_sxm;
+  const auto r = estimate(m, s, sys);
+  const network_tier* net = sys.network("inter_node");
+  ASSERT_NE(net, nullptr);
+  const double per_gpu = 50e9 * net->bandwidth.efficient_factor;
+  const double bytes = 128256.0 * 4096 * 4;
+  for (const auto kind : {stage_kind::first, stage_kind::last}) {
+    const auto* st = r.stage(kind);
+    ASSERT_NE(st, nullptr);
+    EXPECT_NEAR(st->embedding_grad_allreduce_time.value, bytes / per_gpu, 0.02 * bytes / per_gpu);
+    EXPECT_GE(st->dp_time.value, st->embedding_grad_allreduce_time.value);
+  }
+  // Untied: each stage has its own weight, nothing to sum; one stage holds both: one weight.
+  m.tie_word_embeddings = false;
+  EXPECT_EQ(estimate(m, s, sys).stage(stage_kind::first)->embedding_grad_allreduce_time.value, 0);
+  m.tie_word_embeddings = true;
+  s.pp_size = 1;
+  EXPECT_EQ(estimate(m, s, sys).stages[0].embedding_grad_allreduce_time.value, 0);
+  // pp 2 on 8 GPUs: the pair shares the node's NVLink, far faster than the NIC.
+  s.pp_size = 2;
+  s.world_size = 8;
+  const auto one_node = estimate(m, s, sys);
+  EXPECT_GT(one_node.stage(stage_kind::first)->embedding_grad_allreduce_time.value, 0);
+  EXPECT_LT(one_node.stage(stage_kind::first)->embedding_grad_allreduce_time.value, 0.25 * bytes / per_gpu);
+}
+
+TEST(Estimate, MtpEmbeddingGradientsAreSummedBetweenFirstAndLastStage) {
+  // Untied llama3-8b with one MTP layer on pp 2: the last stage embeds the shifted tokens with its
+  // own copy of the word embedding (Megatron GPTModel builds it where mtp_process), so the same
+  // all-reduce runs; a middle stage (pp 4) has no copy.
+  model_spec m = catalogue::llama3_8b;
+  m.mtp_num_layers = 1;
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 32, .pp_size = 4};
+  const auto r = estimate(m, s, catalogue::h100_sxm);
+  const double first = r.stage(stage_kind::first)->embedding_grad_allreduce_time.value;
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(r.stage(stage_kind::last)->embedding_grad_allreduce_time.value, first);
+  EXPECT_EQ(r.stage(stage_kind::middle)->embedding_grad_allreduce_time.value, 0);
+}
+
 TEST(Estimate, SequenceParallelNormGradientsAreSummedOverTensorParallelRanks) {
   // llama3-8b on tp 2 with SP: each rank normalises its half of the tokens with the whole weights,
   // so finalize_model_grads all-reduces the norms' gradients over tp: 32 layers x 2 RMSNorms x 4096

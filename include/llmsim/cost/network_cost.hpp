@@ -119,6 +119,25 @@ constexpr const network_tier& resolve_tier(const system_spec& sys, const strateg
   return *tier;
 }
 
+/// The tier of Megatron's embedding group: the first and the last rank of each pipeline, which sum
+/// the gradients of the word embedding they both hold (parallel_state.py default_embedding_ranks;
+/// finalize_model_grads.py _allreduce_word_embedding_grads). Its members are (pp - 1) pipeline
+/// strides apart, so `auto` picks as for a group spanning the whole pipeline; an explicit pp_net wins.
+constexpr const network_tier& embedding_group_tier(const system_spec& sys, const strategy_spec& s) {
+  if (detail::requested_net(s, comm_group::pp).view() != "auto") return resolve_tier(sys, s, comm_group::pp);
+  const std::int64_t span = layout_of(s, comm_group::pp).span;
+  if (sys.intra_with_pcie && span <= sys.num_per_node)
+    if (const auto* t = detail::pcie_tier_covering(sys, span)) return *t;
+  const std::string_view name = span <= sys.num_per_node && !sys.intra_with_pcie ? "high_intra_node" : "inter_node";
+  const auto* tier = sys.network(name);
+  if (tier == nullptr)
+    detail::report_error("llmsim::estimate", "system.networks",
+                         "the embedding group (first and last pipeline stage) needs network tier \"{}\", which "
+                         "system {} does not define",
+                         name, sys.sys_name);
+  return *tier;
+}
+
 /// One collective call.
 struct collective_call {
   collective_kind kind = collective_kind::all_reduce;
@@ -283,6 +302,8 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
       std::int64_t sharing = 1;
       if (data_parallel) sharing = s.tp_size;
       if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
+      // The embedding group (first and last stage): every rank of the first stage on the node sums at once.
+      if (c.group == comm_group::pp) sharing = layout_of(s, comm_group::pp).stride;
       bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }
   }

@@ -166,7 +166,10 @@ struct stage_result {
   seconds param_gather_wait{};  ///< overlap_param_gather: the forward's wait for gathered parameters
   seconds grad_reduce_time{}, param_gather_time{};  ///< unoverlapped parts of dp_time
   seconds tp_grad_allreduce_time{};  ///< of dp_time, the tp all-reduce of duplicated weights' gradients (SP; MLA)
-  seconds optim_time{};              ///< optimizer step
+  /// of dp_time, the all-reduce of the word embedding's gradients between the first and last
+  /// pipeline stage when both hold it (tied LM head, MTP)
+  seconds embedding_grad_allreduce_time{};
+  seconds optim_time{};  ///< optimizer step
   std::int64_t dp_buckets = 0;
   // ZeRO-2/3 and FSDP (zero_state >= 2): the per-unit collectives of one micro-batch on the
   // data-parallel stream (schedule/sharded_dp.hpp), and what of them each pass waits for.
@@ -1292,6 +1295,23 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
   r.peak_mem_with_reserved = bytes_from(static_cast<double>(r.peak_mem.value) / s.mem_factor);
 }
 
+/// Megatron finalize_model_grads.py _allreduce_word_embedding_grads: after the data-parallel sync
+/// the first pipeline stage (the embedding) and the last (a tied LM head's copy, or the embedding
+/// MTP layers read) all-reduce that weight's whole main gradient, padded vocab / tp x hidden
+/// (Megatron FSDP: its local shard). One rank holding both (pp 1, DualPipeV's rank 0) has one weight.
+constexpr seconds embedding_grad_allreduce_time(const stage_result& r, const job_context& j) {
+  const strategy_spec& s = j.c->s();
+  const model_spec& m = j.c->m();
+  if (s.pp_size <= 1 || v_shaped(s)) return {};
+  const bool shares = r.layout.embedding ? m.tie_word_embeddings || m.mtp_num_layers > 0
+                                         : (r.layout.head && m.tie_word_embeddings) || r.layout.mtp_layers > 0;
+  if (!shares) return {};
+  double elements = static_cast<double>(padded_vocab(m, s.tp_size) / s.tp_size) * static_cast<double>(m.hidden_size);
+  if (s.zero_state >= 3) elements /= static_cast<double>(dp_size(s) * s.cp_size);
+  return collective_time(j.c->sys(), s, embedding_group_tier(j.c->sys(), s),
+                         {collective_kind::all_reduce, elements * stage_grad_bytes(j), 2, comm_group::pp});
+}
+
 /// The stage's data-parallel sync from its DDP buckets: the unoverlapped reductions and gathers
 /// (`dp_time`), and the parts the overlap settings can hide.
 constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
@@ -1334,7 +1354,8 @@ constexpr void plan_data_parallel(stage_result& r, const job_context& j) {
   if (r.tp_duplicated_params > 0)
     r.tp_grad_allreduce_time =
         group_collective_time(*j.c, comm_group::tp, collective_kind::all_reduce, r.tp_duplicated_params * j.grad_bytes);
-  r.dp_time = r.grad_reduce_time + r.param_gather_time + r.tp_grad_allreduce_time;
+  r.embedding_grad_allreduce_time = embedding_grad_allreduce_time(r, j);
+  r.dp_time = r.grad_reduce_time + r.param_gather_time + r.tp_grad_allreduce_time + r.embedding_grad_allreduce_time;
   const seconds backward = r.bwd_compute_time + r.recompute_time + r.bwd_tp_comm_time + r.recompute_tp_comm_time;
   r.grad_reduce_tail = grad_reduce_tail(dense, expert, backward);
   r.param_gather_wait = param_gather_wait(dense, r.fwd_compute_time + r.fwd_tp_comm_time) +
@@ -1357,7 +1378,8 @@ constexpr seconds exposed_data_parallel(const stage_result& st, const strategy_s
       grad = late > grad ? late : grad;
     }
   }
-  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time) + st.tp_grad_allreduce_time;
+  return grad + (s.overlap_param_gather ? st.param_gather_wait : st.param_gather_time) + st.tp_grad_allreduce_time +
+         st.embedding_grad_allreduce_time;
 }
 
 /// The pass times of a stage (or chunk) program `r` with its backward split as zero-bubble
