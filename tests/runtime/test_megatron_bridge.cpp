@@ -274,6 +274,33 @@ TEST(MegatronBridgeMapping, GptOssBf16IsEstimated) {
   EXPECT_DOUBLE_EQ(result.model_tflops_per_sec_per_gpu, result.tokens_per_sec_per_gpu * 27.164491776 / 1e3);
 }
 
+// gpt-oss-120b's dispatcher and recompute by release: the v0.3.x recipes behind 26.02 set the
+// all-to-all dispatcher (recipes/gpt_oss/gpt_oss.py moe_token_dispatcher_type "alltoall"); the
+// v0.5.x presets switch to flex (hybridep) for B300 and GB200 / GB300 MXFP8 only, and the GB200
+// MXFP8 preset clears the recompute modules (recompute_modules=[]).
+TEST(MegatronBridgeMapping, GptOssDispatcherAndRecomputeByRelease) {
+  const auto rec = recipes();
+  const auto strategy = [&](const std::string& gpu, const std::string& precision, const std::string& release) {
+    const auto r = mbj::estimate_row(
+        row("GPT OSS 120B", gpu, precision, 64, 1280, 4, 4096, 1, 1, 1, nullptr, 64, 0, release), rec);
+    EXPECT_TRUE(r.estimated()) << gpu << " " << precision << " " << release << ": " << r.error << r.reason;
+    return r.job.strategy;
+  };
+  const auto policy = [](const lj::value& s) {
+    return s.contains("moe_dispatcher_policy") ? s["moe_dispatcher_policy"].get<std::string>() : "all2all";
+  };
+  const auto bf16 = strategy("B200", "BF16", "26.02");
+  EXPECT_EQ(policy(bf16), "all2all");
+  EXPECT_EQ(bf16["enable_recompute"], true);
+  EXPECT_EQ(policy(strategy("GB300", "BF16", "26.02.01")), "all2all");
+  EXPECT_EQ(policy(strategy("B300", "MXFP8", "26.06")), "flex");
+  const auto gb200 = strategy("GB200", "MXFP8", "26.06.01");
+  EXPECT_EQ(policy(gb200), "flex");
+  EXPECT_EQ(gb200["enable_recompute"], false);
+  EXPECT_EQ(gb200["overlap_moe_expert_parallel_comm"], true);
+  EXPECT_EQ(policy(strategy("GB300", "MXFP8", "26.08")), "flex");
+}
+
 TEST(MegatronBridgeMapping, RefusedRowsSayWhy) {
   const auto rec = recipes();
   const auto reason = [&](const std::string& model) {
