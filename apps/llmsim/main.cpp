@@ -92,6 +92,21 @@ class usage_error : public std::runtime_error {
   std::string field_;
 };
 
+/// `infer` takes its numbers from flags, so a rule one breaks (inference.batch=0) is a usage error
+/// naming the flag (--batch), not a config error; the model's and system's files keep exit 1.
+int run_infer_command(llmsim_cli::infer_args& a) {
+  try {
+    return llmsim_cli::run_infer(a, exit_does_not_fit);
+  } catch (const llmsim::config_error& e) {
+    constexpr std::string_view prefix = "inference.";
+    if (!e.file().empty() || e.field().rfind(prefix, 0) != 0) throw;
+    std::string flag = "--" + e.field().substr(prefix.size());
+    std::replace(flag.begin() + 2, flag.end(), '_', '-');
+    if (flag == "--cuda-graphs") flag = "--no-cuda-graphs";
+    throw usage_error(flag, flag + ": " + e.rule());
+  }
+}
+
 /// JSON text that stays valid whatever bytes a message quotes.
 std::string dump(const lj::value& v, int indent = 2) {
   return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -1213,7 +1228,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return run_validate(cases_file, validate_format, recipes_file, validate_systems);
     if (llma->parsed()) return llmsim_cli::run_llm_analysis(llma_args, exit_does_not_fit);
     if (search->parsed()) return llmsim_cli::run_search(search_args);
-    if (infer->parsed()) return llmsim_cli::run_infer(infer_args, exit_does_not_fit);
+    if (infer->parsed()) return run_infer_command(infer_args);
     if (import_hf->parsed()) return run_import_hf(hf_config, hf_output);
     if (list->parsed()) {
       if (json_out)

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -38,15 +39,28 @@ struct search_args {
   std::optional<std::string> html_file;            ///< -o: also write the HTML report there
 };
 
+/// Refuses nan and inf, which CLI::Range lets through (its comparisons are false for nan).
+inline const CLI::Validator finite_number(
+    [](std::string& text) -> std::string {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        return std::isfinite(v) ? std::string{} : "must be a finite number, got " + text;
+      } catch (const std::exception&) { return "must be a number, got " + text; }
+    },
+    "FINITE");
+
 /// --tokens N and --usd-per-gpu-hour X (perf and search): a training run's days, GPU-hours and,
 /// with the user's price (there is no default), dollars.
 inline void add_training_cost_options(CLI::App* cmd, std::optional<double>& tokens, std::optional<double>& usd) {
   auto* t = cmd->add_option("--tokens", tokens,
                             "Also price a training run on this many tokens (e.g. 15e12): steps of the global batch, "
                             "wall-clock days, GPU-hours")
+                ->check(finite_number)
                 ->check(CLI::Range(1.0, 1e18));
   cmd->add_option("--usd-per-gpu-hour", usd,
                   "Price of one GPU-hour in US dollars, for the run's cost (no default: a price is always yours)")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 1e4))
       ->needs(t);
 }

@@ -983,6 +983,13 @@ TEST(CliCost, PerfPricesATrainingRun) {
   EXPECT_NE(text.out.find("per GPU-hour"), std::string::npos) << text.out;
   EXPECT_EQ(run_cli(perf + "--usd-per-gpu-hour 2.5").exit_code, 2) << "a price needs --tokens";
   EXPECT_EQ(run_cli(perf + "--tokens 0").exit_code, 2);
+  // nan and inf pass a range check: refused before any estimate is printed.
+  for (const char* v : {"nan", "inf", "-inf"}) {
+    const auto r2 = run_cli(perf + "--tokens " + v);
+    EXPECT_EQ(r2.exit_code, 2) << v;
+    EXPECT_TRUE(r2.out.empty()) << v << ": " << r2.out;
+  }
+  EXPECT_EQ(run_cli(perf + "--tokens 1e9 --usd-per-gpu-hour nan").exit_code, 2);
   EXPECT_EQ(run_cli(perf + "--tokens 1e9 --usd-per-gpu-hour -1").exit_code, 2);
 }
 
@@ -1144,9 +1151,18 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   const auto big = run_cli(base + "--batch " + std::to_string(lib.max_batch + 1) + " --format json");
   EXPECT_EQ(big.exit_code, 3) << big.err;
   EXPECT_FALSE(big.out_json()["result"]["fits"].get<bool>());
+  // A flag's value that breaks a rule is a usage error naming the flag (exit 2), with the rule.
   const auto bad = run_cli(base + "--tp 3 --format json");
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_EQ(bad.out_json()["error"]["field"].get<std::string>(), "inference.tp") << bad.out;
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.out_json()["error"]["field"].get<std::string>(), "--tp") << bad.out;
+  EXPECT_NE(bad.err.find("inference.tp=3"), std::string::npos) << bad.err;
+  const auto zero = run_cli(base + "--batch 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--batch: inference.batch=0 must be in [1, "), std::string::npos) << zero.err;
+  const auto launch = run_cli(base + "--host-launch-us -1");
+  EXPECT_EQ(launch.exit_code, 2);
+  EXPECT_NE(launch.err.find("--host-launch-us: inference.host_launch_us=-1"), std::string::npos) << launch.err;
+  EXPECT_EQ(run_cli(base + "--batch 1 --memory-fraction 1.5").exit_code, 2);
   EXPECT_EQ(run_cli(base + "--weights int3").exit_code, 2);
   const auto text = run_cli(base + "--batch 8");
   EXPECT_NE(text.out.find("time to first token"), std::string::npos) << text.out;
@@ -1192,7 +1208,7 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_EQ(v50.out_json()["inference"]["micro_batch_token_limit"].get<std::int64_t>(), 8192);
   EXPECT_EQ(v50.out_json()["result"]["prefill_micro_batches"].get<std::int64_t>(), 1);
   EXPECT_EQ(run_cli(piped + "--micro-batch-token-limit 0 --format json").out_json()["error"]["field"],
-            "inference.micro_batch_token_limit");
+            "--micro-batch-token-limit");
   const auto per_stage_text = run_cli(piped);
   EXPECT_NE(
       per_stage_text.out.find("pipeline micro-batches            3 at prefill, 3 at each decode step (per_stage)"),

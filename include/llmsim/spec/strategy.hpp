@@ -565,9 +565,10 @@ constexpr void validate_muon(const strategy_spec& s) {
   if (s.muon_tp_mode == muon_tp_mode_kind::invalid)
     report_error(api, "strategy.muon_tp_mode",
                  "strategy.muon_tp_mode must be \"blockwise\", \"duplicated\" or \"distributed\"");
-  if (s.optimizer != optimizer_kind::muon) return;
+  // A count below one is wrong whichever optimizer runs (a config that sets it means something).
   if (s.muon_num_ns_steps < 1)
     report_error(api, "strategy.muon_num_ns_steps", "strategy.muon_num_ns_steps={} must be >= 1", s.muon_num_ns_steps);
+  if (s.optimizer != optimizer_kind::muon) return;
   if (s.muon_tp_mode == muon_tp_mode_kind::distributed)
     report_error(api, "strategy.muon_tp_mode",
                  "strategy.muon_tp_mode=\"distributed\" is not modelled (use \"blockwise\" or \"duplicated\")");
