@@ -1206,7 +1206,8 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     return std::string(text);
   };
   const std::string src = at.file;
-  if (type != "qwen2" && flag(v, at, "attention_bias", false))  // q, k, v modelled (add_qkv_bias)
+  // q, k, v modelled (add_qkv_bias); gpt-oss: every bias (add_linear_bias, see to_model_json)
+  if (type != "qwen2" && type != "gpt_oss" && flag(v, at, "attention_bias", false))
     note(notes, src,
          "attention_bias: the o projection's bias is not modelled (" + count(layers * hidden) + " parameters)");
   if (flag(v, at, "mlp_bias", false)) note(notes, src, "mlp_bias: the MLP projections' biases are not modelled");
@@ -1230,13 +1231,10 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     note(notes, src, "attn_logit_softcapping (tanh on the scores) is not priced: FlashAttention applies it in-kernel");
   if (v.contains("final_logit_softcapping") && v["final_logit_softcapping"].is_number())
     note(notes, src, "final_logit_softcapping (tanh on the logits) is not priced: one elementwise pass");
-  if (type == "gpt_oss") {
-    const double experts = number("expert_num"), ffn = number("moe_ffn_hidden_size");
+  if (type == "gpt_oss")
     note(notes, src,
-         "the experts' and the router's biases are not modelled (" + count(layers * experts * (2 * ffn + hidden + 1)) +
-             " parameters), nor the attention sinks (" + count(layers * heads) +
-             ", one logit per head) or the clamped activation (swiglu_limit)");
-  }
+         "the attention sinks (" + count(layers * heads) +
+             " parameters, one logit per head) and the clamped activation (swiglu_limit) are not modelled");
   if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
     note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
   if (v.contains("quantization_config") && v["quantization_config"].is_object())
@@ -1467,6 +1465,12 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
     if (deepseek) fail(at.child("attention_bias"), "biases on MLA's projections are not imported");
     m["add_qkv_bias"] = true;
+  }
+  // gpt-oss: q, k, v, o, the router and the experts carry biases (modeling_gpt_oss.py; Megatron-Bridge
+  // gpt_oss_bridge.py sets add_bias_linear=True).
+  if (type == "gpt_oss") {
+    m.erase("add_qkv_bias");
+    m["add_linear_bias"] = true;
   }
   detail::window_into(v, at, type, m);
   detail::note_unmodelled(v, at, type, m, notes);

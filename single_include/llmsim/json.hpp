@@ -117,6 +117,7 @@ struct field_list<strategy_spec> {
       field{"cp_a2a_mode", &s::cp_a2a_mode},
       field{"order_of_paralielism", &s::order_of_paralielism},
       field{"moe_dispatcher_policy", &s::moe_dispatcher_policy},
+      field{"use_transformer_engine_op_fuser", &s::use_transformer_engine_op_fuser},
       field{"num_layers_in_first_pipeline_stage", &s::num_layers_in_first_pipeline_stage},
       field{"num_layers_in_last_pipeline_stage", &s::num_layers_in_last_pipeline_stage},
       field{"account_for_embedding_in_pipeline_split", &s::account_for_embedding_in_pipeline_split},
@@ -1382,7 +1383,8 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     return std::string(text);
   };
   const std::string src = at.file;
-  if (type != "qwen2" && flag(v, at, "attention_bias", false))  // q, k, v modelled (add_qkv_bias)
+  // q, k, v modelled (add_qkv_bias); gpt-oss: every bias (add_linear_bias, see to_model_json)
+  if (type != "qwen2" && type != "gpt_oss" && flag(v, at, "attention_bias", false))
     note(notes, src,
          "attention_bias: the o projection's bias is not modelled (" + count(layers * hidden) + " parameters)");
   if (flag(v, at, "mlp_bias", false)) note(notes, src, "mlp_bias: the MLP projections' biases are not modelled");
@@ -1406,13 +1408,10 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     note(notes, src, "attn_logit_softcapping (tanh on the scores) is not priced: FlashAttention applies it in-kernel");
   if (v.contains("final_logit_softcapping") && v["final_logit_softcapping"].is_number())
     note(notes, src, "final_logit_softcapping (tanh on the logits) is not priced: one elementwise pass");
-  if (type == "gpt_oss") {
-    const double experts = number("expert_num"), ffn = number("moe_ffn_hidden_size");
+  if (type == "gpt_oss")
     note(notes, src,
-         "the experts' and the router's biases are not modelled (" + count(layers * experts * (2 * ffn + hidden + 1)) +
-             " parameters), nor the attention sinks (" + count(layers * heads) +
-             ", one logit per head) or the clamped activation (swiglu_limit)");
-  }
+         "the attention sinks (" + count(layers * heads) +
+             " parameters, one logit per head) and the clamped activation (swiglu_limit) are not modelled");
   if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
     note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
   if (v.contains("quantization_config") && v["quantization_config"].is_object())
@@ -1643,6 +1642,12 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
     if (deepseek) fail(at.child("attention_bias"), "biases on MLA's projections are not imported");
     m["add_qkv_bias"] = true;
+  }
+  // gpt-oss: q, k, v, o, the router and the experts carry biases (modeling_gpt_oss.py; Megatron-Bridge
+  // gpt_oss_bridge.py sets add_bias_linear=True).
+  if (type == "gpt_oss") {
+    m.erase("add_qkv_bias");
+    m["add_linear_bias"] = true;
   }
   detail::window_into(v, at, type, m);
   detail::note_unmodelled(v, at, type, m, notes);

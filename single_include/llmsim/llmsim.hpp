@@ -2390,6 +2390,11 @@ struct strategy_spec {
   cp_a2a_kind cp_a2a_mode = cp_a2a_kind::async_cp;
   fixed_string<32> order_of_paralielism = "tp-cp-ep-dp-pp";  ///< SimuMax's spelling; only this order exists
   dispatcher_kind moe_dispatcher_policy = dispatcher_kind::all2all;
+  /// Megatron's TEGroupedMLP as TE's fused operations (TransformerConfig
+  /// use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP; experts.py
+  /// `_is_fused_impl_supported`: expert TP 1 only): the experts' fc2 bias is added inside the fused
+  /// kernel, not in the eager per-expert loop (`_apply_bias`).
+  bool use_transformer_engine_op_fuser = false;
   std::optional<std::int64_t> num_layers_in_first_pipeline_stage = {};
   std::optional<std::int64_t> num_layers_in_last_pipeline_stage = {};
   /// Megatron's --account-for-embedding/loss-in-pipeline-split: the embedding (loss) counts as one
@@ -3869,11 +3874,11 @@ inline constexpr model_spec kimi_k2{
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
-/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. The q, k, v biases
-/// are modelled (add_qkv_bias); not the o projection's, the experts' and the router's biases
-/// (about 40M of 117B parameters: llmsim's expert MLPs carry none, so add_linear_bias stays off
-/// rather than half-applied), nor the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
-/// windowed (`sliding_window`, `layer_types`).
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Every linear carries a
+/// bias, as Megatron-Bridge builds it (gpt_oss_bridge.py add_bias_linear=True: q, k, v, o, the
+/// router and the experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled.
+/// Sliding-window attention: 128 tokens on every other layer, the first windowed
+/// (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -3888,7 +3893,7 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
-    .add_qkv_bias = true,  // attention_bias (the o bias is left out)
+    .add_linear_bias = true,
     .sliding_window = 128,
     .sliding_window_pattern = 2,
 };
@@ -6701,16 +6706,22 @@ constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_param
 /// LatentMoE adds fc1_latent_proj (h x latent) and fc2_latent_proj (latent x h) and its routed
 /// experts read and write the latent width (moe_layer.py, experts.py).
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
-  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
+  // The router's weight, and its bias with add_linear_bias (Megatron TopKRouter, router.py).
+  const double router =
+      static_cast<double>(m.hidden_size + (m.add_linear_bias ? 1 : 0)) * static_cast<double>(m.expert_num);
   const double shared = router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0));
-  if (!m.moe_latent_size) return shared + experts * mlp_weight_params(m, expert_ffn_size(m));
   const double w = static_cast<double>(routed_width(m)), f = static_cast<double>(expert_ffn_size(m));
-  const double expert = w * (static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m))) + f);
+  const double fc1 = static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m)));
+  // add_linear_bias: each expert's fc1 and fc2 carry a bias per output feature (Megatron
+  // TEGroupedMLP builds both GroupedLinears with bias=config.add_bias_linear).
+  const double biases = m.add_linear_bias ? fc1 + w : 0.0;
+  if (!m.moe_latent_size) return shared + experts * (mlp_weight_params(m, expert_ffn_size(m)) + biases);
+  const double expert = w * (fc1 + f) + biases;
   return shared + 2 * static_cast<double>(m.hidden_size) * w + experts * expert;
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
-/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here. With
+/// or the shared experts' fc1 and fc2 (the routed experts' are `moe_mlp_params`'). With
 /// `add_qkv_bias` alone, the QKV projection's.
 constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
   const double qkv = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m));
@@ -7875,6 +7886,42 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
   return duplicated_linear_leaf(c, id, in_features, out_features);
 }
 
+/// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
+/// experts.py `_is_fused_impl_supported` declines expert TP and offloaded expert_fc1 / moe_act).
+constexpr bool fused_grouped_mlp(const strategy_spec& s) {
+  return s.use_transformer_engine_op_fuser && s.etp_size == 1 &&
+         !(s.fine_grained_activation_offloading && (s.offload_modules.contains(offload_module::expert_fc1) ||
+                                                    s.offload_modules.contains(offload_module::moe_act)));
+}
+
+/// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
+/// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by
+/// its tokens' routing probabilities in an eager loop (experts.py `_apply_bias`, the default
+/// List[Tensor] path: `t + b * p` per expert, then one cat). Of the output X (rows x width): forward,
+/// per expert b*p writes X_e and the add reads two and writes one, then the cat reads and writes X;
+/// backward, per expert the gradients of b (g*p, summed over rows) and of p (g*b, summed over the
+/// width), each a product (2 X_e) and a sum (X_e), then the cat of the rows' gradients (2 X).
+constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_tokens& tok, std::int64_t width) {
+  const auto experts = static_cast<double>(tok.local_experts);
+  l.params += experts * static_cast<double>(width);
+  // Serving adds it inside the fused MoE kernel (vLLM fused_moe's bias inputs): no loop.
+  if (fused_grouped_mlp(c.s()) || c.inference != nullptr) return;
+  const double X = tok.expert * static_cast<double>(width) * c.element_bytes(), per = X / experts;
+  for (std::int64_t e = 0; e < tok.local_experts; ++e) {
+    c.memory(l, pass_kind::forward, per);      // b * p
+    c.memory(l, pass_kind::forward, 3 * per);  // t + b * p
+  }
+  c.memory(l, pass_kind::forward, 2 * X);  // cat
+  for (std::int64_t e = 0; e < tok.local_experts; ++e)
+    for (int gradient = 0; gradient < 2; ++gradient) {  // of b, then of p
+      c.memory(l, pass_kind::backward_input, 2 * per);  // product
+      c.memory(l, pass_kind::backward_input, per);      // sum
+    }
+  c.memory(l, pass_kind::backward_input, 2 * X);  // cat of the rows' gradients
+  l.fwd_peak += 2 * X;                            // the per-expert sums and their cat
+  l.bwd_peak += 2 * X;
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -7901,10 +7948,17 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe)));
+  leaf fc1 =
+      grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe));
+  // add_linear_bias: fc1's bias rides in the GEMM's epilogue and its gradient in the wgrad GEMM
+  // (TE grouped_linear.py): parameters only.
+  if (m.add_linear_bias) fc1.params += static_cast<double>(tok.local_experts * mlp_fc1_width(m, fe));
+  b.push(fc1);
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w));
+  leaf fc2 = grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w);
+  if (m.add_linear_bias) add_expert_fc2_bias(fc2, c, tok, w);
+  b.push(fc2);
   b.push(unpermutation_leaf(c, tok, plan));
   if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc2_latent_proj, w, h));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));
@@ -8106,6 +8160,7 @@ constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp
       leaf& l = b.leaves[i];
       if (l.grouped) continue;
       if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
+      if (l.id == leaf_id::router) l.params += static_cast<double>(m.expert_num);  // TopKRouter's bias
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   } else if (m.add_qkv_bias) {  // the QKV projection's bias only, sharded as its columns

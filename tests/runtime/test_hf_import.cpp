@@ -253,13 +253,14 @@ TEST(HfImport, GptOssLayerTypesExpertsAndBiases) {
   EXPECT_EQ(big, llmsim::catalogue::gpt_oss_120b);
   // Per layer: q and o 2880 x 4096, k and v 2880 x 512 = 26,542,080; router 2880 x 32 = 92,160;
   // 32 experts x 3 x 2880 x 2880 = 796,262,400; two norms 5,760 -> 822,902,400; x 24 =
-  // 19,749,657,600; + the q, k, v biases 24 x (4096 + 2 x 512) = 122,880; + two 201088 x 2880
-  // embeddings 1,158,266,880 + final norm 2,880 = 20,908,050,240. Noted: the o biases 24 x 2880 =
-  // 69,120; expert and router biases 24 x 32 x (2 x 2880 + 2880 + 1) = 6,636,288; sinks 24 x 64 =
-  // 1,536: in all 20,914,757,184, the model card's 20.9B.
-  EXPECT_EQ(llmsim::parameter_count(m, 201088), 20908050240.0);
-  EXPECT_TRUE(noted(notes, "o projection's bias is not modelled (69120 parameters)"));
-  EXPECT_TRUE(noted(notes, "router's biases are not modelled (6636288 parameters), nor the attention sinks (1536"));
+  // 19,749,657,600; + the biases: q, k, v and o 24 x (4096 + 2 x 512 + 2880) = 192,000, the
+  // experts' fc1 and fc2 and the router's 24 x 32 x (2 x 2880 + 2880 + 1) = 6,636,288; + two
+  // 201088 x 2880 embeddings 1,158,266,880 + final norm 2,880 = 20,914,755,648. Noted: the sinks
+  // 24 x 64 = 1,536: in all 20,914,757,184, the model card's 20.9B.
+  EXPECT_TRUE(m.add_linear_bias);
+  EXPECT_EQ(llmsim::parameter_count(m, 201088), 20914755648.0);
+  EXPECT_FALSE(noted(notes, "bias is not modelled"));
+  EXPECT_TRUE(noted(notes, "the attention sinks (1536 parameters, one logit per head)"));
   EXPECT_TRUE(noted(notes, "quantization_config (mxfp4)"));
   // Only every N-th layer full is modelled; a list of the wrong length is refused too.
   lj::value v = lj::read_file(config("gpt-oss-20b.json"));

@@ -176,6 +176,60 @@ TEST(MoeAllToAll, CombineMirrorsTheDispatchUnderExpertTensorParallelism) {
   EXPECT_EQ(back[1].bytes, rows * row_bytes);
 }
 
+TEST(MoeExpertBias, Fc2BiasIsAddedPerExpertInAnEagerLoop) {
+  // Mixtral with add_linear_bias, unpadded, ep 2 on 8 ranks: 4 local experts; each rank routes 4096
+  // tokens x top-2 = 8192 copies, and balanced routing brings 8192 rows to this rank's experts. The
+  // fc2 output X = 8192 x 4096 x 2 B = 67,108,864 B, 16,777,216 B per expert. Megatron's
+  // `_apply_bias` (experts.py): per expert b*p (writes X_e) and t + b*p (reads 2, writes 1 X_e),
+  // then the cat (2 X): 9 kernels, 6 X; backward per expert two products (2 X_e) and two sums
+  // (X_e), then the cat of the rows' gradients (2 X): 17 kernels, 8 X. Biases: 4 x 4096.
+  model_spec m = mixtral(false, 1.0);
+  m.add_linear_bias = true;
+  strategy_spec s = moe_job(dispatcher_kind::all2all, 2);
+  const double X = 8192.0 * 4096 * 2;
+  const auto bias_ops = [&](const strategy_spec& job, double* params) {
+    return ops_of(m, job, [&](const build_context& c) {
+      leaf l;
+      add_expert_fc2_bias(l, c, moe_token_counts(c), 4096);
+      *params = l.params;
+    });
+  };
+  double params = 0;
+  const auto ops = bias_ops(s, &params);
+  EXPECT_EQ(params, 4 * 4096.0);
+  double fwd = 0, bwd = 0;
+  std::size_t fwd_n = 0, bwd_n = 0;
+  for (const op& o : ops) {
+    ASSERT_EQ(o.kind, op_kind::memory);
+    (o.pass == pass_kind::forward ? fwd : bwd) += o.bytes;
+    ++(o.pass == pass_kind::forward ? fwd_n : bwd_n);
+  }
+  EXPECT_EQ(fwd_n, 9U);
+  EXPECT_EQ(bwd_n, 17U);
+  EXPECT_EQ(fwd, 6 * X);
+  EXPECT_EQ(bwd, 8 * X);
+  // TE's fused grouped MLP adds it in its kernel; it declines expert tensor parallelism.
+  s.use_transformer_engine_op_fuser = true;
+  EXPECT_TRUE(bias_ops(s, &params).empty());
+  EXPECT_EQ(params, 4 * 4096.0);
+  EXPECT_FALSE(bias_ops(moe_job(dispatcher_kind::all2all, 2, 2), &params).empty());
+}
+
+TEST(MoeExpertBias, ParametersOfEveryBiasByHand) {
+  // Mixtral with add_linear_bias: per layer q, k, v (32 + 2 x 8) x 128 = 6144 and o 4096, the
+  // router's 8, and each of 8 experts fc1 2 x 14336 + fc2 4096 = 32,768: 272,392 x 32 layers.
+  model_spec m = catalogue::mixtral_8x7b;
+  const double without = parameter_count(m, 32000);
+  m.add_linear_bias = true;
+  EXPECT_EQ(parameter_count(m, 32000) - without, 32 * (6144 + 4096 + 8 + 8 * 32768.0));
+  // gpt-oss-120b, every linear biased (Megatron-Bridge add_bias_linear): per layer q and o
+  // 2880 x 4096, k and v 2880 x 512, router 2880 x 128, 128 experts x 3 x 2880^2, two norms:
+  // 3,211,966,080; biases 4096 + 2 x 512 + 2880 + 128 + 128 x 3 x 2880 = 1,114,048; x 36, + two
+  // 201088 x 2880 embeddings and the final norm: 116,829,154,368 (the 2,304 sinks apart: the model
+  // card's 116.83B).
+  EXPECT_EQ(parameter_count(catalogue::gpt_oss_120b, 201088), 116829154368.0);
+}
+
 TEST(MoeServing, ExpertsInsideTheTensorParallelGroupAllReduceOnce) {
   // A decode step of 4 sequences of Mixtral (top-2 of 8 experts, hidden 4096, bf16) on tp 2: every
   // rank holds the 4 tokens, so no token moves before the experts; ep 1 (each expert's FFN halved):

@@ -337,11 +337,11 @@ inline constexpr model_spec kimi_k2{
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
-/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. The q, k, v biases
-/// are modelled (add_qkv_bias); not the o projection's, the experts' and the router's biases
-/// (about 40M of 117B parameters: llmsim's expert MLPs carry none, so add_linear_bias stays off
-/// rather than half-applied), nor the attention sinks. Sliding-window attention: 128 tokens on every other layer, the first
-/// windowed (`sliding_window`, `layer_types`).
+/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Every linear carries a
+/// bias, as Megatron-Bridge builds it (gpt_oss_bridge.py add_bias_linear=True: q, k, v, o, the
+/// router and the experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled.
+/// Sliding-window attention: 128 tokens on every other layer, the first windowed
+/// (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -356,7 +356,7 @@ inline constexpr model_spec gpt_oss_120b{
     .expert_num = 128,
     .topk = 4,
     .moe_ffn_hidden_size = 2880,
-    .add_qkv_bias = true,  // attention_bias (the o bias is left out)
+    .add_linear_bias = true,
     .sliding_window = 128,
     .sliding_window_pattern = 2,
 };

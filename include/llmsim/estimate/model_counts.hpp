@@ -43,16 +43,22 @@ constexpr double dense_mlp_params(const model_spec& m) { return mlp_weight_param
 /// LatentMoE adds fc1_latent_proj (h x latent) and fc2_latent_proj (latent x h) and its routed
 /// experts read and write the latent width (moe_layer.py, experts.py).
 constexpr double moe_mlp_params(const model_spec& m, double experts) {
-  const double router = static_cast<double>(m.hidden_size) * static_cast<double>(m.expert_num);
+  // The router's weight, and its bias with add_linear_bias (Megatron TopKRouter, router.py).
+  const double router =
+      static_cast<double>(m.hidden_size + (m.add_linear_bias ? 1 : 0)) * static_cast<double>(m.expert_num);
   const double shared = router + mlp_weight_params(m, m.moe_shared_expert_intermediate_size.value_or(0));
-  if (!m.moe_latent_size) return shared + experts * mlp_weight_params(m, expert_ffn_size(m));
   const double w = static_cast<double>(routed_width(m)), f = static_cast<double>(expert_ffn_size(m));
-  const double expert = w * (static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m))) + f);
+  const double fc1 = static_cast<double>(mlp_fc1_width(m, expert_ffn_size(m)));
+  // add_linear_bias: each expert's fc1 and fc2 carry a bias per output feature (Megatron
+  // TEGroupedMLP builds both GroupedLinears with bias=config.add_bias_linear).
+  const double biases = m.add_linear_bias ? fc1 + w : 0.0;
+  if (!m.moe_latent_size) return shared + experts * (mlp_weight_params(m, expert_ffn_size(m)) + biases);
+  const double expert = w * (fc1 + f) + biases;
   return shared + 2 * static_cast<double>(m.hidden_size) * w + experts * expert;
 }
 /// Biases of one layer's non-expert linears with `add_linear_bias` (one per output feature, as the
 /// stage programs hold them): QKV and output projection (or MLA's five projections), the dense MLP
-/// or the shared experts' fc1 and fc2. Routed experts' grouped GEMMs carry none here. With
+/// or the shared experts' fc1 and fc2 (the routed experts' are `moe_mlp_params`'). With
 /// `add_qkv_bias` alone, the QKV projection's.
 constexpr double linear_bias_params(const model_spec& m, bool moe_layer) {
   const double qkv = static_cast<double>((m.head_num + 2 * m.kv_head_num) * head_dim(m));

@@ -198,6 +198,7 @@ constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp
       leaf& l = b.leaves[i];
       if (l.grouped) continue;
       if (l.kind == leaf_kind::linear_column && l.id != leaf_id::router) l.params += static_cast<double>(l.weight_rows);
+      if (l.id == leaf_id::router) l.params += static_cast<double>(m.expert_num);  // TopKRouter's bias
       if (l.kind == leaf_kind::linear_row) l.params += static_cast<double>(h);
     }
   } else if (m.add_qkv_bias) {  // the QKV projection's bias only, sharded as its columns

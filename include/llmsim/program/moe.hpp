@@ -676,6 +676,42 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
   return duplicated_linear_leaf(c, id, in_features, out_features);
 }
 
+/// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
+/// experts.py `_is_fused_impl_supported` declines expert TP and offloaded expert_fc1 / moe_act).
+constexpr bool fused_grouped_mlp(const strategy_spec& s) {
+  return s.use_transformer_engine_op_fuser && s.etp_size == 1 &&
+         !(s.fine_grained_activation_offloading && (s.offload_modules.contains(offload_module::expert_fc1) ||
+                                                    s.offload_modules.contains(offload_module::moe_act)));
+}
+
+/// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
+/// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by
+/// its tokens' routing probabilities in an eager loop (experts.py `_apply_bias`, the default
+/// List[Tensor] path: `t + b * p` per expert, then one cat). Of the output X (rows x width): forward,
+/// per expert b*p writes X_e and the add reads two and writes one, then the cat reads and writes X;
+/// backward, per expert the gradients of b (g*p, summed over rows) and of p (g*b, summed over the
+/// width), each a product (2 X_e) and a sum (X_e), then the cat of the rows' gradients (2 X).
+constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_tokens& tok, std::int64_t width) {
+  const auto experts = static_cast<double>(tok.local_experts);
+  l.params += experts * static_cast<double>(width);
+  // Serving adds it inside the fused MoE kernel (vLLM fused_moe's bias inputs): no loop.
+  if (fused_grouped_mlp(c.s()) || c.inference != nullptr) return;
+  const double X = tok.expert * static_cast<double>(width) * c.element_bytes(), per = X / experts;
+  for (std::int64_t e = 0; e < tok.local_experts; ++e) {
+    c.memory(l, pass_kind::forward, per);      // b * p
+    c.memory(l, pass_kind::forward, 3 * per);  // t + b * p
+  }
+  c.memory(l, pass_kind::forward, 2 * X);  // cat
+  for (std::int64_t e = 0; e < tok.local_experts; ++e)
+    for (int gradient = 0; gradient < 2; ++gradient) {  // of b, then of p
+      c.memory(l, pass_kind::backward_input, 2 * per);  // product
+      c.memory(l, pass_kind::backward_input, per);      // sum
+    }
+  c.memory(l, pass_kind::backward_input, 2 * X);  // cat of the rows' gradients
+  l.fwd_peak += 2 * X;                            // the per-expert sums and their cat
+  l.bwd_peak += 2 * X;
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -702,10 +738,17 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   b.push(permutation_leaf(c, tok, plan));
   const double probs = tok.local * static_cast<double>(m.expert_num);
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe)));
+  leaf fc1 =
+      grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe));
+  // add_linear_bias: fc1's bias rides in the GEMM's epilogue and its gradient in the wgrad GEMM
+  // (TE grouped_linear.py): parameters only.
+  if (m.add_linear_bias) fc1.params += static_cast<double>(tok.local_experts * mlp_fc1_width(m, fe));
+  b.push(fc1);
   b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
                          m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
-  b.push(grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w));
+  leaf fc2 = grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w);
+  if (m.add_linear_bias) add_expert_fc2_bias(fc2, c, tok, w);
+  b.push(fc2);
   b.push(unpermutation_leaf(c, tok, plan));
   if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc2_latent_proj, w, h));
   if (shared) b.push(residual_leaf(c, leaf_id::shared_plus_routed, false));

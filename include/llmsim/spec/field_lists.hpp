@@ -101,6 +101,7 @@ struct field_list<strategy_spec> {
       field{"cp_a2a_mode", &s::cp_a2a_mode},
       field{"order_of_paralielism", &s::order_of_paralielism},
       field{"moe_dispatcher_policy", &s::moe_dispatcher_policy},
+      field{"use_transformer_engine_op_fuser", &s::use_transformer_engine_op_fuser},
       field{"num_layers_in_first_pipeline_stage", &s::num_layers_in_first_pipeline_stage},
       field{"num_layers_in_last_pipeline_stage", &s::num_layers_in_last_pipeline_stage},
       field{"account_for_embedding_in_pipeline_split", &s::account_for_embedding_in_pipeline_split},

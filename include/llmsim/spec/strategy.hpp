@@ -296,6 +296,11 @@ struct strategy_spec {
   cp_a2a_kind cp_a2a_mode = cp_a2a_kind::async_cp;
   fixed_string<32> order_of_paralielism = "tp-cp-ep-dp-pp";  ///< SimuMax's spelling; only this order exists
   dispatcher_kind moe_dispatcher_policy = dispatcher_kind::all2all;
+  /// Megatron's TEGroupedMLP as TE's fused operations (TransformerConfig
+  /// use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP; experts.py
+  /// `_is_fused_impl_supported`: expert TP 1 only): the experts' fc2 bias is added inside the fused
+  /// kernel, not in the eager per-expert loop (`_apply_bias`).
+  bool use_transformer_engine_op_fuser = false;
   std::optional<std::int64_t> num_layers_in_first_pipeline_stage = {};
   std::optional<std::int64_t> num_layers_in_last_pipeline_stage = {};
   /// Megatron's --account-for-embedding/loss-in-pipeline-split: the embedding (loss) counts as one
