@@ -10759,9 +10759,10 @@ struct stage_block {
 
 /// Most blocks of a stage program: embedding, up to five runs of decoder layers (dense / MoE,
 /// recomputed or not, FP8 or bf16 first/last), the three MTP blocks, the head; a hybrid model's
-/// stage: embedding, four layer kinds, its MTP prefix, up to four kinds and suffix, each of these
-/// twice with a repeated MTP layer (the parameter-holding depth and the others), the head.
-inline constexpr std::size_t max_stage_blocks = 18;
+/// stage: embedding, four layer kinds in up to four runs each (bf16 first layers, recomputed,
+/// the rest, bf16 last layers), its MTP prefix, up to four kinds and suffix, each of these twice
+/// with a repeated MTP layer (the parameter-holding depth and the others), the head: 30.
+inline constexpr std::size_t max_stage_blocks = 32;
 
 /// Leaves of one pipeline stage: [embedding] [recomputed layers] [other layers] [MTP] [final norm, LM head, loss].
 struct stage_program {
@@ -10771,6 +10772,8 @@ struct stage_program {
 
   constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
     if (b.count == 0 || repeat == 0) return;
+    if (count == blocks.size())
+      detail::report_error("llmsim::estimate", "", "a stage program holds at most {} blocks", blocks.size());
     blocks[count++] = {&b, repeat, first_layer};
   }
 };
@@ -10984,6 +10987,14 @@ struct job_blocks {
   leaf_block hc_head{};
   /// Hybrid models under recompute: the same kinds with the recompute plan applied.
   std::array<leaf_block, hybrid_symbols.size()> hybrid_layer_recomputed{};
+  /// Hybrid FP8 jobs with fp8_first_last_layers_bf16: the kinds unquantized, recomputed or not.
+  std::array<leaf_block, hybrid_symbols.size()> hybrid_layer_bf16{}, hybrid_layer_bf16_recomputed{};
+
+  /// The block of hybrid layer kind `k`, recomputed or not, quantized or bf16.
+  [[nodiscard]] constexpr const leaf_block& hybrid(std::size_t k, bool recomputed, bool bf16) const {
+    if (bf16) return recomputed ? hybrid_layer_bf16_recomputed[k] : hybrid_layer_bf16[k];
+    return recomputed ? hybrid_layer_recomputed[k] : hybrid_layer[k];
+  }
 };
 
 /// `b` without its parameters: a layer that runs again on weights another block holds.
@@ -11061,10 +11072,12 @@ constexpr job_blocks build_blocks(const build_context& c) {
     if (mtp && c.m().mtp_use_repeated_layer)
       for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
         j.mtp_hybrid_repeat[k] = without_parameters(j.hybrid_layer[k]);
-    if (rc)
-      for (std::size_t k = 0; k < hybrid_symbols.size(); ++k)
-        if (hybrid_layer_count(c.m(), hybrid_symbols[k]) > 0)
-          j.hybrid_layer_recomputed[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], true);
+    for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
+      if (hybrid_layer_count(c.m(), hybrid_symbols[k]) == 0) continue;
+      if (rc) j.hybrid_layer_recomputed[k] = hybrid_layer_leaves(layer_context, hybrid_symbols[k], true);
+      if (bf16_twins) j.hybrid_layer_bf16[k] = hybrid_layer_leaves(c, hybrid_symbols[k], false);
+      if (bf16_twins && rc) j.hybrid_layer_bf16_recomputed[k] = hybrid_layer_leaves(c, hybrid_symbols[k], true);
+    }
   } else if (detail::dense_layer_count(c.m()) > 0) {
     j.dense_layer = decoder_layer_leaves(layer_context, false, false);
     if (rc) j.dense_layer_recomputed = decoder_layer_leaves(layer_context, false, true);
@@ -11145,22 +11158,42 @@ constexpr stage_program build_dsv4_stage(stage_program& p, const job_blocks& j, 
   return p;
 }
 
+/// The end of a run of layers from `start`: the first of `cuts` past it, else `layers`.
+template <std::size_t N>
+constexpr std::int64_t run_end(std::int64_t start, std::int64_t layers, const std::array<std::int64_t, N>& cuts) {
+  std::int64_t end = layers;
+  for (const std::int64_t cut : cuts)
+    if (cut > start && cut < end) end = cut;
+  return end;
+}
+
 /// The hybrid layers of a stage (one stage holds the whole pattern, refuse_unmodelled_hybrid):
-/// each kind's layers priced once and counted, placed at the kind's first layer; the first
-/// `recompute_layer_num` layers of the pattern follow the recompute plan (Megatron's hybrid stack
-/// checkpoints its layers in order as the transformer block does: models/hybrid/hybrid_block.py
-/// `checkpointed_forward`, recompute_method "block"; selective recompute sets every layer).
-constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const build_context& c) {
+/// each kind's layers priced once per run and counted, placed at the run's first layer of the
+/// kind. The first `recompute_layer_num` layers of the pattern follow the recompute plan
+/// (Megatron's hybrid stack checkpoints its layers in order as the transformer block does:
+/// models/hybrid/hybrid_block.py `checkpointed_forward`, recompute_method "block"; selective
+/// recompute sets every layer); FP8 jobs run the first `bf16_head` and last `bf16_tail` layers of
+/// the pattern in bf16 (hybrid_block.py takes each layer's quantization context by its number,
+/// fp8_utils.py / fp4_utils.py: layer_no < num_layers_at_start_in_bf16 or >= num_layers -
+/// num_layers_at_end_in_bf16). The pattern is cut into runs at those boundaries.
+constexpr void add_hybrid_layers(stage_program& p, const job_blocks& j, const build_context& c, std::int64_t bf16_head,
+                                 std::int64_t bf16_tail) {
   const std::string_view pattern = c.m().hybrid_override_pattern.view();
   const std::int64_t layers = static_cast<std::int64_t>(pattern.size());
   const std::int64_t rc = recompute_active(c.s()) ? c.s().recompute_layer_num : 0;
-  const std::size_t cut = static_cast<std::size_t>(rc < layers ? rc : layers);
+  const std::int64_t recomputed = rc < layers ? rc : layers;
+  const std::array<std::int64_t, 3> cuts{recomputed, bf16_head, layers - bf16_tail};
   for (std::size_t k = 0; k < hybrid_symbols.size(); ++k) {
-    const std::string_view head = pattern.substr(0, cut), tail = pattern.substr(cut);
-    p.add(j.hybrid_layer_recomputed[k], pattern_layer_count(head, hybrid_symbols[k]),
-          static_cast<std::int64_t>(head.find(hybrid_symbols[k])));
-    if (const std::size_t at = tail.find(hybrid_symbols[k]); at != std::string_view::npos)
-      p.add(j.hybrid_layer[k], pattern_layer_count(tail, hybrid_symbols[k]), static_cast<std::int64_t>(cut + at));
+    std::int64_t start = 0;
+    while (start < layers) {
+      const std::int64_t end = run_end(start, layers, cuts);
+      const std::string_view run =
+          pattern.substr(static_cast<std::size_t>(start), static_cast<std::size_t>(end - start));
+      if (const std::size_t at = run.find(hybrid_symbols[k]); at != std::string_view::npos)
+        p.add(j.hybrid(k, start < recomputed, start < bf16_head || start >= layers - bf16_tail),
+              pattern_layer_count(run, hybrid_symbols[k]), start + static_cast<std::int64_t>(at));
+      start = end;
+    }
   }
 }
 
@@ -11177,7 +11210,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   if (has_embedding) p.add(j.embedding, 1, -1);
   if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
-    add_hybrid_layers(p, j, c);
+    add_hybrid_layers(p, j, c, bf16_head, bf16_tail);
     if (mtp > 0) add_hybrid_mtp(p, j, c.m(), has_embedding, has_head);
     if (has_head) p.add(has_embedding && c.m().tie_word_embeddings ? j.tied_head : j.head, 1, -1);
     return p;
@@ -11187,9 +11220,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
   std::int64_t start = 0;
   while (start < layers) {
-    std::int64_t end = layers;
-    for (const std::int64_t cut : cuts)
-      if (cut > start && cut < end) end = cut;
+    const std::int64_t end = run_end(start, layers, cuts);
     const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
     p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
     start = end;
@@ -11494,9 +11525,6 @@ constexpr void refuse_unmodelled_hybrid(const model_spec& m, const strategy_spec
         "strategy.megatron_recompute_modules (selective_recompute with strategy.megatron_recompute=true)",
         enum_name(s.recompute_granularity),
         s.recompute_granularity == recompute_kind::selective_recompute ? " with SimuMax's selective flags" : "");
-  if (s.fp8 && s.fp8_first_last_layers_bf16)
-    report_error(api, "strategy.fp8_first_last_layers_bf16",
-                 "model.hybrid_override_pattern with strategy.fp8_first_last_layers_bf16=true is not modelled yet");
   if (activation_offload_active(s))
     report_error(api, "strategy.fine_grained_activation_offloading",
                  "activation offload with model.hybrid_override_pattern is not modelled yet (the offloaded modules of "

@@ -3,7 +3,10 @@
 // selective recompute acts per layer through TransformerLayer's `--recompute-modules`, where the
 // hybrid spec (models/hybrid/hybrid_layer_specs.py) fuses the Mamba, attention and MLP layers' norms
 // into their first linear (TELayerNormColumnParallelLinear) and keeps a separate norm only in the MoE
-// layer. Expected numbers are derived by hand in the comments from the mixer's shapes.
+// layer. Expected numbers are derived by hand in the comments from the mixer's shapes. Also FP8
+// hybrids with their first / last layers in bf16: each layer takes its quantization context by its
+// number (hybrid_block.py; fp8_utils.py / fp4_utils.py: bf16 when layer_no <
+// num_layers_at_start_in_bf16 or >= num_layers - num_layers_at_end_in_bf16).
 #include <llmsim/llmsim.hpp>
 
 #include <gtest/gtest.h>
@@ -87,6 +90,24 @@ built layer(const strategy_spec& s, char symbol, bool recomputed) {
   b.block = hybrid_layer_leaves(c, symbol, recomputed);
   return b;
 }
+/// `tiny` cut to "MEME": two Mamba and two MoE layers.
+model_spec meme() {
+  model_spec m = tiny;
+  m.hybrid_override_pattern = "MEME";
+  m.layer_num = 4;
+  return m;
+}
+/// FP8 (current scaling) on 8 H100s with ep 8, the first `start` and last `end` layers in bf16.
+strategy_spec fp8_job(std::int64_t start, std::int64_t end) {
+  strategy_spec s{.seq_len = 1024, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 8, .ep_size = 8};
+  s.fp8 = true;
+  s.fp8_recipe = fp8_recipe_kind::tensorwise;
+  s.fp8_first_last_layers_bf16 = true;
+  s.fp8_layers_at_start_in_bf16 = start;
+  s.fp8_layers_at_end_in_bf16 = end;
+  return s;
+}
+const stage_result& stage_of(const estimate_result& r) { return r.stages[0]; }
 bool any_recomputed(const leaf_block& b) {
   for (const leaf& l : b)
     if (l.recompute) return true;
@@ -181,5 +202,45 @@ TEST(HybridRecompute, RecomputedHybridEstimateIsAConstantExpression) {
   EXPECT_EQ(r.mem.peak_mem, run.mem.peak_mem);
 }
 #endif
+
+TEST(HybridFp8, LastLayersRunInBf16) {
+  // "MEME" with its last 2 layers ("ME") in bf16: one Mamba and one MoE layer quantized, one of each
+  // in bf16, so the passes take half the all-quantized time plus half the all-bf16 time (the
+  // embedding and head are bf16 in all three), and half the quantized weight copies remain.
+  const auto q = estimate(meme(), fp8_job(0, 0), catalogue::h100_sxm);
+  const auto b = estimate(meme(), fp8_job(0, 4), catalogue::h100_sxm);
+  const auto t = estimate(meme(), fp8_job(0, 2), catalogue::h100_sxm);
+  const stage_result &sq = stage_of(q), &sb = stage_of(b), &st = stage_of(t);
+  // (At this size the casts FP8 adds outweigh its faster GEMMs: the all-bf16 passes are shorter.)
+  EXPECT_NE(sb.fwd_compute_time.value, sq.fwd_compute_time.value);
+  EXPECT_NEAR(st.fwd_compute_time.value, (sq.fwd_compute_time.value + sb.fwd_compute_time.value) / 2,
+              1e-12 * sb.fwd_compute_time.value);
+  EXPECT_NEAR(st.bwd_compute_time.value, (sq.bwd_compute_time.value + sb.bwd_compute_time.value) / 2,
+              1e-12 * sb.bwd_compute_time.value);
+  EXPECT_EQ(sb.quantized_params, 0);
+  EXPECT_GT(sq.quantized_params, 0);
+  EXPECT_DOUBLE_EQ(st.quantized_params, sq.quantized_params / 2);
+  EXPECT_EQ(st.params, sq.params);
+}
+
+TEST(HybridFp8, FirstAndLastLayersAreCountedOverThePattern) {
+  // One bf16 layer at each end ("M" first, "E" last) prices as two at the end ("ME"): the same
+  // kinds leave FP8. Counts past the pattern are refused (validate: start + end <= layer_num).
+  const auto ends = estimate(meme(), fp8_job(1, 1), catalogue::h100_sxm);
+  const auto tail = estimate(meme(), fp8_job(0, 2), catalogue::h100_sxm);
+  EXPECT_NEAR(stage_of(ends).fwd_compute_time.value, stage_of(tail).fwd_compute_time.value,
+              1e-12 * stage_of(tail).fwd_compute_time.value);
+  EXPECT_THROW((void)estimate(meme(), fp8_job(2, 3), catalogue::h100_sxm), config_error);
+  // "MMEE": the first two layers are the Mamba ones, the last two the MoE ones; the two jobs
+  // together leave every layer in bf16 once and quantized once, and differ from each other.
+  model_spec mmee = meme();
+  mmee.hybrid_override_pattern = "MMEE";
+  const double q = stage_of(estimate(mmee, fp8_job(0, 0), catalogue::h100_sxm)).fwd_compute_time.value;
+  const double b = stage_of(estimate(mmee, fp8_job(0, 4), catalogue::h100_sxm)).fwd_compute_time.value;
+  const double mamba_bf16 = stage_of(estimate(mmee, fp8_job(2, 0), catalogue::h100_sxm)).fwd_compute_time.value;
+  const double moe_bf16 = stage_of(estimate(mmee, fp8_job(0, 2), catalogue::h100_sxm)).fwd_compute_time.value;
+  EXPECT_NE(mamba_bf16, moe_bf16);
+  EXPECT_NEAR(mamba_bf16 + moe_bf16, q + b, 1e-12 * b);
+}
 
 }  // namespace llmsim_test_hybrid_recompute

@@ -301,6 +301,24 @@ TEST(MegatronBridgeMapping, GptOssDispatcherAndRecomputeByRelease) {
   EXPECT_EQ(policy(strategy("GB300", "MXFP8", "26.08")), "flex");
 }
 
+// Nemotron 3 Super in NVFP4 keeps its last 14 of 88 layers in bf16 (Megatron-Bridge
+// nemotron_3_super_bf16_with_nvfp4_mixed: first_last_layers_bf16, num_layers_at_end_in_bf16 14);
+// its MXFP8 runs quantize every layer.
+TEST(MegatronBridgeMapping, NemotronSuperNvfp4KeepsItsLastLayersInBf16) {
+  const auto rec = recipes();
+  const auto strategy = [&](const std::string& precision) {
+    const auto r = mbj::estimate_row(
+        row("Nemotron_3_Super", "GB200", precision, 64, 512, 1, 8192, 1, 1, 1, nullptr, 8, 0, "26.06"), rec);
+    EXPECT_TRUE(r.estimated()) << precision << ": " << r.error << r.reason;
+    return r.job.strategy;
+  };
+  const auto nvfp4 = strategy("NVFP4");
+  EXPECT_EQ(nvfp4["fp8_first_last_layers_bf16"], true);
+  EXPECT_EQ(nvfp4["fp8_layers_at_start_in_bf16"], 0);
+  EXPECT_EQ(nvfp4["fp8_layers_at_end_in_bf16"], 14);
+  EXPECT_FALSE(strategy("MXFP8").contains("fp8_first_last_layers_bf16"));
+}
+
 TEST(MegatronBridgeMapping, RefusedRowsSayWhy) {
   const auto rec = recipes();
   const auto reason = [&](const std::string& model) {
