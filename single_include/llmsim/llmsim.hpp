@@ -12429,10 +12429,14 @@ constexpr stage_result price_stage(const job_context& j, const rank_layout& lay,
                                          lay.mtp_layers, lay.bf16_head_layers, lay.bf16_tail_layers);
   const double dummy = price_program(r, prog, j);
   if (lay.chunk_count > 1) price_described_chunks(r, j);
-  // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the first.
+  // Interleaved: every chunk boundary is a transfer, including the wrap from the last rank to the
+  // first; only the model's first virtual stage (rank 0's chunk 0) receives no activation and sends
+  // no gradient, and its last (rank p-1's last chunk) the reverse: 4v per micro-batch, 4v - 2 on the
+  // end ranks (Megatron forward_backward_pipelining_with_interleaving).
   const bool receives = rank != 0, sends = rank != p - 1;
-  double transfers = s.interleaving_size > 1 ? 4.0 * static_cast<double>(s.interleaving_size)
-                                             : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
+  double transfers = s.interleaving_size > 1
+                         ? 4.0 * static_cast<double>(s.interleaving_size) - (receives ? 0.0 : 2.0) - (sends ? 0.0 : 2.0)
+                         : (receives ? 2.0 : 0.0) + (sends ? 2.0 : 0.0);
   if (v_shaped(s)) {  // the sender's waits the engine charges, per micro-batch (receives overlap compute)
     const auto boundaries = static_cast<double>(v_shape_neighbours(rank, p));
     transfers =

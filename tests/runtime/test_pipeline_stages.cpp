@@ -148,6 +148,25 @@ TEST(PipelineStages, BreakdownOfEveryStageAddsUpAndTheBusiestBounds) {
   EXPECT_LT(bound.bubble_time, r.stages[0].breakdown.bubble_time);
 }
 
+TEST(PipelineStages, InterleavedEndRanksMakeTwoTransfersFewer) {
+  // llama3-8b on pp 4 with 2 model chunks per rank: each micro-batch crosses every chunk boundary
+  // forward and backward, a receive and a send each way: 4 x 2 = 8 transfers on a middle rank. The
+  // model's first virtual stage (rank 0's chunk 0) receives no activation and sends no gradient,
+  // its last (rank 3's chunk 1) sends no activation and receives no gradient: 6 on the end ranks.
+  const strategy_spec s{.seq_len = 4096,
+                        .micro_batch_size = 1,
+                        .micro_batch_num = 8,
+                        .world_size = 4,
+                        .pp_size = 4,
+                        .interleaving_size = 2};
+  const auto r = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const double one = r.cost.comm_result.p2p_time_per_transfer.value;
+  ASSERT_GT(one, 0);
+  EXPECT_DOUBLE_EQ(r.stage(stage_kind::first)->p2p_time.value, 6 * one);
+  EXPECT_DOUBLE_EQ(r.stage(stage_kind::middle)->p2p_time.value, 8 * one);
+  EXPECT_DOUBLE_EQ(r.stage(stage_kind::last)->p2p_time.value, 6 * one);
+}
+
 TEST(PipelineStages, VerdictAgainstDeviceMemory) {
   // Llama 3 70B without any model parallelism: bf16 weights + fp32 grads alone are 6 bytes x 70.6e9
   // = 423 GB, far above an 80 GiB H100 (85899345920 bytes).
