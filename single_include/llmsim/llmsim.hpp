@@ -7691,11 +7691,12 @@ constexpr leaf router_leaf(const build_context& c, const moe_tokens& tok) {
 constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_tokens& tok) {
   const auto& s = c.s();
   const double h = static_cast<double>(routed_width(c.m())), E = c.element_bytes();
-  const double probs = tok.local * static_cast<double>(c.m().expert_num);
   const double payload = tok.dispatched * h * E;
   for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
     c.collective(p, pass, comm_group::ep, collective_kind::all2all, payload);
-    if (s.dispatch_probs) c.collective(p, pass, comm_group::ep, collective_kind::all2all, probs * E);
+    // The permuted probabilities travel beside the rows, one per routed copy (token_dispatcher.py
+    // token_dispatch: all_to_all of permuted_probs, the router's dtype).
+    if (s.dispatch_probs) c.collective(p, pass, comm_group::ep, collective_kind::all2all, tok.dispatched * E);
   }
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
@@ -7946,7 +7947,8 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   const std::int64_t w = routed_width(m);
   if (m.moe_latent_size) b.push(latent_proj_leaf(c, leaf_id::moe_fc1_latent_proj, h, w));
   b.push(permutation_leaf(c, tok, plan));
-  const double probs = tok.local * static_cast<double>(m.expert_num);
+  // With dispatch_probs the activation weights each row by its own probability (permuted with it).
+  const double probs = tok.expert;
   const std::int64_t fe = expert_ffn_size(m) / s.etp_size;
   leaf fc1 =
       grouped_linear_leaf(c, leaf_id::experts_linear_fc1, tok.local_experts, tok.expert, w, mlp_fc1_width(m, fe));

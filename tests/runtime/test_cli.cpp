@@ -619,7 +619,8 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
 
 // The README's catalogue-only training figures (issue: goal 8 % / 15 %): the 48 cases priced on
 // catalogue a100-pcie and b200 instead of SimuMax's measured files. Gates at the figures reached
-// (4.68 % / 13.15 %), so that no change makes them worse unnoticed.
+// (4.68 % / 13.18 %; 13.15 % before the dispatched probabilities' all-to-all was sized as Megatron
+// sends it), so that no change makes them worse unnoticed.
 TEST(CliValidate, TrainingCasesOnCatalogueSystemsWithinTheReachedErrors) {
   LLMSIM_REQUIRE_CLI();
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
@@ -631,7 +632,7 @@ TEST(CliValidate, TrainingCasesOnCatalogueSystemsWithinTheReachedErrors) {
   const auto s = r.out_json()["summary"];
   EXPECT_EQ(s["n"], 48);
   EXPECT_LE(s["time_mean_abs_err"].get<double>(), 0.0469);
-  EXPECT_LE(s["time_max_abs_err"].get<double>(), 0.1316);
+  EXPECT_LE(s["time_max_abs_err"].get<double>(), 0.1319);
 }
 
 // `validate --format csv`: a header and a line per case; numbers read back to the JSON's exactly,

@@ -230,6 +230,23 @@ TEST(MoeExpertBias, ParametersOfEveryBiasByHand) {
   EXPECT_EQ(parameter_count(catalogue::gpt_oss_120b, 201088), 116829154368.0);
 }
 
+TEST(MoeAllToAll, DispatchedProbabilitiesTravelOnePerRoutedCopy) {
+  // Mixtral padded to capacity 1 on ep 2 with dispatch_probs: each rank sends its 8192 routed copies
+  // (4096 tokens x top-2) of 4096 bf16 values, and beside them one bf16 probability per copy
+  // (token_dispatcher.py token_dispatch: the all-to-all of permuted_probs): 8192 x 2 B = 16,384 B,
+  // not the whole [tokens, experts] map. Backward mirrors both.
+  strategy_spec s = moe_job(dispatcher_kind::all2all, 2);
+  s.dispatch_probs = true;
+  const auto ops =
+      ops_of(mixtral(true, 1.0), s, [](const build_context& c) { permutation_leaf(c, moe_token_counts(c)); });
+  std::vector<double> fwd, bwd;
+  for (const op& o : ops)
+    if (o.kind == op_kind::collective && o.group == comm_group::ep)
+      (o.pass == pass_kind::forward ? fwd : bwd).push_back(o.bytes);
+  EXPECT_EQ(fwd, (std::vector<double>{8192.0 * 4096 * 2, 8192.0 * 2}));
+  EXPECT_EQ(bwd, fwd);
+}
+
 TEST(MoeServing, ExpertsInsideTheTensorParallelGroupAllReduceOnce) {
   // A decode step of 4 sequences of Mixtral (top-2 of 8 experts, hidden 4096, bf16) on tp 2: every
   // rank holds the 4 tokens, so no token moves before the experts; ep 1 (each expert's FFN halved):

@@ -64,9 +64,12 @@ TEST(ValidationCases, MoeRunsWithinTheAgreedErrors) {
   ASSERT_EQ(f.n, 12);
   ASSERT_EQ(f.mem_n, 6);
   // The goals were 5 % / 10 % time and 0.6 % / 1 % memory; the gates hold the figures
-  // reached (4.39 % / 9.42 %, 0.27 % / 0.38 %) so that no change makes them worse unnoticed.
-  EXPECT_LE(f.time_mean, 0.04395) << "time mean |err|";
-  EXPECT_LE(f.time_max, 0.09425) << "time max |err|";
+  // reached (4.40 % / 9.43 %, 0.27 % / 0.38 %) so that no change makes them worse unnoticed. (4.39 %
+  // / 9.42 % before the dispatched probabilities' all-to-all was sized as Megatron sends it, one
+  // value per routed copy instead of the [tokens, experts] map: these dispatch_probs runs were
+  // priced with a larger exchange that happened to hide other error.)
+  EXPECT_LE(f.time_mean, 0.04405) << "time mean |err|";
+  EXPECT_LE(f.time_max, 0.09435) << "time max |err|";
   EXPECT_LE(f.mem_mean, 0.00275) << "memory mean |err|";
   EXPECT_LE(f.mem_max, 0.00385) << "memory max |err|";
   std::printf("MoE cases: time mean %.2f%% max %.2f%%; memory mean %.2f%% max %.2f%%\n", 100 * f.time_mean,
