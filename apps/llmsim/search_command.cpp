@@ -433,6 +433,7 @@ CLI::App* add_search_command(CLI::App& app, search_args& a) {
   cmd->add_option("--seq", a.seq_len, "Sequence length")->required()->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--top", a.top, "Rows of the ranking")->check(CLI::Range(1, 100000));
   cmd->add_option("--memory-margin", a.memory_margin, "Fraction of device memory kept free (default 0.05)")
+      ->check(finite_number)
       ->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--objective", a.objective,
                   "Ranking: time (step time), mfu or cost (GPU-seconds per token); for a fixed GPU count and batch "

@@ -2813,6 +2813,27 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
                  "Megatron-LM's --fp8-param-gather");
   detail::require_size(api, "strategy.fp8_layers_at_start_in_bf16", s.fp8_layers_at_start_in_bf16, 0);
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && s.fp8_recipe == fp8_recipe_kind::delayed)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true needs a recipe other than \"delayed\" (Megatron-LM "
+                 "fp8_utils.py: delayed scaling does not support first / last layers in bf16)");
+}
+
+/// TE's fused grouped MLP for the experts (use_transformer_engine_op_fuser): Megatron asserts the
+/// configurations TEGroupedMLP._is_fused_impl_supported declines (experts.py).
+constexpr void validate_op_fuser(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.use_transformer_engine_op_fuser) return;
+  if (s.etp_size > 1)
+    report_error(api, "strategy.use_transformer_engine_op_fuser",
+                 "strategy.use_transformer_engine_op_fuser=true needs strategy.etp_size=1, got {} (Megatron-LM "
+                 "experts.py: the fused grouped MLP does not support expert tensor parallelism)",
+                 s.etp_size);
+  if (s.fine_grained_activation_offloading &&
+      (s.offload_modules.contains(offload_module::expert_fc1) || s.offload_modules.contains(offload_module::moe_act)))
+    report_error(api, "strategy.use_transformer_engine_op_fuser",
+                 "strategy.use_transformer_engine_op_fuser=true cannot run with strategy.offload_modules "
+                 "\"expert_fc1\" or \"moe_act\" (Megatron-LM experts.py: their offload runs unfused only)");
 }
 
 /// The rules of overlap_moe_expert_parallel_comm and delay_wgrad_compute that concern the strategy
@@ -2951,6 +2972,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
+  validate_op_fuser(s);
   validate_expert_comm_overlap(s);
   validate_tp_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
@@ -4940,8 +4962,9 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
       std::int64_t sharing = 1;
       if (data_parallel) sharing = s.tp_size;
       if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
-      // The embedding group (first and last stage): every rank of the first stage on the node sums at once.
-      if (c.group == comm_group::pp) sharing = layout_of(s, comm_group::pp).stride;
+      // The embedding group (first and last stage): each member reaches the other node over its own
+      // NIC, one of the node's `num_per_node` (NCCL's one NIC per GPU, as a pipeline send).
+      if (c.group == comm_group::pp) sharing = sys.num_per_node;
       bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }
   }
@@ -7701,6 +7724,12 @@ constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  if (!s.dispatch_probs) return;
+  // The probabilities are gathered over expert TP beside the rows (token_dispatcher.py
+  // dispatch_postprocess gathers global_probs too).
+  const double probs_gathered = tok.dispatched * E * static_cast<double>(s.etp_size);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, probs_gathered);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, probs_gathered);
 }
 
 /// Megatron MoEAllGatherTokenDispatcher: the tokens, their probabilities and routing map are
@@ -7888,12 +7917,8 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
 }
 
 /// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
-/// experts.py `_is_fused_impl_supported` declines expert TP and offloaded expert_fc1 / moe_act).
-constexpr bool fused_grouped_mlp(const strategy_spec& s) {
-  return s.use_transformer_engine_op_fuser && s.etp_size == 1 &&
-         !(s.fine_grained_activation_offloading && (s.offload_modules.contains(offload_module::expert_fc1) ||
-                                                    s.offload_modules.contains(offload_module::moe_act)));
-}
+/// the configurations experts.py declines are refused, `validate_op_fuser`).
+constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transformer_engine_op_fuser; }
 
 /// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
 /// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by
@@ -11986,7 +12011,7 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
 /// Megatron finalize_model_grads.py _allreduce_word_embedding_grads: after the data-parallel sync
 /// the first pipeline stage (the embedding) and the last (a tied LM head's copy, or the embedding
 /// MTP layers read) all-reduce that weight's whole main gradient, padded vocab / tp x hidden
-/// (Megatron FSDP: its local shard). One rank holding both (pp 1, DualPipeV's rank 0) has one weight.
+/// (Megatron FSDP, sharding at any level: its local shard). One rank holding both (pp 1, DualPipeV's rank 0) has one weight.
 constexpr seconds embedding_grad_allreduce_time(const stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
   const model_spec& m = j.c->m();
@@ -11995,7 +12020,9 @@ constexpr seconds embedding_grad_allreduce_time(const stage_result& r, const job
                                          : (r.layout.head && m.tie_word_embeddings) || r.layout.mtp_layers > 0;
   if (!shares) return {};
   double elements = static_cast<double>(padded_vocab(m, s.tp_size) / s.tp_size) * static_cast<double>(m.hidden_size);
-  if (s.zero_state >= 3) elements /= static_cast<double>(dp_size(s) * s.cp_size);
+  // Megatron FSDP's main gradient is this rank's shard whenever it shards (param_and_grad_buffer.py
+  // update_main_grads; finalize_model_grads reduces `_local_tensor`).
+  if (megatron_fsdp(s) && s.zero_state >= 1) elements /= static_cast<double>(dp_size(s) * s.cp_size);
   return collective_time(j.c->sys(), s, embedding_group_tier(j.c->sys(), s),
                          {collective_kind::all_reduce, elements * stage_grad_bytes(j), 2, comm_group::pp});
 }

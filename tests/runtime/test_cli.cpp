@@ -1085,6 +1085,7 @@ TEST(CliSearch, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli(small_search + " --fix tp=x").exit_code, 2);
   EXPECT_EQ(run_cli(small_search + " --fix colour=red").exit_code, 2);
   EXPECT_EQ(run_cli(small_search + " --allow everything").exit_code, 2);
+  EXPECT_EQ(run_cli(small_search + " --memory-margin nan").exit_code, 2);  // nan passes a range check
   const auto r = run_cli("search --model llama3-8b --system h100-sxm --gpus 8 --tokens-per-step 1000 --seq 4096");
   EXPECT_EQ(r.exit_code, 2) << "tokens per step must be a multiple of the sequence length";
   EXPECT_EQ(run_cli("search --model no-such-model --system h100-sxm --gpus 8 --global-batch 8 --seq 4096").exit_code,

@@ -417,6 +417,18 @@ TEST(Estimate, TiedEmbeddingGradientsAreSummedBetweenFirstAndLastStage) {
   const auto one_node = estimate(m, s, sys);
   EXPECT_GT(one_node.stage(stage_kind::first)->embedding_grad_allreduce_time.value, 0);
   EXPECT_LT(one_node.stage(stage_kind::first)->embedding_grad_allreduce_time.value, 0.25 * bytes / per_gpu);
+  // pp 16, dp 1 on 16 GPUs: rank 0 and rank 15 sit on different nodes, one rank per node in the
+  // group: still one NIC each (not the node's eight).
+  s.pp_size = 16;
+  s.world_size = 16;
+  EXPECT_NEAR(estimate(m, s, sys).stage(stage_kind::first)->embedding_grad_allreduce_time.value, bytes / per_gpu,
+              0.02 * bytes / per_gpu);
+  // Megatron FSDP sharding the optimizer (zero 1, "optim") on pp 2 dp 8: each rank's main gradient
+  // is its 1/8 shard, and that is what the pair sums.
+  s = {.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 8, .world_size = 16, .pp_size = 2};
+  s.data_parallel_sharding_strategy = dp_sharding_kind::optim;
+  EXPECT_NEAR(estimate(m, s, sys).stage(stage_kind::first)->embedding_grad_allreduce_time.value, bytes / 8 / per_gpu,
+              0.02 * bytes / 8 / per_gpu);
 }
 
 TEST(Estimate, MtpEmbeddingGradientsAreSummedBetweenFirstAndLastStage) {

@@ -246,6 +246,7 @@ TEST(Fp8, FirstAndLastLayersRunInBf16) {
   // with two layers at the bf16 layer's time, and that layer is the bf16 job's layer.
   strategy_spec s = dp8(true);
   s.world_size = 1;
+  s.fp8_recipe = fp8_recipe_kind::tensorwise;  // delayed scaling cannot keep the ends in bf16
   const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
   const job_blocks blocks = build_blocks(c);
   auto fwd = [](const leaf_block& b) {
@@ -319,6 +320,11 @@ TEST(Fp8, Refusals) {
             "llmsim::strategy: strategy.fp8_recipe=\"blockwise\" requires strategy.fp8=true");
   strategy_spec ends = dp8(true);
   ends.fp8_first_last_layers_bf16 = true;
+  // Delayed scaling (the default recipe) cannot keep the ends in bf16 (Megatron fp8_utils.py asserts).
+  EXPECT_EQ(error_of([&] { validate(ends); }),
+            "llmsim::strategy: strategy.fp8_first_last_layers_bf16=true needs a recipe other than \"delayed\" "
+            "(Megatron-LM fp8_utils.py: delayed scaling does not support first / last layers in bf16)");
+  ends.fp8_recipe = fp8_recipe_kind::tensorwise;
   ends.fp8_layers_at_start_in_bf16 = 20;
   ends.fp8_layers_at_end_in_bf16 = 13;
   EXPECT_EQ(error_of([&] { validate(m, ends, catalogue::h100_sxm); }),

@@ -208,11 +208,17 @@ TEST(MoeExpertBias, Fc2BiasIsAddedPerExpertInAnEagerLoop) {
   EXPECT_EQ(bwd_n, 17U);
   EXPECT_EQ(fwd, 6 * X);
   EXPECT_EQ(bwd, 8 * X);
-  // TE's fused grouped MLP adds it in its kernel; it declines expert tensor parallelism.
+  // TE's fused grouped MLP adds it in its kernel; Megatron asserts it has no expert tensor
+  // parallelism (experts.py), so that combination is refused.
   s.use_transformer_engine_op_fuser = true;
   EXPECT_TRUE(bias_ops(s, &params).empty());
   EXPECT_EQ(params, 4 * 4096.0);
-  EXPECT_FALSE(bias_ops(moe_job(dispatcher_kind::all2all, 2, 2), &params).empty());
+  strategy_spec etp2 = moe_job(dispatcher_kind::all2all, 2, 2);
+  etp2.use_transformer_engine_op_fuser = true;
+  try {
+    validate(etp2);
+    ADD_FAILURE() << "the op fuser with etp 2 was accepted";
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.use_transformer_engine_op_fuser"); }
 }
 
 TEST(MoeExpertBias, ParametersOfEveryBiasByHand) {
@@ -245,6 +251,16 @@ TEST(MoeAllToAll, DispatchedProbabilitiesTravelOnePerRoutedCopy) {
       (o.pass == pass_kind::forward ? fwd : bwd).push_back(o.bytes);
   EXPECT_EQ(fwd, (std::vector<double>{8192.0 * 4096 * 2, 8192.0 * 2}));
   EXPECT_EQ(bwd, fwd);
+  // ep 2 x etp 2: the probabilities are gathered over expert TP beside the rows (dispatch_postprocess):
+  // both ETP ranks' 8192 copies, 2 x 16,384 B, after the rows' 2 x 67,108,864 B.
+  s = moe_job(dispatcher_kind::all2all, 2, 2);
+  s.dispatch_probs = true;
+  std::vector<double> gathered;
+  for (const op& o :
+       ops_of(mixtral(true, 1.0), s, [](const build_context& c) { permutation_leaf(c, moe_token_counts(c)); }))
+    if (o.kind == op_kind::collective && o.group == comm_group::etp && o.pass == pass_kind::forward)
+      gathered.push_back(o.bytes);
+  EXPECT_EQ(gathered, (std::vector<double>{2 * 8192.0 * 4096 * 2, 2 * 8192.0 * 2}));
 }
 
 TEST(MoeServing, ExpertsInsideTheTensorParallelGroupAllReduceOnce) {

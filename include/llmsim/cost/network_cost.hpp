@@ -302,8 +302,9 @@ constexpr seconds collective_time(const system_spec& sys, const strategy_spec& s
       std::int64_t sharing = 1;
       if (data_parallel) sharing = s.tp_size;
       if (c.group == comm_group::edp) sharing = s.ep_size * s.etp_size;
-      // The embedding group (first and last stage): every rank of the first stage on the node sums at once.
-      if (c.group == comm_group::pp) sharing = layout_of(s, comm_group::pp).stride;
+      // The embedding group (first and last stage): each member reaches the other node over its own
+      // NIC, one of the node's `num_per_node` (NCCL's one NIC per GPU, as a pipeline send).
+      if (c.group == comm_group::pp) sharing = sys.num_per_node;
       bandwidth /= static_cast<double>(sharing < sys.num_per_node ? sharing : sys.num_per_node);
     }
   }

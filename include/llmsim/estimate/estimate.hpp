@@ -1326,7 +1326,7 @@ constexpr void size_activations(stage_result& r, const job_context& j, const sta
 /// Megatron finalize_model_grads.py _allreduce_word_embedding_grads: after the data-parallel sync
 /// the first pipeline stage (the embedding) and the last (a tied LM head's copy, or the embedding
 /// MTP layers read) all-reduce that weight's whole main gradient, padded vocab / tp x hidden
-/// (Megatron FSDP: its local shard). One rank holding both (pp 1, DualPipeV's rank 0) has one weight.
+/// (Megatron FSDP, sharding at any level: its local shard). One rank holding both (pp 1, DualPipeV's rank 0) has one weight.
 constexpr seconds embedding_grad_allreduce_time(const stage_result& r, const job_context& j) {
   const strategy_spec& s = j.c->s();
   const model_spec& m = j.c->m();
@@ -1335,7 +1335,9 @@ constexpr seconds embedding_grad_allreduce_time(const stage_result& r, const job
                                          : (r.layout.head && m.tie_word_embeddings) || r.layout.mtp_layers > 0;
   if (!shares) return {};
   double elements = static_cast<double>(padded_vocab(m, s.tp_size) / s.tp_size) * static_cast<double>(m.hidden_size);
-  if (s.zero_state >= 3) elements /= static_cast<double>(dp_size(s) * s.cp_size);
+  // Megatron FSDP's main gradient is this rank's shard whenever it shards (param_and_grad_buffer.py
+  // update_main_grads; finalize_model_grads reduces `_local_tensor`).
+  if (megatron_fsdp(s) && s.zero_state >= 1) elements /= static_cast<double>(dp_size(s) * s.cp_size);
   return collective_time(j.c->sys(), s, embedding_group_tier(j.c->sys(), s),
                          {collective_kind::all_reduce, elements * stage_grad_bytes(j), 2, comm_group::pp});
 }

@@ -491,6 +491,12 @@ constexpr void all2all_dispatch_comm(leaf& p, const build_context& c, const moe_
   const double gathered = payload * static_cast<double>(s.etp_size);
   c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, gathered);
   c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, gathered);
+  if (!s.dispatch_probs) return;
+  // The probabilities are gathered over expert TP beside the rows (token_dispatcher.py
+  // dispatch_postprocess gathers global_probs too).
+  const double probs_gathered = tok.dispatched * E * static_cast<double>(s.etp_size);
+  c.collective(p, pass_kind::forward, comm_group::etp, collective_kind::all_gather, probs_gathered);
+  c.collective(p, pass_kind::backward_input, comm_group::etp, collective_kind::reduce_scatter, probs_gathered);
 }
 
 /// Megatron MoEAllGatherTokenDispatcher: the tokens, their probabilities and routing map are
@@ -678,12 +684,8 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
 }
 
 /// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
-/// experts.py `_is_fused_impl_supported` declines expert TP and offloaded expert_fc1 / moe_act).
-constexpr bool fused_grouped_mlp(const strategy_spec& s) {
-  return s.use_transformer_engine_op_fuser && s.etp_size == 1 &&
-         !(s.fine_grained_activation_offloading && (s.offload_modules.contains(offload_module::expert_fc1) ||
-                                                    s.offload_modules.contains(offload_module::moe_act)));
-}
+/// the configurations experts.py declines are refused, `validate_op_fuser`).
+constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transformer_engine_op_fuser; }
 
 /// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
 /// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by

@@ -719,6 +719,27 @@ constexpr void validate_fp8_fields(const strategy_spec& s) {
                  "Megatron-LM's --fp8-param-gather");
   detail::require_size(api, "strategy.fp8_layers_at_start_in_bf16", s.fp8_layers_at_start_in_bf16, 0);
   detail::require_size(api, "strategy.fp8_layers_at_end_in_bf16", s.fp8_layers_at_end_in_bf16, 0);
+  if (s.fp8 && s.fp8_first_last_layers_bf16 && s.fp8_recipe == fp8_recipe_kind::delayed)
+    report_error(api, "strategy.fp8_first_last_layers_bf16",
+                 "strategy.fp8_first_last_layers_bf16=true needs a recipe other than \"delayed\" (Megatron-LM "
+                 "fp8_utils.py: delayed scaling does not support first / last layers in bf16)");
+}
+
+/// TE's fused grouped MLP for the experts (use_transformer_engine_op_fuser): Megatron asserts the
+/// configurations TEGroupedMLP._is_fused_impl_supported declines (experts.py).
+constexpr void validate_op_fuser(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (!s.use_transformer_engine_op_fuser) return;
+  if (s.etp_size > 1)
+    report_error(api, "strategy.use_transformer_engine_op_fuser",
+                 "strategy.use_transformer_engine_op_fuser=true needs strategy.etp_size=1, got {} (Megatron-LM "
+                 "experts.py: the fused grouped MLP does not support expert tensor parallelism)",
+                 s.etp_size);
+  if (s.fine_grained_activation_offloading &&
+      (s.offload_modules.contains(offload_module::expert_fc1) || s.offload_modules.contains(offload_module::moe_act)))
+    report_error(api, "strategy.use_transformer_engine_op_fuser",
+                 "strategy.use_transformer_engine_op_fuser=true cannot run with strategy.offload_modules "
+                 "\"expert_fc1\" or \"moe_act\" (Megatron-LM experts.py: their offload runs unfused only)");
 }
 
 /// The rules of overlap_moe_expert_parallel_comm and delay_wgrad_compute that concern the strategy
@@ -857,6 +878,7 @@ constexpr void validate_strategy_choices(const strategy_spec& s) {
                  "strategy.microbatch_group_size_per_vp_stage={} must be at least strategy.pp_size={}",
                  *s.microbatch_group_size_per_vp_stage, s.pp_size);
   validate_fp8_fields(s);
+  validate_op_fuser(s);
   validate_expert_comm_overlap(s);
   validate_tp_comm_overlap(s);
   if (s.cache_groupgemm_col_fp8_inputs && !s.fp8)
