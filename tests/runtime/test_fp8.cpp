@@ -330,6 +330,26 @@ TEST(Fp8, Refusals) {
   EXPECT_EQ(error_of([&] { validate(m, ends, catalogue::h100_sxm); }),
             "llmsim::strategy: strategy.fp8_layers_at_start_in_bf16=20 + fp8_layers_at_end_in_bf16=13 exceeds "
             "model.layer_num=32");
+  // TE's FP8 linears need their local input's rows, this rank's tokens, a multiple of 8: 4094
+  // tokens over tp 2 with SP are 2047 a rank; without SP 4094 (6 over); 4 sequences of 4094 are
+  // 16376 = 8 x 2047; 4112 over tp 2 are 2056 = 8 x 257.
+  strategy_spec odd = dp8(true);
+  odd.world_size = 2;
+  odd.tp_size = 2;
+  odd.seq_len = 4094;
+  EXPECT_EQ(error_of([&] { validate(m, odd, catalogue::h100_sxm); }),
+            "llmsim::strategy: strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size / "
+            "tp_size x micro_batch_size = 2047, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)");
+  odd.enable_sequence_parallel = false;
+  EXPECT_NE(error_of([&] { validate(m, odd, catalogue::h100_sxm); }).find("micro_batch_size = 4094,"),
+            std::string::npos);
+  odd.micro_batch_size = 4;
+  EXPECT_EQ(error_of([&] { validate(m, odd, catalogue::h100_sxm); }), "");
+  odd = dp8(true);
+  odd.world_size = 2;
+  odd.tp_size = 2;
+  odd.seq_len = 4112;
+  EXPECT_EQ(error_of([&] { validate(m, odd, catalogue::h100_sxm); }), "");
   strategy_spec norm_recompute = dp8(true);
   norm_recompute.recompute_granularity = recompute_kind::selective_recompute;
   norm_recompute.recompute_layer_num = 1;

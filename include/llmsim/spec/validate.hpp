@@ -225,6 +225,18 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
                  s.tp_size, s.seq_len / s.cp_size);
+  // TransformerEngine's FP8 linears (utils.py assert_dim_for_fp8_exec, called by Linear,
+  // LayerNormLinear and LayerNormMLP on their local input): the rows of the input, this rank's
+  // tokens, must be a multiple of 8.
+  if (s.fp8) {
+    const bool sp = s.enable_sequence_parallel && s.tp_size > 1;
+    const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
+    if (rows % 8 != 0)
+      report_error(api, "strategy.seq_len",
+                   "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
+                   "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
+                   sp ? " / tp_size" : "", rows);
+  }
   // Megatron-LM arguments.py: the position table must cover the sequence.
   if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&
       *m.max_position_embeddings < s.seq_len)
