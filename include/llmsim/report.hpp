@@ -198,10 +198,9 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
       buf, sizeof buf,
       "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
       static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)),
-      s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "", static_cast<long long>(s.seq_len),
-      static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-      static_cast<long long>(s.zero_state));
+      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), sequence_parallel_active(s) ? " (SP)" : "",
+      static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
+      static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state));
   out += buf;
   if (s.cp_size > 1) {  // how the attention exchanges the sequence (TE cp_comm_type)
     if (s.cp_comm_type == cp_comm_kind::all_gather)

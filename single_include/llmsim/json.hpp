@@ -1638,16 +1638,13 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   if (!m.contains("intermediate_size") && !deepseek)
     fail(at.child("intermediate_size"), "required field is missing (Hugging Face config)");
   // Qwen2's q, k, v projections always carry biases (modeling_qwen2.py); attention_bias puts them
-  // on q, k, v and o (the o bias is noted).
-  if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
+  // on q, k, v and o (the o bias is noted). gpt-oss: q, k, v, o, the router and the experts carry
+  // biases (modeling_gpt_oss.py; Megatron-Bridge gpt_oss_bridge.py sets add_bias_linear=True).
+  if (type == "gpt_oss") {
+    m["add_linear_bias"] = true;
+  } else if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
     if (deepseek) fail(at.child("attention_bias"), "biases on MLA's projections are not imported");
     m["add_qkv_bias"] = true;
-  }
-  // gpt-oss: q, k, v, o, the router and the experts carry biases (modeling_gpt_oss.py; Megatron-Bridge
-  // gpt_oss_bridge.py sets add_bias_linear=True).
-  if (type == "gpt_oss") {
-    m.erase("add_qkv_bias");
-    m["add_linear_bias"] = true;
   }
   detail::window_into(v, at, type, m);
   detail::note_unmodelled(v, at, type, m, notes);
@@ -2215,7 +2212,10 @@ inline void model_part(row_job& job, const value& row, const value& m) {
   append_strings(job.not_modelled, m);
   if (m.contains("recompute_by_gpu") && m["recompute_by_gpu"].contains(gpu))
     job.strategy.update(recompute_modules(m["recompute_by_gpu"][gpu]));
-  const std::string run = row["release"].get<std::string>() + " " + gpu + " " + row["precision"].get<std::string>();
+  const std::string precision = row["precision"].get<std::string>();
+  if (m.contains("strategy_by_precision") && m["strategy_by_precision"].contains(precision))
+    job.strategy.update(m["strategy_by_precision"][precision]);
+  const std::string run = row["release"].get<std::string>() + " " + gpu + " " + precision;
   if (m.contains("strategy_by_run") && m["strategy_by_run"].contains(run))
     job.strategy.update(m["strategy_by_run"][run]);
   // Megatron-LM refuses the combined 1F1B step with pp > 1 and no virtual pipeline

@@ -2567,6 +2567,10 @@ constexpr std::int64_t global_batch_size(const strategy_spec& s) {
   return s.micro_batch_size * s.micro_batch_num * dp_size(s);
 }
 
+/// Whether sequence parallelism is on: it needs tensor parallelism to split the residual stream
+/// (Megatron's --sequence-parallel with tp 1 does nothing).
+constexpr bool sequence_parallel_active(const strategy_spec& s) { return s.enable_sequence_parallel && s.tp_size > 1; }
+
 /// Whether any recompute is active (SimuMax `is_recompute`).
 constexpr bool recompute_active(const strategy_spec& s) {
   if (!s.enable_recompute || s.recompute_layer_num <= 0) return false;
@@ -4753,19 +4757,15 @@ constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::in
 }
 }  // namespace detail
 
-/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
-/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
-/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
-/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
-/// otherwise `inter_node`.
-constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
-  const auto& requested = detail::requested_net(s, g);
-  std::string_view name = requested.view();
+namespace detail {
+/// The tier group `g` takes when its members cover `span` consecutive ranks and `same_node` says
+/// whether they share a node: the strategy's explicit `<group>_net`, else `auto` (see resolve_tier).
+constexpr const network_tier& tier_of_group(const system_spec& sys, const strategy_spec& s, comm_group g,
+                                            std::int64_t span, bool same_node) {
+  std::string_view name = requested_net(s, g).view();
   if (name == "auto") {
-    const group_layout lay = layout_of(s, g);
-    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
     if (sys.intra_with_pcie && same_node) {
-      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      if (const auto* t = pcie_tier_covering(sys, span)) return *t;
       name = "inter_node";
     } else {
       name = same_node ? "high_intra_node" : "inter_node";
@@ -4773,29 +4773,31 @@ constexpr const network_tier& resolve_tier(const system_spec& sys, const strateg
   }
   const auto* tier = sys.network(name);
   if (tier == nullptr)
-    detail::report_error("llmsim::estimate", "system.networks",
-                         "the {} group needs network tier \"{}\", which system {} does not define",
-                         comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+    report_error("llmsim::estimate", "system.networks",
+                 "the {} group needs network tier \"{}\", which system {} does not define",
+                 comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
   return *tier;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const group_layout lay = layout_of(s, g);
+  const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+  return detail::tier_of_group(sys, s, g, lay.span, same_node);
 }
 
 /// The tier of Megatron's embedding group: the first and the last rank of each pipeline, which sum
 /// the gradients of the word embedding they both hold (parallel_state.py default_embedding_ranks;
 /// finalize_model_grads.py _allreduce_word_embedding_grads). Its members are (pp - 1) pipeline
-/// strides apart, so `auto` picks as for a group spanning the whole pipeline; an explicit pp_net wins.
+/// strides apart: the pipeline group's tier as for a group spanning the whole pipeline.
 constexpr const network_tier& embedding_group_tier(const system_spec& sys, const strategy_spec& s) {
-  if (detail::requested_net(s, comm_group::pp).view() != "auto") return resolve_tier(sys, s, comm_group::pp);
   const std::int64_t span = layout_of(s, comm_group::pp).span;
-  if (sys.intra_with_pcie && span <= sys.num_per_node)
-    if (const auto* t = detail::pcie_tier_covering(sys, span)) return *t;
-  const std::string_view name = span <= sys.num_per_node && !sys.intra_with_pcie ? "high_intra_node" : "inter_node";
-  const auto* tier = sys.network(name);
-  if (tier == nullptr)
-    detail::report_error("llmsim::estimate", "system.networks",
-                         "the embedding group (first and last pipeline stage) needs network tier \"{}\", which "
-                         "system {} does not define",
-                         name, sys.sys_name);
-  return *tier;
+  return detail::tier_of_group(sys, s, comm_group::pp, span, span <= sys.num_per_node);
 }
 
 /// One collective call.
@@ -5523,10 +5525,9 @@ struct build_context {
   [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * sequence()); }
   /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
   [[nodiscard]] constexpr double local_tokens() const {
-    const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
-    return tokens() / static_cast<double>(sp ? s().tp_size : 1);
+    return tokens() / static_cast<double>(sequence_parallel_active(s()) ? s().tp_size : 1);
   }
-  [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
+  [[nodiscard]] constexpr bool sequence_parallel() const { return sequence_parallel_active(s()); }
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
   [[nodiscard]] constexpr double main_grad_bytes() const {
@@ -7916,10 +7917,6 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
   return duplicated_linear_leaf(c, id, in_features, out_features);
 }
 
-/// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
-/// the configurations experts.py declines are refused, `validate_op_fuser`).
-constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transformer_engine_op_fuser; }
-
 /// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
 /// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by
 /// its tokens' routing probabilities in an eager loop (experts.py `_apply_bias`, the default
@@ -7930,8 +7927,9 @@ constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transfor
 constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_tokens& tok, std::int64_t width) {
   const auto experts = static_cast<double>(tok.local_experts);
   l.params += experts * static_cast<double>(width);
-  // Serving adds it inside the fused MoE kernel (vLLM fused_moe's bias inputs): no loop.
-  if (fused_grouped_mlp(c.s()) || c.inference != nullptr) return;
+  // TE's fused grouped MLP adds it in its kernel (the configurations Megatron declines are refused,
+  // validate_op_fuser), as serving's fused MoE kernels do (vLLM fused_moe's bias inputs): no loop.
+  if (c.s().use_transformer_engine_op_fuser || c.inference != nullptr) return;
   const double X = tok.expert * static_cast<double>(width) * c.element_bytes(), per = X / experts;
   for (std::int64_t e = 0; e < tok.local_experts; ++e) {
     c.memory(l, pass_kind::forward, per);      // b * p
@@ -10614,7 +10612,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
+  if (sequence_parallel_active(s) && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
     report_error(api, "strategy.tp_size",
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
@@ -10623,7 +10621,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   // LayerNormLinear and LayerNormMLP on their local input): the rows of the input, this rank's
   // tokens, must be a multiple of 8.
   if (s.fp8) {
-    const bool sp = s.enable_sequence_parallel && s.tp_size > 1;
+    const bool sp = sequence_parallel_active(s);
     const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
     if (rows % 8 != 0)
       report_error(api, "strategy.seq_len",
@@ -16123,10 +16121,9 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
       buf, sizeof buf,
       "strategy: world %lld = tp %lld x cp %lld x pp %lld x dp %lld%s, seq %lld, micro-batch %lld x %lld, zero %lld\n",
       static_cast<long long>(s.world_size), static_cast<long long>(s.tp_size), static_cast<long long>(s.cp_size),
-      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)),
-      s.enable_sequence_parallel && s.tp_size > 1 ? " (SP)" : "", static_cast<long long>(s.seq_len),
-      static_cast<long long>(s.micro_batch_size), static_cast<long long>(s.micro_batch_num),
-      static_cast<long long>(s.zero_state));
+      static_cast<long long>(s.pp_size), static_cast<long long>(dp_size(s)), sequence_parallel_active(s) ? " (SP)" : "",
+      static_cast<long long>(s.seq_len), static_cast<long long>(s.micro_batch_size),
+      static_cast<long long>(s.micro_batch_num), static_cast<long long>(s.zero_state));
   out += buf;
   if (s.cp_size > 1) {  // how the attention exchanges the sequence (TE cp_comm_type)
     if (s.cp_comm_type == cp_comm_kind::all_gather)

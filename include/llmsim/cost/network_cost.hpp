@@ -93,19 +93,15 @@ constexpr const network_tier* pcie_tier_covering(const system_spec& sys, std::in
 }
 }  // namespace detail
 
-/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
-/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
-/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
-/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
-/// otherwise `inter_node`.
-constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
-  const auto& requested = detail::requested_net(s, g);
-  std::string_view name = requested.view();
+namespace detail {
+/// The tier group `g` takes when its members cover `span` consecutive ranks and `same_node` says
+/// whether they share a node: the strategy's explicit `<group>_net`, else `auto` (see resolve_tier).
+constexpr const network_tier& tier_of_group(const system_spec& sys, const strategy_spec& s, comm_group g,
+                                            std::int64_t span, bool same_node) {
+  std::string_view name = requested_net(s, g).view();
   if (name == "auto") {
-    const group_layout lay = layout_of(s, g);
-    const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
     if (sys.intra_with_pcie && same_node) {
-      if (const auto* t = detail::pcie_tier_covering(sys, lay.span)) return *t;
+      if (const auto* t = pcie_tier_covering(sys, span)) return *t;
       name = "inter_node";
     } else {
       name = same_node ? "high_intra_node" : "inter_node";
@@ -113,29 +109,31 @@ constexpr const network_tier& resolve_tier(const system_spec& sys, const strateg
   }
   const auto* tier = sys.network(name);
   if (tier == nullptr)
-    detail::report_error("llmsim::estimate", "system.networks",
-                         "the {} group needs network tier \"{}\", which system {} does not define",
-                         comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
+    report_error("llmsim::estimate", "system.networks",
+                 "the {} group needs network tier \"{}\", which system {} does not define",
+                 comm_group_names[static_cast<std::size_t>(g)], name, sys.sys_name);
   return *tier;
+}
+}  // namespace detail
+
+/// The tier group `g` communicates over. An explicit `<group>_net` in the strategy wins; `auto`
+/// picks from where the ranks sit (SimuMax's rule): on PCIe machines the smallest
+/// `intra_node_pcie_<k>x` tier covering the group's span; on NVLink machines `high_intra_node`
+/// when the group fits in one node (for the pipeline: when neighbouring stages share a node);
+/// otherwise `inter_node`.
+constexpr const network_tier& resolve_tier(const system_spec& sys, const strategy_spec& s, comm_group g) {
+  const group_layout lay = layout_of(s, g);
+  const bool same_node = g == comm_group::pp ? lay.stride < sys.num_per_node : lay.span <= sys.num_per_node;
+  return detail::tier_of_group(sys, s, g, lay.span, same_node);
 }
 
 /// The tier of Megatron's embedding group: the first and the last rank of each pipeline, which sum
 /// the gradients of the word embedding they both hold (parallel_state.py default_embedding_ranks;
 /// finalize_model_grads.py _allreduce_word_embedding_grads). Its members are (pp - 1) pipeline
-/// strides apart, so `auto` picks as for a group spanning the whole pipeline; an explicit pp_net wins.
+/// strides apart: the pipeline group's tier as for a group spanning the whole pipeline.
 constexpr const network_tier& embedding_group_tier(const system_spec& sys, const strategy_spec& s) {
-  if (detail::requested_net(s, comm_group::pp).view() != "auto") return resolve_tier(sys, s, comm_group::pp);
   const std::int64_t span = layout_of(s, comm_group::pp).span;
-  if (sys.intra_with_pcie && span <= sys.num_per_node)
-    if (const auto* t = detail::pcie_tier_covering(sys, span)) return *t;
-  const std::string_view name = span <= sys.num_per_node && !sys.intra_with_pcie ? "high_intra_node" : "inter_node";
-  const auto* tier = sys.network(name);
-  if (tier == nullptr)
-    detail::report_error("llmsim::estimate", "system.networks",
-                         "the embedding group (first and last pipeline stage) needs network tier \"{}\", which "
-                         "system {} does not define",
-                         name, sys.sys_name);
-  return *tier;
+  return detail::tier_of_group(sys, s, comm_group::pp, span, span <= sys.num_per_node);
 }
 
 /// One collective call.

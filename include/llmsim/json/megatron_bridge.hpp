@@ -162,7 +162,10 @@ inline void model_part(row_job& job, const value& row, const value& m) {
   append_strings(job.not_modelled, m);
   if (m.contains("recompute_by_gpu") && m["recompute_by_gpu"].contains(gpu))
     job.strategy.update(recompute_modules(m["recompute_by_gpu"][gpu]));
-  const std::string run = row["release"].get<std::string>() + " " + gpu + " " + row["precision"].get<std::string>();
+  const std::string precision = row["precision"].get<std::string>();
+  if (m.contains("strategy_by_precision") && m["strategy_by_precision"].contains(precision))
+    job.strategy.update(m["strategy_by_precision"][precision]);
+  const std::string run = row["release"].get<std::string>() + " " + gpu + " " + precision;
   if (m.contains("strategy_by_run") && m["strategy_by_run"].contains(run))
     job.strategy.update(m["strategy_by_run"][run]);
   // Megatron-LM refuses the combined 1F1B step with pp > 1 and no virtual pipeline

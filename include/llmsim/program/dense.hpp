@@ -98,10 +98,9 @@ struct build_context {
   [[nodiscard]] constexpr double tokens() const { return static_cast<double>(s().micro_batch_size * sequence()); }
   /// Tokens of the residual stream on one rank: s/t under sequence parallelism.
   [[nodiscard]] constexpr double local_tokens() const {
-    const bool sp = s().enable_sequence_parallel && s().tp_size > 1;
-    return tokens() / static_cast<double>(sp ? s().tp_size : 1);
+    return tokens() / static_cast<double>(sequence_parallel_active(s()) ? s().tp_size : 1);
   }
-  [[nodiscard]] constexpr bool sequence_parallel() const { return s().enable_sequence_parallel && s().tp_size > 1; }
+  [[nodiscard]] constexpr bool sequence_parallel() const { return sequence_parallel_active(s()); }
   [[nodiscard]] constexpr double element_bytes() const { return static_cast<double>(dtype_bytes(s().dtype)); }
   /// Bytes per element of the main gradient: fp32 unless gradients are reduced in bf16.
   [[nodiscard]] constexpr double main_grad_bytes() const {

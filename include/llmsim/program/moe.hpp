@@ -683,10 +683,6 @@ constexpr leaf latent_proj_leaf(const build_context& c, leaf_id id, std::int64_t
   return duplicated_linear_leaf(c, id, in_features, out_features);
 }
 
-/// Whether Megatron runs the experts as TE's fused grouped MLP (strategy.use_transformer_engine_op_fuser;
-/// the configurations experts.py declines are refused, `validate_op_fuser`).
-constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transformer_engine_op_fuser; }
-
 /// The experts' fc2 bias (model.add_linear_bias), one per expert and output feature. Megatron builds
 /// fc2 with skip_bias_add and, outside TE's fused grouped MLP, adds each local expert's bias scaled by
 /// its tokens' routing probabilities in an eager loop (experts.py `_apply_bias`, the default
@@ -697,8 +693,9 @@ constexpr bool fused_grouped_mlp(const strategy_spec& s) { return s.use_transfor
 constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_tokens& tok, std::int64_t width) {
   const auto experts = static_cast<double>(tok.local_experts);
   l.params += experts * static_cast<double>(width);
-  // Serving adds it inside the fused MoE kernel (vLLM fused_moe's bias inputs): no loop.
-  if (fused_grouped_mlp(c.s()) || c.inference != nullptr) return;
+  // TE's fused grouped MLP adds it in its kernel (the configurations Megatron declines are refused,
+  // validate_op_fuser), as serving's fused MoE kernels do (vLLM fused_moe's bias inputs): no loop.
+  if (c.s().use_transformer_engine_op_fuser || c.inference != nullptr) return;
   const double X = tok.expert * static_cast<double>(width) * c.element_bytes(), per = X / experts;
   for (std::int64_t e = 0; e < tok.local_experts; ++e) {
     c.memory(l, pass_kind::forward, per);      // b * p

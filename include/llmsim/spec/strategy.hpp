@@ -473,6 +473,10 @@ constexpr std::int64_t global_batch_size(const strategy_spec& s) {
   return s.micro_batch_size * s.micro_batch_num * dp_size(s);
 }
 
+/// Whether sequence parallelism is on: it needs tensor parallelism to split the residual stream
+/// (Megatron's --sequence-parallel with tp 1 does nothing).
+constexpr bool sequence_parallel_active(const strategy_spec& s) { return s.enable_sequence_parallel && s.tp_size > 1; }
+
 /// Whether any recompute is active (SimuMax `is_recompute`).
 constexpr bool recompute_active(const strategy_spec& s) {
   if (!s.enable_recompute || s.recompute_layer_num <= 0) return false;

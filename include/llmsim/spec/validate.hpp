@@ -220,7 +220,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   if (m.intermediate_size && *m.intermediate_size % s.tp_size != 0)
     report_error(api, "strategy.tp_size", "strategy.tp_size={} must divide model.intermediate_size={}", s.tp_size,
                  *m.intermediate_size);
-  if (s.enable_sequence_parallel && s.tp_size > 1 && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
+  if (sequence_parallel_active(s) && !sp_splits_sequence(s.seq_len, s.cp_size, s.tp_size))
     report_error(api, "strategy.tp_size",
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
@@ -229,7 +229,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   // LayerNormLinear and LayerNormMLP on their local input): the rows of the input, this rank's
   // tokens, must be a multiple of 8.
   if (s.fp8) {
-    const bool sp = s.enable_sequence_parallel && s.tp_size > 1;
+    const bool sp = sequence_parallel_active(s);
     const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
     if (rows % 8 != 0)
       report_error(api, "strategy.seq_len",
