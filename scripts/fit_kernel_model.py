@@ -5,8 +5,17 @@
 and reports each fit's error on shapes left out of it (5-fold cross-validation).
 
 The model (efficiency = FLOPs / (time x data-sheet peak), as the tables define it):
-  GEMM          eff = sustained                                   (the tile/wave-quantization term
-                                                                  it also reports was left out)
+  GEMM          time = hypot(FLOPs / (peak x sustained),          the tensor-core time and the
+                             bytes / HBM bandwidth)               operand streaming time in
+                                                                  quadrature: near the ridge point
+                                                                  they do not fully overlap (the
+                                                                  plain roofline takes the larger;
+                                                                  both are reported, as is the
+                                                                  tile/wave-quantization term that
+                                                                  was left out); bytes: A, B and C
+                                                                  (C twice when accumulated) at the
+                                                                  table's dtypes, bandwidth: the
+                                                                  file's default share
   grouped GEMM  eff = sustained x M / (M + m0)                    M: rows (tokens) per group
   attention     eff = ceiling x x / (x + x0), x = batch x heads x ceil(seq / 128) / SMs
   PCIe links   busbw = eff x NCCL's figure (24 GB/s Gen4 x16 inside a socket, 16 GB/s the EPYC
@@ -26,11 +35,27 @@ import json, math, os, random, statistics as st, sys
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "reference", "simumax", "configs", "system")
 # SM counts (A100: 108, whitepaper; B200: 148); tiles: CUTLASS's BF16 tensor-core tile shapes
-# (used by `wave`, the quantization term that was tried and left out of the GEMM model).
+# (used by `wave`, the quantization term that was tried and left out of the GEMM model); data-sheet
+# dense BF16 peaks (A100 312 TFLOPS, B200 2.25 PFLOPS).
 ARCHS = {
-    "ampere": ("a100_pcie.json", 108, [(128, 256), (256, 128), (128, 128)]),
-    "blackwell": ("b200_bf16_ceperm.json", 148, [(256, 256), (256, 128), (128, 256), (128, 128)]),
+    "ampere": ("a100_pcie.json", 108, [(128, 256), (256, 128), (128, 128)], 312e12),
+    "blackwell": ("b200_bf16_ceperm.json", 148, [(256, 256), (256, 128), (128, 256), (128, 128)], 2250e12),
 }
+
+
+def gemm_rows(path, peak):
+    """((FLOPs / peak, seconds to stream the bytes at the file's default bandwidth), measured
+    efficiency) per measured GEMM shape."""
+    bw = json.load(open(path))["accelerator"]["bandwidth"]["default"]
+    bytes_per_second = bw["gbps"] * 2**30 * bw["efficient_factor"]
+    rows = []
+    for k, v in table(path, "matmul").items():
+        d = parse(k)
+        b, m, n, kk = (int(d[x]) for x in ("b", "m", "n", "k"))
+        out = 4 if d["out_dtype"] == "fp32" else 2
+        traffic = b * (2 * (m * kk + kk * n) + m * n * out * (2 if d["accumulate"] == "True" else 1))
+        rows.append(((2 * b * m * n * kk / peak, traffic / bytes_per_second, m, n), v))
+    return rows
 
 
 def parse(key):
@@ -68,13 +93,15 @@ def report(arch, what, rows, model, grid):
     print(f"{arch:10s} {what:24s} n={len(rows):3d}  fit {p}  held-out |err| mean {mean:.1f}% max {worst:.1f}%")
 
 
-for arch, (file, sms, tiles) in ARCHS.items():
+for arch, (file, sms, tiles, peak) in ARCHS.items():
     path = os.path.join(ROOT, file)
-    gemm = [((int(d["m"]), int(d["n"])), v) for d, v in ((parse(k), v) for k, v in table(path, "matmul").items())]
-    report(arch, "gemm sustained", gemm, lambda x, p: p[0],
-           [(c / 1000,) for c in range(300, 1001, 2)])
+    gemm = gemm_rows(path, peak)
+    sustained = [(c / 1000,) for c in range(300, 1001, 2)]
+    # efficiency = (FLOPs / peak) / time
+    report(arch, "gemm quadrature", gemm, lambda x, p: x[0] / math.hypot(x[0] / p[0], x[1]), sustained)
+    report(arch, "gemm roofline (max)", gemm, lambda x, p: x[0] / max(x[0] / p[0], x[1]), sustained)
     # The tile and SM-wave quantization term, tried and left out of the model (README):
-    report(arch, "gemm x wave (not used)", gemm, lambda x, p: p[0] * wave(x[0], x[1], sms, tiles),
+    report(arch, "gemm x wave (not used)", gemm, lambda x, p: p[0] * wave(x[2], x[3], sms, tiles),
            [(c / 1000,) for c in range(300, 1201, 2)])
     grouped = [(int(parse(k)["M"]), v, parse(k)["stage"]) for k, v in table(path, "group_matmul").items()]
     grid = [(c / 1000, m0) for c in range(300, 1001, 5) for m0 in range(0, 801, 8)]

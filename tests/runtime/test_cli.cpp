@@ -534,7 +534,7 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
       EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
   }
   // The README's figure for all rows (scripts/megatron_bridge_table.sh): 19.8 %.
-  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.1977, 0.0005);
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.1972, 0.0005);
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.
@@ -619,8 +619,8 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
 
 // The README's catalogue-only training figures (issue: goal 8 % / 15 %): the 48 cases priced on
 // catalogue a100-pcie and b200 instead of SimuMax's measured files. Gates at the figures reached
-// (4.68 % / 13.18 %; 13.15 % before the dispatched probabilities' all-to-all was sized as Megatron
-// sends it), so that no change makes them worse unnoticed.
+// (4.58 % / 13.15 %; 4.68 % / 13.18 % before modelled GEMMs added compute and streaming in
+// quadrature), so that no change makes them worse unnoticed.
 TEST(CliValidate, TrainingCasesOnCatalogueSystemsWithinTheReachedErrors) {
   LLMSIM_REQUIRE_CLI();
   const auto file = llmsim_test::shared_dir() / "validation" / "training_cases.json";
@@ -631,8 +631,8 @@ TEST(CliValidate, TrainingCasesOnCatalogueSystemsWithinTheReachedErrors) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto s = r.out_json()["summary"];
   EXPECT_EQ(s["n"], 48);
-  EXPECT_LE(s["time_mean_abs_err"].get<double>(), 0.0469);
-  EXPECT_LE(s["time_max_abs_err"].get<double>(), 0.1319);
+  EXPECT_LE(s["time_mean_abs_err"].get<double>(), 0.0459);
+  EXPECT_LE(s["time_max_abs_err"].get<double>(), 0.1316);
 }
 
 // `validate --format csv`: a header and a line per case; numbers read back to the JSON's exactly,

@@ -34,6 +34,17 @@ constexpr double sqrt_of(double x) {
   for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
   return r;
 }
+/// sqrt(a^2 + b^2) for a, b >= 0 by Newton's iteration from 1.5 max(a, b), above the root (which
+/// lies in [max, sqrt(2) max]): the relative error e shrinks to e^2 / 2 a step, from at most 0.5
+/// to below 1e-16 in six steps; eight are taken.
+constexpr double hypot_of(double a, double b) {
+  const double big = a > b ? a : b;
+  if (big <= 0) return 0;
+  const double square = a * a + b * b;
+  double r = 1.5 * big;
+  for (int i = 0; i < 8; ++i) r = 0.5 * (r + square / r);
+  return r;
+}
 /// The later of two times (std::max of doubles, without <algorithm>).
 constexpr double later(double a, double b) { return a > b ? a : b; }
 }  // namespace detail

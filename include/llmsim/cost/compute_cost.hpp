@@ -5,6 +5,7 @@
 /// shapes around it, else the kernel model's, else the kind's `efficient_factor`.
 #pragma once
 
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/units.hpp>
 #include <llmsim/spec/system.hpp>
 
@@ -119,16 +120,22 @@ constexpr bool entry_prices(const system_spec& sys, compute_kind kind, std::stri
                          own.accurate_efficient_factor.interpolate(shape).has_value());
 }
 
-/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the larger; `only_compute` takes the
-/// compute time unless there is none.
+/// A kernel with both work and traffic (`modelled`: as in compute_cost): `roofline` mode takes the
+/// larger; `only_compute` takes the compute time unless there is none. `modelled_quadrature` (a
+/// GEMM): when the kernel model gave the efficiency, the compute time and the time to stream the
+/// bytes add in quadrature (cost/kernel_model.hpp), never below the roofline's memory time.
 constexpr kernel_cost kernel_time(const system_spec& sys, compute_kind kind, double flop_count, std::string_view shape,
                                   memory_kind traffic_kind, double byte_count, double modelled = 0,
-                                  double counted_share = 1) {
+                                  double counted_share = 1, bool modelled_quadrature = false) {
   kernel_cost c = compute_cost(sys, kind, flop_count, shape, modelled, counted_share);
   c.memory = memory_time(sys, traffic_kind, byte_count);
   if (sys.accelerator.mode == accelerator_mode::only_compute)
     c.time = c.compute.value > 0 ? c.compute : c.memory;
-  else
+  else if (c.modelled && modelled_quadrature && c.memory.value > 0) {
+    const seconds streaming = c.memory - seconds{memory_entry(sys, traffic_kind).latency_us * 1e-6};
+    const seconds joined{detail::hypot_of(c.compute.value, streaming.value)};
+    c.time = joined > c.memory ? joined : c.memory;
+  } else
     c.time = c.compute > c.memory ? c.compute : c.memory;
   return c;
 }
