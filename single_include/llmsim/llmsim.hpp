@@ -10424,6 +10424,10 @@ LLMSIM_END_NAMESPACE
 /// and SimuMax's sanity checks), through the same error path as each spec's own `validate`.
 
 
+#include <array>
+#include <string_view>
+#include <utility>
+
 LLMSIM_BEGIN_NAMESPACE
 
 namespace detail {
@@ -10651,6 +10655,18 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
                    "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
                    sp ? " / tp_size" : "", rows);
+    // ... and each linear's local feature dims (its input's and its weight's last) a multiple of 16.
+    const std::array<std::pair<std::string_view, std::int64_t>, 3> features{
+        {{"model.hidden_size", m.hidden_size},
+         {"model.head_num x head_dim / tp_size", mla ? 16 : m.head_num * head_dim(m) / s.tp_size},
+         {"model.intermediate_size / tp_size",
+          is_moe(m) || !m.intermediate_size ? 16 : *m.intermediate_size / s.tp_size}}};
+    for (const auto& [name, value] : features)
+      if (value % 16 != 0)
+        report_error(api, "strategy.fp8",
+                     "strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, {} = {} is "
+                     "not (TransformerEngine assert_dim_for_fp8_exec)",
+                     name, value);
   }
   // Megatron-LM arguments.py: the position table must cover the sequence.
   if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&

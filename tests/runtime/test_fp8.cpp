@@ -357,6 +357,24 @@ TEST(Fp8, Refusals) {
   odd.tp_size = 2;
   odd.seq_len = 4112;
   EXPECT_EQ(error_of([&] { validate(m, odd, catalogue::h100_sxm); }), "");
+  // ... and each linear's local feature dims multiples of 16 (its input's and weight's last dim):
+  // Llama 3 8B's 4096 hidden, 32 x 128 / 2 = 2048 attention and 14336 / 2 = 7168 MLP features pass;
+  // a 14344-wide MLP over tp 2 has 7172 (4 over a multiple of 16); a 4104 hidden (8 over 4096)
+  // is refused first.
+  model_spec wide = m;
+  wide.intermediate_size = 14344;
+  EXPECT_EQ(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }),
+            "llmsim::strategy: strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, "
+            "model.intermediate_size / tp_size = 7172 is not (TransformerEngine assert_dim_for_fp8_exec)");
+  wide.hidden_size = 4104;
+  wide.head_size = 128;
+  EXPECT_NE(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }).find("model.hidden_size = 4104 is not"),
+            std::string::npos);
+  wide = m;
+  wide.intermediate_size = 14352;  // 7176 a rank over tp 2: 8 over a multiple of 16
+  EXPECT_NE(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }).find("= 7176 is not"), std::string::npos);
+  odd.fp8 = false;  // bf16 linears have no such rule
+  EXPECT_EQ(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }), "");
   strategy_spec norm_recompute = dp8(true);
   norm_recompute.recompute_granularity = recompute_kind::selective_recompute;
   norm_recompute.recompute_layer_num = 1;
