@@ -28,11 +28,19 @@ The model (efficiency = FLOPs / (time x data-sheet peak), as the tables define i
                 latency L; (eff, L) fitted to the times of b200_bf16_ceperm.json's high_intra_node
                 collectives (its bandwidth, per-step and per-call latencies) at 2, 4 and 8 ranks,
                 1 MiB to 1 GiB; held out one collective at a time
-Usage: python3 scripts/fit_kernel_model.py [path/to/simumax/configs/system]
+  Hopper GEMM  the same two forms plus a per-call overhead L (the table's times carry one: its
+                256^3 GEMMs take 5.9 us), fitted to XLA's measured BF16 matmul table for sm_90
+                (openxla xla/service/gpu/model/matmul_interpolator_data.h, `kDefaultMatmulPTable`
+                key "sm_90": 375 shapes, b 1-4, m, n, k 256-4096; as in tensorflow/tensorflow
+                372d578b), given as a CSV with columns b,m,n,k,bf16_flops (FLOP/s) by
+                --hopper-gemms; operands and result bf16, streamed at BabelStream's 2.90 TB/s
+Usage: python3 scripts/fit_kernel_model.py [path/to/simumax/configs/system] [--hopper-gemms CSV]
 """
 import json, math, os, random, statistics as st, sys
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+HOPPER_GEMMS = sys.argv[sys.argv.index("--hopper-gemms") + 1] if "--hopper-gemms" in sys.argv else None
+ARGS = [a for i, a in enumerate(sys.argv[1:], 1) if a != "--hopper-gemms" and sys.argv[i - 1] != "--hopper-gemms"]
+ROOT = ARGS[0] if ARGS else os.path.join(
     os.path.dirname(__file__), "..", "..", "shared", "reference", "simumax", "configs", "system")
 # SM counts (A100: 108, whitepaper; B200: 148); tiles: CUTLASS's BF16 tensor-core tile shapes
 # (used by `wave`, the quantization term that was tried and left out of the GEMM model); data-sheet
@@ -200,3 +208,22 @@ for label, nccl, measured in PCIE:
               "(no shape left out)")
 # B200 NVLink 5: 900 GB/s each way (B200 data sheet: 1.8 TB/s bidirectional).
 report_nvlink("blackwell", os.path.join(ROOT, ARCHS["blackwell"][0]), 900)
+
+
+def report_hopper_gemms(path):
+    """Hopper BF16 GEMMs: sustained share of 989 TFLOPS, the join of compute and streaming (2.90
+    TB/s) and the table's per-call overhead L, both joins, 5-fold held-out error."""
+    import csv
+    rows = []
+    for r in csv.DictReader(open(path)):
+        b, m, n, k = (int(r[x]) for x in ("b", "m", "n", "k"))
+        flop = 2 * b * m * n * k
+        rows.append(((flop / 989e12, b * 2 * (m * k + k * n + m * n) / 2.90e12), flop / 989e12 / (flop / int(r["bf16_flops"]))))
+    grid = [(c / 1000, l / 4 * 1e-6) for c in range(600, 1001, 4) for l in range(0, 40)]
+    joins = {"quadrature": lambda x, p: math.hypot(x[0] / p[0], x[1]), "roofline (max)": lambda x, p: max(x[0] / p[0], x[1])}
+    for name, join in joins.items():
+        report("hopper", "gemm " + name, rows, lambda x, p, j=join: x[0] / (j(x, p) + p[1]), grid)
+
+
+if HOPPER_GEMMS:
+    report_hopper_gemms(HOPPER_GEMMS)

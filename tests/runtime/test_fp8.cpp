@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "flat_systems.hpp"
+
 #include "sanitized_build.hpp"
 
 #include <cmath>
@@ -70,7 +72,7 @@ TEST(Fp8, GemmsRunAtTheFp8EntryRate) {
   // A system whose fp8_matmul entry has its own figures: 1979 TFLOPS x 0.6, against matmul's
   // 989 x 0.75. The forward GEMM is compute-bound (4.8e11 flops: ~405 us against ~60 us of
   // traffic), so fp8 time / bf16 time = (989 x 0.75) / (1979 x 0.6).
-  system_spec sys = catalogue::h100_sxm;
+  system_spec sys = llmsim_test::flat_h100_sxm();
   sys.accelerator.op[static_cast<std::size_t>(compute_kind::matmul)].efficient_factor = 0.75;
   sys.accelerator.op[static_cast<std::size_t>(compute_kind::fp8_matmul)].efficient_factor = 0.6;
   const seconds fp8 = forward_gemm(fc1_ops(one_gpu(fp8_recipe_kind::delayed), sys));

@@ -159,7 +159,9 @@ TEST(Limits, ScaleListFinishesWithFiniteFigures) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto& cost = perf.analysis_cost();
     EXPECT_TRUE(std::isfinite(cost.duration_time_per_iter.value) && cost.duration_time_per_iter.value > 0);
-    EXPECT_TRUE(cost.mfu > 0 && cost.mfu <= 1) << cost.mfu;
+    // MFU counts attention over every (query, key) pair, as SimuMax does; a causal kernel does half
+    // that work, so a job of 10 M-token sequences, nearly all attention, may pass 1 but not 2.
+    EXPECT_TRUE(cost.mfu > 0 && cost.mfu < 2) << cost.mfu;
     EXPECT_GT(perf.analysis_mem().peak_mem.value, 0);
     EXPECT_LT(seconds, 5.0);  // a hang guard only; the speed itself is in the README's performance section
   }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "flat_systems.hpp"
+
 #include <string>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -167,9 +169,9 @@ TEST(ModelledInputs, UnfusedGradientAccumulationAddsIntoTheMainGrad) {
   // QKV 4096 x 3072, proj 2048 x 4096, fc1 4096 x 14336, fc2 7168 x 4096 = 109051904; LM head
   // 4096 x 128256 / 2 = 262668288. 32 x 4 + 1 = 129 linears.
   auto s = tp2();
-  const auto fused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto fused = estimate(catalogue::llama3_8b, s, llmsim_test::flat_h100_sxm());
   s.use_fused_grad_accumulation = false;
-  const auto unfused = estimate(catalogue::llama3_8b, s, catalogue::h100_sxm);
+  const auto unfused = estimate(catalogue::llama3_8b, s, llmsim_test::flat_h100_sxm());
   const double w = 32 * 109051904.0 + 262668288.0;
   const double expected = 10 * w / (3350e9 * 0.8) + 129 * 30e-6;
   EXPECT_NEAR((unfused.stages[0].bwd_compute_time - fused.stages[0].bwd_compute_time).value, expected, 1e-9 * expected);

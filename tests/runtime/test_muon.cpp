@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "flat_systems.hpp"
+
 #include <cstdint>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -44,7 +46,7 @@ TEST(Muon, NewtonSchulzFlopsPerMatrixByHand) {
 // A large square matrix is compute-bound: 5 iterations of 6·8192³ FLOPs at the matmul entry's peak
 // and efficiency, plus the two memory passes around them (fp32 momentum in, bf16 X out; back).
 TEST(Muon, NewtonSchulzTimeIsTheGemmsOnTheMatmulEntry) {
-  const auto& sys = catalogue::h100_sxm;
+  const system_spec sys = llmsim_test::flat_h100_sxm();
   const auto& mm = compute_entry(sys, compute_kind::matmul);
   const double n = 8192;
   const double gemms = 5 * 6 * n * n * n / (mm.tflops * 1e12 * mm.efficient_factor);

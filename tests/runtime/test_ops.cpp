@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "flat_systems.hpp"
+
 #include <vector>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -55,7 +57,8 @@ TEST(Ops, WeightGradientTimeIsKeptApart) {
   // 2 x 14336 x 4096 x 4096 flops = 4.81e11 -> 695 us, against ~503 MB of traffic at
   // 3350 GB/s x 0.8 -> 188 us.
   const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 2, .tp_size = 2};
-  const build_context c = make_build_context(catalogue::llama3_8b, s, catalogue::h100_sxm, 128256);
+  const system_spec flat = llmsim_test::flat_h100_sxm();
+  const build_context c = make_build_context(catalogue::llama3_8b, s, flat, 128256);
   const leaf l = linear_leaf(c, leaf_id::linear_fc1, true, 4096, 14336);
   const double wgrad = 2.0 * 14336 * 4096 * 4096 / (989e12 * 0.7);
   EXPECT_NEAR(l.bwd_weight.value, wgrad, 1e-15);

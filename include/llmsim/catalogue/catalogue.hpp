@@ -713,8 +713,8 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
 inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
 /// Hopper SM counts (NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on the H100 SXM5,
 /// 114 on the H100 PCIe; H200 and H800 SXM are the SXM5 part's GH100 configuration with other
-/// memory or NVLink). Without a kernel model they only count the SMs TE's userbuffers take
-/// (strategy.tp_comm_overlap).
+/// memory or NVLink). The Hopper kernel model (kernel_model.hpp `kernel_models::hopper`) prices
+/// attention over them and TE's userbuffers take some (strategy.tp_comm_overlap).
 inline constexpr std::int64_t h100_sxm_sms = 132, h100_pcie_sms = 114;
 /// `s` with `sms` streaming multiprocessors.
 constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
@@ -746,19 +746,22 @@ inline constexpr system_spec l40s =
 /// TFLOPS BF16 dense and 1638.4 GB/s HBM2e of its 64 GB (half the package's 383 TFLOPS and
 /// 3.2768 TB/s, MI250X data sheet); Infinity Fabric 50 GB/s each way per link.
 inline constexpr system_spec mi250x_gcd = detail::node("mi250x_gcd", "rocm", 0, 191.5, 0, 1638.4, 64, 50, false, 25);
-/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s.
-inline constexpr system_spec h100_sxm = detail::with_sm_count(
-    detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50), detail::h100_sxm_sms);
+/// NVIDIA H100 SXM5 80 GB: 989 TFLOPS BF16 / 1979 FP8 dense, 3350 GB/s HBM3, NVLink 4 900 GB/s (450 each way), NDR 400 Gb/s;
+/// priced by the Hopper kernel model.
+inline constexpr system_spec h100_sxm =
+    detail::with_kernel_model(detail::node("h100_sxm", "cuda", 9.0, 989, 1979, 3350, 80, 450, false, 50),
+                              kernel_architecture::hopper, detail::h100_sxm_sms);
 /// NVIDIA H100 PCIe 80 GB: 756 TFLOPS BF16 / 1513 FP8 dense (the data sheet's 1,513 / 3,026 are
 /// with sparsity), 2000 GB/s HBM2e, PCIe Gen5 x16 (NCCL's 48 GB/s, see `node`; the optional
 /// two-GPU NVLink bridge is not modelled), 400 Gb/s per GPU assumed as for the SXM part (NVIDIA
 /// H100 data sheet, "H100 PCIe" column). Its collectives take the PCIe fit of the A100 PCIe.
-inline constexpr system_spec h100_pcie = detail::with_sm_count(
+inline constexpr system_spec h100_pcie = detail::with_kernel_model(
     detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50),
-    detail::h100_pcie_sms);
+    kernel_architecture::hopper, detail::h100_pcie_sms);
 /// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 = detail::with_sm_count(
-    detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50), detail::h100_sxm_sms);
+inline constexpr system_spec h200 =
+    detail::with_kernel_model(detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50),
+                              kernel_architecture::hopper, detail::h100_sxm_sms);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
 inline constexpr system_spec b200 = detail::with_kernel_model(
@@ -768,7 +771,8 @@ inline constexpr system_spec b200 = detail::with_kernel_model(
 /// with NVLink cut to 400 GB/s (200 each way) (NVIDIA H800 product brief; DeepSeek-V3 report §3.1
 /// describes the same 8-GPU NVLink/NVSwitch nodes), NDR 400 Gb/s per GPU.
 inline constexpr system_spec h800 =
-    detail::with_sm_count(detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50), detail::h100_sxm_sms);
+    detail::with_kernel_model(detail::node("h800", "cuda", 9.0, 989, 1979, 3350, 80, 200, false, 50),
+                              kernel_architecture::hopper, detail::h100_sxm_sms);
 /// NVIDIA HGX B300 288 GB (Blackwell Ultra): 36 / 72 PFLOPS BF16 / FP8 per 8 GPUs with sparsity
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;

@@ -37,8 +37,10 @@
 /// (../shared/reference/simumax/configs/system: a100_pcie.json for Ampere, b200_bf16_ceperm.json
 /// for Blackwell) by scripts/fit_kernel_model.py, which prints each fit's mean and largest error
 /// on shapes left out of it (5-fold cross-validation). Nothing here is fitted to training runs.
-/// Architectures without such a table (Hopper, CDNA3) have no model: their catalogue entries keep
-/// the flat efficiencies of catalogue.hpp `assumptions`.
+/// Hopper has no SimuMax table: its constants come from public measurements (XLA's sm_90 GEMM
+/// table, cuDNN's published attention figures, BabelStream, NCCL; see `kernel_models::hopper`).
+/// Architectures without any (Ada, CDNA) have no model: their catalogue entries keep the flat
+/// efficiencies of catalogue.hpp `assumptions`.
 #pragma once
 
 #include <llmsim/cost/compute_cost.hpp>
@@ -50,10 +52,16 @@ LLMSIM_BEGIN_NAMESPACE
 /// One architecture's fitted constants (see the file comment for the forms).
 struct kernel_model_constants {
   double gemm_sustained = 0;
+  /// A GEMM's compute and streaming times add in quadrature (else the larger is taken): whichever
+  /// form fits the architecture's measured GEMMs better.
+  bool gemm_quadrature = true;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
   double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
+  /// An FP8 GEMM's sustained share of the FP8 peak over a BF16 GEMM's of the BF16 peak (1: the
+  /// same share, the rule where no FP8 measurement exists).
+  double fp8_share_over_bf16 = 1;
   /// Memory-bound kernels: the share of the data-sheet HBM bandwidth each kind sustains (default,
   /// token permutation forward / backward, cross-entropy, fused cross-entropy; 0: as default) and
   /// the time each kernel adds in eager-mode training (host and launch), microseconds.
@@ -137,6 +145,49 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
                                                   // on average.
                                                   .nvlink_efficiency = 0.735,
                                                   .collective_call_latency_us = 34};
+/// Hopper (H100 SXM5: GH100, 132 SMs), from public measurements (SimuMax has no Hopper table);
+/// scripts/fit_kernel_model.py --hopper-gemms CSV reproduces the GEMM fit:
+/// - GEMM: XLA's measured BF16 matmul table for sm_90 (openxla matmul_interpolator_data.h, as in
+///   tensorflow/tensorflow 372d578b; its sibling hlo_op_profiles_data.h names the sm_90 device
+///   "NVIDIA H100 80GB HBM3"): 375 shapes, batch 1-4, m, n, k 256-4096. Its times carry a per-call
+///   overhead (256^3 GEMMs take 5.9 us), fitted beside the sustained fraction (6 us) and not used.
+///   The two joins fit it alike (held-out |error| mean / max 7.1 % / 47.2 % for the plain roofline,
+///   7.2 % / 46.3 % for the quadrature), but the quadrature's sustained share, 0.904, exceeds every
+///   measured shape's (at most 0.816): the roofline is kept, at 0.788, close to the best
+///   torch.matmul BF16 rate found by brute force, 794.5 TFLOPS = 80.3 % (stas00/ml-engineering,
+///   compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS").
+/// - FP8 GEMM: the same source's FP8 e4m3 rate, 1402.6 TFLOPS = 70.9 % of 1979: 0.709 / 0.803 of
+///   the BF16 share (Hopper's FP8 tensor cores do not sustain their BF16 share).
+/// - grouped GEMM: no measurement of TransformerEngine's grouped GEMM (what Megatron runs) on
+///   Hopper exists; it takes Blackwell's form, measured on that same TE path: each expert's rows
+///   pay m0 = 224 extra (weight gradients 392), at Blackwell's ratios to the GEMM's sustained share
+///   (0.495 / 0.49 forward, 0.435 / 0.49 weight gradients). (DeepGEMM's FP8 grouped kernels on H800
+///   SXM5, a different library, fit m0 = 128: deepseek-ai/DeepGEMM README at 2e7e580.)
+/// - attention: cuDNN 9.19 fused attention on H200 (NVIDIA/cudnn-frontend
+///   benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv at
+///   df73764: 64 query heads, head dim 128, batch 1, causal, 2k-32k tokens; the H200 is GH100 with
+///   more memory, its attention compute-bound), in the tables' convention (every pair counted:
+///   twice the CSV's causal TFLOPS over 989); |error| mean 0.8 % forward, 1.3 % backward (5
+///   points each, none held out).
+/// - HBM: BabelStream Copy 2.90 TB/s on an H100 SXM5 of the 3.35 TB/s data sheet
+///   (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md at ae0b6a7).
+/// - NVLink: NCCL's effective NVLink 4 bandwidth, "370GB/s" of the 450 GB/s line rate (NCCL's
+///   maintainer in NVIDIA/nccl-tests issue #212); no per-call latency measured.
+/// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
+inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.788,
+                                               .gemm_quadrature = false,
+                                               .grouped_sustained = 0.788 * 0.495 / 0.49,
+                                               .grouped_m0 = 224,
+                                               .grouped_wgrad_sustained = 0.788 * 0.435 / 0.49,
+                                               .grouped_wgrad_m0 = 392,
+                                               .attention_fwd_ceiling = 1.44,
+                                               .attention_fwd_x0 = 3.65,
+                                               .attention_bwd_ceiling = 1.27,
+                                               .attention_bwd_x0 = 5.25,
+                                               .fp8_share_over_bf16 = 0.709 / 0.803,
+                                               .hbm_default = 2.90 / 3.35,
+                                               .kernel_latency_us = 30,
+                                               .nvlink_efficiency = 370.0 / 450.0};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -148,6 +199,8 @@ constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) 
   switch (a) {
     case kernel_architecture::ampere:
       return &kernel_models::ampere;
+    case kernel_architecture::hopper:
+      return &kernel_models::hopper;
     case kernel_architecture::blackwell:
       return &kernel_models::blackwell;
     default:
@@ -181,10 +234,24 @@ constexpr double attention_efficiency(const kernel_model_constants& k, const att
 }
 }  // namespace detail
 
+/// The share of its BF16 twin's modelled efficiency a `kind` GEMM sustains on `sys`: the
+/// architecture's `fp8_share_over_bf16` for FP8 kinds, else 1.
+constexpr double modelled_share_over_bf16(const system_spec& sys, compute_kind kind) {
+  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
+  const bool fp8 = kind == compute_kind::fp8_matmul || kind == compute_kind::fp8_group_matmul;
+  return k != nullptr && fp8 ? k->fp8_share_over_bf16 : 1;
+}
+
+/// Whether `sys`'s kernel model adds a GEMM's compute and streaming times in quadrature.
+constexpr bool modelled_gemm_quadrature(const system_spec& sys) {
+  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
+  return k != nullptr && k->gemm_quadrature;
+}
+
 /// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
 /// no kernel model or the op is not a GEMM, grouped GEMM or attention kernel. FP8 and FP4 GEMMs
 /// take their BF16 twin's fraction of their own data-sheet peak (same clocks and power limit; the
-/// tables hold BF16 only).
+/// tables hold BF16 only), times `fp8_share_over_bf16` for FP8 where it was measured (Hopper).
 constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, const op& o) {
   const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
   if (k == nullptr || sys.accelerator.sm_count <= 0) return 0;
@@ -192,11 +259,13 @@ constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, 
     case compute_kind::matmul:
     case compute_kind::fp8_matmul:
     case compute_kind::fp4_matmul:
-      return o.kind == op_kind::gemm ? k->gemm_sustained : 0;
+      return o.kind == op_kind::gemm ? k->gemm_sustained * modelled_share_over_bf16(sys, kind) : 0;
     case compute_kind::group_matmul:
     case compute_kind::fp8_group_matmul:
     case compute_kind::fp4_group_matmul:
-      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) : 0;
+      return o.kind == op_kind::grouped_gemm
+                 ? detail::grouped_efficiency(*k, o.grouped) * modelled_share_over_bf16(sys, kind)
+                 : 0;
     case compute_kind::sdp_fwd:
     case compute_kind::sdp_bwd:
       return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,
