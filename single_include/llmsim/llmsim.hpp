@@ -34,9 +34,10 @@
 ///                                                 GEMM still pays at least the roofline's bytes plus
 ///                                                 per-kernel latency). A tile and SM-wave
 ///                                                 quantization term was fitted too and left out
-///                                                 (held-out error 6.7 -> 5.4 % on Ampere, 11.4 ->
-///                                                 11.5 % on Blackwell; small-M GEMMs need cuBLAS's
-///                                                 choice of small-M kernels to be priced)
+///                                                 (a constant share times it: held-out error 6.7 ->
+///                                                 5.4 % on Ampere, 12.3 -> 11.5 % on Blackwell
+///                                                 against the constant alone; small-M GEMMs need
+///                                                 cuBLAS's choice of small-M kernels to be priced)
 ///   grouped GEMM  sustained x M / (M + m0)        each expert's GEMM costs as if it had m0 more
 ///                                                 rows: the per-group tile prologue, epilogue and
 ///                                                 padding of TE's grouped GEMM (M: rows per expert)
@@ -3442,9 +3443,6 @@ LLMSIM_BEGIN_NAMESPACE
 /// One architecture's fitted constants (see the file comment for the forms).
 struct kernel_model_constants {
   double gemm_sustained = 0;
-  /// A GEMM's compute and streaming times add in quadrature (else the larger is taken): whichever
-  /// form fits the architecture's measured GEMMs better.
-  bool gemm_quadrature = true;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
@@ -3539,13 +3537,12 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 /// scripts/fit_kernel_model.py --hopper-gemms CSV reproduces the GEMM fit:
 /// - GEMM: XLA's measured BF16 matmul table for sm_90 (openxla matmul_interpolator_data.h, as in
 ///   tensorflow/tensorflow 372d578b; its sibling hlo_op_profiles_data.h names the sm_90 device
-///   "NVIDIA H100 80GB HBM3"): 375 shapes, batch 1-4, m, n, k 256-4096. Its times carry a per-call
-///   overhead (256^3 GEMMs take 5.9 us), fitted beside the sustained fraction (6 us) and not used.
-///   The two joins fit it alike (held-out |error| mean / max 7.1 % / 47.2 % for the plain roofline,
-///   7.2 % / 46.3 % for the quadrature), but the quadrature's sustained share, 0.904, exceeds every
-///   measured shape's (at most 0.816): the roofline is kept, at 0.788, close to the best
-///   torch.matmul BF16 rate found by brute force, 794.5 TFLOPS = 80.3 % (stas00/ml-engineering,
-///   compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS").
+///   "NVIDIA H100 80GB HBM3"; the library is not named): 375 shapes, batch 1-4, m, n, k 256-4096.
+///   Its times carry a per-call overhead of an isolated launch (b = 1-4 256^3 GEMMs take 5.2-6.0
+///   us), so the fit takes the 75 shapes of at least 30 us (5x that floor): quadrature 0.802,
+///   held-out |error| mean / max 5.5 % / 23.6 % (the plain roofline: 0.738, 8.8 % / 42.2 %), close to the best torch.matmul BF16 rate found by brute force, 794.5 TFLOPS
+///   = 80.3 % (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+///   FLOPS").
 /// - FP8 GEMM: the same source's FP8 e4m3 rate, 1402.6 TFLOPS = 70.9 % of 1979: 0.709 / 0.803 of
 ///   the BF16 share (Hopper's FP8 tensor cores do not sustain their BF16 share).
 /// - grouped GEMM: no measurement of TransformerEngine's grouped GEMM (what Megatron runs) on
@@ -3560,15 +3557,19 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   twice the CSV's causal TFLOPS over 989); |error| mean 0.8 % forward, 1.3 % backward (5
 ///   points each, none held out).
 /// - HBM: BabelStream Copy 2.90 TB/s on an H100 SXM5 of the 3.35 TB/s data sheet
-///   (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md at ae0b6a7).
-/// - NVLink: NCCL's effective NVLink 4 bandwidth, "370GB/s" of the 450 GB/s line rate (NCCL's
-///   maintainer in NVIDIA/nccl-tests issue #212); no per-call latency measured.
+///   (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md at ae0b6a7); the catalogue
+///   H200 takes its own (catalogue.hpp `h200`). The H100 PCIe (HBM2e, 350 W) takes the SXM5's
+///   shares over its own data sheet and SM count: an assumption, as A100 PCIe -> SXM.
+/// - NVLink: NCCL's effective NVLink 4 bandwidth, "370GB/s" of the 450 GB/s line rate, for ring
+///   and non-all-reduce collectives (NCCL's maintainer in NVIDIA/nccl-tests issue #212); the same
+///   statement gives all-reduce with NVLink SHARP (NVLS) ~480 GB/s bus bandwidth on 8 GPUs, which
+///   llmsim does not model: its large intra-node all-reduces are priced at the ring's rate. No
+///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
-inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.788,
-                                               .gemm_quadrature = false,
-                                               .grouped_sustained = 0.788 * 0.495 / 0.49,
+inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.802,
+                                               .grouped_sustained = 0.802 * 0.495 / 0.49,
                                                .grouped_m0 = 224,
-                                               .grouped_wgrad_sustained = 0.788 * 0.435 / 0.49,
+                                               .grouped_wgrad_sustained = 0.802 * 0.435 / 0.49,
                                                .grouped_wgrad_m0 = 392,
                                                .attention_fwd_ceiling = 1.44,
                                                .attention_fwd_x0 = 3.65,
@@ -3630,12 +3631,6 @@ constexpr double modelled_share_over_bf16(const system_spec& sys, compute_kind k
   const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
   const bool fp8 = kind == compute_kind::fp8_matmul || kind == compute_kind::fp8_group_matmul;
   return k != nullptr && fp8 ? k->fp8_share_over_bf16 : 1;
-}
-
-/// Whether `sys`'s kernel model adds a GEMM's compute and streaming times in quadrature.
-constexpr bool modelled_gemm_quadrature(const system_spec& sys) {
-  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
-  return k != nullptr && k->gemm_quadrature;
 }
 
 /// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
@@ -4360,6 +4355,12 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
   }
   return s;
 }
+/// `s` with its default memory-bound kernels at `share` of the data-sheet HBM bandwidth (a part
+/// whose own stream measurement differs from its architecture's).
+constexpr system_spec with_hbm_share(system_spec s, double share) {
+  s.accelerator.bandwidth[0].efficient_factor = share;
+  return s;
+}
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
 /// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
 /// taken as the same); B300 / GB300 160: an assumption (NVIDIA's technical blog "Inside NVIDIA
@@ -4414,10 +4415,13 @@ inline constexpr system_spec h100_sxm =
 inline constexpr system_spec h100_pcie = detail::with_kernel_model(
     detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50),
     kernel_architecture::hopper, detail::h100_pcie_sms);
-/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 =
+/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s. Its streams reach
+/// 4.01 TB/s (BabelStream Copy on Azure ND H200 v5: Azure/AI-benchmarking-guide
+/// Azure_Results/ND_H200_v5_results.md), a smaller share than the H100's.
+inline constexpr system_spec h200 = detail::with_hbm_share(
     detail::with_kernel_model(detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50),
-                              kernel_architecture::hopper, detail::h100_sxm_sms);
+                              kernel_architecture::hopper, detail::h100_sxm_sms),
+    4.01 / 4.8);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
 inline constexpr system_spec b200 = detail::with_kernel_model(
@@ -6347,8 +6351,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
-                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o),
-                       o.kind == op_kind::gemm && modelled_gemm_quadrature(sys));
+                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o), o.kind == op_kind::gemm);
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
@@ -6366,7 +6369,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
                      modelled_efficiency(sys, twin, bf16) * modelled_share_over_bf16(sys, o.compute),
-                     detail::counted_share(o), o.kind == op_kind::gemm && modelled_gemm_quadrature(sys));
+                     detail::counted_share(o), o.kind == op_kind::gemm);
 }
 
 /// What a TP collective of `comm` seconds that TE's userbuffers overlap with a GEMM of `gemm`
@@ -6746,7 +6749,7 @@ constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::i
   auto gemm = [&](const gemm_shape& g, double traffic) {
     const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
     return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
-                       modelled, 1, modelled_gemm_quadrature(sys))
+                       modelled, 1, true)
         .time;
   };
   const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);
@@ -10731,12 +10734,22 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
                    "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
                    sp ? " / tp_size" : "", rows);
-    // ... and each linear's local feature dims (its input's and its weight's last) a multiple of 16.
-    const std::array<std::pair<std::string_view, std::int64_t>, 3> features{
+    // ... and each TE linear's local feature dims (its input's and its weight's last) a multiple of
+    // 16: the dense and shared-expert MLPs, attention's output projection (MLA: its low-rank
+    // up-projections' inputs too), Mamba's out_proj. The routed experts' grouped linears do not
+    // assert it.
+    const std::int64_t t = s.tp_size;
+    const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
+    const bool mamba = hybrid_layer_count(m, 'M') > 0;
+    const std::array<std::pair<std::string_view, std::int64_t>, 7> features{
         {{"model.hidden_size", m.hidden_size},
-         {"model.head_num x head_dim / tp_size", mla ? 16 : m.head_num * head_dim(m) / s.tp_size},
-         {"model.intermediate_size / tp_size",
-          is_moe(m) || !m.intermediate_size ? 16 : *m.intermediate_size / s.tp_size}}};
+         {"model.head_num x head_dim / tp_size", m.head_num * (mla ? m.v_head_dim.value_or(16) : head_dim(m)) / t},
+         {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size ? *m.intermediate_size / t : 16},
+         {"model.moe_shared_expert_intermediate_size / tp_size",
+          m.moe_shared_expert_intermediate_size.value_or(16 * t) / t},
+         {"model.q_lora_rank", mla ? m.q_lora_rank.value_or(16) : 16},
+         {"model.kv_lora_rank", mla ? m.kv_lora_rank.value_or(16) : 16},
+         {"model.mamba_num_heads x mamba_head_dim / tp_size", mamba ? m.mamba_num_heads * m.mamba_head_dim / t : 16}}};
     for (const auto& [name, value] : features)
       if (value % 16 != 0)
         report_error(api, "strategy.fp8",

@@ -534,7 +534,7 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
       EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
   }
   // The README's figure for all rows (scripts/megatron_bridge_table.sh): 19.8 %.
-  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2041, 0.0005);
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2044, 0.0005);
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.

@@ -377,6 +377,30 @@ TEST(Fp8, Refusals) {
   EXPECT_NE(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }).find("= 7176 is not"), std::string::npos);
   odd.fp8 = false;  // bf16 linears have no such rule
   EXPECT_EQ(error_of([&] { validate(wide, odd, catalogue::h100_sxm); }), "");
+  // MoE models' dense layers and shared experts are TE linears too (only the routed experts'
+  // grouped linears skip the check): DeepSeek-V2-Lite's first dense layer is 10944 wide, 1368 a
+  // rank over tp 8 (8 over 1360 = 16 x 85); over tp 4, 2736 = 16 x 171 passes.
+  strategy_spec tp8 = dp8(true);
+  tp8.tp_size = 8;
+  tp8.world_size = 8;
+  EXPECT_NE(error_of([&] {
+              validate(catalogue::deepseek_v2_lite, tp8, catalogue::h100_sxm);
+            }).find("model.intermediate_size / tp_size = 1368 is not"),
+            std::string::npos);
+  strategy_spec tp4 = tp8;
+  tp4.tp_size = 4;
+  tp4.world_size = 4;
+  EXPECT_EQ(error_of([&] { validate(catalogue::deepseek_v2_lite, tp4, catalogue::h100_sxm); }), "");
+  model_spec shared = catalogue::deepseek_v2_lite;    // shared experts 2816 wide: 704 over tp 4
+  shared.moe_shared_expert_intermediate_size = 2824;  // 706 = 16 x 44 + 2
+  EXPECT_NE(error_of([&] {
+              validate(shared, tp4, catalogue::h100_sxm);
+            }).find("model.moe_shared_expert_intermediate_size / tp_size = 706 is not"),
+            std::string::npos);
+  model_spec mla = catalogue::deepseek_v2_lite;  // MLA: the KV up-projection's input, kv_lora_rank
+  mla.kv_lora_rank = 520;
+  EXPECT_NE(error_of([&] { validate(mla, tp4, catalogue::h100_sxm); }).find("model.kv_lora_rank = 520 is not"),
+            std::string::npos);
   strategy_spec norm_recompute = dp8(true);
   norm_recompute.recompute_granularity = recompute_kind::selective_recompute;
   norm_recompute.recompute_layer_num = 1;

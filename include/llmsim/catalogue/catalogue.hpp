@@ -704,6 +704,12 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
   }
   return s;
 }
+/// `s` with its default memory-bound kernels at `share` of the data-sheet HBM bandwidth (a part
+/// whose own stream measurement differs from its architecture's).
+constexpr system_spec with_hbm_share(system_spec s, double share) {
+  s.accelerator.bandwidth[0].efficient_factor = share;
+  return s;
+}
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
 /// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
 /// taken as the same); B300 / GB300 160: an assumption (NVIDIA's technical blog "Inside NVIDIA
@@ -758,10 +764,13 @@ inline constexpr system_spec h100_sxm =
 inline constexpr system_spec h100_pcie = detail::with_kernel_model(
     detail::node("h100_pcie", "cuda", 9.0, 756, 1513, 2000, 80, detail::pcie_gen5_x16_gb_per_s, true, 50),
     kernel_architecture::hopper, detail::h100_pcie_sms);
-/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s.
-inline constexpr system_spec h200 =
+/// NVIDIA H200 SXM 141 GB: H100 compute, 4800 GB/s HBM3e, NVLink 4, NDR 400 Gb/s. Its streams reach
+/// 4.01 TB/s (BabelStream Copy on Azure ND H200 v5: Azure/AI-benchmarking-guide
+/// Azure_Results/ND_H200_v5_results.md), a smaller share than the H100's.
+inline constexpr system_spec h200 = detail::with_hbm_share(
     detail::with_kernel_model(detail::node("h200", "cuda", 9.0, 989, 1979, 4800, 141, 450, false, 50),
-                              kernel_architecture::hopper, detail::h100_sxm_sms);
+                              kernel_architecture::hopper, detail::h100_sxm_sms),
+    4.01 / 4.8);
 /// NVIDIA B200 (HGX B200) 180 GB: 2250 TFLOPS BF16 / 4500 FP8 / 9000 FP4 dense (the data sheet's
 /// 18 PFLOPS FP4 is with sparsity), 8000 GB/s HBM3e, NVLink 5 1800 GB/s (900 each way), 400 Gb/s NIC.
 inline constexpr system_spec b200 = detail::with_kernel_model(

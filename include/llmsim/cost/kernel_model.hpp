@@ -14,9 +14,10 @@
 ///                                                 GEMM still pays at least the roofline's bytes plus
 ///                                                 per-kernel latency). A tile and SM-wave
 ///                                                 quantization term was fitted too and left out
-///                                                 (held-out error 6.7 -> 5.4 % on Ampere, 11.4 ->
-///                                                 11.5 % on Blackwell; small-M GEMMs need cuBLAS's
-///                                                 choice of small-M kernels to be priced)
+///                                                 (a constant share times it: held-out error 6.7 ->
+///                                                 5.4 % on Ampere, 12.3 -> 11.5 % on Blackwell
+///                                                 against the constant alone; small-M GEMMs need
+///                                                 cuBLAS's choice of small-M kernels to be priced)
 ///   grouped GEMM  sustained x M / (M + m0)        each expert's GEMM costs as if it had m0 more
 ///                                                 rows: the per-group tile prologue, epilogue and
 ///                                                 padding of TE's grouped GEMM (M: rows per expert)
@@ -52,9 +53,6 @@ LLMSIM_BEGIN_NAMESPACE
 /// One architecture's fitted constants (see the file comment for the forms).
 struct kernel_model_constants {
   double gemm_sustained = 0;
-  /// A GEMM's compute and streaming times add in quadrature (else the larger is taken): whichever
-  /// form fits the architecture's measured GEMMs better.
-  bool gemm_quadrature = true;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
@@ -149,13 +147,12 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 /// scripts/fit_kernel_model.py --hopper-gemms CSV reproduces the GEMM fit:
 /// - GEMM: XLA's measured BF16 matmul table for sm_90 (openxla matmul_interpolator_data.h, as in
 ///   tensorflow/tensorflow 372d578b; its sibling hlo_op_profiles_data.h names the sm_90 device
-///   "NVIDIA H100 80GB HBM3"): 375 shapes, batch 1-4, m, n, k 256-4096. Its times carry a per-call
-///   overhead (256^3 GEMMs take 5.9 us), fitted beside the sustained fraction (6 us) and not used.
-///   The two joins fit it alike (held-out |error| mean / max 7.1 % / 47.2 % for the plain roofline,
-///   7.2 % / 46.3 % for the quadrature), but the quadrature's sustained share, 0.904, exceeds every
-///   measured shape's (at most 0.816): the roofline is kept, at 0.788, close to the best
-///   torch.matmul BF16 rate found by brute force, 794.5 TFLOPS = 80.3 % (stas00/ml-engineering,
-///   compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS").
+///   "NVIDIA H100 80GB HBM3"; the library is not named): 375 shapes, batch 1-4, m, n, k 256-4096.
+///   Its times carry a per-call overhead of an isolated launch (b = 1-4 256^3 GEMMs take 5.2-6.0
+///   us), so the fit takes the 75 shapes of at least 30 us (5x that floor): quadrature 0.802,
+///   held-out |error| mean / max 5.5 % / 23.6 % (the plain roofline: 0.738, 8.8 % / 42.2 %), close to the best torch.matmul BF16 rate found by brute force, 794.5 TFLOPS
+///   = 80.3 % (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+///   FLOPS").
 /// - FP8 GEMM: the same source's FP8 e4m3 rate, 1402.6 TFLOPS = 70.9 % of 1979: 0.709 / 0.803 of
 ///   the BF16 share (Hopper's FP8 tensor cores do not sustain their BF16 share).
 /// - grouped GEMM: no measurement of TransformerEngine's grouped GEMM (what Megatron runs) on
@@ -170,15 +167,19 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   twice the CSV's causal TFLOPS over 989); |error| mean 0.8 % forward, 1.3 % backward (5
 ///   points each, none held out).
 /// - HBM: BabelStream Copy 2.90 TB/s on an H100 SXM5 of the 3.35 TB/s data sheet
-///   (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md at ae0b6a7).
-/// - NVLink: NCCL's effective NVLink 4 bandwidth, "370GB/s" of the 450 GB/s line rate (NCCL's
-///   maintainer in NVIDIA/nccl-tests issue #212); no per-call latency measured.
+///   (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md at ae0b6a7); the catalogue
+///   H200 takes its own (catalogue.hpp `h200`). The H100 PCIe (HBM2e, 350 W) takes the SXM5's
+///   shares over its own data sheet and SM count: an assumption, as A100 PCIe -> SXM.
+/// - NVLink: NCCL's effective NVLink 4 bandwidth, "370GB/s" of the 450 GB/s line rate, for ring
+///   and non-all-reduce collectives (NCCL's maintainer in NVIDIA/nccl-tests issue #212); the same
+///   statement gives all-reduce with NVLink SHARP (NVLS) ~480 GB/s bus bandwidth on 8 GPUs, which
+///   llmsim does not model: its large intra-node all-reduces are priced at the ring's rate. No
+///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
-inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.788,
-                                               .gemm_quadrature = false,
-                                               .grouped_sustained = 0.788 * 0.495 / 0.49,
+inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.802,
+                                               .grouped_sustained = 0.802 * 0.495 / 0.49,
                                                .grouped_m0 = 224,
-                                               .grouped_wgrad_sustained = 0.788 * 0.435 / 0.49,
+                                               .grouped_wgrad_sustained = 0.802 * 0.435 / 0.49,
                                                .grouped_wgrad_m0 = 392,
                                                .attention_fwd_ceiling = 1.44,
                                                .attention_fwd_x0 = 3.65,
@@ -240,12 +241,6 @@ constexpr double modelled_share_over_bf16(const system_spec& sys, compute_kind k
   const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
   const bool fp8 = kind == compute_kind::fp8_matmul || kind == compute_kind::fp8_group_matmul;
   return k != nullptr && fp8 ? k->fp8_share_over_bf16 : 1;
-}
-
-/// Whether `sys`'s kernel model adds a GEMM's compute and streaming times in quadrature.
-constexpr bool modelled_gemm_quadrature(const system_spec& sys) {
-  const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
-  return k != nullptr && k->gemm_quadrature;
 }
 
 /// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has

@@ -51,7 +51,7 @@ constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::i
   auto gemm = [&](const gemm_shape& g, double traffic) {
     const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
     return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
-                       modelled, 1, modelled_gemm_quadrature(sys))
+                       modelled, 1, true)
         .time;
   };
   const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);

@@ -84,8 +84,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const compute_kind twin = bf16_twin(o.compute);
   if (twin == o.compute || !o.keyed || entry_prices(sys, o.compute, key.view()))
     return kernel_time(sys, o.compute, o.flops, key.view(), memory_kind::default_kind, o.bytes,
-                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o),
-                       o.kind == op_kind::gemm && modelled_gemm_quadrature(sys));
+                       modelled_efficiency(sys, o.compute, o), detail::counted_share(o), o.kind == op_kind::gemm);
   const double cc = known_compute_capability(sys);
   const double speedup = low_precision_speedup(o.compute, cc);
   if (speedup <= 0)
@@ -103,7 +102,7 @@ constexpr kernel_cost compute_op_cost(const system_spec& sys, const op& o) {
   const shape_key twin_key = detail::shape_unread(sys, o) ? shape_key{} : key_of(bf16);
   return kernel_time(sys, twin, o.flops / speedup, twin_key.view(), memory_kind::default_kind, o.bytes,
                      modelled_efficiency(sys, twin, bf16) * modelled_share_over_bf16(sys, o.compute),
-                     detail::counted_share(o), o.kind == op_kind::gemm && modelled_gemm_quadrature(sys));
+                     detail::counted_share(o), o.kind == op_kind::gemm);
 }
 
 /// What a TP collective of `comm` seconds that TE's userbuffers overlap with a GEMM of `gemm`

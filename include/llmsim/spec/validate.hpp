@@ -240,12 +240,22 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                    "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
                    "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
                    sp ? " / tp_size" : "", rows);
-    // ... and each linear's local feature dims (its input's and its weight's last) a multiple of 16.
-    const std::array<std::pair<std::string_view, std::int64_t>, 3> features{
+    // ... and each TE linear's local feature dims (its input's and its weight's last) a multiple of
+    // 16: the dense and shared-expert MLPs, attention's output projection (MLA: its low-rank
+    // up-projections' inputs too), Mamba's out_proj. The routed experts' grouped linears do not
+    // assert it.
+    const std::int64_t t = s.tp_size;
+    const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
+    const bool mamba = hybrid_layer_count(m, 'M') > 0;
+    const std::array<std::pair<std::string_view, std::int64_t>, 7> features{
         {{"model.hidden_size", m.hidden_size},
-         {"model.head_num x head_dim / tp_size", mla ? 16 : m.head_num * head_dim(m) / s.tp_size},
-         {"model.intermediate_size / tp_size",
-          is_moe(m) || !m.intermediate_size ? 16 : *m.intermediate_size / s.tp_size}}};
+         {"model.head_num x head_dim / tp_size", m.head_num * (mla ? m.v_head_dim.value_or(16) : head_dim(m)) / t},
+         {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size ? *m.intermediate_size / t : 16},
+         {"model.moe_shared_expert_intermediate_size / tp_size",
+          m.moe_shared_expert_intermediate_size.value_or(16 * t) / t},
+         {"model.q_lora_rank", mla ? m.q_lora_rank.value_or(16) : 16},
+         {"model.kv_lora_rank", mla ? m.kv_lora_rank.value_or(16) : 16},
+         {"model.mamba_num_heads x mamba_head_dim / tp_size", mamba ? m.mamba_num_heads * m.mamba_head_dim / t : 16}}};
     for (const auto& [name, value] : features)
       if (value % 16 != 0)
         report_error(api, "strategy.fp8",
