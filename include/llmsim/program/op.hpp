@@ -90,8 +90,10 @@ constexpr op gemm_op(pass_kind pass, const gemm_shape& g, double traffic, comput
   o.bytes = traffic;
   return o;
 }
-/// Batched GEMMs no system table keys (unfused attention's Q·Kᵀ and P·V): priced by the
-/// kind's `efficient_factor`.
+/// Batched GEMMs no system table keys (unfused attention's Q·Kᵀ and P·V, the Mamba SSD scan's
+/// Triton kernels, DeepSeek-V4's indexer): priced by the kind's `efficient_factor`, or on a
+/// kernel-model system as a GEMM of the model (its sustained share, compute and streaming in
+/// quadrature) though no such kernel was in the fit: an assumption.
 constexpr op unkeyed_gemm_op(pass_kind pass, double flops, double traffic) {
   op o;
   o.kind = op_kind::gemm;
