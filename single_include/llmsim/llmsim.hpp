@@ -144,23 +144,21 @@ constexpr double log2_of(double x) {
   }
   return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
 }
-/// Square root of x >= 0 by Newton's iteration.
-constexpr double sqrt_of(double x) {
+/// Square root of x >= 0 by `steps` of Newton's iteration from `start` >= sqrt(x).
+constexpr double newton_sqrt(double x, double start, int steps) {
   if (x <= 0) return 0;
-  double r = x > 1 ? x : 1.0;
-  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
+  double r = start;
+  for (int i = 0; i < steps; ++i) r = 0.5 * (r + x / r);
   return r;
 }
-/// sqrt(a^2 + b^2) for a, b >= 0 by Newton's iteration from 1.5 max(a, b), above the root (which
-/// lies in [max, sqrt(2) max]): the relative error e shrinks to e^2 / 2 a step, from at most 0.5
-/// to below 1e-16 in six steps; eight are taken.
+/// Square root of x >= 0 (from max(x, 1), above the root; 60 steps cover any double's halvings).
+constexpr double sqrt_of(double x) { return newton_sqrt(x, x > 1 ? x : 1.0, 60); }
+/// sqrt(a^2 + b^2) for a, b >= 0, from 1.5 max(a, b), above the root (which lies in [max, sqrt(2)
+/// max]): the relative error e shrinks to e^2 / 2 a step, from at most 0.5 to below 1e-16 in six
+/// steps; eight are taken.
 constexpr double hypot_of(double a, double b) {
   const double big = a > b ? a : b;
-  if (big <= 0) return 0;
-  const double square = a * a + b * b;
-  double r = 1.5 * big;
-  for (int i = 0; i < 8; ++i) r = 0.5 * (r + square / r);
-  return r;
+  return newton_sqrt(a * a + b * b, 1.5 * big, 8);
 }
 /// The later of two times (std::max of doubles, without <algorithm>).
 constexpr double later(double a, double b) { return a > b ? a : b; }
@@ -3568,19 +3566,21 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   llmsim does not model: its large intra-node all-reduces are priced at the ring's rate. No
 ///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
-inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.802,
-                                               .grouped_sustained = 0.802 * 0.495 / 0.49,
-                                               .grouped_m0 = 224,
-                                               .grouped_wgrad_sustained = 0.802 * 0.435 / 0.49,
-                                               .grouped_wgrad_m0 = 392,
-                                               .attention_fwd_ceiling = 1.44,
-                                               .attention_fwd_x0 = 3.65,
-                                               .attention_bwd_ceiling = 1.27,
-                                               .attention_bwd_x0 = 5.25,
-                                               .fp8_share_over_bf16 = 0.709 / 0.803,
-                                               .hbm_default = 2.90 / 3.35,
-                                               .kernel_latency_us = 30,
-                                               .nvlink_efficiency = 370.0 / 450.0};
+inline constexpr double hopper_gemm_sustained = 0.802;
+inline constexpr kernel_model_constants hopper{
+    .gemm_sustained = hopper_gemm_sustained,
+    .grouped_sustained = hopper_gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained,
+    .grouped_m0 = blackwell.grouped_m0,
+    .grouped_wgrad_sustained = hopper_gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained,
+    .grouped_wgrad_m0 = blackwell.grouped_wgrad_m0,
+    .attention_fwd_ceiling = 1.44,
+    .attention_fwd_x0 = 3.65,
+    .attention_bwd_ceiling = 1.27,
+    .attention_bwd_x0 = 5.25,
+    .fp8_share_over_bf16 = 0.709 / 0.803,
+    .hbm_default = 2.90 / 3.35,
+    .kernel_latency_us = blackwell.kernel_latency_us,
+    .nvlink_efficiency = 370.0 / 450.0};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -10507,7 +10507,6 @@ LLMSIM_END_NAMESPACE
 
 #include <array>
 #include <string_view>
-#include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -10697,6 +10696,52 @@ constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& 
   return allowed;
 }
 
+namespace detail {
+/// TransformerEngine's FP8 linears (utils.py assert_dim_for_fp8_exec, called by Linear,
+/// LayerNormLinear and LayerNormMLP on their local input and weight): the rows of the input, this
+/// rank's tokens, a multiple of 8, and each linear's local feature dims (its input's and its
+/// weight's last) a multiple of 16: the dense and shared-expert MLPs, attention's output projection
+/// (MLA: its low-rank up-projections' inputs too), Mamba's out_proj. The routed experts' grouped
+/// linears do not assert it.
+constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  const bool sp = sequence_parallel_active(s);
+  const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
+  if (rows % 8 != 0)
+    report_error(api, "strategy.seq_len",
+                 "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
+                 "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
+                 sp ? " / tp_size" : "", rows);
+  struct feature {
+    std::string_view name;
+    bool applies;
+    std::int64_t value;
+  };
+  const std::int64_t t = s.tp_size;
+  const bool mla = m.attention_type == attention_kind::mla;
+  const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
+  const std::int64_t shared = m.moe_shared_expert_intermediate_size.value_or(0);
+  const std::array<feature, 7> features{{
+      {"model.hidden_size", true, m.hidden_size},
+      {"model.head_num x head_dim / tp_size", !mla || m.v_head_dim.has_value(),
+       m.head_num * (mla ? m.v_head_dim.value_or(0) : head_dim(m)) / t},
+      {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size.has_value(),
+       m.intermediate_size.value_or(0) / t},
+      {"model.moe_shared_expert_intermediate_size / tp_size", shared > 0, shared / t},
+      {"model.q_lora_rank", mla && m.q_lora_rank.has_value(), m.q_lora_rank.value_or(0)},
+      {"model.kv_lora_rank", mla && m.kv_lora_rank.has_value(), m.kv_lora_rank.value_or(0)},
+      {"model.mamba_num_heads x mamba_head_dim / tp_size", hybrid_layer_count(m, 'M') > 0,
+       m.mamba_num_heads * m.mamba_head_dim / t},
+  }};
+  for (const feature& f : features)
+    if (f.applies && f.value % 16 != 0)
+      report_error(api, "strategy.fp8",
+                   "strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, {} = {} is "
+                   "not (TransformerEngine assert_dim_for_fp8_exec)",
+                   f.name, f.value);
+}
+}  // namespace detail
+
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
@@ -10725,40 +10770,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
                  s.tp_size, s.seq_len / s.cp_size);
-  // TransformerEngine's FP8 linears (utils.py assert_dim_for_fp8_exec, called by Linear,
-  // LayerNormLinear and LayerNormMLP on their local input): the rows of the input, this rank's
-  // tokens, must be a multiple of 8.
-  if (s.fp8) {
-    const bool sp = sequence_parallel_active(s);
-    const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
-    if (rows % 8 != 0)
-      report_error(api, "strategy.seq_len",
-                   "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
-                   "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
-                   sp ? " / tp_size" : "", rows);
-    // ... and each TE linear's local feature dims (its input's and its weight's last) a multiple of
-    // 16: the dense and shared-expert MLPs, attention's output projection (MLA: its low-rank
-    // up-projections' inputs too), Mamba's out_proj. The routed experts' grouped linears do not
-    // assert it.
-    const std::int64_t t = s.tp_size;
-    const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
-    const bool mamba = hybrid_layer_count(m, 'M') > 0;
-    const std::array<std::pair<std::string_view, std::int64_t>, 7> features{
-        {{"model.hidden_size", m.hidden_size},
-         {"model.head_num x head_dim / tp_size", m.head_num * (mla ? m.v_head_dim.value_or(16) : head_dim(m)) / t},
-         {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size ? *m.intermediate_size / t : 16},
-         {"model.moe_shared_expert_intermediate_size / tp_size",
-          m.moe_shared_expert_intermediate_size.value_or(16 * t) / t},
-         {"model.q_lora_rank", mla ? m.q_lora_rank.value_or(16) : 16},
-         {"model.kv_lora_rank", mla ? m.kv_lora_rank.value_or(16) : 16},
-         {"model.mamba_num_heads x mamba_head_dim / tp_size", mamba ? m.mamba_num_heads * m.mamba_head_dim / t : 16}}};
-    for (const auto& [name, value] : features)
-      if (value % 16 != 0)
-        report_error(api, "strategy.fp8",
-                     "strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, {} = {} is "
-                     "not (TransformerEngine assert_dim_for_fp8_exec)",
-                     name, value);
-  }
+  if (s.fp8) detail::validate_fp8_dims(m, s);
   // Megatron-LM arguments.py: the position table must cover the sequence.
   if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&
       *m.max_position_embeddings < s.seq_len)

@@ -27,23 +27,21 @@ constexpr double log2_of(double x) {
   }
   return exponent + 2.0 * sum / 0.69314718055994530942;  // ln 2
 }
-/// Square root of x >= 0 by Newton's iteration.
-constexpr double sqrt_of(double x) {
+/// Square root of x >= 0 by `steps` of Newton's iteration from `start` >= sqrt(x).
+constexpr double newton_sqrt(double x, double start, int steps) {
   if (x <= 0) return 0;
-  double r = x > 1 ? x : 1.0;
-  for (int i = 0; i < 60; ++i) r = 0.5 * (r + x / r);
+  double r = start;
+  for (int i = 0; i < steps; ++i) r = 0.5 * (r + x / r);
   return r;
 }
-/// sqrt(a^2 + b^2) for a, b >= 0 by Newton's iteration from 1.5 max(a, b), above the root (which
-/// lies in [max, sqrt(2) max]): the relative error e shrinks to e^2 / 2 a step, from at most 0.5
-/// to below 1e-16 in six steps; eight are taken.
+/// Square root of x >= 0 (from max(x, 1), above the root; 60 steps cover any double's halvings).
+constexpr double sqrt_of(double x) { return newton_sqrt(x, x > 1 ? x : 1.0, 60); }
+/// sqrt(a^2 + b^2) for a, b >= 0, from 1.5 max(a, b), above the root (which lies in [max, sqrt(2)
+/// max]): the relative error e shrinks to e^2 / 2 a step, from at most 0.5 to below 1e-16 in six
+/// steps; eight are taken.
 constexpr double hypot_of(double a, double b) {
   const double big = a > b ? a : b;
-  if (big <= 0) return 0;
-  const double square = a * a + b * b;
-  double r = 1.5 * big;
-  for (int i = 0; i < 8; ++i) r = 0.5 * (r + square / r);
-  return r;
+  return newton_sqrt(a * a + b * b, 1.5 * big, 8);
 }
 /// The later of two times (std::max of doubles, without <algorithm>).
 constexpr double later(double a, double b) { return a > b ? a : b; }

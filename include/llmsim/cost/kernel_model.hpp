@@ -176,19 +176,21 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   llmsim does not model: its large intra-node all-reduces are priced at the ring's rate. No
 ///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
-inline constexpr kernel_model_constants hopper{.gemm_sustained = 0.802,
-                                               .grouped_sustained = 0.802 * 0.495 / 0.49,
-                                               .grouped_m0 = 224,
-                                               .grouped_wgrad_sustained = 0.802 * 0.435 / 0.49,
-                                               .grouped_wgrad_m0 = 392,
-                                               .attention_fwd_ceiling = 1.44,
-                                               .attention_fwd_x0 = 3.65,
-                                               .attention_bwd_ceiling = 1.27,
-                                               .attention_bwd_x0 = 5.25,
-                                               .fp8_share_over_bf16 = 0.709 / 0.803,
-                                               .hbm_default = 2.90 / 3.35,
-                                               .kernel_latency_us = 30,
-                                               .nvlink_efficiency = 370.0 / 450.0};
+inline constexpr double hopper_gemm_sustained = 0.802;
+inline constexpr kernel_model_constants hopper{
+    .gemm_sustained = hopper_gemm_sustained,
+    .grouped_sustained = hopper_gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained,
+    .grouped_m0 = blackwell.grouped_m0,
+    .grouped_wgrad_sustained = hopper_gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained,
+    .grouped_wgrad_m0 = blackwell.grouped_wgrad_m0,
+    .attention_fwd_ceiling = 1.44,
+    .attention_fwd_x0 = 3.65,
+    .attention_bwd_ceiling = 1.27,
+    .attention_bwd_x0 = 5.25,
+    .fp8_share_over_bf16 = 0.709 / 0.803,
+    .hbm_default = 2.90 / 3.35,
+    .kernel_latency_us = blackwell.kernel_latency_us,
+    .nvlink_efficiency = 370.0 / 450.0};
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).

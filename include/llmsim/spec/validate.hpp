@@ -11,7 +11,6 @@
 
 #include <array>
 #include <string_view>
-#include <utility>
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -201,6 +200,52 @@ constexpr bool expert_overlap_allowed(const model_spec& m, const strategy_spec& 
   return allowed;
 }
 
+namespace detail {
+/// TransformerEngine's FP8 linears (utils.py assert_dim_for_fp8_exec, called by Linear,
+/// LayerNormLinear and LayerNormMLP on their local input and weight): the rows of the input, this
+/// rank's tokens, a multiple of 8, and each linear's local feature dims (its input's and its
+/// weight's last) a multiple of 16: the dense and shared-expert MLPs, attention's output projection
+/// (MLA: its low-rank up-projections' inputs too), Mamba's out_proj. The routed experts' grouped
+/// linears do not assert it.
+constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  const bool sp = sequence_parallel_active(s);
+  const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
+  if (rows % 8 != 0)
+    report_error(api, "strategy.seq_len",
+                 "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
+                 "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
+                 sp ? " / tp_size" : "", rows);
+  struct feature {
+    std::string_view name;
+    bool applies;
+    std::int64_t value;
+  };
+  const std::int64_t t = s.tp_size;
+  const bool mla = m.attention_type == attention_kind::mla;
+  const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
+  const std::int64_t shared = m.moe_shared_expert_intermediate_size.value_or(0);
+  const std::array<feature, 7> features{{
+      {"model.hidden_size", true, m.hidden_size},
+      {"model.head_num x head_dim / tp_size", !mla || m.v_head_dim.has_value(),
+       m.head_num * (mla ? m.v_head_dim.value_or(0) : head_dim(m)) / t},
+      {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size.has_value(),
+       m.intermediate_size.value_or(0) / t},
+      {"model.moe_shared_expert_intermediate_size / tp_size", shared > 0, shared / t},
+      {"model.q_lora_rank", mla && m.q_lora_rank.has_value(), m.q_lora_rank.value_or(0)},
+      {"model.kv_lora_rank", mla && m.kv_lora_rank.has_value(), m.kv_lora_rank.value_or(0)},
+      {"model.mamba_num_heads x mamba_head_dim / tp_size", hybrid_layer_count(m, 'M') > 0,
+       m.mamba_num_heads * m.mamba_head_dim / t},
+  }};
+  for (const feature& f : features)
+    if (f.applies && f.value % 16 != 0)
+      report_error(api, "strategy.fp8",
+                   "strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, {} = {} is "
+                   "not (TransformerEngine assert_dim_for_fp8_exec)",
+                   f.name, f.value);
+}
+}  // namespace detail
+
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
@@ -229,40 +274,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
                  "with sequence parallelism strategy.tp_size={} must divide the sequence per context-parallel rank, "
                  "seq_len/cp_size={}",
                  s.tp_size, s.seq_len / s.cp_size);
-  // TransformerEngine's FP8 linears (utils.py assert_dim_for_fp8_exec, called by Linear,
-  // LayerNormLinear and LayerNormMLP on their local input): the rows of the input, this rank's
-  // tokens, must be a multiple of 8.
-  if (s.fp8) {
-    const bool sp = sequence_parallel_active(s);
-    const std::int64_t rows = s.seq_len / s.cp_size / (sp ? s.tp_size : 1) * s.micro_batch_size;
-    if (rows % 8 != 0)
-      report_error(api, "strategy.seq_len",
-                   "strategy.fp8=true needs each rank's tokens per micro-batch, seq_len / cp_size{} x "
-                   "micro_batch_size = {}, to be a multiple of 8 (TransformerEngine assert_dim_for_fp8_exec)",
-                   sp ? " / tp_size" : "", rows);
-    // ... and each TE linear's local feature dims (its input's and its weight's last) a multiple of
-    // 16: the dense and shared-expert MLPs, attention's output projection (MLA: its low-rank
-    // up-projections' inputs too), Mamba's out_proj. The routed experts' grouped linears do not
-    // assert it.
-    const std::int64_t t = s.tp_size;
-    const bool dense_mlp = !is_moe(m) || m.dense_layers > 0 || hybrid_layer_count(m, '-') > 0;
-    const bool mamba = hybrid_layer_count(m, 'M') > 0;
-    const std::array<std::pair<std::string_view, std::int64_t>, 7> features{
-        {{"model.hidden_size", m.hidden_size},
-         {"model.head_num x head_dim / tp_size", m.head_num * (mla ? m.v_head_dim.value_or(16) : head_dim(m)) / t},
-         {"model.intermediate_size / tp_size", dense_mlp && m.intermediate_size ? *m.intermediate_size / t : 16},
-         {"model.moe_shared_expert_intermediate_size / tp_size",
-          m.moe_shared_expert_intermediate_size.value_or(16 * t) / t},
-         {"model.q_lora_rank", mla ? m.q_lora_rank.value_or(16) : 16},
-         {"model.kv_lora_rank", mla ? m.kv_lora_rank.value_or(16) : 16},
-         {"model.mamba_num_heads x mamba_head_dim / tp_size", mamba ? m.mamba_num_heads * m.mamba_head_dim / t : 16}}};
-    for (const auto& [name, value] : features)
-      if (value % 16 != 0)
-        report_error(api, "strategy.fp8",
-                     "strategy.fp8=true needs every FP8 linear's local feature dims to be multiples of 16, {} = {} is "
-                     "not (TransformerEngine assert_dim_for_fp8_exec)",
-                     name, value);
-  }
+  if (s.fp8) detail::validate_fp8_dims(m, s);
   // Megatron-LM arguments.py: the position table must cover the sequence.
   if (m.position_embedding_type == position_kind::learned_absolute && m.max_position_embeddings &&
       *m.max_position_embeddings < s.seq_len)
