@@ -1608,6 +1608,10 @@ struct accelerator_spec {
   /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
   kernel_architecture kernel_model = kernel_architecture::none;
   std::int64_t sm_count = 0;
+  /// llmsim extension: GB/s each way between one GPU and host memory, what activation and optimizer
+  /// offload copies cross (0: the PCIe x16 link of its generation, see cost/step_cost.hpp
+  /// `host_link_bytes_per_second`; Grace-based parts: NVLink-C2C).
+  double host_link_gbs = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -1878,6 +1882,10 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
+  if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
+    report_error(api, "system.accelerator.host_link_gbs",
+                 "system.accelerator.host_link_gbs={} must be in [0, 1e6] GB/s (0: PCIe x16 of the GPU's generation)",
+                 sys.accelerator.host_link_gbs);
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",
@@ -4380,6 +4388,16 @@ constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
   s.accelerator.sm_count = sms;
   return s;
 }
+/// A Grace-based part's link to host memory, NVLink-C2C: 900 GB/s both ways per link
+/// (TransformerEngine docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst,
+/// "NVLink-C2C (GB200), 900 GB/s bidirectional per link"; NVIDIA GB200 NVL72 data sheet), 450 each
+/// way, against PCIe 5.0 x16's 64 (cost/step_cost.hpp).
+inline constexpr double nvlink_c2c_gb_per_s = 450;
+/// `s` whose GPUs reach host memory at `gb_per_s` each way.
+constexpr system_spec with_host_link(system_spec s, double gb_per_s) {
+  s.accelerator.host_link_gbs = gb_per_s;
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -4445,21 +4463,26 @@ inline constexpr system_spec b300 = detail::with_kernel_model(
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
-/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
-inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
-    detail::with_kernel_model(
-        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
-        kernel_architecture::blackwell, detail::b200_sms),
-    72, 50);
+/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU;
+/// host memory (Grace LPDDR5X) over NVLink-C2C.
+inline constexpr system_spec gb200_nvl72 = detail::with_host_link(
+    detail::nvlink_domain(
+        detail::with_kernel_model(
+            detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
+            kernel_architecture::blackwell, detail::b200_sms),
+        72, 50),
+    detail::nvlink_c2c_gb_per_s);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
-/// 800 Gb/s per GPU.
-inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
-    detail::with_kernel_model(
-        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
-        kernel_architecture::blackwell, detail::b300_sms),
-    72, 100);
+/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C.
+inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
+    detail::nvlink_domain(
+        detail::with_kernel_model(
+            detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
+            kernel_architecture::blackwell, detail::b300_sms),
+        72, 100),
+    detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
@@ -6633,6 +6656,14 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   return t;
 }
 
+/// One GPU's link to host memory, each way: the system's `accelerator.host_link_gbs` when it names
+/// one (Grace-based parts: NVLink-C2C), else PCIe 5.0 x16 (`current_gpu`: compute capability >= 9)
+/// or 4.0 x16.
+constexpr double host_link_bytes_per_second(const system_spec& sys, bool current_gpu) {
+  if (sys.accelerator.host_link_gbs > 0) return sys.accelerator.host_link_gbs * 1e9;
+  return current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+}
+
 /// Megatron --optimizer-cpu-offload (core/optimizer/cpu_offloading/hybrid_optimizer.py, offload
 /// fraction 1): this rank's `local` gradient shard is copied to pinned host memory, the host runs
 /// Adam over it (its node's DRAM bandwidth shared by the node's GPUs), and the updated weights are
@@ -6641,8 +6672,7 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
 constexpr seconds host_optimizer_time(const system_spec& sys, const strategy_spec& s, double local,
                                       double grad_bytes_per_param, bool current_gpu) {
   if (!s.optimizer_cpu_offload || local <= 0) return {};
-  const double link =
-      current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+  const double link = host_link_bytes_per_second(sys, current_gpu);
   const double host =
       (current_gpu ? parameters::host_memory_bytes_per_second_sm90 : parameters::host_memory_bytes_per_second_older) /
       static_cast<double>(sys.num_per_node);
@@ -7102,10 +7132,11 @@ LLMSIM_END_NAMESPACE
 // ---- end llmsim/estimate/model_counts.hpp ----------------------------------------------------------
 // ---- begin llmsim/estimate/offload.hpp -------------------------------------------------------------
 /// \file llmsim/estimate/offload.hpp
-/// Megatron-LM's fine-grained activation offloading (--fine-grained-activation-offloading,
-/// --offload-modules; megatron/core/pipeline_parallel/fine_grained_activation_offload.py) on one
-/// decoder layer: which leaves' saved tensors go to the host, and how much of the copies the
-/// layer's compute does not hide.
+/// Activation offloading on one decoder layer: which leaves' saved tensors go to the host, and how
+/// much of the copies the layer's compute does not hide. Megatron-LM's fine-grained offloading
+/// (--fine-grained-activation-offloading, --offload-modules;
+/// megatron/core/pipeline_parallel/fine_grained_activation_offload.py) below, TransformerEngine's
+/// layer-level offloading (--cpu-offloading) at `plan_layer_offload`.
 ///
 /// What Megatron does, per offload group (one module of one layer):
 /// - forward: when the module's forward is done (`on_group_commit_forward`) the D2H stream waits
@@ -8341,11 +8372,10 @@ constexpr bool offloaded_leaf(const strategy_spec& s, leaf_id id) {
 }
 
 /// One GPU's host link, the figure `host_optimizer_time` prices the optimizer offload's copies at
-/// (PCIe 5.0 x16 from compute capability 9, PCIe 4.0 x16 before; an unknown GPU counts as Hopper).
+/// (an unknown GPU counts as Hopper: PCIe 5.0 x16).
 constexpr double host_link_bytes_per_second(const system_spec& sys) {
   const double cc = known_compute_capability(sys);
-  return cc <= 0 || cc >= 9 ? parameters::host_link_bytes_per_second_sm90
-                            : parameters::host_link_bytes_per_second_older;
+  return host_link_bytes_per_second(sys, cc <= 0 || cc >= 9);
 }
 }  // namespace detail
 
@@ -8354,31 +8384,68 @@ constexpr bool activation_offload_active(const strategy_spec& s) {
   return s.fine_grained_activation_offloading || s.offload_groupgemm_col_inputs;
 }
 
-/// Marks the bytes each leaf of one decoder layer sends to the host (`leaf::offloaded`, what it
-/// holds under the recompute plan) and appends an `activation_offload` leaf with the exposed
-/// copy time: forward max(0, D2H - layer forward), backward max(0, H2D - layer backward with its
-/// replays), both copies of the layer's offloaded bytes at the host link bandwidth. Run after the
-/// recompute plan; a layer that offloads nothing is left as it is.
-constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
-  if (!activation_offload_active(c.s()) || b.count == 0) return;
+namespace detail {
+/// Marks the bytes the leaves `which` selects send to the host (`leaf::offloaded`, what each holds
+/// under the recompute plan) and appends an `activation_offload` leaf with the exposed copy time:
+/// each copy of those bytes at the host link bandwidth, less the layer's forward (D2H) or backward
+/// with its replays (H2D) that runs beside it, or all of it when `serial` (compute waits for every
+/// copy). A layer that offloads nothing is left as it is.
+template <typename Which>
+constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, bool serial) {
   double bytes = 0;
   seconds fwd{}, bwd{};
   for (std::size_t i = 0; i < b.count; ++i) {
     leaf& l = b.leaves[i];
     fwd += l.fwd + l.fwd_comm;
     bwd += l.bwd + l.bwd_comm + l.replay() + l.replay_comm();
-    if (detail::offloaded_leaf(c.s(), l.id)) {
+    if (which(l)) {
       l.offloaded = l.held();
       bytes += l.offloaded;
     }
   }
   if (bytes <= 0) return;
-  const seconds copy{bytes / detail::host_link_bytes_per_second(c.sys())};
+  const seconds copy{bytes / host_link_bytes_per_second(c.sys())};
   leaf x;
   x.id = leaf_id::activation_offload;
-  x.fwd = copy > fwd ? copy - fwd : seconds{};
-  x.bwd = copy > bwd ? copy - bwd : seconds{};
+  x.fwd = serial ? copy : (copy > fwd ? copy - fwd : seconds{});
+  x.bwd = serial ? copy : (copy > bwd ? copy - bwd : seconds{});
   b.push(x);
+}
+}  // namespace detail
+
+/// Megatron's fine-grained offloading on one decoder layer (see the file comment): the leaves of
+/// the named modules, each layer's copies beside its own compute. Run after the recompute plan.
+constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
+  if (!activation_offload_active(c.s()) || b.count == 0) return;
+  detail::offload_leaves(
+      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); }, false);
+}
+
+/// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading with
+/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, default scheduling as
+/// TE's docs describe it: docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on
+/// one of the model's first N decoder layers, the ones it offloads:
+/// - every tensor the layer saves for backward goes to the host (TE takes any non-parameter of at
+///   least 256Ki elements: all of a layer's activations here) on one copy stream as soon as it is
+///   saved, and comes back for the layer's backward, reloaded one layer ahead;
+/// - at most L - N layers' activations stay on the GPU (L: model.layer_num). With N <= L - 2 the
+///   copies run beside the neighbouring layers' compute, and a layer is exposed by what its copy
+///   exceeds its forward (backward); with N = L - 1 one set fits and compute waits for every copy
+///   ("compute and transfers cannot overlap", the docs).
+/// Not modelled: the copies' HBM traffic slowing memory-bound kernels beside them (the docs name
+/// it), the host memory they fill, MTP layers (outside the decoder block, never offloaded).
+constexpr void plan_layer_offload(leaf_block& b, const build_context& c) {
+  if (b.count == 0) return;
+  const bool serial = c.s().cpu_offloading_num_layers >= c.m().layer_num - 1;
+  detail::offload_leaves(
+      b, c, [](const leaf&) { return true; }, serial);
+}
+
+/// Of a stage's `layers` decoder layers (the whole model: layer-level offloading runs without
+/// pipeline parallelism, spec/validate.hpp), the first ones TE offloads.
+constexpr std::int64_t layer_offloaded_count(const strategy_spec& s, std::int64_t layers) {
+  if (!s.cpu_offloading) return 0;
+  return s.cpu_offloading_num_layers < layers ? s.cpu_offloading_num_layers : layers;
 }
 
 LLMSIM_END_NAMESPACE
@@ -10744,6 +10811,29 @@ constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
 
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
+namespace detail {
+/// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading): Megatron's
+/// transformer_config.py refuses it with pipeline parallelism and with activation recompute, and
+/// offloads fewer layers than the model has.
+constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.cpu_offloading_num_layers >= m.layer_num)
+    report_error(api, "strategy.cpu_offloading_num_layers",
+                 "strategy.cpu_offloading_num_layers={} must be below model.layer_num={} (Megatron "
+                 "transformer_config.py: CPU offloading can be done only for layers less than num_layers)",
+                 s.cpu_offloading_num_layers, m.layer_num);
+  if (s.pp_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true with strategy.pp_size={}: Megatron (transformer_config.py) has no "
+                 "support for pipeline parallelism with CPU offloading",
+                 s.pp_size);
+  if (recompute_active(s))
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true with activation recompute (strategy.enable_recompute): Megatron "
+                 "(transformer_config.py) refuses CPU offloading when activation recomputation is enabled");
+}
+}  // namespace detail
+
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
@@ -10806,6 +10896,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   expert_overlap_model_rules(m, s, [&](std::string_view field, std::string_view rule, const auto&... values) {
     report_error(api, field, rule, values...);
   });
+  if (s.cpu_offloading) detail::validate_cpu_offloading(m, s);
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
@@ -11139,9 +11230,16 @@ struct job_blocks {
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
   /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
   leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
+  /// strategy.cpu_offloading: the layers TE offloads whole (never recomputed: validate.hpp).
+  leaf_block dense_layer_offloaded{}, moe_layer_offloaded{}, dense_layer_bf16_offloaded{}, moe_layer_bf16_offloaded{};
 
-  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
-  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
+  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16, offloaded whole or not.
+  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16,
+                                                  bool offloaded = false) const {
+    if (offloaded) {
+      if (bf16) return dense ? dense_layer_bf16_offloaded : moe_layer_bf16_offloaded;
+      return dense ? dense_layer_offloaded : moe_layer_offloaded;
+    }
     if (bf16) {
       if (dense) return recomputed ? dense_layer_bf16_recomputed : dense_layer_bf16;
       return recomputed ? moe_layer_bf16_recomputed : moe_layer_bf16;
@@ -11274,6 +11372,15 @@ constexpr job_blocks build_blocks(const build_context& c) {
        {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
         &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
     plan_activation_offload(*layer, c);
+  if (c.s().cpu_offloading && c.s().cpu_offloading_num_layers > 0) {
+    j.dense_layer_offloaded = j.dense_layer;
+    j.moe_layer_offloaded = j.moe_layer;
+    j.dense_layer_bf16_offloaded = j.dense_layer_bf16;
+    j.moe_layer_bf16_offloaded = j.moe_layer_bf16;
+    for (leaf_block* layer :
+         {&j.dense_layer_offloaded, &j.moe_layer_offloaded, &j.dense_layer_bf16_offloaded, &j.moe_layer_bf16_offloaded})
+      plan_layer_offload(*layer, c);
+  }
   if (c.m().experimental_attention_variant && c.m().num_residual_streams) j.embedding.push(hc_expand_leaf(c));
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
@@ -11396,12 +11503,13 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   }
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
+  const std::int64_t offloaded = layer_offloaded_count(c.s(), layers);
+  const std::array<std::int64_t, 5> cuts{dense, recomputed, bf16_head, layers - bf16_tail, offloaded};
   std::int64_t start = 0;
   while (start < layers) {
     const std::int64_t end = run_end(start, layers, cuts);
     const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
-    p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
+    p.add(j.layer(start < dense, start < recomputed, bf16, start < offloaded), end - start, start);
     start = end;
   }
   if (mtp > 0) {
@@ -11660,11 +11768,11 @@ constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
 /// Activation offload combinations the estimate refuses.
 constexpr void refuse_unmodelled_offload(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.cpu_offloading)
-    report_error(
-        api, "strategy.cpu_offloading",
-        "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) is not modelled; "
-        "use strategy.fine_grained_activation_offloading with strategy.offload_modules");
+  if (s.cpu_offloading && (is_hybrid(m) || m.experimental_attention_variant))
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) with {} is not "
+                 "modelled yet",
+                 is_hybrid(m) ? "model.hybrid_override_pattern" : "model.experimental_attention_variant");
   if (!activation_offload_active(s)) return;
   const std::string_view field = s.fine_grained_activation_offloading ? "strategy.fine_grained_activation_offloading"
                                                                       : "strategy.offload_groupgemm_col_inputs";

@@ -279,11 +279,119 @@ TEST(ActivationOffload, RulesAndRefusals) {
   zb.pipeline_schedule = pipeline_schedule_kind::zb_h1;
   EXPECT_NE(error_of([&] { (void)estimate(m, zb, catalogue::h100_sxm); }).find("\"zb_h1\" pipeline schedule"),
             std::string::npos);
-  strategy_spec te{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
-  te.cpu_offloading = true;
-  te.cpu_offloading_num_layers = 4;
-  EXPECT_NE(error_of([&] { (void)estimate(m, te, catalogue::h100_sxm); }).find("strategy.cpu_offloading=true"),
+}
+
+// ---- TransformerEngine's layer-level offloading (--cpu-offloading) ----------------------------
+
+TEST(LayerOffload, EveryTensorOfTheLayerGoesAndTheCopyHidesBehindTheNeighboursCompute) {
+  // A layer of two leaves holding 90e6 and 45e6 bytes (135e6 in all), forward 0.2 + 0.1 ms,
+  // backward 0.3 + 0.2 ms. Llama 3 8B has 32 layers; offloading 8 leaves 24 sets on the GPU, so the
+  // copies overlap compute (TE docs: full overlap with N <= L - 2).
+  //   GB200, NVLink-C2C 450e9 B/s each way: 135e6 / 450e9 = 0.3 ms per copy: forward 0.3 - 0.3 =
+  //   0 exposed, backward 0.3 < 0.5: 0.
+  //   B200, PCIe 5.0 x16 64e9 B/s: 135e6 / 64e9 = 2.109375 ms: forward 2.109375 - 0.3 = 1.809375 ms,
+  //   backward 2.109375 - 0.5 = 1.609375 ms.
+  //   31 of 32 layers (one set on the GPU): compute waits for every copy, 2.109375 ms each way.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
+  s.cpu_offloading = true;
+  s.cpu_offloading_num_layers = 8;
+  auto offload = [&](const system_spec& sys, const strategy_spec& st) {
+    const build_context c = make_build_context(catalogue::llama3_8b, st, sys, 128256);
+    leaf_block b;
+    b.push(plain_leaf(leaf_id::linear_fc1, 90e6, 0.2e-3, 0.3e-3));
+    b.push(plain_leaf(leaf_id::linear_fc2, 45e6, 0.1e-3, 0.2e-3));
+    b.assign_roles();
+    plan_layer_offload(b, c);
+    EXPECT_EQ(b.leaves[0].offloaded, 90e6);
+    EXPECT_EQ(b.leaves[1].offloaded, 45e6);
+    EXPECT_EQ(b.count, 3U);
+    EXPECT_EQ(b.leaves[2].name(), "activation_offload");
+    return std::pair{b.leaves[2].fwd.value, b.leaves[2].bwd.value};
+  };
+  const auto [c2c_fwd, c2c_bwd] = offload(catalogue::gb200_nvl72, s);
+  EXPECT_NEAR(c2c_fwd, 0.0, 1e-15);
+  EXPECT_EQ(c2c_bwd, 0.0);
+  const auto [pcie_fwd, pcie_bwd] = offload(catalogue::b200, s);
+  EXPECT_DOUBLE_EQ(pcie_fwd, 1.809375e-3);
+  EXPECT_DOUBLE_EQ(pcie_bwd, 1.609375e-3);
+  strategy_spec one_set = s;
+  one_set.cpu_offloading_num_layers = 31;
+  const auto [serial_fwd, serial_bwd] = offload(catalogue::gb200_nvl72, one_set);
+  EXPECT_DOUBLE_EQ(serial_fwd, 0.3e-3);
+  EXPECT_DOUBLE_EQ(serial_bwd, 0.3e-3);
+}
+
+TEST(LayerOffload, OffloadingNLayersFreesWhatNLayersHold) {
+  // Llama 3 8B on one GB200, 4096 tokens, no recompute. Offloading the first 8 layers takes their
+  // activations off the GPU: the micro-batch's cache drops by what 8 of its 32 identical layers
+  // hold, i.e. by 8 x (the 32-layer model's cache - the 31-layer model's cache). With 16 layers,
+  // twice that. The copies (each layer's bytes at 450e9 B/s) are shorter than a layer's forward
+  // on GB200 here, so the iteration time does not change; on a B200 (64e9 B/s over PCIe) it grows.
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
+  model_spec shorter = catalogue::llama3_8b;
+  shorter.layer_num = 31;
+  const auto cache = [](const estimate_result& r) {
+    return static_cast<double>(r.stages[0].fwd_activation_cache_per_micro_batch.value);
+  };
+  const estimate_result plain = estimate(catalogue::llama3_8b, s, catalogue::gb200_nvl72);
+  const double one_layer = cache(plain) - cache(estimate(shorter, s, catalogue::gb200_nvl72));
+  EXPECT_GT(one_layer, 4096.0 * 4096 * 2 * 5);  // at least the layer's five hidden-width tensors
+  s.cpu_offloading = true;
+  s.cpu_offloading_num_layers = 8;
+  const estimate_result eight = estimate(catalogue::llama3_8b, s, catalogue::gb200_nvl72);
+  EXPECT_DOUBLE_EQ(cache(plain) - cache(eight), 8 * one_layer);
+  EXPECT_LT(eight.mem.peak_mem, plain.mem.peak_mem);
+  EXPECT_EQ(eight.cost.duration_time_per_iter, plain.cost.duration_time_per_iter);
+  s.cpu_offloading_num_layers = 16;
+  EXPECT_DOUBLE_EQ(cache(plain) - cache(estimate(catalogue::llama3_8b, s, catalogue::gb200_nvl72)), 16 * one_layer);
+  strategy_spec none = s;
+  none.cpu_offloading = false;
+  EXPECT_GT(estimate(catalogue::llama3_8b, s, catalogue::b200).cost.duration_time_per_iter,
+            estimate(catalogue::llama3_8b, none, catalogue::b200).cost.duration_time_per_iter);
+}
+
+TEST(LayerOffload, MegatronsRules) {
+  // Megatron transformer_config.py: fewer layers than the model has, no pipeline parallelism, no
+  // activation recompute; not with fine-grained offloading (strategy.hpp).
+  const auto& m = catalogue::llama3_8b;
+  strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
+  s.cpu_offloading = true;
+  s.cpu_offloading_num_layers = 32;
+  EXPECT_EQ(error_of([&] { validate(m, s); }),
+            "llmsim::strategy: strategy.cpu_offloading_num_layers=32 must be below model.layer_num=32 (Megatron "
+            "transformer_config.py: CPU offloading can be done only for layers less than num_layers)");
+  s.cpu_offloading_num_layers = 4;
+  EXPECT_EQ(error_of([&] { validate(m, s); }), "");
+  strategy_spec pp = s;
+  pp.world_size = pp.pp_size = 2;
+  EXPECT_NE(error_of([&] { validate(m, pp); }).find("strategy.cpu_offloading=true with strategy.pp_size=2"),
             std::string::npos);
+  strategy_spec rc = s;
+  rc.recompute_granularity = recompute_kind::full_block;
+  rc.recompute_layer_num = 1;
+  EXPECT_NE(error_of([&] { validate(m, rc); }).find("refuses CPU offloading when activation recomputation"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)estimate(catalogue::nemotron_3_nano_30b_a3b, s, catalogue::h100_sxm); })
+                .find("strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) with "
+                      "model.hybrid_override_pattern is not modelled yet"),
+            std::string::npos);
+}
+
+TEST(LayerOffload, HostLinkIsASystemField) {
+  // accelerator.host_link_gbs is read, written back, and range-checked; the catalogue's Grace parts
+  // carry NVLink-C2C's 450 GB/s each way, the others none (PCIe by generation).
+  EXPECT_EQ(catalogue::gb200_nvl72.accelerator.host_link_gbs, 450.0);
+  EXPECT_EQ(catalogue::gb300_nvl72.accelerator.host_link_gbs, 450.0);
+  EXPECT_EQ(catalogue::b200.accelerator.host_link_gbs, 0.0);
+  json::value written = json::to_json(catalogue::gb200_nvl72);
+  EXPECT_EQ(written["accelerator"]["host_link_gbs"], 450.0);
+  EXPECT_EQ(json::parse_system(written).spec().accelerator.host_link_gbs, 450.0);
+  written["accelerator"]["host_link_gbs"] = -1.0;
+  EXPECT_NE(error_of([&] {
+              (void)json::parse_system(written);
+            }).find("system.accelerator.host_link_gbs=-1 must be in [0, 1e6] GB/s"),
+            std::string::npos);
+  EXPECT_FALSE(json::to_json(catalogue::b200)["accelerator"].contains("host_link_gbs"));
 }
 
 TEST(ActivationOffload, JsonReadsMegatronsNames) {

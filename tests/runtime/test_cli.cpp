@@ -533,8 +533,17 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     for (const auto& [k, v] : sums)
       EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
   }
-  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 19.8 %.
-  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2044, 0.0005);
+  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 20.5 %.
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.2048, 0.0005);
+  // The 26.02 FP8 Llama 3 70B presets offload 40 (GB200) / 20 (GB300) of 80 layers to the host
+  // (recipes.json, from llama3_workload_base_configs.py at v0.3.0): without it their activations
+  // (~295 GiB a micro-batch) exceed either GPU.
+  for (const auto& row : j["rows"]) {
+    const std::string id = row["id"].get<std::string>();
+    if (id != "mb-26.02-LLAMA3_70B-GB200-FP8-64g-gbs256" && id != "mb-26.02-LLAMA3_70B-GB300-FP8-64g-gbs256") continue;
+    EXPECT_TRUE(row["strategy"]["cpu_offloading"].get<bool>()) << id;
+    EXPECT_EQ(row["strategy"]["cpu_offloading_num_layers"], id.find("GB200") != std::string::npos ? 40 : 20) << id;
+  }
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.

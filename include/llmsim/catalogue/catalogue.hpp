@@ -727,6 +727,16 @@ constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
   s.accelerator.sm_count = sms;
   return s;
 }
+/// A Grace-based part's link to host memory, NVLink-C2C: 900 GB/s both ways per link
+/// (TransformerEngine docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst,
+/// "NVLink-C2C (GB200), 900 GB/s bidirectional per link"; NVIDIA GB200 NVL72 data sheet), 450 each
+/// way, against PCIe 5.0 x16's 64 (cost/step_cost.hpp).
+inline constexpr double nvlink_c2c_gb_per_s = 450;
+/// `s` whose GPUs reach host memory at `gb_per_s` each way.
+constexpr system_spec with_host_link(system_spec s, double gb_per_s) {
+  s.accelerator.host_link_gbs = gb_per_s;
+  return s;
+}
 }  // namespace detail
 
 /// NVIDIA A100 SXM4 80 GB: 312 TFLOPS BF16 dense, 2039 GB/s HBM2e, NVLink 3 600 GB/s (300 each way),
@@ -792,21 +802,26 @@ inline constexpr system_spec b300 = detail::with_kernel_model(
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
-/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU.
-inline constexpr system_spec gb200_nvl72 = detail::nvlink_domain(
-    detail::with_kernel_model(
-        detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
-        kernel_architecture::blackwell, detail::b200_sms),
-    72, 50);
+/// 13.4 TB HBM3e at 576 TB/s per rack = 186 GB and 8 TB/s per GPU; ConnectX-7 400 Gb/s per GPU;
+/// host memory (Grace LPDDR5X) over NVLink-C2C.
+inline constexpr system_spec gb200_nvl72 = detail::with_host_link(
+    detail::nvlink_domain(
+        detail::with_kernel_model(
+            detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
+            kernel_architecture::blackwell, detail::b200_sms),
+        72, 50),
+    detail::nvlink_c2c_gb_per_s);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
-/// 800 Gb/s per GPU.
-inline constexpr system_spec gb300_nvl72 = detail::nvlink_domain(
-    detail::with_kernel_model(
-        detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
-        kernel_architecture::blackwell, detail::b300_sms),
-    72, 100);
+/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C.
+inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
+    detail::nvlink_domain(
+        detail::with_kernel_model(
+            detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
+            kernel_architecture::blackwell, detail::b300_sms),
+        72, 100),
+    detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
 inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);

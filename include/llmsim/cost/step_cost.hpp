@@ -156,6 +156,14 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   return t;
 }
 
+/// One GPU's link to host memory, each way: the system's `accelerator.host_link_gbs` when it names
+/// one (Grace-based parts: NVLink-C2C), else PCIe 5.0 x16 (`current_gpu`: compute capability >= 9)
+/// or 4.0 x16.
+constexpr double host_link_bytes_per_second(const system_spec& sys, bool current_gpu) {
+  if (sys.accelerator.host_link_gbs > 0) return sys.accelerator.host_link_gbs * 1e9;
+  return current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+}
+
 /// Megatron --optimizer-cpu-offload (core/optimizer/cpu_offloading/hybrid_optimizer.py, offload
 /// fraction 1): this rank's `local` gradient shard is copied to pinned host memory, the host runs
 /// Adam over it (its node's DRAM bandwidth shared by the node's GPUs), and the updated weights are
@@ -164,8 +172,7 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
 constexpr seconds host_optimizer_time(const system_spec& sys, const strategy_spec& s, double local,
                                       double grad_bytes_per_param, bool current_gpu) {
   if (!s.optimizer_cpu_offload || local <= 0) return {};
-  const double link =
-      current_gpu ? parameters::host_link_bytes_per_second_sm90 : parameters::host_link_bytes_per_second_older;
+  const double link = host_link_bytes_per_second(sys, current_gpu);
   const double host =
       (current_gpu ? parameters::host_memory_bytes_per_second_sm90 : parameters::host_memory_bytes_per_second_older) /
       static_cast<double>(sys.num_per_node);

@@ -302,9 +302,16 @@ struct job_blocks {
   leaf_block dense_layer{}, dense_layer_recomputed{}, moe_layer{}, moe_layer_recomputed{};
   /// FP8 jobs with fp8_first_last_layers_bf16: the same layers unquantized.
   leaf_block dense_layer_bf16{}, dense_layer_bf16_recomputed{}, moe_layer_bf16{}, moe_layer_bf16_recomputed{};
+  /// strategy.cpu_offloading: the layers TE offloads whole (never recomputed: validate.hpp).
+  leaf_block dense_layer_offloaded{}, moe_layer_offloaded{}, dense_layer_bf16_offloaded{}, moe_layer_bf16_offloaded{};
 
-  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16.
-  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16) const {
+  /// The block of a dense / MoE layer, recomputed or not, quantized or bf16, offloaded whole or not.
+  [[nodiscard]] constexpr const leaf_block& layer(bool dense, bool recomputed, bool bf16,
+                                                  bool offloaded = false) const {
+    if (offloaded) {
+      if (bf16) return dense ? dense_layer_bf16_offloaded : moe_layer_bf16_offloaded;
+      return dense ? dense_layer_offloaded : moe_layer_offloaded;
+    }
     if (bf16) {
       if (dense) return recomputed ? dense_layer_bf16_recomputed : dense_layer_bf16;
       return recomputed ? moe_layer_bf16_recomputed : moe_layer_bf16;
@@ -437,6 +444,15 @@ constexpr job_blocks build_blocks(const build_context& c) {
        {&j.dense_layer, &j.dense_layer_recomputed, &j.dense_layer_bf16, &j.dense_layer_bf16_recomputed, &j.moe_layer,
         &j.moe_layer_recomputed, &j.moe_layer_bf16, &j.moe_layer_bf16_recomputed})
     plan_activation_offload(*layer, c);
+  if (c.s().cpu_offloading && c.s().cpu_offloading_num_layers > 0) {
+    j.dense_layer_offloaded = j.dense_layer;
+    j.moe_layer_offloaded = j.moe_layer;
+    j.dense_layer_bf16_offloaded = j.dense_layer_bf16;
+    j.moe_layer_bf16_offloaded = j.moe_layer_bf16;
+    for (leaf_block* layer :
+         {&j.dense_layer_offloaded, &j.moe_layer_offloaded, &j.dense_layer_bf16_offloaded, &j.moe_layer_bf16_offloaded})
+      plan_layer_offload(*layer, c);
+  }
   if (c.m().experimental_attention_variant && c.m().num_residual_streams) j.embedding.push(hc_expand_leaf(c));
   j.head.push(norm_leaf(c, leaf_id::final_layernorm));
   j.head.push(linear_leaf(c, leaf_id::output_layer, true, c.m().hidden_size, c.vocab / c.s().tp_size));
@@ -559,12 +575,13 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
   }
   const std::int64_t recomputed =
       recompute_active(c.s()) ? (c.s().recompute_layer_num < layers ? c.s().recompute_layer_num : layers) : 0;
-  const std::array<std::int64_t, 4> cuts{dense, recomputed, bf16_head, layers - bf16_tail};
+  const std::int64_t offloaded = layer_offloaded_count(c.s(), layers);
+  const std::array<std::int64_t, 5> cuts{dense, recomputed, bf16_head, layers - bf16_tail, offloaded};
   std::int64_t start = 0;
   while (start < layers) {
     const std::int64_t end = run_end(start, layers, cuts);
     const bool bf16 = start < bf16_head || start >= layers - bf16_tail;
-    p.add(j.layer(start < dense, start < recomputed, bf16), end - start, start);
+    p.add(j.layer(start < dense, start < recomputed, bf16, start < offloaded), end - start, start);
     start = end;
   }
   if (mtp > 0) {
@@ -823,11 +840,11 @@ constexpr void refuse_unmodelled_sharding(const strategy_spec& s) {
 /// Activation offload combinations the estimate refuses.
 constexpr void refuse_unmodelled_offload(const model_spec& m, const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::estimate";
-  if (s.cpu_offloading)
-    report_error(
-        api, "strategy.cpu_offloading",
-        "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) is not modelled; "
-        "use strategy.fine_grained_activation_offloading with strategy.offload_modules");
+  if (s.cpu_offloading && (is_hybrid(m) || m.experimental_attention_variant))
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true (TransformerEngine's layer-level activation offloading) with {} is not "
+                 "modelled yet",
+                 is_hybrid(m) ? "model.hybrid_override_pattern" : "model.experimental_attention_variant");
   if (!activation_offload_active(s)) return;
   const std::string_view field = s.fine_grained_activation_offloading ? "strategy.fine_grained_activation_offloading"
                                                                       : "strategy.offload_groupgemm_col_inputs";

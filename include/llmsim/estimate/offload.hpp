@@ -1,8 +1,9 @@
 /// \file llmsim/estimate/offload.hpp
-/// Megatron-LM's fine-grained activation offloading (--fine-grained-activation-offloading,
-/// --offload-modules; megatron/core/pipeline_parallel/fine_grained_activation_offload.py) on one
-/// decoder layer: which leaves' saved tensors go to the host, and how much of the copies the
-/// layer's compute does not hide.
+/// Activation offloading on one decoder layer: which leaves' saved tensors go to the host, and how
+/// much of the copies the layer's compute does not hide. Megatron-LM's fine-grained offloading
+/// (--fine-grained-activation-offloading, --offload-modules;
+/// megatron/core/pipeline_parallel/fine_grained_activation_offload.py) below, TransformerEngine's
+/// layer-level offloading (--cpu-offloading) at `plan_layer_offload`.
 ///
 /// What Megatron does, per offload group (one module of one layer):
 /// - forward: when the module's forward is done (`on_group_commit_forward`) the D2H stream waits
@@ -61,11 +62,10 @@ constexpr bool offloaded_leaf(const strategy_spec& s, leaf_id id) {
 }
 
 /// One GPU's host link, the figure `host_optimizer_time` prices the optimizer offload's copies at
-/// (PCIe 5.0 x16 from compute capability 9, PCIe 4.0 x16 before; an unknown GPU counts as Hopper).
+/// (an unknown GPU counts as Hopper: PCIe 5.0 x16).
 constexpr double host_link_bytes_per_second(const system_spec& sys) {
   const double cc = known_compute_capability(sys);
-  return cc <= 0 || cc >= 9 ? parameters::host_link_bytes_per_second_sm90
-                            : parameters::host_link_bytes_per_second_older;
+  return host_link_bytes_per_second(sys, cc <= 0 || cc >= 9);
 }
 }  // namespace detail
 
@@ -74,31 +74,68 @@ constexpr bool activation_offload_active(const strategy_spec& s) {
   return s.fine_grained_activation_offloading || s.offload_groupgemm_col_inputs;
 }
 
-/// Marks the bytes each leaf of one decoder layer sends to the host (`leaf::offloaded`, what it
-/// holds under the recompute plan) and appends an `activation_offload` leaf with the exposed
-/// copy time: forward max(0, D2H - layer forward), backward max(0, H2D - layer backward with its
-/// replays), both copies of the layer's offloaded bytes at the host link bandwidth. Run after the
-/// recompute plan; a layer that offloads nothing is left as it is.
-constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
-  if (!activation_offload_active(c.s()) || b.count == 0) return;
+namespace detail {
+/// Marks the bytes the leaves `which` selects send to the host (`leaf::offloaded`, what each holds
+/// under the recompute plan) and appends an `activation_offload` leaf with the exposed copy time:
+/// each copy of those bytes at the host link bandwidth, less the layer's forward (D2H) or backward
+/// with its replays (H2D) that runs beside it, or all of it when `serial` (compute waits for every
+/// copy). A layer that offloads nothing is left as it is.
+template <typename Which>
+constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, bool serial) {
   double bytes = 0;
   seconds fwd{}, bwd{};
   for (std::size_t i = 0; i < b.count; ++i) {
     leaf& l = b.leaves[i];
     fwd += l.fwd + l.fwd_comm;
     bwd += l.bwd + l.bwd_comm + l.replay() + l.replay_comm();
-    if (detail::offloaded_leaf(c.s(), l.id)) {
+    if (which(l)) {
       l.offloaded = l.held();
       bytes += l.offloaded;
     }
   }
   if (bytes <= 0) return;
-  const seconds copy{bytes / detail::host_link_bytes_per_second(c.sys())};
+  const seconds copy{bytes / host_link_bytes_per_second(c.sys())};
   leaf x;
   x.id = leaf_id::activation_offload;
-  x.fwd = copy > fwd ? copy - fwd : seconds{};
-  x.bwd = copy > bwd ? copy - bwd : seconds{};
+  x.fwd = serial ? copy : (copy > fwd ? copy - fwd : seconds{});
+  x.bwd = serial ? copy : (copy > bwd ? copy - bwd : seconds{});
   b.push(x);
+}
+}  // namespace detail
+
+/// Megatron's fine-grained offloading on one decoder layer (see the file comment): the leaves of
+/// the named modules, each layer's copies beside its own compute. Run after the recompute plan.
+constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
+  if (!activation_offload_active(c.s()) || b.count == 0) return;
+  detail::offload_leaves(
+      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); }, false);
+}
+
+/// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading with
+/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, default scheduling as
+/// TE's docs describe it: docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on
+/// one of the model's first N decoder layers, the ones it offloads:
+/// - every tensor the layer saves for backward goes to the host (TE takes any non-parameter of at
+///   least 256Ki elements: all of a layer's activations here) on one copy stream as soon as it is
+///   saved, and comes back for the layer's backward, reloaded one layer ahead;
+/// - at most L - N layers' activations stay on the GPU (L: model.layer_num). With N <= L - 2 the
+///   copies run beside the neighbouring layers' compute, and a layer is exposed by what its copy
+///   exceeds its forward (backward); with N = L - 1 one set fits and compute waits for every copy
+///   ("compute and transfers cannot overlap", the docs).
+/// Not modelled: the copies' HBM traffic slowing memory-bound kernels beside them (the docs name
+/// it), the host memory they fill, MTP layers (outside the decoder block, never offloaded).
+constexpr void plan_layer_offload(leaf_block& b, const build_context& c) {
+  if (b.count == 0) return;
+  const bool serial = c.s().cpu_offloading_num_layers >= c.m().layer_num - 1;
+  detail::offload_leaves(
+      b, c, [](const leaf&) { return true; }, serial);
+}
+
+/// Of a stage's `layers` decoder layers (the whole model: layer-level offloading runs without
+/// pipeline parallelism, spec/validate.hpp), the first ones TE offloads.
+constexpr std::int64_t layer_offloaded_count(const strategy_spec& s, std::int64_t layers) {
+  if (!s.cpu_offloading) return 0;
+  return s.cpu_offloading_num_layers < layers ? s.cpu_offloading_num_layers : layers;
 }
 
 LLMSIM_END_NAMESPACE

@@ -285,6 +285,10 @@ struct accelerator_spec {
   /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
   kernel_architecture kernel_model = kernel_architecture::none;
   std::int64_t sm_count = 0;
+  /// llmsim extension: GB/s each way between one GPU and host memory, what activation and optimizer
+  /// offload copies cross (0: the PCIe x16 link of its generation, see cost/step_cost.hpp
+  /// `host_link_bytes_per_second`; Grace-based parts: NVLink-C2C).
+  double host_link_gbs = 0;
   friend constexpr bool operator==(const accelerator_spec&, const accelerator_spec&) = default;
 };
 
@@ -555,6 +559,10 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
+  if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
+    report_error(api, "system.accelerator.host_link_gbs",
+                 "system.accelerator.host_link_gbs={} must be in [0, 1e6] GB/s (0: PCIe x16 of the GPU's generation)",
+                 sys.accelerator.host_link_gbs);
   if (!detail::in_range(sys.accelerator.compute_capability, 0, 100))
     report_error(api, "system.accelerator.compute_capability",
                  "system.accelerator.compute_capability={} must be in [0, 100] (0: unknown)",

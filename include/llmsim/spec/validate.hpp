@@ -248,6 +248,29 @@ constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
 
 /// Checks the model and the strategy each on its own and then every rule between the two (they
 /// need no system). `llmsim check --model M --strategy T` runs these.
+namespace detail {
+/// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading): Megatron's
+/// transformer_config.py refuses it with pipeline parallelism and with activation recompute, and
+/// offloads fewer layers than the model has.
+constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.cpu_offloading_num_layers >= m.layer_num)
+    report_error(api, "strategy.cpu_offloading_num_layers",
+                 "strategy.cpu_offloading_num_layers={} must be below model.layer_num={} (Megatron "
+                 "transformer_config.py: CPU offloading can be done only for layers less than num_layers)",
+                 s.cpu_offloading_num_layers, m.layer_num);
+  if (s.pp_size > 1 || !s.pipeline_model_parallel_layout.empty())
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true with strategy.pp_size={}: Megatron (transformer_config.py) has no "
+                 "support for pipeline parallelism with CPU offloading",
+                 s.pp_size);
+  if (recompute_active(s))
+    report_error(api, "strategy.cpu_offloading",
+                 "strategy.cpu_offloading=true with activation recompute (strategy.enable_recompute): Megatron "
+                 "(transformer_config.py) refuses CPU offloading when activation recomputation is enabled");
+}
+}  // namespace detail
+
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
@@ -310,6 +333,7 @@ constexpr void validate(const model_spec& m, const strategy_spec& s) {
   expert_overlap_model_rules(m, s, [&](std::string_view field, std::string_view rule, const auto&... values) {
     report_error(api, field, rule, values...);
   });
+  if (s.cpu_offloading) detail::validate_cpu_offloading(m, s);
   if (s.pipeline_model_parallel_layout.empty())
     detail::validate_pipeline_split(m, s);
   else
