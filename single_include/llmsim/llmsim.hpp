@@ -2527,14 +2527,26 @@ struct strategy_spec {
   /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
   /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
   bool optimizer_cpu_offload = false;
+  /// Megatron --use-precision-aware-optimizer (optimizer_config.py): TransformerEngine's FusedAdam
+  /// keeps the Adam moments in `exp_avg_dtype` / `exp_avg_sq_dtype` and, unless the job's FP8
+  /// recipe needs Megatron to (current scaling, blockwise, MXFP8 with fp32 main params), the master
+  /// weights in `main_params_dtype` — with `store_param_remainders` and bf16 parameters only the 16
+  /// bits bf16 lacks (see cost/step_cost.hpp `adam_state_bytes_per_param`).
+  bool use_precision_aware_optimizer = false;
+  dtype_kind main_params_dtype = dtype_kind::fp32;  ///< --main-params-dtype: fp32 or fp16
+  dtype_kind exp_avg_dtype = dtype_kind::fp32;      ///< --exp-avg-dtype: fp32, fp16, bf16 or fp8
+  dtype_kind exp_avg_sq_dtype = dtype_kind::fp32;   ///< --exp-avg-sq-dtype: fp32, fp16, bf16 or fp8
+  bool store_param_remainders = true;               ///< optimizer_config.py default (TE >= 2.1)
   /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
   /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
   /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
   /// H2D stream one layer ahead of its backward (see estimate/offload.hpp).
   bool fine_grained_activation_offloading = false;
   offload_module_set offload_modules = {};
-  /// Megatron --cpu-offloading / --cpu-offloading-num-layers (TransformerEngine cpu_offload.py,
-  /// layer-level offloading): read so that it can be refused (not modelled).
+  /// Megatron's cpu_offloading / cpu_offloading_num_layers (TransformerEngine cpu_offload.py,
+  /// layer-level offloading of the model's first N layers, see estimate/offload.hpp). As in
+  /// Megatron's TransformerConfig, the count alone offloads nothing (its command line's
+  /// --cpu-offloading-num-layers sets both).
   bool cpu_offloading = false;
   std::int64_t cpu_offloading_num_layers = 0;
   /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
@@ -2694,6 +2706,40 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
 }
 
 /// The optimizer choice and Muon's settings.
+/// Megatron's precision-aware optimizer: its dtypes (arguments.py choices), fp32 throughout
+/// without it (optimizer_config.py asserts), Adam only, and the distributed optimizer
+/// (core/optimizer get_megatron_optimizer).
+constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.main_params_dtype != dtype_kind::fp32 && s.main_params_dtype != dtype_kind::fp16)
+    report_error(api, "strategy.main_params_dtype",
+                 "strategy.main_params_dtype must be \"fp32\" or \"fp16\", got \"{}\"", enum_name(s.main_params_dtype));
+  for (const auto& [field, d] : {std::pair{std::string_view{"strategy.exp_avg_dtype"}, s.exp_avg_dtype},
+                                 std::pair{std::string_view{"strategy.exp_avg_sq_dtype"}, s.exp_avg_sq_dtype}}) {
+    if (d == dtype_kind::invalid) report_error(api, field, "{} must be \"fp32\", \"fp16\", \"bf16\" or \"fp8\"", field);
+    if (!s.use_precision_aware_optimizer && d != dtype_kind::fp32)
+      report_error(api, field,
+                   "{}=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron optimizer_config.py: fp32 "
+                   "only without the precision-aware optimizer)",
+                   field, enum_name(d));
+  }
+  if (!s.use_precision_aware_optimizer && s.main_params_dtype != dtype_kind::fp32)
+    report_error(api, "strategy.main_params_dtype",
+                 "strategy.main_params_dtype=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron "
+                 "optimizer_config.py: fp32 only without the precision-aware optimizer)",
+                 enum_name(s.main_params_dtype));
+  if (!s.use_precision_aware_optimizer) return;
+  if (s.optimizer != optimizer_kind::adam)
+    report_error(api, "strategy.use_precision_aware_optimizer",
+                 "strategy.use_precision_aware_optimizer=true needs strategy.optimizer=\"adam\" (Megatron "
+                 "optimizer_config.py: only supported with adam)");
+  if (s.zero_state < 1)
+    report_error(
+        api, "strategy.use_precision_aware_optimizer",
+        "strategy.use_precision_aware_optimizer=true needs the distributed optimizer (strategy.zero_state >= 1), "
+        "as Megatron's get_megatron_optimizer does");
+}
+
 constexpr void validate_muon(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   if (s.optimizer == optimizer_kind::invalid)
@@ -3059,6 +3105,7 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
                    "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
   validate_muon(s);
+  validate_precision_aware_optimizer(s);
   // Megatron arguments.py: --optimizer-cpu-offload needs --use-precision-aware-optimizer, which
   // core/optimizer get_megatron_optimizer allows only with the distributed optimizer.
   if (s.optimizer_cpu_offload && s.zero_state < 1)
@@ -6505,6 +6552,93 @@ LLMSIM_END_NAMESPACE
 /// The costs of a training step outside the micro-batches: the data-parallel gradient sync per
 /// DDP bucket, the optimizer step, and one pipeline transfer.
 
+// ---- begin llmsim/cost/muon_cost.hpp ---------------------------------------------------------------
+/// \file llmsim/cost/muon_cost.hpp
+/// The Muon optimizer step (Megatron-LM --optimizer muon / dist_muon; megatron/core/optimizer/
+/// emerging_optimizers.py TensorParallelMuon over NVIDIA-NeMo/Emerging-Optimizers
+/// orthogonalized_optimizers): per 2-D weight matrix, a momentum update, the Newton-Schulz
+/// orthogonalisation of the momentum (GEMMs), and the weight update; Adam for the rest.
+
+
+LLMSIM_BEGIN_NAMESPACE
+
+namespace parameters {
+/// Optimizer state bytes per parameter (fp32 throughout: the Kimi K2 recipe sets main_params_dtype,
+/// exp_avg_dtype and exp_avg_sq_dtype to float32, Megatron-Bridge recipes/kimi/h100/kimi_k2.py
+/// _apply_kimi_k2_optimizer): Adam keeps the fp32 master weight, m and v (3 x 4 bytes); Muon the
+/// fp32 master weight and one momentum buffer (orthogonalized_optimizer.py: `momentum_buffer =
+/// zeros_like(p)` of the fp32 main parameter): 2 x 4 bytes.
+inline constexpr double adam_state_bytes_per_param = 12.0;
+inline constexpr double muon_state_bytes_per_param = 8.0;
+/// Newton-Schulz runs its GEMMs in bf16: Megatron's default --muon-fp32-matmul-prec "medium" makes
+/// emerging_optimizers muon_utils.py newton_schulz cast X to bfloat16 before the iterations.
+inline constexpr double muon_ns_element_bytes = 2.0;
+}  // namespace parameters
+
+/// FLOPs of one Newton-Schulz iteration on an `rows` x `cols` matrix (muon_utils.py
+/// newton_schulz transposes so that the short side m = min(rows, cols) comes first, n the long
+/// side; newton_schulz_step): A = X·Xᵀ (m×n by n×m: 2·m²·n), B = b·A + c·A·A (m×m by m×m: 2·m³),
+/// X = a·X + B·X (m×m by m×n: 2·m²·n): 4·m²·n + 2·m³ in all.
+constexpr double muon_ns_iteration_flops(std::int64_t rows, std::int64_t cols) {
+  const double m = static_cast<double>(rows < cols ? rows : cols);
+  const double n = static_cast<double>(rows < cols ? cols : rows);
+  return 4.0 * m * m * n + 2.0 * m * m * m;
+}
+
+/// Time of orthogonalising one `rows` x `cols` matrix with `steps` Newton-Schulz iterations, each
+/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs,
+/// else the kernel model)
+/// with their bf16 operand traffic, plus the memory passes around them: the Frobenius
+/// normalisation (reads the fp32 momentum, writes bf16 X: muon_utils.py normalize, then the cast)
+/// and the cast of the result back to fp32.
+constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::int64_t cols, std::int64_t steps) {
+  if (rows <= 0 || cols <= 0 || steps <= 0) return {};
+  const std::int64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+  const double E = parameters::muon_ns_element_bytes;
+  const double mn = static_cast<double>(m) * static_cast<double>(n),
+               mm = static_cast<double>(m) * static_cast<double>(m);
+  auto gemm = [&](const gemm_shape& g, double traffic) {
+    const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
+    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
+                       modelled, 1, true)
+        .time;
+  };
+  const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);
+  const seconds poly = gemm({1, m, m, m, gemm_layout::nn, false, dtype_kind::bf16}, 4 * mm * E);
+  const seconds apply = gemm({1, m, m, n, gemm_layout::nn, false, dtype_kind::bf16}, (mm + 3 * mn) * E);
+  const seconds iteration = gram + poly + apply;
+  return iteration * static_cast<double>(steps) + memory_time(sys, memory_kind::default_kind, mn * (4.0 + E)) +
+         memory_time(sys, memory_kind::default_kind, mn * (E + 4.0));
+}
+
+/// Muon step of one stage's local parameters besides the Newton-Schulz GEMMs (`ns`), memory-bound
+/// passes on the default bandwidth entry (orthogonalized_optimizer.py step): zero the grad buffer,
+/// scale by 1/dp, NaN/norm check and grad-norm over all gradients (as Megatron does for Adam); then
+/// over this rank's `muon_local` Muon parameters the momentum lerp (reads grad and momentum, writes
+/// momentum), the Nesterov lerp (reads grad and momentum, writes the update) and the weight update
+/// (reads the fp32 master and the orthogonalised update, writes the master); over its `adam_local`
+/// parameters the Adam step; then the copy of all local master weights to the 16-bit parameters.
+/// The layer-wise distributed optimizer owns whole parameters per data-parallel rank, but every
+/// rank holds the whole all-reduced gradient buffer.
+constexpr seconds muon_step_time(const system_spec& sys, const strategy_spec& s, double params, double muon_local,
+                                 double adam_local, double grad_bytes_per_param) {
+  if (params <= 0) return {};
+  const double grads = params * grad_bytes_per_param, local = muon_local + adam_local;
+  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
+  seconds t = pass(grads) + pass(grads);
+  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
+  t += pass(local * grad_bytes_per_param);
+  constexpr double fp32 = 4.0;  // bytes of an fp32 master weight or state element (parameters:: above)
+  const double lerp = muon_local * (grad_bytes_per_param + 2 * fp32);  // momentum, then Nesterov
+  t += pass(lerp) + pass(lerp);
+  t += pass(muon_local * 3 * fp32);  // master read, update read, master written
+  t += pass(adam_local * grad_bytes_per_param + 2 * parameters::adam_state_bytes_per_param * adam_local);
+  t += pass(local * (fp32 + static_cast<double>(dtype_bytes(s.dtype))));
+  return t;
+}
+
+LLMSIM_END_NAMESPACE
+// ---- end llmsim/cost/muon_cost.hpp -----------------------------------------------------------------
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -6533,6 +6667,39 @@ inline constexpr double host_adam_bytes_per_element = 28.0;
 }  // namespace parameters
 
 namespace detail {
+/// Whether TransformerEngine's FusedAdam holds the master weights (and writes the model's 16-bit
+/// weights in its step, Megatron distrib_optimizer.py `_copy_main_params_to_model_params` returning
+/// early): the precision-aware optimizer unless an FP8 recipe other than delayed scaling needs
+/// Megatron to keep fp32 master weights (optimizer_config.py
+/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`). NVFP4 jobs count as delayed: Megatron's
+/// fp8_recipe keeps its default "delayed" when only FP4 is on (transformer_config.py).
+constexpr bool te_holds_master_weights(const strategy_spec& s) {
+  if (!s.use_precision_aware_optimizer) return false;
+  const bool megatron_recipe =
+      s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed && s.fp8_recipe != fp8_recipe_kind::nvfp4;
+  return s.main_params_dtype != dtype_kind::fp32 || !megatron_recipe || s.optimizer_cpu_offload;
+}
+
+/// Whether TE keeps only the 16 bits of each fp32 master weight that its bf16 parameter lacks
+/// (distrib_optimizer.py: an int16 master_param with store_param_remainders and bf16).
+constexpr bool stores_param_remainders(const strategy_spec& s) {
+  return te_holds_master_weights(s) && s.store_param_remainders && s.dtype == dtype_kind::bf16 &&
+         s.main_params_dtype == dtype_kind::fp32;
+}
+
+/// Bytes of one parameter's master weight in the optimizer: fp32, or with TE holding it
+/// `main_params_dtype`, or its 16-bit remainder.
+constexpr double master_weight_bytes(const strategy_spec& s) {
+  if (!te_holds_master_weights(s)) return 4.0;
+  return stores_param_remainders(s) ? 2.0 : static_cast<double>(dtype_bytes(s.main_params_dtype));
+}
+
+/// Adam's state bytes per parameter: master weight, m and v (12 without the precision-aware
+/// optimizer: `parameters::adam_state_bytes_per_param`).
+constexpr double adam_state_bytes_per_param(const strategy_spec& s) {
+  if (!s.use_precision_aware_optimizer) return parameters::adam_state_bytes_per_param;
+  return master_weight_bytes(s) + static_cast<double>(dtype_bytes(s.exp_avg_dtype) + dtype_bytes(s.exp_avg_sq_dtype));
+}
 
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
 /// Megatron buckets of max(40M, 1M·dp) elements (`distributed_data_parallel_config.bucket_size`),
@@ -6651,8 +6818,15 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
   if (s.optimizer_cpu_offload) return t;
-  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  const double param_bytes = static_cast<double>(dtype_bytes(s.dtype));
+  if (te_holds_master_weights(s)) {
+    // One FusedAdam pass: the 16-bit weight written beside the state (read too when the master
+    // weight is its remainder), no separate copy.
+    const double weight = param_bytes * (stores_param_remainders(s) ? 2 : 1);
+    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s) + weight));
+  }
+  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s)));
+  t += pass(local * (4.0 + param_bytes));
   return t;
 }
 
@@ -6733,93 +6907,6 @@ constexpr bytes bytes_from(double count) {
 
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/core/checked.hpp -------------------------------------------------------------------
-// ---- begin llmsim/cost/muon_cost.hpp ---------------------------------------------------------------
-/// \file llmsim/cost/muon_cost.hpp
-/// The Muon optimizer step (Megatron-LM --optimizer muon / dist_muon; megatron/core/optimizer/
-/// emerging_optimizers.py TensorParallelMuon over NVIDIA-NeMo/Emerging-Optimizers
-/// orthogonalized_optimizers): per 2-D weight matrix, a momentum update, the Newton-Schulz
-/// orthogonalisation of the momentum (GEMMs), and the weight update; Adam for the rest.
-
-
-LLMSIM_BEGIN_NAMESPACE
-
-namespace parameters {
-/// Optimizer state bytes per parameter (fp32 throughout: the Kimi K2 recipe sets main_params_dtype,
-/// exp_avg_dtype and exp_avg_sq_dtype to float32, Megatron-Bridge recipes/kimi/h100/kimi_k2.py
-/// _apply_kimi_k2_optimizer): Adam keeps the fp32 master weight, m and v (3 x 4 bytes); Muon the
-/// fp32 master weight and one momentum buffer (orthogonalized_optimizer.py: `momentum_buffer =
-/// zeros_like(p)` of the fp32 main parameter): 2 x 4 bytes.
-inline constexpr double adam_state_bytes_per_param = 12.0;
-inline constexpr double muon_state_bytes_per_param = 8.0;
-/// Newton-Schulz runs its GEMMs in bf16: Megatron's default --muon-fp32-matmul-prec "medium" makes
-/// emerging_optimizers muon_utils.py newton_schulz cast X to bfloat16 before the iterations.
-inline constexpr double muon_ns_element_bytes = 2.0;
-}  // namespace parameters
-
-/// FLOPs of one Newton-Schulz iteration on an `rows` x `cols` matrix (muon_utils.py
-/// newton_schulz transposes so that the short side m = min(rows, cols) comes first, n the long
-/// side; newton_schulz_step): A = X·Xᵀ (m×n by n×m: 2·m²·n), B = b·A + c·A·A (m×m by m×m: 2·m³),
-/// X = a·X + B·X (m×m by m×n: 2·m²·n): 4·m²·n + 2·m³ in all.
-constexpr double muon_ns_iteration_flops(std::int64_t rows, std::int64_t cols) {
-  const double m = static_cast<double>(rows < cols ? rows : cols);
-  const double n = static_cast<double>(rows < cols ? cols : rows);
-  return 4.0 * m * m * n + 2.0 * m * m * m;
-}
-
-/// Time of orthogonalising one `rows` x `cols` matrix with `steps` Newton-Schulz iterations, each
-/// iteration's three GEMMs priced on the system's matmul entry (shape-keyed like the model's GEMMs,
-/// else the kernel model)
-/// with their bf16 operand traffic, plus the memory passes around them: the Frobenius
-/// normalisation (reads the fp32 momentum, writes bf16 X: muon_utils.py normalize, then the cast)
-/// and the cast of the result back to fp32.
-constexpr seconds muon_ns_time(const system_spec& sys, std::int64_t rows, std::int64_t cols, std::int64_t steps) {
-  if (rows <= 0 || cols <= 0 || steps <= 0) return {};
-  const std::int64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-  const double E = parameters::muon_ns_element_bytes;
-  const double mn = static_cast<double>(m) * static_cast<double>(n),
-               mm = static_cast<double>(m) * static_cast<double>(m);
-  auto gemm = [&](const gemm_shape& g, double traffic) {
-    const double modelled = modelled_efficiency(sys, compute_kind::matmul, gemm_op(pass_kind::forward, g, traffic));
-    return kernel_time(sys, compute_kind::matmul, g.flop_count(), g.key().view(), memory_kind::default_kind, traffic,
-                       modelled, 1, true)
-        .time;
-  };
-  const seconds gram = gemm({1, m, n, m, gemm_layout::nt, false, dtype_kind::bf16}, (2 * mn + mm) * E);
-  const seconds poly = gemm({1, m, m, m, gemm_layout::nn, false, dtype_kind::bf16}, 4 * mm * E);
-  const seconds apply = gemm({1, m, m, n, gemm_layout::nn, false, dtype_kind::bf16}, (mm + 3 * mn) * E);
-  const seconds iteration = gram + poly + apply;
-  return iteration * static_cast<double>(steps) + memory_time(sys, memory_kind::default_kind, mn * (4.0 + E)) +
-         memory_time(sys, memory_kind::default_kind, mn * (E + 4.0));
-}
-
-/// Muon step of one stage's local parameters besides the Newton-Schulz GEMMs (`ns`), memory-bound
-/// passes on the default bandwidth entry (orthogonalized_optimizer.py step): zero the grad buffer,
-/// scale by 1/dp, NaN/norm check and grad-norm over all gradients (as Megatron does for Adam); then
-/// over this rank's `muon_local` Muon parameters the momentum lerp (reads grad and momentum, writes
-/// momentum), the Nesterov lerp (reads grad and momentum, writes the update) and the weight update
-/// (reads the fp32 master and the orthogonalised update, writes the master); over its `adam_local`
-/// parameters the Adam step; then the copy of all local master weights to the 16-bit parameters.
-/// The layer-wise distributed optimizer owns whole parameters per data-parallel rank, but every
-/// rank holds the whole all-reduced gradient buffer.
-constexpr seconds muon_step_time(const system_spec& sys, const strategy_spec& s, double params, double muon_local,
-                                 double adam_local, double grad_bytes_per_param) {
-  if (params <= 0) return {};
-  const double grads = params * grad_bytes_per_param, local = muon_local + adam_local;
-  auto pass = [&](double b) { return memory_time(sys, memory_kind::default_kind, b); };
-  seconds t = pass(grads) + pass(grads);
-  if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
-  t += pass(local * grad_bytes_per_param);
-  constexpr double fp32 = 4.0;  // bytes of an fp32 master weight or state element (parameters:: above)
-  const double lerp = muon_local * (grad_bytes_per_param + 2 * fp32);  // momentum, then Nesterov
-  t += pass(lerp) + pass(lerp);
-  t += pass(muon_local * 3 * fp32);  // master read, update read, master written
-  t += pass(adam_local * grad_bytes_per_param + 2 * parameters::adam_state_bytes_per_param * adam_local);
-  t += pass(local * (fp32 + static_cast<double>(dtype_bytes(s.dtype))));
-  return t;
-}
-
-LLMSIM_END_NAMESPACE
-// ---- end llmsim/cost/muon_cost.hpp -----------------------------------------------------------------
 // ---- begin llmsim/estimate/model_counts.hpp --------------------------------------------------------
 /// \file llmsim/estimate/model_counts.hpp
 /// Model-level counts that need no strategy or system: parameters (all, and those one token
@@ -8337,6 +8424,8 @@ constexpr leaf_block decoder_layer_leaves(const build_context& job, bool moe_mlp
 LLMSIM_END_NAMESPACE
 // ---- end llmsim/program/layer.hpp ------------------------------------------------------------------
 
+#include <utility>
+
 LLMSIM_BEGIN_NAMESPACE
 
 namespace detail {
@@ -8385,13 +8474,15 @@ constexpr bool activation_offload_active(const strategy_spec& s) {
 }
 
 namespace detail {
+/// The exposed part of a copy of `copy` time that runs beside `beside` of compute.
+constexpr seconds exposed_beyond(seconds copy, seconds beside) { return copy > beside ? copy - beside : seconds{}; }
+
 /// Marks the bytes the leaves `which` selects send to the host (`leaf::offloaded`, what each holds
-/// under the recompute plan) and appends an `activation_offload` leaf with the exposed copy time:
-/// each copy of those bytes at the host link bandwidth, less the layer's forward (D2H) or backward
-/// with its replays (H2D) that runs beside it, or all of it when `serial` (compute waits for every
-/// copy). A layer that offloads nothing is left as it is.
-template <typename Which>
-constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, bool serial) {
+/// under the recompute plan) and appends an `activation_offload` leaf whose forward / backward are
+/// what `exposed(copy, layer forward, layer backward with its replays)` returns; `copy`: those
+/// bytes at the host link bandwidth. A layer that offloads nothing is left as it is.
+template <typename Which, typename Exposed>
+constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, Exposed exposed) {
   double bytes = 0;
   seconds fwd{}, bwd{};
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -8407,8 +8498,9 @@ constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which
   const seconds copy{bytes / host_link_bytes_per_second(c.sys())};
   leaf x;
   x.id = leaf_id::activation_offload;
-  x.fwd = serial ? copy : (copy > fwd ? copy - fwd : seconds{});
-  x.bwd = serial ? copy : (copy > bwd ? copy - bwd : seconds{});
+  const auto [f, g] = exposed(copy, fwd, bwd);
+  x.fwd = f;
+  x.bwd = g;
   b.push(x);
 }
 }  // namespace detail
@@ -8418,27 +8510,46 @@ constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which
 constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
   if (!activation_offload_active(c.s()) || b.count == 0) return;
   detail::offload_leaves(
-      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); }, false);
+      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); },
+      [](seconds copy, seconds fwd, seconds bwd) {
+        return std::pair{detail::exposed_beyond(copy, fwd), detail::exposed_beyond(copy, bwd)};
+      });
 }
 
 /// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading with
-/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, default scheduling as
-/// TE's docs describe it: docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on
-/// one of the model's first N decoder layers, the ones it offloads:
+/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, the default
+/// scheduling of TE's docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on one
+/// of the model's first N decoder layers, the ones it offloads:
 /// - every tensor the layer saves for backward goes to the host (TE takes any non-parameter of at
-///   least 256Ki elements: all of a layer's activations here) on one copy stream as soon as it is
-///   saved, and comes back for the layer's backward, reloaded one layer ahead;
-/// - at most L - N layers' activations stay on the GPU (L: model.layer_num). With N <= L - 2 the
-///   copies run beside the neighbouring layers' compute, and a layer is exposed by what its copy
-///   exceeds its forward (backward); with N = L - 1 one set fits and compute waits for every copy
-///   ("compute and transfers cannot overlap", the docs).
+///   least 256Ki elements: all of a layer's activations here), queued on one copy stream as it is
+///   saved, and comes back for backward;
+/// - at most L - N layers' activations are on the GPU (L: model.layer_num): layer i's copy must end
+///   before layer L - N + i starts, and its reload starts with the backward of layer L - 1 - N + i
+///   (cpu_offload.py's offload / reload maps). Over identical layers (forward f, backward b, copy
+///   c) the serial stream's N copies end by N c, against (L - 1) f of forward before the last
+///   deadline and (L - 2) b of backward: each offloaded layer is exposed by
+///   max(0, c - (L - 1) f / N) forward and max(0, c - (L - 2) b / N) backward.
 /// Not modelled: the copies' HBM traffic slowing memory-bound kernels beside them (the docs name
-/// it), the host memory they fill, MTP layers (outside the decoder block, never offloaded).
+/// it), the host memory they fill and its bandwidth shared with the other GPU of a Grace host,
+/// layers of unequal time (the window takes this layer's), MTP layers (outside the decoder block,
+/// never offloaded).
 constexpr void plan_layer_offload(leaf_block& b, const build_context& c) {
-  if (b.count == 0) return;
-  const bool serial = c.s().cpu_offloading_num_layers >= c.m().layer_num - 1;
+  if (b.count == 0 || c.s().cpu_offloading_num_layers <= 0) return;
+  const auto n = static_cast<double>(c.s().cpu_offloading_num_layers);
+  const auto l = static_cast<double>(c.m().layer_num);
   detail::offload_leaves(
-      b, c, [](const leaf&) { return true; }, serial);
+      b, c, [](const leaf&) { return true; },
+      [&](seconds copy, seconds fwd, seconds bwd) {
+        return std::pair{detail::exposed_beyond(copy, fwd * ((l - 1) / n)),
+                         detail::exposed_beyond(copy, bwd * ((l - 2) / n))};
+      });
+}
+
+/// Layers below the one in backward whose activations TE has reloaded: L - 1 - N (the reload of
+/// layer i starts with the backward of layer L - 1 - N + i, plan_layer_offload), so that L - N
+/// layers' activations are on the device.
+constexpr std::int64_t reload_ahead(const strategy_spec& s, const model_spec& m) {
+  return m.layer_num - 1 - s.cpu_offloading_num_layers;
 }
 
 /// Of a stage's `layers` decoder layers (the whole model: layer-level offloading runs without
@@ -10809,8 +10920,6 @@ constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
 }
 }  // namespace detail
 
-/// Checks the model and the strategy each on its own and then every rule between the two (they
-/// need no system). `llmsim check --model M --strategy T` runs these.
 namespace detail {
 /// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading): Megatron's
 /// transformer_config.py refuses it with pipeline parallelism and with activation recompute, and
@@ -10822,7 +10931,7 @@ constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec&
                  "strategy.cpu_offloading_num_layers={} must be below model.layer_num={} (Megatron "
                  "transformer_config.py: CPU offloading can be done only for layers less than num_layers)",
                  s.cpu_offloading_num_layers, m.layer_num);
-  if (s.pp_size > 1 || !s.pipeline_model_parallel_layout.empty())
+  if (s.pp_size > 1)
     report_error(api, "strategy.cpu_offloading",
                  "strategy.cpu_offloading=true with strategy.pp_size={}: Megatron (transformer_config.py) has no "
                  "support for pipeline parallelism with CPU offloading",
@@ -10834,6 +10943,8 @@ constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec&
 }
 }  // namespace detail
 
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
@@ -11039,6 +11150,10 @@ struct stage_program {
   std::array<stage_block, max_stage_blocks> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
+  /// TE's layer-level offloading: the layers below the one in backward whose activations are back
+  /// on the device (estimate/offload.hpp `reload_ahead`); -1: none, or Megatron's fine-grained
+  /// offloading, which reloads the next layer's.
+  std::int64_t layer_offload_reload_ahead = -1;
 
   constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
     if (b.count == 0 || repeat == 0) return;
@@ -11493,6 +11608,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
                                     std::int64_t bf16_head = 0, std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
+  if (layer_offloaded_count(c.s(), layers) > 0) p.layer_offload_reload_ahead = reload_ahead(c.s(), c.m());
   if (has_embedding) p.add(j.embedding, 1, -1);
   if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
@@ -11710,6 +11826,36 @@ struct stage_memory {
   peak_site fwd_site{}, bwd_site{};
 };
 
+/// The backward of a stage under TE's layer-level offloading, layer by layer: in the backward of
+/// layer j the device holds what layers up to j keep (`g`) and the offloaded bytes of layers
+/// j - `ahead` .. j, reloaded (estimate/offload.hpp `reload_ahead`).
+template <std::size_t N>
+constexpr void walk_backward_reloading(const stage_program& prog, const std::array<block_memory, N>& walks,
+                                       stage_memory& out) {
+  std::vector<double> offloaded;  // per unit (a repetition of a block), in stage order
+  for (std::size_t bi = 0; bi < prog.count; ++bi)
+    for (std::int64_t r = 0; r < prog.blocks[bi].repeat; ++r) offloaded.push_back(walks[bi].offloaded);
+  std::vector<double> below(offloaded.size() + 1, 0.0);  // offloaded bytes of the units before each
+  for (std::size_t u = 0; u < offloaded.size(); ++u) below[u + 1] = below[u] + offloaded[u];
+  const auto ahead = static_cast<std::size_t>(prog.layer_offload_reload_ahead);
+  double g = out.held;
+  std::size_t u = offloaded.size();
+  for (std::size_t bi = prog.count; bi > 0; --bi) {
+    const stage_block& sb = prog.blocks[bi - 1];
+    for (std::int64_t r = 0; r < sb.repeat; ++r) {
+      --u;
+      const double reloaded = below[u + 1] - below[u > ahead ? u - ahead : 0];
+      const double v = g + reloaded + walks[bi - 1].bwd_peak;
+      if (v > out.bwd_peak) {
+        out.bwd_peak = v;
+        out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1 - r,
+                        sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
+      }
+      g -= walks[bi - 1].held - walks[bi - 1].offloaded;
+    }
+  }
+}
+
 /// Walks the stage's blocks: forward, the last repetition of a block sees the most held bytes;
 /// backward in reverse, the first repetition processed does.
 constexpr stage_memory walk_stage(const stage_program& prog) {
@@ -11727,6 +11873,10 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
                       sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
     out.held += n * (walks[bi].held - walks[bi].offloaded);
+  }
+  if (prog.layer_offload_reload_ahead >= 0) {
+    walk_backward_reloading(prog, walks, out);
+    return out;
   }
   double g = out.held;
   for (std::size_t bi = prog.count; bi > 0; --bi) {
@@ -12177,8 +12327,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
+  const double state = detail::adam_state_bytes_per_param(s);  // master weight, m, v
   r.optimizer_state_mem = bytes{
-      static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+      static_cast<std::int64_t>((r.params - r.expert_params) * state / shard + r.expert_params * state / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
   if (s.optimizer == optimizer_kind::muon) {  // fp32 master + momentum for Muon's matrices, Adam's for the rest
     const double muon_dense = r.muon_params - r.muon_expert_params;

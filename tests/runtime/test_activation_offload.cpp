@@ -283,15 +283,17 @@ TEST(ActivationOffload, RulesAndRefusals) {
 
 // ---- TransformerEngine's layer-level offloading (--cpu-offloading) ----------------------------
 
-TEST(LayerOffload, EveryTensorOfTheLayerGoesAndTheCopyHidesBehindTheNeighboursCompute) {
-  // A layer of two leaves holding 90e6 and 45e6 bytes (135e6 in all), forward 0.2 + 0.1 ms,
-  // backward 0.3 + 0.2 ms. Llama 3 8B has 32 layers; offloading 8 leaves 24 sets on the GPU, so the
-  // copies overlap compute (TE docs: full overlap with N <= L - 2).
-  //   GB200, NVLink-C2C 450e9 B/s each way: 135e6 / 450e9 = 0.3 ms per copy: forward 0.3 - 0.3 =
-  //   0 exposed, backward 0.3 < 0.5: 0.
-  //   B200, PCIe 5.0 x16 64e9 B/s: 135e6 / 64e9 = 2.109375 ms: forward 2.109375 - 0.3 = 1.809375 ms,
-  //   backward 2.109375 - 0.5 = 1.609375 ms.
-  //   31 of 32 layers (one set on the GPU): compute waits for every copy, 2.109375 ms each way.
+TEST(LayerOffload, EveryTensorOfTheLayerGoesAndTheCopiesShareTheLaterLayersCompute) {
+  // A layer of two leaves holding 90e6 and 45e6 bytes (135e6 in all), forward f = 0.2 + 0.1 ms,
+  // backward b = 0.3 + 0.2 ms, in Llama 3 8B (L = 32 layers), the first N offloaded. TE's copies
+  // queue on one stream; the last must end before layer L - 1 starts (forward) and the reloads
+  // before layer 0's backward: N copies of c against (L - 1) f forward and (L - 2) b backward, so
+  // each offloaded layer is exposed by max(0, c - (L - 1) f / N) and max(0, c - (L - 2) b / N).
+  //   GB200, NVLink-C2C 450e9 B/s: c = 135e6 / 450e9 = 0.3 ms; N = 8: 0.3 - 31 x 0.3 / 8 < 0 and
+  //   0.3 - 30 x 0.5 / 8 < 0: nothing exposed.
+  //   B200, PCIe 5.0 x16 64e9 B/s: c = 2.109375 ms; N = 8: 2.109375 - 1.1625 = 0.946875 ms forward,
+  //   2.109375 - 1.875 = 0.234375 ms backward. N = 31: 2.109375 - 0.3 = 1.809375 ms forward,
+  //   2.109375 - 15 / 31 ms backward.
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
   s.cpu_offloading = true;
   s.cpu_offloading_num_layers = 8;
@@ -309,16 +311,50 @@ TEST(LayerOffload, EveryTensorOfTheLayerGoesAndTheCopyHidesBehindTheNeighboursCo
     return std::pair{b.leaves[2].fwd.value, b.leaves[2].bwd.value};
   };
   const auto [c2c_fwd, c2c_bwd] = offload(catalogue::gb200_nvl72, s);
-  EXPECT_NEAR(c2c_fwd, 0.0, 1e-15);
+  EXPECT_EQ(c2c_fwd, 0.0);
   EXPECT_EQ(c2c_bwd, 0.0);
   const auto [pcie_fwd, pcie_bwd] = offload(catalogue::b200, s);
-  EXPECT_DOUBLE_EQ(pcie_fwd, 1.809375e-3);
-  EXPECT_DOUBLE_EQ(pcie_bwd, 1.609375e-3);
+  EXPECT_NEAR(pcie_fwd, 0.946875e-3, 1e-15);
+  EXPECT_NEAR(pcie_bwd, 0.234375e-3, 1e-15);
   strategy_spec one_set = s;
   one_set.cpu_offloading_num_layers = 31;
-  const auto [serial_fwd, serial_bwd] = offload(catalogue::gb200_nvl72, one_set);
-  EXPECT_DOUBLE_EQ(serial_fwd, 0.3e-3);
-  EXPECT_DOUBLE_EQ(serial_bwd, 0.3e-3);
+  const auto [last_fwd, last_bwd] = offload(catalogue::b200, one_set);
+  EXPECT_NEAR(last_fwd, 1.809375e-3, 1e-15);
+  EXPECT_NEAR(last_bwd, 2.109375e-3 - 15e-3 / 31, 1e-15);
+}
+
+TEST(LayerOffload, BackwardHoldsTheReloadedLayersOfTheWindow) {
+  // L = 5 layers, the first N = 2 offloaded (each holding 200, all of it sent to the host), the
+  // other 3 holding 100; every layer's backward needs 30 more. TE reloads layer i with the
+  // backward of layer L - 1 - N + i = 2 + i, so in the backward of layer j the device holds what
+  // layers <= j keep plus the offloaded bytes of layers j - 2 .. j:
+  //   j = 4: 300 + 0 + 30 = 330;  j = 3: 200 + 200 (layer 1) + 30 = 430;
+  //   j = 2: 100 + 400 (layers 0, 1) + 30 = 530;  j = 1: 0 + 400 + 30 = 430;  j = 0: 230.
+  // Peak 530 (three layers' sets: L - N). Forward: the offloaded layers' bytes are gone, 300 held.
+  leaf_block big, small;
+  leaf a = plain_leaf(leaf_id::linear_fc1, 200, 0, 0);
+  a.offloaded = 200;
+  a.bwd_peak = 30;
+  big.push(a);
+  big.assign_roles();
+  leaf bl = plain_leaf(leaf_id::linear_fc1, 100, 0, 0);
+  bl.bwd_peak = 30;
+  small.push(bl);
+  small.assign_roles();
+  stage_program prog;
+  prog.add(big, 2, 0);
+  prog.add(small, 3, 2);
+  prog.layer_offload_reload_ahead = 2;
+  const stage_memory m = walk_stage(prog);
+  EXPECT_EQ(m.held, 300.0);
+  EXPECT_EQ(m.bwd_peak, 530.0);
+  EXPECT_EQ(m.bwd_site.layer, 2);
+  // N = L - 1 = 4 of 5 (ahead 0): each offloaded layer is reloaded as its backward starts.
+  stage_program last;
+  last.add(big, 4, 0);
+  last.add(small, 1, 4);
+  last.layer_offload_reload_ahead = 0;
+  EXPECT_EQ(walk_stage(last).bwd_peak, 230.0);  // j = 0..3: 200 + 30; j = 4: 100 + 30
 }
 
 TEST(LayerOffload, OffloadingNLayersFreesWhatNLayersHold) {

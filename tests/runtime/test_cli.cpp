@@ -544,6 +544,15 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     EXPECT_TRUE(row["strategy"]["cpu_offloading"].get<bool>()) << id;
     EXPECT_EQ(row["strategy"]["cpu_offloading_num_layers"], id.find("GB200") != std::string::npos ? 40 : 20) << id;
   }
+  // DeepSeek-V3's recipes run the precision-aware optimizer with bf16 moments in every release, and
+  // the 26.02 GB300 preset recomputes mla_up_proj (deepseek_workload_base_configs.py at v0.3.0).
+  for (const auto& row : j["rows"]) {
+    const std::string id = row["id"].get<std::string>();
+    if (id.rfind("mb-26.02-DeepSeekV3-GB300", 0) != 0) continue;
+    EXPECT_TRUE(row["strategy"]["use_precision_aware_optimizer"].get<bool>()) << id;
+    EXPECT_EQ(row["strategy"]["exp_avg_dtype"], "bf16") << id;
+    EXPECT_EQ(row["strategy"]["megatron_recompute_modules"], json::array({"mla_up_proj"})) << id;
+  }
 }
 
 // A case's system_overrides reach the system as model_overrides and strategy_overrides reach theirs.

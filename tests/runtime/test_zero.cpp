@@ -200,6 +200,85 @@ TEST(Zero, OptimizerCpuOffloadMovesStatesAndStepToTheHost) {
   EXPECT_EQ(refusal(fp8), "accepted");
 }
 
+TEST(Zero, PrecisionAwareOptimizerStoresTheStatesItIsTold) {
+  // Megatron --use-precision-aware-optimizer, ZeRO-1 over dp 4, per parameter of the rank's shard:
+  //   bf16 moments, TE holding the master weight as its 16-bit remainder: 2 + 2 + 2 = 6 bytes
+  //   (12 without the optimizer); without remainders 4 + 2 + 2 = 8; fp8 moments 2 + 1 + 1 = 4;
+  //   FP8 current scaling (tensorwise): Megatron keeps the fp32 master, 4 + 2 + 2 = 8 even with
+  //   remainders; delayed scaling leaves it to TE again: 6.
+  const auto& m = catalogue::llama3_8b;
+  const auto& sys = catalogue::h100_sxm;
+  const auto state = [&](const strategy_spec& s) {
+    return static_cast<double>(only_stage(estimate(m, s, sys)).optimizer_state_mem.value);
+  };
+  const double shard = rank_params / dp_ranks;
+  const auto base = tp2_dp4(1);
+  EXPECT_NEAR(state(base), 12 * shard, 1);
+  auto pa = base;
+  pa.use_precision_aware_optimizer = true;
+  EXPECT_NEAR(state(pa), (2 + 4 + 4) * shard, 1);  // fp32 moments, remainder master
+  pa.exp_avg_dtype = pa.exp_avg_sq_dtype = dtype_kind::bf16;
+  EXPECT_NEAR(state(pa), 6 * shard, 1);
+  auto whole = pa;
+  whole.store_param_remainders = false;
+  EXPECT_NEAR(state(whole), 8 * shard, 1);
+  auto fp8_moments = pa;
+  fp8_moments.exp_avg_dtype = fp8_moments.exp_avg_sq_dtype = dtype_kind::fp8;
+  EXPECT_NEAR(state(fp8_moments), 4 * shard, 1);
+  auto current = pa;
+  current.fp8 = true;
+  current.fp8_recipe = fp8_recipe_kind::tensorwise;
+  EXPECT_NEAR(state(current), 8 * shard, 1);
+  current.fp8_recipe = fp8_recipe_kind::delayed;
+  EXPECT_NEAR(state(current), 6 * shard, 1);
+
+  // The step: without it, Adam reads the fp32 main gradient (4), m, v, master (12) and writes them
+  // (12), then a copy reads the master (4) and writes the bf16 weight (2). With TE holding the
+  // master, one FusedAdam pass reads the gradient (4), the state (6) and the bf16 weight (2), and
+  // writes the state (6) and the weight (2): 20 bytes, no copy. Each pass is one memory-bound kernel.
+  const auto pass = [&](double bytes_per_param) {
+    return memory_time(sys, memory_kind::default_kind, shard * bytes_per_param).value;
+  };
+  const double before = only_stage(estimate(m, base, sys)).optim_time.value;
+  const double after = only_stage(estimate(m, pa, sys)).optim_time.value;
+  EXPECT_NEAR(before - after, pass(4 + 24) + pass(4 + 2) - pass(4 + 12 + 4), 1e-12);
+}
+
+TEST(Zero, PrecisionAwareOptimizerRules) {
+  // Megatron: its dtypes (arguments.py choices), fp32 only without it (optimizer_config.py), Adam
+  // only, the distributed optimizer only; the JSON reads Megatron's names.
+  const auto field_of = [](const strategy_spec& s) {
+    try {
+      validate(s);
+    } catch (const config_error& e) { return e.field(); }
+    return std::string("accepted");
+  };
+  auto s = tp2_dp4(1);
+  s.exp_avg_dtype = dtype_kind::bf16;
+  EXPECT_EQ(field_of(s), "strategy.exp_avg_dtype");
+  s.use_precision_aware_optimizer = true;
+  EXPECT_EQ(field_of(s), "accepted");
+  s.main_params_dtype = dtype_kind::bf16;
+  EXPECT_EQ(field_of(s), "strategy.main_params_dtype");
+  s.main_params_dtype = dtype_kind::fp16;
+  EXPECT_EQ(field_of(s), "accepted");
+  auto muon = s;
+  muon.optimizer = optimizer_kind::muon;
+  EXPECT_EQ(field_of(muon), "strategy.use_precision_aware_optimizer");
+  auto no_zero = s;
+  no_zero.zero_state = 0;
+  EXPECT_EQ(field_of(no_zero), "strategy.use_precision_aware_optimizer");
+  const auto read = lj::parse_strategy(lj::value::parse(
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "world_size": 8, "tp_size": 2,
+          "zero_state": 1, "use_precision_aware_optimizer": true, "exp_avg_dtype": "bf16",
+          "exp_avg_sq_dtype": "fp8", "main_params_dtype": "fp16", "store_param_remainders": false})"));
+  EXPECT_TRUE(read.use_precision_aware_optimizer);
+  EXPECT_EQ(read.exp_avg_dtype, dtype_kind::bf16);
+  EXPECT_EQ(read.exp_avg_sq_dtype, dtype_kind::fp8);
+  EXPECT_EQ(read.main_params_dtype, dtype_kind::fp16);
+  EXPECT_FALSE(read.store_param_remainders);
+}
+
 TEST(Zero, MegatronFsdpOptimIsTheDistributedOptimizer) {
   // data_parallel_sharding_strategy "optim" / "no_shard" shard as zero_state 1 / 0: same estimate, bit for bit.
   for (const auto& [kind, level] : {std::pair{dp_sharding_kind::optim, 1}, std::pair{dp_sharding_kind::no_shard, 0}}) {

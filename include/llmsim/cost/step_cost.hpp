@@ -4,6 +4,7 @@
 #pragma once
 
 #include <llmsim/cost/compute_cost.hpp>
+#include <llmsim/cost/muon_cost.hpp>
 #include <llmsim/cost/network_cost.hpp>
 
 LLMSIM_BEGIN_NAMESPACE
@@ -33,6 +34,39 @@ inline constexpr double host_adam_bytes_per_element = 28.0;
 }  // namespace parameters
 
 namespace detail {
+/// Whether TransformerEngine's FusedAdam holds the master weights (and writes the model's 16-bit
+/// weights in its step, Megatron distrib_optimizer.py `_copy_main_params_to_model_params` returning
+/// early): the precision-aware optimizer unless an FP8 recipe other than delayed scaling needs
+/// Megatron to keep fp32 master weights (optimizer_config.py
+/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`). NVFP4 jobs count as delayed: Megatron's
+/// fp8_recipe keeps its default "delayed" when only FP4 is on (transformer_config.py).
+constexpr bool te_holds_master_weights(const strategy_spec& s) {
+  if (!s.use_precision_aware_optimizer) return false;
+  const bool megatron_recipe =
+      s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed && s.fp8_recipe != fp8_recipe_kind::nvfp4;
+  return s.main_params_dtype != dtype_kind::fp32 || !megatron_recipe || s.optimizer_cpu_offload;
+}
+
+/// Whether TE keeps only the 16 bits of each fp32 master weight that its bf16 parameter lacks
+/// (distrib_optimizer.py: an int16 master_param with store_param_remainders and bf16).
+constexpr bool stores_param_remainders(const strategy_spec& s) {
+  return te_holds_master_weights(s) && s.store_param_remainders && s.dtype == dtype_kind::bf16 &&
+         s.main_params_dtype == dtype_kind::fp32;
+}
+
+/// Bytes of one parameter's master weight in the optimizer: fp32, or with TE holding it
+/// `main_params_dtype`, or its 16-bit remainder.
+constexpr double master_weight_bytes(const strategy_spec& s) {
+  if (!te_holds_master_weights(s)) return 4.0;
+  return stores_param_remainders(s) ? 2.0 : static_cast<double>(dtype_bytes(s.main_params_dtype));
+}
+
+/// Adam's state bytes per parameter: master weight, m and v (12 without the precision-aware
+/// optimizer: `parameters::adam_state_bytes_per_param`).
+constexpr double adam_state_bytes_per_param(const strategy_spec& s) {
+  if (!s.use_precision_aware_optimizer) return parameters::adam_state_bytes_per_param;
+  return master_weight_bytes(s) + static_cast<double>(dtype_bytes(s.exp_avg_dtype) + dtype_bytes(s.exp_avg_sq_dtype));
+}
 
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
 /// Megatron buckets of max(40M, 1M·dp) elements (`distributed_data_parallel_config.bucket_size`),
@@ -151,8 +185,15 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   if (dp_size(s) * s.cp_size > 1) t += pass(2 * grads);
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
   if (s.optimizer_cpu_offload) return t;
-  t += pass(local * grad_bytes_per_param + 2 * 12.0 * local);
-  t += pass(local * (4.0 + static_cast<double>(dtype_bytes(s.dtype))));
+  const double param_bytes = static_cast<double>(dtype_bytes(s.dtype));
+  if (te_holds_master_weights(s)) {
+    // One FusedAdam pass: the 16-bit weight written beside the state (read too when the master
+    // weight is its remainder), no separate copy.
+    const double weight = param_bytes * (stores_param_remainders(s) ? 2 : 1);
+    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s) + weight));
+  }
+  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s)));
+  t += pass(local * (4.0 + param_bytes));
   return t;
 }
 

@@ -111,6 +111,10 @@ struct stage_program {
   std::array<stage_block, max_stage_blocks> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
+  /// TE's layer-level offloading: the layers below the one in backward whose activations are back
+  /// on the device (estimate/offload.hpp `reload_ahead`); -1: none, or Megatron's fine-grained
+  /// offloading, which reloads the next layer's.
+  std::int64_t layer_offload_reload_ahead = -1;
 
   constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
     if (b.count == 0 || repeat == 0) return;
@@ -565,6 +569,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
                                     std::int64_t bf16_head = 0, std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
+  if (layer_offloaded_count(c.s(), layers) > 0) p.layer_offload_reload_ahead = reload_ahead(c.s(), c.m());
   if (has_embedding) p.add(j.embedding, 1, -1);
   if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
@@ -782,6 +787,36 @@ struct stage_memory {
   peak_site fwd_site{}, bwd_site{};
 };
 
+/// The backward of a stage under TE's layer-level offloading, layer by layer: in the backward of
+/// layer j the device holds what layers up to j keep (`g`) and the offloaded bytes of layers
+/// j - `ahead` .. j, reloaded (estimate/offload.hpp `reload_ahead`).
+template <std::size_t N>
+constexpr void walk_backward_reloading(const stage_program& prog, const std::array<block_memory, N>& walks,
+                                       stage_memory& out) {
+  std::vector<double> offloaded;  // per unit (a repetition of a block), in stage order
+  for (std::size_t bi = 0; bi < prog.count; ++bi)
+    for (std::int64_t r = 0; r < prog.blocks[bi].repeat; ++r) offloaded.push_back(walks[bi].offloaded);
+  std::vector<double> below(offloaded.size() + 1, 0.0);  // offloaded bytes of the units before each
+  for (std::size_t u = 0; u < offloaded.size(); ++u) below[u + 1] = below[u] + offloaded[u];
+  const auto ahead = static_cast<std::size_t>(prog.layer_offload_reload_ahead);
+  double g = out.held;
+  std::size_t u = offloaded.size();
+  for (std::size_t bi = prog.count; bi > 0; --bi) {
+    const stage_block& sb = prog.blocks[bi - 1];
+    for (std::int64_t r = 0; r < sb.repeat; ++r) {
+      --u;
+      const double reloaded = below[u + 1] - below[u > ahead ? u - ahead : 0];
+      const double v = g + reloaded + walks[bi - 1].bwd_peak;
+      if (v > out.bwd_peak) {
+        out.bwd_peak = v;
+        out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1 - r,
+                        sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
+      }
+      g -= walks[bi - 1].held - walks[bi - 1].offloaded;
+    }
+  }
+}
+
 /// Walks the stage's blocks: forward, the last repetition of a block sees the most held bytes;
 /// backward in reverse, the first repetition processed does.
 constexpr stage_memory walk_stage(const stage_program& prog) {
@@ -799,6 +834,10 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
                       sb.block->leaves[walks[bi].fwd_leaf].name(), "forward"};
     }
     out.held += n * (walks[bi].held - walks[bi].offloaded);
+  }
+  if (prog.layer_offload_reload_ahead >= 0) {
+    walk_backward_reloading(prog, walks, out);
+    return out;
   }
   double g = out.held;
   for (std::size_t bi = prog.count; bi > 0; --bi) {
@@ -1249,8 +1288,9 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
+  const double state = detail::adam_state_bytes_per_param(s);  // master weight, m, v
   r.optimizer_state_mem = bytes{
-      static_cast<std::int64_t>((r.params - r.expert_params) * 12.0 / shard + r.expert_params * 12.0 / expert_shard)};
+      static_cast<std::int64_t>((r.params - r.expert_params) * state / shard + r.expert_params * state / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
   if (s.optimizer == optimizer_kind::muon) {  // fp32 master + momentum for Muon's matrices, Adam's for the rest
     const double muon_dense = r.muon_params - r.muon_expert_params;

@@ -27,6 +27,8 @@
 #include <llmsim/cost/step_cost.hpp>
 #include <llmsim/program/layer.hpp>
 
+#include <utility>
+
 LLMSIM_BEGIN_NAMESPACE
 
 namespace detail {
@@ -75,13 +77,15 @@ constexpr bool activation_offload_active(const strategy_spec& s) {
 }
 
 namespace detail {
+/// The exposed part of a copy of `copy` time that runs beside `beside` of compute.
+constexpr seconds exposed_beyond(seconds copy, seconds beside) { return copy > beside ? copy - beside : seconds{}; }
+
 /// Marks the bytes the leaves `which` selects send to the host (`leaf::offloaded`, what each holds
-/// under the recompute plan) and appends an `activation_offload` leaf with the exposed copy time:
-/// each copy of those bytes at the host link bandwidth, less the layer's forward (D2H) or backward
-/// with its replays (H2D) that runs beside it, or all of it when `serial` (compute waits for every
-/// copy). A layer that offloads nothing is left as it is.
-template <typename Which>
-constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, bool serial) {
+/// under the recompute plan) and appends an `activation_offload` leaf whose forward / backward are
+/// what `exposed(copy, layer forward, layer backward with its replays)` returns; `copy`: those
+/// bytes at the host link bandwidth. A layer that offloads nothing is left as it is.
+template <typename Which, typename Exposed>
+constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which, Exposed exposed) {
   double bytes = 0;
   seconds fwd{}, bwd{};
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -97,8 +101,9 @@ constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which
   const seconds copy{bytes / host_link_bytes_per_second(c.sys())};
   leaf x;
   x.id = leaf_id::activation_offload;
-  x.fwd = serial ? copy : (copy > fwd ? copy - fwd : seconds{});
-  x.bwd = serial ? copy : (copy > bwd ? copy - bwd : seconds{});
+  const auto [f, g] = exposed(copy, fwd, bwd);
+  x.fwd = f;
+  x.bwd = g;
   b.push(x);
 }
 }  // namespace detail
@@ -108,27 +113,46 @@ constexpr void offload_leaves(leaf_block& b, const build_context& c, Which which
 constexpr void plan_activation_offload(leaf_block& b, const build_context& c) {
   if (!activation_offload_active(c.s()) || b.count == 0) return;
   detail::offload_leaves(
-      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); }, false);
+      b, c, [&](const leaf& l) { return detail::offloaded_leaf(c.s(), l.id); },
+      [](seconds copy, seconds fwd, seconds bwd) {
+        return std::pair{detail::exposed_beyond(copy, fwd), detail::exposed_beyond(copy, bwd)};
+      });
 }
 
 /// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading with
-/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, default scheduling as
-/// TE's docs describe it: docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on
-/// one of the model's first N decoder layers, the ones it offloads:
+/// --cpu-offloading-num-layers N; transformer_engine/pytorch/cpu_offload.py, the default
+/// scheduling of TE's docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst) on one
+/// of the model's first N decoder layers, the ones it offloads:
 /// - every tensor the layer saves for backward goes to the host (TE takes any non-parameter of at
-///   least 256Ki elements: all of a layer's activations here) on one copy stream as soon as it is
-///   saved, and comes back for the layer's backward, reloaded one layer ahead;
-/// - at most L - N layers' activations stay on the GPU (L: model.layer_num). With N <= L - 2 the
-///   copies run beside the neighbouring layers' compute, and a layer is exposed by what its copy
-///   exceeds its forward (backward); with N = L - 1 one set fits and compute waits for every copy
-///   ("compute and transfers cannot overlap", the docs).
+///   least 256Ki elements: all of a layer's activations here), queued on one copy stream as it is
+///   saved, and comes back for backward;
+/// - at most L - N layers' activations are on the GPU (L: model.layer_num): layer i's copy must end
+///   before layer L - N + i starts, and its reload starts with the backward of layer L - 1 - N + i
+///   (cpu_offload.py's offload / reload maps). Over identical layers (forward f, backward b, copy
+///   c) the serial stream's N copies end by N c, against (L - 1) f of forward before the last
+///   deadline and (L - 2) b of backward: each offloaded layer is exposed by
+///   max(0, c - (L - 1) f / N) forward and max(0, c - (L - 2) b / N) backward.
 /// Not modelled: the copies' HBM traffic slowing memory-bound kernels beside them (the docs name
-/// it), the host memory they fill, MTP layers (outside the decoder block, never offloaded).
+/// it), the host memory they fill and its bandwidth shared with the other GPU of a Grace host,
+/// layers of unequal time (the window takes this layer's), MTP layers (outside the decoder block,
+/// never offloaded).
 constexpr void plan_layer_offload(leaf_block& b, const build_context& c) {
-  if (b.count == 0) return;
-  const bool serial = c.s().cpu_offloading_num_layers >= c.m().layer_num - 1;
+  if (b.count == 0 || c.s().cpu_offloading_num_layers <= 0) return;
+  const auto n = static_cast<double>(c.s().cpu_offloading_num_layers);
+  const auto l = static_cast<double>(c.m().layer_num);
   detail::offload_leaves(
-      b, c, [](const leaf&) { return true; }, serial);
+      b, c, [](const leaf&) { return true; },
+      [&](seconds copy, seconds fwd, seconds bwd) {
+        return std::pair{detail::exposed_beyond(copy, fwd * ((l - 1) / n)),
+                         detail::exposed_beyond(copy, bwd * ((l - 2) / n))};
+      });
+}
+
+/// Layers below the one in backward whose activations TE has reloaded: L - 1 - N (the reload of
+/// layer i starts with the backward of layer L - 1 - N + i, plan_layer_offload), so that L - N
+/// layers' activations are on the device.
+constexpr std::int64_t reload_ahead(const strategy_spec& s, const model_spec& m) {
+  return m.layer_num - 1 - s.cpu_offloading_num_layers;
 }
 
 /// Of a stage's `layers` decoder layers (the whole model: layer-level offloading runs without

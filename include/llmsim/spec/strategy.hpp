@@ -400,14 +400,26 @@ struct strategy_spec {
   /// Megatron --optimizer-cpu-offload (with --optimizer-offload-fraction 1.0): the Adam step on the
   /// host, fp32 master weights and Adam moments in host memory (core/optimizer/cpu_offloading).
   bool optimizer_cpu_offload = false;
+  /// Megatron --use-precision-aware-optimizer (optimizer_config.py): TransformerEngine's FusedAdam
+  /// keeps the Adam moments in `exp_avg_dtype` / `exp_avg_sq_dtype` and, unless the job's FP8
+  /// recipe needs Megatron to (current scaling, blockwise, MXFP8 with fp32 main params), the master
+  /// weights in `main_params_dtype` — with `store_param_remainders` and bf16 parameters only the 16
+  /// bits bf16 lacks (see cost/step_cost.hpp `adam_state_bytes_per_param`).
+  bool use_precision_aware_optimizer = false;
+  dtype_kind main_params_dtype = dtype_kind::fp32;  ///< --main-params-dtype: fp32 or fp16
+  dtype_kind exp_avg_dtype = dtype_kind::fp32;      ///< --exp-avg-dtype: fp32, fp16, bf16 or fp8
+  dtype_kind exp_avg_sq_dtype = dtype_kind::fp32;   ///< --exp-avg-sq-dtype: fp32, fp16, bf16 or fp8
+  bool store_param_remainders = true;               ///< optimizer_config.py default (TE >= 2.1)
   /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
   /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
   /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
   /// H2D stream one layer ahead of its backward (see estimate/offload.hpp).
   bool fine_grained_activation_offloading = false;
   offload_module_set offload_modules = {};
-  /// Megatron --cpu-offloading / --cpu-offloading-num-layers (TransformerEngine cpu_offload.py,
-  /// layer-level offloading): read so that it can be refused (not modelled).
+  /// Megatron's cpu_offloading / cpu_offloading_num_layers (TransformerEngine cpu_offload.py,
+  /// layer-level offloading of the model's first N layers, see estimate/offload.hpp). As in
+  /// Megatron's TransformerConfig, the count alone offloads nothing (its command line's
+  /// --cpu-offloading-num-layers sets both).
   bool cpu_offloading = false;
   std::int64_t cpu_offloading_num_layers = 0;
   /// Megatron-LM --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): which
@@ -567,6 +579,40 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
 }
 
 /// The optimizer choice and Muon's settings.
+/// Megatron's precision-aware optimizer: its dtypes (arguments.py choices), fp32 throughout
+/// without it (optimizer_config.py asserts), Adam only, and the distributed optimizer
+/// (core/optimizer get_megatron_optimizer).
+constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
+  constexpr std::string_view api = "llmsim::strategy";
+  if (s.main_params_dtype != dtype_kind::fp32 && s.main_params_dtype != dtype_kind::fp16)
+    report_error(api, "strategy.main_params_dtype",
+                 "strategy.main_params_dtype must be \"fp32\" or \"fp16\", got \"{}\"", enum_name(s.main_params_dtype));
+  for (const auto& [field, d] : {std::pair{std::string_view{"strategy.exp_avg_dtype"}, s.exp_avg_dtype},
+                                 std::pair{std::string_view{"strategy.exp_avg_sq_dtype"}, s.exp_avg_sq_dtype}}) {
+    if (d == dtype_kind::invalid) report_error(api, field, "{} must be \"fp32\", \"fp16\", \"bf16\" or \"fp8\"", field);
+    if (!s.use_precision_aware_optimizer && d != dtype_kind::fp32)
+      report_error(api, field,
+                   "{}=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron optimizer_config.py: fp32 "
+                   "only without the precision-aware optimizer)",
+                   field, enum_name(d));
+  }
+  if (!s.use_precision_aware_optimizer && s.main_params_dtype != dtype_kind::fp32)
+    report_error(api, "strategy.main_params_dtype",
+                 "strategy.main_params_dtype=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron "
+                 "optimizer_config.py: fp32 only without the precision-aware optimizer)",
+                 enum_name(s.main_params_dtype));
+  if (!s.use_precision_aware_optimizer) return;
+  if (s.optimizer != optimizer_kind::adam)
+    report_error(api, "strategy.use_precision_aware_optimizer",
+                 "strategy.use_precision_aware_optimizer=true needs strategy.optimizer=\"adam\" (Megatron "
+                 "optimizer_config.py: only supported with adam)");
+  if (s.zero_state < 1)
+    report_error(
+        api, "strategy.use_precision_aware_optimizer",
+        "strategy.use_precision_aware_optimizer=true needs the distributed optimizer (strategy.zero_state >= 1), "
+        "as Megatron's get_megatron_optimizer does");
+}
+
 constexpr void validate_muon(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   if (s.optimizer == optimizer_kind::invalid)
@@ -932,6 +978,7 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
                    "mla_rms_recompute, mlp_recompute, mlp_rms_recompute, recompute_variance)");
   }
   validate_muon(s);
+  validate_precision_aware_optimizer(s);
   // Megatron arguments.py: --optimizer-cpu-offload needs --use-precision-aware-optimizer, which
   // core/optimizer get_megatron_optimizer allows only with the distributed optimizer.
   if (s.optimizer_cpu_offload && s.zero_state < 1)

@@ -246,8 +246,6 @@ constexpr void validate_fp8_dims(const model_spec& m, const strategy_spec& s) {
 }
 }  // namespace detail
 
-/// Checks the model and the strategy each on its own and then every rule between the two (they
-/// need no system). `llmsim check --model M --strategy T` runs these.
 namespace detail {
 /// TransformerEngine's layer-level activation offloading (Megatron --cpu-offloading): Megatron's
 /// transformer_config.py refuses it with pipeline parallelism and with activation recompute, and
@@ -259,7 +257,7 @@ constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec&
                  "strategy.cpu_offloading_num_layers={} must be below model.layer_num={} (Megatron "
                  "transformer_config.py: CPU offloading can be done only for layers less than num_layers)",
                  s.cpu_offloading_num_layers, m.layer_num);
-  if (s.pp_size > 1 || !s.pipeline_model_parallel_layout.empty())
+  if (s.pp_size > 1)
     report_error(api, "strategy.cpu_offloading",
                  "strategy.cpu_offloading=true with strategy.pp_size={}: Megatron (transformer_config.py) has no "
                  "support for pipeline parallelism with CPU offloading",
@@ -271,6 +269,8 @@ constexpr void validate_cpu_offloading(const model_spec& m, const strategy_spec&
 }
 }  // namespace detail
 
+/// Checks the model and the strategy each on its own and then every rule between the two (they
+/// need no system). `llmsim check --model M --strategy T` runs these.
 constexpr void validate(const model_spec& m, const strategy_spec& s) {
   validate(m);
   validate(s);
