@@ -38,6 +38,10 @@ print("All rows: %d, %d estimated; tokens/s/GPU mean abs err %s, max %s; model T
       % (a["rows"], a["estimated"], pct(a["tokens_mean_abs_err"], a["estimated"]), pct(a["tokens_max_abs_err"], a["estimated"]),
          pct(a["tflops_mean_abs_err"], a["estimated"]), pct(a["tflops_max_abs_err"], a["estimated"])))
 print()
+late = [r["id"] for r in doc["rows"] if r["error"] is None and not r["predicted"]["fits"]]
+print("Estimated rows whose estimated peak memory exceeds the GPU's (the published runs fit): %d%s"
+      % (len(late), (" (" + ", ".join(late) + ")") if late else ""))
+print()
 f = s["flop_formula"]
 print("Megatron-Bridge FLOP formula against the printed TFLOP/s over tokens/s: %d rows, mean abs err %.2f %%, max %.2f %%"
       % (f["rows"], 100 * f["mean_abs_err"], 100 * f["max_abs_err"]))

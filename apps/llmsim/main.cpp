@@ -601,7 +601,10 @@ lj::value mb_row_json(const lj::value& row, const lj::megatron_bridge::row_resul
   if (r.estimated()) {
     out["predicted"] = {{"iter_time_s", r.iter_time_s},
                         {"tokens_per_sec_per_gpu", r.tokens_per_sec_per_gpu},
-                        {"model_tflops_per_sec_per_gpu", r.model_tflops_per_sec_per_gpu}};
+                        {"model_tflops_per_sec_per_gpu", r.model_tflops_per_sec_per_gpu},
+                        {"peak_mem_gib", r.peak_mem_gib},
+                        {"device_mem_gib", r.device_mem_gib},
+                        {"fits", r.fits}};
     out["tokens_err"] = r.tokens_per_sec_per_gpu / r.real_tokens_per_sec_per_gpu - 1;
     out["tflops_err"] = r.model_tflops_per_sec_per_gpu / r.real_model_tflops_per_sec_per_gpu - 1;
   }
@@ -613,10 +616,11 @@ lj::value mb_summary(const lj::value& rows) {
   std::map<std::string, error_stats> by_precision, by_gpu, by_release;
   error_stats all;
   std::map<std::string, std::size_t> reasons;
-  std::size_t flop_n = 0;
+  std::size_t flop_n = 0, not_fitting = 0;
   double flop_sum = 0, flop_max = 0;
   for (const auto& r : rows) {
     all.add(r);
+    if (r["error"].is_null() && !r["predicted"]["fits"].get<bool>()) ++not_fitting;
     by_precision[r["precision"].get<std::string>()].add(r);
     by_gpu[r["gpu_type"].get<std::string>()].add(r);
     by_release[r["release"].get<std::string>()].add(r);
@@ -634,6 +638,7 @@ lj::value mb_summary(const lj::value& rows) {
   for (const auto& [k, v] : reasons) why[k] = v;
   return {{"all", all.json()},
           {"n_not_estimated", all.rows - all.estimated},
+          {"n_estimated_not_fitting", not_fitting},
           {"by_precision", p},
           {"by_gpu", g},
           {"by_release", rel},
@@ -663,11 +668,12 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
       continue;
     }
     const auto& p = r["predicted"];
-    std::printf("%-58s %9.0f %9.0f %+7.1f%% %7.0f %7.0f %+7.1f%% %7.2f\n", id.c_str(),
+    std::printf("%-58s %9.0f %9.0f %+7.1f%% %7.0f %7.0f %+7.1f%% %7.2f%s\n", id.c_str(),
                 p["tokens_per_sec_per_gpu"].get<double>(), r["real"]["tokens_per_sec_per_gpu"].get<double>(),
                 100 * r["tokens_err"].get<double>(), p["model_tflops_per_sec_per_gpu"].get<double>(),
                 r["real"]["model_tflops_per_sec_per_gpu"].get<double>(), 100 * r["tflops_err"].get<double>(),
-                r["model_gflop_per_token"].get<double>());
+                r["model_gflop_per_token"].get<double>(),
+                p["fits"].get<bool>() ? "" : "  (estimated peak exceeds memory)");
   }
   print_mb_group("precision", summary["by_precision"]);
   print_mb_group("gpu", summary["by_gpu"]);
@@ -680,6 +686,10 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
       summary["n_not_estimated"].get<std::size_t>(), 100 * all["tokens_mean_abs_err"].get<double>(),
       100 * all["tokens_max_abs_err"].get<double>(), 100 * all["tflops_mean_abs_err"].get<double>(),
       100 * all["tflops_max_abs_err"].get<double>());
+  std::printf(
+      "%zu estimated rows exceed device memory in the estimate (the published runs fit: a setting the row "
+      "lacks, or the memory model)\n",
+      summary["n_estimated_not_fitting"].get<std::size_t>());
   const auto& f = summary["flop_formula"];
   std::printf(
       "Megatron-Bridge FLOP formula vs the printed TFLOP/s over tokens/s: %zu rows, |err| mean %.2f%% max "
@@ -724,13 +734,15 @@ void print_csv_line(const std::vector<std::string>& fields) {
 void print_mb_csv(const lj::value& rows) {
   print_csv_line({"id", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
                   "real_tokens_per_sec_per_gpu", "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
-                  "real_model_tflops_per_sec_per_gpu", "tflops_err", "not_estimated_reason"});
+                  "real_model_tflops_per_sec_per_gpu", "tflops_err", "predicted_peak_mem_gib", "device_mem_gib",
+                  "not_estimated_reason"});
   for (const auto& r : rows) {
     const lj::value p = member(r, "predicted");
     print_csv_line({csv_value(r["id"]), csv_value(r["model"]), csv_value(r["gpu_type"]), csv_value(r["precision"]),
                     csv_value(member(p, "tokens_per_sec_per_gpu")), csv_value(r["real"]["tokens_per_sec_per_gpu"]),
                     csv_value(r["tokens_err"]), csv_value(member(p, "model_tflops_per_sec_per_gpu")),
                     csv_value(r["real"]["model_tflops_per_sec_per_gpu"]), csv_value(r["tflops_err"]),
+                    csv_value(member(p, "peak_mem_gib")), csv_value(member(p, "device_mem_gib")),
                     csv_value(member(r, "reason"))});
   }
 }

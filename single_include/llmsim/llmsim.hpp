@@ -2537,6 +2537,10 @@ struct strategy_spec {
   dtype_kind exp_avg_dtype = dtype_kind::fp32;      ///< --exp-avg-dtype: fp32, fp16, bf16 or fp8
   dtype_kind exp_avg_sq_dtype = dtype_kind::fp32;   ///< --exp-avg-sq-dtype: fp32, fp16, bf16 or fp8
   bool store_param_remainders = true;               ///< optimizer_config.py default (TE >= 2.1)
+  /// Megatron's OptimizerConfig.fp8_recipe, which decides who keeps the master weights whether or
+  /// not FP8 is on; absent: the job's `fp8_recipe` with FP8, else Megatron-LM's default "delayed"
+  /// (Megatron-Bridge's BF16 and NVFP4 configs leave "tensorwise": set it so).
+  std::optional<fp8_recipe_kind> optimizer_fp8_recipe = {};
   /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
   /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
   /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
@@ -2587,6 +2591,11 @@ constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t
 }
 /// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
 constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
+/// Megatron's optimizer CPU offload (its distributed optimizer or Megatron-FSDP), which runs on
+/// the precision-aware optimizer (arguments.py); with DeepSpeed ZeRO-2/3 it is ZeRO-Offload.
+constexpr bool megatron_optimizer_offload(const strategy_spec& s) {
+  return s.optimizer_cpu_offload && (s.zero_state == 1 || megatron_fsdp(s));
+}
 
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
@@ -2707,8 +2716,8 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
 
 /// The optimizer choice and Muon's settings.
 /// Megatron's precision-aware optimizer: its dtypes (arguments.py choices), fp32 throughout
-/// without it (optimizer_config.py asserts), Adam only, and the distributed optimizer
-/// (core/optimizer get_megatron_optimizer).
+/// without it (optimizer_config.py asserts), Adam only, the distributed optimizer or Megatron-FSDP
+/// (core/optimizer/__init__.py), and needed by the optimizer's CPU offload (arguments.py).
 constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   if (s.main_params_dtype != dtype_kind::fp32 && s.main_params_dtype != dtype_kind::fp16)
@@ -2728,16 +2737,27 @@ constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
                  "strategy.main_params_dtype=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron "
                  "optimizer_config.py: fp32 only without the precision-aware optimizer)",
                  enum_name(s.main_params_dtype));
+  if (megatron_optimizer_offload(s) && !s.use_precision_aware_optimizer)
+    report_error(
+        api, "strategy.optimizer_cpu_offload",
+        "strategy.optimizer_cpu_offload=true with Megatron's optimizer (strategy.zero_state=1 or Megatron-FSDP) "
+        "needs strategy.use_precision_aware_optimizer=true (Megatron arguments.py: the hybrid device optimizer "
+        "reuses its code path; without it the fp32 master shard stays on the GPU)");
+  if (s.optimizer_fp8_recipe == fp8_recipe_kind::invalid)
+    report_error(api, "strategy.optimizer_fp8_recipe",
+                 "strategy.optimizer_fp8_recipe must be \"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\" or "
+                 "\"nvfp4\"");
   if (!s.use_precision_aware_optimizer) return;
   if (s.optimizer != optimizer_kind::adam)
     report_error(api, "strategy.use_precision_aware_optimizer",
                  "strategy.use_precision_aware_optimizer=true needs strategy.optimizer=\"adam\" (Megatron "
                  "optimizer_config.py: only supported with adam)");
-  if (s.zero_state < 1)
-    report_error(
-        api, "strategy.use_precision_aware_optimizer",
-        "strategy.use_precision_aware_optimizer=true needs the distributed optimizer (strategy.zero_state >= 1), "
-        "as Megatron's get_megatron_optimizer does");
+  if (!(s.zero_state == 1 || megatron_fsdp(s)))
+    report_error(api, "strategy.use_precision_aware_optimizer",
+                 "strategy.use_precision_aware_optimizer=true needs Megatron's distributed optimizer "
+                 "(strategy.zero_state=1) or Megatron-FSDP (strategy.data_parallel_sharding_strategy), got "
+                 "strategy.zero_state={} (Megatron core/optimizer/__init__.py)",
+                 s.zero_state);
 }
 
 constexpr void validate_muon(const strategy_spec& s) {
@@ -4603,7 +4623,8 @@ inline constexpr std::array<strategy_name_token, 25> strategy_name_tokens{{
     {"full<N>", "full recompute of the first N layers of each stage (recompute_layer_num)"},
     {"selective", "recompute each layer's QKV projection, RoPE and core attention (SimuMax attn_recompute)"},
     {"fp8<recipe>", "FP8 training with the recipe: fp8delayed, fp8tensorwise, fp8blockwise, fp8mxfp8, fp8nvfp4"},
-    {"optoffload", "the optimizer step on the CPU (optimizer_cpu_offload)"},
+    {"optoffload",
+     "the optimizer step on the CPU (optimizer_cpu_offload; Megatron's with use_precision_aware_optimizer)"},
     {"nosp", "no sequence parallelism (on by default)"},
     {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
     {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
@@ -4731,6 +4752,7 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
   }
   s.world_size = world;
   if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
+  if (megatron_optimizer_offload(s)) s.use_precision_aware_optimizer = true;  // Megatron's offload runs on it
   out = s;
   return true;
 }
@@ -6660,6 +6682,8 @@ inline constexpr double host_link_bytes_per_second_sm90 = 64e9;
 /// DDR5-4800 each: 2*8*38.4 GB/s), from the DGX user guides' system specifications.
 inline constexpr double host_memory_bytes_per_second_older = 409.6e9;
 inline constexpr double host_memory_bytes_per_second_sm90 = 614.4e9;
+/// The most GPUs sharing those hosts' DRAM (the DGX nodes'); larger nodes are refused.
+inline constexpr std::int64_t host_optimizer_max_gpus_per_host = 8;
 /// A host Adam step is memory-bound: it reads the fp32 weight, gradient, m and v and writes the
 /// weight, m and v of every element (DeepSpeed csrc/adam/cpu_adam_impl.cpp, torch.optim.Adam on
 /// the CPU as Megatron's HybridDeviceOptimizer runs it): 7 x 4 bytes.
@@ -6669,14 +6693,16 @@ inline constexpr double host_adam_bytes_per_element = 28.0;
 namespace detail {
 /// Whether TransformerEngine's FusedAdam holds the master weights (and writes the model's 16-bit
 /// weights in its step, Megatron distrib_optimizer.py `_copy_main_params_to_model_params` returning
-/// early): the precision-aware optimizer unless an FP8 recipe other than delayed scaling needs
-/// Megatron to keep fp32 master weights (optimizer_config.py
-/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`). NVFP4 jobs count as delayed: Megatron's
-/// fp8_recipe keeps its default "delayed" when only FP4 is on (transformer_config.py).
+/// early): the precision-aware optimizer unless the optimizer's FP8 recipe
+/// (`optimizer_fp8_recipe`, by default the job's with FP8 and "delayed" without) is one other than
+/// delayed scaling with fp32 main params (optimizer_config.py
+/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`; an NVFP4 job counts as delayed, Megatron-LM
+/// leaving fp8_recipe at its default), and not under Megatron-FSDP, which keeps its own main
+/// weights (core/optimizer/__init__.py: master_weights False).
 constexpr bool te_holds_master_weights(const strategy_spec& s) {
-  if (!s.use_precision_aware_optimizer) return false;
-  const bool megatron_recipe =
-      s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed && s.fp8_recipe != fp8_recipe_kind::nvfp4;
+  if (!s.use_precision_aware_optimizer || megatron_fsdp(s)) return false;
+  const fp8_recipe_kind recipe = s.optimizer_fp8_recipe.value_or(s.fp8 ? s.fp8_recipe : fp8_recipe_kind::delayed);
+  const bool megatron_recipe = recipe != fp8_recipe_kind::delayed && recipe != fp8_recipe_kind::nvfp4;
   return s.main_params_dtype != dtype_kind::fp32 || !megatron_recipe || s.optimizer_cpu_offload;
 }
 
@@ -6694,11 +6720,22 @@ constexpr double master_weight_bytes(const strategy_spec& s) {
   return stores_param_remainders(s) ? 2.0 : static_cast<double>(dtype_bytes(s.main_params_dtype));
 }
 
+/// Bytes of one Adam moment element in `d`: an FP8 moment is a Float8Tensor whose quantizer also
+/// makes a transposed copy on GPUs without non-TN FP8 GEMMs (TE fused_adam.py Float8Quantizer,
+/// quantizer.cpp; transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported: compute capability
+/// 10.x-11.x and >= 13), 2 bytes there (0: unknown, counted as Hopper).
+constexpr double moment_bytes(dtype_kind d, double compute_capability) {
+  if (d != dtype_kind::fp8) return static_cast<double>(dtype_bytes(d));
+  const bool non_tn = (compute_capability >= 10 && compute_capability < 12) || compute_capability >= 13;
+  return non_tn ? 1.0 : 2.0;
+}
+
 /// Adam's state bytes per parameter: master weight, m and v (12 without the precision-aware
-/// optimizer: `parameters::adam_state_bytes_per_param`).
-constexpr double adam_state_bytes_per_param(const strategy_spec& s) {
+/// optimizer: `parameters::adam_state_bytes_per_param`) on a GPU of `compute_capability`.
+constexpr double adam_state_bytes_per_param(const strategy_spec& s, double compute_capability) {
   if (!s.use_precision_aware_optimizer) return parameters::adam_state_bytes_per_param;
-  return master_weight_bytes(s) + static_cast<double>(dtype_bytes(s.exp_avg_dtype) + dtype_bytes(s.exp_avg_sq_dtype));
+  return master_weight_bytes(s) + moment_bytes(s.exp_avg_dtype, compute_capability) +
+         moment_bytes(s.exp_avg_sq_dtype, compute_capability);
 }
 
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
@@ -6819,13 +6856,14 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
   if (s.optimizer_cpu_offload) return t;
   const double param_bytes = static_cast<double>(dtype_bytes(s.dtype));
+  const double cc = known_compute_capability(sys);
   if (te_holds_master_weights(s)) {
     // One FusedAdam pass: the 16-bit weight written beside the state (read too when the master
     // weight is its remainder), no separate copy.
     const double weight = param_bytes * (stores_param_remainders(s) ? 2 : 1);
-    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s) + weight));
+    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s, cc) + weight));
   }
-  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s)));
+  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s, cc)));
   t += pass(local * (4.0 + param_bytes));
   return t;
 }
@@ -12327,7 +12365,7 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
-  const double state = detail::adam_state_bytes_per_param(s);  // master weight, m, v
+  const double state = detail::adam_state_bytes_per_param(s, known_compute_capability(j.c->sys()));
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * state / shard + r.expert_params * state / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
@@ -13267,6 +13305,10 @@ class block_cache {
     k.zero_state = 0;
     k.data_parallel_sharding_strategy = {};
     k.optimizer_cpu_offload = false;
+    k.use_precision_aware_optimizer = false;  // the optimizer's states and step only, like the two above
+    k.exp_avg_dtype = k.exp_avg_sq_dtype = k.main_params_dtype = dtype_kind::fp32;
+    k.store_param_remainders = true;
+    k.optimizer_fp8_recipe = {};
     return k;
   }
   /// A layout's groups (ZeRO stage x FP8 recipe x offload) each price their recompute variants
@@ -13332,6 +13374,13 @@ constexpr void estimate_from_blocks(estimate_result& out, const build_context& c
 constexpr estimate_result estimate_with(const model_spec& m, const strategy_spec& s, const system_spec& sys,
                                         block_cache* cache) {
   detail::refuse_unmodelled(m, s);
+  // The host Adam step shares an x86 node's DRAM among its GPUs (step_cost.hpp); a node of more
+  // than 8 GPUs is an NVLink domain of many hosts (GB200 / GB300 NVL72: a Grace per two GPUs).
+  if (s.optimizer_cpu_offload && sys.num_per_node > parameters::host_optimizer_max_gpus_per_host)
+    detail::report_error("llmsim::estimate", "strategy.optimizer_cpu_offload",
+                         "strategy.optimizer_cpu_offload=true on a node of {} GPUs (system.num_per_node) is not "
+                         "modelled: the host step's memory bandwidth is that of an 8-GPU x86 node (DGX A100 / H100)",
+                         sys.num_per_node);
   estimate_result out;
   out.padded_vocab = padded_vocab(m, s.tp_size);
   out.param_count = parameter_count(m, out.padded_vocab);
@@ -16922,6 +16971,8 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
     s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
   }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
+  // Megatron's optimizer offload runs on the precision-aware optimizer (arguments.py).
+  s.use_precision_aware_optimizer = sp.base.use_precision_aware_optimizer || megatron_optimizer_offload(s);
   // Selective recompute covers every layer of every stage, as the name `selective` says.
   set_recompute(s,
                 p.recompute == search_recompute::selective ? recompute_kind::selective_recompute

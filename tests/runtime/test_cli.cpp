@@ -544,6 +544,21 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     EXPECT_TRUE(row["strategy"]["cpu_offloading"].get<bool>()) << id;
     EXPECT_EQ(row["strategy"]["cpu_offloading_num_layers"], id.find("GB200") != std::string::npos ? 40 : 20) << id;
   }
+  // Each estimated row says whether its estimated peak fits, the summary counts those that do not;
+  // the 26.02 FP8 Llama 3 70B GB200 row (186 GiB GPUs) fits with the 40 layers it offloads.
+  std::size_t not_fitting = 0;
+  for (const auto& row : j["rows"]) {
+    if (!row["error"].is_null()) continue;
+    const auto& p = row["predicted"];
+    EXPECT_EQ(p["fits"].get<bool>(), p["peak_mem_gib"].get<double>() <= p["device_mem_gib"].get<double>()) << row["id"];
+    if (!p["fits"].get<bool>()) ++not_fitting;
+    if (row["id"] == "mb-26.02-LLAMA3_70B-GB200-FP8-64g-gbs256") {
+      EXPECT_EQ(p["device_mem_gib"], 186.0);
+      EXPECT_TRUE(p["fits"].get<bool>());
+    }
+  }
+  EXPECT_EQ(j["summary"]["n_estimated_not_fitting"], not_fitting);
+  EXPECT_NE(text.out.find(std::to_string(not_fitting) + " estimated rows exceed device memory"), std::string::npos);
   // DeepSeek-V3's recipes run the precision-aware optimizer with bf16 moments in every release, and
   // the 26.02 GB300 preset recomputes mla_up_proj (deepseek_workload_base_configs.py at v0.3.0).
   for (const auto& row : j["rows"]) {
@@ -1273,23 +1288,26 @@ TEST(CliValidate, MegatronBridgeCsvEqualsTheJson) {
   const json j = run_cli("validate " + file.string() + " --format json").out_json();
   const auto rows = csv_rows(csv.out);
   ASSERT_EQ(rows.size(), j["rows"].size() + 1) << csv.err;
-  EXPECT_EQ(rows[0], (std::vector<std::string>{
-                         "id", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
-                         "real_tokens_per_sec_per_gpu", "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
-                         "real_model_tflops_per_sec_per_gpu", "tflops_err", "not_estimated_reason"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "model", "gpu_type", "precision",
+                                               "predicted_tokens_per_sec_per_gpu", "real_tokens_per_sec_per_gpu",
+                                               "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
+                                               "real_model_tflops_per_sec_per_gpu", "tflops_err",
+                                               "predicted_peak_mem_gib", "device_mem_gib", "not_estimated_reason"}));
   for (std::size_t i = 0; i < j["rows"].size(); ++i) {
     const json& r = j["rows"][i];
     const auto& f = rows[i + 1];
-    ASSERT_EQ(f.size(), 11U) << i;
+    ASSERT_EQ(f.size(), 13U) << i;
     EXPECT_EQ(f[0], r["id"].get<std::string>());
     if (r["predicted"].is_null()) {  // not estimated: the reason, quoted where it has commas
-      EXPECT_EQ(f[10], r["reason"].get<std::string>()) << f[0];
+      EXPECT_EQ(f[12], r["reason"].get<std::string>()) << f[0];
       EXPECT_EQ(f[4], "") << f[0];
       continue;
     }
     EXPECT_EQ(std::strtod(f[4].c_str(), nullptr), r["predicted"]["tokens_per_sec_per_gpu"].get<double>()) << f[0];
     EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), r["real"]["tokens_per_sec_per_gpu"].get<double>()) << f[0];
     EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), r["tokens_err"].get<double>()) << f[0];
+    EXPECT_EQ(std::strtod(f[10].c_str(), nullptr), r["predicted"]["peak_mem_gib"].get<double>()) << f[0];
+    EXPECT_EQ(std::strtod(f[11].c_str(), nullptr), r["predicted"]["device_mem_gib"].get<double>()) << f[0];
   }
 }
 

@@ -89,7 +89,8 @@ TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
   zero3.zero_state = 3;
   zero3.data_parallel_sharding_strategy = llmsim::dp_sharding_kind::optim_grads_params;
   zero3.optimizer_cpu_offload = true;
-  llmsim::strategy_spec fp8 = full(4);  // an FP8 recipe: quantized linears, other blocks
+  zero3.use_precision_aware_optimizer = true;  // Megatron's offload needs it
+  llmsim::strategy_spec fp8 = full(4);         // an FP8 recipe: quantized linears, other blocks
   fp8.fp8 = true;
   // Expected builds after each estimate: full 16, 1, 2 share one build; none, selective and mbs 2
   // each need their own; full 5 and ZeRO-3 + offload reuse the first; none again too; fp8 builds.
@@ -122,6 +123,7 @@ TEST(Search, BlockCacheReusesOnlyWhatIsTheSame) {
   llmsim::strategy_spec zero1 = full(4);
   zero1.zero_state = 1;
   zero1.optimizer_cpu_offload = true;
+  zero1.use_precision_aware_optimizer = true;  // Megatron's offload needs it
   llmsim::block_cache pipes;
   const std::vector<std::pair<llmsim::strategy_spec, std::int64_t>> pipe_steps{
       {full(4), 1}, {zero1, 1}, {zero3, 2}, {full(4), 2}, {full(5), 3}};
@@ -374,6 +376,8 @@ TEST(Search, SimuMaxEntryPointKeepsTheConfiguredFp8OffloadAndSchedule) {
   configured.fp8 = true;
   configured.fp8_recipe = llmsim::fp8_recipe_kind::blockwise;
   configured.optimizer_cpu_offload = true;
+  configured.use_precision_aware_optimizer =
+      true;  // Megatron's offload runs on it (its DeepSpeed ZeRO-2/3 are refused)
   configured.pipeline_schedule = llmsim::pipeline_schedule_kind::zb_h1;
   llmsim::perf_llm perf;
   perf.configure(configured, model("llama3-8b"), system_of("h100-sxm"));
@@ -397,6 +401,9 @@ TEST(Search, SimuMaxEntryPointKeepsTheConfiguredFp8OffloadAndSchedule) {
                                                                .schedules = false,
                                                                .base = configured});
     EXPECT_TRUE(s.fp8 && s.optimizer_cpu_offload && s.pipeline_schedule == llmsim::pipeline_schedule_kind::zb_h1);
+    // Megatron's offload (distributed optimizer, Megatron-FSDP) on the precision-aware optimizer;
+    // DeepSpeed ZeRO-2/3's (ZeRO-Offload) without it.
+    EXPECT_EQ(s.use_precision_aware_optimizer, s.zero_state == 1 || s.data_parallel_sharding_strategy.has_value());
   }
 }
 

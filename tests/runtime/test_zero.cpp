@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 // A named namespace per file: the runtime tests compile as a CMake unity build.
@@ -164,6 +165,7 @@ TEST(Zero, OptimizerCpuOffloadMovesStatesAndStepToTheHost) {
   auto s = tp2_dp4(1);
   const auto gpu = estimate(m, s, sys);
   s.optimizer_cpu_offload = true;
+  s.use_precision_aware_optimizer = true;  // Megatron's offload runs on it (arguments.py)
   const auto host = estimate(m, s, sys);
   const auto& a = gpu.stages[0];
   const auto& b = host.stages[0];
@@ -191,6 +193,9 @@ TEST(Zero, OptimizerCpuOffloadMovesStatesAndStepToTheHost) {
   auto plain = tp2_dp4(0);
   plain.optimizer_cpu_offload = true;
   EXPECT_EQ(refusal(plain), "strategy.optimizer_cpu_offload");
+  auto without = tp2_dp4(1);  // Megatron refuses the offload without the precision-aware optimizer
+  without.optimizer_cpu_offload = true;
+  EXPECT_EQ(refusal(without), "strategy.optimizer_cpu_offload");
   auto fp8 = s;
   fp8.fp8 = true;
   fp8.fp8_param_gather = true;
@@ -198,14 +203,26 @@ TEST(Zero, OptimizerCpuOffloadMovesStatesAndStepToTheHost) {
   EXPECT_EQ(refusal(fp8), "strategy.optimizer_cpu_offload");
   fp8.fp8_recipe = fp8_recipe_kind::delayed;
   EXPECT_EQ(refusal(fp8), "accepted");
+  // The host step's DRAM is an 8-GPU x86 node's: an NVL72 domain (72 GPUs, a Grace per two) is
+  // refused rather than priced at 614.4 GB/s over 72 GPUs.
+  try {
+    (void)estimate(m, s, catalogue::gb200_nvl72);
+    ADD_FAILURE() << "optimizer offload on GB200 NVL72 was priced";
+  } catch (const config_error& e) {
+    EXPECT_EQ(e.field(), "strategy.optimizer_cpu_offload");
+    EXPECT_NE(std::string(e.what()).find("on a node of 72 GPUs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Zero, PrecisionAwareOptimizerStoresTheStatesItIsTold) {
   // Megatron --use-precision-aware-optimizer, ZeRO-1 over dp 4, per parameter of the rank's shard:
   //   bf16 moments, TE holding the master weight as its 16-bit remainder: 2 + 2 + 2 = 6 bytes
-  //   (12 without the optimizer); without remainders 4 + 2 + 2 = 8; fp8 moments 2 + 1 + 1 = 4;
+  //   (12 without the optimizer); without remainders 4 + 2 + 2 = 8; fp8 moments on the H100 keep
+  //   a transposed copy too (no non-TN FP8 GEMMs on sm 9.0): 2 + 2 + 2 = 6, on a B200 2 + 1 + 1 = 4;
   //   FP8 current scaling (tensorwise): Megatron keeps the fp32 master, 4 + 2 + 2 = 8 even with
-  //   remainders; delayed scaling leaves it to TE again: 6.
+  //   remainders, as for a Megatron-Bridge BF16 job (its optimizer's fp8_recipe left "tensorwise");
+  //   delayed scaling leaves it to TE again: 6. Megatron-FSDP (ZeRO-3 over dp 4) keeps its own fp32
+  //   main weights: 4 + 2 + 2 = 8.
   const auto& m = catalogue::llama3_8b;
   const auto& sys = catalogue::h100_sxm;
   const auto state = [&](const strategy_spec& s) {
@@ -224,7 +241,16 @@ TEST(Zero, PrecisionAwareOptimizerStoresTheStatesItIsTold) {
   EXPECT_NEAR(state(whole), 8 * shard, 1);
   auto fp8_moments = pa;
   fp8_moments.exp_avg_dtype = fp8_moments.exp_avg_sq_dtype = dtype_kind::fp8;
-  EXPECT_NEAR(state(fp8_moments), 4 * shard, 1);
+  EXPECT_NEAR(state(fp8_moments), 6 * shard, 1);
+  EXPECT_NEAR(static_cast<double>(only_stage(estimate(m, fp8_moments, catalogue::b200)).optimizer_state_mem.value),
+              4 * shard, 1);
+  auto bridge_bf16 = pa;
+  bridge_bf16.optimizer_fp8_recipe = fp8_recipe_kind::tensorwise;
+  EXPECT_NEAR(state(bridge_bf16), 8 * shard, 1);
+  auto fsdp = pa;
+  fsdp.zero_state = 3;
+  fsdp.data_parallel_sharding_strategy = dp_sharding_kind::optim_grads_params;
+  EXPECT_NEAR(state(fsdp), 8 * shard, 1);
   auto current = pa;
   current.fp8 = true;
   current.fp8_recipe = fp8_recipe_kind::tensorwise;
@@ -268,15 +294,23 @@ TEST(Zero, PrecisionAwareOptimizerRules) {
   auto no_zero = s;
   no_zero.zero_state = 0;
   EXPECT_EQ(field_of(no_zero), "strategy.use_precision_aware_optimizer");
+  auto deepspeed = s;  // DeepSpeed ZeRO-2 is not Megatron's distributed optimizer
+  deepspeed.zero_state = 2;
+  EXPECT_EQ(field_of(deepspeed), "strategy.use_precision_aware_optimizer");
+  deepspeed.zero_state = 3;
+  deepspeed.data_parallel_sharding_strategy = dp_sharding_kind::optim_grads_params;
+  EXPECT_EQ(field_of(deepspeed), "accepted");
   const auto read = lj::parse_strategy(lj::value::parse(
       R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 8, "world_size": 8, "tp_size": 2,
           "zero_state": 1, "use_precision_aware_optimizer": true, "exp_avg_dtype": "bf16",
-          "exp_avg_sq_dtype": "fp8", "main_params_dtype": "fp16", "store_param_remainders": false})"));
+          "exp_avg_sq_dtype": "fp8", "main_params_dtype": "fp16", "store_param_remainders": false,
+          "optimizer_fp8_recipe": "tensorwise"})"));
   EXPECT_TRUE(read.use_precision_aware_optimizer);
   EXPECT_EQ(read.exp_avg_dtype, dtype_kind::bf16);
   EXPECT_EQ(read.exp_avg_sq_dtype, dtype_kind::fp8);
   EXPECT_EQ(read.main_params_dtype, dtype_kind::fp16);
   EXPECT_FALSE(read.store_param_remainders);
+  EXPECT_EQ(read.optimizer_fp8_recipe, fp8_recipe_kind::tensorwise);
 }
 
 TEST(Zero, MegatronFsdpOptimIsTheDistributedOptimizer) {

@@ -895,7 +895,8 @@ inline constexpr std::array<strategy_name_token, 25> strategy_name_tokens{{
     {"full<N>", "full recompute of the first N layers of each stage (recompute_layer_num)"},
     {"selective", "recompute each layer's QKV projection, RoPE and core attention (SimuMax attn_recompute)"},
     {"fp8<recipe>", "FP8 training with the recipe: fp8delayed, fp8tensorwise, fp8blockwise, fp8mxfp8, fp8nvfp4"},
-    {"optoffload", "the optimizer step on the CPU (optimizer_cpu_offload)"},
+    {"optoffload",
+     "the optimizer step on the CPU (optimizer_cpu_offload; Megatron's with use_precision_aware_optimizer)"},
     {"nosp", "no sequence parallelism (on by default)"},
     {"zbh1", "zero-bubble ZB-H1 pipeline schedule (pipeline_schedule \"zb_h1\")"},
     {"dualpipev", "DualPipeV pipeline schedule (pipeline_schedule \"dualpipev\")"},
@@ -1023,6 +1024,7 @@ constexpr bool parse_strategy_name(std::string_view name, strategy_spec& out) {
   }
   s.world_size = world;
   if (s.recompute_granularity == recompute_kind::none) s.enable_recompute = false;
+  if (megatron_optimizer_offload(s)) s.use_precision_aware_optimizer = true;  // Megatron's offload runs on it
   out = s;
   return true;
 }

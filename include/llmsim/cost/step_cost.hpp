@@ -27,6 +27,8 @@ inline constexpr double host_link_bytes_per_second_sm90 = 64e9;
 /// DDR5-4800 each: 2*8*38.4 GB/s), from the DGX user guides' system specifications.
 inline constexpr double host_memory_bytes_per_second_older = 409.6e9;
 inline constexpr double host_memory_bytes_per_second_sm90 = 614.4e9;
+/// The most GPUs sharing those hosts' DRAM (the DGX nodes'); larger nodes are refused.
+inline constexpr std::int64_t host_optimizer_max_gpus_per_host = 8;
 /// A host Adam step is memory-bound: it reads the fp32 weight, gradient, m and v and writes the
 /// weight, m and v of every element (DeepSpeed csrc/adam/cpu_adam_impl.cpp, torch.optim.Adam on
 /// the CPU as Megatron's HybridDeviceOptimizer runs it): 7 x 4 bytes.
@@ -36,14 +38,16 @@ inline constexpr double host_adam_bytes_per_element = 28.0;
 namespace detail {
 /// Whether TransformerEngine's FusedAdam holds the master weights (and writes the model's 16-bit
 /// weights in its step, Megatron distrib_optimizer.py `_copy_main_params_to_model_params` returning
-/// early): the precision-aware optimizer unless an FP8 recipe other than delayed scaling needs
-/// Megatron to keep fp32 master weights (optimizer_config.py
-/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`). NVFP4 jobs count as delayed: Megatron's
-/// fp8_recipe keeps its default "delayed" when only FP4 is on (transformer_config.py).
+/// early): the precision-aware optimizer unless the optimizer's FP8 recipe
+/// (`optimizer_fp8_recipe`, by default the job's with FP8 and "delayed" without) is one other than
+/// delayed scaling with fp32 main params (optimizer_config.py
+/// `use_precision_aware_optimizer_no_fp8_or_ds_fp8`; an NVFP4 job counts as delayed, Megatron-LM
+/// leaving fp8_recipe at its default), and not under Megatron-FSDP, which keeps its own main
+/// weights (core/optimizer/__init__.py: master_weights False).
 constexpr bool te_holds_master_weights(const strategy_spec& s) {
-  if (!s.use_precision_aware_optimizer) return false;
-  const bool megatron_recipe =
-      s.fp8 && s.fp8_recipe != fp8_recipe_kind::delayed && s.fp8_recipe != fp8_recipe_kind::nvfp4;
+  if (!s.use_precision_aware_optimizer || megatron_fsdp(s)) return false;
+  const fp8_recipe_kind recipe = s.optimizer_fp8_recipe.value_or(s.fp8 ? s.fp8_recipe : fp8_recipe_kind::delayed);
+  const bool megatron_recipe = recipe != fp8_recipe_kind::delayed && recipe != fp8_recipe_kind::nvfp4;
   return s.main_params_dtype != dtype_kind::fp32 || !megatron_recipe || s.optimizer_cpu_offload;
 }
 
@@ -61,11 +65,22 @@ constexpr double master_weight_bytes(const strategy_spec& s) {
   return stores_param_remainders(s) ? 2.0 : static_cast<double>(dtype_bytes(s.main_params_dtype));
 }
 
+/// Bytes of one Adam moment element in `d`: an FP8 moment is a Float8Tensor whose quantizer also
+/// makes a transposed copy on GPUs without non-TN FP8 GEMMs (TE fused_adam.py Float8Quantizer,
+/// quantizer.cpp; transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported: compute capability
+/// 10.x-11.x and >= 13), 2 bytes there (0: unknown, counted as Hopper).
+constexpr double moment_bytes(dtype_kind d, double compute_capability) {
+  if (d != dtype_kind::fp8) return static_cast<double>(dtype_bytes(d));
+  const bool non_tn = (compute_capability >= 10 && compute_capability < 12) || compute_capability >= 13;
+  return non_tn ? 1.0 : 2.0;
+}
+
 /// Adam's state bytes per parameter: master weight, m and v (12 without the precision-aware
-/// optimizer: `parameters::adam_state_bytes_per_param`).
-constexpr double adam_state_bytes_per_param(const strategy_spec& s) {
+/// optimizer: `parameters::adam_state_bytes_per_param`) on a GPU of `compute_capability`.
+constexpr double adam_state_bytes_per_param(const strategy_spec& s, double compute_capability) {
   if (!s.use_precision_aware_optimizer) return parameters::adam_state_bytes_per_param;
-  return master_weight_bytes(s) + static_cast<double>(dtype_bytes(s.exp_avg_dtype) + dtype_bytes(s.exp_avg_sq_dtype));
+  return master_weight_bytes(s) + moment_bytes(s.exp_avg_dtype, compute_capability) +
+         moment_bytes(s.exp_avg_sq_dtype, compute_capability);
 }
 
 /// One buffer's DDP buckets (dense parameters over dp·cp, or expert parameters over edp):
@@ -186,13 +201,14 @@ constexpr seconds optimizer_time(const system_spec& sys, const strategy_spec& s,
   t += pass(local * grad_bytes_per_param) + pass(2 * local * grad_bytes_per_param);
   if (s.optimizer_cpu_offload) return t;
   const double param_bytes = static_cast<double>(dtype_bytes(s.dtype));
+  const double cc = known_compute_capability(sys);
   if (te_holds_master_weights(s)) {
     // One FusedAdam pass: the 16-bit weight written beside the state (read too when the master
     // weight is its remainder), no separate copy.
     const double weight = param_bytes * (stores_param_remainders(s) ? 2 : 1);
-    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s) + weight));
+    return t + pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s, cc) + weight));
   }
-  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s)));
+  t += pass(local * (grad_bytes_per_param + 2 * adam_state_bytes_per_param(s, cc)));
   t += pass(local * (4.0 + param_bytes));
   return t;
 }

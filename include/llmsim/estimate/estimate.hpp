@@ -1288,7 +1288,7 @@ constexpr void size_model_memory(stage_result& r, const job_context& j, double d
   r.grad_mem = bytes_from(r.params * j.grad_bytes);
   if (s.zero_state >= 2) r.grad_mem = sharded(stage_grad_bytes(j));
   if (s.zero_state >= 3) r.weight_mem = sharded(j.c->element_bytes());
-  const double state = detail::adam_state_bytes_per_param(s);  // master weight, m, v
+  const double state = detail::adam_state_bytes_per_param(s, known_compute_capability(j.c->sys()));
   r.optimizer_state_mem = bytes{
       static_cast<std::int64_t>((r.params - r.expert_params) * state / shard + r.expert_params * state / expert_shard)};
   if (s.optimizer_cpu_offload) r.optimizer_state_mem = bytes{};  // fp32 master, m and v live on the host
@@ -2228,6 +2228,10 @@ class block_cache {
     k.zero_state = 0;
     k.data_parallel_sharding_strategy = {};
     k.optimizer_cpu_offload = false;
+    k.use_precision_aware_optimizer = false;  // the optimizer's states and step only, like the two above
+    k.exp_avg_dtype = k.exp_avg_sq_dtype = k.main_params_dtype = dtype_kind::fp32;
+    k.store_param_remainders = true;
+    k.optimizer_fp8_recipe = {};
     return k;
   }
   /// A layout's groups (ZeRO stage x FP8 recipe x offload) each price their recompute variants
@@ -2293,6 +2297,13 @@ constexpr void estimate_from_blocks(estimate_result& out, const build_context& c
 constexpr estimate_result estimate_with(const model_spec& m, const strategy_spec& s, const system_spec& sys,
                                         block_cache* cache) {
   detail::refuse_unmodelled(m, s);
+  // The host Adam step shares an x86 node's DRAM among its GPUs (step_cost.hpp); a node of more
+  // than 8 GPUs is an NVLink domain of many hosts (GB200 / GB300 NVL72: a Grace per two GPUs).
+  if (s.optimizer_cpu_offload && sys.num_per_node > parameters::host_optimizer_max_gpus_per_host)
+    detail::report_error("llmsim::estimate", "strategy.optimizer_cpu_offload",
+                         "strategy.optimizer_cpu_offload=true on a node of {} GPUs (system.num_per_node) is not "
+                         "modelled: the host step's memory bandwidth is that of an 8-GPU x86 node (DGX A100 / H100)",
+                         sys.num_per_node);
   estimate_result out;
   out.padded_vocab = padded_vocab(m, s.tp_size);
   out.param_count = parameter_count(m, out.padded_vocab);

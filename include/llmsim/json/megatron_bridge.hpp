@@ -269,6 +269,10 @@ struct row_result {
   double model_gflop_per_token = 0;         ///< Megatron-Bridge's formula for this row's release
   double real_tokens_per_sec_per_gpu = 0;
   double real_model_tflops_per_sec_per_gpu = 0;
+  /// The estimate's per-GPU peak (allocated) and device memory, GiB: a published run that the
+  /// estimate does not fit points at a setting its row lacks, or at the memory model.
+  double peak_mem_gib = 0, device_mem_gib = 0;
+  bool fits = true;
   [[nodiscard]] bool estimated() const { return error.empty(); }
 };
 
@@ -297,6 +301,10 @@ inline row_result estimate_row(const value& row, const value& recipes) {
     perf.configure(strategy, model, system);
     perf.run_estimate();
     r.iter_time_s = perf.analysis_cost().duration_time_per_iter.value;
+    const mem_result& mem = perf.analysis_mem();
+    r.peak_mem_gib = mem.peak_mem.gib();
+    r.device_mem_gib = mem.device_mem.gib();
+    r.fits = mem.fits;
     const double tokens = row["gbs"].get<double>() * row["seq_len"].get<double>();
     r.tokens_per_sec_per_gpu = tokens / (r.iter_time_s * row["num_gpus"].get<double>());
     r.model_tflops_per_sec_per_gpu = r.tokens_per_sec_per_gpu * r.model_gflop_per_token / 1e3;

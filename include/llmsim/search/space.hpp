@@ -303,6 +303,8 @@ constexpr strategy_spec to_strategy(const search_point& p, const search_space& s
     s.fp8_first_last_layers_bf16 = bf16.fp8_first_last_layers_bf16;
   }
   s.optimizer_cpu_offload = sp.offload ? p.offload : sp.base.optimizer_cpu_offload;
+  // Megatron's optimizer offload runs on the precision-aware optimizer (arguments.py).
+  s.use_precision_aware_optimizer = sp.base.use_precision_aware_optimizer || megatron_optimizer_offload(s);
   // Selective recompute covers every layer of every stage, as the name `selective` says.
   set_recompute(s,
                 p.recompute == search_recompute::selective ? recompute_kind::selective_recompute

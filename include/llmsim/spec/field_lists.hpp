@@ -166,6 +166,7 @@ struct field_list<strategy_spec> {
       field{"exp_avg_dtype", &s::exp_avg_dtype},
       field{"exp_avg_sq_dtype", &s::exp_avg_sq_dtype},
       field{"store_param_remainders", &s::store_param_remainders},
+      field{"optimizer_fp8_recipe", &s::optimizer_fp8_recipe},
       field{"pipeline_model_parallel_layout", &s::pipeline_model_parallel_layout},
       field{"hierarchical_context_parallel_sizes", &s::hierarchical_context_parallel_sizes},
       field{"fine_grained_activation_offloading", &s::fine_grained_activation_offloading},

@@ -410,6 +410,10 @@ struct strategy_spec {
   dtype_kind exp_avg_dtype = dtype_kind::fp32;      ///< --exp-avg-dtype: fp32, fp16, bf16 or fp8
   dtype_kind exp_avg_sq_dtype = dtype_kind::fp32;   ///< --exp-avg-sq-dtype: fp32, fp16, bf16 or fp8
   bool store_param_remainders = true;               ///< optimizer_config.py default (TE >= 2.1)
+  /// Megatron's OptimizerConfig.fp8_recipe, which decides who keeps the master weights whether or
+  /// not FP8 is on; absent: the job's `fp8_recipe` with FP8, else Megatron-LM's default "delayed"
+  /// (Megatron-Bridge's BF16 and NVFP4 configs leave "tensorwise": set it so).
+  std::optional<fp8_recipe_kind> optimizer_fp8_recipe = {};
   /// Megatron --fine-grained-activation-offloading with --offload-modules (megatron/core/pipeline_
   /// parallel/fine_grained_activation_offload.py): what the named modules save for backward is
   /// copied to pinned host memory on a D2H stream after the module's forward and copied back on an
@@ -460,6 +464,11 @@ constexpr void set_recompute(strategy_spec& s, recompute_kind kind, std::int64_t
 }
 /// Whether ZeRO-2/3 run as Megatron-FSDP (`data_parallel_sharding_strategy` given) rather than DeepSpeed.
 constexpr bool megatron_fsdp(const strategy_spec& s) { return s.data_parallel_sharding_strategy.has_value(); }
+/// Megatron's optimizer CPU offload (its distributed optimizer or Megatron-FSDP), which runs on
+/// the precision-aware optimizer (arguments.py); with DeepSpeed ZeRO-2/3 it is ZeRO-Offload.
+constexpr bool megatron_optimizer_offload(const strategy_spec& s) {
+  return s.optimizer_cpu_offload && (s.zero_state == 1 || megatron_fsdp(s));
+}
 
 /// Ranks that hold one full copy of the dense model: tp * pp * cp.
 constexpr std::int64_t shard_size(const strategy_spec& s) { return s.tp_size * s.pp_size * s.cp_size; }
@@ -580,8 +589,8 @@ constexpr void validate_pipeline_schedule(const strategy_spec& s) {
 
 /// The optimizer choice and Muon's settings.
 /// Megatron's precision-aware optimizer: its dtypes (arguments.py choices), fp32 throughout
-/// without it (optimizer_config.py asserts), Adam only, and the distributed optimizer
-/// (core/optimizer get_megatron_optimizer).
+/// without it (optimizer_config.py asserts), Adam only, the distributed optimizer or Megatron-FSDP
+/// (core/optimizer/__init__.py), and needed by the optimizer's CPU offload (arguments.py).
 constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
   constexpr std::string_view api = "llmsim::strategy";
   if (s.main_params_dtype != dtype_kind::fp32 && s.main_params_dtype != dtype_kind::fp16)
@@ -601,16 +610,27 @@ constexpr void validate_precision_aware_optimizer(const strategy_spec& s) {
                  "strategy.main_params_dtype=\"{}\" needs strategy.use_precision_aware_optimizer=true (Megatron "
                  "optimizer_config.py: fp32 only without the precision-aware optimizer)",
                  enum_name(s.main_params_dtype));
+  if (megatron_optimizer_offload(s) && !s.use_precision_aware_optimizer)
+    report_error(
+        api, "strategy.optimizer_cpu_offload",
+        "strategy.optimizer_cpu_offload=true with Megatron's optimizer (strategy.zero_state=1 or Megatron-FSDP) "
+        "needs strategy.use_precision_aware_optimizer=true (Megatron arguments.py: the hybrid device optimizer "
+        "reuses its code path; without it the fp32 master shard stays on the GPU)");
+  if (s.optimizer_fp8_recipe == fp8_recipe_kind::invalid)
+    report_error(api, "strategy.optimizer_fp8_recipe",
+                 "strategy.optimizer_fp8_recipe must be \"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\" or "
+                 "\"nvfp4\"");
   if (!s.use_precision_aware_optimizer) return;
   if (s.optimizer != optimizer_kind::adam)
     report_error(api, "strategy.use_precision_aware_optimizer",
                  "strategy.use_precision_aware_optimizer=true needs strategy.optimizer=\"adam\" (Megatron "
                  "optimizer_config.py: only supported with adam)");
-  if (s.zero_state < 1)
-    report_error(
-        api, "strategy.use_precision_aware_optimizer",
-        "strategy.use_precision_aware_optimizer=true needs the distributed optimizer (strategy.zero_state >= 1), "
-        "as Megatron's get_megatron_optimizer does");
+  if (!(s.zero_state == 1 || megatron_fsdp(s)))
+    report_error(api, "strategy.use_precision_aware_optimizer",
+                 "strategy.use_precision_aware_optimizer=true needs Megatron's distributed optimizer "
+                 "(strategy.zero_state=1) or Megatron-FSDP (strategy.data_parallel_sharding_strategy), got "
+                 "strategy.zero_state={} (Megatron core/optimizer/__init__.py)",
+                 s.zero_state);
 }
 
 constexpr void validate_muon(const strategy_spec& s) {
