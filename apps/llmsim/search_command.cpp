@@ -281,13 +281,16 @@ void print_table(const llmsim::search_result& r, const std::vector<llmsim::searc
                  const llmsim::search_space& sp) {
   std::printf("%4s  %-72s %9s %6s %10s %20s  %s\n", "rank", "layout", "step (s)", "MFU", "tok/s/GPU",
               "peak GiB (stage)", "why");
+  bool above_one = false;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& c = rows[i];
     const std::string stage(llmsim::stage_kind_names[static_cast<std::size_t>(c.peak_stage)]);
-    std::printf("%4zu  %-72s %9.3f %5.1f%% %10.0f %7.2f %-12s %s\n", i + 1, layout_name(c, sp).c_str(), c.time,
-                c.mfu * 100, c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(),
+    above_one = above_one || c.mfu > 1;
+    std::printf("%4zu  %-72s %9.3f %5.1f%%%s %10.0f %7.2f %-12s %s\n", i + 1, layout_name(c, sp).c_str(), c.time,
+                c.mfu * 100, c.mfu > 1 ? "*" : "", c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(),
                 &rows == &r.top ? why(r, i).c_str() : "");
   }
+  if (above_one) std::printf("* MFU %s\n", std::string(llmsim::json::html::detail::mfu_above_one_reason).c_str());
 }
 
 void print_csv(const std::vector<llmsim::search_candidate>& rows, const llmsim::search_space& sp,

@@ -139,6 +139,23 @@ TEST(HtmlReport, FiguresArePrintedFromTheDocument) {
   EXPECT_EQ(page.find("data-field=\"cost_result.all_tokens_per_iter\""), std::string::npos);
 }
 
+TEST(HtmlReport, AnMfuAboveOneSaysWhy) {
+  // SimuMax's FLOPs count attention over every query-key pair: a long causal job can pass 100 %.
+  // The key figures and a candidate table say why beside such a value, and only there.
+  const std::string why = "above 100 %: attention is counted over every query-key pair";
+  const lj::value high = {{"cost_result", {{"mfu", 1.18}}}};
+  const lj::value low = {{"cost_result", {{"mfu", 0.42}}}};
+  EXPECT_NE(html::detail::key_figures(high, "").find(why), std::string::npos);
+  EXPECT_EQ(html::detail::key_figures(low, "").find(why), std::string::npos);
+  const lj::value top = {{"top", {{{"rank", 1}, {"mfu", 1.2}}, {{"rank", 2}, {"mfu", 0.8}}}}};
+  const std::string table = html::detail::candidate_table(top, "top");
+  EXPECT_EQ(occurrences(table, ">120.00</span>*<"), 1u);
+  EXPECT_EQ(occurrences(table, ">80.00</span><"), 1u);
+  EXPECT_NE(table.find("* MFU " + why), std::string::npos);
+  const lj::value below = {{"top", {{{"rank", 1}, {"mfu", 0.9}}}}};
+  EXPECT_EQ(html::detail::candidate_table(below, "top").find(why), std::string::npos);
+}
+
 TEST(HtmlReport, TextIsEscapedAndTheEmbeddedDocumentCannotCloseItsScript) {
   const std::string page = html::perf_report(small_doc());
   EXPECT_EQ(page.find("<script>alert"), std::string::npos);

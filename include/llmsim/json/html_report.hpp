@@ -436,12 +436,24 @@ inline std::string timeline_chart(const iteration_trace& t, const value& doc, co
   return out + "</svg>" + legend(keys.data(), keys.size());
 }
 
+/// Why an MFU may pass 100 %: SimuMax's FLOPs count attention over every query-key pair; causal
+/// kernels do half that work (the text report says the same, report.hpp).
+inline constexpr std::string_view mfu_above_one_reason =
+    "above 100 %: attention is counted over every query-key pair, as SimuMax counts it; the causal kernels do half "
+    "that work";
+/// The note beside an MFU above 1, else nothing.
+inline std::string mfu_note(const value& mfu) {
+  if (!mfu.is_number() || mfu.get<double>() <= 1) return {};
+  return " <span class=\"note\">(" + std::string(mfu_above_one_reason) + ")</span>";
+}
+
 /// The headline figures of an estimate.
 inline std::string key_figures(const value& doc, const std::string& prefix) {
   const std::string c = prefix + "cost_result.", m = prefix + "mem_result.";
   std::string out = "<table class=\"figures key\">";
   out += "<tr><td>iteration time</td><td>" + shown(doc, c + "duration_time_per_iter", 2, 1.0, "ms") + "</td></tr>";
-  out += "<tr><td>MFU</td><td>" + shown(doc, c + "mfu", 2, 100.0, "%") + "</td></tr>";
+  out +=
+      "<tr><td>MFU</td><td>" + shown(doc, c + "mfu", 2, 100.0, "%") + mfu_note(at_path(doc, c + "mfu")) + "</td></tr>";
   out += "<tr><td>tokens/s per GPU</td><td>" + shown(doc, c + "throughput_per_accelerator", 1) + "</td></tr>";
   out += "<tr><td>tokens per iteration</td><td>" + shown(doc, c + "all_tokens_per_iter", 0) + "</td></tr>";
   out += "<tr><td>peak memory</td><td>" + shown(doc, m + "peak_mem", 2, 1.0, "GiB") + " on " +
@@ -607,15 +619,20 @@ inline std::string candidate_table(const value& doc, const std::string& list) {
   std::string out =
       "<table class=\"figures\"><tr><th>#</th><th>strategy</th><th>step time (s)</th><th>MFU "
       "(%)</th><th>tokens/s/GPU</th><th>peak GiB</th><th>peak stage</th></tr>";
+  bool above_one = false;
   for (std::size_t i = 0; rows.is_array() && i < rows.size(); ++i) {
     const std::string row = list + "." + std::to_string(i);
+    const bool above = !mfu_note(at_path(doc, row + ".mfu")).empty();
+    above_one = above_one || above;
     out += "<tr><td>" + shown(doc, row + ".rank", 0) + "</td><td class=\"path\">" +
            escape(text_at(doc, row + ".layout")) + "</td><td>" + shown(doc, row + ".step_time", 4) + "</td><td>" +
-           shown(doc, row + ".mfu", 2, 100.0) + "</td><td>" + shown(doc, row + ".tokens_per_s_per_gpu", 1) +
-           "</td><td>" + shown(doc, row + ".peak_mem_gib", 2) + "</td><td>" +
-           escape(text_at(doc, row + ".peak_stage")) + "</td></tr>";
+           shown(doc, row + ".mfu", 2, 100.0) + (above ? "*" : "") + "</td><td>" +
+           shown(doc, row + ".tokens_per_s_per_gpu", 1) + "</td><td>" + shown(doc, row + ".peak_mem_gib", 2) +
+           "</td><td>" + escape(text_at(doc, row + ".peak_stage")) + "</td></tr>";
   }
-  return out + "</table>";
+  out += "</table>";
+  if (above_one) out += "<p class=\"note\">* MFU " + std::string(mfu_above_one_reason) + ".</p>";
+  return out;
 }
 
 }  // namespace detail
