@@ -4439,12 +4439,15 @@ constexpr system_spec with_hbm_share(system_spec s, double share) {
   return s;
 }
 /// SM counts: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "108 SMs"); B200 148
-/// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it; GB200 is
-/// taken as the same); B300 / GB300 160: an assumption (NVIDIA's technical blog "Inside NVIDIA
-/// Blackwell Ultra", 2025, gives 160 SMs for the full GPU; the enabled count of the shipping part
-/// is not published there). Ampere's constants come from an A100 PCIe (300 W) table and are applied to the SXM
-/// parts (400 W) too: an assumption that may price SXM GEMMs a little slow.
-inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 160;
+/// (CUDA's multiProcessorCount on HGX B200; the Blackwell constants are fitted with it); the
+/// enabled counts of the other Blackwell parts as benchmark reports print them (NVIDIA's "Inside
+/// NVIDIA Blackwell Ultra" blog gives 160 for the full die only): GB200 152 and B300 148
+/// (flashinfer-ai/flashinfer's NVFP4 sparse MLA decode notes: "On GB200 (152 SMs) ... on B300 (148
+/// SMs)"), GB300 152 (its cake_sampling docs: "GB300 (sm_103a, 152 SMs)"); B300 also ships with 152
+/// (stas00/ml-engineering training/performance/README.md). Ampere's constants come from an A100
+/// PCIe (300 W) table and are applied to the SXM parts (400 W) too: an assumption that may price
+/// SXM GEMMs a little slow.
+inline constexpr std::int64_t a100_sms = 108, b200_sms = 148, b300_sms = 148, gb200_sms = 152, gb300_sms = 152;
 /// Hopper SM counts (NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on the H100 SXM5,
 /// 114 on the H100 PCIe; H200 and H800 SXM are the SXM5 part's GH100 configuration with other
 /// memory or NVLink). The Hopper kernel model (kernel_model.hpp `kernel_models::hopper`) prices
@@ -4536,7 +4539,7 @@ inline constexpr system_spec gb200_nvl72 = detail::with_host_link(
     detail::nvlink_domain(
         detail::with_kernel_model(
             detail::with_fp4(detail::node("gb200_nvl72", "cuda", 10.0, 2500, 5000, 8000, 186, 900, false, 50), 10000),
-            kernel_architecture::blackwell, detail::b200_sms),
+            kernel_architecture::blackwell, detail::gb200_sms),
         72, 50),
     detail::nvlink_c2c_gb_per_s);
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
@@ -4547,7 +4550,7 @@ inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
     detail::nvlink_domain(
         detail::with_kernel_model(
             detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
-            kernel_architecture::blackwell, detail::b300_sms),
+            kernel_architecture::blackwell, detail::gb300_sms),
         72, 100),
     detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
