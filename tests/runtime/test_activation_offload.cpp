@@ -289,8 +289,8 @@ TEST(LayerOffload, EveryTensorOfTheLayerGoesAndTheCopiesShareTheLaterLayersCompu
   // queue on one stream; the last must end before layer L - 1 starts (forward) and the reloads
   // before layer 0's backward: N copies of c against (L - 1) f forward and (L - 2) b backward, so
   // each offloaded layer is exposed by max(0, c - (L - 1) f / N) and max(0, c - (L - 2) b / N).
-  //   GB200, NVLink-C2C 450e9 B/s: c = 135e6 / 450e9 = 0.3 ms; N = 8: 0.3 - 31 x 0.3 / 8 < 0 and
-  //   0.3 - 30 x 0.5 / 8 < 0: nothing exposed.
+  //   GB200, NVLink-C2C as measured, 193e9 B/s: c = 135e6 / 193e9 = 0.6995 ms; N = 8:
+  //   0.6995 - 31 x 0.3 / 8 = 0.6995 - 1.1625 < 0 and 0.6995 - 30 x 0.5 / 8 < 0: nothing exposed.
   //   B200, PCIe 5.0 x16 64e9 B/s: c = 2.109375 ms; N = 8: 2.109375 - 1.1625 = 0.946875 ms forward,
   //   2.109375 - 1.875 = 0.234375 ms backward. N = 31: 2.109375 - 0.3 = 1.809375 ms forward,
   //   2.109375 - 15 / 31 ms backward.
@@ -361,8 +361,8 @@ TEST(LayerOffload, OffloadingNLayersFreesWhatNLayersHold) {
   // Llama 3 8B on one GB200, 4096 tokens, no recompute. Offloading the first 8 layers takes their
   // activations off the GPU: the micro-batch's cache drops by what 8 of its 32 identical layers
   // hold, i.e. by 8 x (the 32-layer model's cache - the 31-layer model's cache). With 16 layers,
-  // twice that. The copies (each layer's bytes at 450e9 B/s) are shorter than a layer's forward
-  // on GB200 here, so the iteration time does not change; on a B200 (64e9 B/s over PCIe) it grows.
+  // twice that. The copies (each layer's bytes at 193e9 B/s) fit in the window of the later
+  // layers' forward and backward on GB200 here, so the iteration time does not change; on a B200 (64e9 B/s over PCIe) it grows.
   strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 4, .world_size = 1};
   model_spec shorter = catalogue::llama3_8b;
   shorter.layer_num = 31;
@@ -415,13 +415,14 @@ TEST(LayerOffload, MegatronsRules) {
 
 TEST(LayerOffload, HostLinkIsASystemField) {
   // accelerator.host_link_gbs is read, written back, and range-checked; the catalogue's Grace parts
-  // carry NVLink-C2C's 450 GB/s each way, the others none (PCIe by generation).
-  EXPECT_EQ(catalogue::gb200_nvl72.accelerator.host_link_gbs, 450.0);
-  EXPECT_EQ(catalogue::gb300_nvl72.accelerator.host_link_gbs, 450.0);
+  // carry NVLink-C2C's measured 193 GB/s (nvbandwidth device to host on GB200), the others none
+  // (PCIe by generation).
+  EXPECT_EQ(catalogue::gb200_nvl72.accelerator.host_link_gbs, 193.0);
+  EXPECT_EQ(catalogue::gb300_nvl72.accelerator.host_link_gbs, 193.0);
   EXPECT_EQ(catalogue::b200.accelerator.host_link_gbs, 0.0);
   json::value written = json::to_json(catalogue::gb200_nvl72);
-  EXPECT_EQ(written["accelerator"]["host_link_gbs"], 450.0);
-  EXPECT_EQ(json::parse_system(written).spec().accelerator.host_link_gbs, 450.0);
+  EXPECT_EQ(written["accelerator"]["host_link_gbs"], 193.0);
+  EXPECT_EQ(json::parse_system(written).spec().accelerator.host_link_gbs, 193.0);
   written["accelerator"]["host_link_gbs"] = -1.0;
   EXPECT_NE(error_of([&] {
               (void)json::parse_system(written);

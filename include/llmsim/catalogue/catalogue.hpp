@@ -730,11 +730,14 @@ constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
   s.accelerator.sm_count = sms;
   return s;
 }
-/// A Grace-based part's link to host memory, NVLink-C2C: 900 GB/s both ways per link
-/// (TransformerEngine docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst,
-/// "NVLink-C2C (GB200), 900 GB/s bidirectional per link"; NVIDIA GB200 NVL72 data sheet), 450 each
-/// way, against PCIe 5.0 x16's 64 (cost/step_cost.hpp).
-inline constexpr double nvlink_c2c_gb_per_s = 450;
+/// A Grace-based GPU's copies to and from host memory over NVLink-C2C as measured: nvbandwidth on
+/// Azure ND GB200 v6, "Host to Device 201", "Device to Host 193" GB/s
+/// (Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at fa79995; the ND GB300 v6
+/// run of its egmsft fork gives 211 / 193): the smaller, the offload's direction. The link's
+/// nominal 900 GB/s both ways (TransformerEngine's cpu_offloading.rst: "NVLink-C2C (GB200), 900
+/// GB/s bidirectional per link") is well above it: a Grace and its LPDDR5X serve two GPUs.
+/// Against PCIe 5.0 x16's 64 (cost/step_cost.hpp).
+inline constexpr double nvlink_c2c_gb_per_s = 193;
 /// `s` whose GPUs reach host memory at `gb_per_s` each way.
 constexpr system_spec with_host_link(system_spec s, double gb_per_s) {
   s.accelerator.host_link_gbs = gb_per_s;
