@@ -290,7 +290,7 @@ void print_table(const llmsim::search_result& r, const std::vector<llmsim::searc
                 c.mfu * 100, c.mfu > 1 ? "*" : "", c.tokens_per_gpu, c.peak_mem / gib, stage.c_str(),
                 &rows == &r.top ? why(r, i).c_str() : "");
   }
-  if (above_one) std::printf("* MFU %s\n", std::string(llmsim::json::html::detail::mfu_above_one_reason).c_str());
+  if (above_one) std::printf("* MFU above 100 %%: %s\n", std::string(llmsim::mfu_above_one_reason).c_str());
 }
 
 void print_csv(const std::vector<llmsim::search_candidate>& rows, const llmsim::search_space& sp,

@@ -223,10 +223,7 @@ inline std::string to_text(const estimate_result& r, const model_spec& m, const 
   out += "\ncost\n";
   out += "  duration_time_per_iter       " + to_string(c.duration_time_per_iter) + "\n";
   detail::line(out, "  mfu_6nd_with_attn            %.4f", c.mfu_6nd_with_attn);
-  // SimuMax counts attention over every query-key pair; a causal kernel does half that work.
-  out += c.mfu_6nd_with_attn > 1 ? " (above 1: attention is counted over every query-key pair, as SimuMax "
-                                   "counts it; the causal kernels do half that work)\n"
-                                 : "\n";
+  out += c.mfu_6nd_with_attn > 1 ? " (above 1: " + std::string(mfu_above_one_reason) + ")\n" : "\n";
   detail::line(out, "  throughput_per_accelerator   %.1f tokens/s\n", c.throughput_per_accelerator);
   detail::line(out, "  all_tokens_per_iter          %.0f\n", c.all_tokens_per_iter);
   const auto bound = static_cast<std::size_t>(c.bounding_stage);

@@ -3579,15 +3579,10 @@ inline std::string timeline_chart(const iteration_trace& t, const value& doc, co
   return out + "</svg>" + legend(keys.data(), keys.size());
 }
 
-/// Why an MFU may pass 100 %: SimuMax's FLOPs count attention over every query-key pair; causal
-/// kernels do half that work (the text report says the same, report.hpp).
-inline constexpr std::string_view mfu_above_one_reason =
-    "above 100 %: attention is counted over every query-key pair, as SimuMax counts it; the causal kernels do half "
-    "that work";
-/// The note beside an MFU above 1, else nothing.
+/// The note beside an MFU above 1 (estimate.hpp `mfu_above_one_reason`), else nothing.
 inline std::string mfu_note(const value& mfu) {
   if (!mfu.is_number() || mfu.get<double>() <= 1) return {};
-  return " <span class=\"note\">(" + std::string(mfu_above_one_reason) + ")</span>";
+  return " <span class=\"note\">(above 100 %: " + std::string(mfu_above_one_reason) + ")</span>";
 }
 
 /// The headline figures of an estimate.
@@ -3774,7 +3769,7 @@ inline std::string candidate_table(const value& doc, const std::string& list) {
            "</td><td>" + escape(text_at(doc, row + ".peak_stage")) + "</td></tr>";
   }
   out += "</table>";
-  if (above_one) out += "<p class=\"note\">* MFU " + std::string(mfu_above_one_reason) + ".</p>";
+  if (above_one) out += "<p class=\"note\">* MFU above 100 %: " + std::string(mfu_above_one_reason) + ".</p>";
   return out;
 }
 

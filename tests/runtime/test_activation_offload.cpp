@@ -344,7 +344,7 @@ TEST(LayerOffload, BackwardHoldsTheReloadedLayersOfTheWindow) {
   stage_program prog;
   prog.add(big, 2, 0);
   prog.add(small, 3, 2);
-  prog.layer_offload_reload_ahead = 2;
+  prog.reload_ahead = 2;
   const stage_memory m = walk_stage(prog);
   EXPECT_EQ(m.held, 300.0);
   EXPECT_EQ(m.bwd_peak, 530.0);
@@ -353,7 +353,7 @@ TEST(LayerOffload, BackwardHoldsTheReloadedLayersOfTheWindow) {
   stage_program last;
   last.add(big, 4, 0);
   last.add(small, 1, 4);
-  last.layer_offload_reload_ahead = 0;
+  last.reload_ahead = 0;
   EXPECT_EQ(walk_stage(last).bwd_peak, 230.0);  // j = 0..3: 200 + 30; j = 4: 100 + 30
 }
 

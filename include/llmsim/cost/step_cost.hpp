@@ -6,6 +6,7 @@
 #include <llmsim/cost/compute_cost.hpp>
 #include <llmsim/cost/muon_cost.hpp>
 #include <llmsim/cost/network_cost.hpp>
+#include <llmsim/program/quantize.hpp>
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -67,12 +68,10 @@ constexpr double master_weight_bytes(const strategy_spec& s) {
 
 /// Bytes of one Adam moment element in `d`: an FP8 moment is a Float8Tensor whose quantizer also
 /// makes a transposed copy on GPUs without non-TN FP8 GEMMs (TE fused_adam.py Float8Quantizer,
-/// quantizer.cpp; transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported: compute capability
-/// 10.x-11.x and >= 13), 2 bytes there (0: unknown, counted as Hopper).
+/// quantizer.cpp), 2 bytes there (0: unknown, counted as Hopper).
 constexpr double moment_bytes(dtype_kind d, double compute_capability) {
   if (d != dtype_kind::fp8) return static_cast<double>(dtype_bytes(d));
-  const bool non_tn = (compute_capability >= 10 && compute_capability < 12) || compute_capability >= 13;
-  return non_tn ? 1.0 : 2.0;
+  return non_tn_fp8_gemm_supported(compute_capability) ? 1.0 : 2.0;
 }
 
 /// Adam's state bytes per parameter: master weight, m and v (12 without the precision-aware

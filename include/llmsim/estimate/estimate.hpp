@@ -111,10 +111,10 @@ struct stage_program {
   std::array<stage_block, max_stage_blocks> blocks{};
   std::size_t count = 0;
   std::int64_t layers = 0;
-  /// TE's layer-level offloading: the layers below the one in backward whose activations are back
-  /// on the device (estimate/offload.hpp `reload_ahead`); -1: none, or Megatron's fine-grained
-  /// offloading, which reloads the next layer's.
-  std::int64_t layer_offload_reload_ahead = -1;
+  /// Activation offload: the layers below the one in backward whose offloaded bytes are back on the
+  /// device: 1 for Megatron's fine-grained offloading (the next layer's, prefetched), L - 1 - N for
+  /// TE's layer-level offloading (estimate/offload.hpp `reload_ahead`).
+  std::int64_t reload_ahead = 1;
 
   constexpr void add(const leaf_block& b, std::int64_t repeat, std::int64_t first_layer) {
     if (b.count == 0 || repeat == 0) return;
@@ -229,6 +229,11 @@ struct comm_summary {
 ///   is last only because its optimizer step is the longest (e.g. the stage with the most parameters).
 enum class critical_stream_kind : std::uint8_t { compute, data_parallel, optimizer };
 inline constexpr std::array<std::string_view, 3> critical_stream_names{"compute", "data_parallel", "optimizer"};
+
+/// Why `cost_result::mfu` can pass 1: SimuMax's model FLOPs count attention over every query-key
+/// pair, and causal kernels do half that work (the reports say so beside such a value).
+inline constexpr std::string_view mfu_above_one_reason =
+    "attention is counted over every query-key pair, as SimuMax counts it; the causal kernels do half that work";
 
 /// Time, throughput and MFU of one iteration.
 struct cost_result {
@@ -569,7 +574,7 @@ constexpr stage_program build_stage(const job_blocks& j, const build_context& c,
                                     std::int64_t bf16_head = 0, std::int64_t bf16_tail = 0) {
   stage_program p;
   p.layers = layers;
-  if (layer_offloaded_count(c.s(), layers) > 0) p.layer_offload_reload_ahead = reload_ahead(c.s(), c.m());
+  if (layer_offloaded_count(c.s(), layers) > 0) p.reload_ahead = reload_ahead(c.s(), c.m());
   if (has_embedding) p.add(j.embedding, 1, -1);
   if (c.m().experimental_attention_variant) return build_dsv4_stage(p, j, c, mtp, has_embedding, has_head);
   if (is_hybrid(c.m())) {
@@ -787,9 +792,9 @@ struct stage_memory {
   peak_site fwd_site{}, bwd_site{};
 };
 
-/// The backward of a stage under TE's layer-level offloading, layer by layer: in the backward of
-/// layer j the device holds what layers up to j keep (`g`) and the offloaded bytes of layers
-/// j - `ahead` .. j, reloaded (estimate/offload.hpp `reload_ahead`).
+/// The backward of a stage that offloads activations, layer by layer: in the backward of layer j
+/// the device holds what layers up to j keep and the offloaded bytes of layers
+/// j - `prog.reload_ahead` .. j, reloaded (estimate/offload.hpp).
 template <std::size_t N>
 constexpr void walk_backward_reloading(const stage_program& prog, const std::array<block_memory, N>& walks,
                                        stage_memory& out) {
@@ -798,7 +803,7 @@ constexpr void walk_backward_reloading(const stage_program& prog, const std::arr
     for (std::int64_t r = 0; r < prog.blocks[bi].repeat; ++r) offloaded.push_back(walks[bi].offloaded);
   std::vector<double> below(offloaded.size() + 1, 0.0);  // offloaded bytes of the units before each
   for (std::size_t u = 0; u < offloaded.size(); ++u) below[u + 1] = below[u] + offloaded[u];
-  const auto ahead = static_cast<std::size_t>(prog.layer_offload_reload_ahead);
+  const auto ahead = static_cast<std::size_t>(prog.reload_ahead);
   double g = out.held;
   std::size_t u = offloaded.size();
   for (std::size_t bi = prog.count; bi > 0; --bi) {
@@ -818,14 +823,17 @@ constexpr void walk_backward_reloading(const stage_program& prog, const std::arr
 }
 
 /// Walks the stage's blocks: forward, the last repetition of a block sees the most held bytes;
-/// backward in reverse, the first repetition processed does.
+/// backward in reverse, the first repetition processed does (with activation offload, layer by
+/// layer: `walk_backward_reloading`).
 constexpr stage_memory walk_stage(const stage_program& prog) {
   stage_memory out;
   std::array<block_memory, max_stage_blocks> walks{};
+  bool offloads = false;
   for (std::size_t bi = 0; bi < prog.count; ++bi) {
     const stage_block& sb = prog.blocks[bi];
     const double n = static_cast<double>(sb.repeat);
     walks[bi] = walk_memory(*sb.block);
+    offloads = offloads || walks[bi].offloaded > 0;
     // Activation offload: an earlier layer's offloaded bytes have left the device by now.
     const double f = out.held + (n - 1) * (walks[bi].held - walks[bi].offloaded) + walks[bi].fwd_peak;
     if (f >= out.fwd_peak) {
@@ -835,24 +843,20 @@ constexpr stage_memory walk_stage(const stage_program& prog) {
     }
     out.held += n * (walks[bi].held - walks[bi].offloaded);
   }
-  if (prog.layer_offload_reload_ahead >= 0) {
+  if (offloads) {
     walk_backward_reloading(prog, walks, out);
     return out;
   }
   double g = out.held;
   for (std::size_t bi = prog.count; bi > 0; --bi) {
     const stage_block& sb = prog.blocks[bi - 1];
-    // Activation offload: the layer in backward has its bytes back, and the one before it is
-    // being reloaded (prefetch one layer ahead, estimate/offload.hpp).
-    const double own = walks[bi - 1].offloaded;
-    const double prefetched = sb.repeat > 1 ? own : (bi >= 2 ? walks[bi - 2].offloaded : 0.0);
-    const double v = g + own + prefetched + walks[bi - 1].bwd_peak;
+    const double v = g + walks[bi - 1].bwd_peak;
     if (v > out.bwd_peak) {
       out.bwd_peak = v;
       out.bwd_site = {static_cast<std::int64_t>(bi - 1), sb.first_layer < 0 ? -1 : sb.first_layer + sb.repeat - 1,
                       sb.block->leaves[walks[bi - 1].bwd_leaf].name(), walks[bi - 1].bwd_pass};
     }
-    g -= static_cast<double>(sb.repeat) * (walks[bi - 1].held - walks[bi - 1].offloaded);
+    g -= static_cast<double>(sb.repeat) * walks[bi - 1].held;
   }
   return out;
 }
