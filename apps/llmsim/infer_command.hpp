@@ -63,8 +63,13 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
                 "v5.0: 8192)")
       ->capture_default_str();
   c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
-              "The host launches each kernel: a step takes at least kernels x --host-launch-us");
+              "Decode steps launch kernel by kernel, as prefill always does: a step takes at least kernels x "
+              "--host-launch-us and each collective pays --eager-collective-us");
   c->add_option("--host-launch-us", a.spec.host_launch_us, "Host cost of one kernel launch without CUDA graphs")
+      ->capture_default_str();
+  c->add_option("--eager-collective-us", a.spec.eager_collective_us,
+                "Time each collective of a pass without CUDA graphs adds to NCCL's latency model (SimuMax's B200 "
+                "eager-mode fit)")
       ->capture_default_str();
   c->add_option("--kernel-latency-us", a.spec.kernel_latency_us,
                 "Device time each kernel adds to its bytes over bandwidth (replaces the system file's latency_us)")

@@ -1197,6 +1197,26 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   const auto launch = run_cli(base + "--host-launch-us -1");
   EXPECT_EQ(launch.exit_code, 2);
   EXPECT_NE(launch.err.find("--host-launch-us: inference.host_launch_us=-1"), std::string::npos) << launch.err;
+  const auto eager = run_cli(base + "--eager-collective-us -1");
+  EXPECT_EQ(eager.exit_code, 2);
+  EXPECT_NE(eager.err.find("--eager-collective-us: inference.eager_collective_us=-1"), std::string::npos) << eager.err;
+  // --eager-collective-us reaches the library: a tp 2 prefill at 0 us per call equals the library's.
+  const auto free_calls = run_cli(base + "--tp 2 --eager-collective-us 0 --format json");
+  ASSERT_EQ(free_calls.exit_code, 0) << free_calls.err;
+  EXPECT_EQ(free_calls.out_json()["inference"]["eager_collective_us"].get<double>(), 0.0);
+  llmsim::inference_spec no_call_latency;
+  no_call_latency.input_len = 512;
+  no_call_latency.output_len = 64;
+  no_call_latency.tp = 2;
+  no_call_latency.eager_collective_us = 0;
+  const double free_ttft_ms = free_calls.out_json()["result"]["ttft_ms"].get<double>();
+  EXPECT_DOUBLE_EQ(
+      free_ttft_ms,
+      llmsim::infer(llmsim::catalogue::llama2_7b, no_call_latency, llmsim::catalogue::a100_sxm).ttft.value * 1e3);
+  // By default each of the prefill's 66 calls (two all-reduces a layer, the embedding's, the
+  // logits' all-gather) pays 34 us: 2.244 ms more.
+  const auto default_calls = run_cli(base + "--tp 2 --format json");
+  EXPECT_NEAR(default_calls.out_json()["result"]["ttft_ms"].get<double>() - free_ttft_ms, 66 * 0.034, 1e-9);
   EXPECT_EQ(run_cli(base + "--batch 1 --memory-fraction 1.5").exit_code, 2);
   EXPECT_EQ(run_cli(base + "--weights int3").exit_code, 2);
   const auto text = run_cli(base + "--batch 8");

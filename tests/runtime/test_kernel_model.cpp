@@ -46,7 +46,7 @@ TEST(KernelModel, GemmNearTheRidgePointAddsComputeAndStreamingInQuadrature) {
   // 2 x 128 x 4096 x 4096 = 4,294,967,296 FLOPs at 312 TFLOPS x 0.728 -> 18.91 us; bytes
   // 128 x 4096 x 2 (input) + 4096 x 4096 x 2 (weights) + 128 x 4096 x 2 (output) = 35,651,584 at
   // 1.6474 TB/s -> 21.64 us. Quadrature: 28.74 us; the plain roofline would take 21.64 + 5 us.
-  const system_spec sys = serving_system(catalogue::a100_sxm, inference_spec{});
+  const system_spec sys = serving_system(catalogue::a100_sxm, inference_spec{}, false);
   const op o = gemm_op(pass_kind::forward, {.m = 128, .k = 4096, .n = 4096}, 35651584);
   const double compute = 4294967296.0 / (312e12 * 0.728), streaming = 35651584 / a100_sxm_stream;
   const kernel_cost c = compute_op_cost(sys, o);
@@ -180,7 +180,7 @@ TEST(KernelModel, HopperFromPublicMeasurements) {
   EXPECT_NEAR(compute_op_cost(catalogue::h100_sxm, mid).time.value, 182.67e-6, 0.01e-6);
   // A ridge-point GEMM of a serving job whose quadrature (hypot(5.42, 12.29) = 13.43 us) is below
   // the roofline's memory time: 128 x 4096 x 4096, 35,651,584 bytes -> 12.29 us + 5 us per kernel.
-  const system_spec serving = serving_system(catalogue::h100_sxm, inference_spec{});
+  const system_spec serving = serving_system(catalogue::h100_sxm, inference_spec{}, false);
   const op ridge = gemm_op(pass_kind::forward, {.m = 128, .k = 4096, .n = 4096}, 35651584);
   EXPECT_NEAR(compute_op_cost(serving, ridge).time.value, 35651584 / h100_stream + 5e-6, 1e-15);
   // Causal attention, 64 heads x 32 sequences of 4096 tokens: x = 64 x 32 x 32 / 132 = 496.5
@@ -428,7 +428,7 @@ TEST(KernelModel, CatalogueMemoryKernelsTakeTheArchitecturesMeasuredShares) {
   EXPECT_NEAR(memory_time(catalogue::l40s, memory_kind::default_kind, 1e9).value, 1e9 / (864e9 * 0.8) + 30e-6, 1e-12);
 }
 
-TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
+TEST(KernelModel, ServingGraphsDropTheEagerCallLatencyOfNvlinkCollectives) {
   // A tp8 decode all-reduce of 16 KiB on catalogue B200: NCCL's LL ring, 3.6 + 14 x 0.47 = 10.18 us
   // plus 2 x 7/8 x 16384 B at a quarter of 661.5e9 B/s (LL's share for an all-reduce). Training adds
   // the fitted 34 us per call; a serving job (CUDA graphs) does not.
@@ -437,8 +437,14 @@ TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
   const double nccl = 10.18e-6 + 28672.0 / (661.5e9 * 0.25);
   const system_spec& training = catalogue::b200;
   EXPECT_NEAR(collective_time(training, s, resolve_tier(training, s, comm_group::tp), ar).value, nccl + 34e-6, 1e-11);
-  const system_spec serving = serving_system(catalogue::b200, inference_spec{});
+  const system_spec serving = serving_system(catalogue::b200, inference_spec{}, false);
   EXPECT_NEAR(collective_time(serving, s, resolve_tier(serving, s, comm_group::tp), ar).value, nccl, 1e-11);
+  // An eager serving pass (prefill; decode without CUDA graphs) pays the job's eager_collective_us
+  // instead: 34 us by default, 7 when set so.
+  const system_spec eager = serving_system(catalogue::b200, inference_spec{}, true);
+  EXPECT_NEAR(collective_time(eager, s, resolve_tier(eager, s, comm_group::tp), ar).value, nccl + 34e-6, 1e-11);
+  const system_spec eager7 = serving_system(catalogue::b200, inference_spec{.eager_collective_us = 7}, true);
+  EXPECT_NEAR(collective_time(eager7, s, resolve_tier(eager7, s, comm_group::tp), ar).value, nccl + 7e-6, 1e-11);
   // Calls across nodes pay it too (an assumption: the fit saw NVLink calls only), so that 16 GPUs
   // over two nodes never undercut 8 on NVLink: a 1 MiB data-parallel all-reduce of 16 ranks is
   // NCCL's model plus 34 us, and nothing more once the tier's call latency is zeroed.
@@ -452,6 +458,10 @@ TEST(KernelModel, ServingDropsTheEagerCallLatencyOfNvlinkCollectives) {
               collective_time(training, two_nodes, bare, grads).value + 34e-6, 1e-12);
   for (const auto& tier : std::span(catalogue::a100_sxm.networks.data(), catalogue::a100_sxm.network_count))
     EXPECT_EQ(tier.bandwidth.fixed_latency, 0.0) << "Ampere's table fits no call latency";
+  // A serving job's eager passes pay the assumed 34 us on Ampere too (NVLink and network tiers).
+  const system_spec ampere_eager = serving_system(catalogue::a100_sxm, inference_spec{}, true);
+  for (const auto& tier : std::span(ampere_eager.networks.data(), ampere_eager.network_count))
+    EXPECT_EQ(tier.bandwidth.fixed_latency, 34.0) << tier.name.view();
   // A pipeline send of 64 MiB (pp 2) carries no call latency (the fit saw collectives only):
   // NCCL's Simple protocol, one step, 8.4 + 3.4 us, at the whole 661.5e9 B/s (LL128: 11.9 us at
   // 0.92 of it, LL: 4.07 us at a third: both slower at this size).

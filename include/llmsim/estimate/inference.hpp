@@ -10,6 +10,7 @@
 /// the stages (`pipeline_micro_batching`).
 #pragma once
 
+#include <llmsim/cost/kernel_model.hpp>
 #include <llmsim/cost/op_cost.hpp>
 #include <llmsim/estimate/model_counts.hpp>
 #include <llmsim/program/layer.hpp>
@@ -105,8 +106,12 @@ struct inference_spec {
   /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0.
   std::int64_t micro_batch_token_limit = 1024;
   /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
-  /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel and a
-  /// step takes at least kernels x `host_launch_us`.
+  /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel (a step
+  /// takes at least kernels x `host_launch_us`) and each collective pays `eager_collective_us`.
+  /// Prefill is launched kernel by kernel either way: TensorRT-LLM's GptSession runs its context
+  /// step through `executeContext` and replays graphs for generation steps only
+  /// (cpp/tensorrt_llm/runtime/gptSession.cpp `generateSingleBatch`); gpt-fast compiles only
+  /// `decode_one_token` with mode="reduce-overhead" (generate.py).
   bool cuda_graphs = true;
   /// Host cost of one kernel launch without graphs: an assumption, of the order of the
   /// few-microsecond launch overheads CUDA Graphs remove (NVIDIA blog "Getting Started with CUDA
@@ -121,6 +126,13 @@ struct inference_spec {
   /// `accelerator.bandwidth.*.latency_us`, which measured system files (SimuMax's: 30-40 us) and
   /// the kernel model fit to eager-mode training, where the host's per-op cost shows.
   double kernel_latency_us = 5.0;
+  /// Time each NCCL collective of a pass the host launches kernel by kernel (prefill; decode without
+  /// `cuda_graphs`) adds beyond NCCL's own latency model (host enqueue, stream waits, the ranks'
+  /// arrival at the call), microseconds: the per-call latency fitted to the eager-mode NVLink
+  /// collectives of SimuMax's B200 table (kernel_model.hpp `kernel_models::blackwell`), applied to
+  /// every GPU and framework as an assumption (no Ampere or Hopper table measures it). A pass
+  /// replayed as a CUDA graph pays none. Pipeline sends do not pay it.
+  double eager_collective_us = kernel_models::blackwell.collective_call_latency_us;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
@@ -195,6 +207,9 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   if (!(i.host_launch_us >= 0 && i.host_launch_us <= 1e4))
     report_error(api, "inference.host_launch_us", "inference.host_launch_us={} must be in [0, 10000]",
                  i.host_launch_us);
+  if (!(i.eager_collective_us >= 0 && i.eager_collective_us <= 1e4))
+    report_error(api, "inference.eager_collective_us", "inference.eager_collective_us={} must be in [0, 10000]",
+                 i.eager_collective_us);
   if (!(i.memory_fraction > 0 && i.memory_fraction <= 1))
     report_error(api, "inference.memory_fraction", "inference.memory_fraction={} must be in (0, 1]", i.memory_fraction);
   if (!(i.usd_per_gpu_hour >= 0 && i.usd_per_gpu_hour <= 1e6))
@@ -416,6 +431,18 @@ constexpr double block_weight_bytes(const leaf_block& b, double stored, double e
 }
 }  // namespace detail
 
+/// `sys` as a serving pass prices kernels on it: each memory-bound kernel's latency is the job's
+/// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
+/// by NCCL's model (`nccl_link` tiers) adds the job's `eager_collective_us` to NCCL's own latencies
+/// in an `eager` pass (launched kernel by kernel), nothing in a CUDA-graph replay.
+constexpr system_spec serving_system(system_spec sys, const inference_spec& i, bool eager) {
+  for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
+  for (std::size_t t = 0; t < sys.network_count; ++t)
+    if (sys.networks[t].nccl_link != nccl_link_kind::none)
+      sys.networks[t].bandwidth.fixed_latency = eager ? i.eager_collective_us : 0;
+  return sys;
+}
+
 /// Prices one forward of a replica: `batch` sequences of `tokens` new tokens over `kv_cached`
 /// cached ones. The LM head scores only each sequence's last token (TRT-LLM without
 /// gather_context_logits, vLLM); the stages pass the hidden states on over the pp tier.
@@ -579,10 +606,10 @@ constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys
   return lo;
 }
 
-/// The host's bound on a pass of `kernels` launches without CUDA graphs: each stage's host
+/// The host's bound on an `eager` pass of `kernels` launches (no CUDA graph): each stage's host
 /// launches its own kernels while earlier stages run, so the fullest stage's share bounds.
-constexpr seconds launch_bound(const inference_spec& i, double kernels) {
-  return seconds{i.cuda_graphs ? 0.0 : kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6};
+constexpr seconds launch_bound(const inference_spec& i, double kernels, bool eager) {
+  return seconds{eager ? kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6 : 0.0};
 }
 
 /// A pass of `batch` sequences of `tokens` new tokens over `kv_cached` cached ones, as its
@@ -619,7 +646,7 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
   const micro_batched_forward step = price_micro_batches(m, sys, i, batch, 1, i.input_len);
   const micro_batches& mb = step.split;
   d.kernels = step.kernels();
-  const seconds bound = launch_bound(i, d.kernels);
+  const seconds bound = launch_bound(i, d.kernels, !i.cuda_graphs);
   for (std::int64_t k = 1; k < i.output_len; ++k) {
     const std::int64_t cached = i.input_len + k - 1;
     const forward_cost full = step.full.with_attention(decode_attention(m, sys, i, mb.size, cached));
@@ -640,12 +667,16 @@ struct batch_times {
   decode_totals decode{};
   double prefill_flops = 0;
 };
-constexpr batch_times time_batch(const model_spec& m, const system_spec& sys, const inference_spec& i,
+/// `file_sys` as the system file or catalogue gives it: the prefill runs eagerly, the decode steps
+/// as the job launches them (`cuda_graphs`).
+constexpr batch_times time_batch(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                  std::int64_t batch) {
-  const micro_batched_forward prefill = price_micro_batches(m, sys, i, batch, i.input_len, 0);
+  const micro_batched_forward prefill =
+      price_micro_batches(m, serving_system(file_sys, i, true), i, batch, i.input_len, 0);
   const seconds gpu = pipelined_prefill(prefill.full, prefill.last, prefill.split);
-  const seconds bound = launch_bound(i, prefill.kernels());
-  return {gpu > bound ? gpu : bound, decode_steps(m, sys, i, batch), prefill.flops()};
+  const seconds bound = launch_bound(i, prefill.kernels(), true);
+  const decode_totals decode = decode_steps(m, serving_system(file_sys, i, !i.cuda_graphs), i, batch);
+  return {gpu > bound ? gpu : bound, decode, prefill.flops()};
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
@@ -654,24 +685,13 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 }
 }  // namespace detail
 
-/// `sys` as a serving job prices kernels on it: each memory-bound kernel's latency is the job's
-/// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
-/// by NCCL's model (`nccl_link` tiers) carries no eager-mode call latency (kernel_model.hpp
-/// `collective_call_latency_us`): NCCL's own latencies remain.
-constexpr system_spec serving_system(system_spec sys, const inference_spec& i) {
-  for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
-  for (std::size_t t = 0; t < sys.network_count; ++t)
-    if (sys.networks[t].nccl_link != nccl_link_kind::none) sys.networks[t].bandwidth.fixed_latency = 0;
-  return sys;
-}
-
 /// Estimates one serving job whose specs passed `validate`.
 constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& file_sys) {
-  const system_spec sys = serving_system(file_sys, i);
+  const system_spec sys = serving_system(file_sys, i, !i.cuda_graphs);
   inference_result r;
   const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
   r.gpus = i.tp * i.pp * i.dp;
-  const detail::batch_times t = detail::time_batch(m, sys, i, i.batch);
+  const detail::batch_times t = detail::time_batch(m, file_sys, i, i.batch);
   r.ttft = t.ttft;
   r.e2e = t.ttft + t.decode.total;
   r.tpot = i.output_len > 1 ? t.decode.total / static_cast<double>(i.output_len - 1) : seconds{};
@@ -702,7 +722,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
   r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
   if (r.offline_batch > 0) {
-    const detail::batch_times o = detail::time_batch(m, sys, i, r.offline_batch);
+    const detail::batch_times o = detail::time_batch(m, file_sys, i, r.offline_batch);
     r.offline_output_tok_s_per_gpu =
         static_cast<double>(r.offline_batch * i.output_len) / (o.ttft + o.decode.total).value / gpus_per_replica;
   }
