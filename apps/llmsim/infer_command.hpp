@@ -68,8 +68,8 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--host-launch-us", a.spec.host_launch_us, "Host cost of one kernel launch without CUDA graphs")
       ->capture_default_str();
   c->add_option("--eager-collective-us", a.spec.eager_collective_us,
-                "Time each collective of a pass without CUDA graphs adds to NCCL's latency model (SimuMax's B200 "
-                "eager-mode fit)")
+                "Time each NCCL-priced collective (catalogue systems) of a pass without CUDA graphs adds to NCCL's "
+                "latency model (SimuMax's B200 eager-mode fit)")
       ->capture_default_str();
   c->add_option("--kernel-latency-us", a.spec.kernel_latency_us,
                 "Device time each kernel adds to its bytes over bandwidth (replaces the system file's latency_us)")

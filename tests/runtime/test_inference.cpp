@@ -466,6 +466,24 @@ TEST(Inference, EagerPassesPayEachCollectivesCallLatency) {
   const auto eager = llmsim::infer(cat::llama2_7b, i, s);
   EXPECT_NEAR(eager.tpot.value - none.tpot.value, 66 * 10e-6, 1e-12);
   EXPECT_DOUBLE_EQ(eager.ttft.value, graphs.ttft.value);
+  // Pipeline sends pay no call latency (tp 1, pp 2: the stages' only traffic), and tiers priced by
+  // their own per-step latencies (a measured file's, no NCCL model) keep those in every pass.
+  i.pp = 2;
+  i.tp = 1;
+  i.cuda_graphs = true;
+  const double piped = llmsim::infer(cat::llama2_7b, i, s).ttft.value;
+  i.eager_collective_us = 0;
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::llama2_7b, i, s).ttft.value, piped);
+  i.pp = 1;
+  i.tp = 2;
+  llmsim::system_spec measured = s;
+  for (std::size_t k = 0; k < measured.network_count; ++k) {
+    measured.networks[k].nccl_link = llmsim::nccl_link_kind::none;
+    measured.networks[k].bandwidth.latency_us = 2;
+  }
+  const double own = llmsim::infer(cat::llama2_7b, i, measured).ttft.value;
+  i.eager_collective_us = 10;
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::llama2_7b, i, measured).ttft.value, own);
   // One GPU calls no collective: nothing to pay.
   i.tp = 1;
   const double tp1 = llmsim::infer(cat::llama2_7b, i, s).ttft.value;
@@ -710,7 +728,7 @@ TEST(InferenceCases, EveryVisibleRowIsEstimated) {
   EXPECT_EQ(doc["rows"].size(), 147U);
   EXPECT_EQ(figures, 197U) << "every printed latency, rate and memory figure is compared";
   // The README's "all" row: a change to these is a change to its table.
-  EXPECT_NEAR(100 * error_sum / static_cast<double>(figures), 12.1, 0.05);
+  EXPECT_NEAR(100 * error_sum / static_cast<double>(figures), 12.3, 0.05);
   EXPECT_NEAR(100 * worst, 51.2, 0.05);
 }
 

@@ -71,8 +71,9 @@ struct kernel_model_constants {
   /// Time each collective call adds in eager-mode training beyond NCCL's latency model (host
   /// launch, stream waits), microseconds: fitted to the table's NVLink collectives and, as an
   /// assumption, paid by every NCCL-priced collective of the system (across nodes too, DeepEP's
-  /// dispatch and combine too; not pipeline sends); a serving job's CUDA graphs drop it
-  /// (inference.hpp `serving_system`).
+  /// dispatch and combine too; not pipeline sends). A serving job replaces it: none in a decode
+  /// step replayed as a CUDA graph, its `eager_collective_us` (this same 34 us by default, on every
+  /// part) in a pass launched kernel by kernel (inference.hpp `serving_system`).
   double collective_call_latency_us = 0;
 };
 

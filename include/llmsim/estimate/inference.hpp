@@ -105,8 +105,9 @@ struct inference_spec {
   /// `fastertransformer` micro-batching halves a micro-batch while it holds more tokens than this:
   /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0.
   std::int64_t micro_batch_token_limit = 1024;
-  /// The decode step is one CUDA graph (TRT-LLM, vLLM, gpt-fast's torch.compile
-  /// "reduce-overhead"): kernels launch back to back. Without, the host launches each kernel (a step
+  /// The decode step is one CUDA graph (vLLM, TensorRT-LLM with `--enable_cuda_graph` or its
+  /// executor's cuda_graph_mode, gpt-fast's torch.compile "reduce-overhead"): kernels launch back to
+  /// back. Without, the host launches each kernel (a step
   /// takes at least kernels x `host_launch_us`) and each collective pays `eager_collective_us`.
   /// Prefill is launched kernel by kernel either way: TensorRT-LLM's GptSession runs its context
   /// step through `executeContext` and replays graphs for generation steps only
@@ -433,8 +434,10 @@ constexpr double block_weight_bytes(const leaf_block& b, double stored, double e
 
 /// `sys` as a serving pass prices kernels on it: each memory-bound kernel's latency is the job's
 /// `kernel_latency_us`, not the training-fitted latency of the system file, and a collective priced
-/// by NCCL's model (`nccl_link` tiers) adds the job's `eager_collective_us` to NCCL's own latencies
-/// in an `eager` pass (launched kernel by kernel), nothing in a CUDA-graph replay.
+/// by NCCL's model (`nccl_link` tiers) carries the job's `eager_collective_us` beyond NCCL's own
+/// latencies in an `eager` pass (launched kernel by kernel), nothing in a CUDA-graph replay: either
+/// replaces the per-call latency the system carries (fitted to eager training). Tiers priced by a
+/// measured file's own per-step latencies (no `nccl_link`) keep them in every pass.
 constexpr system_spec serving_system(system_spec sys, const inference_spec& i, bool eager) {
   for (auto& bw : sys.accelerator.bandwidth) bw.latency_us = i.kernel_latency_us;
   for (std::size_t t = 0; t < sys.network_count; ++t)
@@ -687,7 +690,7 @@ constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double to
 
 /// Estimates one serving job whose specs passed `validate`.
 constexpr inference_result infer_validated(const model_spec& m, const inference_spec& i, const system_spec& file_sys) {
-  const system_spec sys = serving_system(file_sys, i, !i.cuda_graphs);
+  const system_spec sys = serving_system(file_sys, i, !i.cuda_graphs);  // memory and largest batches
   inference_result r;
   const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
   r.gpus = i.tp * i.pp * i.dp;
