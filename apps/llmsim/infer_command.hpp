@@ -74,6 +74,14 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--kernel-latency-us", a.spec.kernel_latency_us,
                 "Device time each kernel adds to its bytes over bandwidth (replaces the system file's latency_us)")
       ->capture_default_str();
+  c->add_option("--concurrency", a.spec.concurrency,
+                "In-flight (continuous) batching of this many clients, each sending its next request when its last "
+                "completes: the steady state replaces the static --batch (0: a static batch)")
+      ->capture_default_str();
+  c->add_option("--max-running", a.spec.max_running,
+                "In-flight batching: the most sequences a step holds (vLLM max_num_seqs, TensorRT-LLM max_batch_size; "
+                "0: as many as memory holds)")
+      ->capture_default_str();
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
   c->add_option("--prefill-chunk-tokens", a.spec.prefill_chunk_tokens,
@@ -90,15 +98,28 @@ namespace detail {
 
 inline void print_inference_text(const std::string& model, const std::string& system, const llmsim::inference_spec& i,
                                  const llmsim::inference_result& r) {
-  std::printf("%s on %s: batch %lld, input %lld, output %lld tokens; tp %lld pp %lld ep %lld dp %lld (%lld GPUs)\n",
-              model.c_str(), system.c_str(), static_cast<long long>(i.batch), static_cast<long long>(i.input_len),
+  const std::string load = r.in_flight ? "in-flight, " + std::to_string(i.concurrency) + " concurrent requests"
+                                       : "batch " + std::to_string(i.batch);
+  std::printf("%s on %s: %s, input %lld, output %lld tokens; tp %lld pp %lld ep %lld dp %lld (%lld GPUs)\n",
+              model.c_str(), system.c_str(), load.c_str(), static_cast<long long>(i.input_len),
               static_cast<long long>(i.output_len), static_cast<long long>(i.tp), static_cast<long long>(i.pp),
               static_cast<long long>(i.ep), static_cast<long long>(i.dp), static_cast<long long>(r.gpus));
-  std::printf("  time to first token      %10.3f ms  (prefill, %.1f TFLOP/s per GPU)\n", r.ttft.value * 1e3,
-              r.prefill_tflops);
-  std::printf("  time per output token    %10.3f ms  (first step %.3f, last %.3f; %.0f kernels per step)\n",
-              r.tpot.value * 1e3, r.first_step.value * 1e3, r.last_step.value * 1e3, r.decode_kernels);
-  if (i.pp > 1)
+  if (r.in_flight) {
+    std::printf(
+        "  running                  %10lld sequences (%.0f prompt tokens a step on average%s), %.3f ms queued\n",
+        static_cast<long long>(r.running), r.prefill_tokens_per_step,
+        r.token_budget_bound ? "; prompts wait for room in full steps" : "", r.queue.value * 1e3);
+    std::printf("  time to first token      %10.3f ms  (queue, then the prompt's steps)\n", r.ttft.value * 1e3);
+    std::printf("  time per output token    %10.3f ms  (one step: decode tokens and prompt chunks; %.0f kernels)\n",
+                r.tpot.value * 1e3, r.decode_kernels);
+    std::printf("  requests/s               %10.3f per replica\n", r.request_rate);
+  } else {
+    std::printf("  time to first token      %10.3f ms  (prefill, %.1f TFLOP/s per GPU)\n", r.ttft.value * 1e3,
+                r.prefill_tflops);
+    std::printf("  time per output token    %10.3f ms  (first step %.3f, last %.3f; %.0f kernels per step)\n",
+                r.tpot.value * 1e3, r.first_step.value * 1e3, r.last_step.value * 1e3, r.decode_kernels);
+  }
+  if (i.pp > 1 && !r.in_flight)
     std::printf("  pipeline micro-batches   %10lld at prefill, %lld at each decode step (%s)\n",
                 static_cast<long long>(r.prefill_micro_batches), static_cast<long long>(r.decode_micro_batches),
                 std::string(llmsim::enum_name(i.micro_batching)).c_str());
@@ -139,11 +160,13 @@ inline int run_infer(infer_args& a, int does_not_fit) {
   const int status = r.fits ? 0 : does_not_fit;
   if (!r.fits)  // exit status 3: say why on stderr too, as the other commands do
     std::fprintf(stderr,
-                 "llmsim infer: batch %lld needs %.2f GB per GPU (weights %.2f, KV cache %.2f, activations %.2f), "
+                 "llmsim infer: %s %lld needs %.2f GB per GPU (weights %.2f, KV cache %.2f, activations %.2f), "
                  "more than the %.2f GB usable (--memory-fraction of device memory); the largest static batch that "
                  "fits is %lld\n",
-                 static_cast<long long>(a.spec.batch), r.peak_bytes / 1e9, r.weight_bytes / 1e9, r.kv_cache_bytes / 1e9,
-                 r.activation_bytes / 1e9, r.capacity_bytes / 1e9, static_cast<long long>(r.max_batch));
+                 r.in_flight ? "in-flight, one sequence" : "batch",
+                 static_cast<long long>(r.in_flight ? 1 : a.spec.batch), r.peak_bytes / 1e9, r.weight_bytes / 1e9,
+                 r.kv_cache_bytes / 1e9, r.activation_bytes / 1e9, r.capacity_bytes / 1e9,
+                 static_cast<long long>(r.max_batch));
   if (a.format == "json") {
     const lj::value out{{"inference", lj::to_json(a.spec)}, {"result", lj::to_json(r)}, {"exit_status", status}};
     std::printf("%s\n", out.dump(2).c_str());

@@ -2809,7 +2809,13 @@ inline value to_json(const inference_result& r) {
        r.usd_per_million_output_tokens > 0 ? value(r.usd_per_million_output_tokens) : value(nullptr)},
       {"offline_usd_per_million_output_tokens",
        r.offline_usd_per_million_output_tokens > 0 ? value(r.offline_usd_per_million_output_tokens) : value(nullptr)},
-      {"gpus", r.gpus}};
+      {"gpus", r.gpus},
+      {"in_flight", r.in_flight},
+      {"running", r.running},
+      {"prefill_tokens_per_step", r.prefill_tokens_per_step},
+      {"queue_ms", r.queue.value * 1e3},
+      {"request_rate", r.request_rate},
+      {"token_budget_bound", r.token_budget_bound}};
 }
 
 inline value to_json(const inference_spec& i) {
@@ -2835,6 +2841,8 @@ inline value to_json(const inference_spec& i) {
           {"kv_block_tokens", i.kv_block_tokens},
           {"prefill_chunk_tokens", i.prefill_chunk_tokens},
           {"max_batch_limit", i.max_batch_limit},
+          {"concurrency", i.concurrency},
+          {"max_running", i.max_running},
           {"usd_per_gpu_hour", i.usd_per_gpu_hour > 0 ? value(i.usd_per_gpu_hour) : value(nullptr)}};
 }
 
@@ -2873,6 +2881,7 @@ struct row_job {
   inference_spec spec{};
   std::string refused;
   bool decode_rates_only = false;  ///< the row gives no output length: throughput figures are decode rates
+  std::int64_t gpus_per_node = 8;  ///< the system's, for the per-node figures
 };
 
 namespace detail {
@@ -3059,14 +3068,26 @@ inline row_job map_row(const value& row, const value& recipes) {
   std::string& why = job.refused;
   const auto batch = detail::count_of(row, "batch_size", why), isl = detail::count_of(row, "isl", why);
   const auto osl = detail::count_of(row, "osl", why);
+  // In-flight serving: a client count (benchmark_serving --max-concurrency), else a whole set of
+  // requests offered at once (benchmark_throughput --num-prompts) to at most max_batch_size slots.
+  const auto clients = detail::count_of(row, "concurrency", why);
+  const auto requests = detail::count_of(row, "num_requests", why);
+  const auto slots = detail::count_of(row, "max_batch_size", why);
   inference_spec& s = job.spec;
   s.tp = detail::count_of(row, "tp", why).value_or(1);
   s.pp = detail::count_of(row, "pp", why).value_or(1);
   s.ep = detail::count_of(row, "ep", why).value_or(1);
   s.dp = detail::count_of(row, "dp", why).value_or(1);
-  if (why.empty() && (!batch || !isl)) why = "the row states no batch_size or isl";
+  if (why.empty() && !batch && !clients && !(requests && slots))
+    why = "the row states no batch_size, concurrency, or num_requests with max_batch_size";
+  if (why.empty() && !isl) why = "the row states no isl";
   if (!why.empty()) return job;
-  s.batch = *batch;
+  if (clients || !batch) {
+    s.concurrency = clients ? *clients : *requests;
+    s.max_running = slots.value_or(0);
+  } else {
+    s.batch = *batch;
+  }
   s.input_len = *isl;
   job.decode_rates_only = !osl;
   s.output_len = osl ? *osl : 2;  // without one: the first decode step gives the rates
@@ -3092,8 +3113,14 @@ struct row_result {
 /// The prediction of the row's metric `name`, if llmsim predicts it.
 inline std::optional<double> predicted(const row_job& job, const inference_result& r, std::string_view name) {
   const double per_replica_gpus = static_cast<double>(job.spec.tp * job.spec.pp);
-  const double rate_total =
-      job.decode_rates_only ? static_cast<double>(job.spec.batch) * r.decode_tok_s_per_user : r.output_tok_s;
+  const double rate_total = job.decode_rates_only && !r.in_flight
+                                ? static_cast<double>(job.spec.batch) * r.decode_tok_s_per_user
+                                : r.output_tok_s;
+  const auto replicas = static_cast<double>(job.spec.dp);
+  const auto input = static_cast<double>(job.spec.input_len), output = static_cast<double>(job.spec.output_len);
+  // Requests a second of every replica: in flight, their steady state; a static batch, once per e2e.
+  const double requests =
+      r.in_flight ? r.request_rate * replicas : static_cast<double>(job.spec.batch) * replicas / r.e2e.value;
   if (name == "ttft_ms" || name == "prefill_latency_ms") return r.ttft.value * 1e3;
   if (name == "tpot_ms" || name == "decode_step_latency_ms" || name == "itl_ms") return r.tpot.value * 1e3;
   if (name == "e2e_latency_ms") return r.e2e.value * 1e3;
@@ -3101,9 +3128,13 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   // A figure that may be per GPU or per replica: TensorRT-LLM's out tok/s/GPU convention.
   if (name == "output_tok_s_per_gpu" || name == "output_tok_s_ambiguous_norm") return rate_total / per_replica_gpus;
   if (name == "output_tok_s_per_user") return r.decode_tok_s_per_user;
-  if (name == "request_throughput_req_s") return static_cast<double>(job.spec.batch * job.spec.dp) / r.e2e.value;
-  if (name == "total_tok_s")
-    return static_cast<double>(job.spec.batch * job.spec.dp * (job.spec.input_len + job.spec.output_len)) / r.e2e.value;
+  if (name == "request_throughput_req_s") return requests;
+  if (name == "total_tok_s") return requests * (input + output);
+  const double per_node = static_cast<double>(job.gpus_per_node) / per_replica_gpus;
+  if (name == "output_tok_s_per_node") return rate_total * per_node;
+  // Prompt tokens a second: what in-flight serving takes in (a static batch's prefill is its ttft).
+  if (r.in_flight && name == "input_tok_s") return requests * input;
+  if (r.in_flight && name == "input_tok_s_per_node") return r.request_rate * input * per_node;
   if (name == "memory_usage_gb") return r.peak_bytes / 1e9;
   return std::nullopt;
 }
@@ -3119,6 +3150,7 @@ inline row_result estimate_row(const value& row, const value& recipes, const std
       return out;
     }
     const system_config sys = load_system(out.job.system_name);
+    out.job.gpus_per_node = sys.spec().num_per_node;
     out.result = infer(out.job.model, out.job.spec, sys.spec());
   } catch (const std::exception& e) {
     out.error = e.what();

@@ -1217,6 +1217,29 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   // logits' all-gather) pays 34 us: 2.244 ms more.
   const auto default_calls = run_cli(base + "--tp 2 --format json");
   EXPECT_NEAR(default_calls.out_json()["result"]["ttft_ms"].get<double>() - free_ttft_ms, 66 * 0.034, 1e-9);
+  // --concurrency serves in flight: the library's steady state, named in the JSON and the text.
+  const auto served = run_cli(base + "--concurrency 16 --max-running 12 --format json");
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  llmsim::inference_spec clients;
+  clients.input_len = 512;
+  clients.output_len = 64;
+  clients.concurrency = 16;
+  clients.max_running = 12;
+  const auto in_flight = llmsim::infer(llmsim::catalogue::llama2_7b, clients, llmsim::catalogue::a100_sxm);
+  const json flight = served.out_json();
+  EXPECT_EQ(flight["inference"]["concurrency"].get<std::int64_t>(), 16);
+  EXPECT_TRUE(flight["result"]["in_flight"].get<bool>());
+  EXPECT_EQ(flight["result"]["running"].get<std::int64_t>(), 12);
+  EXPECT_DOUBLE_EQ(flight["result"]["request_rate"].get<double>(), in_flight.request_rate);
+  EXPECT_DOUBLE_EQ(flight["result"]["queue_ms"].get<double>(), in_flight.queue.value * 1e3);
+  EXPECT_DOUBLE_EQ(flight["result"]["ttft_ms"].get<double>(), in_flight.ttft.value * 1e3);
+  EXPECT_GT(in_flight.queue.value, 0) << "4 of 16 clients wait for a slot";
+  const auto served_text = run_cli(base + "--concurrency 16 --max-running 12");
+  EXPECT_NE(served_text.out.find("in-flight, 16 concurrent requests"), std::string::npos) << served_text.out;
+  EXPECT_NE(served_text.out.find("requests/s"), std::string::npos) << served_text.out;
+  const auto negative = run_cli(base + "--concurrency -1");
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--concurrency: inference.concurrency=-1"), std::string::npos) << negative.err;
   EXPECT_EQ(run_cli(base + "--batch 1 --memory-fraction 1.5").exit_code, 2);
   EXPECT_EQ(run_cli(base + "--weights int3").exit_code, 2);
   const auto text = run_cli(base + "--batch 8");

@@ -534,6 +534,103 @@ TEST(Inference, TheJobsKernelLatencyReplacesTheSystemFiles) {
   EXPECT_DOUBLE_EQ(inference_spec{}.kernel_latency_us, 5.0);
 }
 
+TEST(InferenceInFlight, ClientsShareStepsThatReadTheWeightsOnce) {
+  // Bandwidth-bound Llama-2-7B: every step, whatever its few tokens, reads every weight once,
+  // W = 13.214 ms (BatchOneDecodeStepReadsEveryWeightOnce), and the caches of its 10 decoding
+  // sequences at the mean context, 4 + 6 = 10 tokens of 32 layers x 2 x 4096 x 2 B = 524,288 B:
+  // 52,428,800 B -> 0.052 ms; t = 13.267 ms (activations and norms, about 13 MB a token as in
+  // BatchOneDecodeStepReadsEveryWeightOnce, add about 1 % for the step's 10-14 tokens). 10
+  // clients of 4-token prompts and 11 output tokens: a prompt takes one step (its first token),
+  // then 10 decode steps, so each client holds its slot 11 steps and 10 / 11 requests complete a
+  // step: 10 / (11 t) requests/s, 10 / t output tokens/s, 10 x 4 / 11 = 3.64 prompt tokens a step.
+  auto i = job(1, 4, 11);
+  i.concurrency = 10;
+  const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  const double weights = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  const double t = weights + 10 * 10 * 524288.0 / 1e12;
+  EXPECT_TRUE(r.in_flight);
+  EXPECT_EQ(r.running, 10);
+  EXPECT_NEAR(r.tpot.value, t, 0.015 * t);
+  EXPECT_NEAR(r.ttft.value, t, 0.015 * t);
+  EXPECT_NEAR(r.e2e.value, 11 * t, 0.015 * 11 * t);
+  EXPECT_NEAR(r.request_rate, 10 / (11 * t), 0.015 * 10 / (11 * t));
+  EXPECT_NEAR(r.output_tok_s, 10 / t, 0.015 * 10 / t);
+  EXPECT_NEAR(r.prefill_tokens_per_step, 40.0 / 11, 0.05);
+  EXPECT_EQ(r.queue.value, 0);
+  EXPECT_FALSE(r.token_budget_bound);
+  // Closed loop (Little's law): the clients are the request rate times the end-to-end latency.
+  EXPECT_NEAR(r.request_rate * r.e2e.value, 10, 1e-6);
+  // At most 4 running (vLLM max_num_seqs): 4 caches (t4 = W + 0.021 ms), 4 / (11 t4)
+  // requests/s; the 6 others queue 6 / rate = 16.5 t4 each, before their prompt's step.
+  i.max_running = 4;
+  const auto capped = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  const double t4 = weights + 4 * 10 * 524288.0 / 1e12;
+  EXPECT_EQ(capped.running, 4);
+  EXPECT_NEAR(capped.request_rate, 4 / (11 * t4), 0.015 * 4 / (11 * t4));
+  EXPECT_NEAR(capped.queue.value, 16.5 * t4, 0.015 * 16.5 * t4);
+  EXPECT_NEAR(capped.ttft.value, 17.5 * t4, 0.015 * 17.5 * t4);
+  EXPECT_NEAR(capped.e2e.value, 27.5 * t4, 0.015 * 27.5 * t4);
+  EXPECT_NEAR(capped.request_rate * capped.e2e.value, 10, 1e-6);
+}
+
+TEST(InferenceInFlight, PromptsFillTheStepUpToItsTokenBudget) {
+  // Prefill only (one output token) at 100 TFLOP/s, free memory and links. A 1024-token prompt of
+  // Llama-2-7B costs 32 F1 + H1 = 32 x 431,644,213,248 + 262,144,000 FLOPs
+  // (PipelineMicroBatchesOfUnequalSize): P = 13,812,876,967,936 -> 0.138129 s. Four clients: each
+  // step takes all four prompts (4,096 of the 8,192-token budget), 4 P = 0.552515 s, which is
+  // their time to first token and end to end; 4 / 0.552515 = 7.2397 requests/s.
+  const llmsim::system_spec s = with_free_links(compute_bound());
+  const double prompt = (32 * 431644213248.0 + 262144000.0) / 100e12;
+  auto i = job(1, 1024, 1);
+  i.concurrency = 4;
+  const auto four = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_NEAR(four.ttft.value, 4 * prompt, 1e-4 * 4 * prompt);
+  EXPECT_NEAR(four.e2e.value, 4 * prompt, 1e-4 * 4 * prompt);
+  EXPECT_NEAR(four.request_rate, 1 / prompt, 1e-4 / prompt);
+  EXPECT_NEAR(four.prefill_tokens_per_step, 4096, 1e-6);
+  EXPECT_FALSE(four.token_budget_bound);
+  // Sixteen: a step holds 8 prompts (8,192 tokens), 8 P; 8 clients wait 8 / (1 / P) = 8 P for a
+  // slot, then their 8 P step: time to first token 16 P; the rate stays 1 / P.
+  i.concurrency = 16;
+  const auto sixteen = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_TRUE(sixteen.token_budget_bound);
+  EXPECT_EQ(sixteen.running, 8);
+  EXPECT_NEAR(sixteen.queue.value, 8 * prompt, 1e-4 * 8 * prompt);
+  EXPECT_NEAR(sixteen.ttft.value, 16 * prompt, 1e-4 * 16 * prompt);
+  EXPECT_NEAR(sixteen.request_rate, 1 / prompt, 1e-4 / prompt);
+  EXPECT_NEAR(sixteen.prefill_tokens_per_step, 8192, 1e-6);
+}
+
+TEST(InferenceInFlight, APipelineKeepsOneMicroBatchPerStageInFlight) {
+  // pp 2 on the bandwidth-bound system: each stage reads its 16 layers' weights, 6,476,005,376 B,
+  // the head's stage also the head's 262,144,000 B (PipelineMicroBatchesTakeTurnsOnTheFullestStage
+  // AtDecode): 6.738 ms. Two clients, one micro-batch each: the fullest stage serves both in turn,
+  // 13.476 ms a step (a micro-batch's way through both stages is 13.214 ms).
+  auto i = job(1, 4, 101);
+  i.pp = 2;
+  i.concurrency = 2;
+  const auto r = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
+  const double step = 2 * (16 * 202375168.0 * 2 + 262144000.0) / 1e12;
+  EXPECT_NEAR(r.tpot.value, step, 0.005 * step);
+  EXPECT_NEAR(r.request_rate, 2 / (101 * step), 0.005 * 2 / (101 * step));
+}
+
+TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
+  // The offline figure is the in-flight steady state at the largest batch that fits, every slot
+  // refilled as it frees: the same as asking for that many clients.
+  auto i = job(8, 512, 64);
+  const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  ASSERT_GT(r.offline_batch, 8);
+  i.concurrency = r.offline_batch;
+  const auto in_flight = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_DOUBLE_EQ(r.offline_output_tok_s_per_gpu, in_flight.output_tok_s_per_gpu);
+  EXPECT_EQ(in_flight.running, r.offline_batch);
+  EXPECT_TRUE(in_flight.fits);
+  // A static batch reports no in-flight figures.
+  EXPECT_FALSE(r.in_flight);
+  EXPECT_EQ(r.running, 0);
+}
+
 TEST(Inference, RefusalsNameTheField) {
   auto i = job(1, 16, 2);
   i.tp = 3;
@@ -646,6 +743,66 @@ TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
   // ... and a row with no figure llmsim predicts is not estimated either.
   const auto none = lj::inference_cases::estimate_row(row, recipes, {"ttft_p99_ms"});
   EXPECT_EQ(none.error, "the row states none of the figures llmsim predicts (metric_fields)");
+}
+
+TEST(InferenceCases, ConcurrencyRowsAreServedInFlight) {
+  // A serving benchmark's row: 64 clients over dp 2 (32 a replica), at most 48 running a replica;
+  // its rates are the in-flight steady state's, every replica's together.
+  namespace lj = llmsim::json;
+  const auto recipes = lj::read_file(llmsim_test::source_dir() / "configs" / "inference" / "validation.json");
+  const lj::value row = {{"id", "X2"},
+                         {"model", "Llama-2-7B"},
+                         {"gpu", "NVIDIA H100 SXM 80GB"},
+                         {"precision_weights", "BF16"},
+                         {"tp", 2},
+                         {"dp", 2},
+                         {"concurrency", 64},
+                         {"max_batch_size", 48},
+                         {"isl", 1000},
+                         {"osl", 200},
+                         {"output_tok_s_total", 5000.0},
+                         {"request_throughput_req_s", 25.0},
+                         {"input_tok_s", 25000.0},
+                         {"total_tok_s", 30000.0},
+                         {"output_tok_s_per_node", 10000.0},
+                         {"ttft_ms", 100.0},
+                         {"tpot_ms", 20.0}};
+  const auto job = lj::inference_cases::map_row(row, recipes);
+  ASSERT_TRUE(job.refused.empty()) << job.refused;
+  EXPECT_EQ(job.spec.concurrency, 64);
+  EXPECT_EQ(job.spec.max_running, 48);
+  const auto r = lj::inference_cases::estimate_row(row, recipes,
+                                                   {"output_tok_s_total", "request_throughput_req_s", "input_tok_s",
+                                                    "total_tok_s", "output_tok_s_per_node", "ttft_ms", "tpot_ms"});
+  ASSERT_TRUE(r.estimated()) << r.error;
+  ASSERT_EQ(r.metrics.size(), 7U);
+  inference_spec i;
+  i.tp = 2;
+  i.dp = 2;
+  i.input_len = 1000;
+  i.output_len = 200;
+  i.concurrency = 64;
+  i.max_running = 48;
+  const auto lib = llmsim::infer(cat::llama2_7b, i, cat::h100_sxm);
+  ASSERT_TRUE(lib.in_flight);
+  EXPECT_EQ(lib.running, 32) << "64 clients over 2 replicas, under the 48 slots";
+  EXPECT_DOUBLE_EQ(r.metrics[0].predicted, lib.output_tok_s * 2);
+  EXPECT_DOUBLE_EQ(r.metrics[1].predicted, lib.request_rate * 2);
+  EXPECT_DOUBLE_EQ(r.metrics[2].predicted, lib.request_rate * 2 * 1000);
+  EXPECT_DOUBLE_EQ(r.metrics[3].predicted, lib.request_rate * 2 * 1200);
+  // A node of 8 H100s holds 4 replicas of 2 GPUs.
+  EXPECT_DOUBLE_EQ(r.metrics[4].predicted, lib.output_tok_s * 4);
+  EXPECT_DOUBLE_EQ(r.metrics[5].predicted, lib.ttft.value * 1e3);
+  EXPECT_DOUBLE_EQ(r.metrics[6].predicted, lib.tpot.value * 1e3);
+  // A whole set of requests offered at once (benchmark_throughput) to max_batch_size slots.
+  lj::value offline = row;
+  offline.erase("concurrency");
+  offline["num_requests"] = 1000;
+  EXPECT_EQ(lj::inference_cases::map_row(offline, recipes).spec.concurrency, 1000);
+  // Neither a batch nor clients: refused, naming what is missing.
+  offline.erase("max_batch_size");
+  EXPECT_EQ(lj::inference_cases::map_row(offline, recipes).refused,
+            "the row states no batch_size, concurrency, or num_requests with max_batch_size");
 }
 
 TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {

@@ -146,6 +146,14 @@ struct inference_spec {
   std::int64_t prefill_chunk_tokens = 8192;
   std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
   double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
+  /// In-flight (continuous) batching of `concurrency` clients, each sending its next request as its
+  /// last one completes (vLLM's and SGLang's benchmark_serving --max-concurrency, trtllm-bench's
+  /// --concurrency), spread evenly over the dp replicas: the steady state replaces the static batch
+  /// (`batch` is then unused). 0: a static batch.
+  std::int64_t concurrency = 0;
+  /// In-flight batching: the most sequences one step holds (TensorRT-LLM max_batch_size, vLLM
+  /// max_num_seqs, SGLang max_running_requests); 0: as many as memory holds.
+  std::int64_t max_running = 0;
 };
 
 /// Bytes of one decoder-linear weight element as stored: int4 carries a bf16 scale per group
@@ -202,6 +210,9 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.prefill_chunk_tokens, "inference.prefill_chunk_tokens", 1 << 24);
   positive(i.max_batch_limit, "inference.max_batch_limit", 1 << 24);
   positive(i.micro_batch_token_limit, "inference.micro_batch_token_limit", std::int64_t{1} << 40);
+  for (const auto& [v, field] :
+       {std::pair{i.concurrency, "inference.concurrency"}, std::pair{i.max_running, "inference.max_running"}})
+    if (v < 0 || v > (1 << 24)) report_error(api, field, "{}={} must be in [0, {}]", field, v, 1 << 24);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
     report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
                  i.kernel_latency_us);
@@ -292,6 +303,16 @@ struct inference_result {
   double usd_per_million_output_tokens = 0;  ///< at the batch given (0 without a price)
   double offline_usd_per_million_output_tokens = 0;
   std::int64_t gpus = 0;  ///< tp x pp x dp
+  /// In-flight batching (inference_spec::concurrency > 0): the steady state the figures above
+  /// describe (ttft, tpot = one step, e2e, output rates, memory at `running` sequences).
+  bool in_flight = false;
+  std::int64_t running = 0;            ///< sequences one step holds (prefilling or decoding)
+  double prefill_tokens_per_step = 0;  ///< prompt tokens each step prefills beside the decode tokens
+  seconds queue{};                     ///< a request's wait for a free slot (clients beyond `running`)
+  double request_rate = 0;             ///< completed requests per second, one replica
+  /// Each step is full at inference_spec::prefill_chunk_tokens: prompts wait for room, and fewer
+  /// sequences than the slots allow decode at once.
+  bool token_budget_bound = false;
 };
 
 namespace detail {
@@ -682,9 +703,170 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& file_sy
   return {gpu > bound ? gpu : bound, decode, prefill.flops()};
 }
 
+/// One step of in-flight batching on one micro-batch: `decode` sequences each adding a token over
+/// `context` cached ones, beside `prefill` prompt tokens (chunks of input_len-token prompts). The
+/// linear layers and collectives run once over every token of the step, the weights read once for
+/// all (vLLM's and TensorRT-LLM's mixed batches); core attention is the decode sequences' over
+/// their caches plus, for every input_len tokens prefilled, one whole prompt's causal attention
+/// (a chunk attends to the prefix before it); the LM head scores the decode sequences and the
+/// prompts the step completes.
+constexpr forward_cost mixed_step(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                  std::int64_t decode, std::int64_t prefill, std::int64_t context) {
+  const forward_cost all = price_forward(m, sys, i, 1, decode + prefill, 0);
+  const std::int64_t completed = (prefill + i.input_len - 1) / i.input_len, scored = decode + completed;
+  const forward_cost head = price_forward(m, sys, i, scored > 0 ? scored : 1, 1, context);
+  seconds attention = decode > 0 ? decode_attention(m, sys, i, decode, context) : seconds{};
+  if (prefill > 0)
+    attention += price_forward(m, sys, i, 1, i.input_len, 0).attention *
+                 (static_cast<double>(prefill) / static_cast<double>(i.input_len));
+  forward_cost f = all;
+  f.time = all.time - all.ends - all.attention + head.ends + attention;
+  f.attention = attention;
+  f.ends = head.ends;
+  return f;
+}
+
+/// A step of in-flight batching over the whole replica: `decode` sequences' tokens and `prefill`
+/// prompt tokens, split over one micro-batch per pipeline stage (TensorRT-LLM's in-flight batching
+/// over pp keeps one per stage in flight): the longer of one micro-batch's way through the stages
+/// and the fullest stage serving them all. Fractions of a sequence or token still run whole.
+constexpr forward_cost in_flight_step(const model_spec& m, const system_spec& sys, const inference_spec& i,
+                                      double decode, double prefill, std::int64_t context, seconds& step) {
+  const auto per_micro = [&](double n) {
+    const double share = n / static_cast<double>(i.pp);
+    const auto whole = static_cast<std::int64_t>(share + 0.5);
+    return n > 0 && whole < 1 ? std::int64_t{1} : whole;
+  };
+  const forward_cost micro = mixed_step(m, sys, i, per_micro(decode), per_micro(prefill), context);
+  const seconds busy = micro.stage() * static_cast<double>(i.pp);
+  step = i.pp == 1 || micro.time > busy ? micro.time : busy;
+  return micro;
+}
+
+/// The steady state of in-flight batching: `clients` requests in the system, at most `slots` of
+/// them holding a place in the batch, the rest queued.
+struct in_flight_state {
+  double running = 0;         ///< sequences holding a slot
+  double decode = 0;          ///< of which decoding, each adding a token a step
+  double prefill_tokens = 0;  ///< prompt tokens a step prefills, on average
+  double chunk = 0;           ///< prompt tokens of a step that carries any
+  double prompt_steps = 1;    ///< steps a prompt's prefill spans
+  bool budget_bound = false;  ///< prompts wait for room in full steps (prefill_chunk_tokens)
+  forward_cost micro{};       ///< one micro-batch of a step that carries prompt tokens
+  seconds step{}, queue{}, ttft{}, e2e{};
+  double request_rate = 0;  ///< completed requests/s, one replica
+};
+
+/// Chunked prefill in continuous batching (vLLM V1, SGLang, TensorRT-LLM's in-flight batching): a
+/// step holds every decoding sequence's next token and, when prompts wait, prompt tokens up to the
+/// step's token budget (prefill_chunk_tokens: TensorRT-LLM max_num_tokens, vLLM
+/// max_num_batched_tokens). A prompt enters as one chunk if it fits beside the decode tokens, else
+/// in k = ceil(input_len / room) steps; prompts arriving faster than one a step share a step. With
+/// X requests/s and an average step t, a fraction f = X t input_len / chunk of the steps carry a
+/// chunk: t = (1 - f) t(decode) + f t(decode + chunk). A request holds its slot for its prompt's
+/// steps and output_len - 1 decode steps (its first token comes with its prefill): life = k
+/// t(decode + chunk) + (output_len - 1) t, and R busy slots complete X = R / life (Little's law);
+/// prompts needing more than the budget leave fewer slots busy. Clients beyond the busy slots
+/// queue, each (clients - busy) / X. Solved by iterating X. Steps are priced as the job launches
+/// its decode steps (`cuda_graphs`).
+constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                    double clients, std::int64_t slots) {
+  const system_spec sys = serving_system(file_sys, i, !i.cuda_graphs);
+  const auto input = static_cast<double>(i.input_len), decode_steps = static_cast<double>(i.output_len - 1);
+  const auto budget = static_cast<double>(i.prefill_chunk_tokens);
+  const std::int64_t context = i.input_len + (i.output_len + 1) / 2;
+  const double busy = clients < static_cast<double>(slots) ? clients : static_cast<double>(slots);
+  in_flight_state st;
+  seconds decode_only{}, with_chunk{}, average{};
+  double rate = 0, life = 0;
+  for (int pass = 0; pass < 48; ++pass) {
+    st.decode = pass == 0 ? busy * decode_steps / (1 + decode_steps) : st.running * decode_steps * average.value / life;
+    const double room = budget - st.decode > 1 ? budget - st.decode : 1.0;
+    st.prompt_steps = input <= room ? 1.0 : ceil_div(input, room);
+    const double arriving = pass == 0 ? 1.0 : rate * average.value;  // prompts a step
+    const double wanted = arriving * input, single = input / st.prompt_steps;
+    st.chunk = wanted > single ? (wanted < room ? wanted : room) : single;
+    const double carrying = decode_steps > 0 ? (wanted / st.chunk < 1 ? wanted / st.chunk : 1.0) : 1.0;
+    if (st.decode > 0) in_flight_step(m, sys, i, st.decode, 0, context, decode_only);
+    st.micro = in_flight_step(m, sys, i, st.decode, st.chunk, context, with_chunk);
+    average = decode_only * (1 - carrying) + with_chunk * carrying;
+    st.ttft = with_chunk * (st.chunk >= input ? 1.0 : st.prompt_steps);
+    life = st.ttft.value + decode_steps * average.value;
+    double next = busy / life;
+    const double most = room / input / average.value;  // a step prefills at most `room` prompt tokens
+    st.budget_bound = next > most;
+    if (st.budget_bound) next = most;
+    rate = pass == 0 ? next : 0.5 * (rate + next);
+    st.running = rate * life;
+    st.prefill_tokens = carrying * st.chunk;
+  }
+  st.step = average;
+  st.request_rate = rate;
+  const double waiting = clients - st.running;
+  st.queue = seconds{waiting > 1e-9 ? waiting / rate : 0.0};
+  st.ttft += st.queue;
+  st.e2e = st.ttft + st.step * decode_steps;
+  return st;
+}
+
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
 constexpr double usd_per_million(double usd_per_gpu_hour, double gpus, double tok_s) {
   return usd_per_gpu_hour > 0 && tok_s > 0 ? usd_per_gpu_hour * gpus / 3600.0 / tok_s * 1e6 : 0;
+}
+}  // namespace detail
+
+namespace detail {
+/// `r`'s figures for a static batch of inference_spec::batch sequences.
+constexpr void static_batch_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
+                                    const inference_spec& i, const system_spec& sys) {
+  const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
+  const batch_times t = time_batch(m, file_sys, i, i.batch);
+  r.ttft = t.ttft;
+  r.e2e = t.ttft + t.decode.total;
+  r.tpot = i.output_len > 1 ? t.decode.total / static_cast<double>(i.output_len - 1) : seconds{};
+  r.first_step = t.decode.first;
+  r.last_step = t.decode.last;
+  r.decode_kernels = t.decode.kernels;
+  r.prefill_micro_batches = split_batch(i, i.batch, i.input_len).count;
+  r.decode_micro_batches = split_batch(i, i.batch, 1).count;
+  r.prefill_tflops = t.prefill_flops / t.ttft.value / gpus_per_replica / 1e12;
+  r.output_tok_s = static_cast<double>(i.batch * i.output_len) / r.e2e.value;
+  const double context = static_cast<double>(i.input_len + i.output_len);
+  const serving_memory mem = memory_at(m, sys, i, i.batch, context, static_prefill(i, i.batch));
+  r.weight_bytes = mem.weights;
+  r.kv_cache_bytes = mem.kv;
+  r.activation_bytes = mem.activations;
+  r.peak_bytes = mem.total();
+}
+
+/// `r`'s figures for in-flight batching at inference_spec::concurrency clients over `slots`.
+constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
+                                 const inference_spec& i, const system_spec& sys, std::int64_t slots,
+                                 double paged_context) {
+  r.in_flight = true;
+  // The clients spread evenly over the dp replicas.
+  const double clients = static_cast<double>(i.concurrency) / static_cast<double>(i.dp);
+  const in_flight_state st = in_flight(m, file_sys, i, clients, slots > 0 ? slots : 1);
+  r.running = static_cast<std::int64_t>(st.running + 0.5);
+  r.prefill_tokens_per_step = st.prefill_tokens;
+  r.token_budget_bound = st.budget_bound;
+  r.queue = st.queue;
+  r.request_rate = st.request_rate;
+  r.ttft = st.ttft;
+  r.e2e = st.e2e;
+  r.tpot = i.output_len > 1 ? st.step : seconds{};
+  r.first_step = r.last_step = st.step;
+  r.decode_kernels = st.micro.kernels * static_cast<double>(i.pp);
+  r.prefill_micro_batches = r.decode_micro_batches = i.pp;
+  r.prefill_tflops = 0;  // prompts share their steps with decode tokens: no prefill rate of their own
+  r.output_tok_s = st.request_rate * static_cast<double>(i.output_len);
+  // Memory of the busy slots (one when none fits: the figures then say what one would need).
+  const std::int64_t held = r.running > 0 ? r.running : 1;
+  const serving_memory mem = memory_at(m, sys, i, held, paged_context, chunked_prefill(i, held));
+  r.weight_bytes = mem.weights;
+  r.kv_cache_bytes = mem.kv;
+  r.activation_bytes = mem.activations;
+  r.peak_bytes = mem.total();
 }
 }  // namespace detail
 
@@ -694,29 +876,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   inference_result r;
   const double gpus_per_replica = static_cast<double>(i.tp * i.pp);
   r.gpus = i.tp * i.pp * i.dp;
-  const detail::batch_times t = detail::time_batch(m, file_sys, i, i.batch);
-  r.ttft = t.ttft;
-  r.e2e = t.ttft + t.decode.total;
-  r.tpot = i.output_len > 1 ? t.decode.total / static_cast<double>(i.output_len - 1) : seconds{};
-  r.first_step = t.decode.first;
-  r.last_step = t.decode.last;
-  r.decode_kernels = t.decode.kernels;
-  r.prefill_micro_batches = detail::split_batch(i, i.batch, i.input_len).count;
-  r.decode_micro_batches = detail::split_batch(i, i.batch, 1).count;
-  r.prefill_tflops = t.prefill_flops / t.ttft.value / gpus_per_replica / 1e12;
-  r.output_tok_s = static_cast<double>(i.batch * i.output_len) / r.e2e.value;
-  r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
-  r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
   const double context = static_cast<double>(i.input_len + i.output_len);
-  const detail::serving_memory mem = detail::memory_at(m, sys, i, i.batch, context, detail::static_prefill(i, i.batch));
-  r.weight_bytes = mem.weights;
-  r.kv_cache_bytes = mem.kv;
-  // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
-  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i) * window_cached_share(m, context);
-  r.activation_bytes = mem.activations;
-  r.peak_bytes = mem.total();
   r.capacity_bytes = static_cast<double>(device_memory(sys).value) * i.memory_fraction;
-  r.fits = r.peak_bytes <= r.capacity_bytes;
   r.max_batch = detail::largest_batch(m, sys, i, context, r.capacity_bytes, false);
   r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
@@ -724,10 +885,21 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
   r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
+  if (i.max_running > 0 && r.offline_batch > i.max_running) r.offline_batch = i.max_running;
+  if (i.concurrency > 0)
+    detail::in_flight_figures(r, m, file_sys, i, sys, r.offline_batch, paged);
+  else
+    detail::static_batch_figures(r, m, file_sys, i, sys);
+  r.output_tok_s_per_gpu = r.output_tok_s / gpus_per_replica;
+  r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
+  // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
+  r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i) * window_cached_share(m, context);
+  r.fits = r.peak_bytes <= r.capacity_bytes && (i.concurrency == 0 || r.offline_batch > 0);
+  // Offline: in-flight batching of as many requests as fit, each slot refilled as it frees.
   if (r.offline_batch > 0) {
-    const detail::batch_times o = detail::time_batch(m, file_sys, i, r.offline_batch);
-    r.offline_output_tok_s_per_gpu =
-        static_cast<double>(r.offline_batch * i.output_len) / (o.ttft + o.decode.total).value / gpus_per_replica;
+    const auto batch = static_cast<double>(r.offline_batch);
+    const detail::in_flight_state o = detail::in_flight(m, file_sys, i, batch, r.offline_batch);
+    r.offline_output_tok_s_per_gpu = o.request_rate * static_cast<double>(i.output_len) / gpus_per_replica;
   }
   r.usd_per_million_output_tokens = detail::usd_per_million(i.usd_per_gpu_hour, gpus_per_replica, r.output_tok_s);
   r.offline_usd_per_million_output_tokens =
