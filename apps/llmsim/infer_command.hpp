@@ -85,7 +85,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
   c->add_option("--prefill-chunk-tokens", a.spec.prefill_chunk_tokens,
-                "Offline (in-flight) batching: prompt tokens one step prefills at most (TensorRT-LLM max_num_tokens)")
+                "In-flight batching (--concurrency, the offline figure): the most tokens a step holds, decode tokens "
+                "and prompt chunks (TensorRT-LLM max_num_tokens, vLLM max_num_batched_tokens); also the most "
+                "sequences")
       ->capture_default_str();
   c->add_option("--usd-per-gpu-hour", a.spec.usd_per_gpu_hour, "Price of one GPU-hour (no default: $ only when given)");
   c->add_option("--max-batch-limit", a.spec.max_batch_limit, "The largest batch the largest-batch search tries")
@@ -161,12 +163,13 @@ inline int run_infer(infer_args& a, int does_not_fit) {
   if (!r.fits)  // exit status 3: say why on stderr too, as the other commands do
     std::fprintf(stderr,
                  "llmsim infer: %s %lld needs %.2f GB per GPU (weights %.2f, KV cache %.2f, activations %.2f), "
-                 "more than the %.2f GB usable (--memory-fraction of device memory); the largest static batch that "
-                 "fits is %lld\n",
-                 r.in_flight ? "in-flight, one sequence" : "batch",
-                 static_cast<long long>(r.in_flight ? 1 : a.spec.batch), r.peak_bytes / 1e9, r.weight_bytes / 1e9,
-                 r.kv_cache_bytes / 1e9, r.activation_bytes / 1e9, r.capacity_bytes / 1e9,
-                 static_cast<long long>(r.max_batch));
+                 "more than the %.2f GB usable (--memory-fraction of device memory); the largest %s that fits is "
+                 "%lld\n",
+                 r.in_flight ? "in flight, running" : "batch",
+                 static_cast<long long>(r.in_flight ? (r.running > 0 ? r.running : 1) : a.spec.batch),
+                 r.peak_bytes / 1e9, r.weight_bytes / 1e9, r.kv_cache_bytes / 1e9, r.activation_bytes / 1e9,
+                 r.capacity_bytes / 1e9, r.in_flight ? "in-flight batch" : "static batch",
+                 static_cast<long long>(r.in_flight ? r.offline_batch : r.max_batch));
   if (a.format == "json") {
     const lj::value out{{"inference", lj::to_json(a.spec)}, {"result", lj::to_json(r)}, {"exit_status", status}};
     std::printf("%s\n", out.dump(2).c_str());

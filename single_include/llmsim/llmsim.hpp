@@ -3352,6 +3352,9 @@ struct grouped_gemm_shape {
   bool main_grad_fp32 = true;
   grouped_stage stage = grouped_stage::forward;
   bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
+  /// Serving: the mean rows of an expert that has any (a decode batch leaves experts empty and
+  /// its rows a fraction of the group's), which the kernel model prices; 0: `m`. Not keyed.
+  double active_rows = 0;
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
@@ -3685,7 +3688,7 @@ constexpr double ceil_div(double a, double b) {
 constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
   const bool wgrad =
       g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
-  const auto rows = static_cast<double>(g.m);
+  const double rows = g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }
@@ -7598,6 +7601,16 @@ constexpr double grouped_weight_read(const build_context& c, double w, double st
          expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens);
 }
 
+/// Serving: the mean rows of this rank's experts that get any, `tokens` over the activated ones
+/// (0 in training, where every expert's rows are the table's M).
+constexpr double active_expert_rows(const build_context& c, std::int64_t experts, double tokens) {
+  if (c.inference == nullptr) return 0;
+  const auto& m = c.m();
+  const double active = expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens) *
+                        static_cast<double>(experts);
+  return active > 0 ? tokens / active : 0;
+}
+
 /// Whether a serving forward runs its experts inside the tensor-parallel group (ep <= tp): every
 /// rank holds all the tokens after attention's all-reduce, runs its experts' (or its slice of every
 /// expert's) rows for all of them, and one all-reduce over tp sums the partial outputs (vLLM
@@ -7838,8 +7851,10 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts, tokens_per_expert,          out_features, in_features,
-                              false,   c.main_grad_bytes() == 4.0, stage};
+    grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
+                         false,   c.main_grad_bytes() == 4.0, stage};
+    g.active_rows = active_expert_rows(c, experts, tokens);
+    return g;
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   const double fwd_bytes = c.inference == nullptr ? (x + y + w) * E : (x + y) * E + grouped_weight_read(c, w, E);
@@ -7890,6 +7905,7 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
     grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
                          true,    c.main_grad_bytes() == 4.0, stage};
     g.fp4 = fp4;
+    g.active_rows = active_expert_rows(c, experts, tokens);
     return g;
   };
   const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||
@@ -13571,9 +13587,10 @@ struct inference_spec {
   /// Tokens per KV-cache block of a paged cache (vLLM `block_size` default 16): in-flight batching
   /// allocates whole blocks.
   std::int64_t kv_block_tokens = 16;
-  /// Prompt tokens one in-flight step prefills at most (TensorRT-LLM `max_num_tokens`, BuildConfig
-  /// default 8192; vLLM `max_num_batched_tokens` plays the same role): the offline batch's memory
-  /// holds one such prefill's activations, not the whole batch's prompts at once.
+  /// The tokens one in-flight step holds at most, decode tokens and prompt chunks (TensorRT-LLM
+  /// `max_num_tokens`, BuildConfig default 8192; vLLM `max_num_batched_tokens`), and so the most
+  /// sequences: the offline batch's memory holds one such step's activations, not the whole batch's
+  /// prompts at once.
   std::int64_t prefill_chunk_tokens = 8192;
   std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
   double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
@@ -13729,7 +13746,9 @@ struct inference_result {
   bool fits = false;
   std::int64_t max_batch = 0;       ///< the largest static batch whose memory fits at the full context
   bool max_batch_at_limit = false;  ///< max_batch reached inference_spec::max_batch_limit (more may fit)
-  std::int64_t offline_batch = 0;   ///< in-flight batching: sequences whose paged cache at the mean context fits
+  /// In-flight batching: sequences whose paged cache at the mean context fits, at most
+  /// prefill_chunk_tokens and max_running of them
+  std::int64_t offline_batch = 0;
   double offline_output_tok_s_per_gpu = 0;   ///< output tokens/s per GPU of the replica at offline_batch
   double usd_per_million_output_tokens = 0;  ///< at the batch given (0 without a price)
   double offline_usd_per_million_output_tokens = 0;
@@ -14135,108 +14154,127 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& file_sy
 }
 
 /// One step of in-flight batching on one micro-batch: `decode` sequences each adding a token over
-/// `context` cached ones, beside `prefill` prompt tokens (chunks of input_len-token prompts). The
-/// linear layers and collectives run once over every token of the step, the weights read once for
-/// all (vLLM's and TensorRT-LLM's mixed batches); core attention is the decode sequences' over
-/// their caches plus, for every input_len tokens prefilled, one whole prompt's causal attention
-/// (a chunk attends to the prefix before it); the LM head scores the decode sequences and the
-/// prompts the step completes.
+/// `context` cached ones, beside `prefill` prompt tokens (chunks of input_len-token prompts), of
+/// which `completed` prompts end in this step. The linear layers and collectives run once over
+/// every token of the step, the weights read once for all (vLLM's and TensorRT-LLM's mixed
+/// batches); core attention is the decode sequences' over their caches plus, for every input_len
+/// tokens prefilled, one whole prompt's causal attention (a chunk attends to the prefix before it;
+/// the prefix's cache re-read by later chunks is not priced); the LM head scores the decode
+/// sequences and the completed prompts.
 constexpr forward_cost mixed_step(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                  std::int64_t decode, std::int64_t prefill, std::int64_t context) {
+                                  std::int64_t decode, std::int64_t prefill, std::int64_t completed,
+                                  std::int64_t context) {
   const forward_cost all = price_forward(m, sys, i, 1, decode + prefill, 0);
-  const std::int64_t completed = (prefill + i.input_len - 1) / i.input_len, scored = decode + completed;
-  const forward_cost head = price_forward(m, sys, i, scored > 0 ? scored : 1, 1, context);
+  const std::int64_t scored = decode + completed > 0 ? decode + completed : 1;
+  // Both ends: `all`'s (every token's embedding, one token's norm and head) with the head of the
+  // scored tokens in place of its one: + head(scored) - head(1).
+  const forward_cost head = price_forward(m, sys, i, scored, 1, context), one = price_forward(m, sys, i, 1, 1, context);
   seconds attention = decode > 0 ? decode_attention(m, sys, i, decode, context) : seconds{};
   if (prefill > 0)
     attention += price_forward(m, sys, i, 1, i.input_len, 0).attention *
                  (static_cast<double>(prefill) / static_cast<double>(i.input_len));
   forward_cost f = all;
-  f.time = all.time - all.ends - all.attention + head.ends + attention;
+  f.ends = all.ends + head.ends - one.ends;
+  f.time = all.time - all.ends - all.attention + f.ends + attention;
   f.attention = attention;
-  f.ends = head.ends;
+  f.kernels += head.kernels - one.kernels;
   return f;
 }
 
-/// A step of in-flight batching over the whole replica: `decode` sequences' tokens and `prefill`
-/// prompt tokens, split over one micro-batch per pipeline stage (TensorRT-LLM's in-flight batching
-/// over pp keeps one per stage in flight): the longer of one micro-batch's way through the stages
-/// and the fullest stage serving them all. Fractions of a sequence or token still run whole.
-constexpr forward_cost in_flight_step(const model_spec& m, const system_spec& sys, const inference_spec& i,
-                                      double decode, double prefill, std::int64_t context, seconds& step) {
-  const auto per_micro = [&](double n) {
-    const double share = n / static_cast<double>(i.pp);
-    const auto whole = static_cast<std::int64_t>(share + 0.5);
-    return n > 0 && whole < 1 ? std::int64_t{1} : whole;
-  };
-  const forward_cost micro = mixed_step(m, sys, i, per_micro(decode), per_micro(prefill), context);
-  const seconds busy = micro.stage() * static_cast<double>(i.pp);
-  step = i.pp == 1 || micro.time > busy ? micro.time : busy;
-  return micro;
+/// A round of in-flight batching, every running sequence advancing a token: `decode` sequences'
+/// tokens over one micro-batch per pipeline stage (TensorRT-LLM's in-flight batching over pp keeps
+/// one per stage in flight), ceil(decode / pp) each, one of them also carrying `prefill` prompt
+/// tokens (a request stays in its micro-batch). The round is the longer of that micro-batch's way
+/// through the stages and the fullest stage serving every micro-batch; `first_token` is the
+/// prompt's micro-batch's way through (its first token). An eager round (one carrying prompt
+/// tokens; a decode round without CUDA graphs) takes at least its launches from the host.
+struct in_flight_round {
+  seconds time{}, first_token{};
+  double kernels = 0;
+};
+constexpr in_flight_round price_round(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                      double decode, double prefill, std::int64_t context) {
+  const bool eager = prefill > 0 || !i.cuda_graphs;
+  const system_spec sys = serving_system(file_sys, i, eager);
+  const auto stages = static_cast<double>(i.pp);
+  const auto per_micro = static_cast<std::int64_t>(ceil_div(decode * (1 - 1e-12), stages));
+  const auto tokens = static_cast<std::int64_t>(ceil_div(prefill * (1 - 1e-12), 1));
+  const auto completed = static_cast<std::int64_t>(prefill / static_cast<double>(i.input_len) + 0.5);
+  const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
+  const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
+  const seconds busy = plain.stage() * (stages - 1) + carrying.stage();
+  in_flight_round r{.time = carrying.time > busy ? carrying.time : busy,
+                    .first_token = carrying.time,
+                    .kernels = plain.kernels * (stages - 1) + carrying.kernels};
+  const seconds bound = launch_bound(i, r.kernels, eager);
+  if (bound > r.time) r.time = bound;
+  return r;
 }
 
 /// The steady state of in-flight batching: `clients` requests in the system, at most `slots` of
 /// them holding a place in the batch, the rest queued.
 struct in_flight_state {
   double running = 0;         ///< sequences holding a slot
-  double decode = 0;          ///< of which decoding, each adding a token a step
-  double prefill_tokens = 0;  ///< prompt tokens a step prefills, on average
-  double chunk = 0;           ///< prompt tokens of a step that carries any
-  double prompt_steps = 1;    ///< steps a prompt's prefill spans
-  bool budget_bound = false;  ///< prompts wait for room in full steps (prefill_chunk_tokens)
-  forward_cost micro{};       ///< one micro-batch of a step that carries prompt tokens
-  seconds step{}, queue{}, ttft{}, e2e{};
+  double decode = 0;          ///< of which decoding, each adding a token a round
+  double prefill_tokens = 0;  ///< prompt tokens a round prefills, on average
+  double chunk = 0;           ///< prompt tokens of a round that carries any
+  double prompt_steps = 1;    ///< rounds a prompt's prefill spans
+  bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
+  in_flight_round with_prompt{}, without{};
+  seconds mean_round{}, tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
 };
 
-/// Chunked prefill in continuous batching (vLLM V1, SGLang, TensorRT-LLM's in-flight batching): a
-/// step holds every decoding sequence's next token and, when prompts wait, prompt tokens up to the
-/// step's token budget (prefill_chunk_tokens: TensorRT-LLM max_num_tokens, vLLM
-/// max_num_batched_tokens). A prompt enters as one chunk if it fits beside the decode tokens, else
-/// in k = ceil(input_len / room) steps; prompts arriving faster than one a step share a step. With
-/// X requests/s and an average step t, a fraction f = X t input_len / chunk of the steps carry a
-/// chunk: t = (1 - f) t(decode) + f t(decode + chunk). A request holds its slot for its prompt's
-/// steps and output_len - 1 decode steps (its first token comes with its prefill): life = k
-/// t(decode + chunk) + (output_len - 1) t, and R busy slots complete X = R / life (Little's law);
-/// prompts needing more than the budget leave fewer slots busy. Clients beyond the busy slots
-/// queue, each (clients - busy) / X. Solved by iterating X. Steps are priced as the job launches
-/// its decode steps (`cuda_graphs`).
+/// Chunked prefill in continuous batching (vLLM V1, SGLang, TensorRT-LLM's in-flight batching):
+/// a round holds every decoding sequence's next token and, when prompts wait, prompt tokens up to
+/// the round's token budget B (prefill_chunk_tokens: TensorRT-LLM max_num_tokens, vLLM
+/// max_num_batched_tokens, which also bound the running sequences). A request holds its slot for
+/// its prompt's k rounds (k = ceil(input_len / (B - decode tokens)); its first token comes with
+/// the last) and output_len - 1 = D decode rounds, so R busy slots hold R D / (k + D) decoding
+/// sequences on average and take R / (k + D) prompts a round, as one chunk (several prompts share
+/// a round when they come faster than one a round) in a share of the rounds, whose other requests
+/// decode; the prompt tokens a round must fit beside the decode tokens: R (D + input_len) / (k +
+/// D) <= B bounds R. Every round
+/// advances every busy request, so X = R / ((k + D) t) requests/s at a mean round t (Little's
+/// law); a request's decode rounds take its life less its own prompt rounds; clients beyond R
+/// queue (clients - R) / X each.
 constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                     double clients, std::int64_t slots) {
-  const system_spec sys = serving_system(file_sys, i, !i.cuda_graphs);
-  const auto input = static_cast<double>(i.input_len), decode_steps = static_cast<double>(i.output_len - 1);
+  const auto input = static_cast<double>(i.input_len), rounds_decoding = static_cast<double>(i.output_len - 1);
   const auto budget = static_cast<double>(i.prefill_chunk_tokens);
-  const std::int64_t context = i.input_len + (i.output_len + 1) / 2;
-  const double busy = clients < static_cast<double>(slots) ? clients : static_cast<double>(slots);
+  const double offered = clients < static_cast<double>(slots) ? clients : static_cast<double>(slots);
   in_flight_state st;
-  seconds decode_only{}, with_chunk{}, average{};
-  double rate = 0, life = 0;
-  for (int pass = 0; pass < 48; ++pass) {
-    st.decode = pass == 0 ? busy * decode_steps / (1 + decode_steps) : st.running * decode_steps * average.value / life;
-    const double room = budget - st.decode > 1 ? budget - st.decode : 1.0;
-    st.prompt_steps = input <= room ? 1.0 : ceil_div(input, room);
-    const double arriving = pass == 0 ? 1.0 : rate * average.value;  // prompts a step
-    const double wanted = arriving * input, single = input / st.prompt_steps;
-    st.chunk = wanted > single ? (wanted < room ? wanted : room) : single;
-    const double carrying = decode_steps > 0 ? (wanted / st.chunk < 1 ? wanted / st.chunk : 1.0) : 1.0;
-    if (st.decode > 0) in_flight_step(m, sys, i, st.decode, 0, context, decode_only);
-    st.micro = in_flight_step(m, sys, i, st.decode, st.chunk, context, with_chunk);
-    average = decode_only * (1 - carrying) + with_chunk * carrying;
-    st.ttft = with_chunk * (st.chunk >= input ? 1.0 : st.prompt_steps);
-    life = st.ttft.value + decode_steps * average.value;
-    double next = busy / life;
-    const double most = room / input / average.value;  // a step prefills at most `room` prompt tokens
-    st.budget_bound = next > most;
-    if (st.budget_bound) next = most;
-    rate = pass == 0 ? next : 0.5 * (rate + next);
-    st.running = rate * life;
-    st.prefill_tokens = carrying * st.chunk;
+  double k = 1;
+  for (int pass = 0; pass < 16; ++pass) {  // k grows with the decode tokens; they shrink as k grows
+    const double life = k + rounds_decoding, most = budget * life / (rounds_decoding + input);
+    st.budget_bound = offered > most;
+    st.running = st.budget_bound ? most : offered;
+    st.decode = st.running * rounds_decoding / life;
+    const double room = budget - st.decode, next = input <= room ? 1.0 : ceil_div(input, room > 1 ? room : 1.0);
+    if (next <= k) break;
+    k = next;
   }
-  st.step = average;
-  st.request_rate = rate;
+  st.prompt_steps = k;
+  const double life = k + rounds_decoding;
+  st.prefill_tokens = st.running * input / life;
+  const double single = input / k;  // one prompt's chunk
+  st.chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
+  const double share = st.prefill_tokens / st.chunk;  // rounds carrying prompt tokens
+  // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
+  // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
+  const double prefilling = st.chunk * k / input, decoding = st.running - prefilling;
+  const std::int64_t context = i.input_len + (i.output_len + 1) / 2;
+  st.with_prompt = price_round(m, file_sys, i, decoding > 0 ? decoding : 0, st.chunk, context);
+  st.without = st.decode > 0 ? price_round(m, file_sys, i, st.running, 0, context) : st.with_prompt;
+  st.mean_round = st.without.time * (1 - share) + st.with_prompt.time * share;
+  st.request_rate = st.running / (life * st.mean_round.value);
+  const seconds prompt = st.with_prompt.time * (k - 1) + st.with_prompt.first_token;
+  // As serving benchmarks measure it: (e2e - ttft) / (output_len - 1).
+  st.tpot = rounds_decoding > 0 ? (st.mean_round * life - prompt) / rounds_decoding : seconds{};
   const double waiting = clients - st.running;
-  st.queue = seconds{waiting > 1e-9 ? waiting / rate : 0.0};
-  st.ttft += st.queue;
-  st.e2e = st.ttft + st.step * decode_steps;
+  st.queue = seconds{waiting > 1e-9 ? waiting / st.request_rate : 0.0};
+  st.ttft = st.queue + prompt;
+  st.e2e = st.queue + st.mean_round * life;
   return st;
 }
 
@@ -14270,28 +14308,38 @@ constexpr void static_batch_figures(inference_result& r, const model_spec& m, co
   r.peak_bytes = mem.total();
 }
 
-/// `r`'s figures for in-flight batching at inference_spec::concurrency clients over `slots`.
+/// `r`'s figures for in-flight batching at inference_spec::concurrency clients over `slots` a
+/// replica. The clients spread over the dp replicas in whole numbers (c mod dp of them hold one
+/// more): rates are the replicas' mean, latencies each request's mean, the rest the fuller
+/// replica's.
 constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
                                  const inference_spec& i, const system_spec& sys, std::int64_t slots,
                                  double paged_context) {
   r.in_flight = true;
-  // The clients spread evenly over the dp replicas.
-  const double clients = static_cast<double>(i.concurrency) / static_cast<double>(i.dp);
-  const in_flight_state st = in_flight(m, file_sys, i, clients, slots > 0 ? slots : 1);
-  r.running = static_cast<std::int64_t>(st.running + 0.5);
-  r.prefill_tokens_per_step = st.prefill_tokens;
-  r.token_budget_bound = st.budget_bound;
-  r.queue = st.queue;
-  r.request_rate = st.request_rate;
-  r.ttft = st.ttft;
-  r.e2e = st.e2e;
-  r.tpot = i.output_len > 1 ? st.step : seconds{};
-  r.first_step = r.last_step = st.step;
-  r.decode_kernels = st.micro.kernels * static_cast<double>(i.pp);
+  const std::int64_t fewer = i.concurrency / i.dp, fuller_replicas = i.concurrency % i.dp;
+  const std::int64_t usable = slots > 0 ? slots : 1;
+  const in_flight_state full =
+      in_flight(m, file_sys, i, static_cast<double>(fuller_replicas > 0 ? fewer + 1 : fewer), usable);
+  const bool mixed = fuller_replicas > 0 && fewer > 0;
+  const in_flight_state less = mixed ? in_flight(m, file_sys, i, static_cast<double>(fewer), usable) : full;
+  const double n_full = static_cast<double>(fuller_replicas > 0 ? fuller_replicas : i.dp);
+  const double n_less = mixed ? static_cast<double>(i.dp - fuller_replicas) : 0.0;
+  const double rate_full = full.request_rate * n_full, rate_less = less.request_rate * n_less;
+  const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
+  r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
+  r.ttft = mean(full.ttft, less.ttft);
+  r.e2e = mean(full.e2e, less.e2e);
+  r.tpot = mean(full.tpot, less.tpot);
+  r.first_step = r.last_step = r.tpot;
+  r.running = static_cast<std::int64_t>(full.running + 0.5);
+  r.prefill_tokens_per_step = full.prefill_tokens;
+  r.token_budget_bound = full.budget_bound;
+  r.queue = full.queue;
+  r.decode_kernels = full.without.kernels;
   r.prefill_micro_batches = r.decode_micro_batches = i.pp;
-  r.prefill_tflops = 0;  // prompts share their steps with decode tokens: no prefill rate of their own
-  r.output_tok_s = st.request_rate * static_cast<double>(i.output_len);
-  // Memory of the busy slots (one when none fits: the figures then say what one would need).
+  r.prefill_tflops = 0;  // prompts share their rounds with decode tokens: no prefill rate of their own
+  r.output_tok_s = r.request_rate * static_cast<double>(i.output_len);
+  // Memory of the fuller replica's busy slots (one when none fits: what one would need).
   const std::int64_t held = r.running > 0 ? r.running : 1;
   const serving_memory mem = memory_at(m, sys, i, held, paged_context, chunked_prefill(i, held));
   r.weight_bytes = mem.weights;
@@ -14316,6 +14364,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
   r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
+  // A step's token budget also bounds its sequences (vLLM: max_num_batched_tokens >= max_num_seqs).
+  if (r.offline_batch > i.prefill_chunk_tokens) r.offline_batch = i.prefill_chunk_tokens;
   if (i.max_running > 0 && r.offline_batch > i.max_running) r.offline_batch = i.max_running;
   if (i.concurrency > 0)
     detail::in_flight_figures(r, m, file_sys, i, sys, r.offline_batch, paged);

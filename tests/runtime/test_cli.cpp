@@ -1237,6 +1237,13 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   const auto served_text = run_cli(base + "--concurrency 16 --max-running 12");
   EXPECT_NE(served_text.out.find("in-flight, 16 concurrent requests"), std::string::npos) << served_text.out;
   EXPECT_NE(served_text.out.find("requests/s"), std::string::npos) << served_text.out;
+  // Weights alone past the device: no slot fits in flight, exit status 3 naming the in-flight batch.
+  const auto no_slot = run_cli(
+      "infer --model llama2-70b --system a100-sxm --input-len 512 --output-len 64 "
+      "--concurrency 4");
+  EXPECT_EQ(no_slot.exit_code, 3);
+  EXPECT_NE(no_slot.err.find("in flight, running 1 needs"), std::string::npos) << no_slot.err;
+  EXPECT_NE(no_slot.err.find("the largest in-flight batch that fits is 0"), std::string::npos) << no_slot.err;
   const auto negative = run_cli(base + "--concurrency -1");
   EXPECT_EQ(negative.exit_code, 2);
   EXPECT_NE(negative.err.find("--concurrency: inference.concurrency=-1"), std::string::npos) << negative.err;

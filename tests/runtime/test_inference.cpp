@@ -615,6 +615,61 @@ TEST(InferenceInFlight, APipelineKeepsOneMicroBatchPerStageInFlight) {
   EXPECT_NEAR(r.request_rate, 2 / (101 * step), 0.005 * 2 / (101 * step));
 }
 
+TEST(InferenceInFlight, OneClientIsAStaticBatchOfOne) {
+  // One client: every round is either its prompt (its first token) or one of its decode steps, so
+  // its latencies are a static batch of one's (the decode steps at the mean context, as a static
+  // batch's mean step is; the prompt's round carries that client's decode token too: < 0.5 %).
+  auto i = job(1, 512, 64);
+  i.kernel_latency_us = 5;
+  const auto one = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.concurrency = 1;
+  const auto served = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_NEAR(served.ttft.value, one.ttft.value, 0.005 * one.ttft.value);
+  EXPECT_NEAR(served.tpot.value, one.tpot.value, 0.005 * one.tpot.value);
+  EXPECT_NEAR(served.e2e.value, one.e2e.value, 0.005 * one.e2e.value);
+  EXPECT_DOUBLE_EQ(served.first_step.value, served.tpot.value);
+  EXPECT_DOUBLE_EQ(served.last_step.value, served.tpot.value);
+  EXPECT_EQ(served.prefill_micro_batches, 1);
+  EXPECT_EQ(served.decode_micro_batches, 1);
+}
+
+TEST(InferenceInFlight, MemoryHoldsTheRunningSequencesPagedCaches) {
+  // 12 running Llama-2-7B sequences at the mean context, 512 + (64 + 1) / 2 = 544 tokens (a whole
+  // number of 16-token blocks), 524,288 B a token: 3,422,552,064 B of cache.
+  auto i = job(1, 512, 64);
+  i.concurrency = 12;
+  const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_EQ(r.running, 12);
+  EXPECT_DOUBLE_EQ(r.kv_cache_bytes, 12 * 544 * 524288.0);
+  EXPECT_DOUBLE_EQ(r.weight_bytes, (llama2_7b_linear_weights + llama2_7b_head_weights + 32000 * 4096.0) * 2 +
+                                       (2 * 32 + 1) * 4096 * 2.0);
+  EXPECT_DOUBLE_EQ(r.peak_bytes, r.weight_bytes + r.kv_cache_bytes + r.activation_bytes);
+}
+
+TEST(InferenceInFlight, ClientsSpreadOverTheReplicasInWholeNumbers) {
+  // 3 clients over dp 8: three replicas serve one client each, five none. Per replica, the mean
+  // rate is 3 / 8 of one client's; each request's latency is one client's.
+  auto i = job(1, 512, 64);
+  i.concurrency = 1;
+  const auto one = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.concurrency = 3;
+  i.dp = 8;
+  const auto spread = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_EQ(spread.running, 1);
+  EXPECT_NEAR(spread.request_rate, 3.0 / 8 * one.request_rate, 1e-12 * one.request_rate);
+  EXPECT_DOUBLE_EQ(spread.e2e.value, one.e2e.value);
+  // 20 over 8: four replicas of 3 clients, four of 2; the rate is their mean.
+  i.concurrency = 20;
+  const auto twenty = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.dp = 1;
+  i.concurrency = 3;
+  const double three = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm).request_rate;
+  i.concurrency = 2;
+  const double two = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm).request_rate;
+  EXPECT_EQ(twenty.running, 3);
+  EXPECT_NEAR(twenty.request_rate, (4 * three + 4 * two) / 8, 1e-12 * three);
+}
+
 TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
   // The offline figure is the in-flight steady state at the largest batch that fits, every slot
   // refilled as it frees: the same as asking for that many clients.
@@ -629,6 +684,23 @@ TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
   // A static batch reports no in-flight figures.
   EXPECT_FALSE(r.in_flight);
   EXPECT_EQ(r.running, 0);
+}
+
+TEST(Inference, MoeDecodeGrowsSmoothlyWithTheBatch) {
+  // A decode batch spreads its tokens' top-k rows over the experts it activates: Qwen3-30B-A3B
+  // (128 experts, top 8) at 31 sequences gives 248 rows over 128 x (1 - (15/16)^31) = 109.5
+  // experts, 2.26 each; at 32, 256 over 111.8, 2.29. The grouped GEMMs' per-expert overhead rows
+  // (kernel_model.hpp, m0) weigh the same, so one more sequence costs little more (before, 248 / 128
+  // truncated to 1 row an expert priced 31 sequences 56 % slower than 32).
+  double previous = 0;
+  for (std::int64_t b = 24; b <= 40; ++b) {
+    const double t = llmsim::infer(cat::qwen3_30b_a3b, job(b, 2048, 3), cat::h100_sxm).tpot.value;
+    if (previous > 0) {
+      EXPECT_GE(t, previous) << "batch " << b;
+      EXPECT_LT(t, 1.03 * previous) << "batch " << b;
+    }
+    previous = t;
+  }
 }
 
 TEST(Inference, RefusalsNameTheField) {
@@ -799,6 +871,16 @@ TEST(InferenceCases, ConcurrencyRowsAreServedInFlight) {
   offline.erase("concurrency");
   offline["num_requests"] = 1000;
   EXPECT_EQ(lj::inference_cases::map_row(offline, recipes).spec.concurrency, 1000);
+  // ... its rates compared, not its latencies (each request waits its turn in the set).
+  const auto set = lj::inference_cases::estimate_row(offline, recipes, {"output_tok_s_total", "ttft_ms", "tpot_ms"});
+  ASSERT_TRUE(set.estimated()) << set.error;
+  ASSERT_EQ(set.metrics.size(), 1U);
+  EXPECT_EQ(set.metrics[0].name, "output_tok_s_total");
+  // In flight without an output length: refused.
+  lj::value no_osl = row;
+  no_osl.erase("osl");
+  EXPECT_EQ(lj::inference_cases::map_row(no_osl, recipes).refused,
+            "the row serves requests in flight but states no osl");
   // Neither a batch nor clients: refused, naming what is missing.
   offline.erase("max_batch_size");
   EXPECT_EQ(lj::inference_cases::map_row(offline, recipes).refused,

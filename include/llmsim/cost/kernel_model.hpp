@@ -220,7 +220,7 @@ constexpr double ceil_div(double a, double b) {
 constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
   const bool wgrad =
       g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
-  const auto rows = static_cast<double>(g.m);
+  const double rows = g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }

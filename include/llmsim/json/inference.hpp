@@ -37,7 +37,7 @@ inline value to_json(const inference_result& r) {
       {"decode_kernels_per_step", r.decode_kernels},
       {"prefill_micro_batches", r.prefill_micro_batches},
       {"decode_micro_batches", r.decode_micro_batches},
-      {"prefill_tflops_per_gpu", r.prefill_tflops},
+      {"prefill_tflops_per_gpu", r.in_flight ? value(nullptr) : value(r.prefill_tflops)},
       {"output_tok_s", r.output_tok_s},
       {"output_tok_s_per_gpu", r.output_tok_s_per_gpu},
       {"decode_tok_s_per_user", r.decode_tok_s_per_user},
@@ -128,6 +128,7 @@ struct row_job {
   inference_spec spec{};
   std::string refused;
   bool decode_rates_only = false;  ///< the row gives no output length: throughput figures are decode rates
+  bool rates_only = false;         ///< a set of requests offered at once: latencies not compared
   std::int64_t gpus_per_node = 8;  ///< the system's, for the per-node figures
 };
 
@@ -328,10 +329,15 @@ inline row_job map_row(const value& row, const value& recipes) {
   if (why.empty() && !batch && !clients && !(requests && slots))
     why = "the row states no batch_size, concurrency, or num_requests with max_batch_size";
   if (why.empty() && !isl) why = "the row states no isl";
+  // In flight, a request's rounds are its prompt's and its output's: no output length, no rates.
+  if (why.empty() && (clients || !batch) && !osl) why = "the row serves requests in flight but states no osl";
   if (!why.empty()) return job;
   if (clients || !batch) {
     s.concurrency = clients ? *clients : *requests;
     s.max_running = slots.value_or(0);
+    // A whole set offered at once empties as it runs: its rates are the steady state's while the
+    // slots stay full (fill and drain not priced), its latencies not (each waits its turn in the set).
+    job.rates_only = !clients;
   } else {
     s.batch = *batch;
   }
@@ -368,6 +374,8 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   // Requests a second of every replica: in flight, their steady state; a static batch, once per e2e.
   const double requests =
       r.in_flight ? r.request_rate * replicas : static_cast<double>(job.spec.batch) * replicas / r.e2e.value;
+  const bool latency = name.find("_ms") != std::string_view::npos;
+  if (job.rates_only && latency) return std::nullopt;
   if (name == "ttft_ms" || name == "prefill_latency_ms") return r.ttft.value * 1e3;
   if (name == "tpot_ms" || name == "decode_step_latency_ms" || name == "itl_ms") return r.tpot.value * 1e3;
   if (name == "e2e_latency_ms") return r.e2e.value * 1e3;

@@ -99,6 +99,16 @@ constexpr double grouped_weight_read(const build_context& c, double w, double st
          expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens);
 }
 
+/// Serving: the mean rows of this rank's experts that get any, `tokens` over the activated ones
+/// (0 in training, where every expert's rows are the table's M).
+constexpr double active_expert_rows(const build_context& c, std::int64_t experts, double tokens) {
+  if (c.inference == nullptr) return 0;
+  const auto& m = c.m();
+  const double active = expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens) *
+                        static_cast<double>(experts);
+  return active > 0 ? tokens / active : 0;
+}
+
 /// Whether a serving forward runs its experts inside the tensor-parallel group (ep <= tp): every
 /// rank holds all the tokens after attention's all-reduce, runs its experts' (or its slice of every
 /// expert's) rows for all of them, and one all-reduce over tp sums the partial outputs (vLLM
@@ -339,8 +349,10 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
   const double flop_count = 2.0 * tokens * static_cast<double>(in_features) * static_cast<double>(out_features);
   const auto tokens_per_expert = static_cast<std::int64_t>(tokens) / experts;
   auto shape = [&](grouped_stage stage) {
-    return grouped_gemm_shape{experts, tokens_per_expert,          out_features, in_features,
-                              false,   c.main_grad_bytes() == 4.0, stage};
+    grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
+                         false,   c.main_grad_bytes() == 4.0, stage};
+    g.active_rows = active_expert_rows(c, experts, tokens);
+    return g;
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
   const double fwd_bytes = c.inference == nullptr ? (x + y + w) * E : (x + y) * E + grouped_weight_read(c, w, E);
@@ -391,6 +403,7 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
     grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
                          true,    c.main_grad_bytes() == 4.0, stage};
     g.fp4 = fp4;
+    g.active_rows = active_expert_rows(c, experts, tokens);
     return g;
   };
   const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||

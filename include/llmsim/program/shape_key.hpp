@@ -148,6 +148,9 @@ struct grouped_gemm_shape {
   bool main_grad_fp32 = true;
   grouped_stage stage = grouped_stage::forward;
   bool fp4 = false;  ///< NVFP4 operands (keyed `dtype=fp4`; llmsim's extension)
+  /// Serving: the mean rows of an expert that has any (a decode batch leaves experts empty and
+  /// its rows a fraction of the group's), which the kernel model prices; 0: `m`. Not keyed.
+  double active_rows = 0;
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
