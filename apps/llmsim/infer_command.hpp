@@ -112,8 +112,10 @@ inline void print_inference_text(const std::string& model, const std::string& sy
         static_cast<long long>(r.running), r.prefill_tokens_per_step,
         r.token_budget_bound ? "; prompts wait for room in full steps" : "", r.queue.value * 1e3);
     std::printf("  time to first token      %10.3f ms  (queue, then the prompt's steps)\n", r.ttft.value * 1e3);
-    std::printf("  time per output token    %10.3f ms  (one step: decode tokens and prompt chunks; %.0f kernels)\n",
-                r.tpot.value * 1e3, r.decode_kernels);
+    std::printf(
+        "  time per output token    %10.3f ms  (after the first: decode steps and the prompt chunks among them; "
+        "%.0f kernels a decode step)\n",
+        r.tpot.value * 1e3, r.decode_kernels);
     std::printf("  requests/s               %10.3f per replica\n", r.request_rate);
   } else {
     std::printf("  time to first token      %10.3f ms  (prefill, %.1f TFLOP/s per GPU)\n", r.ttft.value * 1e3,

@@ -14170,9 +14170,12 @@ constexpr forward_cost mixed_step(const model_spec& m, const system_spec& sys, c
   // scored tokens in place of its one: + head(scored) - head(1).
   const forward_cost head = price_forward(m, sys, i, scored, 1, context), one = price_forward(m, sys, i, 1, 1, context);
   seconds attention = decode > 0 ? decode_attention(m, sys, i, decode, context) : seconds{};
-  if (prefill > 0)
-    attention += price_forward(m, sys, i, 1, i.input_len, 0).attention *
-                 (static_cast<double>(prefill) / static_cast<double>(i.input_len));
+  if (prefill > 0) {  // one variable-length kernel over the round's prompts (their share of one)
+    const std::int64_t prompts =
+        (prefill + i.input_len / 2) / i.input_len > 0 ? (prefill + i.input_len / 2) / i.input_len : 1;
+    attention += price_forward(m, sys, i, prompts, i.input_len, 0).attention *
+                 (static_cast<double>(prefill) / static_cast<double>(prompts * i.input_len));
+  }
   forward_cost f = all;
   f.ends = all.ends + head.ends - one.ends;
   f.time = all.time - all.ends - all.attention + f.ends + attention;
@@ -14182,30 +14185,37 @@ constexpr forward_cost mixed_step(const model_spec& m, const system_spec& sys, c
 }
 
 /// A round of in-flight batching, every running sequence advancing a token: `decode` sequences'
-/// tokens over one micro-batch per pipeline stage (TensorRT-LLM's in-flight batching over pp keeps
-/// one per stage in flight), ceil(decode / pp) each, one of them also carrying `prefill` prompt
-/// tokens (a request stays in its micro-batch). The round is the longer of that micro-batch's way
+/// tokens over up to one micro-batch per pipeline stage (TensorRT-LLM's in-flight batching over pp
+/// keeps one per stage in flight), ceil(decode / pp) each as a static batch splits (fewer
+/// micro-batches when fewer sequences), one of them also carrying `prefill` prompt tokens (a
+/// request stays in its micro-batch). The round is the longer of that micro-batch's way
 /// through the stages and the fullest stage serving every micro-batch; `first_token` is the
 /// prompt's micro-batch's way through (its first token). An eager round (one carrying prompt
 /// tokens; a decode round without CUDA graphs) takes at least its launches from the host.
 struct in_flight_round {
   seconds time{}, first_token{};
   double kernels = 0;
+  std::int64_t micro_batches = 1;
 };
 constexpr in_flight_round price_round(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                       double decode, double prefill, std::int64_t context) {
   const bool eager = prefill > 0 || !i.cuda_graphs;
   const system_spec sys = serving_system(file_sys, i, eager);
-  const auto stages = static_cast<double>(i.pp);
-  const auto per_micro = static_cast<std::int64_t>(ceil_div(decode * (1 - 1e-12), stages));
+  const auto sequences = static_cast<std::int64_t>(ceil_div(decode * (1 - 1e-12), 1));
+  inference_spec per_stage = i;  // in-flight batching splits per stage whatever the static rule
+  per_stage.micro_batching = pipeline_micro_batching::per_stage;
+  const micro_batches split = split_batch(per_stage, sequences > 0 ? sequences : 1, 1);
+  const std::int64_t per_micro = sequences > 0 ? split.size : 0;
+  const auto others = static_cast<double>(split.count - 1);
   const auto tokens = static_cast<std::int64_t>(ceil_div(prefill * (1 - 1e-12), 1));
   const auto completed = static_cast<std::int64_t>(prefill / static_cast<double>(i.input_len) + 0.5);
   const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
   const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
-  const seconds busy = plain.stage() * (stages - 1) + carrying.stage();
+  const seconds busy = plain.stage() * others + carrying.stage();
   in_flight_round r{.time = carrying.time > busy ? carrying.time : busy,
                     .first_token = carrying.time,
-                    .kernels = plain.kernels * (stages - 1) + carrying.kernels};
+                    .kernels = plain.kernels * others + carrying.kernels,
+                    .micro_batches = split.count};
   const seconds bound = launch_bound(i, r.kernels, eager);
   if (bound > r.time) r.time = bound;
   return r;
@@ -14336,7 +14346,8 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
   r.token_budget_bound = full.budget_bound;
   r.queue = full.queue;
   r.decode_kernels = full.without.kernels;
-  r.prefill_micro_batches = r.decode_micro_batches = i.pp;
+  r.prefill_micro_batches = full.with_prompt.micro_batches;
+  r.decode_micro_batches = full.without.micro_batches;
   r.prefill_tflops = 0;  // prompts share their rounds with decode tokens: no prefill rate of their own
   r.output_tok_s = r.request_rate * static_cast<double>(i.output_len);
   // Memory of the fuller replica's busy slots (one when none fits: what one would need).

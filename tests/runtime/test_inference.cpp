@@ -631,6 +631,27 @@ TEST(InferenceInFlight, OneClientIsAStaticBatchOfOne) {
   EXPECT_DOUBLE_EQ(served.last_step.value, served.tpot.value);
   EXPECT_EQ(served.prefill_micro_batches, 1);
   EXPECT_EQ(served.decode_micro_batches, 1);
+  // Over two pipeline stages too: one sequence is one micro-batch, not one per stage.
+  i.pp = 2;
+  const auto piped = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.concurrency = 0;
+  const auto piped_one = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_NEAR(piped.tpot.value, piped_one.tpot.value, 0.005 * piped_one.tpot.value);
+  EXPECT_NEAR(piped.ttft.value, piped_one.ttft.value, 0.005 * piped_one.ttft.value);
+  EXPECT_EQ(piped.decode_micro_batches, 1);
+}
+
+TEST(InferenceInFlight, ShortPromptsOfARoundShareOneAttentionKernel) {
+  // 32 one-token prompts, one output token each: every round prefills all 32 (32 tokens of the
+  // 8,192 budget), as a static batch of 32 does, one attention kernel over them (not 32 kernels'
+  // latencies).
+  auto i = job(32, 1, 1);
+  i.kernel_latency_us = 5;
+  const auto batch = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.concurrency = 32;
+  const auto served = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_NEAR(served.ttft.value, batch.ttft.value, 0.005 * batch.ttft.value);
+  EXPECT_NEAR(served.prefill_tokens_per_step, 32, 1e-9);
 }
 
 TEST(InferenceInFlight, MemoryHoldsTheRunningSequencesPagedCaches) {
