@@ -75,12 +75,13 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
                 "Device time each kernel adds to its bytes over bandwidth (replaces the system file's latency_us)")
       ->capture_default_str();
   c->add_option("--concurrency", a.spec.concurrency,
-                "In-flight (continuous) batching of this many clients, each sending its next request when its last "
-                "completes: the steady state replaces the static --batch (0: a static batch)")
+                "In-flight (continuous) batching of this many clients in all (spread over the --dp replicas), each "
+                "sending its next request when its last completes: the steady state replaces the static --batch "
+                "and --micro-batching (0: a static batch)")
       ->capture_default_str();
   c->add_option("--max-running", a.spec.max_running,
-                "In-flight batching: the most sequences a step holds (vLLM max_num_seqs, TensorRT-LLM max_batch_size; "
-                "0: as many as memory holds)")
+                "In-flight batching and the offline figure: the most sequences a step holds (vLLM max_num_seqs, "
+                "TensorRT-LLM max_batch_size; 0: as many as memory and --prefill-chunk-tokens allow)")
       ->capture_default_str();
   c->add_option("--memory-fraction", a.spec.memory_fraction, "Share of device memory the server may fill")
       ->capture_default_str();
