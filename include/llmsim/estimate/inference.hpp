@@ -706,6 +706,13 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& file_sy
   return {gpu > bound ? gpu : bound, decode, prefill.flops()};
 }
 
+/// In-flight batching's mean cached context: the prompt and, on average, half the output generated.
+constexpr std::int64_t in_flight_context(const inference_spec& i) { return i.input_len + (i.output_len + 1) / 2; }
+
+/// Sequences or tokens a steady state's mean `n` puts in a round: whole ones, a fraction running
+/// whole (the 1e-12 keeps a sum's rounding error, 63.999999..., from adding one).
+constexpr std::int64_t whole_count(double n) { return static_cast<std::int64_t>(ceil_div(n * (1 - 1e-12), 1)); }
+
 /// One step of in-flight batching on one micro-batch: `decode` sequences each adding a token over
 /// `context` cached ones, beside `prefill` prompt tokens (chunks of input_len-token prompts), of
 /// which `completed` prompts end in this step. The linear layers and collectives run once over
@@ -723,9 +730,8 @@ constexpr forward_cost mixed_step(const model_spec& m, const system_spec& sys, c
   // scored tokens in place of its one: + head(scored) - head(1).
   const forward_cost head = price_forward(m, sys, i, scored, 1, context), one = price_forward(m, sys, i, 1, 1, context);
   seconds attention = decode > 0 ? decode_attention(m, sys, i, decode, context) : seconds{};
-  if (prefill > 0) {  // one variable-length kernel over the round's prompts (their share of one)
-    const std::int64_t prompts =
-        (prefill + i.input_len / 2) / i.input_len > 0 ? (prefill + i.input_len / 2) / i.input_len : 1;
+  if (prefill > 0) {  // one variable-length kernel over the round's prompts (a chunk: its share of one)
+    const std::int64_t prompts = completed > 0 ? completed : 1;
     attention += price_forward(m, sys, i, prompts, i.input_len, 0).attention *
                  (static_cast<double>(prefill) / static_cast<double>(prompts * i.input_len));
   }
@@ -754,13 +760,13 @@ constexpr in_flight_round price_round(const model_spec& m, const system_spec& fi
                                       double decode, double prefill, std::int64_t context) {
   const bool eager = prefill > 0 || !i.cuda_graphs;
   const system_spec sys = serving_system(file_sys, i, eager);
-  const auto sequences = static_cast<std::int64_t>(ceil_div(decode * (1 - 1e-12), 1));
+  const std::int64_t sequences = whole_count(decode);
   inference_spec per_stage = i;  // in-flight batching splits per stage whatever the static rule
   per_stage.micro_batching = pipeline_micro_batching::per_stage;
   const micro_batches split = split_batch(per_stage, sequences > 0 ? sequences : 1, 1);
   const std::int64_t per_micro = sequences > 0 ? split.size : 0;
   const auto others = static_cast<double>(split.count - 1);
-  const auto tokens = static_cast<std::int64_t>(ceil_div(prefill * (1 - 1e-12), 1));
+  const std::int64_t tokens = whole_count(prefill);
   const auto completed = static_cast<std::int64_t>(prefill / static_cast<double>(i.input_len) + 0.5);
   const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
   const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
@@ -778,13 +784,11 @@ constexpr in_flight_round price_round(const model_spec& m, const system_spec& fi
 /// them holding a place in the batch, the rest queued.
 struct in_flight_state {
   double running = 0;         ///< sequences holding a slot
-  double decode = 0;          ///< of which decoding, each adding a token a round
+  double decode = 0;          ///< of which decoding, each adding a token a round, on average
   double prefill_tokens = 0;  ///< prompt tokens a round prefills, on average
-  double chunk = 0;           ///< prompt tokens of a round that carries any
-  double prompt_steps = 1;    ///< rounds a prompt's prefill spans
   bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
   in_flight_round with_prompt{}, without{};
-  seconds mean_round{}, tpot{}, queue{}, ttft{}, e2e{};
+  seconds tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
 };
 
@@ -817,27 +821,26 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
     if (next <= k) break;
     k = next;
   }
-  st.prompt_steps = k;
   const double life = k + rounds_decoding;
   st.prefill_tokens = st.running * input / life;
   const double single = input / k;  // one prompt's chunk
-  st.chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
-  const double share = st.prefill_tokens / st.chunk;  // rounds carrying prompt tokens
+  const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
+  const double share = st.prefill_tokens / chunk;  // rounds carrying prompt tokens
   // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
   // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
-  const double prefilling = st.chunk * k / input, decoding = st.running - prefilling;
-  const std::int64_t context = i.input_len + (i.output_len + 1) / 2;
-  st.with_prompt = price_round(m, file_sys, i, decoding > 0 ? decoding : 0, st.chunk, context);
+  const double prefilling = chunk * k / input, decoding = st.running - prefilling;
+  const std::int64_t context = in_flight_context(i);
+  st.with_prompt = price_round(m, file_sys, i, decoding > 0 ? decoding : 0, chunk, context);
   st.without = st.decode > 0 ? price_round(m, file_sys, i, st.running, 0, context) : st.with_prompt;
-  st.mean_round = st.without.time * (1 - share) + st.with_prompt.time * share;
-  st.request_rate = st.running / (life * st.mean_round.value);
+  const seconds mean_round = st.without.time * (1 - share) + st.with_prompt.time * share;
+  st.request_rate = st.running / (life * mean_round.value);
   const seconds prompt = st.with_prompt.time * (k - 1) + st.with_prompt.first_token;
   // As serving benchmarks measure it: (e2e - ttft) / (output_len - 1).
-  st.tpot = rounds_decoding > 0 ? (st.mean_round * life - prompt) / rounds_decoding : seconds{};
+  st.tpot = rounds_decoding > 0 ? (mean_round * life - prompt) / rounds_decoding : seconds{};
   const double waiting = clients - st.running;
-  st.queue = seconds{waiting > 1e-9 ? waiting / st.request_rate : 0.0};
+  st.queue = seconds{waiting > 0 ? waiting / st.request_rate : 0.0};
   st.ttft = st.queue + prompt;
-  st.e2e = st.queue + st.mean_round * life;
+  st.e2e = st.queue + mean_round * life;
   return st;
 }
 
@@ -925,7 +928,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.max_batch_at_limit = r.max_batch == i.max_batch_limit;
   // In-flight batching holds each sequence's cache at its current length in whole blocks: on
   // average half the output generated.
-  const std::int64_t mean_context = i.input_len + (i.output_len + 1) / 2, block = i.kv_block_tokens;
+  const std::int64_t mean_context = detail::in_flight_context(i), block = i.kv_block_tokens;
   const auto paged = static_cast<double>((mean_context + block - 1) / block * block);
   r.offline_batch = detail::largest_batch(m, sys, i, paged, r.capacity_bytes, true);
   // A step's token budget also bounds its sequences (vLLM: max_num_batched_tokens >= max_num_seqs).

@@ -366,9 +366,8 @@ struct row_result {
 /// The prediction of the row's metric `name`, if llmsim predicts it.
 inline std::optional<double> predicted(const row_job& job, const inference_result& r, std::string_view name) {
   const double per_replica_gpus = static_cast<double>(job.spec.tp * job.spec.pp);
-  const double rate_total = job.decode_rates_only && !r.in_flight
-                                ? static_cast<double>(job.spec.batch) * r.decode_tok_s_per_user
-                                : r.output_tok_s;
+  const double rate_total =
+      job.decode_rates_only ? static_cast<double>(job.spec.batch) * r.decode_tok_s_per_user : r.output_tok_s;
   const auto replicas = static_cast<double>(job.spec.dp);
   const auto input = static_cast<double>(job.spec.input_len), output = static_cast<double>(job.spec.output_len);
   // Requests a second of every replica: in flight, their steady state; a static batch, once per e2e.
