@@ -60,7 +60,7 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--micro-batch-token-limit", a.spec.micro_batch_token_limit,
                 "--micro-batching fastertransformer: halve while a micro-batch holds more tokens (v5.1 on: 1024, "
-                "v5.0: 8192)")
+                "v5.0: 8192, its betas: 2048)")
       ->capture_default_str();
   c->add_flag("--no-cuda-graphs", a.no_cuda_graphs,
               "Decode steps launch kernel by kernel, as prefill always does: a step takes at least kernels x "

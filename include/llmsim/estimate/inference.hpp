@@ -103,7 +103,7 @@ struct inference_spec {
   gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
   pipeline_micro_batching micro_batching = pipeline_micro_batching::per_stage;
   /// `fastertransformer` micro-batching halves a micro-batch while it holds more tokens than this:
-  /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0.
+  /// 1024 in FasterTransformer v5.1 and later (nccl_utils.cc `getLocalBatchSize`), 8192 in v5.0, 2048 in its betas.
   std::int64_t micro_batch_token_limit = 1024;
   /// The decode step is one CUDA graph (vLLM, TensorRT-LLM with `--enable_cuda_graph` or its
   /// executor's cuda_graph_mode, gpt-fast's torch.compile "reduce-overhead"): kernels launch back to
