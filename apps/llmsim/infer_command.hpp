@@ -77,7 +77,12 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--concurrency", a.spec.concurrency,
                 "In-flight (continuous) batching of this many clients in all (spread over the --dp replicas), each "
                 "sending its next request when its last completes: the steady state replaces the static --batch "
-                "and --micro-batching (0: a static batch)")
+                "and --micro-batching (with --request-rate: the most in flight; 0: a static batch)")
+      ->capture_default_str();
+  c->add_option("--request-rate", a.spec.request_rate,
+                "Open-loop in-flight batching: requests arrive at this mean rate a second over all replicas, a "
+                "Poisson process (benchmark_serving --request-rate); with --concurrency, at most that many in "
+                "flight (0: closed loop or a static batch)")
       ->capture_default_str();
   c->add_option("--max-running", a.spec.max_running,
                 "In-flight batching and the offline figure: the most sequences a step holds (vLLM max_num_seqs, "
@@ -99,20 +104,37 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
 
 namespace detail {
 
+/// "in-flight, open loop at 4 requests/s (Poisson)[, at most 64 in flight]".
+inline std::string open_loop_load(const llmsim::inference_spec& i) {
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%g", i.request_rate);
+  std::string load = "in-flight, open loop at " + std::string(rate) + " requests/s (Poisson)";
+  if (i.concurrency > 0) load += ", at most " + std::to_string(i.concurrency) + " in flight";
+  return load;
+}
+
 inline void print_inference_text(const std::string& model, const std::string& system, const llmsim::inference_spec& i,
                                  const llmsim::inference_result& r) {
-  const std::string load = r.in_flight ? "in-flight, " + std::to_string(i.concurrency) + " concurrent requests"
-                                       : "batch " + std::to_string(i.batch);
+  const std::string load = !r.in_flight ? "batch " + std::to_string(i.batch)
+                           : i.request_rate > 0
+                               ? open_loop_load(i)
+                               : "in-flight, " + std::to_string(i.concurrency) + " concurrent requests";
   std::printf("%s on %s: %s, input %lld, output %lld tokens; tp %lld pp %lld ep %lld dp %lld (%lld GPUs)\n",
               model.c_str(), system.c_str(), load.c_str(), static_cast<long long>(i.input_len),
               static_cast<long long>(i.output_len), static_cast<long long>(i.tp), static_cast<long long>(i.pp),
               static_cast<long long>(i.ep), static_cast<long long>(i.dp), static_cast<long long>(r.gpus));
   if (r.in_flight) {
     std::printf(
-        "  running                  %10lld sequences (%.0f prompt tokens a step on average%s), %.3f ms queued\n",
-        static_cast<long long>(r.running), r.prefill_tokens_per_step,
-        r.token_budget_bound ? "; prompts wait for room in full steps" : "", r.queue.value * 1e3);
-    std::printf("  time to first token      %10.3f ms  (queue, then the prompt's steps)\n", r.ttft.value * 1e3);
+        "  running                  %10.1f sequences (%.0f prompt tokens a step on average%s), %.3f ms queued\n",
+        r.mean_running, r.prefill_tokens_per_step, r.token_budget_bound ? "; prompts wait for room in full steps" : "",
+        r.queue.value * 1e3);
+    if (r.saturated)
+      std::printf(
+          "  saturated: requests arrive faster than the %.3f a second the slots complete; the queue grows "
+          "without bound and the latencies below leave it out\n",
+          r.request_rate * static_cast<double>(i.dp));
+    std::printf("  time to first token      %10.3f ms  (%s, then the prompt's steps)\n", r.ttft.value * 1e3,
+                i.request_rate > 0 ? "the step in progress" : "queue");
     std::printf(
         "  time per output token    %10.3f ms  (after the first: decode steps and the prompt chunks among them; "
         "%.0f kernels a decode step)\n",

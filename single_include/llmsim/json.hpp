@@ -2812,6 +2812,8 @@ inline value to_json(const inference_result& r) {
       {"gpus", r.gpus},
       {"in_flight", r.in_flight},
       {"running", r.running},
+      {"mean_running", r.mean_running},
+      {"saturated", r.saturated},
       {"prefill_tokens_per_step", r.prefill_tokens_per_step},
       {"queue_ms", r.queue.value * 1e3},
       {"request_rate", r.request_rate},
@@ -2843,6 +2845,7 @@ inline value to_json(const inference_spec& i) {
           {"max_batch_limit", i.max_batch_limit},
           {"concurrency", i.concurrency},
           {"max_running", i.max_running},
+          {"request_rate", i.request_rate},
           {"usd_per_gpu_hour", i.usd_per_gpu_hour > 0 ? value(i.usd_per_gpu_hour) : value(nullptr)}};
 }
 
@@ -2898,6 +2901,19 @@ inline std::optional<std::int64_t> count_of(const value& row, const char* key, s
     return std::nullopt;
   }
   return row[key].get<std::int64_t>();
+}
+/// A positive finite rate (requests/s) stated under `key`, if any; anything else is refused.
+inline std::optional<double> rate_of(const value& row, const char* key, std::string& refused) {
+  if (!row.contains(key) || row[key].is_null()) return std::nullopt;
+  // "inf": every request sent at once (benchmark_serving's default), no arrival rate.
+  if (row[key].is_string() && (row[key].get<std::string>() == "inf" || row[key].get<std::string>() == "Infinity"))
+    return std::nullopt;
+  if (!row[key].is_number() || !(row[key].get<double>() > 0) || !(row[key].get<double>() <= 1e9)) {
+    if (refused.empty())
+      refused = std::string(key) + " must be a positive number of requests/s, got " + row[key].dump();
+    return std::nullopt;
+  }
+  return row[key].get<double>();
 }
 inline bool starts_with_word(const std::string& text, std::string_view word) {
   std::string upper;
@@ -3079,13 +3095,20 @@ inline row_job map_row(const value& row, const value& recipes) {
   s.pp = detail::count_of(row, "pp", why).value_or(1);
   s.ep = detail::count_of(row, "ep", why).value_or(1);
   s.dp = detail::count_of(row, "dp", why).value_or(1);
-  if (why.empty() && !batch && !clients && !(requests && slots))
-    why = "the row states no batch_size, concurrency, or num_requests with max_batch_size";
+  // Open loop: requests arriving at a mean rate (benchmark_serving --request-rate), at most
+  // `concurrency` of them in flight when the row also states one.
+  const auto rate = detail::rate_of(row, "request_rate_qps", why);
+  if (why.empty() && !batch && !clients && !rate && !(requests && slots))
+    why = "the row states no batch_size, concurrency, request_rate_qps, or num_requests with max_batch_size";
   if (why.empty() && !isl) why = "the row states no isl";
   // In flight, a request's rounds are its prompt's and its output's: no output length, no rates.
-  if (why.empty() && (clients || !batch) && !osl) why = "the row serves requests in flight but states no osl";
+  if (why.empty() && (clients || rate || !batch) && !osl) why = "the row serves requests in flight but states no osl";
   if (!why.empty()) return job;
-  if (clients || !batch) {
+  if (rate) {
+    s.request_rate = *rate;
+    s.concurrency = clients.value_or(0);
+    s.max_running = slots.value_or(0);
+  } else if (clients || !batch) {
     s.concurrency = clients ? *clients : *requests;
     s.max_running = slots.value_or(0);
     // A whole set offered at once empties as it runs: its rates are the steady state's while the
@@ -3127,7 +3150,9 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   const double requests =
       r.in_flight ? r.request_rate * replicas : static_cast<double>(job.spec.batch) * replicas / r.e2e.value;
   const bool latency = name.find("_ms") != std::string_view::npos;
-  if (job.rates_only && latency) return std::nullopt;
+  // Rates only: a set offered at once, or arrivals past what the slots complete (latencies grow
+  // with the run's length).
+  if ((job.rates_only || r.saturated) && latency) return std::nullopt;
   if (name == "ttft_ms" || name == "prefill_latency_ms") return r.ttft.value * 1e3;
   if (name == "tpot_ms" || name == "decode_step_latency_ms" || name == "itl_ms") return r.tpot.value * 1e3;
   if (name == "e2e_latency_ms") return r.e2e.value * 1e3;

@@ -1237,6 +1237,34 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   const auto served_text = run_cli(base + "--concurrency 16 --max-running 12");
   EXPECT_NE(served_text.out.find("in-flight, 16 concurrent requests"), std::string::npos) << served_text.out;
   EXPECT_NE(served_text.out.find("requests/s"), std::string::npos) << served_text.out;
+  // --request-rate serves arrivals open loop: the library's steady state, its rate in the JSON's
+  // inference object, the text naming it; arrivals past the slots' rate say saturated.
+  const auto arrivals = run_cli(base + "--request-rate 2.5 --format json");
+  ASSERT_EQ(arrivals.exit_code, 0) << arrivals.err;
+  llmsim::inference_spec open;
+  open.input_len = 512;
+  open.output_len = 64;
+  open.request_rate = 2.5;
+  const auto open_loop = llmsim::infer(llmsim::catalogue::llama2_7b, open, llmsim::catalogue::a100_sxm);
+  const json opened = arrivals.out_json();
+  EXPECT_EQ(opened["inference"]["request_rate"].get<double>(), 2.5);
+  EXPECT_TRUE(opened["result"]["in_flight"].get<bool>());
+  EXPECT_FALSE(opened["result"]["saturated"].get<bool>());
+  EXPECT_EQ(opened["result"]["request_rate"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(opened["result"]["mean_running"].get<double>(), open_loop.mean_running);
+  EXPECT_DOUBLE_EQ(opened["result"]["e2e_latency_ms"].get<double>(), open_loop.e2e.value * 1e3);
+  EXPECT_DOUBLE_EQ(opened["result"]["queue_ms"].get<double>(), open_loop.queue.value * 1e3);
+  const auto arrivals_text = run_cli(base + "--request-rate 2.5 --concurrency 8");
+  EXPECT_NE(arrivals_text.out.find("in-flight, open loop at 2.5 requests/s (Poisson), at most 8 in flight"),
+            std::string::npos)
+      << arrivals_text.out;
+  const auto flood = run_cli(base + "--request-rate 100000");
+  ASSERT_EQ(flood.exit_code, 0) << flood.err;
+  EXPECT_NE(flood.out.find("saturated: requests arrive faster than the "), std::string::npos) << flood.out;
+  EXPECT_TRUE(run_cli(base + "--request-rate 100000 --format json").out_json()["result"]["saturated"].get<bool>());
+  const auto no_rate = run_cli(base + "--request-rate -2");
+  EXPECT_EQ(no_rate.exit_code, 2);
+  EXPECT_NE(no_rate.err.find("--request-rate: inference.request_rate=-2"), std::string::npos) << no_rate.err;
   // Weights alone past the device: no slot fits in flight, exit status 3 naming the in-flight batch.
   const auto no_slot = run_cli(
       "infer --model llama2-70b --system a100-sxm --input-len 512 --output-len 64 "

@@ -707,6 +707,108 @@ TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
   EXPECT_EQ(r.running, 0);
 }
 
+TEST(InferenceOpenLoop, ArrivalsBelowCapacityCompleteAtTheirRate) {
+  // Bandwidth-bound Llama-2-7B, 4-token prompts and 11 output tokens, as in
+  // ClientsShareStepsThatReadTheWeightsOnce: every round reads the weights once, t = W = 13.214 ms
+  // (+ < 1 % of caches for a few running). A request lives 11 rounds; arriving (Poisson, 20 a
+  // second) it finds a round running with probability 1 - e^-N (N requests in the system, M/G/inf)
+  // and waits its residual, t / 2 for rounds of one length: w = (1 - e^-N) t / 2, e2e = 11 t + w,
+  // N = 20 e2e (Little). Fixed point: N = 3.05, w = 0.476 t.
+  auto i = job(1, 4, 11);
+  i.request_rate = 20;
+  const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  const double t = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  double n = 0, wait = 0;
+  for (int k = 0; k < 100; ++k) {
+    wait = (1 - std::exp(-n)) * t / 2;
+    n = 20 * (11 * t + wait);
+  }
+  EXPECT_TRUE(r.in_flight);
+  EXPECT_FALSE(r.saturated);
+  EXPECT_DOUBLE_EQ(r.request_rate, 20);
+  EXPECT_DOUBLE_EQ(r.output_tok_s, 220);
+  EXPECT_NEAR(r.queue.value, wait, 0.015 * wait);
+  EXPECT_NEAR(r.ttft.value, t + wait, 0.015 * (t + wait));
+  EXPECT_NEAR(r.tpot.value, t, 0.015 * t);
+  EXPECT_NEAR(r.e2e.value, 11 * t + wait, 0.015 * (11 * t + wait));
+  EXPECT_NEAR(r.mean_running, n, 0.015 * n);
+  // Little's law holds exactly: the requests in the system are the rate times their stay.
+  EXPECT_NEAR(r.mean_running, 20 * r.e2e.value, 1e-9 * r.mean_running);
+  // Spread over dp 2 at twice the rate, each replica serves the same 20 a second.
+  i.dp = 2;
+  i.request_rate = 40;
+  const auto two = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_DOUBLE_EQ(two.request_rate, 20);
+  EXPECT_DOUBLE_EQ(two.e2e.value, r.e2e.value);
+}
+
+TEST(InferenceOpenLoop, FewArrivalsAreServedAsIfAlone) {
+  // One request a million seconds: it finds the server idle and no one beside it, so its
+  // latencies are one client's alone (a closed loop of one).
+  auto i = job(1, 512, 64);
+  i.kernel_latency_us = 5;
+  i.concurrency = 1;
+  const auto alone = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  i.concurrency = 0;
+  i.request_rate = 1e-6;
+  const auto open = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_NEAR(open.ttft.value, alone.ttft.value, 1e-5 * alone.ttft.value);
+  EXPECT_NEAR(open.tpot.value, alone.tpot.value, 1e-5 * alone.tpot.value);
+  EXPECT_NEAR(open.e2e.value, alone.e2e.value, 1e-5 * alone.e2e.value);
+  EXPECT_DOUBLE_EQ(open.request_rate, 1e-6);
+}
+
+TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
+  // Prefill only at 100 TFLOP/s (PromptsFillTheStepUpToItsTokenBudget): a round of n 1024-token
+  // prompts takes n P, P = 0.138129 s, and a request's stay is its one round. Arriving at 1 / (2 P)
+  // a second it shares the round with N others on average, waits for the round in progress
+  // ((1 - e^-N) of the time, half a round): e2e = (1 + N) P (1 + (1 - e^-N) / 2), N = e2e / (2 P).
+  // Fixed point: N = 2.76, e2e = 5.53 P. Also the time to first token (its one token). Rounds
+  // cost n P (1 + 4e-5) here (memory traffic), which the fixed point amplifies to 1.5e-4.
+  const llmsim::system_spec s = with_free_links(compute_bound());
+  const double prompt = (32 * 431644213248.0 + 262144000.0) / 100e12;
+  auto i = job(1, 1024, 1);
+  i.request_rate = 1 / (2 * prompt);
+  const auto r = llmsim::infer(cat::llama2_7b, i, s);
+  double n = 0, e2e = 0;
+  for (int k = 0; k < 200; ++k) {
+    e2e = (1 + n) * prompt * (1 + (1 - std::exp(-n)) / 2);
+    n = e2e / (2 * prompt);
+  }
+  EXPECT_FALSE(r.saturated);
+  EXPECT_NEAR(r.e2e.value, e2e, 5e-4 * e2e);
+  EXPECT_NEAR(r.ttft.value, e2e, 5e-4 * e2e);
+  EXPECT_NEAR(r.mean_running, n, 5e-4 * n);
+  EXPECT_NEAR(r.queue.value, (1 - std::exp(-n)) * (1 + n) * prompt / 2, 5e-4 * e2e);
+  // Past the rounds' capacity, 8 prompts (8,192 tokens) a round of 8 P: 1 / P a second, arrivals
+  // at 10 a second (> 7.24) saturate. The rate is the slots' and the latencies leave out the queue,
+  // which grows without bound: one full round.
+  i.request_rate = 10;
+  const auto over = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_TRUE(over.saturated);
+  EXPECT_NEAR(over.request_rate, 1 / prompt, 1e-4 / prompt);
+  EXPECT_NEAR(over.ttft.value, 8 * prompt, 1e-4 * 8 * prompt);
+  EXPECT_EQ(over.queue.value, 0);
+  // With at most 4 in flight (--max-concurrency) the same arrivals hold 4 requests: the closed
+  // loop of 4 clients, not saturated.
+  i.concurrency = 4;
+  const auto capped = llmsim::infer(cat::llama2_7b, i, s);
+  i.request_rate = 0;
+  const auto four = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_FALSE(capped.saturated);
+  EXPECT_DOUBLE_EQ(capped.request_rate, four.request_rate);
+  EXPECT_DOUBLE_EQ(capped.ttft.value, four.ttft.value);
+  EXPECT_NEAR(capped.ttft.value, 4 * prompt, 1e-4 * 4 * prompt);
+}
+
+TEST(InferenceOpenLoop, TheRateIsChecked) {
+  auto i = job(1, 16, 4);
+  for (const double bad : {-1.0, 2e9, std::nan("")}) {
+    i.request_rate = bad;
+    EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.request_rate") << bad;
+  }
+}
+
 TEST(Inference, MoeDecodeGrowsSmoothlyWithTheBatch) {
   // A decode batch spreads its tokens' top-k rows over the experts it activates: Qwen3-30B-A3B
   // (128 experts, top 8) at 31 sequences gives 248 rows over 128 x (1 - (15/16)^31) = 109.5
@@ -905,7 +1007,61 @@ TEST(InferenceCases, ConcurrencyRowsAreServedInFlight) {
   // Neither a batch nor clients: refused, naming what is missing.
   offline.erase("max_batch_size");
   EXPECT_EQ(lj::inference_cases::map_row(offline, recipes).refused,
-            "the row states no batch_size, concurrency, or num_requests with max_batch_size");
+            "the row states no batch_size, concurrency, request_rate_qps, or num_requests with max_batch_size");
+}
+
+TEST(InferenceCases, RequestRateRowsAreServedOpenLoop) {
+  // A benchmark_serving --request-rate row: arrivals at 2 a second over dp 2 (1 a replica), its
+  // latencies and rates those of the open loop; with a concurrency, that caps the requests in flight.
+  namespace lj = llmsim::json;
+  const auto recipes = lj::read_file(llmsim_test::source_dir() / "configs" / "inference" / "validation.json");
+  lj::value row = {{"id", "X3"},
+                   {"model", "Llama-2-7B"},
+                   {"gpu", "NVIDIA H100 SXM 80GB"},
+                   {"precision_weights", "BF16"},
+                   {"tp", 2},
+                   {"dp", 2},
+                   {"request_rate_qps", 2.0},
+                   {"isl", 1000},
+                   {"osl", 200},
+                   {"output_tok_s_total", 400.0},
+                   {"ttft_ms", 50.0},
+                   {"tpot_ms", 10.0}};
+  const auto job = lj::inference_cases::map_row(row, recipes);
+  ASSERT_TRUE(job.refused.empty()) << job.refused;
+  EXPECT_DOUBLE_EQ(job.spec.request_rate, 2.0);
+  EXPECT_EQ(job.spec.concurrency, 0);
+  const auto r = lj::inference_cases::estimate_row(row, recipes, {"output_tok_s_total", "ttft_ms", "tpot_ms"});
+  ASSERT_TRUE(r.estimated()) << r.error;
+  ASSERT_EQ(r.metrics.size(), 3U);
+  inference_spec i;
+  i.tp = 2;
+  i.dp = 2;
+  i.input_len = 1000;
+  i.output_len = 200;
+  i.request_rate = 2;
+  const auto lib = llmsim::infer(cat::llama2_7b, i, cat::h100_sxm);
+  EXPECT_DOUBLE_EQ(r.metrics[0].predicted, 2.0 * 200) << "below capacity the arrivals' rate completes";
+  EXPECT_DOUBLE_EQ(r.metrics[1].predicted, lib.ttft.value * 1e3);
+  EXPECT_DOUBLE_EQ(r.metrics[2].predicted, lib.tpot.value * 1e3);
+  row["concurrency"] = 16;
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.concurrency, 16);
+  // Arrivals past what the slots complete: the rates are compared, not the latencies (the queue
+  // grows with the run's length).
+  row.erase("concurrency");
+  row["request_rate_qps"] = 1e6;
+  const auto over = lj::inference_cases::estimate_row(row, recipes, {"output_tok_s_total", "ttft_ms", "tpot_ms"});
+  ASSERT_TRUE(over.estimated()) << over.error;
+  EXPECT_TRUE(over.result.saturated);
+  ASSERT_EQ(over.metrics.size(), 1U);
+  EXPECT_EQ(over.metrics[0].name, "output_tok_s_total");
+  // "inf" is every request at once, no rate: the row then needs clients or a set with slots.
+  row["request_rate_qps"] = "inf";
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).refused,
+            "the row states no batch_size, concurrency, request_rate_qps, or num_requests with max_batch_size");
+  row["request_rate_qps"] = -1;
+  EXPECT_EQ(lj::inference_cases::map_row(row, recipes).refused,
+            "request_rate_qps must be a positive number of requests/s, got -1");
 }
 
 TEST(InferenceCases, FrameworkVersionDecidesHowDecodeReadsAGroupedCache) {

@@ -155,6 +155,11 @@ struct inference_spec {
   /// In-flight batching: the most sequences one step holds (TensorRT-LLM max_batch_size, vLLM
   /// max_num_seqs, SGLang max_running_requests); 0: as many as memory holds.
   std::int64_t max_running = 0;
+  /// Open-loop in-flight serving: requests arrive at this mean rate, a Poisson process, per second
+  /// over all replicas (vLLM's and SGLang's benchmark_serving --request-rate), split evenly over
+  /// them; `concurrency`, if set, caps the requests in flight (--max-concurrency). 0: closed loop
+  /// (`concurrency`) or a static batch.
+  double request_rate = 0;
 };
 
 /// Bytes of one decoder-linear weight element as stored: int4 carries a bf16 scale per group
@@ -214,6 +219,8 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   for (const auto& [v, field] :
        {std::pair{i.concurrency, "inference.concurrency"}, std::pair{i.max_running, "inference.max_running"}})
     if (v < 0 || v > (1 << 24)) report_error(api, field, "{}={} must be in [0, {}]", field, v, 1 << 24);
+  if (!(i.request_rate >= 0 && i.request_rate <= 1e9))
+    report_error(api, "inference.request_rate", "inference.request_rate={} must be in [0, 1e9]", i.request_rate);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
     report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
                  i.kernel_latency_us);
@@ -306,13 +313,19 @@ struct inference_result {
   double usd_per_million_output_tokens = 0;  ///< at the batch given (0 without a price)
   double offline_usd_per_million_output_tokens = 0;
   std::int64_t gpus = 0;  ///< tp x pp x dp
-  /// In-flight batching (inference_spec::concurrency > 0): the steady state the figures above
-  /// describe (ttft, tpot = one step, e2e, output rates, memory at `running` sequences).
+  /// In-flight batching (inference_spec::concurrency or request_rate > 0): the steady state the
+  /// figures above describe (ttft, tpot = one step, e2e, output rates, memory at `running` sequences).
   bool in_flight = false;
   std::int64_t running = 0;            ///< sequences one step holds (prefilling or decoding)
+  double mean_running = 0;             ///< `running` before rounding (open loop: often below one)
   double prefill_tokens_per_step = 0;  ///< prompt tokens each step prefills beside the decode tokens
-  seconds queue{};                     ///< a request's wait for a free slot (clients beyond `running`)
-  double request_rate = 0;             ///< completed requests per second, one replica
+  /// A request's wait before its prompt enters: for a free slot (clients beyond `running`); open
+  /// loop, for the step in progress when it arrives
+  seconds queue{};
+  double request_rate = 0;  ///< completed requests per second, one replica
+  /// Open loop: requests arrive faster than the slots complete them, so the queue grows without
+  /// bound; the rates are the slots' and the latencies leave the queue out
+  bool saturated = false;
   /// Each step is full at inference_spec::prefill_chunk_tokens: prompts wait for room, and fewer
   /// sequences than the slots allow decode at once.
   bool token_budget_bound = false;
@@ -787,6 +800,7 @@ struct in_flight_state {
   double decode = 0;          ///< of which decoding, each adding a token a round, on average
   double prefill_tokens = 0;  ///< prompt tokens a round prefills, on average
   bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
+  double prompt_share = 0;    ///< share of the rounds carrying prompt tokens
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
@@ -826,6 +840,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   const double single = input / k;  // one prompt's chunk
   const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
   const double share = st.prefill_tokens / chunk;  // rounds carrying prompt tokens
+  st.prompt_share = share;
   // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
   // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
   const double prefilling = chunk * k / input, decoding = st.running - prefilling;
@@ -842,6 +857,98 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   st.ttft = st.queue + prompt;
   st.e2e = st.queue + mean_round * life;
   return st;
+}
+
+/// e^-x for x >= 0 (constexpr; std::exp is not before C++26): halve x below 1/2, sum the Taylor
+/// series, square back. Past x = 60 (e^-60 < 1e-26) it is 0.
+constexpr double exp_minus(double x) {
+  if (!(x < 60)) return 0;
+  int halvings = 0;
+  for (; x > 0.5; x /= 2) ++halvings;
+  double term = 1, sum = 1;
+  for (int n = 1; n < 20; ++n) sum += term *= -x / n;
+  for (; halvings > 0; --halvings) sum *= sum;
+  return sum;
+}
+
+/// Open-loop serving of one replica: requests arrive at `rate` a second, a Poisson process
+/// (benchmark_serving --request-rate). Continuous batching serves every admitted request at once,
+/// an infinite-server queue (M/G/inf): the requests in it are Poisson-distributed, N = rate x time
+/// in system on average (Little's law), and a request arriving (arrivals see time averages, PASTA)
+/// or staying finds N others beside it. So a request's rounds are those of the in-flight state
+/// with c = 1 + N requests (`in_flight_between`), and N solves N = rate x e2e(1 + N): the
+/// smallest such c, found on a grid and then by bisection, up to the slots (or `most` requests, a --max-concurrency cap). The
+/// arrival finds a round running with probability 1 - e^-N and waits out its residual, E[t^2] /
+/// (2 E[t]) over the mix of rounds, before its prompt enters (vLLM and TensorRT-LLM admit new
+/// requests between steps). No such c: a cap holds the requests at `most` (its closed loop);
+/// without one the queue grows without bound (`saturated`: the slots' rate, latencies without the
+/// queue).
+struct open_loop_state {
+  in_flight_state st;
+  bool saturated = false;
+};
+/// The in-flight state a request sees among c requests, c real: between the closed loops of
+/// floor(c) and ceil(c) requests, linearly (their rounds, latencies and rates; the counts and
+/// flags are the larger one's).
+constexpr in_flight_state in_flight_between(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                            double c, std::int64_t slots) {
+  const double below = static_cast<double>(static_cast<std::int64_t>(c));
+  const in_flight_state a = in_flight(m, file_sys, i, below, slots);
+  if (c - below < 1e-12) return a;
+  in_flight_state b = in_flight(m, file_sys, i, below + 1, slots);
+  const double w = c - below;
+  const auto mix = [w](double x, double y) { return x + (y - x) * w; };
+  const auto mix_s = [w](seconds x, seconds y) { return x + (y - x) * w; };
+  b.running = mix(a.running, b.running);
+  b.decode = mix(a.decode, b.decode);
+  b.prefill_tokens = mix(a.prefill_tokens, b.prefill_tokens);
+  b.prompt_share = mix(a.prompt_share, b.prompt_share);
+  b.with_prompt.time = mix_s(a.with_prompt.time, b.with_prompt.time);
+  b.without.time = mix_s(a.without.time, b.without.time);
+  b.tpot = mix_s(a.tpot, b.tpot);
+  b.queue = mix_s(a.queue, b.queue);
+  b.ttft = mix_s(a.ttft, b.ttft);
+  b.e2e = mix_s(a.e2e, b.e2e);
+  b.request_rate = mix(a.request_rate, b.request_rate);
+  return b;
+}
+constexpr open_loop_state open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                    double rate, std::int64_t slots, double most, bool capped) {
+  const double top = most > 1 ? most : 1;
+  // The state a request sees beside c - 1 others, its wait for the round in progress included.
+  const auto seen = [&](double c) {
+    in_flight_state st = in_flight_between(m, file_sys, i, c, slots);
+    const double p = st.prompt_share, t1 = st.with_prompt.time.value, t0 = st.without.time.value;
+    const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
+    st.queue = seconds{(1 - exp_minus(c - 1)) * square / (2 * mean)};
+    st.ttft += st.queue;
+    st.e2e += st.queue;
+    return st;
+  };
+  // Others beside one, less the arrivals its stay brings: >= 0 once c holds the steady state.
+  const auto surplus = [&](double c) { return c - 1 - rate * seen(c).e2e.value; };
+  constexpr int grid = 64;
+  double lo = 1, hi = -1;
+  for (int j = 1; j <= grid && hi < 0; ++j) {
+    const double c = 1 + (top - 1) * j / grid;
+    if (surplus(c) >= 0)
+      hi = c;
+    else
+      lo = c;
+  }
+  if (hi < 0) {  // the arrivals outrun every place: a cap's closed loop, else an unbounded queue
+    open_loop_state o{.st = in_flight_between(m, file_sys, i, top, slots), .saturated = !capped};
+    if (o.saturated) o.st.ttft -= o.st.queue, o.st.e2e -= o.st.queue, o.st.queue = {};
+    return o;
+  }
+  for (int step = 0; step < 60; ++step) {
+    const double mid = (lo + hi) / 2;
+    (surplus(mid) < 0 ? lo : hi) = mid;
+  }
+  open_loop_state o{.st = seen(hi)};
+  o.st.running = hi - 1;  // the time average (Little: rate x e2e); a request sees itself and these
+  o.st.request_rate = rate;
+  return o;
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
@@ -874,20 +981,17 @@ constexpr void static_batch_figures(inference_result& r, const model_spec& m, co
   r.peak_bytes = mem.total();
 }
 
-/// `r`'s figures for in-flight batching at inference_spec::concurrency clients over `slots` a
-/// replica. The clients spread over the dp replicas in whole numbers (c mod dp of them hold one
-/// more): rates are the replicas' mean, latencies each request's mean, the rest the fuller
-/// replica's.
-constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
-                                 const inference_spec& i, const system_spec& sys, std::int64_t slots,
-                                 double paged_context) {
-  r.in_flight = true;
+/// `r`'s rates and latencies of in-flight batching at inference_spec::concurrency clients over
+/// `slots` a replica. The clients spread over the dp replicas in whole numbers (c mod dp of them
+/// hold one more): rates are the replicas' mean, latencies each request's mean; returns the fuller
+/// replica's state.
+constexpr in_flight_state closed_loop_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
+                                              const inference_spec& i, std::int64_t slots) {
   const std::int64_t fewer = i.concurrency / i.dp, fuller_replicas = i.concurrency % i.dp;
-  const std::int64_t usable = slots > 0 ? slots : 1;
   const in_flight_state full =
-      in_flight(m, file_sys, i, static_cast<double>(fuller_replicas > 0 ? fewer + 1 : fewer), usable);
+      in_flight(m, file_sys, i, static_cast<double>(fuller_replicas > 0 ? fewer + 1 : fewer), slots);
   const bool mixed = fuller_replicas > 0 && fewer > 0;
-  const in_flight_state less = mixed ? in_flight(m, file_sys, i, static_cast<double>(fewer), usable) : full;
+  const in_flight_state less = mixed ? in_flight(m, file_sys, i, static_cast<double>(fewer), slots) : full;
   const double n_full = static_cast<double>(fuller_replicas > 0 ? fuller_replicas : i.dp);
   const double n_less = mixed ? static_cast<double>(i.dp - fuller_replicas) : 0.0;
   const double rate_full = full.request_rate * n_full, rate_less = less.request_rate * n_less;
@@ -896,11 +1000,40 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
   r.ttft = mean(full.ttft, less.ttft);
   r.e2e = mean(full.e2e, less.e2e);
   r.tpot = mean(full.tpot, less.tpot);
+  r.queue = full.queue;
+  return full;
+}
+
+/// `r`'s figures for in-flight batching over `slots` a replica: closed loop at
+/// inference_spec::concurrency clients, or open loop at inference_spec::request_rate (each
+/// replica an equal share of it, `concurrency` then capping the requests in flight).
+constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
+                                 const inference_spec& i, const system_spec& sys, std::int64_t slots,
+                                 double paged_context) {
+  r.in_flight = true;
+  const std::int64_t usable = slots > 0 ? slots : 1;
+  in_flight_state full;
+  if (i.request_rate > 0) {
+    const bool capped = i.concurrency > 0;
+    const double most =
+        capped ? static_cast<double>(i.concurrency) / static_cast<double>(i.dp) : static_cast<double>(usable);
+    const open_loop_state o =
+        open_loop(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, most, capped);
+    full = o.st;
+    r.saturated = o.saturated;
+    r.request_rate = full.request_rate;
+    r.ttft = full.ttft;
+    r.e2e = full.e2e;
+    r.tpot = full.tpot;
+    r.queue = full.queue;
+  } else {
+    full = closed_loop_figures(r, m, file_sys, i, usable);
+  }
   r.first_step = r.last_step = r.tpot;
+  r.mean_running = full.running;
   r.running = static_cast<std::int64_t>(full.running + 0.5);
   r.prefill_tokens_per_step = full.prefill_tokens;
   r.token_budget_bound = full.budget_bound;
-  r.queue = full.queue;
   r.decode_kernels = full.without.kernels;
   r.prefill_micro_batches = full.with_prompt.micro_batches;
   r.decode_micro_batches = full.without.micro_batches;
@@ -934,7 +1067,8 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   // A step's token budget also bounds its sequences (vLLM: max_num_batched_tokens >= max_num_seqs).
   if (r.offline_batch > i.prefill_chunk_tokens) r.offline_batch = i.prefill_chunk_tokens;
   if (i.max_running > 0 && r.offline_batch > i.max_running) r.offline_batch = i.max_running;
-  if (i.concurrency > 0)
+  const bool in_flight = i.concurrency > 0 || i.request_rate > 0;
+  if (in_flight)
     detail::in_flight_figures(r, m, file_sys, i, sys, r.offline_batch, paged);
   else
     detail::static_batch_figures(r, m, file_sys, i, sys);
@@ -942,7 +1076,7 @@ constexpr inference_result infer_validated(const model_spec& m, const inference_
   r.decode_tok_s_per_user = r.tpot.value > 0 ? 1 / r.tpot.value : 0;
   // Per token of the full context: kv_cache_bytes = batch x context x this (a window lowers it).
   r.kv_bytes_per_token = detail::kv_bytes_per_token(m, i) * window_cached_share(m, context);
-  r.fits = r.peak_bytes <= r.capacity_bytes && (i.concurrency == 0 || r.offline_batch > 0);
+  r.fits = r.peak_bytes <= r.capacity_bytes && (!in_flight || r.offline_batch > 0);
   // Offline: in-flight batching of as many requests as fit, each slot refilled as it frees.
   if (r.offline_batch > 0) {
     const auto batch = static_cast<double>(r.offline_batch);
