@@ -125,7 +125,7 @@ inline void print_inference_text(const std::string& model, const std::string& sy
               static_cast<long long>(i.ep), static_cast<long long>(i.dp), static_cast<long long>(r.gpus));
   if (r.in_flight) {
     std::printf(
-        "  running                  %10.1f sequences (%.0f prompt tokens a step on average%s), %.3f ms queued\n",
+        "  running                  %10.1f sequences on average (%.0f prompt tokens a step%s), %.3f ms queued\n",
         r.mean_running, r.prefill_tokens_per_step, r.token_budget_bound ? "; prompts wait for room in full steps" : "",
         r.queue.value * 1e3);
     if (r.saturated)
@@ -134,7 +134,9 @@ inline void print_inference_text(const std::string& model, const std::string& sy
           "without bound and the latencies below leave it out\n",
           r.request_rate * static_cast<double>(i.dp));
     std::printf("  time to first token      %10.3f ms  (%s, then the prompt's steps)\n", r.ttft.value * 1e3,
-                i.request_rate > 0 ? "the step in progress" : "queue");
+                r.saturated          ? "once a slot frees"
+                : i.request_rate > 0 ? "a slot and the step in progress"
+                                     : "queue");
     std::printf(
         "  time per output token    %10.3f ms  (after the first: decode steps and the prompt chunks among them; "
         "%.0f kernels a decode step)\n",

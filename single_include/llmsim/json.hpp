@@ -2782,9 +2782,10 @@ namespace json {
 /// The figures of one serving estimate, in the units people quote (ms, tokens/s, GB = 10^9 B).
 inline value to_json(const inference_result& r) {
   return {
-      {"ttft_ms", r.ttft.value * 1e3},
+      // Saturated open loop: a request's wait grows with the run, no figure to give.
+      {"ttft_ms", r.saturated ? value(nullptr) : value(r.ttft.value * 1e3)},
       {"tpot_ms", r.tpot.value * 1e3},
-      {"e2e_latency_ms", r.e2e.value * 1e3},
+      {"e2e_latency_ms", r.saturated ? value(nullptr) : value(r.e2e.value * 1e3)},
       {"first_decode_step_ms", r.first_step.value * 1e3},
       {"last_decode_step_ms", r.last_step.value * 1e3},
       {"decode_kernels_per_step", r.decode_kernels},
@@ -2813,9 +2814,10 @@ inline value to_json(const inference_result& r) {
       {"in_flight", r.in_flight},
       {"running", r.running},
       {"mean_running", r.mean_running},
+      {"requests_in_system", r.in_system},
       {"saturated", r.saturated},
       {"prefill_tokens_per_step", r.prefill_tokens_per_step},
-      {"queue_ms", r.queue.value * 1e3},
+      {"queue_ms", r.saturated ? value(nullptr) : value(r.queue.value * 1e3)},
       {"request_rate", r.request_rate},
       {"token_budget_bound", r.token_budget_bound}};
 }
@@ -3150,9 +3152,11 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   const double requests =
       r.in_flight ? r.request_rate * replicas : static_cast<double>(job.spec.batch) * replicas / r.e2e.value;
   const bool latency = name.find("_ms") != std::string_view::npos;
-  // Rates only: a set offered at once, or arrivals past what the slots complete (latencies grow
-  // with the run's length).
-  if ((job.rates_only || r.saturated) && latency) return std::nullopt;
+  // Rates only: a set offered at once. Arrivals past what the slots complete: a full batch's steps,
+  // but no wait to first token or end (they grow with the run's length).
+  if (job.rates_only && latency) return std::nullopt;
+  if (r.saturated && (name == "ttft_ms" || name == "prefill_latency_ms" || name == "e2e_latency_ms"))
+    return std::nullopt;
   if (name == "ttft_ms" || name == "prefill_latency_ms") return r.ttft.value * 1e3;
   if (name == "tpot_ms" || name == "decode_step_latency_ms" || name == "itl_ms") return r.tpot.value * 1e3;
   if (name == "e2e_latency_ms") return r.e2e.value * 1e3;

@@ -13466,6 +13466,7 @@ LLMSIM_END_NAMESPACE
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 LLMSIM_BEGIN_NAMESPACE
 
@@ -13595,7 +13596,7 @@ struct inference_spec {
   std::int64_t max_batch_limit = 1 << 16;  ///< the largest batch the max-batch search tries
   double usd_per_gpu_hour = 0;             ///< price of one GPU-hour (0: no dollar figures)
   /// In-flight (continuous) batching of `concurrency` clients, each sending its next request as its
-  /// last one completes (vLLM's and SGLang's benchmark_serving --max-concurrency, trtllm-bench's
+  /// last one completes (vLLM's and SGLang's benchmark clients' --max-concurrency, trtllm-bench's
   /// --concurrency), spread evenly over the dp replicas: the steady state replaces the static batch
   /// (`batch` is then unused). 0: a static batch.
   std::int64_t concurrency = 0;
@@ -13603,7 +13604,7 @@ struct inference_spec {
   /// max_num_seqs, SGLang max_running_requests); 0: as many as memory holds.
   std::int64_t max_running = 0;
   /// Open-loop in-flight serving: requests arrive at this mean rate, a Poisson process, per second
-  /// over all replicas (vLLM's and SGLang's benchmark_serving --request-rate), split evenly over
+  /// over all replicas (vLLM's and SGLang's benchmark clients' --request-rate), split evenly over
   /// them; `concurrency`, if set, caps the requests in flight (--max-concurrency). 0: closed loop
   /// (`concurrency`) or a static batch.
   double request_rate = 0;
@@ -13764,7 +13765,8 @@ struct inference_result {
   /// figures above describe (ttft, tpot = one step, e2e, output rates, memory at `running` sequences).
   bool in_flight = false;
   std::int64_t running = 0;            ///< sequences one step holds (prefilling or decoding)
-  double mean_running = 0;             ///< `running` before rounding (open loop: often below one)
+  double mean_running = 0;             ///< `running` before rounding (open loop: a time average)
+  double in_system = 0;                ///< requests admitted, running or waiting for a slot: request_rate x e2e
   double prefill_tokens_per_step = 0;  ///< prompt tokens each step prefills beside the decode tokens
   /// A request's wait before its prompt enters: for a free slot (clients beyond `running`); open
   /// loop, for the step in progress when it arrives
@@ -14231,8 +14233,10 @@ constexpr in_flight_round price_round(const model_spec& m, const system_spec& fi
   const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
   const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
   const seconds busy = plain.stage() * others + carrying.stage();
+  // The prompt's micro-batch: its way through, not before the host has launched its kernels.
+  const seconds own_launches = launch_bound(i, carrying.kernels, eager);
   in_flight_round r{.time = carrying.time > busy ? carrying.time : busy,
-                    .first_token = carrying.time,
+                    .first_token = carrying.time > own_launches ? carrying.time : own_launches,
                     .kernels = plain.kernels * others + carrying.kernels,
                     .micro_batches = split.count};
   const seconds bound = launch_bound(i, r.kernels, eager);
@@ -14253,7 +14257,9 @@ struct in_flight_state {
   double request_rate = 0;  ///< completed requests/s, one replica
 };
 
-/// Chunked prefill in continuous batching (vLLM V1, SGLang, TensorRT-LLM's in-flight batching):
+/// Chunked prefill in continuous batching (vLLM V1, TensorRT-LLM's in-flight batching; SGLang
+/// mixes prompt chunks into decode steps only with --enable-mixed-chunk, by default it runs them as
+/// steps of their own, not modelled):
 /// a round holds every decoding sequence's next token and, when prompts wait, prompt tokens up to
 /// the round's token budget B (prefill_chunk_tokens: TensorRT-LLM max_num_tokens, vLLM
 /// max_num_batched_tokens, which also bound the running sequences). A request holds its slot for
@@ -14306,96 +14312,150 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   return st;
 }
 
-/// e^-x for x >= 0 (constexpr; std::exp is not before C++26): halve x below 1/2, sum the Taylor
-/// series, square back. Past x = 60 (e^-60 < 1e-26) it is 0.
-constexpr double exp_minus(double x) {
-  if (!(x < 60)) return 0;
-  int halvings = 0;
-  for (; x > 0.5; x /= 2) ++halvings;
-  double term = 1, sum = 1;
-  for (int n = 1; n < 20; ++n) sum += term *= -x / n;
-  for (; halvings > 0; --halvings) sum *= sum;
-  return sum;
+/// Poisson(n) probabilities of k = first, first + 1, ..., n +- (10 sqrt(n) + 10) (the rest below
+/// 1e-20), from the mode by the ratios p(k + 1) / p(k) = n / (k + 1), normalised: no e^-n to
+/// underflow.
+struct poisson_span {
+  std::int64_t first = 0;
+  std::vector<double> weight{};
+};
+constexpr poisson_span poisson_weights(double n) {
+  const double spread = 10 * sqrt_of(n) + 10;
+  const auto mode = static_cast<std::int64_t>(n);
+  const auto first = static_cast<std::int64_t>(n - spread > 0 ? n - spread : 0.0);
+  const auto last = static_cast<std::int64_t>(n + spread) + 1;
+  poisson_span span{.first = first, .weight = std::vector<double>(static_cast<std::size_t>(last - first + 1), 0.0)};
+  const auto at = [&](std::int64_t k) -> double& { return span.weight[static_cast<std::size_t>(k - first)]; };
+  at(mode) = 1;
+  for (std::int64_t k = mode; k < last; ++k) at(k + 1) = at(k) * n / static_cast<double>(k + 1);
+  for (std::int64_t k = mode; k > first; --k) at(k - 1) = at(k) * static_cast<double>(k) / n;
+  double total = 0;
+  for (const double w : span.weight) total += w;
+  for (double& w : span.weight) w /= total;
+  return span;
+}
+
+/// The closed-loop states of 1, 2, ... requests on one replica, each priced once; past the slots
+/// only the queue grows, (c - slots) / X more (`in_flight`'s clients beyond the batch).
+struct closed_loop_states {
+  const model_spec& m;
+  const system_spec& file_sys;
+  const inference_spec& i;
+  std::int64_t slots = 1;
+  std::vector<in_flight_state> priced{};  // [c - 1] for c = 1..
+  std::vector<bool> known{};
+  constexpr in_flight_state at(std::int64_t c) {
+    if (c > slots) {
+      in_flight_state st = at(slots);
+      const seconds more{static_cast<double>(c - slots) / st.request_rate};
+      st.queue += more;
+      st.ttft += more;
+      st.e2e += more;
+      return st;
+    }
+    const auto k = static_cast<std::size_t>(c - 1);
+    if (priced.size() <= k) priced.resize(k + 1), known.resize(k + 1, false);
+    if (!known[k]) priced[k] = in_flight(m, file_sys, i, static_cast<double>(c), slots), known[k] = true;
+    return priced[k];
+  }
+};
+
+/// What a request arriving at one replica sees in open-loop serving, averaged over the others.
+struct arrival_view {
+  seconds ttft{}, tpot{}, e2e{}, queue{};  ///< queue: for a slot, then for the step in progress
+  double occupancy = 0;                    ///< sequences in the batch, time average
+  double admitted = 0;                     ///< requests admitted (in the batch or queued), time average
+  double prefill_tokens = 0;               ///< prompt tokens a step, time average
+  std::int64_t typical = 1;                ///< the requests of the most likely state, for its counts
+};
+/// Continuous batching serves every admitted request at once, an infinite-server queue (M/G/inf):
+/// the requests in the system are Poisson with mean `n` whatever the service times, and an arrival
+/// finds them so (Poisson arrivals see time averages, PASTA). Finding K, at most `admitted` of them
+/// admitted (a --max-concurrency cap), its rounds are the closed loop's of 1 + min(K, admitted - 1)
+/// requests; admitted at once beside K >= 1 others, it first waits out the step in progress, the
+/// residual E[t^2] / (2 E[t]) of the K-request state's rounds (vLLM and TensorRT-LLM admit
+/// requests between steps); held by the cap, it enters as one leaves, at a step's end. Past the
+/// slots the closed loop queues the excess, K / X ahead of it: the Poisson count of a server
+/// without slots, so an upper bound where slots bind (a single slot is an M/D/1 queue, whose wait
+/// is half as long).
+constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std::int64_t admitted) {
+  const poisson_span span = poisson_weights(n);
+  arrival_view v;
+  double best = -1;
+  for (std::size_t j = 0; j < span.weight.size(); ++j) {
+    const std::int64_t found = span.first + static_cast<std::int64_t>(j);
+    const std::int64_t in_server = found < admitted ? found : admitted;
+    const double w = span.weight[j];
+    v.admitted += w * static_cast<double>(in_server);
+    const in_flight_state with = states.at(1 + (found < admitted ? found : admitted - 1));
+    seconds wait{};
+    if (in_server > 0) {
+      const in_flight_state now = states.at(in_server);
+      v.occupancy += w * now.running;
+      v.prefill_tokens += w * now.prefill_tokens;
+      if (found < admitted) {
+        const double p = now.prompt_share, t1 = now.with_prompt.time.value, t0 = now.without.time.value;
+        const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
+        wait = seconds{square / (2 * mean)};
+      }
+    }
+    v.ttft += (with.ttft + wait) * w;
+    v.tpot += with.tpot * w;
+    v.e2e += (with.e2e + wait) * w;
+    v.queue += (with.queue + wait) * w;
+    if (w > best) best = w, v.typical = 1 + (found < admitted ? found : admitted - 1);
+  }
+  return v;
 }
 
 /// Open-loop serving of one replica: requests arrive at `rate` a second, a Poisson process
-/// (benchmark_serving --request-rate). Continuous batching serves every admitted request at once,
-/// an infinite-server queue (M/G/inf): the requests in it are Poisson-distributed, N = rate x time
-/// in system on average (Little's law), and a request arriving (arrivals see time averages, PASTA)
-/// or staying finds N others beside it. So a request's rounds are those of the in-flight state
-/// with c = 1 + N requests (`in_flight_between`), and N solves N = rate x e2e(1 + N): the
-/// smallest such c, found on a grid and then by bisection, up to the slots (or `most` requests, a --max-concurrency cap). The
-/// arrival finds a round running with probability 1 - e^-N and waits out its residual, E[t^2] /
-/// (2 E[t]) over the mix of rounds, before its prompt enters (vLLM and TensorRT-LLM admit new
-/// requests between steps). No such c: a cap holds the requests at `most` (its closed loop);
-/// without one the queue grows without bound (`saturated`: the slots' rate, latencies without the
-/// queue).
-struct open_loop_state {
-  in_flight_state st;
+/// (benchmark_serving --request-rate), at most `cap` of them admitted when cap > 0
+/// (--max-concurrency, whose held arrivals wait at the client, their clock not yet started). The
+/// Poisson mean n solves admitted(n) = rate x e2e(n) (Little's law; admitted and e2e as
+/// `seen_on_arrival` prices them, admitted = n without a cap): the smallest root, by doubling and
+/// bisection (a cap's own closed-loop rate is the caller's to check first). Arrivals
+/// at or past the slots' rate X (the closed loop of a full batch) saturate an uncapped replica:
+/// the queue grows without bound (`saturated`: rate X, latencies of a full batch without it).
+struct open_loop_result {
+  arrival_view view{};
+  double in_system = 0, rate = 0;
   bool saturated = false;
 };
-/// The in-flight state a request sees among c requests, c real: between the closed loops of
-/// floor(c) and ceil(c) requests, linearly (their rounds, latencies and rates; the counts and
-/// flags are the larger one's).
-constexpr in_flight_state in_flight_between(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                            double c, std::int64_t slots) {
-  const double below = static_cast<double>(static_cast<std::int64_t>(c));
-  const in_flight_state a = in_flight(m, file_sys, i, below, slots);
-  if (c - below < 1e-12) return a;
-  in_flight_state b = in_flight(m, file_sys, i, below + 1, slots);
-  const double w = c - below;
-  const auto mix = [w](double x, double y) { return x + (y - x) * w; };
-  const auto mix_s = [w](seconds x, seconds y) { return x + (y - x) * w; };
-  b.running = mix(a.running, b.running);
-  b.decode = mix(a.decode, b.decode);
-  b.prefill_tokens = mix(a.prefill_tokens, b.prefill_tokens);
-  b.prompt_share = mix(a.prompt_share, b.prompt_share);
-  b.with_prompt.time = mix_s(a.with_prompt.time, b.with_prompt.time);
-  b.without.time = mix_s(a.without.time, b.without.time);
-  b.tpot = mix_s(a.tpot, b.tpot);
-  b.queue = mix_s(a.queue, b.queue);
-  b.ttft = mix_s(a.ttft, b.ttft);
-  b.e2e = mix_s(a.e2e, b.e2e);
-  b.request_rate = mix(a.request_rate, b.request_rate);
-  return b;
-}
-constexpr open_loop_state open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                    double rate, std::int64_t slots, double most, bool capped) {
-  const double top = most > 1 ? most : 1;
-  // The state a request sees beside c - 1 others, its wait for the round in progress included.
-  const auto seen = [&](double c) {
-    in_flight_state st = in_flight_between(m, file_sys, i, c, slots);
-    const double p = st.prompt_share, t1 = st.with_prompt.time.value, t0 = st.without.time.value;
-    const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
-    st.queue = seconds{(1 - exp_minus(c - 1)) * square / (2 * mean)};
-    st.ttft += st.queue;
-    st.e2e += st.queue;
-    return st;
+constexpr open_loop_result open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                     double rate, std::int64_t slots, double cap) {
+  closed_loop_states states{.m = m, .file_sys = file_sys, .i = i, .slots = slots};
+  const bool capped = cap > 0;
+  const std::int64_t admitted = capped ? whole_count(cap) : std::int64_t{1} << 40;
+  const in_flight_state full = states.at(slots);
+  open_loop_result out{.rate = rate};
+  if (!capped && rate >= full.request_rate) {
+    out.saturated = true;
+    out.rate = full.request_rate;
+    out.in_system = full.running;
+    out.view = {.ttft = full.ttft - full.queue,
+                .tpot = full.tpot,
+                .e2e = full.e2e - full.queue,
+                .occupancy = full.running,
+                .prefill_tokens = full.prefill_tokens,
+                .typical = slots};
+    return out;
+  }
+  // Requests admitted less those the arrivals' stay brings (Little): >= 0 once n holds the steady state.
+  const auto surplus = [&](double n) {
+    const arrival_view v = seen_on_arrival(states, n, admitted);
+    return v.admitted - rate * v.e2e.value;
   };
-  // Others beside one, less the arrivals its stay brings: >= 0 once c holds the steady state.
-  const auto surplus = [&](double c) { return c - 1 - rate * seen(c).e2e.value; };
-  constexpr int grid = 64;
-  double lo = 1, hi = -1;
-  for (int j = 1; j <= grid && hi < 0; ++j) {
-    const double c = 1 + (top - 1) * j / grid;
-    if (surplus(c) >= 0)
-      hi = c;
-    else
-      lo = c;
-  }
-  if (hi < 0) {  // the arrivals outrun every place: a cap's closed loop, else an unbounded queue
-    open_loop_state o{.st = in_flight_between(m, file_sys, i, top, slots), .saturated = !capped};
-    if (o.saturated) o.st.ttft -= o.st.queue, o.st.e2e -= o.st.queue, o.st.queue = {};
-    return o;
-  }
-  for (int step = 0; step < 60; ++step) {
-    const double mid = (lo + hi) / 2;
-    (surplus(mid) < 0 ? lo : hi) = mid;
-  }
-  open_loop_state o{.st = seen(hi)};
-  o.st.running = hi - 1;  // the time average (Little: rate x e2e); a request sees itself and these
-  o.st.request_rate = rate;
-  return o;
+  const double top = 1e7;  // past 1e7 requests in the system: as good as saturated
+  double lo = 0, hi = 1 < top ? 1.0 : top;
+  while (surplus(hi) < 0 && hi < top) lo = hi, hi = 2 * hi < top ? 2 * hi : top;
+  if (surplus(hi) >= 0)
+    for (int step = 0; step < 60; ++step) {
+      const double mid = (lo + hi) / 2;
+      (surplus(mid) < 0 ? lo : hi) = mid;
+    }
+  out.view = seen_on_arrival(states, hi, admitted);
+  out.in_system = out.view.admitted;
+  return out;
 }
 
 /// Dollars per million output tokens at `tok_s` output tokens/s of `gpus` GPUs.
@@ -14453,40 +14513,44 @@ constexpr in_flight_state closed_loop_figures(inference_result& r, const model_s
 
 /// `r`'s figures for in-flight batching over `slots` a replica: closed loop at
 /// inference_spec::concurrency clients, or open loop at inference_spec::request_rate (each
-/// replica an equal share of it, `concurrency` then capping the requests in flight).
+/// replica an equal share of it, `concurrency` then capping the requests admitted: arrivals at or
+/// past the cap's closed-loop rate keep it full, its closed loop).
 constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
                                  const inference_spec& i, const system_spec& sys, std::int64_t slots,
                                  double paged_context) {
   r.in_flight = true;
   const std::int64_t usable = slots > 0 ? slots : 1;
-  in_flight_state full;
-  if (i.request_rate > 0) {
-    const bool capped = i.concurrency > 0;
-    const double most =
-        capped ? static_cast<double>(i.concurrency) / static_cast<double>(i.dp) : static_cast<double>(usable);
-    const open_loop_state o =
-        open_loop(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, most, capped);
-    full = o.st;
-    r.saturated = o.saturated;
-    r.request_rate = full.request_rate;
-    r.ttft = full.ttft;
-    r.e2e = full.e2e;
-    r.tpot = full.tpot;
-    r.queue = full.queue;
-  } else {
-    full = closed_loop_figures(r, m, file_sys, i, usable);
+  const auto replicas = static_cast<double>(i.dp);
+  in_flight_state shown{};
+  if (i.concurrency > 0) {  // the clients' closed loop, or the cap's
+    shown = closed_loop_figures(r, m, file_sys, i, usable);
+    r.mean_running = shown.running;
+    r.prefill_tokens_per_step = shown.prefill_tokens;
   }
+  const bool open = i.request_rate > 0 && (i.concurrency == 0 || i.request_rate / replicas < r.request_rate);
+  if (open) {
+    const double cap = static_cast<double>(i.concurrency) / replicas;
+    const open_loop_result o = open_loop(m, file_sys, i, i.request_rate / replicas, usable, cap);
+    r.saturated = o.saturated;
+    r.request_rate = o.rate;
+    r.ttft = o.view.ttft;
+    r.tpot = o.view.tpot;
+    r.e2e = o.view.e2e;
+    r.queue = o.view.queue;
+    r.mean_running = o.view.occupancy;
+    r.prefill_tokens_per_step = o.view.prefill_tokens;
+    shown = in_flight(m, file_sys, i, static_cast<double>(o.view.typical), usable);
+  }
+  r.in_system = r.request_rate * r.e2e.value;  // Little's law (saturated: the batch alone)
   r.first_step = r.last_step = r.tpot;
-  r.mean_running = full.running;
-  r.running = static_cast<std::int64_t>(full.running + 0.5);
-  r.prefill_tokens_per_step = full.prefill_tokens;
-  r.token_budget_bound = full.budget_bound;
-  r.decode_kernels = full.without.kernels;
-  r.prefill_micro_batches = full.with_prompt.micro_batches;
-  r.decode_micro_batches = full.without.micro_batches;
+  r.running = static_cast<std::int64_t>(r.mean_running + 0.5);
+  r.token_budget_bound = shown.budget_bound;
+  r.decode_kernels = shown.without.kernels;
+  r.prefill_micro_batches = shown.with_prompt.micro_batches;
+  r.decode_micro_batches = shown.without.micro_batches;
   r.prefill_tflops = 0;  // prompts share their rounds with decode tokens: no prefill rate of their own
   r.output_tok_s = r.request_rate * static_cast<double>(i.output_len);
-  // Memory of the fuller replica's busy slots (one when none fits: what one would need).
+  // Memory of the (fuller replica's) busy slots (one when none fits: what one would need).
   const std::int64_t held = r.running > 0 ? r.running : 1;
   const serving_memory mem = memory_at(m, sys, i, held, paged_context, chunked_prefill(i, held));
   r.weight_bytes = mem.weights;

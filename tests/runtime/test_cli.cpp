@@ -1252,6 +1252,9 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_FALSE(opened["result"]["saturated"].get<bool>());
   EXPECT_EQ(opened["result"]["request_rate"].get<double>(), 2.5);
   EXPECT_DOUBLE_EQ(opened["result"]["mean_running"].get<double>(), open_loop.mean_running);
+  EXPECT_DOUBLE_EQ(opened["result"]["requests_in_system"].get<double>(), open_loop.in_system);
+  EXPECT_DOUBLE_EQ(opened["result"]["ttft_ms"].get<double>(), open_loop.ttft.value * 1e3);
+  EXPECT_DOUBLE_EQ(opened["result"]["tpot_ms"].get<double>(), open_loop.tpot.value * 1e3);
   EXPECT_DOUBLE_EQ(opened["result"]["e2e_latency_ms"].get<double>(), open_loop.e2e.value * 1e3);
   EXPECT_DOUBLE_EQ(opened["result"]["queue_ms"].get<double>(), open_loop.queue.value * 1e3);
   const auto arrivals_text = run_cli(base + "--request-rate 2.5 --concurrency 8");
@@ -1261,7 +1264,15 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   const auto flood = run_cli(base + "--request-rate 100000");
   ASSERT_EQ(flood.exit_code, 0) << flood.err;
   EXPECT_NE(flood.out.find("saturated: requests arrive faster than the "), std::string::npos) << flood.out;
-  EXPECT_TRUE(run_cli(base + "--request-rate 100000 --format json").out_json()["result"]["saturated"].get<bool>());
+  // Saturated: no time to first token, end or queue to give (they grow with the run); a full
+  // batch's steps.
+  const json flooded = run_cli(base + "--request-rate 100000 --format json").out_json();
+  EXPECT_TRUE(flooded["result"]["saturated"].get<bool>());
+  EXPECT_TRUE(flooded["result"]["ttft_ms"].is_null());
+  EXPECT_TRUE(flooded["result"]["e2e_latency_ms"].is_null());
+  EXPECT_TRUE(flooded["result"]["queue_ms"].is_null());
+  EXPECT_GT(flooded["result"]["tpot_ms"].get<double>(), 0);
+  EXPECT_NE(flood.out.find("(once a slot frees, then the prompt's steps)"), std::string::npos) << flood.out;
   const auto no_rate = run_cli(base + "--request-rate -2");
   EXPECT_EQ(no_rate.exit_code, 2);
   EXPECT_NE(no_rate.err.find("--request-rate: inference.request_rate=-2"), std::string::npos) << no_rate.err;

@@ -731,9 +731,11 @@ TEST(InferenceOpenLoop, ArrivalsBelowCapacityCompleteAtTheirRate) {
   EXPECT_NEAR(r.ttft.value, t + wait, 0.015 * (t + wait));
   EXPECT_NEAR(r.tpot.value, t, 0.015 * t);
   EXPECT_NEAR(r.e2e.value, 11 * t + wait, 0.015 * (11 * t + wait));
-  EXPECT_NEAR(r.mean_running, n, 0.015 * n);
+  // No slot binds: every request in the system is in the batch, N of them on average.
+  EXPECT_NEAR(r.in_system, n, 0.015 * n);
+  EXPECT_NEAR(r.mean_running, r.in_system, 1e-6 * n);
   // Little's law holds exactly: the requests in the system are the rate times their stay.
-  EXPECT_NEAR(r.mean_running, 20 * r.e2e.value, 1e-9 * r.mean_running);
+  EXPECT_NEAR(r.in_system, 20 * r.e2e.value, 1e-9 * n);
   // Spread over dp 2 at twice the rate, each replica serves the same 20 a second.
   i.dp = 2;
   i.request_rate = 40;
@@ -758,39 +760,67 @@ TEST(InferenceOpenLoop, FewArrivalsAreServedAsIfAlone) {
   EXPECT_DOUBLE_EQ(open.request_rate, 1e-6);
 }
 
+TEST(InferenceOpenLoop, TheWaitIsTheResidualOfTheStepInProgress) {
+  // Compute-bound, 4-token prompts, 3 output tokens: one request alone runs a prompt round t1 and
+  // two decode rounds t0 (the prompt's pass is launched kernel by kernel, 387 launches of 4 us:
+  // t1 = 1.55 ms; a decode step replays a CUDA graph, t0 = 0.13 ms). At N = 1e-3 requests in the system
+  // an arrival finds one other with probability ~N, in a prompt round a third of the time: its
+  // wait is N E[t^2] / (2 E[t]), p = 1/3: N (p t1^2 + (1 - p) t0^2) / (2 (p t1 + (1 - p) t0)),
+  // 0.67 ms x N. Half a mean round would be 0.30 ms x N, the shares swapped 0.75 ms x N.
+  const llmsim::system_spec s = with_free_links(compute_bound());
+  auto i = job(1, 4, 3);
+  i.concurrency = 1;
+  const auto alone = llmsim::infer(cat::llama2_7b, i, s);
+  const double t1 = alone.ttft.value, t0 = alone.tpot.value;
+  ASSERT_GT(t1, 3 * t0);
+  i.concurrency = 0;
+  i.request_rate = 1e-3 / alone.e2e.value;
+  const auto r = llmsim::infer(cat::llama2_7b, i, s);
+  const double n = r.in_system, p = 1.0 / 3;
+  const double residual = (p * t1 * t1 + (1 - p) * t0 * t0) / (2 * (p * t1 + (1 - p) * t0));
+  EXPECT_NEAR(n, 1e-3, 1e-5);
+  EXPECT_NEAR(r.queue.value, n * residual, 0.005 * n * residual);
+}
+
 TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
-  // Prefill only at 100 TFLOP/s (PromptsFillTheStepUpToItsTokenBudget): a round of n 1024-token
-  // prompts takes n P, P = 0.138129 s, and a request's stay is its one round. Arriving at 1 / (2 P)
-  // a second it shares the round with N others on average, waits for the round in progress
-  // ((1 - e^-N) of the time, half a round): e2e = (1 + N) P (1 + (1 - e^-N) / 2), N = e2e / (2 P).
-  // Fixed point: N = 2.76, e2e = 5.53 P. Also the time to first token (its one token). Rounds
-  // cost n P (1 + 4e-5) here (memory traffic), which the fixed point amplifies to 1.5e-4.
+  // Prefill only at 100 TFLOP/s (PromptsFillTheStepUpToItsTokenBudget): a round of k 1024-token
+  // prompts takes k P, P = 0.138129 s, and a request's stay is its one round. With K ~ Poisson(N)
+  // others it shares a round of (1 + K) P, after the round in progress, K P / 2 on average: e2e =
+  // (1 + N) P + N P / 2. Arriving at 1 / (2 P) a second: N = e2e / (2 P), so N = 2, e2e = 4 P,
+  // also the time to first token (its one token). A round holds 8 prompts at most (8,192 tokens):
+  // the 0.1 % of arrivals finding 8 or more others queue, 1e-3 more.
   const llmsim::system_spec s = with_free_links(compute_bound());
   const double prompt = (32 * 431644213248.0 + 262144000.0) / 100e12;
   auto i = job(1, 1024, 1);
   i.request_rate = 1 / (2 * prompt);
   const auto r = llmsim::infer(cat::llama2_7b, i, s);
-  double n = 0, e2e = 0;
-  for (int k = 0; k < 200; ++k) {
-    e2e = (1 + n) * prompt * (1 + (1 - std::exp(-n)) / 2);
-    n = e2e / (2 * prompt);
-  }
   EXPECT_FALSE(r.saturated);
-  EXPECT_NEAR(r.e2e.value, e2e, 5e-4 * e2e);
-  EXPECT_NEAR(r.ttft.value, e2e, 5e-4 * e2e);
-  EXPECT_NEAR(r.mean_running, n, 5e-4 * n);
-  EXPECT_NEAR(r.queue.value, (1 - std::exp(-n)) * (1 + n) * prompt / 2, 5e-4 * e2e);
-  // Past the rounds' capacity, 8 prompts (8,192 tokens) a round of 8 P: 1 / P a second, arrivals
-  // at 10 a second (> 7.24) saturate. The rate is the slots' and the latencies leave out the queue,
-  // which grows without bound: one full round.
-  i.request_rate = 10;
-  const auto over = llmsim::infer(cat::llama2_7b, i, s);
-  EXPECT_TRUE(over.saturated);
-  EXPECT_NEAR(over.request_rate, 1 / prompt, 1e-4 / prompt);
-  EXPECT_NEAR(over.ttft.value, 8 * prompt, 1e-4 * 8 * prompt);
-  EXPECT_EQ(over.queue.value, 0);
-  // With at most 4 in flight (--max-concurrency) the same arrivals hold 4 requests: the closed
-  // loop of 4 clients, not saturated.
+  EXPECT_NEAR(r.in_system, 2, 3e-3 * 2);
+  EXPECT_NEAR(r.e2e.value, 4 * prompt, 3e-3 * 4 * prompt);
+  EXPECT_NEAR(r.ttft.value, 4 * prompt, 3e-3 * 4 * prompt);
+  EXPECT_NEAR(r.queue.value, prompt, 3e-3 * prompt);
+  // The slots complete 1 / P a second: 8 prompts (8,192 tokens) a round of 8 P. At 0.99 / P the
+  // queue is long but finite: more requests in the system than the 8 in the batch.
+  i.request_rate = 0.99 / prompt;
+  const auto near = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_FALSE(near.saturated);
+  EXPECT_DOUBLE_EQ(near.request_rate, 0.99 / prompt);
+  EXPECT_LE(near.mean_running, 8 + 1e-9);
+  EXPECT_GT(near.in_system, 20);
+  EXPECT_GT(near.queue.value, 10 * prompt);
+  // At 1 / P and past it, 10 a second (> 7.24): saturated. The rate is the slots' and the
+  // latencies leave out the queue, which grows without bound: one full round.
+  for (const double rate : {1 / prompt, 10.0}) {
+    i.request_rate = rate;
+    const auto over = llmsim::infer(cat::llama2_7b, i, s);
+    EXPECT_TRUE(over.saturated) << rate;
+    EXPECT_NEAR(over.request_rate, 1 / prompt, 1e-4 / prompt);
+    EXPECT_NEAR(over.ttft.value, 8 * prompt, 1e-4 * 8 * prompt);
+    EXPECT_EQ(over.queue.value, 0);
+    EXPECT_EQ(over.running, 8);
+  }
+  // With at most 4 admitted (--max-concurrency) the same arrivals hold 4 requests: the closed
+  // loop of 4 clients (4 P a round, 1 / P a second), not saturated.
   i.concurrency = 4;
   const auto capped = llmsim::infer(cat::llama2_7b, i, s);
   i.request_rate = 0;
@@ -799,6 +829,29 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   EXPECT_DOUBLE_EQ(capped.request_rate, four.request_rate);
   EXPECT_DOUBLE_EQ(capped.ttft.value, four.ttft.value);
   EXPECT_NEAR(capped.ttft.value, 4 * prompt, 1e-4 * 4 * prompt);
+  // Below the cap's rate the arrivals' own rate completes, at most 4 admitted, each served
+  // faster than in the full closed loop.
+  i.request_rate = 1 / (4 * prompt);
+  const auto under = llmsim::infer(cat::llama2_7b, i, s);
+  EXPECT_DOUBLE_EQ(under.request_rate, 1 / (4 * prompt));
+  EXPECT_LE(under.in_system, 4);
+  EXPECT_NEAR(under.in_system, under.request_rate * under.e2e.value, 1e-9);
+  EXPECT_LT(under.e2e.value, four.e2e.value);
+}
+
+TEST(InferenceOpenLoop, LatencyGrowsWithTheRate) {
+  // Over a pipeline too, where the closed loop's micro-batch split is not monotone in the
+  // clients: averaged over the Poisson count, more arrivals never serve a request faster.
+  auto i = job(1, 1024, 128);
+  i.pp = 4;
+  double previous = 0;
+  for (const double rate : {0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0}) {
+    i.request_rate = rate;
+    const auto r = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm);
+    ASSERT_FALSE(r.saturated) << rate;
+    EXPECT_GT(r.e2e.value, previous) << rate;
+    previous = r.e2e.value;
+  }
 }
 
 TEST(InferenceOpenLoop, TheRateIsChecked) {
@@ -1046,15 +1099,16 @@ TEST(InferenceCases, RequestRateRowsAreServedOpenLoop) {
   EXPECT_DOUBLE_EQ(r.metrics[2].predicted, lib.tpot.value * 1e3);
   row["concurrency"] = 16;
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).spec.concurrency, 16);
-  // Arrivals past what the slots complete: the rates are compared, not the latencies (the queue
-  // grows with the run's length).
+  // Arrivals past what the slots complete: the rates and a full batch's steps are compared, not
+  // the time to first token (the queue before it grows with the run's length).
   row.erase("concurrency");
   row["request_rate_qps"] = 1e6;
   const auto over = lj::inference_cases::estimate_row(row, recipes, {"output_tok_s_total", "ttft_ms", "tpot_ms"});
   ASSERT_TRUE(over.estimated()) << over.error;
   EXPECT_TRUE(over.result.saturated);
-  ASSERT_EQ(over.metrics.size(), 1U);
+  ASSERT_EQ(over.metrics.size(), 2U);
   EXPECT_EQ(over.metrics[0].name, "output_tok_s_total");
+  EXPECT_EQ(over.metrics[1].name, "tpot_ms");
   // "inf" is every request at once, no rate: the row then needs clients or a set with slots.
   row["request_rate_qps"] = "inf";
   EXPECT_EQ(lj::inference_cases::map_row(row, recipes).refused,
