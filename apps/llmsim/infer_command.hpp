@@ -104,6 +104,13 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
 
 namespace detail {
 
+/// "12.345 ms".
+inline std::string ms_text(llmsim::seconds t) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.3f ms", t.value * 1e3);
+  return text;
+}
+
 /// "in-flight, open loop at 4 requests/s (Poisson)[, at most 64 in flight]".
 inline std::string open_loop_load(const llmsim::inference_spec& i) {
   char rate[64];
@@ -124,19 +131,21 @@ inline void print_inference_text(const std::string& model, const std::string& sy
               static_cast<long long>(i.output_len), static_cast<long long>(i.tp), static_cast<long long>(i.pp),
               static_cast<long long>(i.ep), static_cast<long long>(i.dp), static_cast<long long>(r.gpus));
   if (r.in_flight) {
-    std::printf(
-        "  running                  %10.1f sequences on average (%.0f prompt tokens a step%s), %.3f ms queued\n",
-        r.mean_running, r.prefill_tokens_per_step, r.token_budget_bound ? "; prompts wait for room in full steps" : "",
-        r.queue.value * 1e3);
+    std::printf("  running                  %10.1f sequences on average (%.0f prompt tokens a step%s), %s\n",
+                r.mean_running, r.prefill_tokens_per_step,
+                r.token_budget_bound ? "; prompts wait for room in full steps" : "",
+                r.saturated ? "the queue growing" : (ms_text(r.queue) + " queued").c_str());
     if (r.saturated)
       std::printf(
           "  saturated: requests arrive faster than the %.3f a second the slots complete; the queue grows "
           "without bound and the latencies below leave it out\n",
           r.request_rate * static_cast<double>(i.dp));
-    std::printf("  time to first token      %10.3f ms  (%s, then the prompt's steps)\n", r.ttft.value * 1e3,
-                r.saturated          ? "once a slot frees"
-                : i.request_rate > 0 ? "a slot and the step in progress"
-                                     : "queue");
+    if (r.saturated)
+      std::printf("  time to first token      %10.3f ms  (a full batch's prompt steps, after a queue that grows)\n",
+                  r.ttft.value * 1e3);
+    else
+      std::printf("  time to first token      %10.3f ms  (%s, then the prompt's steps)\n", r.ttft.value * 1e3,
+                  i.request_rate > 0 ? "a slot and the step in progress" : "queue");
     std::printf(
         "  time per output token    %10.3f ms  (after the first: decode steps and the prompt chunks among them; "
         "%.0f kernels a decode step)\n",

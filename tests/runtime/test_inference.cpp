@@ -786,19 +786,19 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   // Prefill only at 100 TFLOP/s (PromptsFillTheStepUpToItsTokenBudget): a round of k 1024-token
   // prompts takes k P, P = 0.138129 s, and a request's stay is its one round. With K ~ Poisson(N)
   // others it shares a round of (1 + K) P, after the round in progress, K P / 2 on average: e2e =
-  // (1 + N) P + N P / 2. Arriving at 1 / (2 P) a second: N = e2e / (2 P), so N = 2, e2e = 4 P,
-  // also the time to first token (its one token). A round holds 8 prompts at most (8,192 tokens):
-  // the 0.1 % of arrivals finding 8 or more others queue, 1e-3 more.
+  // (1 + N) P + N P / 2. Arriving at 1 / (4 P) a second: N = e2e / (4 P), so N = 0.4, e2e =
+  // 1.6 P, also the time to first token (its one token). (A round holds 8 prompts at most, 8,192
+  // tokens: 1e-8 of the arrivals find 8 others.)
   const llmsim::system_spec s = with_free_links(compute_bound());
   const double prompt = (32 * 431644213248.0 + 262144000.0) / 100e12;
   auto i = job(1, 1024, 1);
-  i.request_rate = 1 / (2 * prompt);
+  i.request_rate = 1 / (4 * prompt);
   const auto r = llmsim::infer(cat::llama2_7b, i, s);
   EXPECT_FALSE(r.saturated);
-  EXPECT_NEAR(r.in_system, 2, 3e-3 * 2);
-  EXPECT_NEAR(r.e2e.value, 4 * prompt, 3e-3 * 4 * prompt);
-  EXPECT_NEAR(r.ttft.value, 4 * prompt, 3e-3 * 4 * prompt);
-  EXPECT_NEAR(r.queue.value, prompt, 3e-3 * prompt);
+  EXPECT_NEAR(r.in_system, 0.4, 1e-3 * 0.4);
+  EXPECT_NEAR(r.e2e.value, 1.6 * prompt, 1e-3 * prompt);
+  EXPECT_NEAR(r.ttft.value, 1.6 * prompt, 1e-3 * prompt);
+  EXPECT_NEAR(r.queue.value, 0.2 * prompt, 1e-3 * prompt);
   // The slots complete 1 / P a second: 8 prompts (8,192 tokens) a round of 8 P. At 0.99 / P the
   // queue is long but finite: more requests in the system than the 8 in the batch.
   i.request_rate = 0.99 / prompt;
@@ -831,9 +831,9 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   EXPECT_NEAR(capped.ttft.value, 4 * prompt, 1e-4 * 4 * prompt);
   // Below the cap's rate the arrivals' own rate completes, at most 4 admitted, each served
   // faster than in the full closed loop.
-  i.request_rate = 1 / (4 * prompt);
+  i.request_rate = 1 / (2 * prompt);
   const auto under = llmsim::infer(cat::llama2_7b, i, s);
-  EXPECT_DOUBLE_EQ(under.request_rate, 1 / (4 * prompt));
+  EXPECT_DOUBLE_EQ(under.request_rate, 1 / (2 * prompt));
   EXPECT_LE(under.in_system, 4);
   EXPECT_NEAR(under.in_system, under.request_rate * under.e2e.value, 1e-9);
   EXPECT_LT(under.e2e.value, four.e2e.value);
@@ -852,6 +852,58 @@ TEST(InferenceOpenLoop, LatencyGrowsWithTheRate) {
     EXPECT_GT(r.e2e.value, previous) << rate;
     previous = r.e2e.value;
   }
+}
+
+TEST(InferenceOpenLoop, OneSlotQueuesLikeASingleServer) {
+  // One slot (--max-running 1), bandwidth-bound rounds of t = W: a request's stay alone is 11 t
+  // (4-token prompt, 11 output tokens), X = 1 / (11 t). Finding K others it queues behind them,
+  // K x 11 t, and enters as one leaves, at a step's end (no step in progress to wait for): e2e =
+  // 11 t (1 + N), N = Q e2e. At Q = X / 2: N = 1, e2e = 22 t, the time to first token 12 t.
+  auto i = job(1, 4, 11);
+  i.max_running = 1;
+  const double t = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  i.request_rate = 1 / (22 * t);
+  const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_NEAR(r.in_system, 1, 0.015);
+  EXPECT_NEAR(r.e2e.value, 22 * t, 0.015 * 22 * t);
+  EXPECT_NEAR(r.ttft.value, 12 * t, 0.015 * 12 * t);
+  EXPECT_NEAR(r.queue.value, 11 * t, 0.015 * 11 * t);
+  EXPECT_LE(r.mean_running, 1 + 1e-12);
+  EXPECT_NEAR(r.in_system, r.request_rate * r.e2e.value, 1e-9);
+}
+
+TEST(InferenceOpenLoop, ACapSpreadsOverTheReplicasInWholeNumbers) {
+  // At most 3 admitted over dp 2: one replica admits 2, the other 1. Arrivals past both caps'
+  // rates keep each at its closed loop: the replicas' mean rate is that of 2 and 1 clients.
+  auto i = job(1, 512, 64);
+  i.concurrency = 2;
+  const double two = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm).request_rate;
+  i.concurrency = 1;
+  const double one = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm).request_rate;
+  i.concurrency = 3;
+  i.dp = 2;
+  i.request_rate = 100;
+  const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
+  EXPECT_FALSE(r.saturated);
+  EXPECT_NEAR(r.request_rate, (two + one) / 2, 1e-12 * two);
+  // A cap below the replicas leaves replicas admitting none: refused.
+  i.concurrency = 1;
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.concurrency");
+}
+
+TEST(InferenceInFlight, APromptsFirstTokenWaitsForItsWholePathsLaunches) {
+  // At 1 ms a launch, one client's prompt pass is bounded by its launches, every stage's one
+  // after another along its path: over 4 stages as long as on one (a few point-to-point kernels
+  // more), not a quarter (each stage's host launches only when the previous stage's output
+  // arrives).
+  auto i = job(1, 4, 3);
+  i.host_launch_us = 1000;
+  i.concurrency = 1;
+  const auto one = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  i.pp = 4;
+  const auto four = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
+  ASSERT_GT(one.ttft.value, 0.3);
+  EXPECT_NEAR(four.ttft.value, one.ttft.value, 0.03 * one.ttft.value);
 }
 
 TEST(InferenceOpenLoop, TheRateIsChecked) {

@@ -223,6 +223,13 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
     if (v < 0 || v > (1 << 24)) report_error(api, field, "{}={} must be in [0, {}]", field, v, 1 << 24);
   if (!(i.request_rate >= 0 && i.request_rate <= 1e9))
     report_error(api, "inference.request_rate", "inference.request_rate={} must be in [0, 1e9]", i.request_rate);
+  // Arrivals split over the replicas, each admitting whole requests: a cap below one a replica
+  // would leave replicas that can admit none.
+  if (i.request_rate > 0 && i.concurrency > 0 && i.concurrency < i.dp)
+    report_error(api, "inference.concurrency",
+                 "inference.concurrency={} must be >= inference.dp={} with a request rate (each replica admits "
+                 "whole requests)",
+                 i.concurrency, i.dp);
   if (!(i.kernel_latency_us >= 0 && i.kernel_latency_us <= 1e4))
     report_error(api, "inference.kernel_latency_us", "inference.kernel_latency_us={} must be in [0, 10000]",
                  i.kernel_latency_us);
@@ -787,8 +794,9 @@ constexpr in_flight_round price_round(const model_spec& m, const system_spec& fi
   const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
   const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
   const seconds busy = plain.stage() * others + carrying.stage();
-  // The prompt's micro-batch: its way through, not before the host has launched its kernels.
-  const seconds own_launches = launch_bound(i, carrying.kernels, eager);
+  // The prompt's micro-batch: its way through, not before the hosts have launched its kernels, one
+  // stage after another along its path (not the round's bound: launch_bound's share of a stage).
+  const seconds own_launches{eager ? carrying.kernels * i.host_launch_us * 1e-6 : 0.0};
   in_flight_round r{.time = carrying.time > busy ? carrying.time : busy,
                     .first_token = carrying.time > own_launches ? carrying.time : own_launches,
                     .kernels = plain.kernels * others + carrying.kernels,
@@ -926,12 +934,12 @@ struct arrival_view {
 /// the requests in the system are Poisson with mean `n` whatever the service times, and an arrival
 /// finds them so (Poisson arrivals see time averages, PASTA). Finding K, at most `admitted` of them
 /// admitted (a --max-concurrency cap), its rounds are the closed loop's of 1 + min(K, admitted - 1)
-/// requests; admitted at once beside K >= 1 others, it first waits out the step in progress, the
+/// requests; entering at once beside K >= 1 others, it first waits out the step in progress, the
 /// residual E[t^2] / (2 E[t]) of the K-request state's rounds (vLLM and TensorRT-LLM admit
-/// requests between steps); held by the cap, it enters as one leaves, at a step's end. Past the
-/// slots the closed loop queues the excess, K / X ahead of it: the Poisson count of a server
-/// without slots, so an upper bound where slots bind (a single slot is an M/D/1 queue, whose wait
-/// is half as long).
+/// requests between steps); held by the cap or queued for a slot, it enters as one leaves, at a
+/// step's end, as the closed loop's clients do. Past the slots the closed loop queues the excess,
+/// (1 + K - slots) / X ahead of it: the Poisson count of a server without slots, so an upper bound
+/// where slots bind (a single slot is an M/D/1 queue, whose wait is half as long).
 constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std::int64_t admitted) {
   const poisson_span span = poisson_weights(n);
   arrival_view v;
@@ -947,7 +955,7 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
       const in_flight_state now = states.at(in_server);
       v.occupancy += w * now.running;
       v.prefill_tokens += w * now.prefill_tokens;
-      if (found < admitted) {
+      if (found < admitted && with.queue.value == 0) {  // enters at once, mid-step
         const double p = now.prompt_share, t1 = now.with_prompt.time.value, t0 = now.without.time.value;
         const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
         wait = seconds{square / (2 * mean)};
@@ -982,7 +990,7 @@ constexpr open_loop_result open_loop(const model_spec& m, const system_spec& fil
   const std::int64_t admitted = capped ? whole_count(cap) : std::int64_t{1} << 40;
   const in_flight_state full = states.at(slots);
   open_loop_result out{.rate = rate};
-  if (!capped && rate >= full.request_rate) {
+  const auto saturate = [&] {
     out.saturated = true;
     out.rate = full.request_rate;
     out.in_system = full.running;
@@ -990,23 +998,27 @@ constexpr open_loop_result open_loop(const model_spec& m, const system_spec& fil
                 .tpot = full.tpot,
                 .e2e = full.e2e - full.queue,
                 .occupancy = full.running,
+                .admitted = full.running,
                 .prefill_tokens = full.prefill_tokens,
                 .typical = slots};
     return out;
-  }
+  };
+  if (!capped && rate >= full.request_rate) return saturate();
   // Requests admitted less those the arrivals' stay brings (Little): >= 0 once n holds the steady state.
   const auto surplus = [&](double n) {
     const arrival_view v = seen_on_arrival(states, n, admitted);
     return v.admitted - rate * v.e2e.value;
   };
-  const double top = 1e7;  // past 1e7 requests in the system: as good as saturated
-  double lo = 0, hi = 1 < top ? 1.0 : top;
-  while (surplus(hi) < 0 && hi < top) lo = hi, hi = 2 * hi < top ? 2 * hi : top;
-  if (surplus(hi) >= 0)
-    for (int step = 0; step < 60; ++step) {
-      const double mid = (lo + hi) / 2;
-      (surplus(mid) < 0 ? lo : hi) = mid;
-    }
+  // The root is at least the arrivals during one request's stay alone; from there by doubling,
+  // then bisection to a relative 2^-60.
+  double lo = rate * states.at(1).e2e.value, hi = 2 * lo;
+  constexpr double top = 1e7;  // more requests in the system than that: as good as saturated
+  while (surplus(hi) < 0 && hi < top) lo = hi, hi *= 2;
+  if (surplus(hi) < 0) return saturate();
+  for (int step = 0; step < 60; ++step) {
+    const double mid = (lo + hi) / 2;
+    (surplus(mid) < 0 ? lo : hi) = mid;
+  }
   out.view = seen_on_arrival(states, hi, admitted);
   out.in_system = out.view.admitted;
   return out;
@@ -1065,37 +1077,73 @@ constexpr in_flight_state closed_loop_figures(inference_result& r, const model_s
   return full;
 }
 
+/// One replica's open loop at `rate` with at most `cap` requests admitted (0: no cap): the cap's
+/// closed loop when the arrivals reach its rate, else `open_loop`.
+struct replica_serving {
+  open_loop_result o{};
+  in_flight_state shown{};  ///< the state whose step counts and flags the figures show
+};
+constexpr replica_serving serve_replica(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
+                                        double rate, std::int64_t slots, std::int64_t cap) {
+  replica_serving out;
+  if (cap > 0) {
+    const in_flight_state closed = in_flight(m, file_sys, i, static_cast<double>(cap), slots);
+    if (rate >= closed.request_rate) {
+      out.shown = closed;
+      out.o = {.view = {.ttft = closed.ttft,
+                        .tpot = closed.tpot,
+                        .e2e = closed.e2e,
+                        .queue = closed.queue,
+                        .occupancy = closed.running,
+                        .admitted = static_cast<double>(cap),
+                        .prefill_tokens = closed.prefill_tokens,
+                        .typical = cap},
+               .in_system = static_cast<double>(cap),
+               .rate = closed.request_rate};
+      return out;
+    }
+  }
+  out.o = open_loop(m, file_sys, i, rate, slots, static_cast<double>(cap));
+  out.shown = in_flight(m, file_sys, i, static_cast<double>(out.o.view.typical), slots);
+  return out;
+}
+
 /// `r`'s figures for in-flight batching over `slots` a replica: closed loop at
-/// inference_spec::concurrency clients, or open loop at inference_spec::request_rate (each
-/// replica an equal share of it, `concurrency` then capping the requests admitted: arrivals at or
-/// past the cap's closed-loop rate keep it full, its closed loop).
+/// inference_spec::concurrency clients, or open loop at inference_spec::request_rate, each
+/// replica an equal share of it; `concurrency` then caps the requests admitted, spread over the
+/// replicas in whole numbers (c mod dp of them admit one more): rates are the replicas' mean,
+/// latencies each request's mean, the rest the fuller replica's.
 constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
                                  const inference_spec& i, const system_spec& sys, std::int64_t slots,
                                  double paged_context) {
   r.in_flight = true;
   const std::int64_t usable = slots > 0 ? slots : 1;
-  const auto replicas = static_cast<double>(i.dp);
   in_flight_state shown{};
-  if (i.concurrency > 0) {  // the clients' closed loop, or the cap's
+  if (i.request_rate > 0) {
+    const double rate = i.request_rate / static_cast<double>(i.dp);
+    const std::int64_t fewer = i.concurrency / i.dp, fuller = i.concurrency % i.dp;
+    const replica_serving full = serve_replica(m, file_sys, i, rate, usable, fuller > 0 ? fewer + 1 : fewer);
+    const bool mixed = fuller > 0;  // then fewer >= 1: validate refuses a cap below the replicas
+    const replica_serving less = mixed ? serve_replica(m, file_sys, i, rate, usable, fewer) : full;
+    const double n_full = static_cast<double>(mixed ? fuller : i.dp), n_less = static_cast<double>(i.dp) - n_full;
+    const double rate_full = full.o.rate * n_full, rate_less = less.o.rate * n_less;
+    const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
+    r.saturated = full.o.saturated || less.o.saturated;
+    r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
+    r.ttft = mean(full.o.view.ttft, less.o.view.ttft);
+    r.tpot = mean(full.o.view.tpot, less.o.view.tpot);
+    r.e2e = mean(full.o.view.e2e, less.o.view.e2e);
+    r.queue = full.o.view.queue;
+    r.mean_running = full.o.view.occupancy;
+    r.prefill_tokens_per_step = full.o.view.prefill_tokens;
+    r.in_system = (full.o.in_system * n_full + less.o.in_system * n_less) / static_cast<double>(i.dp);
+    shown = full.shown;
+  } else {
     shown = closed_loop_figures(r, m, file_sys, i, usable);
     r.mean_running = shown.running;
     r.prefill_tokens_per_step = shown.prefill_tokens;
+    r.in_system = r.request_rate * r.e2e.value;  // Little's law over the replicas' mean
   }
-  const bool open = i.request_rate > 0 && (i.concurrency == 0 || i.request_rate / replicas < r.request_rate);
-  if (open) {
-    const double cap = static_cast<double>(i.concurrency) / replicas;
-    const open_loop_result o = open_loop(m, file_sys, i, i.request_rate / replicas, usable, cap);
-    r.saturated = o.saturated;
-    r.request_rate = o.rate;
-    r.ttft = o.view.ttft;
-    r.tpot = o.view.tpot;
-    r.e2e = o.view.e2e;
-    r.queue = o.view.queue;
-    r.mean_running = o.view.occupancy;
-    r.prefill_tokens_per_step = o.view.prefill_tokens;
-    shown = in_flight(m, file_sys, i, static_cast<double>(o.view.typical), usable);
-  }
-  r.in_system = r.request_rate * r.e2e.value;  // Little's law (saturated: the batch alone)
   r.first_step = r.last_step = r.tpot;
   r.running = static_cast<std::int64_t>(r.mean_running + 0.5);
   r.token_budget_bound = shown.budget_bound;
