@@ -81,8 +81,8 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--request-rate", a.spec.request_rate,
                 "Open-loop in-flight batching: requests arrive at this mean rate a second over all replicas, a "
-                "Poisson process (benchmark_serving --request-rate); with --concurrency, at most that many in "
-                "flight (0: closed loop or a static batch)")
+                "Poisson process (benchmark_serving --request-rate); with --concurrency, at most that many admitted, "
+                "at least one a replica; past the slots' rate, saturated (0: closed loop or a static batch)")
       ->capture_default_str();
   c->add_option("--max-running", a.spec.max_running,
                 "In-flight batching and the offline figure: the most sequences a step holds (vLLM max_num_seqs, "
