@@ -518,33 +518,6 @@ TEST(Inference, WithoutCudaGraphsTheHostBoundsAStep) {
   EXPECT_LT(graphs.tpot.value, 0.02);
 }
 
-TEST(Inference, EagerPipelinesLaunchStageAfterStage) {
-  // At 1 ms a launch on the bandwidth-bound system the hosts bound every eager pass. One sequence
-  // over 4 stages: each stage's host launches its quarter once the stage before has passed the
-  // activations on, so the prefill and a step without CUDA graphs take every kernel's launch in
-  // turn, as on one stage (a few point-to-point kernels more), not a quarter of it.
-  auto i = job(1, 4, 3);
-  i.host_launch_us = 1000;
-  i.cuda_graphs = false;
-  const auto one = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
-  i.pp = 4;
-  const auto four = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
-  ASSERT_GT(one.ttft.value, 0.3);
-  EXPECT_NEAR(four.ttft.value, one.ttft.value, 0.03 * one.ttft.value);
-  EXPECT_NEAR(four.tpot.value, one.tpot.value, 0.03 * one.tpot.value);
-  // 8 sequences, 4 micro-batches of 2 (K kernels each, the same as one sequence's): taking turns
-  // (TensorRT-LLM), a step is the fullest stage's 4 K / 4 launches or one micro-batch's path, K;
-  // FasterTransformer fills and drains the pipeline each step: 3 K / 4 + K = 1.75 K.
-  i.batch = 8;
-  const auto turns = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
-  i.micro_batching = llmsim::pipeline_micro_batching::fastertransformer;
-  const auto filled = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
-  ASSERT_EQ(turns.decode_micro_batches, 4);
-  ASSERT_EQ(filled.decode_micro_batches, 4);
-  EXPECT_NEAR(turns.tpot.value, four.tpot.value, 0.01 * four.tpot.value);
-  EXPECT_NEAR(filled.tpot.value, 1.75 * four.tpot.value, 0.01 * 1.75 * four.tpot.value);
-}
-
 TEST(Inference, TheJobsKernelLatencyReplacesTheSystemFiles) {
   // A system file's latency_us (SimuMax fits 30-40 us per kernel to eager-mode training) does not
   // reach a serving job: 1 ms there changes nothing; the job's kernel_latency_us adds its 5 us to

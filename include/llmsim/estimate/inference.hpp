@@ -670,21 +670,6 @@ struct micro_batched_forward {
   [[nodiscard]] constexpr double kernels() const {
     return full.kernels * static_cast<double>(split.count - 1) + last.kernels;
   }
-  /// The hosts' bound on the pass launched kernel by kernel (`eager`), as `pipelined_prefill` and
-  /// `pipelined_step` time the GPUs: each stage's host launches a micro-batch's share (kernels / pp)
-  /// once the stage before has passed it on. A pass that fills the pipeline (`fills`: a prefill,
-  /// FasterTransformer's decode steps): the last micro-batch leaves the first stage after the
-  /// others' launches, then crosses every stage, (count - 1) L(full) + pp L(last), L = kernels /
-  /// pp x host_launch_us. Taking turns: the fullest stage's launches or one micro-batch's path,
-  /// the longer. One stage: every kernel in turn.
-  [[nodiscard]] constexpr seconds launch_bound(const inference_spec& i, bool eager, bool fills) const {
-    if (!eager) return {};
-    const double host = i.host_launch_us * 1e-6, stages = static_cast<double>(i.pp);
-    const double others = full.kernels * static_cast<double>(split.count - 1);
-    if (fills) return seconds{(others + last.kernels * stages) / stages * host};
-    const double busy = (others + last.kernels) / stages * host, path = full.kernels * host;
-    return seconds{busy > path ? busy : path};
-  }
   [[nodiscard]] constexpr double flops() const {
     return full.flops * static_cast<double>(split.count - 1) + last.flops;
   }
@@ -711,8 +696,7 @@ constexpr decode_totals decode_steps(const model_spec& m, const system_spec& sys
   const micro_batched_forward step = price_micro_batches(m, sys, i, batch, 1, i.input_len);
   const micro_batches& mb = step.split;
   d.kernels = step.kernels();
-  const seconds bound =
-      step.launch_bound(i, !i.cuda_graphs, i.micro_batching == pipeline_micro_batching::fastertransformer);
+  const seconds bound = launch_bound(i, d.kernels, !i.cuda_graphs);
   for (std::int64_t k = 1; k < i.output_len; ++k) {
     const std::int64_t cached = i.input_len + k - 1;
     const forward_cost full = step.full.with_attention(decode_attention(m, sys, i, mb.size, cached));
@@ -740,7 +724,7 @@ constexpr batch_times time_batch(const model_spec& m, const system_spec& file_sy
   const micro_batched_forward prefill =
       price_micro_batches(m, serving_system(file_sys, i, true), i, batch, i.input_len, 0);
   const seconds gpu = pipelined_prefill(prefill.full, prefill.last, prefill.split);
-  const seconds bound = prefill.launch_bound(i, true, true);
+  const seconds bound = launch_bound(i, prefill.kernels(), true);
   const decode_totals decode = decode_steps(m, serving_system(file_sys, i, !i.cuda_graphs), i, batch);
   return {gpu > bound ? gpu : bound, decode, prefill.flops()};
 }
