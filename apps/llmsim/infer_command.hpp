@@ -135,6 +135,11 @@ inline void print_inference_text(const std::string& model, const std::string& sy
                 r.mean_running, r.prefill_tokens_per_step,
                 r.token_budget_bound ? "; prompts wait for room in full steps" : "",
                 r.saturated ? "the queue growing" : (ms_text(r.queue) + " queued").c_str());
+    if (r.cap_bound)
+      std::printf(
+          "  capped: the %lld admitted complete %.3f requests a second of the %g arriving; the client's "
+          "backlog grows, its wait not in the latencies below\n",
+          static_cast<long long>(i.concurrency), r.request_rate * static_cast<double>(i.dp), i.request_rate);
     if (r.saturated)
       std::printf(
           "  saturated: requests arrive faster than the %.3f a second the slots complete; the queue grows "

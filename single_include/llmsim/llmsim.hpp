@@ -13782,6 +13782,9 @@ struct inference_result {
   /// Open loop: requests arrive faster than the slots complete them, so the queue grows without
   /// bound; the rates are the slots' and the latencies leave the queue out
   bool saturated = false;
+  /// Open loop under a cap (inference_spec::concurrency): the arrivals reach the cap's closed-loop
+  /// rate, so it admits fewer than arrive and the client's backlog grows
+  bool cap_bound = false;
   /// Each step is full at inference_spec::prefill_chunk_tokens: prompts wait for room, and fewer
   /// sequences than the slots allow decode at once.
   bool token_budget_bound = false;
@@ -14103,7 +14106,11 @@ constexpr std::int64_t largest_batch(const model_spec& m, const system_spec& sys
 }
 
 /// The host's bound on an `eager` pass of `kernels` launches (no CUDA graph): each stage's host
-/// launches its own kernels while earlier stages run, so the fullest stage's share bounds.
+/// launches its own kernels while earlier stages run, so the fullest stage's share bounds. An
+/// assumption that holds where a stage's receive is queued on its stream (FasterTransformer's
+/// ParallelGpt and TensorRT-LLM call NCCL send / recv, which do not block the host); an engine whose
+/// host waits for the previous stage (vLLM's CPU-side recv_tensor_dict) launches stage after stage,
+/// not modelled.
 constexpr seconds launch_bound(const inference_spec& i, double kernels, bool eager) {
   return seconds{eager ? kernels / static_cast<double>(i.pp) * i.host_launch_us * 1e-6 : 0.0};
 }
@@ -14240,9 +14247,9 @@ constexpr in_flight_round price_round(const model_spec& m, const system_spec& fi
   const forward_cost carrying = mixed_step(m, sys, i, per_micro, tokens, completed, context);
   const forward_cost plain = tokens == 0 ? carrying : mixed_step(m, sys, i, per_micro, 0, 0, context);
   const seconds busy = plain.stage() * others + carrying.stage();
-  // The prompt's micro-batch: its way through, not before the hosts have launched its kernels, one
-  // stage after another along its path (not the round's bound: launch_bound's share of a stage).
-  const seconds own_launches{eager ? carrying.kernels * i.host_launch_us * 1e-6 : 0.0};
+  // The prompt's micro-batch: its way through, not before its stages' hosts have launched its
+  // kernels (each its share, side by side, as `launch_bound` assumes).
+  const seconds own_launches = launch_bound(i, carrying.kernels, eager);
   in_flight_round r{.time = carrying.time > busy ? carrying.time : busy,
                     .first_token = carrying.time > own_launches ? carrying.time : own_launches,
                     .kernels = plain.kernels * others + carrying.kernels,
@@ -14373,7 +14380,7 @@ struct arrival_view {
   seconds ttft{}, tpot{}, e2e{}, queue{};  ///< queue: for a slot, then for the step in progress
   double occupancy = 0;                    ///< sequences in the batch, time average
   double admitted = 0;                     ///< requests admitted (in the batch or queued), time average
-  double prefill_tokens = 0;               ///< prompt tokens a step, time average
+  double prefill_tokens = 0;               ///< prompt tokens a step, over the steps run
   std::int64_t typical = 1;                ///< the requests of the most likely state, for its counts
 };
 /// Continuous batching serves every admitted request at once, an infinite-server queue (M/G/inf):
@@ -14389,7 +14396,7 @@ struct arrival_view {
 constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std::int64_t admitted) {
   const poisson_span span = poisson_weights(n);
   arrival_view v;
-  double best = -1;
+  double best = -1, busy = 0;
   for (std::size_t j = 0; j < span.weight.size(); ++j) {
     const std::int64_t found = span.first + static_cast<std::int64_t>(j);
     const std::int64_t in_server = found < admitted ? found : admitted;
@@ -14401,6 +14408,7 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
       const in_flight_state now = states.at(in_server);
       v.occupancy += w * now.running;
       v.prefill_tokens += w * now.prefill_tokens;
+      busy += w;
       if (found < admitted && with.queue.value == 0) {  // enters at once, mid-step
         const double p = now.prompt_share, t1 = now.with_prompt.time.value, t0 = now.without.time.value;
         const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
@@ -14413,6 +14421,7 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
     v.queue += (with.queue + wait) * w;
     if (w > best) best = w, v.typical = 1 + (found < admitted ? found : admitted - 1);
   }
+  if (busy > 0) v.prefill_tokens /= busy;  // a step's: steps run only while requests are in
   return v;
 }
 
@@ -14428,6 +14437,7 @@ struct open_loop_result {
   arrival_view view{};
   double in_system = 0, rate = 0;
   bool saturated = false;
+  bool capped_closed = false;  ///< the arrivals reach the cap's rate: its closed loop
 };
 constexpr open_loop_result open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                      double rate, std::int64_t slots, double cap) {
@@ -14545,7 +14555,8 @@ constexpr replica_serving serve_replica(const model_spec& m, const system_spec& 
                         .prefill_tokens = closed.prefill_tokens,
                         .typical = cap},
                .in_system = static_cast<double>(cap),
-               .rate = closed.request_rate};
+               .rate = closed.request_rate,
+               .capped_closed = true};
       return out;
     }
   }
@@ -14575,6 +14586,7 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
     const double rate_full = full.o.rate * n_full, rate_less = less.o.rate * n_less;
     const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
     r.saturated = full.o.saturated || less.o.saturated;
+    r.cap_bound = full.o.capped_closed || less.o.capped_closed;
     r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
     r.ttft = mean(full.o.view.ttft, less.o.view.ttft);
     r.tpot = mean(full.o.view.tpot, less.o.view.tpot);
@@ -14582,13 +14594,13 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
     r.queue = full.o.view.queue;
     r.mean_running = full.o.view.occupancy;
     r.prefill_tokens_per_step = full.o.view.prefill_tokens;
-    r.in_system = (full.o.in_system * n_full + less.o.in_system * n_less) / static_cast<double>(i.dp);
+    r.in_system = full.o.in_system;  // the fuller replica's, as its running and memory
     shown = full.shown;
   } else {
     shown = closed_loop_figures(r, m, file_sys, i, usable);
     r.mean_running = shown.running;
     r.prefill_tokens_per_step = shown.prefill_tokens;
-    r.in_system = r.request_rate * r.e2e.value;  // Little's law over the replicas' mean
+    r.in_system = shown.request_rate * shown.e2e.value;  // the fuller replica's clients (Little)
   }
   r.first_step = r.last_step = r.tpot;
   r.running = static_cast<std::int64_t>(r.mean_running + 0.5);

@@ -1271,6 +1271,11 @@ TEST(CliInfer, JsonCarriesTheLibrarysFiguresAndMemoryDecidesTheExitStatus) {
   EXPECT_TRUE(flooded["result"]["ttft_ms"].is_null());
   EXPECT_TRUE(flooded["result"]["e2e_latency_ms"].is_null());
   EXPECT_TRUE(flooded["result"]["queue_ms"].is_null());
+  EXPECT_TRUE(flooded["result"]["requests_in_system"].is_null());
+  EXPECT_FALSE(flooded["result"]["cap_bound"].get<bool>());
+  // Under a cap the same arrivals leave the client a backlog: said in the text.
+  const auto held = run_cli(base + "--request-rate 100000 --concurrency 4");
+  EXPECT_NE(held.out.find("capped: the 4 admitted complete "), std::string::npos) << held.out;
   EXPECT_GT(flooded["result"]["tpot_ms"].get<double>(), 0);
   EXPECT_NE(flood.out.find("(a full batch's prompt steps, after a queue that grows)"), std::string::npos) << flood.out;
   EXPECT_NE(flood.out.find("the queue growing"), std::string::npos) << flood.out;

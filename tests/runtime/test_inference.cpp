@@ -799,6 +799,9 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   EXPECT_NEAR(r.e2e.value, 1.6 * prompt, 1e-3 * prompt);
   EXPECT_NEAR(r.ttft.value, 1.6 * prompt, 1e-3 * prompt);
   EXPECT_NEAR(r.queue.value, 0.2 * prompt, 1e-3 * prompt);
+  // Steps run while requests are in, K >= 1 of them, each step all K prompts: 1024 E[K | K >= 1]
+  // = 1024 N / (1 - e^-N) prompt tokens a step.
+  EXPECT_NEAR(r.prefill_tokens_per_step, 1024 * 0.4 / (1 - std::exp(-0.4)), 1e-3 * 1024);
   // The slots complete 1 / P a second: 8 prompts (8,192 tokens) a round of 8 P. At 0.99 / P the
   // queue is long but finite: more requests in the system than the 8 in the batch.
   i.request_rate = 0.99 / prompt;
@@ -826,6 +829,7 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   i.request_rate = 0;
   const auto four = llmsim::infer(cat::llama2_7b, i, s);
   EXPECT_FALSE(capped.saturated);
+  EXPECT_TRUE(capped.cap_bound) << "the cap admits fewer than arrive";
   EXPECT_DOUBLE_EQ(capped.request_rate, four.request_rate);
   EXPECT_DOUBLE_EQ(capped.ttft.value, four.ttft.value);
   EXPECT_NEAR(capped.ttft.value, 4 * prompt, 1e-4 * 4 * prompt);
@@ -834,6 +838,7 @@ TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
   i.request_rate = 1 / (2 * prompt);
   const auto under = llmsim::infer(cat::llama2_7b, i, s);
   EXPECT_DOUBLE_EQ(under.request_rate, 1 / (2 * prompt));
+  EXPECT_FALSE(under.cap_bound);
   EXPECT_LE(under.in_system, 4);
   EXPECT_NEAR(under.in_system, under.request_rate * under.e2e.value, 1e-9);
   EXPECT_LT(under.e2e.value, four.e2e.value);
@@ -885,25 +890,35 @@ TEST(InferenceOpenLoop, ACapSpreadsOverTheReplicasInWholeNumbers) {
   i.request_rate = 100;
   const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
   EXPECT_FALSE(r.saturated);
+  EXPECT_TRUE(r.cap_bound);
   EXPECT_NEAR(r.request_rate, (two + one) / 2, 1e-12 * two);
+  // Its running, memory and requests in the system are the fuller replica's: 2.
+  EXPECT_DOUBLE_EQ(r.in_system, 2);
+  EXPECT_EQ(r.running, 2);
   // A cap below the replicas leaves replicas admitting none: refused.
   i.concurrency = 1;
   EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.concurrency");
 }
 
-TEST(InferenceInFlight, APromptsFirstTokenWaitsForItsWholePathsLaunches) {
-  // At 1 ms a launch, one client's prompt pass is bounded by its launches, every stage's one
-  // after another along its path: over 4 stages as long as on one (a few point-to-point kernels
-  // more), not a quarter (each stage's host launches only when the previous stage's output
-  // arrives).
-  auto i = job(1, 4, 3);
+TEST(InferenceInFlight, APromptsFirstTokenWaitsForItsStagesLaunches) {
+  // At 1 ms a launch, one client's eager prompt pass is bounded by its launches: on one stage
+  // every kernel in turn (387 ms, ~ 0.39 s); over 4 stages each stage's host launches its quarter
+  // side by side (launch_bound: NCCL receives queued on the stream), 97.5 ms with the stages'
+  // point-to-point kernels. Its decode steps without CUDA graphs are a static batch of one's.
+  auto i = job(1, 4, 64);
   i.host_launch_us = 1000;
+  i.cuda_graphs = false;
   i.concurrency = 1;
   const auto one = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
   i.pp = 4;
   const auto four = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
+  i.concurrency = 0;
+  const auto batch_of_one = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
   ASSERT_GT(one.ttft.value, 0.3);
-  EXPECT_NEAR(four.ttft.value, one.ttft.value, 0.03 * one.ttft.value);
+  EXPECT_NEAR(four.ttft.value, one.ttft.value / 4, 0.03 * one.ttft.value / 4);
+  EXPECT_NEAR(four.ttft.value, batch_of_one.ttft.value, 0.005 * batch_of_one.ttft.value);
+  EXPECT_NEAR(four.tpot.value, batch_of_one.tpot.value, 0.005 * batch_of_one.tpot.value);
+  EXPECT_NEAR(four.e2e.value, batch_of_one.e2e.value, 0.005 * batch_of_one.e2e.value);
 }
 
 TEST(InferenceOpenLoop, TheRateIsChecked) {
