@@ -14270,6 +14270,16 @@ struct in_flight_state {
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
+  /// The mean round over the mix of rounds with and without prompt tokens.
+  [[nodiscard]] constexpr seconds mean_round() const {
+    return without.time * (1 - prompt_share) + with_prompt.time * prompt_share;
+  }
+  /// What an arrival at a random moment waits for the round in progress: E[t^2] / (2 E[t]) over
+  /// the mix (renewal theory's mean residual life).
+  [[nodiscard]] constexpr seconds residual_round() const {
+    const double p = prompt_share, t1 = with_prompt.time.value, t0 = without.time.value;
+    return seconds{(p * t1 * t1 + (1 - p) * t0 * t0) / (2 * mean_round().value)};
+  }
 };
 
 /// Chunked prefill in continuous batching (vLLM V1, TensorRT-LLM's in-flight batching; SGLang
@@ -14315,7 +14325,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   const std::int64_t context = in_flight_context(i);
   st.with_prompt = price_round(m, file_sys, i, decoding > 0 ? decoding : 0, chunk, context);
   st.without = st.decode > 0 ? price_round(m, file_sys, i, st.running, 0, context) : st.with_prompt;
-  const seconds mean_round = st.without.time * (1 - share) + st.with_prompt.time * share;
+  const seconds mean_round = st.mean_round();
   st.request_rate = st.running / (life * mean_round.value);
   const seconds prompt = st.with_prompt.time * (k - 1) + st.with_prompt.first_token;
   // As serving benchmarks measure it: (e2e - ttft) / (output_len - 1).
@@ -14383,6 +14393,19 @@ struct arrival_view {
   double prefill_tokens = 0;               ///< prompt tokens a step, over the steps run
   std::int64_t typical = 1;                ///< the requests of the most likely state, for its counts
 };
+/// A closed-loop state's own figures as what its requests see: `admitted` of them, the wait for a
+/// slot left out when `without_queue` (saturated: it grows with the run).
+constexpr arrival_view view_of(const in_flight_state& st, double admitted, std::int64_t typical, bool without_queue) {
+  const seconds left_out = without_queue ? st.queue : seconds{};
+  return {.ttft = st.ttft - left_out,
+          .tpot = st.tpot,
+          .e2e = st.e2e - left_out,
+          .queue = st.queue - left_out,
+          .occupancy = st.running,
+          .admitted = admitted,
+          .prefill_tokens = st.prefill_tokens,
+          .typical = typical};
+}
 /// Continuous batching serves every admitted request at once, an infinite-server queue (M/G/inf):
 /// the requests in the system are Poisson with mean `n` whatever the service times, and an arrival
 /// finds them so (Poisson arrivals see time averages, PASTA). Finding K, at most `admitted` of them
@@ -14409,11 +14432,7 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
       v.occupancy += w * now.running;
       v.prefill_tokens += w * now.prefill_tokens;
       busy += w;
-      if (found < admitted && with.queue.value == 0) {  // enters at once, mid-step
-        const double p = now.prompt_share, t1 = now.with_prompt.time.value, t0 = now.without.time.value;
-        const double mean = p * t1 + (1 - p) * t0, square = p * t1 * t1 + (1 - p) * t0 * t0;
-        wait = seconds{square / (2 * mean)};
-      }
+      if (found < admitted && with.queue.value == 0) wait = now.residual_round();  // enters at once, mid-step
     }
     v.ttft += (with.ttft + wait) * w;
     v.tpot += with.tpot * w;
@@ -14434,32 +14453,23 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
 /// at or past the slots' rate X (the closed loop of a full batch) saturate an uncapped replica:
 /// the queue grows without bound (`saturated`: rate X, latencies of a full batch without it).
 struct open_loop_result {
-  arrival_view view{};
-  double in_system = 0, rate = 0;
+  arrival_view view{};  ///< view.admitted: the requests in the system
+  double rate = 0;
   bool saturated = false;
   bool capped_closed = false;  ///< the arrivals reach the cap's rate: its closed loop
 };
 constexpr open_loop_result open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                     double rate, std::int64_t slots, double cap) {
+                                     double rate, std::int64_t slots, std::int64_t cap) {
   closed_loop_states states{.m = m, .file_sys = file_sys, .i = i, .slots = slots};
-  const bool capped = cap > 0;
-  const std::int64_t admitted = capped ? whole_count(cap) : std::int64_t{1} << 40;
+  constexpr std::int64_t uncapped = std::int64_t{1} << 40;  // more than any count of requests
+  const std::int64_t admitted = cap > 0 ? cap : uncapped;
   const in_flight_state full = states.at(slots);
   open_loop_result out{.rate = rate};
   const auto saturate = [&] {
-    out.saturated = true;
-    out.rate = full.request_rate;
-    out.in_system = full.running;
-    out.view = {.ttft = full.ttft - full.queue,
-                .tpot = full.tpot,
-                .e2e = full.e2e - full.queue,
-                .occupancy = full.running,
-                .admitted = full.running,
-                .prefill_tokens = full.prefill_tokens,
-                .typical = slots};
-    return out;
+    return open_loop_result{
+        .view = view_of(full, full.running, slots, true), .rate = full.request_rate, .saturated = true};
   };
-  if (!capped && rate >= full.request_rate) return saturate();
+  if (cap == 0 && rate >= full.request_rate) return saturate();
   // Requests admitted less those the arrivals' stay brings (Little): >= 0 once n holds the steady state.
   const auto surplus = [&](double n) {
     const arrival_view v = seen_on_arrival(states, n, admitted);
@@ -14476,7 +14486,6 @@ constexpr open_loop_result open_loop(const model_spec& m, const system_spec& fil
     (surplus(mid) < 0 ? lo : hi) = mid;
   }
   out.view = seen_on_arrival(states, hi, admitted);
-  out.in_system = out.view.admitted;
   return out;
 }
 
@@ -14510,98 +14519,65 @@ constexpr void static_batch_figures(inference_result& r, const model_spec& m, co
   r.peak_bytes = mem.total();
 }
 
-/// `r`'s rates and latencies of in-flight batching at inference_spec::concurrency clients over
-/// `slots` a replica. The clients spread over the dp replicas in whole numbers (c mod dp of them
-/// hold one more): rates are the replicas' mean, latencies each request's mean; returns the fuller
-/// replica's state.
-constexpr in_flight_state closed_loop_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
-                                              const inference_spec& i, std::int64_t slots) {
-  const std::int64_t fewer = i.concurrency / i.dp, fuller_replicas = i.concurrency % i.dp;
-  const in_flight_state full =
-      in_flight(m, file_sys, i, static_cast<double>(fuller_replicas > 0 ? fewer + 1 : fewer), slots);
-  const bool mixed = fuller_replicas > 0 && fewer > 0;
-  const in_flight_state less = mixed ? in_flight(m, file_sys, i, static_cast<double>(fewer), slots) : full;
-  const double n_full = static_cast<double>(fuller_replicas > 0 ? fuller_replicas : i.dp);
-  const double n_less = mixed ? static_cast<double>(i.dp - fuller_replicas) : 0.0;
-  const double rate_full = full.request_rate * n_full, rate_less = less.request_rate * n_less;
-  const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
-  r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
-  r.ttft = mean(full.ttft, less.ttft);
-  r.e2e = mean(full.e2e, less.e2e);
-  r.tpot = mean(full.tpot, less.tpot);
-  r.queue = full.queue;
-  return full;
-}
-
-/// One replica's open loop at `rate` with at most `cap` requests admitted (0: no cap): the cap's
-/// closed loop when the arrivals reach its rate, else `open_loop`.
+/// One replica's serving: its view, rate and flags, and the closed-loop state whose step counts and
+/// flags the figures show.
 struct replica_serving {
   open_loop_result o{};
-  in_flight_state shown{};  ///< the state whose step counts and flags the figures show
+  in_flight_state shown{};
 };
+/// One replica open loop at `rate` with at most `cap` requests admitted (0: no cap): the cap's
+/// closed loop when the arrivals reach its rate, else `open_loop`.
 constexpr replica_serving serve_replica(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                         double rate, std::int64_t slots, std::int64_t cap) {
-  replica_serving out;
   if (cap > 0) {
     const in_flight_state closed = in_flight(m, file_sys, i, static_cast<double>(cap), slots);
-    if (rate >= closed.request_rate) {
-      out.shown = closed;
-      out.o = {.view = {.ttft = closed.ttft,
-                        .tpot = closed.tpot,
-                        .e2e = closed.e2e,
-                        .queue = closed.queue,
-                        .occupancy = closed.running,
-                        .admitted = static_cast<double>(cap),
-                        .prefill_tokens = closed.prefill_tokens,
-                        .typical = cap},
-               .in_system = static_cast<double>(cap),
-               .rate = closed.request_rate,
-               .capped_closed = true};
-      return out;
-    }
+    if (rate >= closed.request_rate)
+      return {.o = {.view = view_of(closed, static_cast<double>(cap), cap, false),
+                    .rate = closed.request_rate,
+                    .capped_closed = true},
+              .shown = closed};
   }
-  out.o = open_loop(m, file_sys, i, rate, slots, static_cast<double>(cap));
+  replica_serving out{.o = open_loop(m, file_sys, i, rate, slots, cap)};
   out.shown = in_flight(m, file_sys, i, static_cast<double>(out.o.view.typical), slots);
   return out;
 }
 
 /// `r`'s figures for in-flight batching over `slots` a replica: closed loop at
 /// inference_spec::concurrency clients, or open loop at inference_spec::request_rate, each
-/// replica an equal share of it; `concurrency` then caps the requests admitted, spread over the
-/// replicas in whole numbers (c mod dp of them admit one more): rates are the replicas' mean,
-/// latencies each request's mean, the rest the fuller replica's.
+/// replica an equal share of it, `concurrency` then capping the requests admitted. The clients (or
+/// the cap) spread over the dp replicas in whole numbers, c mod dp of them one more: rates are
+/// the replicas' mean, latencies each request's mean, the rest the fuller replica's.
 constexpr void in_flight_figures(inference_result& r, const model_spec& m, const system_spec& file_sys,
                                  const inference_spec& i, const system_spec& sys, std::int64_t slots,
                                  double paged_context) {
   r.in_flight = true;
   const std::int64_t usable = slots > 0 ? slots : 1;
-  in_flight_state shown{};
-  if (i.request_rate > 0) {
-    const double rate = i.request_rate / static_cast<double>(i.dp);
-    const std::int64_t fewer = i.concurrency / i.dp, fuller = i.concurrency % i.dp;
-    const replica_serving full = serve_replica(m, file_sys, i, rate, usable, fuller > 0 ? fewer + 1 : fewer);
-    const bool mixed = fuller > 0;  // then fewer >= 1: validate refuses a cap below the replicas
-    const replica_serving less = mixed ? serve_replica(m, file_sys, i, rate, usable, fewer) : full;
-    const double n_full = static_cast<double>(mixed ? fuller : i.dp), n_less = static_cast<double>(i.dp) - n_full;
-    const double rate_full = full.o.rate * n_full, rate_less = less.o.rate * n_less;
-    const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
-    r.saturated = full.o.saturated || less.o.saturated;
-    r.cap_bound = full.o.capped_closed || less.o.capped_closed;
-    r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
-    r.ttft = mean(full.o.view.ttft, less.o.view.ttft);
-    r.tpot = mean(full.o.view.tpot, less.o.view.tpot);
-    r.e2e = mean(full.o.view.e2e, less.o.view.e2e);
-    r.queue = full.o.view.queue;
-    r.mean_running = full.o.view.occupancy;
-    r.prefill_tokens_per_step = full.o.view.prefill_tokens;
-    r.in_system = full.o.in_system;  // the fuller replica's, as its running and memory
-    shown = full.shown;
-  } else {
-    shown = closed_loop_figures(r, m, file_sys, i, usable);
-    r.mean_running = shown.running;
-    r.prefill_tokens_per_step = shown.prefill_tokens;
-    r.in_system = shown.request_rate * shown.e2e.value;  // the fuller replica's clients (Little)
-  }
+  const auto serve = [&](std::int64_t clients) -> replica_serving {
+    if (i.request_rate > 0)
+      return serve_replica(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, clients);
+    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable);
+    return {.o = {.view = view_of(st, static_cast<double>(clients), clients, false), .rate = st.request_rate},
+            .shown = st};
+  };
+  const std::int64_t fewer = i.concurrency / i.dp, fuller = i.concurrency % i.dp;
+  const replica_serving full = serve(fuller > 0 ? fewer + 1 : fewer);
+  // Replicas with no client serve nothing (validate refuses a cap below the replicas).
+  const replica_serving less = fuller == 0 ? full : fewer > 0 ? serve(fewer) : replica_serving{};
+  const double n_full = static_cast<double>(fuller > 0 ? fuller : i.dp), n_less = static_cast<double>(i.dp) - n_full;
+  const double rate_full = full.o.rate * n_full, rate_less = less.o.rate * n_less;
+  const auto mean = [&](seconds a, seconds b) { return (a * rate_full + b * rate_less) / (rate_full + rate_less); };
+  const arrival_view& view = full.o.view;
+  r.saturated = full.o.saturated || less.o.saturated;
+  r.cap_bound = full.o.capped_closed || less.o.capped_closed;
+  r.request_rate = (rate_full + rate_less) / static_cast<double>(i.dp);
+  r.ttft = mean(view.ttft, less.o.view.ttft);
+  r.tpot = mean(view.tpot, less.o.view.tpot);
+  r.e2e = mean(view.e2e, less.o.view.e2e);
+  r.queue = view.queue;
+  r.mean_running = view.occupancy;
+  r.prefill_tokens_per_step = view.prefill_tokens;
+  r.in_system = view.admitted;  // the fuller replica's, as its running and memory
+  const in_flight_state& shown = full.shown;
   r.first_step = r.last_step = r.tpot;
   r.running = static_cast<std::int64_t>(r.mean_running + 0.5);
   r.token_budget_bound = shown.budget_bound;
