@@ -544,6 +544,29 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     EXPECT_TRUE(row["strategy"]["cpu_offloading"].get<bool>()) << id;
     EXPECT_EQ(row["strategy"]["cpu_offloading_num_layers"], id.find("GB200") != std::string::npos ? 40 : 20) << id;
   }
+  // The Qwen3 MoE rows' token dispatcher, read from Megatron-Bridge at each release's tag: 30B-A3B
+  // runs the flex dispatcher except on B200 in 26.02 (v0.3.0's B200 presets name no flex backend);
+  // 235B-A22B runs it on GB200 / GB300 and the all-to-all dispatcher on B300, B200 and H100 in
+  // 26.02 / 26.02.01 (v0.3.1's qwen3_235b_a22b_pretrain_config_{b300,b200,h100} set "alltoall").
+  const std::map<std::string, std::string> qwen3_dispatcher{
+      {"mb-26.02-Qwen3_30B_a3B-B200-MXFP8-8g-gbs512", "all2all"},
+      {"mb-26.02-Qwen3_30B_a3B-GB300-MXFP8-8g-gbs512", "flex"},
+      {"mb-26.02-Qwen3_30B_a3B-H100-FP8-16g-gbs1024", "flex"},
+      {"mb-26.02.01-Qwen3_30B_a3B-B200-MXFP8-8g-gbs512", "flex"},
+      {"mb-26.06-Qwen3_30B_a3B-H100-FP8-16g-gbs1024", "flex"},
+      {"mb-26.02-Qwen3_235B_a22B-B200-MXFP8-256g-gbs8192", "all2all"},
+      {"mb-26.02.01-Qwen3_235B_a22B-B300-MXFP8-256g-gbs8192", "all2all"},
+      {"mb-26.02.01-Qwen3_235B_a22B-H100-FP8-256g-gbs8192", "all2all"},
+      {"mb-26.02-Qwen3_235B_a22B-GB200-MXFP8-256g-gbs8192", "flex"},
+      {"mb-26.08-Qwen3_235B_a22B-GB300-MXFP8-256g-gbs8192", "flex"}};
+  std::size_t qwen3_seen = 0;
+  for (const auto& row : j["rows"]) {
+    const auto it = qwen3_dispatcher.find(row["id"].get<std::string>());
+    if (it == qwen3_dispatcher.end()) continue;
+    ++qwen3_seen;
+    EXPECT_EQ(row["strategy"].value("moe_dispatcher_policy", std::string{"all2all"}), it->second) << it->first;
+  }
+  EXPECT_EQ(qwen3_seen, qwen3_dispatcher.size());
   // Each estimated row says whether its estimated peak fits, the summary counts those that do not;
   // the 26.02 FP8 Llama 3 70B GB200 row (186 GiB GPUs) fits with the 40 layers it offloads.
   std::size_t not_fitting = 0;
