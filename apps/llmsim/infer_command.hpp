@@ -76,8 +76,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
       ->capture_default_str();
   c->add_option("--concurrency", a.spec.concurrency,
                 "In-flight (continuous) batching of this many clients in all (spread over the --dp replicas), each "
-                "sending its next request when its last completes: the steady state replaces the static --batch "
-                "and --micro-batching (with --request-rate: the most in flight; 0: a static batch)")
+                "sending its next request when its last completes (and waiting out the step the others then run): "
+                "the steady state replaces the static --batch and --micro-batching (with --request-rate: the most "
+                "in flight; 0: a static batch)")
       ->capture_default_str();
   c->add_option("--request-rate", a.spec.request_rate,
                 "Open-loop in-flight batching: requests arrive at this mean rate a second over all replicas, a "

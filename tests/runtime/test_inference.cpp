@@ -541,27 +541,32 @@ TEST(InferenceInFlight, ClientsShareStepsThatReadTheWeightsOnce) {
   // 52,428,800 B -> 0.052 ms; t = 13.267 ms (activations and norms, about 13 MB a token as in
   // BatchOneDecodeStepReadsEveryWeightOnce, add about 1 % for the step's 10-14 tokens). 10
   // clients of 4-token prompts and 11 output tokens: a prompt takes one step (its first token),
-  // then 10 decode steps, so each client holds its slot 11 steps and 10 / 11 requests complete a
-  // step: 10 / (11 t) requests/s, 10 / t output tokens/s, 10 x 4 / 11 = 3.64 prompt tokens a step.
+  // then 10 decode steps, so a request holds its slot 11 steps. Each client sends its next request
+  // as its last completes, while the other 9 run the next step, which it waits out (all 9 ending
+  // in the same step as it, 11^-9, leaves the engine idle): its cycle is 12 steps, 10 x 11 / 12 =
+  // 9.17 requests in the batch on average, 10 / (12 t) requests/s, 110 / (12 t) output tokens/s,
+  // 10 x 4 / 12 = 3.33 prompt tokens a step; time to first token 2 t (the wait, then its prompt).
   auto i = job(1, 4, 11);
   i.concurrency = 10;
   const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
   const double weights = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
   const double t = weights + 10 * 10 * 524288.0 / 1e12;
   EXPECT_TRUE(r.in_flight);
-  EXPECT_EQ(r.running, 10);
+  EXPECT_EQ(r.running, 9);
+  EXPECT_NEAR(r.mean_running, 110.0 / 12, 1e-6);
   EXPECT_NEAR(r.tpot.value, t, 0.015 * t);
-  EXPECT_NEAR(r.ttft.value, t, 0.015 * t);
-  EXPECT_NEAR(r.e2e.value, 11 * t, 0.015 * 11 * t);
-  EXPECT_NEAR(r.request_rate, 10 / (11 * t), 0.015 * 10 / (11 * t));
-  EXPECT_NEAR(r.output_tok_s, 10 / t, 0.015 * 10 / t);
-  EXPECT_NEAR(r.prefill_tokens_per_step, 40.0 / 11, 0.05);
-  EXPECT_EQ(r.queue.value, 0);
+  EXPECT_NEAR(r.ttft.value, 2 * t, 0.015 * 2 * t);
+  EXPECT_NEAR(r.queue.value, t, 0.015 * t);
+  EXPECT_NEAR(r.e2e.value, 12 * t, 0.015 * 12 * t);
+  EXPECT_NEAR(r.request_rate, 10 / (12 * t), 0.015 * 10 / (12 * t));
+  EXPECT_NEAR(r.output_tok_s, 110 / (12 * t), 0.015 * 110 / (12 * t));
+  EXPECT_NEAR(r.prefill_tokens_per_step, 40.0 / 12, 0.05);
   EXPECT_FALSE(r.token_budget_bound);
   // Closed loop (Little's law): the clients are the request rate times the end-to-end latency.
   EXPECT_NEAR(r.request_rate * r.e2e.value, 10, 1e-6);
   // At most 4 running (vLLM max_num_seqs): 4 caches (t4 = W + 0.021 ms), 4 / (11 t4)
-  // requests/s; the 6 others queue 6 / rate = 16.5 t4 each, before their prompt's step.
+  // requests/s; the 6 others queue 6 / rate = 16.5 t4 each, before their prompt's step (a queue
+  // for a slot holds the re-sent request too: no step of its own to wait out).
   i.max_running = 4;
   const auto capped = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
   const double t4 = weights + 4 * 10 * 524288.0 / 1e12;
@@ -571,6 +576,38 @@ TEST(InferenceInFlight, ClientsShareStepsThatReadTheWeightsOnce) {
   EXPECT_NEAR(capped.ttft.value, 17.5 * t4, 0.015 * 17.5 * t4);
   EXPECT_NEAR(capped.e2e.value, 27.5 * t4, 0.015 * 27.5 * t4);
   EXPECT_NEAR(capped.request_rate * capped.e2e.value, 10, 1e-6);
+}
+
+TEST(InferenceInFlight, AClientsNextRequestWaitsOutTheRoundInProgress) {
+  // Bandwidth-bound rounds of t = W = 13.214 ms (two sequences' caches add < 0.1 %), 4-token
+  // prompts, 11 output tokens: a request lives 11 rounds. Of two clients, one sends its next
+  // request as its last completes; the other runs the round that follows (unless it ended in the
+  // same round, 1 / 11), which the new request waits out: 10 / 11 of a round on average. A
+  // client's cycle is 11 + 10 / 11 = 131 / 11 rounds: 22 / (131 t) requests/s, time to first token
+  // (1 + 10 / 11) t = 21 / 11 t, end to end 131 / 11 t, 2 x 121 / 131 = 1.847 in the batch.
+  auto i = job(1, 4, 11);
+  i.concurrency = 2;
+  const auto r = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  const double t = (llama2_7b_linear_weights + llama2_7b_head_weights) * 2 / 1e12;
+  EXPECT_NEAR(r.ttft.value, 21.0 / 11 * t, 0.015 * t);
+  EXPECT_NEAR(r.queue.value, 10.0 / 11 * t, 0.015 * t);
+  EXPECT_NEAR(r.e2e.value, 131.0 / 11 * t, 0.015 * 11 * t);
+  EXPECT_NEAR(r.request_rate, 22 / (131 * t), 0.015 * 22 / (131 * t));
+  EXPECT_NEAR(r.mean_running, 242.0 / 131, 1e-6);
+  // Open loop with at most 2 admitted, the arrivals past the cap's rate: the cap's closed loop,
+  // each held request sent as one ends: the same figures.
+  i.request_rate = 1000;
+  const auto capped = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_TRUE(capped.cap_bound);
+  EXPECT_DOUBLE_EQ(capped.ttft.value, r.ttft.value);
+  EXPECT_DOUBLE_EQ(capped.request_rate, r.request_rate);
+  // One client finds the engine idle when it sends: no wait, its prompt's round alone.
+  i.request_rate = 0;
+  i.concurrency = 1;
+  const auto one = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_EQ(one.queue.value, 0);
+  EXPECT_NEAR(one.ttft.value, t, 0.015 * t);
+  EXPECT_NEAR(one.request_rate, 1 / (11 * t), 0.015 / (11 * t));
 }
 
 TEST(InferenceInFlight, PromptsFillTheStepUpToItsTokenBudget) {
@@ -605,14 +642,17 @@ TEST(InferenceInFlight, APipelineKeepsOneMicroBatchPerStageInFlight) {
   // pp 2 on the bandwidth-bound system: each stage reads its 16 layers' weights, 6,476,005,376 B,
   // the head's stage also the head's 262,144,000 B (PipelineMicroBatchesTakeTurnsOnTheFullestStage
   // AtDecode): 6.738 ms. Two clients, one micro-batch each: the fullest stage serves both in turn,
-  // 13.476 ms a step (a micro-batch's way through both stages is 13.214 ms).
+  // 13.476 ms a step (a micro-batch's way through both stages is 13.214 ms). A request lives 101
+  // steps; each re-sent one waits out the other's step unless both ended together (1 / 101):
+  // 2 / ((101 + 100 / 101) step) requests/s.
   auto i = job(1, 4, 101);
   i.pp = 2;
   i.concurrency = 2;
   const auto r = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
   const double step = 2 * (16 * 202375168.0 * 2 + 262144000.0) / 1e12;
   EXPECT_NEAR(r.tpot.value, step, 0.005 * step);
-  EXPECT_NEAR(r.request_rate, 2 / (101 * step), 0.005 * 2 / (101 * step));
+  const double cycle = (101 + 100.0 / 101) * step;
+  EXPECT_NEAR(r.request_rate, 2 / cycle, 0.005 * 2 / cycle);
 }
 
 TEST(InferenceInFlight, OneClientIsAStaticBatchOfOne) {
@@ -692,15 +732,23 @@ TEST(InferenceInFlight, ClientsSpreadOverTheReplicasInWholeNumbers) {
 }
 
 TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
-  // The offline figure is the in-flight steady state at the largest batch that fits, every slot
-  // refilled as it frees: the same as asking for that many clients.
+  // The offline figure is the in-flight steady state at the largest batch B that fits, every slot
+  // refilled from the engine's own queue as it frees (no client to wait for).
   auto i = job(8, 512, 64);
   const auto r = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
   ASSERT_GT(r.offline_batch, 8);
+  const auto batch = static_cast<double>(r.offline_batch);
+  const auto full = llmsim::detail::in_flight(cat::llama2_7b, cat::a100_sxm, i, batch, r.offline_batch);
+  EXPECT_DOUBLE_EQ(full.running, batch);
+  EXPECT_DOUBLE_EQ(r.offline_output_tok_s_per_gpu, full.request_rate * 64);
+  // B closed-loop clients instead each re-send as their last request completes and wait out the
+  // round in progress: a request lives 64 rounds (its prompt's, 63 decode), so B x 64 / 65 of them
+  // run on average (all others ending in the same round: 64^-(B-1), nil), fewer output tokens.
   i.concurrency = r.offline_batch;
   const auto in_flight = llmsim::infer(cat::llama2_7b, i, cat::a100_sxm);
-  EXPECT_DOUBLE_EQ(r.offline_output_tok_s_per_gpu, in_flight.output_tok_s_per_gpu);
-  EXPECT_EQ(in_flight.running, r.offline_batch);
+  EXPECT_NEAR(in_flight.mean_running, batch * 64 / 65, 1e-9 * batch);
+  EXPECT_LT(in_flight.output_tok_s_per_gpu, r.offline_output_tok_s_per_gpu);
+  EXPECT_NEAR(in_flight.request_rate * in_flight.e2e.value, batch, 1e-9 * batch);
   EXPECT_TRUE(in_flight.fits);
   // A static batch reports no in-flight figures.
   EXPECT_FALSE(r.in_flight);
@@ -898,6 +946,21 @@ TEST(InferenceOpenLoop, ACapSpreadsOverTheReplicasInWholeNumbers) {
   // A cap below the replicas leaves replicas admitting none: refused.
   i.concurrency = 1;
   EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::a100_sxm), "inference.concurrency");
+}
+
+TEST(InferenceOpenLoop, ArrivalsJustUnderACapsRateAreServedAtTheirRate) {
+  // A cap admits at most 8: however close the arrivals come to the cap's closed-loop rate X, they
+  // complete at their own rate, never saturate (a cap bounds the queue) and hold at most 8.
+  auto i = job(1, 512, 64);
+  i.concurrency = 8;
+  const double x = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm).request_rate;
+  for (const double share : {0.9, 0.99, 0.999, 0.9999}) {
+    i.request_rate = share * x;
+    const auto r = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm);
+    EXPECT_FALSE(r.saturated) << share;
+    EXPECT_DOUBLE_EQ(r.request_rate, share * x) << share;
+    EXPECT_LE(r.in_system, 8) << share;
+  }
 }
 
 TEST(InferenceInFlight, APromptsFirstTokenWaitsForItsStagesLaunches) {

@@ -824,6 +824,7 @@ struct in_flight_state {
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
+  double life = 1;          ///< rounds a request holds its slot: its prompt's and its decode rounds
   /// The mean round over the mix of rounds with and without prompt tokens.
   [[nodiscard]] constexpr seconds mean_round() const {
     return without.time * (1 - prompt_share) + with_prompt.time * prompt_share;
@@ -835,6 +836,19 @@ struct in_flight_state {
     return seconds{(p * t1 * t1 + (1 - p) * t0 * t0) / (2 * mean_round().value)};
   }
 };
+
+/// The share of requests a client sends as its last one completes that find the engine busy, and
+/// so wait out one round: the round in progress when they arrive began as the last one's ended
+/// (vLLM, TensorRT-LLM and SGLang admit requests between steps; the client's turnaround, a few ms,
+/// is left out: an upper bound on the wait). The engine is busy unless all of the other
+/// `clients` - 1 ended in that same round, each with probability 1 / `life` (a request's last
+/// round is one of its life rounds): 1 - life^-(clients - 1). One client never waits (the engine
+/// is idle), nor do prompt-only requests (life 1: all end together).
+constexpr double resend_busy_share(double clients, double life) {
+  double all_ended = 1;
+  for (double other = 1; other < clients && all_ended > 1e-300; ++other) all_ended /= life;
+  return 1 - all_ended;
+}
 
 /// Chunked prefill in continuous batching (vLLM V1, TensorRT-LLM's in-flight batching; SGLang
 /// mixes prompt chunks into decode steps only with --enable-mixed-chunk, by default it runs them as
@@ -850,16 +864,20 @@ struct in_flight_state {
 /// D) <= B bounds R. Every round
 /// advances every busy request, so X = R / ((k + D) t) requests/s at a mean round t (Little's
 /// law); a request's decode rounds take its life less its own prompt rounds; clients beyond R
-/// queue (clients - R) / X each.
+/// queue (clients - R) / X each. `resending` clients (the closed loop: each sends its next request
+/// as its last completes) spend P = `resend_busy_share` of a round waiting for the round in
+/// progress, out of the batch: clients x life / (life + P) of them offered to it on average, the
+/// wait then in the queue, (clients - R) / X = P t below the slots (Little's law again).
 constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                    double clients, std::int64_t slots) {
+                                    double clients, std::int64_t slots, bool resending = false) {
   const auto input = static_cast<double>(i.input_len), rounds_decoding = static_cast<double>(i.output_len - 1);
   const auto budget = static_cast<double>(i.prefill_chunk_tokens);
-  const double offered = clients < static_cast<double>(slots) ? clients : static_cast<double>(slots);
   in_flight_state st;
   double k = 1;
   for (int pass = 0; pass < 16; ++pass) {  // k grows with the decode tokens; they shrink as k grows
     const double life = k + rounds_decoding, most = budget * life / (rounds_decoding + input);
+    const double present = resending ? clients * life / (life + resend_busy_share(clients, life)) : clients;
+    const double offered = present < static_cast<double>(slots) ? present : static_cast<double>(slots);
     st.budget_bound = offered > most;
     st.running = st.budget_bound ? most : offered;
     st.decode = st.running * rounds_decoding / life;
@@ -868,6 +886,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
     k = next;
   }
   const double life = k + rounds_decoding;
+  st.life = life;
   st.prefill_tokens = st.running * input / life;
   const double single = input / k;  // one prompt's chunk
   const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
@@ -966,8 +985,9 @@ constexpr arrival_view view_of(const in_flight_state& st, double admitted, std::
 /// admitted (a --max-concurrency cap), its rounds are the closed loop's of 1 + min(K, admitted - 1)
 /// requests; entering at once beside K >= 1 others, it first waits out the step in progress, the
 /// residual E[t^2] / (2 E[t]) of the K-request state's rounds (vLLM and TensorRT-LLM admit
-/// requests between steps); held by the cap or queued for a slot, it enters as one leaves, at a
-/// step's end, as the closed loop's clients do. Past the slots the closed loop queues the excess,
+/// requests between steps); queued for a slot, it enters as one leaves, at a step's end; held by
+/// the cap, it is sent as one ends (its clock starts then) and waits out the round that follows,
+/// as the closed loop's clients do (`resend_busy_share`). Past the slots the closed loop queues the excess,
 /// (1 + K - slots) / X ahead of it: the Poisson count of a server without slots, so an upper bound
 /// where slots bind (a single slot is an M/D/1 queue, whose wait is half as long).
 constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std::int64_t admitted) {
@@ -986,7 +1006,9 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
       v.occupancy += w * now.running;
       v.prefill_tokens += w * now.prefill_tokens;
       busy += w;
-      if (found < admitted && with.queue.value == 0) wait = now.residual_round();  // enters at once, mid-step
+      if (with.queue.value == 0)  // enters at once, mid-step; or held by the cap, sent as one ends
+        wait = found < admitted ? now.residual_round()
+                                : now.mean_round() * resend_busy_share(static_cast<double>(admitted), now.life);
     }
     v.ttft += (with.ttft + wait) * w;
     v.tpot += with.tpot * w;
@@ -1083,15 +1105,22 @@ struct replica_serving {
 /// closed loop when the arrivals reach its rate, else `open_loop`.
 constexpr replica_serving serve_replica(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                         double rate, std::int64_t slots, std::int64_t cap) {
+  replica_serving at_cap{};
   if (cap > 0) {
-    const in_flight_state closed = in_flight(m, file_sys, i, static_cast<double>(cap), slots);
-    if (rate >= closed.request_rate)
-      return {.o = {.view = view_of(closed, static_cast<double>(cap), cap, false),
+    const in_flight_state closed = in_flight(m, file_sys, i, static_cast<double>(cap), slots, true);
+    at_cap = {.o = {.view = view_of(closed, static_cast<double>(cap), cap, false),
                     .rate = closed.request_rate,
                     .capped_closed = true},
               .shown = closed};
+    if (rate >= closed.request_rate) return at_cap;
   }
   replica_serving out{.o = open_loop(m, file_sys, i, rate, slots, cap)};
+  // Within a hair of the cap's rate the open loop (its held arrivals priced at the cap's state,
+  // every request in the batch) may find no root: the cap's closed loop, at the arrivals' rate.
+  if (cap > 0 && out.o.saturated) {
+    at_cap.o.rate = rate;
+    return at_cap;
+  }
   out.shown = in_flight(m, file_sys, i, static_cast<double>(out.o.view.typical), slots);
   return out;
 }
@@ -1109,7 +1138,7 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
   const auto serve = [&](std::int64_t clients) -> replica_serving {
     if (i.request_rate > 0)
       return serve_replica(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, clients);
-    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable);
+    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable, true);
     return {.o = {.view = view_of(st, static_cast<double>(clients), clients, false), .rate = st.request_rate},
             .shown = st};
   };
