@@ -3115,10 +3115,11 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
     if (s.megatron_recompute_modules.empty())
       report_error(api, "strategy.megatron_recompute_modules",
                    "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
-    if (s.megatron_recompute_modules.contains(recompute_module::core_attn))
+    if (s.megatron_recompute_modules.contains(recompute_module::core_attn) &&
+        s.megatron_recompute_modules.contains(recompute_module::mla_up_proj))
       report_error(api, "strategy.megatron_recompute_modules",
-                   "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already "
-                   "recomputes its scores)");
+                   "strategy.megatron_recompute_modules: \"core_attn\" with \"mla_up_proj\" is not modelled yet "
+                   "(the up-projection checkpoint re-derives the attention's inputs)");
     if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance)
       report_error(api, "strategy.megatron_recompute",
                    "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
@@ -8316,6 +8317,14 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
     core->replay_free = true;
     core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
   }
+  if (mods.contains(recompute_module::core_attn)) {
+    // Megatron attention.py `_checkpointed_attention_forward` (checkpoint_core_attention): the core
+    // attention alone is a checkpoint, its inputs q, k, v kept and its kernel replayed in backward.
+    if (leaf* core = find_leaf(b, core_attention)) {
+      core->recompute = true;
+      core->segment_start = true;
+    }
+  }
   if (moe && mods.contains(recompute_module::moe)) {
     mark(b, {shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu, shared_experts_linear_fc2, router,
              permutation, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2, unpermutation});
@@ -8370,7 +8379,7 @@ constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
 /// - Megatron `--recompute-modules`: layernorm → both norms (their consumers keep no input);
 ///   mla_up_proj → the MLA up-projections and attention (flash attention keeps only its
 ///   log-sum-exp); moe_act → the expert activation (fc2 keeps no input); moe → the whole MoE MLP;
-///   mlp → a dense MLP.
+///   mlp → a dense MLP; core_attn → the core attention, a checkpoint of its own (keeps q, k, v).
 constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   using detail::find_leaf;
   using detail::mark;
@@ -8401,11 +8410,12 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
     default:
       break;
   }
-  // RoPE sits between QKV and attention: it replays whenever both do.
+  // RoPE sits between QKV and attention: it replays whenever both do in one segment (not when the
+  // attention is a checkpoint of its own, Megatron's core_attn, whose q and k come roped).
   if (leaf* rope = find_leaf(b, rotary_pos_emb)) {
     const leaf* qkv = find_leaf(b, linear_qkv);
     const leaf* core = find_leaf(b, core_attention);
-    rope->recompute = rope->recompute || (qkv->recompute && core->recompute);
+    rope->recompute = rope->recompute || (qkv->recompute && core->recompute && !core->segment_start);
   }
   b.leaves[0].segment_start = true;  // checkpoints never span two layers
   b.assign_roles();
@@ -9197,8 +9207,8 @@ constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char
   strategy_spec own = s;
   if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
     own.megatron_recompute_modules = {};
-    for (auto mod :
-         {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp, recompute_module::moe})
+    for (auto mod : {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp,
+                     recompute_module::moe, recompute_module::core_attn})
       if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
   }
   plan_recompute(b, own);

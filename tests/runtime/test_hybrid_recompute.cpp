@@ -163,6 +163,30 @@ TEST(HybridRecompute, MlpModuleCheckpointsTheMlpLayerWithItsFusedNorm) {
   EXPECT_FALSE(any_recomputed(layer(modules({recompute_module::mlp}), 'E', true).block));
 }
 
+TEST(HybridRecompute, CoreAttnModuleReplaysTheAttentionKernelAlone) {
+  // Megatron's core_attn checkpoints the core attention of the attention layer by itself
+  // (attention.py `_checkpointed_attention_forward`): q, k, v are its kept inputs, T (4 + 2 x 2)
+  // heads of 64 in bf16 = 1024 x 512 x 2 = 1,048,576 B, where without recompute flash attention
+  // also keeps its log-sum-exp, T x 4 heads, counted at the activations' 2 bytes by llmsim's
+  // attention leaf (FlashAttention keeps it in fp32, 8 KiB more): 8,192 B. Its forward is replayed: QK^T and PV,
+  // 2 x 2 T^2 x 64 FLOPs a head over 4 heads (every (query, key) pair counted, the kernel tables'
+  // convention) = 1,073,741,824. The projections around it are not recomputed.
+  const built b = layer(modules({recompute_module::core_attn}), '*', true);
+  EXPECT_TRUE(b.at(leaf_id::core_attention).recompute);
+  EXPECT_FALSE(b.at(leaf_id::core_attention).replay_free);
+  for (auto id : {leaf_id::linear_qkv, leaf_id::linear_proj, leaf_id::attention_residual_add})
+    EXPECT_FALSE(b.at(id).recompute) << leaf_name(id);
+  EXPECT_EQ(b.replayed_flops(), 4 * 2 * 2 * 1024.0 * 1024 * 64);
+  const double kept = walk_memory(layer(base(), '*', false).block).held;
+  EXPECT_EQ(walk_memory(b.block).held, kept - 1024.0 * 4 * 2);
+  // With layernorm too (fused into linear_qkv here: no norm of its own) the same.
+  const built with_norm = layer(modules({recompute_module::core_attn, recompute_module::layernorm}), '*', true);
+  EXPECT_EQ(walk_memory(with_norm.block).held, kept - 1024.0 * 4 * 2);
+  // It reaches no Mamba, MLP or MoE layer.
+  for (const char symbol : {'M', '-', 'E'})
+    EXPECT_FALSE(any_recomputed(layer(modules({recompute_module::core_attn}), symbol, true).block)) << symbol;
+}
+
 TEST(HybridRecompute, FullRecomputeCoversTheFirstLayersOfThePattern) {
   // Pattern "ME*E-": recompute_layer_num 2 replays the first Mamba and the first MoE layer; 5
   // replays all. More replayed layers, more recompute time; none without recompute.

@@ -48,6 +48,14 @@ constexpr void plan_megatron_modules(leaf_block& b, const strategy_spec& s, bool
     core->replay_free = true;
     core->cache -= core->input;  // keeps only the log-sum-exp; q, k, v come back from the replayed projections
   }
+  if (mods.contains(recompute_module::core_attn)) {
+    // Megatron attention.py `_checkpointed_attention_forward` (checkpoint_core_attention): the core
+    // attention alone is a checkpoint, its inputs q, k, v kept and its kernel replayed in backward.
+    if (leaf* core = find_leaf(b, core_attention)) {
+      core->recompute = true;
+      core->segment_start = true;
+    }
+  }
   if (moe && mods.contains(recompute_module::moe)) {
     mark(b, {shared_experts_linear_fc1, shared_experts_swiglu, shared_experts_gelu, shared_experts_linear_fc2, router,
              permutation, experts_linear_fc1, experts_swiglu, experts_gelu, experts_linear_fc2, unpermutation});
@@ -102,7 +110,7 @@ constexpr void plan_selective_flags(leaf_block& b, const strategy_spec& s) {
 /// - Megatron `--recompute-modules`: layernorm → both norms (their consumers keep no input);
 ///   mla_up_proj → the MLA up-projections and attention (flash attention keeps only its
 ///   log-sum-exp); moe_act → the expert activation (fc2 keeps no input); moe → the whole MoE MLP;
-///   mlp → a dense MLP.
+///   mlp → a dense MLP; core_attn → the core attention, a checkpoint of its own (keeps q, k, v).
 constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
   using detail::find_leaf;
   using detail::mark;
@@ -133,11 +141,12 @@ constexpr void plan_recompute(leaf_block& b, const strategy_spec& s) {
     default:
       break;
   }
-  // RoPE sits between QKV and attention: it replays whenever both do.
+  // RoPE sits between QKV and attention: it replays whenever both do in one segment (not when the
+  // attention is a checkpoint of its own, Megatron's core_attn, whose q and k come roped).
   if (leaf* rope = find_leaf(b, rotary_pos_emb)) {
     const leaf* qkv = find_leaf(b, linear_qkv);
     const leaf* core = find_leaf(b, core_attention);
-    rope->recompute = rope->recompute || (qkv->recompute && core->recompute);
+    rope->recompute = rope->recompute || (qkv->recompute && core->recompute && !core->segment_start);
   }
   b.leaves[0].segment_start = true;  // checkpoints never span two layers
   b.assign_roles();

@@ -178,8 +178,8 @@ constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char
   strategy_spec own = s;
   if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
     own.megatron_recompute_modules = {};
-    for (auto mod :
-         {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp, recompute_module::moe})
+    for (auto mod : {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp,
+                     recompute_module::moe, recompute_module::core_attn})
       if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
   }
   plan_recompute(b, own);

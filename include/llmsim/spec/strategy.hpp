@@ -988,10 +988,11 @@ constexpr void validate_strategy_recompute_and_kernels(const strategy_spec& s) {
     if (s.megatron_recompute_modules.empty())
       report_error(api, "strategy.megatron_recompute_modules",
                    "strategy.megatron_recompute=true requires a non-empty strategy.megatron_recompute_modules");
-    if (s.megatron_recompute_modules.contains(recompute_module::core_attn))
+    if (s.megatron_recompute_modules.contains(recompute_module::core_attn) &&
+        s.megatron_recompute_modules.contains(recompute_module::mla_up_proj))
       report_error(api, "strategy.megatron_recompute_modules",
-                   "strategy.megatron_recompute_modules: \"core_attn\" is not modelled (flash attention already "
-                   "recomputes its scores)");
+                   "strategy.megatron_recompute_modules: \"core_attn\" with \"mla_up_proj\" is not modelled yet "
+                   "(the up-projection checkpoint re-derives the attention's inputs)");
     if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance)
       report_error(api, "strategy.megatron_recompute",
                    "strategy.megatron_recompute=true excludes the legacy selective flags (attn_recompute, "
