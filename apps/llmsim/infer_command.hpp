@@ -85,6 +85,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
                 "Poisson process (benchmark_serving --request-rate); with --concurrency, at most that many admitted, "
                 "at least one a replica; past the slots' rate, saturated (0: closed loop or a static batch)")
       ->capture_default_str();
+  c->add_flag("--overlap-scheduling", a.spec.overlap_scheduling,
+              "In-flight batching: the engine schedules the next step while one runs (vLLM --async-scheduling, "
+              "SGLang's default, TensorRT-LLM's PyTorch overlap loop): an arriving request joins a step later");
   c->add_option("--max-running", a.spec.max_running,
                 "In-flight batching and the offline figure: the most sequences a step holds (vLLM max_num_seqs, "
                 "TensorRT-LLM max_batch_size; 0: as many as memory and --prefill-chunk-tokens allow)")

@@ -2841,6 +2841,7 @@ inline value to_json(const inference_spec& i) {
           {"cuda_graphs", i.cuda_graphs},
           {"host_launch_us", i.host_launch_us},
           {"eager_collective_us", i.eager_collective_us},
+          {"overlap_scheduling", i.overlap_scheduling},
           {"kernel_latency_us", i.kernel_latency_us},
           {"memory_fraction", i.memory_fraction},
           {"kv_block_tokens", i.kv_block_tokens},

@@ -590,6 +590,16 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     if (on) { EXPECT_EQ(s["megatron_recompute_modules"].get<std::vector<std::string>>(), it->second) << it->first; }
   }
   EXPECT_EQ(recompute_seen, recompute.size());
+  // v0.3.x's set_post_overrides turns the precision-aware optimizer on for BF16 runs: the gpt-oss
+  // BF16 rows (26.02, 26.02.01), ten of them.
+  std::size_t bf16_seen = 0;
+  for (const auto& row : j["rows"]) {
+    const std::string id = row["id"].get<std::string>();
+    if (id.find("GPT_OSS_120B") == std::string::npos || id.find("-BF16-") == std::string::npos) continue;
+    ++bf16_seen;
+    EXPECT_TRUE(row["strategy"].value("use_precision_aware_optimizer", false)) << id;
+  }
+  EXPECT_EQ(bf16_seen, 10U);
   // Each estimated row says whether its estimated peak fits, the summary counts those that do not;
   // the 26.02 FP8 Llama 3 70B GB200 row (186 GiB GPUs) fits with the 40 layers it offloads.
   std::size_t not_fitting = 0;

@@ -601,6 +601,16 @@ TEST(InferenceInFlight, AClientsNextRequestWaitsOutTheRoundInProgress) {
   EXPECT_TRUE(capped.cap_bound);
   EXPECT_DOUBLE_EQ(capped.ttft.value, r.ttft.value);
   EXPECT_DOUBLE_EQ(capped.request_rate, r.request_rate);
+  // With overlap scheduling the step after the one in progress is already scheduled: the wait is
+  // 2 x 10 / 11 rounds, the cycle 11 + 20 / 11 = 141 / 11 rounds: time to first token 31 / 11 t,
+  // 22 / (141 t) requests/s.
+  i.request_rate = 0;
+  i.overlap_scheduling = true;
+  const auto overlap = llmsim::infer(cat::llama2_7b, i, bandwidth_bound());
+  EXPECT_NEAR(overlap.ttft.value, 31.0 / 11 * t, 0.015 * t);
+  EXPECT_NEAR(overlap.request_rate, 22 / (141 * t), 0.015 * 22 / (141 * t));
+  EXPECT_NEAR(overlap.mean_running, 2 * 121.0 / 141, 1e-6);
+  i.overlap_scheduling = false;
   // One client finds the engine idle when it sends: no wait, its prompt's round alone.
   i.request_rate = 0;
   i.concurrency = 1;
@@ -643,16 +653,18 @@ TEST(InferenceInFlight, APipelineKeepsOneMicroBatchPerStageInFlight) {
   // the head's stage also the head's 262,144,000 B (PipelineMicroBatchesTakeTurnsOnTheFullestStage
   // AtDecode): 6.738 ms. Two clients, one micro-batch each: the fullest stage serves both in turn,
   // 13.476 ms a step (a micro-batch's way through both stages is 13.214 ms). A request lives 101
-  // steps; each re-sent one waits out the other's step unless both ended together (1 / 101):
-  // 2 / ((101 + 100 / 101) step) requests/s.
+  // steps; each re-sent one waits for the next micro-batch to be scheduled, a stage's half of the
+  // step, unless both ended together (1 / 101): 2 / ((101 + 50 / 101) step) requests/s.
   auto i = job(1, 4, 101);
   i.pp = 2;
   i.concurrency = 2;
   const auto r = llmsim::infer(cat::llama2_7b, i, with_free_links(bandwidth_bound()));
   const double step = 2 * (16 * 202375168.0 * 2 + 262144000.0) / 1e12;
   EXPECT_NEAR(r.tpot.value, step, 0.005 * step);
-  const double cycle = (101 + 100.0 / 101) * step;
+  const double cycle = (101 + 50.0 / 101) * step;
   EXPECT_NEAR(r.request_rate, 2 / cycle, 0.005 * 2 / cycle);
+  // The wait itself, half a step (a whole one would be 100 / 101 of it).
+  EXPECT_NEAR(r.queue.value, 50.0 / 101 * r.tpot.value, 0.05 * r.tpot.value);
 }
 
 TEST(InferenceInFlight, OneClientIsAStaticBatchOfOne) {
@@ -828,6 +840,11 @@ TEST(InferenceOpenLoop, TheWaitIsTheResidualOfTheStepInProgress) {
   const double residual = (p * t1 * t1 + (1 - p) * t0 * t0) / (2 * (p * t1 + (1 - p) * t0));
   EXPECT_NEAR(n, 1e-3, 1e-5);
   EXPECT_NEAR(r.queue.value, n * residual, 0.005 * n * residual);
+  // With overlap scheduling it also waits the round already scheduled after it, the mean round.
+  i.overlap_scheduling = true;
+  const auto overlap = llmsim::infer(cat::llama2_7b, i, s);
+  const double wait = residual + p * t1 + (1 - p) * t0;
+  EXPECT_NEAR(overlap.queue.value, overlap.in_system * wait, 0.005 * n * wait);
 }
 
 TEST(InferenceOpenLoop, PrefillRoundsTakeEveryPromptBesideTheArrival) {
@@ -950,16 +967,33 @@ TEST(InferenceOpenLoop, ACapSpreadsOverTheReplicasInWholeNumbers) {
 
 TEST(InferenceOpenLoop, ArrivalsJustUnderACapsRateAreServedAtTheirRate) {
   // A cap admits at most 8: however close the arrivals come to the cap's closed-loop rate X, they
-  // complete at their own rate, never saturate (a cap bounds the queue) and hold at most 8.
-  auto i = job(1, 512, 64);
-  i.concurrency = 8;
-  const double x = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm).request_rate;
-  for (const double share : {0.9, 0.99, 0.999, 0.9999}) {
-    i.request_rate = share * x;
-    const auto r = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm);
-    EXPECT_FALSE(r.saturated) << share;
-    EXPECT_DOUBLE_EQ(r.request_rate, share * x) << share;
-    EXPECT_LE(r.in_system, 8) << share;
+  // complete at their own rate, never saturate (a cap bounds the queue) and hold at most 8. The
+  // arrivals the cap holds are sent as requests end, as the closed loop's are: the latencies grow
+  // with the rate up to the cap's closed loop, with no step at the cap. The same with the cap
+  // above the slots (105 admitted, 100 a step), where the held requests also queue for a slot.
+  struct capped_job {
+    std::int64_t input, output, cap, slots;
+  };
+  for (const capped_job c : {capped_job{512, 64, 8, 0}, capped_job{4, 11, 105, 100}}) {
+    auto i = job(1, c.input, c.output);
+    i.concurrency = c.cap;
+    i.max_running = c.slots;
+    const auto closed = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm);
+    const double x = closed.request_rate;
+    double ttft = 0, e2e = 0;
+    for (const double share : {0.9, 0.99, 0.995, 0.999, 0.9999}) {
+      i.request_rate = share * x;
+      const auto r = llmsim::infer(cat::llama3_8b, i, cat::h100_sxm);
+      EXPECT_FALSE(r.saturated) << c.cap << " " << share;
+      EXPECT_DOUBLE_EQ(r.request_rate, share * x) << c.cap << " " << share;
+      EXPECT_LE(r.in_system, static_cast<double>(c.cap)) << c.cap << " " << share;
+      EXPECT_GE(r.ttft.value, ttft) << c.cap << " " << share;
+      EXPECT_GE(r.e2e.value, e2e) << c.cap << " " << share;
+      ttft = r.ttft.value;
+      e2e = r.e2e.value;
+    }
+    EXPECT_LE(ttft, closed.ttft.value * (1 + 1e-3)) << c.cap;
+    EXPECT_NEAR(e2e, closed.e2e.value, 0.01 * closed.e2e.value) << c.cap;
   }
 }
 

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -136,6 +137,12 @@ struct inference_spec {
   /// every GPU and framework as an assumption (no Ampere or Hopper table measures it). A pass
   /// replayed as a CUDA graph pays none. Pipeline sends do not pay it.
   double eager_collective_us = kernel_models::blackwell.collective_call_latency_us;
+  /// In-flight batching: the engine schedules step n + 1 while step n runs (vLLM
+  /// `--async-scheduling`, SGLang's default overlap scheduler `event_loop_overlap`, TensorRT-LLM's
+  /// PyTorch executor `_executor_loop_overlap`), so a request arriving during step n joins step
+  /// n + 2, one step later than in a loop that schedules between steps (vLLM V1's
+  /// `EngineCore.step` without it, SGLang's `event_loop_normal`).
+  bool overlap_scheduling = false;
   /// Share of device memory the server may fill (vLLM `gpu_memory_utilization` default 0.9;
   /// TensorRT-LLM `kv_cache_free_gpu_mem_fraction` default 0.9 of what the weights leave).
   double memory_fraction = 0.9;
@@ -837,17 +844,34 @@ struct in_flight_state {
   }
 };
 
+/// Scheduling points a round: a pipeline of `pp` stages keeps up to pp micro-batches in flight and
+/// schedules one as each leaves its last stage (vLLM's batch queue of pp batches, TensorRT-LLM's
+/// in-flight batching over pp), so a request waits for a stage's share of a round, not a whole one.
+constexpr double scheduling_points(const inference_spec& i) { return static_cast<double>(i.pp); }
+/// What a request arriving at a random moment beside others waits to be scheduled: the residual of
+/// the step in progress, and with overlap scheduling the step already scheduled after it, each a
+/// stage's share under a pipeline.
+constexpr seconds arrival_wait(const inference_spec& i, const in_flight_state& now) {
+  const seconds scheduled = i.overlap_scheduling ? now.mean_round() : seconds{};
+  return (now.residual_round() + scheduled) / scheduling_points(i);
+}
+
 /// The share of requests a client sends as its last one completes that find the engine busy, and
-/// so wait out one round: the round in progress when they arrive began as the last one's ended
-/// (vLLM, TensorRT-LLM and SGLang admit requests between steps; the client's turnaround, a few ms,
-/// is left out: an upper bound on the wait). The engine is busy unless all of the other
-/// `clients` - 1 ended in that same round, each with probability 1 / `life` (a request's last
-/// round is one of its life rounds): 1 - life^-(clients - 1). One client never waits (the engine
-/// is idle), nor do prompt-only requests (life 1: all end together).
+/// so wait for a step: the step in progress when they arrive began as the last one's ended (vLLM,
+/// TensorRT-LLM and SGLang admit requests between steps; the client's turnaround, a few ms, is left
+/// out). The engine is busy unless all of the other `clients` - 1 ended in that same round, each
+/// with probability 1 / `life` (a request's last round is one of its life rounds): 1 -
+/// life^-(clients - 1). One client never waits (the engine is idle), nor do requests of one
+/// round (all end together).
 constexpr double resend_busy_share(double clients, double life) {
   double all_ended = 1;
   for (double other = 1; other < clients && all_ended > 1e-300; ++other) all_ended /= life;
   return 1 - all_ended;
+}
+/// Rounds a resent request waits on average: the busy share of the step in progress, and with
+/// overlap scheduling the step already scheduled after it, each a stage's share under a pipeline.
+constexpr double resend_wait_rounds(const inference_spec& i, double clients, double life) {
+  return resend_busy_share(clients, life) * (i.overlap_scheduling ? 2.0 : 1.0) / scheduling_points(i);
 }
 
 /// Chunked prefill in continuous batching (vLLM V1, TensorRT-LLM's in-flight batching; SGLang
@@ -865,9 +889,9 @@ constexpr double resend_busy_share(double clients, double life) {
 /// advances every busy request, so X = R / ((k + D) t) requests/s at a mean round t (Little's
 /// law); a request's decode rounds take its life less its own prompt rounds; clients beyond R
 /// queue (clients - R) / X each. `resending` clients (the closed loop: each sends its next request
-/// as its last completes) spend P = `resend_busy_share` of a round waiting for the round in
-/// progress, out of the batch: clients x life / (life + P) of them offered to it on average, the
-/// wait then in the queue, (clients - R) / X = P t below the slots (Little's law again).
+/// as its last completes) spend W = `resend_wait_rounds` of a round waiting for a scheduling point,
+/// out of the batch: clients x life / (life + W) of them offered to it on average, the wait then in
+/// the queue, (clients - R) / X = W t below the slots (Little's law again).
 constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                     double clients, std::int64_t slots, bool resending = false) {
   const auto input = static_cast<double>(i.input_len), rounds_decoding = static_cast<double>(i.output_len - 1);
@@ -876,7 +900,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   double k = 1;
   for (int pass = 0; pass < 16; ++pass) {  // k grows with the decode tokens; they shrink as k grows
     const double life = k + rounds_decoding, most = budget * life / (rounds_decoding + input);
-    const double present = resending ? clients * life / (life + resend_busy_share(clients, life)) : clients;
+    const double present = resending ? clients * life / (life + resend_wait_rounds(i, clients, life)) : clients;
     const double offered = present < static_cast<double>(slots) ? present : static_cast<double>(slots);
     st.budget_bound = offered > most;
     st.running = st.budget_bound ? most : offered;
@@ -942,6 +966,12 @@ struct closed_loop_states {
   std::int64_t slots = 1;
   std::vector<in_flight_state> priced{};  // [c - 1] for c = 1..
   std::vector<bool> known{};
+  std::optional<in_flight_state> resent{};  // `cap` requests, each sent as one ends
+  /// The closed loop of a cap's `cap` requests, held ones sent as one ends (`in_flight` resending).
+  constexpr const in_flight_state& at_cap(std::int64_t cap) {
+    if (!resent) resent = in_flight(m, file_sys, i, static_cast<double>(cap), slots, true);
+    return *resent;
+  }
   constexpr in_flight_state at(std::int64_t c) {
     if (c > slots) {
       in_flight_state st = at(slots);
@@ -985,9 +1015,9 @@ constexpr arrival_view view_of(const in_flight_state& st, double admitted, std::
 /// admitted (a --max-concurrency cap), its rounds are the closed loop's of 1 + min(K, admitted - 1)
 /// requests; entering at once beside K >= 1 others, it first waits out the step in progress, the
 /// residual E[t^2] / (2 E[t]) of the K-request state's rounds (vLLM and TensorRT-LLM admit
-/// requests between steps); queued for a slot, it enters as one leaves, at a step's end; held by
-/// the cap, it is sent as one ends (its clock starts then) and waits out the round that follows,
-/// as the closed loop's clients do (`resend_busy_share`). Past the slots the closed loop queues the excess,
+/// requests between steps; `arrival_wait`); queued for a slot, it enters as one leaves, at a
+/// step's end; held by the cap, it is sent as one ends (its clock starts then): the cap's closed
+/// loop of resent requests, as the closed loop's clients are. Past the slots the closed loop queues the excess,
 /// (1 + K - slots) / X ahead of it: the Poisson count of a server without slots, so an upper bound
 /// where slots bind (a single slot is an M/D/1 queue, whose wait is half as long).
 constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std::int64_t admitted) {
@@ -999,22 +1029,23 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
     const std::int64_t in_server = found < admitted ? found : admitted;
     const double w = span.weight[j];
     v.admitted += w * static_cast<double>(in_server);
-    const in_flight_state with = states.at(1 + (found < admitted ? found : admitted - 1));
+    // Held by the cap, it is sent as one ends: the cap's closed loop, its wait for a scheduling
+    // point (or a slot) in its queue.
+    const bool held = found >= admitted;
+    const in_flight_state with = held ? states.at_cap(admitted) : states.at(1 + found);
     seconds wait{};
     if (in_server > 0) {
-      const in_flight_state now = states.at(in_server);
+      const in_flight_state now = held ? with : states.at(in_server);
       v.occupancy += w * now.running;
       v.prefill_tokens += w * now.prefill_tokens;
       busy += w;
-      if (with.queue.value == 0)  // enters at once, mid-step; or held by the cap, sent as one ends
-        wait = found < admitted ? now.residual_round()
-                                : now.mean_round() * resend_busy_share(static_cast<double>(admitted), now.life);
+      if (!held && with.queue.value == 0) wait = arrival_wait(states.i, now);  // enters at once, mid-step
     }
     v.ttft += (with.ttft + wait) * w;
     v.tpot += with.tpot * w;
     v.e2e += (with.e2e + wait) * w;
     v.queue += (with.queue + wait) * w;
-    if (w > best) best = w, v.typical = 1 + (found < admitted ? found : admitted - 1);
+    if (w > best) best = w, v.typical = held ? admitted : 1 + found;
   }
   if (busy > 0) v.prefill_tokens /= busy;  // a step's: steps run only while requests are in
   return v;
@@ -1170,7 +1201,8 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
   r.prefill_tflops = 0;  // prompts share their rounds with decode tokens: no prefill rate of their own
   r.output_tok_s = r.request_rate * static_cast<double>(i.output_len);
   // Memory of the (fuller replica's) busy slots (one when none fits: what one would need).
-  const std::int64_t held = r.running > 0 ? r.running : 1;
+  const std::int64_t most = whole_count(r.mean_running);  // the sequences most steps hold
+  const std::int64_t held = most > 0 ? most : 1;
   const serving_memory mem = memory_at(m, sys, i, held, paged_context, chunked_prefill(i, held));
   r.weight_bytes = mem.weights;
   r.kv_cache_bytes = mem.kv;
