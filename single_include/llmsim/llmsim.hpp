@@ -2227,6 +2227,7 @@ struct recompute_module_set {
   std::uint32_t bits = 0;
   [[nodiscard]] constexpr bool contains(recompute_module m) const { return (bits >> static_cast<unsigned>(m)) & 1U; }
   constexpr void insert(recompute_module m) { bits |= 1U << static_cast<unsigned>(m); }
+  constexpr void erase(recompute_module m) { bits &= ~(1U << static_cast<unsigned>(m)); }
   [[nodiscard]] constexpr bool empty() const { return bits == 0; }
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
@@ -9205,12 +9206,9 @@ inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
 /// decoder layer.
 constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char symbol, bool mla) {
   strategy_spec own = s;
-  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
-    own.megatron_recompute_modules = {};
-    for (auto mod : {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp,
-                     recompute_module::moe, recompute_module::core_attn})
-      if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
-  }
+  // Every module but "layernorm" where the layer's norm is fused into its first linear.
+  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla))
+    own.megatron_recompute_modules.erase(recompute_module::layernorm);
   plan_recompute(b, own);
   if (symbol == '-' && s.megatron_recompute_modules.contains(recompute_module::mlp)) {
     // The MLP layer's norm is fused into linear_fc1 and so sits inside the checkpointed `mlp`.
@@ -14304,12 +14302,13 @@ struct in_flight_state {
 /// schedules one as each leaves its last stage (vLLM's batch queue of pp batches, TensorRT-LLM's
 /// in-flight batching over pp), so a request waits for a stage's share of a round, not a whole one.
 constexpr double scheduling_points(const inference_spec& i) { return static_cast<double>(i.pp); }
+/// Steps already scheduled after the one in progress, which a newly arrived request also waits:
+/// one with overlap scheduling (`inference_spec::overlap_scheduling`), else none.
+constexpr double steps_scheduled_ahead(const inference_spec& i) { return i.overlap_scheduling ? 1.0 : 0.0; }
 /// What a request arriving at a random moment beside others waits to be scheduled: the residual of
-/// the step in progress, and with overlap scheduling the step already scheduled after it, each a
-/// stage's share under a pipeline.
+/// the step in progress and the steps scheduled ahead, each a stage's share under a pipeline.
 constexpr seconds arrival_wait(const inference_spec& i, const in_flight_state& now) {
-  const seconds scheduled = i.overlap_scheduling ? now.mean_round() : seconds{};
-  return (now.residual_round() + scheduled) / scheduling_points(i);
+  return (now.residual_round() + now.mean_round() * steps_scheduled_ahead(i)) / scheduling_points(i);
 }
 
 /// The share of requests a client sends as its last one completes that find the engine busy, and
@@ -14324,10 +14323,11 @@ constexpr double resend_busy_share(double clients, double life) {
   for (double other = 1; other < clients && all_ended > 1e-300; ++other) all_ended /= life;
   return 1 - all_ended;
 }
-/// Rounds a resent request waits on average: the busy share of the step in progress, and with
-/// overlap scheduling the step already scheduled after it, each a stage's share under a pipeline.
+/// Rounds a resent request waits on average: when the engine is busy, the whole step in progress
+/// (it began as the request's last one ended) and the steps scheduled ahead, each a stage's share
+/// under a pipeline.
 constexpr double resend_wait_rounds(const inference_spec& i, double clients, double life) {
-  return resend_busy_share(clients, life) * (i.overlap_scheduling ? 2.0 : 1.0) / scheduling_points(i);
+  return resend_busy_share(clients, life) * (1 + steps_scheduled_ahead(i)) / scheduling_points(i);
 }
 
 /// Chunked prefill in continuous batching (vLLM V1, TensorRT-LLM's in-flight batching; SGLang
@@ -14422,9 +14422,10 @@ struct closed_loop_states {
   std::int64_t slots = 1;
   std::vector<in_flight_state> priced{};  // [c - 1] for c = 1..
   std::vector<bool> known{};
-  std::optional<in_flight_state> resent{};  // `cap` requests, each sent as one ends
-  /// The closed loop of a cap's `cap` requests, held ones sent as one ends (`in_flight` resending).
-  constexpr const in_flight_state& at_cap(std::int64_t cap) {
+  std::int64_t cap = 0;                     ///< the most requests admitted (0: no cap)
+  std::optional<in_flight_state> resent{};  // the cap's closed loop, priced once
+  /// The closed loop of the cap's requests, held ones sent as one ends (`in_flight` resending).
+  constexpr const in_flight_state& at_cap() {
     if (!resent) resent = in_flight(m, file_sys, i, static_cast<double>(cap), slots, true);
     return *resent;
   }
@@ -14488,7 +14489,7 @@ constexpr arrival_view seen_on_arrival(closed_loop_states& states, double n, std
     // Held by the cap, it is sent as one ends: the cap's closed loop, its wait for a scheduling
     // point (or a slot) in its queue.
     const bool held = found >= admitted;
-    const in_flight_state with = held ? states.at_cap(admitted) : states.at(1 + found);
+    const in_flight_state with = held ? states.at_cap() : states.at(1 + found);
     seconds wait{};
     if (in_server > 0) {
       const in_flight_state now = held ? with : states.at(in_server);
@@ -14523,7 +14524,7 @@ struct open_loop_result {
 };
 constexpr open_loop_result open_loop(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
                                      double rate, std::int64_t slots, std::int64_t cap) {
-  closed_loop_states states{.m = m, .file_sys = file_sys, .i = i, .slots = slots};
+  closed_loop_states states{.m = m, .file_sys = file_sys, .i = i, .slots = slots, .cap = cap};
   constexpr std::int64_t uncapped = std::int64_t{1} << 40;  // more than any count of requests
   const std::int64_t admitted = cap > 0 ? cap : uncapped;
   const in_flight_state full = states.at(slots);
@@ -14602,8 +14603,8 @@ constexpr replica_serving serve_replica(const model_spec& m, const system_spec& 
     if (rate >= closed.request_rate) return at_cap;
   }
   replica_serving out{.o = open_loop(m, file_sys, i, rate, slots, cap)};
-  // Within a hair of the cap's rate the open loop (its held arrivals priced at the cap's state,
-  // every request in the batch) may find no root: the cap's closed loop, at the arrivals' rate.
+  // An open loop that finds no root under a cap (more than 1e7 requests in the system: only within
+  // a hair of the cap's rate) is the cap's closed loop at the arrivals' rate, never saturation.
   if (cap > 0 && out.o.saturated) {
     at_cap.o.rate = rate;
     return at_cap;

@@ -176,12 +176,9 @@ inline constexpr std::array<char, 4> hybrid_symbols{'M', '*', '-', 'E'};
 /// decoder layer.
 constexpr void plan_hybrid_selective(leaf_block& b, const strategy_spec& s, char symbol, bool mla) {
   strategy_spec own = s;
-  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla)) {
-    own.megatron_recompute_modules = {};
-    for (auto mod : {recompute_module::mla_up_proj, recompute_module::moe_act, recompute_module::mlp,
-                     recompute_module::moe, recompute_module::core_attn})
-      if (s.megatron_recompute_modules.contains(mod)) own.megatron_recompute_modules.insert(mod);
-  }
+  // Every module but "layernorm" where the layer's norm is fused into its first linear.
+  if (symbol == 'M' || symbol == '-' || (symbol == '*' && !mla))
+    own.megatron_recompute_modules.erase(recompute_module::layernorm);
   plan_recompute(b, own);
   if (symbol == '-' && s.megatron_recompute_modules.contains(recompute_module::mlp)) {
     // The MLP layer's norm is fused into linear_fc1 and so sits inside the checkpointed `mlp`.

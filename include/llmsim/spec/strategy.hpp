@@ -100,6 +100,7 @@ struct recompute_module_set {
   std::uint32_t bits = 0;
   [[nodiscard]] constexpr bool contains(recompute_module m) const { return (bits >> static_cast<unsigned>(m)) & 1U; }
   constexpr void insert(recompute_module m) { bits |= 1U << static_cast<unsigned>(m); }
+  constexpr void erase(recompute_module m) { bits &= ~(1U << static_cast<unsigned>(m)); }
   [[nodiscard]] constexpr bool empty() const { return bits == 0; }
   friend constexpr bool operator==(recompute_module_set, recompute_module_set) = default;
 };
