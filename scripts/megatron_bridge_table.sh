@@ -38,7 +38,7 @@ print("All rows: %d, %d estimated; tokens/s/GPU mean abs err %s, max %s; model T
       % (a["rows"], a["estimated"], pct(a["tokens_mean_abs_err"], a["estimated"]), pct(a["tokens_max_abs_err"], a["estimated"]),
          pct(a["tflops_mean_abs_err"], a["estimated"]), pct(a["tflops_max_abs_err"], a["estimated"])))
 print()
-late = [r["id"] for r in doc["rows"] if r["error"] is None and not r["predicted"]["fits"]]
+late = [r["name"] for r in doc["cases"] if r["error"] is None and not r["predicted"]["fits"]]
 print("Estimated rows whose estimated peak memory exceeds the GPU's (the published runs fit): %d%s"
       % (len(late), (" (" + ", ".join(late) + ")") if late else ""))
 print()
@@ -53,10 +53,10 @@ for k, v in sorted(s["not_estimated_reasons"].items(), key=lambda kv: -kv[1]):
 print()
 print("| estimated row | tokens/s/GPU | printed | err | model TFLOP/s/GPU | printed | err |")
 print("|---|---|---|---|---|---|---|")
-for r in doc["rows"]:
+for r in doc["cases"]:
     if r["error"] is None:
         p, q = r["predicted"], r["real"]
-        print("| %s | %.0f | %.0f | %+.1f %% | %.0f | %.0f | %+.1f %% |" % (r["id"], p["tokens_per_sec_per_gpu"],
+        print("| %s | %.0f | %.0f | %+.1f %% | %.0f | %.0f | %+.1f %% |" % (r["name"], p["tokens_per_sec_per_gpu"],
               q["tokens_per_sec_per_gpu"], 100 * r["tokens_err"], p["model_tflops_per_sec_per_gpu"],
               q["model_tflops_per_sec_per_gpu"], 100 * r["tflops_err"]))
 PY

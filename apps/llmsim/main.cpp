@@ -31,9 +31,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -574,13 +576,13 @@ struct error_stats {
 /// One Megatron-Bridge row's report entry.
 lj::value mb_row_json(const lj::value& row, const lj::megatron_bridge::row_result& r) {
   const double real_gflop = r.real_model_tflops_per_sec_per_gpu * 1e3 / r.real_tokens_per_sec_per_gpu;
-  lj::value out = {{"id", r.job.id},
+  lj::value out = {{"name", r.job.id},
                    {"model", row["model"]},
                    {"gpu_type", row["gpu_type"]},
                    {"precision", row["precision"]},
                    {"release", row["release"]},
                    {"catalogue_model", r.job.model},
-                   {"catalogue_system", r.job.system},
+                   {"system", r.job.system.empty() ? lj::value(nullptr) : lj::value(r.job.system)},
                    {"real",
                     {{"tokens_per_sec_per_gpu", r.real_tokens_per_sec_per_gpu},
                      {"model_tflops_per_sec_per_gpu", r.real_model_tflops_per_sec_per_gpu},
@@ -592,7 +594,7 @@ lj::value mb_row_json(const lj::value& row, const lj::megatron_bridge::row_resul
                                         ? "current (baa0259bd on)"
                                         : "silu_gated_only (to 71768cde2)"},
                    {"model_gflop_per_token", r.job.flops ? lj::value(r.model_gflop_per_token) : lj::value(nullptr)},
-                   {"flop_err", r.job.flops ? lj::value(real_gflop / r.model_gflop_per_token - 1) : lj::value(nullptr)},
+                   {"flop_err", r.job.flops ? lj::value(r.model_gflop_per_token / real_gflop - 1) : lj::value(nullptr)},
                    {"error", r.estimated() ? lj::value(nullptr) : lj::value(r.error)},
                    {"refused", !r.job.refused.empty()},
                    {"not_modelled", r.job.not_modelled},
@@ -636,8 +638,9 @@ lj::value mb_summary(const lj::value& rows) {
   for (const auto& [k, v] : by_gpu) g[k] = v.json();
   for (const auto& [k, v] : by_release) rel[k] = v.json();
   for (const auto& [k, v] : reasons) why[k] = v;
-  return {{"all", all.json()},
-          {"n_not_estimated", all.rows - all.estimated},
+  return {{"n", all.rows},
+          {"n_failed", all.rows - all.estimated},
+          {"all", all.json()},
           {"n_estimated_not_fitting", not_fitting},
           {"by_precision", p},
           {"by_gpu", g},
@@ -662,7 +665,7 @@ void print_mb_group(const char* title, const lj::value& groups) {
 void print_mb_text(const lj::value& rows, const lj::value& summary) {
   std::printf("%-58s %9s %9s %8s %7s %7s %8s %7s\n", "row", "tok/s", "real", "err", "TFLOPs", "real", "err", "GF/tok");
   for (const auto& r : rows) {
-    const std::string id = r["id"].get<std::string>();
+    const std::string id = r["name"].get<std::string>();
     if (!r["error"].is_null()) {
       std::printf("%-58s not estimated: %s\n", id.c_str(), r["reason"].get<std::string>().c_str());
       continue;
@@ -682,10 +685,9 @@ void print_mb_text(const lj::value& rows, const lj::value& summary) {
   std::printf(
       "\n%zu rows, %zu estimated, %zu not estimated; tokens/s/GPU |err| mean %.1f%% max %.1f%%; model "
       "TFLOP/s/GPU |err| mean %.1f%% max %.1f%%\n",
-      all["rows"].get<std::size_t>(), all["estimated"].get<std::size_t>(),
-      summary["n_not_estimated"].get<std::size_t>(), 100 * all["tokens_mean_abs_err"].get<double>(),
-      100 * all["tokens_max_abs_err"].get<double>(), 100 * all["tflops_mean_abs_err"].get<double>(),
-      100 * all["tflops_max_abs_err"].get<double>());
+      all["rows"].get<std::size_t>(), all["estimated"].get<std::size_t>(), summary["n_failed"].get<std::size_t>(),
+      100 * all["tokens_mean_abs_err"].get<double>(), 100 * all["tokens_max_abs_err"].get<double>(),
+      100 * all["tflops_mean_abs_err"].get<double>(), 100 * all["tflops_max_abs_err"].get<double>());
   std::printf(
       "%zu estimated rows exceed device memory in the estimate (the published runs fit: a setting the row "
       "lacks, or the memory model)\n",
@@ -732,13 +734,13 @@ void print_csv_line(const std::vector<std::string>& fields) {
 
 /// `validate --format csv` of Megatron-Bridge rows: one line per row.
 void print_mb_csv(const lj::value& rows) {
-  print_csv_line({"id", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
+  print_csv_line({"name", "model", "gpu_type", "precision", "predicted_tokens_per_sec_per_gpu",
                   "real_tokens_per_sec_per_gpu", "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
                   "real_model_tflops_per_sec_per_gpu", "tflops_err", "predicted_peak_mem_gib", "device_mem_gib",
                   "not_estimated_reason"});
   for (const auto& r : rows) {
     const lj::value p = member(r, "predicted");
-    print_csv_line({csv_value(r["id"]), csv_value(r["model"]), csv_value(r["gpu_type"]), csv_value(r["precision"]),
+    print_csv_line({csv_value(r["name"]), csv_value(r["model"]), csv_value(r["gpu_type"]), csv_value(r["precision"]),
                     csv_value(member(p, "tokens_per_sec_per_gpu")), csv_value(r["real"]["tokens_per_sec_per_gpu"]),
                     csv_value(r["tokens_err"]), csv_value(member(p, "model_tflops_per_sec_per_gpu")),
                     csv_value(r["real"]["model_tflops_per_sec_per_gpu"]), csv_value(r["tflops_err"]),
@@ -750,22 +752,24 @@ void print_mb_csv(const lj::value& rows) {
 /// `llmsim validate` of a Megatron-Bridge cases document: each row's tokens/s/GPU and model
 /// TFLOP/s/GPU predicted and compared with the printed ones.
 int run_validate_mb(const lj::value& doc, const std::string& file, const std::string& format,
-                    const std::string& recipes_file) {
+                    const std::string& recipes_file, const lj::system_choice& price_on,
+                    const std::function<void()>& check_before_report) {
   namespace mbj = lj::megatron_bridge;
   mbj::check_document(doc, file);
   const lj::value recipes = read_recipes(recipes_file);
   lj::value rows = lj::value::array();
   for (const auto& row : doc["rows"]) {
-    const auto r = mbj::estimate_row(row, recipes);
+    const auto r = mbj::estimate_row(row, recipes, price_on);
     lj::value out = mb_row_json(row, r);
     out["reason"] = r.estimated() ? lj::value(nullptr) : lj::value(r.reason);
     rows.push_back(std::move(out));
   }
+  check_before_report();
   const lj::value summary = mb_summary(rows);
   // A row llmsim refuses is a gap in the comparison, not a pass: it decides the exit status.
-  const int status = summary["n_not_estimated"].get<std::size_t>() > 0 ? exit_not_all_estimated : exit_success;
+  const int status = summary["n_failed"].get<std::size_t>() > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json")
-    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
+    std::printf("%s\n", dump(lj::value{{"cases", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
   else if (format == "csv")
     print_mb_csv(rows);
   else
@@ -832,7 +836,8 @@ struct inference_error_stats {
 /// `llmsim validate` of an inference cases document: every printed figure llmsim predicts (TTFT,
 /// TPOT, end-to-end latency, tokens/s, memory) against its prediction, summarised by regime.
 int run_validate_inference(const lj::value& doc, const std::string& file, const std::string& format,
-                           const std::string& recipes_file) {
+                           const std::string& recipes_file, const lj::system_choice& price_on,
+                           const std::function<void()>& check_before_report) {
   namespace ic = lj::inference_cases;
   if (!doc.contains("rows") || !doc["rows"].is_array())
     throw llmsim::config_error("llmsim validate", "/rows", "/rows: expected an array", file);
@@ -861,65 +866,71 @@ int run_validate_inference(const lj::value& doc, const std::string& file, const 
     if (!row.contains("id") || !row["id"].is_string() || row["id"].get<std::string>().empty())
       throw llmsim::config_error("llmsim validate", at + "/id",
                                  at + "/id: expected the row's name (a non-empty string)", file);
-    const ic::row_result r = ic::estimate_row(row, recipes, metrics);
-    lj::value out{
-        {"id", r.job.id}, {"regime", r.job.regime}, {"model", r.job.model_name}, {"system", r.job.system_name}};
+    const ic::row_result r = ic::estimate_row(row, recipes, metrics, price_on);
+    // Shaped as a training case: real and predicted figures, a FIGURE_err for each compared one.
+    lj::value out{{"name", r.job.id},
+                  {"regime", r.job.regime},
+                  {"model", r.job.model_name},
+                  {"system", r.job.system_name},
+                  {"error", nullptr}};
     if (!r.estimated()) {
       ++n_refused;
-      out["reason"] = r.error;
+      out["error"] = r.error;
       refused[r.error] = refused.value(r.error, 0) + 1;
     } else {
       out["inference"] = lj::to_json(r.job.spec);
-      lj::value figures = lj::value::array();
+      out["real"] = lj::value::object();
+      out["predicted"] = lj::value::object();
       for (const auto& m : r.metrics) {
-        figures.push_back({{"metric", m.name}, {"real", m.real}, {"predicted", m.predicted}, {"err", m.error()}});
+        out["real"][m.name] = m.real;
+        out["predicted"][m.name] = m.predicted;
         by_regime[r.job.regime].add(m.error());
         all.add(m.error());
       }
-      out["figures"] = figures;
+      for (const auto& m : r.metrics) out[m.name + "_err"] = m.error();
     }
     rows.push_back(out);
   }
+  check_before_report();
   lj::value regimes = lj::value::object();
   for (const auto& [k, v] : by_regime) regimes[k] = v.json();
-  const lj::value summary{{"rows", rows.size()},
-                          {"not_estimated", n_refused},
+  const lj::value summary{{"n", rows.size()},
+                          {"n_failed", n_refused},
                           {"all", all.json()},
                           {"by_regime", regimes},
                           {"not_estimated_reasons", refused}};
   const int status = n_refused > 0 ? exit_not_all_estimated : exit_success;
   if (format == "json") {
-    std::printf("%s\n", dump(lj::value{{"rows", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
+    std::printf("%s\n", dump(lj::value{{"cases", rows}, {"summary", summary}, {"exit_status", status}}).c_str());
     return status;
   }
   if (format == "csv") {  // one line per compared figure; a row not estimated has one line with its reason
-    print_csv_line({"id", "regime", "model", "system", "figure", "real", "predicted", "err", "not_estimated_reason"});
+    print_csv_line({"name", "regime", "model", "system", "figure", "real", "predicted", "err", "not_estimated_reason"});
     for (const auto& row : rows) {
-      const std::vector<std::string> head{csv_value(row["id"]), csv_value(row["regime"]), csv_value(row["model"]),
+      const std::vector<std::string> head{csv_value(row["name"]), csv_value(row["regime"]), csv_value(row["model"]),
                                           csv_value(row["system"])};
-      if (row.contains("reason")) {
-        print_csv_line({head[0], head[1], head[2], head[3], "", "", "", "", csv_value(row["reason"])});
+      if (!row["error"].is_null()) {
+        print_csv_line({head[0], head[1], head[2], head[3], "", "", "", "", csv_value(row["error"])});
         continue;
       }
-      for (const auto& f : row["figures"])
-        print_csv_line({head[0], head[1], head[2], head[3], csv_value(f["metric"]), csv_value(f["real"]),
-                        csv_value(f["predicted"]), csv_value(f["err"]), ""});
+      for (const auto& [metric, real] : row["real"].items())
+        print_csv_line({head[0], head[1], head[2], head[3], csv_value(metric), csv_value(real),
+                        csv_value(row["predicted"][metric]), csv_value(row[metric + "_err"]), ""});
     }
     return status;
   }
-  std::printf("%-6s %-24s %-14s %-28s %12s %12s %8s\n", "id", "model", "system", "figure", "real", "predicted",
+  std::printf("%-6s %-24s %-14s %-28s %12s %12s %8s\n", "name", "model", "system", "figure", "real", "predicted",
               "error");
   for (const auto& row : rows) {
-    if (row.contains("reason")) {
-      std::printf("%-6s not estimated: %s\n", row["id"].get<std::string>().c_str(),
-                  row["reason"].get<std::string>().c_str());
+    const std::string name = row["name"].get<std::string>();
+    if (!row["error"].is_null()) {
+      std::printf("%-6s not estimated: %s\n", name.c_str(), row["error"].get<std::string>().c_str());
       continue;
     }
-    for (const auto& f : row["figures"])
-      std::printf("%-6s %-24s %-14s %-28s %12.2f %12.2f %+7.1f%%\n", row["id"].get<std::string>().c_str(),
-                  row["model"].get<std::string>().c_str(), row["system"].get<std::string>().c_str(),
-                  f["metric"].get<std::string>().c_str(), f["real"].get<double>(), f["predicted"].get<double>(),
-                  100 * f["err"].get<double>());
+    for (const auto& [metric, real] : row["real"].items())
+      std::printf("%-6s %-24s %-14s %-28s %12.2f %12.2f %+7.1f%%\n", name.c_str(),
+                  row["model"].get<std::string>().c_str(), row["system"].get<std::string>().c_str(), metric.c_str(),
+                  real.get<double>(), row["predicted"][metric].get<double>(), 100 * row[metric + "_err"].get<double>());
   }
   std::printf("\nmean |error| by regime:\n");
   for (const auto& [k, v] : by_regime)
@@ -949,27 +960,33 @@ fs::path case_system(const fs::path& root, const std::string& own, const std::ve
   return chosen;
 }
 
-/// Refuses a `--system` replacement with an empty part, or a CASE_SYSTEM= one that matches no
-/// case's system (a typo would otherwise leave every case on its own system, silently).
-void check_system_replacements(const lj::value& cases, const std::vector<std::string>& replacements) {
+/// Refuses a `--system` replacement with an empty part.
+void check_system_replacement_syntax(const std::vector<std::string>& replacements) {
   for (const auto& r : replacements) {
     const auto eq = r.find('=');
-    const std::string suffix = eq == std::string::npos ? std::string() : r.substr(0, eq);
-    const std::string target = eq == std::string::npos ? r : r.substr(eq + 1);
-    if (target.empty() || (eq != std::string::npos && suffix.empty()))
+    if ((eq == std::string::npos ? r : r.substr(eq + 1)).empty() || eq == 0)
       throw usage_error("--system", "--system \"" + r + "\": expected S or CASE_SYSTEM=S, both parts non-empty");
+  }
+}
+
+/// Refuses a CASE_SYSTEM=S replacement that matches none of `systems`, the cases' own (a typo would
+/// otherwise leave every case on its own system, silently).
+void check_system_replacements_match(const std::set<std::string>& systems,
+                                     const std::vector<std::string>& replacements) {
+  for (const auto& r : replacements) {
+    const auto eq = r.find('=');
     if (eq == std::string::npos) continue;
-    std::string systems;
+    const std::string suffix = r.substr(0, eq);
+    std::string listed;
     bool matched = false;
-    for (const auto& c : cases) {
-      const std::string own = c.at("system").get<std::string>();
+    for (const auto& own : systems) {
       matched = matched ||
                 (own.size() >= suffix.size() && own.compare(own.size() - suffix.size(), suffix.size(), suffix) == 0);
-      if (systems.find(own) == std::string::npos) systems += (systems.empty() ? "" : ", ") + own;
+      listed += (listed.empty() ? "" : ", ") + own;
     }
     if (!matched)
       throw usage_error("--system", "--system " + r + ": no case's system ends with \"" + suffix +
-                                        "\" (the cases' systems: " + systems + ")");
+                                        "\" (the cases' systems: " + listed + ")");
   }
 }
 
@@ -977,14 +994,21 @@ void check_system_replacements(const lj::value& cases, const std::vector<std::st
 int run_validate(const std::string& file, const std::string& format, const std::string& recipes_file,
                  const std::vector<std::string>& system_replacements) {
   const lj::value doc = lj::read_file(file);
-  const bool other_kind = lj::megatron_bridge::is_cases_document(doc) || lj::inference_cases::is_cases_document(doc);
-  if (other_kind && !system_replacements.empty())
-    throw usage_error("--system", "--system applies to training-cases files; " + file +
-                                      " names a catalogue system per row (Megatron-Bridge or inference rows)");
-  if (lj::megatron_bridge::is_cases_document(doc)) return run_validate_mb(doc, file, format, recipes_file);
-  if (lj::inference_cases::is_cases_document(doc))
+  check_system_replacement_syntax(system_replacements);
+  const bool mb_rows = lj::megatron_bridge::is_cases_document(doc);
+  if (mb_rows || lj::inference_cases::is_cases_document(doc)) {
+    // Rows name the catalogue system their recipe maps them to; --system replaces it as a case's file.
+    std::set<std::string> recipe_systems;
+    const lj::system_choice price_on = [&](const std::string& own) {
+      recipe_systems.insert(own);
+      return case_system(fs::path(), own, system_replacements).string();
+    };
+    const auto check = [&] { check_system_replacements_match(recipe_systems, system_replacements); };
+    if (mb_rows) return run_validate_mb(doc, file, format, recipes_file, price_on, check);
     return run_validate_inference(doc, file, format,
-                                  recipes_file == LLMSIM_MB_RECIPES ? LLMSIM_INFERENCE_RECIPES : recipes_file);
+                                  recipes_file == LLMSIM_MB_RECIPES ? LLMSIM_INFERENCE_RECIPES : recipes_file, price_on,
+                                  check);
+  }
   if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: expected an object with a \"cases\" array", file);
   if (doc.contains("config_root") && !doc["config_root"].is_string())
@@ -995,7 +1019,9 @@ int run_validate(const std::string& file, const std::string& format, const std::
     throw llmsim::config_error("llmsim validate", "/cases", "/cases: no case to compare (an empty array)", file);
   for (std::size_t i = 0; i < doc["cases"].size(); ++i)
     check_case_shape(doc["cases"][i], "/cases/" + std::to_string(i), file);
-  check_system_replacements(doc["cases"], system_replacements);
+  std::set<std::string> case_systems;
+  for (const auto& c : doc["cases"]) case_systems.insert(c.at("system").get<std::string>());
+  check_system_replacements_match(case_systems, system_replacements);
   const fs::path root = fs::path(file).parent_path() / doc.value("config_root", std::string("."));
   lj::value cases = lj::value::array();
   std::size_t n_failed = 0, mem_n = 0, time_n = 0;
@@ -1173,21 +1199,25 @@ int main(int argc, char** argv) {
       app.add_subcommand("validate", "Predict each case of a validation-cases file and compare with its real run.");
   validate
       ->add_option("cases", cases_file,
-                   "Cases file (shaped like shared/validation/training_cases.json, or Megatron-Bridge rows as in "
-                   "shared/validation/megatron_bridge_cases.json)")
+                   "Cases file: training cases (shaped like shared/validation/training_cases.json), Megatron-Bridge "
+                   "rows (megatron_bridge_cases.json) or inference rows (inference_cases.json). Every kind reports "
+                   "{cases: [{name, real, predicted, FIGURE_err..., error}], summary: {n, n_failed, ...}, "
+                   "exit_status} with --format json")
       ->required();
   std::string recipes_file = LLMSIM_MB_RECIPES;
   validate
       ->add_option("--recipes", recipes_file,
-                   "Megatron-Bridge recipe settings for rows of a Megatron-Bridge cases file")
+                   "Recipe settings for the rows of a Megatron-Bridge cases file (for inference rows the default is "
+                   "configs/inference/validation.json)")
       ->default_str(recipes_file)
       ->type_name("FILE");
   std::vector<std::string> validate_systems;
   validate
       ->add_option("--system", validate_systems,
-                   "Price training cases on another system: S (a system file or catalogue name) for every case, "
-                   "or CASE_SYSTEM=S for the cases whose system path ends with CASE_SYSTEM (repeatable, e.g. "
-                   "--system a100_pcie.json=a100-pcie --system b200_bf16_ceperm.json=b200)")
+                   "Price cases on another system: S (a system file or catalogue name) for every case, or "
+                   "CASE_SYSTEM=S for the cases whose system ends with CASE_SYSTEM: a training case's system file, "
+                   "the catalogue system a row's recipe names (repeatable, e.g. --system a100_pcie.json=a100-pcie "
+                   "--system b200_bf16_ceperm.json=b200, or --system h100-sxm=my_h100.json)")
       ->type_name("[CASE_SYSTEM=]S");
   validate
       ->add_option("--format", validate_format,

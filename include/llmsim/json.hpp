@@ -1505,6 +1505,10 @@ inline strategy_spec load_strategy(const std::filesystem::path& file, const load
   merge_overrides(v, overrides, source + " (with overrides)");
   return parse_strategy(v, source, opt);
 }
+/// The system a validation row is priced on, given the catalogue system its recipe names (the
+/// `llmsim validate --system` replacements); empty: the recipe's own.
+using system_choice = std::function<std::string(const std::string& recipe_system)>;
+
 /// Loads a system: a file, or, when `file` is not an existing regular file, a catalogue name
 /// (`load_system("h100-sxm")`, see `catalogue::systems`); overrides as for `load_model`.
 inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {},

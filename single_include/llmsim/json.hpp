@@ -1688,6 +1688,10 @@ inline strategy_spec load_strategy(const std::filesystem::path& file, const load
   merge_overrides(v, overrides, source + " (with overrides)");
   return parse_strategy(v, source, opt);
 }
+/// The system a validation row is priced on, given the catalogue system its recipe names (the
+/// `llmsim validate --system` replacements); empty: the recipe's own.
+using system_choice = std::function<std::string(const std::string& recipe_system)>;
+
 /// Loads a system: a file, or, when `file` is not an existing regular file, a catalogue name
 /// (`load_system("h100-sxm")`, see `catalogue::systems`); overrides as for `load_model`.
 inline system_config load_system(const std::filesystem::path& file, const load_options& opt = {},
@@ -2337,9 +2341,11 @@ struct row_result {
 
 /// Maps and estimates one checked row. Unknown fields (of the recipe file, or features another
 /// llmsim version adds) are refused by the loader (strict), so they end in `error`, never ignored.
-inline row_result estimate_row(const value& row, const value& recipes) {
+/// `price_on` replaces the recipe's catalogue system (a system file or another catalogue name).
+inline row_result estimate_row(const value& row, const value& recipes, const system_choice& price_on = {}) {
   row_result r;
   r.job = map_row(row, recipes);
+  if (price_on && r.job.refused.empty()) r.job.system = price_on(r.job.system);
   r.real_tokens_per_sec_per_gpu = row["tokens_per_sec_per_gpu"].get<double>();
   r.real_model_tflops_per_sec_per_gpu = row["model_tflops_per_sec_per_gpu"].get<double>();
   if (r.job.flops) r.model_gflop_per_token = mb::model_flops_per_token(*r.job.flops, r.job.formula) / 1e9;
@@ -3177,8 +3183,10 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   return std::nullopt;
 }
 
-/// Maps and estimates one row; every metric it prints that llmsim predicts is compared.
-inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names) {
+/// Maps and estimates one row; every metric it prints that llmsim predicts is compared. `price_on`
+/// replaces the recipe's catalogue system (a system file or another catalogue name).
+inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names,
+                               const system_choice& price_on = {}) {
   row_result out;
   out.job.id = detail::text_of(row, "id");  // named even when mapping throws
   try {
@@ -3187,6 +3195,7 @@ inline row_result estimate_row(const value& row, const value& recipes, const std
       out.error = out.job.refused;
       return out;
     }
+    if (price_on) out.job.system_name = price_on(out.job.system_name);
     const system_config sys = load_system(out.job.system_name);
     out.job.gpus_per_node = sys.spec().num_per_node;
     out.result = infer(out.job.model, out.job.spec, sys.spec());

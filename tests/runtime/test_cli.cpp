@@ -494,18 +494,18 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   const auto r = run_cli("validate --format json '" + file.string() + "'");
   const json j = r.out_json();
   ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
-  ASSERT_EQ(j["rows"].size(), 132U);
+  ASSERT_EQ(j["cases"].size(), 132U);
   std::size_t estimated = 0, reasons = 0;
-  for (const auto& row : j["rows"]) {
+  for (const auto& row : j["cases"]) {
     if (row["error"].is_null()) {
       ++estimated;
-      EXPECT_GT(row["predicted"]["tokens_per_sec_per_gpu"].get<double>(), 0) << row["id"];
+      EXPECT_GT(row["predicted"]["tokens_per_sec_per_gpu"].get<double>(), 0) << row["name"];
     } else {
-      EXPECT_TRUE(row["reason"].is_string()) << row["id"];
+      EXPECT_TRUE(row["reason"].is_string()) << row["name"];
     }
   }
   for (const auto& [reason, n] : j["summary"]["not_estimated_reasons"].items()) reasons += n.get<std::size_t>();
-  EXPECT_EQ(j["summary"]["all"]["rows"], 132);
+  EXPECT_EQ(j["summary"]["n"], 132);
   EXPECT_EQ(j["summary"]["all"]["estimated"], estimated);
   EXPECT_EQ(reasons + estimated, 132U);
   // Exit status 5 (documented in --help) exactly when some row was not estimated.
@@ -523,7 +523,7 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
                                      {"by_gpu", "gpu_type"},
                                      {"by_release", "release"}}) {
     std::map<std::string, std::pair<double, int>> sums;
-    for (const auto& row : j["rows"])
+    for (const auto& row : j["cases"])
       if (row["error"].is_null()) {
         auto& [sum, n] = sums[row[field].get<std::string>()];
         sum += std::fabs(row["tokens_err"].get<double>());
@@ -538,8 +538,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   // The 26.02 FP8 Llama 3 70B presets offload 40 (GB200) / 20 (GB300) of 80 layers to the host
   // (recipes.json, from llama3_workload_base_configs.py at v0.3.0): without it their activations
   // (~295 GiB a micro-batch) exceed either GPU.
-  for (const auto& row : j["rows"]) {
-    const std::string id = row["id"].get<std::string>();
+  for (const auto& row : j["cases"]) {
+    const std::string id = row["name"].get<std::string>();
     if (id != "mb-26.02-LLAMA3_70B-GB200-FP8-64g-gbs256" && id != "mb-26.02-LLAMA3_70B-GB300-FP8-64g-gbs256") continue;
     EXPECT_TRUE(row["strategy"]["cpu_offloading"].get<bool>()) << id;
     EXPECT_EQ(row["strategy"]["cpu_offloading_num_layers"], id.find("GB200") != std::string::npos ? 40 : 20) << id;
@@ -560,8 +560,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
       {"mb-26.02-Qwen3_235B_a22B-GB200-MXFP8-256g-gbs8192", "flex"},
       {"mb-26.08-Qwen3_235B_a22B-GB300-MXFP8-256g-gbs8192", "flex"}};
   std::size_t qwen3_seen = 0;
-  for (const auto& row : j["rows"]) {
-    const auto it = qwen3_dispatcher.find(row["id"].get<std::string>());
+  for (const auto& row : j["cases"]) {
+    const auto it = qwen3_dispatcher.find(row["name"].get<std::string>());
     if (it == qwen3_dispatcher.end()) continue;
     ++qwen3_seen;
     EXPECT_EQ(row["strategy"].value("moe_dispatcher_policy", std::string{"all2all"}), it->second) << it->first;
@@ -579,8 +579,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
       {"mb-26.02-DeepSeekV3-B200-MXFP8-256g-gbs4096", {"mla_up_proj"}},
       {"mb-26.02.01-DeepSeekV3-B200-MXFP8-256g-gbs4096", {"mla_up_proj"}}};
   std::size_t recompute_seen = 0;
-  for (const auto& row : j["rows"]) {
-    const auto it = recompute.find(row["id"].get<std::string>());
+  for (const auto& row : j["cases"]) {
+    const auto it = recompute.find(row["name"].get<std::string>());
     if (it == recompute.end()) continue;
     ++recompute_seen;
     EXPECT_TRUE(row["error"].is_null()) << it->first;
@@ -593,8 +593,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   // v0.3.x's set_post_overrides turns the precision-aware optimizer on for BF16 runs: the gpt-oss
   // BF16 rows (26.02, 26.02.01), ten of them.
   std::size_t bf16_seen = 0;
-  for (const auto& row : j["rows"]) {
-    const std::string id = row["id"].get<std::string>();
+  for (const auto& row : j["cases"]) {
+    const std::string id = row["name"].get<std::string>();
     if (id.find("GPT_OSS_120B") == std::string::npos || id.find("-BF16-") == std::string::npos) continue;
     ++bf16_seen;
     EXPECT_TRUE(row["strategy"].value("use_precision_aware_optimizer", false)) << id;
@@ -603,12 +603,13 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   // Each estimated row says whether its estimated peak fits, the summary counts those that do not;
   // the 26.02 FP8 Llama 3 70B GB200 row (186 GiB GPUs) fits with the 40 layers it offloads.
   std::size_t not_fitting = 0;
-  for (const auto& row : j["rows"]) {
+  for (const auto& row : j["cases"]) {
     if (!row["error"].is_null()) continue;
     const auto& p = row["predicted"];
-    EXPECT_EQ(p["fits"].get<bool>(), p["peak_mem_gib"].get<double>() <= p["device_mem_gib"].get<double>()) << row["id"];
+    EXPECT_EQ(p["fits"].get<bool>(), p["peak_mem_gib"].get<double>() <= p["device_mem_gib"].get<double>())
+        << row["name"];
     if (!p["fits"].get<bool>()) ++not_fitting;
-    if (row["id"] == "mb-26.02-LLAMA3_70B-GB200-FP8-64g-gbs256") {
+    if (row["name"] == "mb-26.02-LLAMA3_70B-GB200-FP8-64g-gbs256") {
       EXPECT_EQ(p["device_mem_gib"], 186.0);
       EXPECT_TRUE(p["fits"].get<bool>());
     }
@@ -617,8 +618,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   EXPECT_NE(text.out.find(std::to_string(not_fitting) + " estimated rows exceed device memory"), std::string::npos);
   // DeepSeek-V3's recipes run the precision-aware optimizer with bf16 moments in every release, and
   // the 26.02 GB300 preset recomputes mla_up_proj (deepseek_workload_base_configs.py at v0.3.0).
-  for (const auto& row : j["rows"]) {
-    const std::string id = row["id"].get<std::string>();
+  for (const auto& row : j["cases"]) {
+    const std::string id = row["name"].get<std::string>();
     if (id.rfind("mb-26.02-DeepSeekV3-GB300", 0) != 0) continue;
     EXPECT_TRUE(row["strategy"]["use_precision_aware_optimizer"].get<bool>()) << id;
     EXPECT_EQ(row["strategy"]["exp_avg_dtype"], "bf16") << id;
@@ -697,13 +698,42 @@ TEST(CliValidate, SystemReplacesTheCasesSystem) {
   EXPECT_NEAR(time(every).get<double>(), b200_ms, 1e-9 * b200_ms);
   EXPECT_NE(time(own), time(every));
   EXPECT_EQ(every.out_json()["cases"][0]["system"], "b200");
-  // Inference (and Megatron-Bridge) rows name their own catalogue systems: --system is a usage error.
-  const fs::path rows = fs::temp_directory_path() / ("llmsim_cli_validate_rows_" + unique_suffix() + ".json");
-  std::ofstream(rows) << R"({"format": "llmsim inference validation cases", "rows": []})";
-  const auto refused = run_cli("validate --system b200 '" + rows.string() + "'");
-  fs::remove(rows);
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_NE(refused.err.find("--system applies to training-cases files"), std::string::npos) << refused.err;
+}
+
+// Rows (inference, Megatron-Bridge) are priced on the catalogue system their recipe names;
+// CASE_SYSTEM=S replaces it as for a training case's file. An H100 row priced on b200 is predicted
+// as the same row written for a B200 (which the recipe maps to b200), and reports that system.
+TEST(CliValidate, SystemReplacesTheSystemARowsRecipeNames) {
+  LLMSIM_REQUIRE_CLI();
+  const auto row = [](const std::string& id, const std::string& gpu) {
+    return R"({"id": ")" + id + R"(", "regime": "prefill", "model": "Llama 2 7B", "gpu": ")" + gpu +
+           R"(", "framework": "TensorRT-LLM", "framework_version": "v0.6.1", "precision_weights": "FP16",
+               "tp": 1, "pp": 1, "batch_size": 1, "isl": 128, "osl": 1, "num_gpus": 1, "ttft_ms": 10})";
+  };
+  const fs::path h100 = fs::temp_directory_path() / ("llmsim_cli_rows_h100_" + unique_suffix() + ".json");
+  const fs::path b200 = fs::temp_directory_path() / ("llmsim_cli_rows_b200_" + unique_suffix() + ".json");
+  const std::string head =
+      R"({"format": "llmsim inference validation cases v1", "metric_fields": ["ttft_ms"], "rows": [)";
+  std::ofstream(h100) << head << row("h", "H100 SXM 80GB") << "]}";
+  std::ofstream(b200) << head << row("b", "B200 180GB") << "]}";
+  const auto own = run_cli("validate --format json '" + h100.string() + "'");
+  const auto moved = run_cli("validate --format json --system h100-sxm=b200 '" + h100.string() + "'");
+  const auto native = run_cli("validate --format json '" + b200.string() + "'");
+  const auto typo = run_cli("validate --format json --system h100=b200 '" + h100.string() + "'");
+  fs::remove(h100);
+  fs::remove(b200);
+  for (const auto* r : {&own, &moved, &native}) ASSERT_EQ(r->exit_code, 0) << r->err << r->out;
+  const auto ttft = [](const run_result& r) { return r.out_json()["cases"][0]["predicted"]["ttft_ms"].get<double>(); };
+  EXPECT_EQ(own.out_json()["cases"][0]["system"], "h100-sxm");
+  EXPECT_EQ(moved.out_json()["cases"][0]["system"], "b200");
+  EXPECT_DOUBLE_EQ(ttft(moved), ttft(native));
+  EXPECT_NE(ttft(moved), ttft(own));
+  // A CASE_SYSTEM that ends no row's system is refused before anything is printed.
+  EXPECT_EQ(typo.exit_code, 2) << typo.out;
+  EXPECT_NE(typo.err.find("--system h100=b200: no case's system ends with \"h100\" (the cases' systems: h100-sxm)"),
+            std::string::npos)
+      << typo.err;
+  EXPECT_EQ(typo.out.find("\"cases\""), std::string::npos) << typo.out;
 }
 
 // The README's catalogue-only training figures (issue: goal 8 % / 15 %): the 48 cases priced on
@@ -1438,17 +1468,17 @@ TEST(CliValidate, MegatronBridgeCsvEqualsTheJson) {
   const auto csv = run_cli("validate " + file.string() + " --format csv");
   const json j = run_cli("validate " + file.string() + " --format json").out_json();
   const auto rows = csv_rows(csv.out);
-  ASSERT_EQ(rows.size(), j["rows"].size() + 1) << csv.err;
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "model", "gpu_type", "precision",
+  ASSERT_EQ(rows.size(), j["cases"].size() + 1) << csv.err;
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"name", "model", "gpu_type", "precision",
                                                "predicted_tokens_per_sec_per_gpu", "real_tokens_per_sec_per_gpu",
                                                "tokens_err", "predicted_model_tflops_per_sec_per_gpu",
                                                "real_model_tflops_per_sec_per_gpu", "tflops_err",
                                                "predicted_peak_mem_gib", "device_mem_gib", "not_estimated_reason"}));
-  for (std::size_t i = 0; i < j["rows"].size(); ++i) {
-    const json& r = j["rows"][i];
+  for (std::size_t i = 0; i < j["cases"].size(); ++i) {
+    const json& r = j["cases"][i];
     const auto& f = rows[i + 1];
     ASSERT_EQ(f.size(), 13U) << i;
-    EXPECT_EQ(f[0], r["id"].get<std::string>());
+    EXPECT_EQ(f[0], r["name"].get<std::string>());
     if (r["predicted"].is_null()) {  // not estimated: the reason, quoted where it has commas
       EXPECT_EQ(f[12], r["reason"].get<std::string>()) << f[0];
       EXPECT_EQ(f[4], "") << f[0];
@@ -1470,18 +1500,19 @@ TEST(CliValidate, InferenceCsvHasALinePerFigure) {
   const auto rows = csv_rows(run_cli("validate " + file.string() + " --format csv").out);
   const json j = run_cli("validate " + file.string() + " --format json").out_json();
   ASSERT_FALSE(rows.empty());
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "regime", "model", "system", "figure", "real", "predicted", "err",
-                                               "not_estimated_reason"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"name", "regime", "model", "system", "figure", "real", "predicted",
+                                               "err", "not_estimated_reason"}));
   std::size_t line = 1;
-  for (const json& r : j["rows"])
-    for (const json& fig : r["figures"]) {
+  for (const json& r : j["cases"])
+    for (const auto& [metric, real] : r["real"].items()) {
       ASSERT_LT(line, rows.size());
       const auto& f = rows[line++];
       ASSERT_EQ(f.size(), 9U) << line;
-      EXPECT_EQ(f[0], r["id"].get<std::string>());
-      EXPECT_EQ(f[4], fig["metric"].get<std::string>());
-      EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), fig["predicted"].get<double>()) << f[0];
-      EXPECT_EQ(std::strtod(f[7].c_str(), nullptr), fig["err"].get<double>()) << f[0];
+      EXPECT_EQ(f[0], r["name"].get<std::string>());
+      EXPECT_EQ(f[4], metric);
+      EXPECT_EQ(std::strtod(f[5].c_str(), nullptr), real.get<double>()) << f[0];
+      EXPECT_EQ(std::strtod(f[6].c_str(), nullptr), r["predicted"][metric].get<double>()) << f[0];
+      EXPECT_EQ(std::strtod(f[7].c_str(), nullptr), r[metric + "_err"].get<double>()) << f[0];
     }
   EXPECT_EQ(line, rows.size());  // 197 figures of 147 rows
 }
@@ -1493,14 +1524,27 @@ TEST(CliInfer, ValidateReportsInferenceRowsByRegime) {
   const auto r = run_cli("validate " + file.string() + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = r.out_json();
-  EXPECT_EQ(j["summary"]["rows"].get<std::size_t>(), 147U);
-  EXPECT_EQ(j["summary"]["not_estimated"].get<std::size_t>(), 0U);
+  EXPECT_EQ(j["summary"]["n"].get<std::size_t>(), 147U);
+  EXPECT_EQ(j["summary"]["n_failed"].get<std::size_t>(), 0U);
   EXPECT_EQ(j["summary"]["all"]["figures"].get<std::size_t>(), 197U);
   EXPECT_TRUE(j["summary"]["by_regime"].contains("prefill latency (TTFT at batch 1)"));
-  for (const auto& row : j["rows"])
-    for (const auto& f : row["figures"])
-      EXPECT_DOUBLE_EQ(f["err"].get<double>(),
-                       (f["predicted"].get<double>() - f["real"].get<double>()) / f["real"].get<double>());
+  // Shaped as training cases: each case's real figures are its row's, and each has a FIGURE_err,
+  // (predicted - real) / real, one per compared figure and no other.
+  const json doc = json::parse(std::ifstream(file));
+  ASSERT_EQ(j["cases"].size(), doc["rows"].size());
+  std::size_t errors = 0;
+  for (std::size_t i = 0; i < j["cases"].size(); ++i) {
+    const json& c = j["cases"][i];
+    EXPECT_EQ(c["name"], doc["rows"][i]["id"]);
+    EXPECT_TRUE(c["error"].is_null()) << c["name"];
+    for (const auto& [metric, real] : c["real"].items()) {
+      EXPECT_EQ(real, doc["rows"][i][metric]) << c["name"] << " " << metric;
+      const double p = c["predicted"][metric].get<double>();
+      EXPECT_DOUBLE_EQ(c[metric + "_err"].get<double>(), (p - real.get<double>()) / real.get<double>());
+    }
+    for (const auto& [key, value] : c.items()) errors += key.size() > 4 && key.ends_with("_err") ? 1 : 0;
+  }
+  EXPECT_EQ(errors, 197U);
 }
 
 }  // namespace llmsim_test_cli

@@ -424,8 +424,10 @@ inline std::optional<double> predicted(const row_job& job, const inference_resul
   return std::nullopt;
 }
 
-/// Maps and estimates one row; every metric it prints that llmsim predicts is compared.
-inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names) {
+/// Maps and estimates one row; every metric it prints that llmsim predicts is compared. `price_on`
+/// replaces the recipe's catalogue system (a system file or another catalogue name).
+inline row_result estimate_row(const value& row, const value& recipes, const std::vector<std::string>& metric_names,
+                               const system_choice& price_on = {}) {
   row_result out;
   out.job.id = detail::text_of(row, "id");  // named even when mapping throws
   try {
@@ -434,6 +436,7 @@ inline row_result estimate_row(const value& row, const value& recipes, const std
       out.error = out.job.refused;
       return out;
     }
+    if (price_on) out.job.system_name = price_on(out.job.system_name);
     const system_config sys = load_system(out.job.system_name);
     out.job.gpus_per_node = sys.spec().num_per_node;
     out.result = infer(out.job.model, out.job.spec, sys.spec());
