@@ -60,8 +60,9 @@
 /// on shapes left out of it (5-fold cross-validation). Nothing here is fitted to training runs.
 /// Hopper has no SimuMax table: its constants come from public measurements (XLA's sm_90 GEMM
 /// table, cuDNN's published attention figures, BabelStream, NCCL; see `kernel_models::hopper`).
-/// Architectures without any (Ada, CDNA) have no model: their catalogue entries keep the flat
-/// efficiencies of catalogue.hpp `assumptions`.
+/// CDNA 3 has GEMM constants only, from AMD's published max-achievable rates (`kernel_models::cdna3`).
+/// Architectures without any (Ada, CDNA 2 and 4) have no model: their catalogue entries keep the
+/// flat efficiencies of catalogue.hpp `assumptions`, as CDNA 3 keeps them for the rest.
 
 // ---- begin llmsim/cost/compute_cost.hpp ------------------------------------------------------------
 /// \file llmsim/cost/compute_cost.hpp
@@ -1585,14 +1586,15 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3 };
 template <>
 struct enum_names<kernel_architecture> {
-  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 4> value{
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 5> value{
       {{kernel_architecture::none, "none"},
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
-       {kernel_architecture::blackwell, "blackwell"}}};
+       {kernel_architecture::blackwell, "blackwell"},
+       {kernel_architecture::cdna3, "cdna3"}}};
 };
 
 struct accelerator_spec {
@@ -3648,20 +3650,47 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
 inline constexpr double hopper_gemm_sustained = 0.802;
-inline constexpr kernel_model_constants hopper{
-    .gemm_sustained = hopper_gemm_sustained,
-    .grouped_sustained = hopper_gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained,
-    .grouped_m0 = blackwell.grouped_m0,
-    .grouped_wgrad_sustained = hopper_gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained,
-    .grouped_wgrad_m0 = blackwell.grouped_wgrad_m0,
-    .attention_fwd_ceiling = 1.44,
-    .attention_fwd_x0 = 3.65,
-    .attention_bwd_ceiling = 1.27,
-    .attention_bwd_x0 = 5.25,
-    .fp8_share_over_bf16 = 0.709 / 0.803,
-    .hbm_default = 2.90 / 3.35,
-    .kernel_latency_us = blackwell.kernel_latency_us,
-    .nvlink_efficiency = 370.0 / 450.0};
+/// Constants whose GEMMs sustain `gemm_sustained` and whose grouped GEMMs, unmeasured, take
+/// Blackwell's form at Blackwell's ratios to its GEMM (the one architecture whose TE grouped GEMM
+/// was measured); the other fields zero, to be set by the caller.
+constexpr kernel_model_constants with_blackwell_grouping(double gemm_sustained) {
+  kernel_model_constants k{};
+  k.gemm_sustained = gemm_sustained;
+  k.grouped_sustained = gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained;
+  k.grouped_m0 = blackwell.grouped_m0;
+  k.grouped_wgrad_sustained = gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained;
+  k.grouped_wgrad_m0 = blackwell.grouped_wgrad_m0;
+  return k;
+}
+inline constexpr kernel_model_constants hopper = [] {
+  kernel_model_constants k = with_blackwell_grouping(hopper_gemm_sustained);
+  k.attention_fwd_ceiling = 1.44;
+  k.attention_fwd_x0 = 3.65;
+  k.attention_bwd_ceiling = 1.27;
+  k.attention_bwd_x0 = 5.25;
+  k.fp8_share_over_bf16 = 0.709 / 0.803;
+  k.hbm_default = 2.90 / 3.35;
+  k.kernel_latency_us = blackwell.kernel_latency_us;
+  k.nvlink_efficiency = 370.0 / 450.0;
+  return k;
+}();
+/// CDNA 3 (MI300X: 304 CUs, 750 W), from AMD's published max-achievable GEMM rates (ROCm/rocm-blogs
+/// blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md at 8e01195,
+/// "AMD MAF Results": hipBLASLt at its best shape, ROCm 6.3.0): 708 TFLOPS BF16 at a median clock of
+/// 1207 MHz against the 2100 MHz of the 1307.4 TFLOPS data sheet (the power limit holds dense
+/// matrix work to low clocks), 1273 TFLOPS FP8 of 2614.9. These are best-shape figures, as
+/// Hopper's 0.802 sits at the best torch.matmul rate; their trig_float inputs draw less power than
+/// real data (on the MI325X normal-distribution inputs give 831 TFLOPS BF16 against 843: the
+/// "Completing the GPU Performance Picture" post of the same series). Grouped GEMMs take
+/// Blackwell's ratios as Hopper does (no measurement of a CDNA 3 grouped GEMM). Attention (CK /
+/// AITER), streaming and Infinity Fabric keep the catalogue's assumptions: no measurement found
+/// (zero here: the kernel model does not price them).
+inline constexpr double cdna3_gemm_sustained = 708.0 / 1307.4;
+inline constexpr kernel_model_constants cdna3 = [] {
+  kernel_model_constants k = with_blackwell_grouping(cdna3_gemm_sustained);
+  k.fp8_share_over_bf16 = (1273.0 / 2614.9) / cdna3_gemm_sustained;
+  return k;
+}();
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -3677,6 +3706,8 @@ constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) 
       return &kernel_models::hopper;
     case kernel_architecture::blackwell:
       return &kernel_models::blackwell;
+    case kernel_architecture::cdna3:
+      return &kernel_models::cdna3;
     default:
       return nullptr;
   }
@@ -4418,8 +4449,8 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
   s.accelerator.sm_count = sms;
   const kernel_model_constants& k = *kernel_constants(arch);
   auto& bw = s.accelerator.bandwidth;
-  bw[0].efficient_factor = k.hbm_default;
-  bw[0].latency_us = k.kernel_latency_us;
+  if (k.hbm_default > 0) bw[0].efficient_factor = k.hbm_default;  // 0: unmeasured, the assumption stands
+  if (k.kernel_latency_us > 0) bw[0].latency_us = k.kernel_latency_us;
   const std::array<std::pair<memory_kind, double>, 4> kinds{{{memory_kind::permute_fwd, k.hbm_permute_fwd},
                                                              {memory_kind::permute_bwd, k.hbm_permute_bwd},
                                                              {memory_kind::ce, k.hbm_ce},
@@ -4564,7 +4595,10 @@ inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
     detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
-inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
+/// Its GEMMs are priced by the CDNA 3 kernel model (kernel_model.hpp `kernel_models::cdna3`) over its
+/// 304 CUs (AMD CDNA 3 architecture white paper).
+inline constexpr system_spec mi300x = detail::with_kernel_model(
+    detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50), kernel_architecture::cdna3, 304);
 /// AMD Instinct MI355X (CDNA 4, OAM, 8 per node; AMD Instinct MI355X data sheet and product page):
 /// peak dense matrix 2516.6 TFLOPS BF16 ("2.5 PFLOPS"), 5033.2 FP8 ("5 PFLOPS"), 10066.3 MXFP4
 /// ("10 PFLOPS"); 288 GB HBM3E at 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s (both directions) to

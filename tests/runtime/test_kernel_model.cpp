@@ -210,6 +210,41 @@ TEST(KernelModel, HopperFromPublicMeasurements) {
   EXPECT_DOUBLE_EQ(catalogue::h100_sxm.networks[0].bandwidth.efficient_factor, 370.0 / 450.0);
 }
 
+TEST(KernelModel, Cdna3GemmsFromAmdsMaxAchievableRates) {
+  // The 4096 x 8192 x 8192 GEMM on the catalogue MI300X: 549,755,813,888 FLOPs at 1307 TFLOPS x
+  // 708 / 1307.4 (AMD's max-achievable BF16 rate over the data sheet) = 707.78 TFLOPS -> 776.7 us,
+  // in quadrature with 1 MB streamed at the catalogue's assumed 0.80 x 5300 GB/s (0.236 us).
+  const double mi300x_stream = 0.80 * 5300e9;
+  const double bf16_rate = 1307e12 * 708.0 / 1307.4;
+  const op o = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6);
+  const kernel_cost c = compute_op_cost(catalogue::mi300x, o);
+  EXPECT_TRUE(c.modelled);
+  EXPECT_NEAR(c.time.value, std::hypot(549755813888.0 / bf16_rate, 1e6 / mi300x_stream), 1e-15);
+  EXPECT_NEAR(c.time.value, 776.7e-6, 0.1e-6);
+  // FP8 at 2615 TFLOPS x 1273 / 2614.9 (its max-achievable FP8 rate over the data sheet).
+  const op fp8 = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6, compute_kind::fp8_matmul);
+  EXPECT_NEAR(compute_op_cost(catalogue::mi300x, fp8).time.value,
+              std::hypot(549755813888.0 / (2615e12 * 1273.0 / 2614.9), 1e6 / mi300x_stream), 1e-15);
+  // Attention has no CDNA 3 measurement: the flat assumption (60 % forward) of every pair, not the model.
+  const attention_shape a{.batch = 8,
+                          .q_len = 4096,
+                          .kv_len = 4096,
+                          .head_num = 32,
+                          .kv_head_num = 8,
+                          .qk_head_dim = 128,
+                          .v_head_dim = 128};
+  const op attn = attention_op(pass_kind::forward, a, 1e6);
+  EXPECT_EQ(modelled_efficiency(catalogue::mi300x, compute_kind::sdp_fwd, attn), 0.0);
+  const kernel_cost ac = compute_op_cost(catalogue::mi300x, attn);
+  EXPECT_FALSE(ac.modelled);
+  EXPECT_DOUBLE_EQ(ac.efficiency, 0.60);
+  // Streaming keeps the assumed 80 % of 5300 GB/s and its per-kernel latency: 5.3 GB in 1.25 ms.
+  EXPECT_NEAR(memory_time(catalogue::mi300x, memory_kind::default_kind, 5.3e9).value,
+              1.25e-3 + catalogue::assumptions::kernel_latency_us * 1e-6, 1e-12);
+  EXPECT_EQ(catalogue::mi300x.accelerator.sm_count, 304);
+  EXPECT_EQ(catalogue::mi355x.accelerator.kernel_model, kernel_architecture::none);  // CDNA 4: unmeasured
+}
+
 TEST(KernelModel, AMeasuredShapeWinsOverTheModel) {
   system_spec sys = catalogue::b200;
   const gemm_shape g{.m = 4096, .k = 8192, .n = 8192};

@@ -319,12 +319,12 @@ TEST(Search, TpOverlapCandidatesCopyTheLayoutsWithTensorParallelism) {
     return llmsim::search_layouts(model("deepseek-v2-lite"), off).size();
   }());
   try {
-    (void)llmsim::search(m, system_of("mi300x"), sp, {.top_k = 1});
-    ADD_FAILURE() << "mi300x accepted";
+    (void)llmsim::search(m, system_of("mi355x"), sp, {.top_k = 1});
+    ADD_FAILURE() << "mi355x accepted";
   } catch (const llmsim::config_error& e) { EXPECT_EQ(e.field(), "system.accelerator.sm_count"); }
   auto tp1 = sp;
   tp1.tp = {1};
-  EXPECT_NO_THROW((void)llmsim::search(m, system_of("mi300x"), tp1, {.top_k = 1}));
+  EXPECT_NO_THROW((void)llmsim::search(m, system_of("mi355x"), tp1, {.top_k = 1}));
 }
 
 TEST(Search, FitsNowhereNamesTheSmallestShortfall) {

@@ -684,8 +684,8 @@ constexpr system_spec with_kernel_model(system_spec s, kernel_architecture arch,
   s.accelerator.sm_count = sms;
   const kernel_model_constants& k = *kernel_constants(arch);
   auto& bw = s.accelerator.bandwidth;
-  bw[0].efficient_factor = k.hbm_default;
-  bw[0].latency_us = k.kernel_latency_us;
+  if (k.hbm_default > 0) bw[0].efficient_factor = k.hbm_default;  // 0: unmeasured, the assumption stands
+  if (k.kernel_latency_us > 0) bw[0].latency_us = k.kernel_latency_us;
   const std::array<std::pair<memory_kind, double>, 4> kinds{{{memory_kind::permute_fwd, k.hbm_permute_fwd},
                                                              {memory_kind::permute_bwd, k.hbm_permute_bwd},
                                                              {memory_kind::ce, k.hbm_ce},
@@ -830,7 +830,10 @@ inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
     detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).
-inline constexpr system_spec mi300x = detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50);
+/// Its GEMMs are priced by the CDNA 3 kernel model (kernel_model.hpp `kernel_models::cdna3`) over its
+/// 304 CUs (AMD CDNA 3 architecture white paper).
+inline constexpr system_spec mi300x = detail::with_kernel_model(
+    detail::node("mi300x", "rocm", 0, 1307, 2615, 5300, 192, 448, false, 50), kernel_architecture::cdna3, 304);
 /// AMD Instinct MI355X (CDNA 4, OAM, 8 per node; AMD Instinct MI355X data sheet and product page):
 /// peak dense matrix 2516.6 TFLOPS BF16 ("2.5 PFLOPS"), 5033.2 FP8 ("5 PFLOPS"), 10066.3 MXFP4
 /// ("10 PFLOPS"); 288 GB HBM3E at 8 TB/s; Infinity Fabric 7 links of 153.6 GB/s (both directions) to

@@ -40,8 +40,9 @@
 /// on shapes left out of it (5-fold cross-validation). Nothing here is fitted to training runs.
 /// Hopper has no SimuMax table: its constants come from public measurements (XLA's sm_90 GEMM
 /// table, cuDNN's published attention figures, BabelStream, NCCL; see `kernel_models::hopper`).
-/// Architectures without any (Ada, CDNA) have no model: their catalogue entries keep the flat
-/// efficiencies of catalogue.hpp `assumptions`.
+/// CDNA 3 has GEMM constants only, from AMD's published max-achievable rates (`kernel_models::cdna3`).
+/// Architectures without any (Ada, CDNA 2 and 4) have no model: their catalogue entries keep the
+/// flat efficiencies of catalogue.hpp `assumptions`, as CDNA 3 keeps them for the rest.
 #pragma once
 
 #include <llmsim/cost/compute_cost.hpp>
@@ -178,20 +179,47 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   per-call latency measured.
 /// The per-kernel latency of eager training is Blackwell's (no Hopper table measures it).
 inline constexpr double hopper_gemm_sustained = 0.802;
-inline constexpr kernel_model_constants hopper{
-    .gemm_sustained = hopper_gemm_sustained,
-    .grouped_sustained = hopper_gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained,
-    .grouped_m0 = blackwell.grouped_m0,
-    .grouped_wgrad_sustained = hopper_gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained,
-    .grouped_wgrad_m0 = blackwell.grouped_wgrad_m0,
-    .attention_fwd_ceiling = 1.44,
-    .attention_fwd_x0 = 3.65,
-    .attention_bwd_ceiling = 1.27,
-    .attention_bwd_x0 = 5.25,
-    .fp8_share_over_bf16 = 0.709 / 0.803,
-    .hbm_default = 2.90 / 3.35,
-    .kernel_latency_us = blackwell.kernel_latency_us,
-    .nvlink_efficiency = 370.0 / 450.0};
+/// Constants whose GEMMs sustain `gemm_sustained` and whose grouped GEMMs, unmeasured, take
+/// Blackwell's form at Blackwell's ratios to its GEMM (the one architecture whose TE grouped GEMM
+/// was measured); the other fields zero, to be set by the caller.
+constexpr kernel_model_constants with_blackwell_grouping(double gemm_sustained) {
+  kernel_model_constants k{};
+  k.gemm_sustained = gemm_sustained;
+  k.grouped_sustained = gemm_sustained * blackwell.grouped_sustained / blackwell.gemm_sustained;
+  k.grouped_m0 = blackwell.grouped_m0;
+  k.grouped_wgrad_sustained = gemm_sustained * blackwell.grouped_wgrad_sustained / blackwell.gemm_sustained;
+  k.grouped_wgrad_m0 = blackwell.grouped_wgrad_m0;
+  return k;
+}
+inline constexpr kernel_model_constants hopper = [] {
+  kernel_model_constants k = with_blackwell_grouping(hopper_gemm_sustained);
+  k.attention_fwd_ceiling = 1.44;
+  k.attention_fwd_x0 = 3.65;
+  k.attention_bwd_ceiling = 1.27;
+  k.attention_bwd_x0 = 5.25;
+  k.fp8_share_over_bf16 = 0.709 / 0.803;
+  k.hbm_default = 2.90 / 3.35;
+  k.kernel_latency_us = blackwell.kernel_latency_us;
+  k.nvlink_efficiency = 370.0 / 450.0;
+  return k;
+}();
+/// CDNA 3 (MI300X: 304 CUs, 750 W), from AMD's published max-achievable GEMM rates (ROCm/rocm-blogs
+/// blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md at 8e01195,
+/// "AMD MAF Results": hipBLASLt at its best shape, ROCm 6.3.0): 708 TFLOPS BF16 at a median clock of
+/// 1207 MHz against the 2100 MHz of the 1307.4 TFLOPS data sheet (the power limit holds dense
+/// matrix work to low clocks), 1273 TFLOPS FP8 of 2614.9. These are best-shape figures, as
+/// Hopper's 0.802 sits at the best torch.matmul rate; their trig_float inputs draw less power than
+/// real data (on the MI325X normal-distribution inputs give 831 TFLOPS BF16 against 843: the
+/// "Completing the GPU Performance Picture" post of the same series). Grouped GEMMs take
+/// Blackwell's ratios as Hopper does (no measurement of a CDNA 3 grouped GEMM). Attention (CK /
+/// AITER), streaming and Infinity Fabric keep the catalogue's assumptions: no measurement found
+/// (zero here: the kernel model does not price them).
+inline constexpr double cdna3_gemm_sustained = 708.0 / 1307.4;
+inline constexpr kernel_model_constants cdna3 = [] {
+  kernel_model_constants k = with_blackwell_grouping(cdna3_gemm_sustained);
+  k.fp8_share_over_bf16 = (1273.0 / 2614.9) / cdna3_gemm_sustained;
+  return k;
+}();
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -207,6 +235,8 @@ constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) 
       return &kernel_models::hopper;
     case kernel_architecture::blackwell:
       return &kernel_models::blackwell;
+    case kernel_architecture::cdna3:
+      return &kernel_models::cdna3;
     default:
       return nullptr;
   }

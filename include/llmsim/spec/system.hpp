@@ -262,14 +262,15 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3 };
 template <>
 struct enum_names<kernel_architecture> {
-  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 4> value{
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 5> value{
       {{kernel_architecture::none, "none"},
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
-       {kernel_architecture::blackwell, "blackwell"}}};
+       {kernel_architecture::blackwell, "blackwell"},
+       {kernel_architecture::cdna3, "cdna3"}}};
 };
 
 struct accelerator_spec {
