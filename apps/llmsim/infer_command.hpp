@@ -35,12 +35,14 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--ep", a.spec.ep, "Expert-parallel size (MoE; the experts over the tp x dp GPUs)")
       ->capture_default_str();
   c->add_option("--dp", a.spec.dp, "Replicas")->capture_default_str();
-  c->add_option("--weights", a.weights, "Decoder-linear weights as stored")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8", "int4"}))
+  c->add_option("--weights", a.weights,
+                "Decoder-linear weights as stored (nvfp4: E2M1 + an E4M3 scale per 16; mxfp4: + an E8M0 scale per 32)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"}))
       ->capture_default_str();
   c->add_option("--int4-group-size", a.spec.int4_group_size, "int4: elements per scale group")->capture_default_str();
-  c->add_option("--activations", a.activations, "GEMM inputs (fp8 needs --weights fp8)")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8"}))
+  c->add_option("--activations", a.activations,
+                "GEMM inputs (fp8 needs --weights fp8; fp4, NVFP4 on FP4 tensor cores, needs --weights nvfp4)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "fp4"}))
       ->capture_default_str();
   c->add_option("--kv-cache", a.kv_cache, "KV-cache elements")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8"}))

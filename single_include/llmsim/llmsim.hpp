@@ -5777,7 +5777,12 @@ struct build_context {
   /// The recipe's byte figures on this system (meaningful when `quantized`).
   [[nodiscard]] constexpr quantized_format format() const {
     quantized_format f = quantized_format_of(s(), sys());
-    if (inference != nullptr) f.copies = 1;  // only the forward GEMM reads a cast: no transposed copy
+    if (inference != nullptr) {
+      f.copies = 1;  // only the forward GEMM reads a cast: no transposed copy
+      // A served checkpoint carries each activation's calibrated global scale (ModelOpt NVFP4's
+      // input_scale): the cast needs no amax kernel first.
+      f.amax_pass = false;
+    }
     return f;
   }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
@@ -13513,22 +13518,30 @@ LLMSIM_END_NAMESPACE
 
 LLMSIM_BEGIN_NAMESPACE
 
-/// How the decoder linears' weights are stored.
-enum class weight_format : std::uint8_t { bf16, fp16, fp8, int8, int4 };
+/// How the decoder linears' weights are stored. `nvfp4`: 4-bit E2M1 with an E4M3 scale per 16
+/// elements (NVIDIA's NVFP4, ModelOpt / TensorRT-LLM checkpoints); `mxfp4`: E2M1 with an E8M0 scale
+/// per 32 (OCP Microscaling MXFP4, gpt-oss's experts), read by weight-only kernels.
+enum class weight_format : std::uint8_t { bf16, fp16, fp8, int8, int4, nvfp4, mxfp4 };
 template <>
 struct enum_names<weight_format> {
-  static constexpr std::array<std::pair<weight_format, std::string_view>, 5> value{{{weight_format::bf16, "bf16"},
+  static constexpr std::array<std::pair<weight_format, std::string_view>, 7> value{{{weight_format::bf16, "bf16"},
                                                                                     {weight_format::fp16, "fp16"},
                                                                                     {weight_format::fp8, "fp8"},
                                                                                     {weight_format::int8, "int8"},
-                                                                                    {weight_format::int4, "int4"}}};
+                                                                                    {weight_format::int4, "int4"},
+                                                                                    {weight_format::nvfp4, "nvfp4"},
+                                                                                    {weight_format::mxfp4, "mxfp4"}}};
 };
-/// The GEMMs' input precision: 16-bit, or FP8 (W8A8 with FP8 tensor cores, TRT-LLM / vLLM fp8).
-enum class activation_format : std::uint8_t { bf16, fp16, fp8 };
+/// The GEMMs' input precision: 16-bit, FP8 (W8A8 with FP8 tensor cores, TRT-LLM / vLLM fp8) or
+/// NVFP4 (W4A4 with FP4 tensor cores: Blackwell, TRT-LLM / vLLM NVFP4 checkpoints).
+enum class activation_format : std::uint8_t { bf16, fp16, fp8, fp4 };
 template <>
 struct enum_names<activation_format> {
-  static constexpr std::array<std::pair<activation_format, std::string_view>, 3> value{
-      {{activation_format::bf16, "bf16"}, {activation_format::fp16, "fp16"}, {activation_format::fp8, "fp8"}}};
+  static constexpr std::array<std::pair<activation_format, std::string_view>, 4> value{
+      {{activation_format::bf16, "bf16"},
+       {activation_format::fp16, "fp16"},
+       {activation_format::fp8, "fp8"},
+       {activation_format::fp4, "fp4"}}};
 };
 /// How the KV cache is stored.
 enum class kv_cache_format : std::uint8_t { bf16, fp16, fp8, int8 };
@@ -13668,6 +13681,10 @@ constexpr double stored_weight_bytes(const inference_spec& i) {
       return 1;
     case weight_format::int4:
       return 0.5 + 4.0 / static_cast<double>(i.int4_group_size);
+    case weight_format::nvfp4:  // a 1-byte E4M3 scale per 16 (the fp32 tensor scale is negligible)
+      return 0.5 + 1.0 / 16;
+    case weight_format::mxfp4:  // a 1-byte E8M0 scale per 32 (OCP MX v1.0, block size 32)
+      return 0.5 + 1.0 / 32;
     default:
       return 2;
   }
@@ -13774,6 +13791,16 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   if (i.activations == activation_format::fp8 && i.weights != weight_format::fp8)
     report_error(api, "inference.activations",
                  "inference.activations=fp8 needs inference.weights=fp8 (FP8 GEMMs read both operands in FP8)");
+  if (i.activations == activation_format::fp4 && i.weights != weight_format::nvfp4)
+    report_error(api, "inference.activations",
+                 "inference.activations=fp4 needs inference.weights=nvfp4 (NVFP4 GEMMs read both operands in NVFP4)");
+  if (i.activations == activation_format::fp4) {
+    const double cc = known_compute_capability(sys);
+    if (cc > 0 && cc < 10)
+      report_error(api, "inference.activations",
+                   "inference.activations=fp4 needs FP4 tensor cores (compute capability >= 10.0); system {} has {}",
+                   sys.sys_name, cc);
+  }
   if (i.activations == activation_format::fp8 || i.weights == weight_format::fp8 ||
       i.kv_cache == kv_cache_format::fp8) {
     const double cc = known_compute_capability(sys);
@@ -13856,8 +13883,9 @@ constexpr strategy_spec inference_strategy(const model_spec& m, const inference_
   s.etp_size = s.ep_size >= i.tp ? 1 : i.tp / s.ep_size;
   s.world_size = i.tp * (s.ep_size > i.tp ? s.ep_size / i.tp : 1);
   s.dtype = i.activations == activation_format::fp16 ? dtype_kind::fp16 : dtype_kind::bf16;
-  s.fp8 = i.activations == activation_format::fp8;
-  s.fp8_recipe = fp8_recipe_kind::delayed;  // static per-tensor scales from calibration
+  s.fp8 = i.activations == activation_format::fp8 || i.activations == activation_format::fp4;
+  // Static per-tensor scales from calibration; NVFP4 adds its per-16 block scales in the cast.
+  s.fp8_recipe = i.activations == activation_format::fp4 ? fp8_recipe_kind::nvfp4 : fp8_recipe_kind::delayed;
   s.enable_sequence_parallel = false;
   s.enable_dropout = false;
   s.use_flash_sdp = true;

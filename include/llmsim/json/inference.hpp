@@ -271,13 +271,19 @@ inline std::string resolve_framework(row_job& job, const value& row, const value
 }
 
 /// Weight, activation and KV-cache formats from the row's precision texts ("FP16", "FP8",
-/// "INT8 weight-only", "INT4 weight-only, group size 32", "BF16 (assumed)").
+/// "INT8 weight-only", "INT4 weight-only, group size 32", "BF16 (assumed)", "NVFP4", "MXFP4"; a bare
+/// "FP4" is NVFP4, as TensorRT-LLM's tables write it). NVFP4 weights with no activation format
+/// stated run W4A4 (ModelOpt's NVFP4 checkpoints quantize both).
 inline std::string resolve_precision(row_job& job, const value& row) {
   const std::string w = text_of(row, "precision_weights"), a = text_of(row, "precision_activations"),
                     kv = text_of(row, "precision_kv");
   inference_spec& s = job.spec;
   if (starts_with_word(w, "FP8"))
     s.weights = weight_format::fp8;
+  else if (starts_with_word(w, "NVFP4") || starts_with_word(w, "FP4"))
+    s.weights = weight_format::nvfp4;
+  else if (starts_with_word(w, "MXFP4"))
+    s.weights = weight_format::mxfp4;
   else if (starts_with_word(w, "INT8"))
     s.weights = weight_format::int8;
   else if (starts_with_word(w, "INT4"))
@@ -287,7 +293,7 @@ inline std::string resolve_precision(row_job& job, const value& row) {
   else if (starts_with_word(w, "BF16"))
     s.weights = weight_format::bf16;
   else
-    return "precision_weights \"" + w + "\" is not FP16, BF16, FP8, INT8 or INT4";
+    return "precision_weights \"" + w + "\" is not FP16, BF16, FP8, INT8, INT4, NVFP4 (FP4) or MXFP4";
   if (const auto at = w.find("group size "); at != std::string::npos) {
     std::int64_t g = 0;
     for (std::size_t k = at + 11; k < w.size() && std::isdigit(static_cast<unsigned char>(w[k])) && g < (1 << 24); ++k)
@@ -302,12 +308,15 @@ inline std::string resolve_precision(row_job& job, const value& row) {
   const auto stated = [&row](const char* key) { return row.contains(key) && !row[key].is_null(); };
   if (starts_with_word(a, "FP8"))
     s.activations = activation_format::fp8;
+  else if (starts_with_word(a, "NVFP4") || starts_with_word(a, "FP4") ||
+           (s.weights == weight_format::nvfp4 && !stated("precision_activations")))
+    s.activations = activation_format::fp4;
   else if (starts_with_word(a, "FP16"))
     s.activations = activation_format::fp16;
   else if (starts_with_word(a, "BF16") || !stated("precision_activations"))
     s.activations = activation_format::bf16;
   else
-    return "precision_activations " + row["precision_activations"].dump() + " is not FP16, BF16 or FP8";
+    return "precision_activations " + row["precision_activations"].dump() + " is not FP16, BF16, FP8 or NVFP4 (FP4)";
   if (starts_with_word(kv, "FP8"))
     s.kv_cache = kv_cache_format::fp8;
   else if (starts_with_word(kv, "INT8"))

@@ -109,7 +109,12 @@ struct build_context {
   /// The recipe's byte figures on this system (meaningful when `quantized`).
   [[nodiscard]] constexpr quantized_format format() const {
     quantized_format f = quantized_format_of(s(), sys());
-    if (inference != nullptr) f.copies = 1;  // only the forward GEMM reads a cast: no transposed copy
+    if (inference != nullptr) {
+      f.copies = 1;  // only the forward GEMM reads a cast: no transposed copy
+      // A served checkpoint carries each activation's calibrated global scale (ModelOpt NVFP4's
+      // input_scale): the cast needs no amax kernel first.
+      f.amax_pass = false;
+    }
     return f;
   }
   /// Hands `o` of leaf `l` to the pricing (which adds its time to the leaf's pass).
