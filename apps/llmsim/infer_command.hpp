@@ -18,6 +18,7 @@ namespace lj = llmsim::json;
 struct infer_args {
   std::string model, system, format = "text";
   std::string weights = "bf16", activations = "bf16", kv_cache = "bf16", gqa_decode_reads = "per_kv_head";
+  std::string expert_weights;  ///< empty: as --weights
   std::string micro_batching = "per_stage";
   bool no_cuda_graphs = false;
   llmsim::inference_spec spec{};
@@ -39,6 +40,10 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
                 "Decoder-linear weights as stored (nvfp4: E2M1 + an E4M3 scale per 16; mxfp4: + an E8M0 scale per 32)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"}))
       ->capture_default_str();
+  c->add_option("--expert-weights", a.expert_weights,
+                "The routed experts' weights as stored, where the checkpoint quantizes them alone (gpt-oss: mxfp4; "
+                "default: as --weights)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"}));
   c->add_option("--int4-group-size", a.spec.int4_group_size, "int4: elements per scale group")->capture_default_str();
   c->add_option("--activations", a.activations,
                 "GEMM inputs (fp8 needs --weights fp8; fp4, NVFP4 on FP4 tensor cores, needs --weights nvfp4)")
@@ -198,6 +203,8 @@ inline void print_inference_text(const std::string& model, const std::string& sy
 /// Runs `llmsim infer`; `does_not_fit` is the exit status when the batch's memory exceeds the GPU's.
 inline int run_infer(infer_args& a, int does_not_fit) {
   a.spec.weights = llmsim::enum_from_name<llmsim::weight_format>(a.weights);
+  if (!a.expert_weights.empty())
+    a.spec.expert_weights = llmsim::enum_from_name<llmsim::weight_format>(a.expert_weights);
   a.spec.activations = llmsim::enum_from_name<llmsim::activation_format>(a.activations);
   a.spec.kv_cache = llmsim::enum_from_name<llmsim::kv_cache_format>(a.kv_cache);
   a.spec.gqa_decode_reads = llmsim::enum_from_name<llmsim::gqa_decode_read_kind>(a.gqa_decode_reads);

@@ -2838,6 +2838,7 @@ inline value to_json(const inference_spec& i) {
           {"ep", i.ep},
           {"dp", i.dp},
           {"weights", std::string(enum_name(i.weights))},
+          {"expert_weights", i.expert_weights ? value(std::string(enum_name(*i.expert_weights))) : value(nullptr)},
           {"int4_group_size", i.int4_group_size},
           {"activations", std::string(enum_name(i.activations))},
           {"kv_cache", std::string(enum_name(i.kv_cache))},

@@ -423,6 +423,30 @@ TEST(Inference, ActiveExpertsOfASmallBatch) {
   EXPECT_NEAR((two.tpot - one.tpot).value, experts * 0.1875 / 1e12, 0.002 * experts * 0.1875 / 1e12);
 }
 
+TEST(Inference, ExpertWeightsStoredApartFromTheRest) {
+  // Mixtral 8x7B's experts, 32 x 8 x 3 x 4096 x 14336 = 45.10 G weights, stored MXFP4 (0.53125 B)
+  // beside bf16 attention: 45.10 G x 1.46875 B = 66.24 GB less memory; a batch-1 decode step reads
+  // the 25 % its token activates, 16.56 GB less (16.56 ms at 1e12 B/s); attention's linears alike.
+  const double experts = 32 * 8 * 3 * 4096 * 14336.0;
+  auto i = job(1, 1, 2);
+  const auto bf16 = llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound());
+  i.expert_weights = llmsim::weight_format::mxfp4;
+  const auto mx = llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound());
+  EXPECT_NEAR(bf16.weight_bytes - mx.weight_bytes, experts * (2 - 0.53125), 1);
+  EXPECT_NEAR((bf16.tpot - mx.tpot).value, experts * 0.25 * (2 - 0.53125) / 1e12, 1e-9);
+  // Unset, the experts take --weights: int8 everywhere equals int8 experts beside int8 attention.
+  i.expert_weights.reset();
+  i.weights = llmsim::weight_format::int8;
+  const auto int8 = llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound());
+  i.expert_weights = llmsim::weight_format::int8;
+  EXPECT_DOUBLE_EQ(llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound()).tpot.value, int8.tpot.value);
+  // NVFP4 GEMMs need NVFP4 experts too.
+  i.weights = llmsim::weight_format::nvfp4;
+  i.activations = llmsim::activation_format::fp4;
+  i.expert_weights = llmsim::weight_format::mxfp4;
+  EXPECT_EQ(refused_field(cat::mixtral_8x7b, i, cat::b200), "inference.activations");
+}
+
 TEST(Inference, ServingRunsExpertsDroplessAndUnpadded) {
   // The catalogue's Mixtral pads each expert's input to capacity (Megatron drop-and-pad, a training
   // setting); servers route each token to its top-k experts and compute only those rows, so the

@@ -109,6 +109,9 @@ struct inference_spec {
   weight_format weights = weight_format::bf16;
   /// int4 weights: elements per bf16 scale (gpt-fast `--groupsize`, AWQ / GPTQ group size).
   std::int64_t int4_group_size = 128;
+  /// The routed experts' weights as stored, where a checkpoint quantizes them alone (gpt-oss's MXFP4
+  /// experts beside bf16 attention; NVIDIA's NVFP4 DeepSeek-R1 beside FP8 attention); unset: `weights`.
+  std::optional<weight_format> expert_weights{};
   activation_format activations = activation_format::bf16;
   kv_cache_format kv_cache = kv_cache_format::bf16;
   gqa_decode_read_kind gqa_decode_reads = gqa_decode_read_kind::per_kv_head;
@@ -179,10 +182,10 @@ struct inference_spec {
   double request_rate = 0;
 };
 
-/// Bytes of one decoder-linear weight element as stored: int4 carries a bf16 scale per group
+/// Bytes of one weight element stored as `format`: int4 carries a bf16 scale per group
 /// (gpt-fast quantize.py `WeightOnlyInt4QuantHandler`: scales and zeros per group, 2 x 2 bytes).
-constexpr double stored_weight_bytes(const inference_spec& i) {
-  switch (i.weights) {
+constexpr double stored_weight_bytes(weight_format format, const inference_spec& i) {
+  switch (format) {
     case weight_format::fp8:
     case weight_format::int8:
       return 1;
@@ -195,6 +198,11 @@ constexpr double stored_weight_bytes(const inference_spec& i) {
     default:
       return 2;
   }
+}
+/// ... of a decoder-linear weight, and of a routed expert's.
+constexpr double stored_weight_bytes(const inference_spec& i) { return stored_weight_bytes(i.weights, i); }
+constexpr double stored_expert_weight_bytes(const inference_spec& i) {
+  return stored_weight_bytes(i.expert_weights.value_or(i.weights), i);
 }
 constexpr double kv_cache_bytes(const inference_spec& i) {
   return i.kv_cache == kv_cache_format::fp8 || i.kv_cache == kv_cache_format::int8 ? 1 : 2;
@@ -228,7 +236,7 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   positive(i.int4_group_size, "inference.int4_group_size", 1 << 20);
   // A group's bf16 scale and zero cost 4/g bytes a weight: below 16 elements int4 stores 0.75 B or
   // more, no longer a 4-bit format (GPTQ / AWQ kernels take groups of 32, 64 or 128).
-  if (i.weights == weight_format::int4 && i.int4_group_size < 16)
+  if ((i.weights == weight_format::int4 || i.expert_weights == weight_format::int4) && i.int4_group_size < 16)
     report_error(api, "inference.int4_group_size",
                  "inference.int4_group_size={} must be >= 16 (its bf16 scale and "
                  "zero per group cost 4/g bytes a weight)",
@@ -298,9 +306,11 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
   if (i.activations == activation_format::fp8 && i.weights != weight_format::fp8)
     report_error(api, "inference.activations",
                  "inference.activations=fp8 needs inference.weights=fp8 (FP8 GEMMs read both operands in FP8)");
-  if (i.activations == activation_format::fp4 && i.weights != weight_format::nvfp4)
+  if (i.activations == activation_format::fp4 &&
+      (i.weights != weight_format::nvfp4 || i.expert_weights.value_or(weight_format::nvfp4) != weight_format::nvfp4))
     report_error(api, "inference.activations",
-                 "inference.activations=fp4 needs inference.weights=nvfp4 (NVFP4 GEMMs read both operands in NVFP4)");
+                 "inference.activations=fp4 needs inference.weights=nvfp4 and expert_weights unset or nvfp4 (NVFP4 "
+                 "GEMMs read both operands in NVFP4)");
   if (i.activations == activation_format::fp4) {
     const double cc = known_compute_capability(sys);
     if (cc > 0 && cc < 10)
@@ -309,7 +319,7 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                    sys.sys_name, cc);
   }
   if (i.activations == activation_format::fp8 || i.weights == weight_format::fp8 ||
-      i.kv_cache == kv_cache_format::fp8) {
+      i.expert_weights == weight_format::fp8 || i.kv_cache == kv_cache_format::fp8) {
     const double cc = known_compute_capability(sys);
     if (cc > 0 && cc < 8.9)
       report_error(api, "inference.weights",
@@ -502,11 +512,12 @@ constexpr void add_block(forward_cost& f, const leaf_block& b, double repeat, co
 
 /// Bytes of one block's weights on one GPU: decoder linears at `stored` bytes an element (the
 /// router stays 16-bit), the rest at `element`.
-constexpr double block_weight_bytes(const leaf_block& b, double stored, double element) {
+constexpr double block_weight_bytes(const leaf_block& b, double stored, double expert_stored, double element) {
   double bytes = 0;
   for (const leaf& l : b) {
     const bool linear = l.kind == leaf_kind::linear_column || l.kind == leaf_kind::linear_row;
-    bytes += l.params * (linear && l.id != leaf_id::router ? stored : element);
+    const bool expert = l.id == leaf_id::experts_linear_fc1 || l.id == leaf_id::experts_linear_fc2;
+    bytes += l.params * (expert ? expert_stored : linear && l.id != leaf_id::router ? stored : element);
   }
   return bytes;
 }
@@ -539,6 +550,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
   const inference_forward layers{
       .kv_cached = kv_cached,
       .weight_bytes = stored_weight_bytes(i),
+      .expert_weight_bytes = stored_expert_weight_bytes(i),
       .kv_bytes = kv_cache_bytes(i),
       .routed_tokens = static_cast<double>(batch * tokens) * detail::replicas_per_expert_group(i),
       .kv_read_repeats = kv_reads};
@@ -564,7 +576,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
     const seconds before = f.time - f.attention;
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
-    layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, element);
+    layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, stored_expert_weight_bytes(i), element);
     layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
   const seconds decoder_time = f.time;

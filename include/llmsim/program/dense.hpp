@@ -60,8 +60,9 @@ struct op_record {
 struct inference_forward {
   std::int64_t kv_cached = 0;
   double weight_bytes =
-      2;                ///< bytes per decoder-linear weight element (int4 with a bf16 scale and zero per g: 0.5 + 4/g)
-  double kv_bytes = 2;  ///< bytes per cached K or V element
+      2;  ///< bytes per decoder-linear weight element (int4 with a bf16 scale and zero per g: 0.5 + 4/g)
+  double expert_weight_bytes = 2;  ///< ... per routed-expert weight element (gpt-oss: MXFP4, 0.53125)
+  double kv_bytes = 2;             ///< bytes per cached K or V element
   /// Tokens routed by the whole expert-parallel group in this forward: a rank's grouped GEMMs read
   /// only the experts they activate (`expected_active_experts`).
   double routed_tokens = 0;

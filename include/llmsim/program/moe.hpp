@@ -95,7 +95,7 @@ constexpr double expected_active_fraction(std::int64_t experts, std::int64_t top
 constexpr double grouped_weight_read(const build_context& c, double w, double stored) {
   if (c.inference == nullptr) return w * stored;
   const auto& m = c.m();
-  return w * c.inference->weight_bytes *
+  return w * c.inference->expert_weight_bytes *
          expected_active_fraction(m.expert_num, m.topk.value_or(1), c.inference->routed_tokens);
 }
 
