@@ -876,6 +876,7 @@ int run_validate_inference(const lj::value& doc, const std::string& file, const 
     if (!r.estimated()) {
       ++n_refused;
       out["error"] = r.error;
+      out["real"] = out["predicted"] = nullptr;
       refused[r.error] = refused.value(r.error, 0) + 1;
     } else {
       out["inference"] = lj::to_json(r.job.spec);
@@ -1201,8 +1202,8 @@ int main(int argc, char** argv) {
       ->add_option("cases", cases_file,
                    "Cases file: training cases (shaped like shared/validation/training_cases.json), Megatron-Bridge "
                    "rows (megatron_bridge_cases.json) or inference rows (inference_cases.json). Every kind reports "
-                   "{cases: [{name, real, predicted, FIGURE_err..., error}], summary: {n, n_failed, ...}, "
-                   "exit_status} with --format json")
+                   "{cases: [{name, real, predicted, ..._err, error}], summary: {n, n_failed, ...}, exit_status} "
+                   "with --format json, an _err = predicted / real - 1 for each compared figure")
       ->required();
   std::string recipes_file = LLMSIM_MB_RECIPES;
   validate

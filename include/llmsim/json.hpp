@@ -237,10 +237,14 @@ void read(const value& v, const location& at, E& out) {
     }
   }
   if (!v.is_string()) fail(at, "expected one of " + allowed + ", got " + describe(v));
-  const E e = enum_from_name<E>(v.get_ref<const std::string&>());
-  if (e == enum_names<E>::value[0].first || v.get_ref<const std::string&>() == "null")
-    fail(at, "expected one of " + allowed + ", got " + show(v));
-  out = e;
+  // A listed name (empty ones mark an enum's invalid value; "null" is the JSON null, not a string).
+  const auto& text = v.get_ref<const std::string&>();
+  for (const auto& [e, name] : enum_names<E>::value)
+    if (!name.empty() && name == text && text != "null") {
+      out = e;
+      return;
+    }
+  fail(at, "expected one of " + allowed + ", got " + show(v));
 }
 inline void read(const value& v, const location& at, recompute_module_set& out) {
   out = {};

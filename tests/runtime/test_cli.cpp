@@ -516,6 +516,15 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
   // Under 1.5 %: the Nemotron 3 Nano rows of 26.06.01 / 26.08 print tokens/s rounded to multiples
   // of 512 (39936 = 78 x 512), which alone moves their quotient by up to 1.3 %.
   EXPECT_LT(j["summary"]["flop_formula"]["max_abs_err"].get<double>(), 0.015);
+  // Every _err is predicted / real - 1: flop_err the formula's GFLOP per token over the printed
+  // TFLOP/s / tokens/s (a reversed quotient would miss by the square of its error).
+  for (const auto& row : j["cases"])
+    if (!row["flop_err"].is_null()) {
+      const double printed = row["real"]["model_tflops_per_sec_per_gpu"].get<double>() * 1e3 /
+                             row["real"]["tokens_per_sec_per_gpu"].get<double>();
+      EXPECT_DOUBLE_EQ(row["flop_err"].get<double>(), row["model_gflop_per_token"].get<double>() / printed - 1)
+          << row["name"];
+    }
   const auto text = run_cli("validate '" + file.string() + "'");
   EXPECT_NE(text.out.find("132 rows, " + std::to_string(estimated) + " estimated"), std::string::npos) << text.out;
   // Each group's mean |error| is its estimated rows' mean, recounted here by precision, GPU and release.

@@ -156,12 +156,16 @@ TEST(Inference, Fp4ActivationsRunTheLinearsOnFp4TensorCores) {
   EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::h100_sxm), "inference.activations");
   try {
     (void)llmsim::infer(cat::llama2_7b, i, cat::h100_sxm);
+    ADD_FAILURE() << "NVFP4 activations accepted on an H100";
   } catch (const llmsim::config_error& e) {
     EXPECT_NE(std::string(e.what()).find("inference.activations=fp4 needs FP4 tensor cores (compute capability >= "
-                                         "10.0); system h100_sxm has 9"),
+                                         "10.0; where it is unknown, 0, an accelerator.op.fp4_matmul entry); "
+                                         "system h100_sxm has 9"),
               std::string::npos)
         << e.what();
   }
+  // The MI300X (compute capability unknown) has no FP4 entry: refused by the same rule.
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, cat::mi300x), "inference.activations");
 }
 
 TEST(Inference, EachDecodeStepReadsTheCacheAtItsLength) {
@@ -434,12 +438,16 @@ TEST(Inference, ExpertWeightsStoredApartFromTheRest) {
   const auto mx = llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound());
   EXPECT_NEAR(bf16.weight_bytes - mx.weight_bytes, experts * (2 - 0.53125), 1);
   EXPECT_NEAR((bf16.tpot - mx.tpot).value, experts * 0.25 * (2 - 0.53125) / 1e12, 1e-9);
-  // Unset, the experts take --weights: int8 everywhere equals int8 experts beside int8 attention.
-  i.expert_weights.reset();
-  i.weights = llmsim::weight_format::int8;
-  const auto int8 = llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound());
-  i.expert_weights = llmsim::weight_format::int8;
-  EXPECT_DOUBLE_EQ(llmsim::infer(cat::mixtral_8x7b, i, bandwidth_bound()).tpot.value, int8.tpot.value);
+  // Refused: on a model without experts; beside FP8 activations unless FP8 (W4A8 is not modelled);
+  // FP8 experts on a part without FP8 tensor cores, naming the experts' field.
+  EXPECT_EQ(refused_field(cat::llama2_7b, i, bandwidth_bound()), "inference.expert_weights");
+  i.weights = llmsim::weight_format::fp8;
+  i.activations = llmsim::activation_format::fp8;
+  EXPECT_EQ(refused_field(cat::mixtral_8x7b, i, cat::h100_sxm), "inference.expert_weights");
+  i.weights = llmsim::weight_format::bf16;
+  i.activations = llmsim::activation_format::bf16;
+  i.expert_weights = llmsim::weight_format::fp8;
+  EXPECT_EQ(refused_field(cat::mixtral_8x7b, i, cat::a100_sxm), "inference.expert_weights");
   // NVFP4 GEMMs need NVFP4 experts too.
   i.weights = llmsim::weight_format::nvfp4;
   i.activations = llmsim::activation_format::fp4;
@@ -1181,14 +1189,17 @@ TEST(InferenceCases, RowMapsToModelSystemPrecisionAndShape) {
                          {"isl", 100},
                          {"osl", 20},
                          {"tpot_ms", 20.0}};
-  // NVFP4 checkpoints run W4A4 unless the row says otherwise; "FP4" alone is NVFP4; MXFP4 weight-only.
-  using precision = std::tuple<const char*, const char*, llmsim::weight_format, llmsim::activation_format>;
-  for (const auto& [weights, activations, w, a] :
-       {precision{"NVFP4", nullptr, llmsim::weight_format::nvfp4, llmsim::activation_format::fp4},
-        precision{"FP4", "FP4", llmsim::weight_format::nvfp4, llmsim::activation_format::fp4},
-        precision{"NVFP4", "BF16", llmsim::weight_format::nvfp4, llmsim::activation_format::bf16},
-        precision{"MXFP4", nullptr, llmsim::weight_format::mxfp4, llmsim::activation_format::bf16}}) {
+  // NVFP4 checkpoints run W4A4 on FP4 tensor cores (a B200) unless the row says otherwise, weight-only
+  // on this H100; "FP4" alone is NVFP4; MXFP4 weight-only.
+  using precision = std::tuple<const char*, const char*, const char*, llmsim::weight_format, llmsim::activation_format>;
+  for (const auto& [gpu, weights, activations, w, a] :
+       {precision{"B200", "NVFP4", nullptr, llmsim::weight_format::nvfp4, llmsim::activation_format::fp4},
+        precision{"H100", "NVFP4", nullptr, llmsim::weight_format::nvfp4, llmsim::activation_format::bf16},
+        precision{"B200", "FP4", "FP4", llmsim::weight_format::nvfp4, llmsim::activation_format::fp4},
+        precision{"B200", "NVFP4", "BF16", llmsim::weight_format::nvfp4, llmsim::activation_format::bf16},
+        precision{"B200", "MXFP4", nullptr, llmsim::weight_format::mxfp4, llmsim::activation_format::bf16}}) {
     lj::value fp4 = row;
+    fp4["gpu"] = gpu;
     fp4["precision_weights"] = weights;
     fp4["precision_activations"] = activations == nullptr ? lj::value(nullptr) : lj::value(activations);
     const auto j = lj::inference_cases::map_row(fp4, recipes);

@@ -290,6 +290,10 @@ TEST(KernelModel, SystemFilesCarryTheModelAndRefuseItWithoutSmCount) {
   lj::value unknown = written;
   unknown["accelerator"]["kernel_model"] = "volta";
   EXPECT_THROW((void)lj::parse_system(unknown), config_error);
+  // "none", the enum's first value, is a name like the others (was refused as "not found").
+  lj::value none = written;
+  none["accelerator"]["kernel_model"] = "none";
+  EXPECT_EQ(lj::parse_system(none).spec().accelerator.kernel_model, kernel_architecture::none);
 }
 
 TEST(KernelModel, AnEstimateSaysWhichShapesTheModelPriced) {

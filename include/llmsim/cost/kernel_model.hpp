@@ -207,7 +207,8 @@ inline constexpr kernel_model_constants hopper = [] {
 /// blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md at 8e01195,
 /// "AMD MAF Results": hipBLASLt at its best shape, ROCm 6.3.0): 708 TFLOPS BF16 at a median clock of
 /// 1207 MHz against the 2100 MHz of the 1307.4 TFLOPS data sheet (the power limit holds dense
-/// matrix work to low clocks), 1273 TFLOPS FP8 of 2614.9. These are best-shape figures, as
+/// matrix work to low clocks), 1273 TFLOPS FP8 of 2614.9 (the table's figure; its footnote 4 gives
+/// 1223.6 TFLOPS "at 1273MHz", the table 1230 MHz: the table is taken). These are best-shape figures, as
 /// Hopper's 0.802 sits at the best torch.matmul rate; their trig_float inputs draw less power than
 /// real data (on the MI325X normal-distribution inputs give 831 TFLOPS BF16 against 843: the
 /// "Completing the GPU Performance Picture" post of the same series). Grouped GEMMs take

@@ -312,17 +312,32 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  "inference.activations=fp4 needs inference.weights=nvfp4 and expert_weights unset or nvfp4 (NVFP4 "
                  "GEMMs read both operands in NVFP4)");
   if (i.activations == activation_format::fp4) {
+    // Known Blackwell, or a part of unknown compute capability whose system gives FP4 GEMMs a rate.
     const double cc = known_compute_capability(sys);
-    if (cc > 0 && cc < 10)
+    const bool fp4_rate = sys.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_matmul)].present;
+    if (cc > 0 ? cc < 10 : !fp4_rate)
       report_error(api, "inference.activations",
-                   "inference.activations=fp4 needs FP4 tensor cores (compute capability >= 10.0); system {} has {}",
+                   "inference.activations=fp4 needs FP4 tensor cores (compute capability >= 10.0; where it is "
+                   "unknown, 0, an accelerator.op.fp4_matmul entry); system {} has {}",
                    sys.sys_name, cc);
   }
+  if (i.expert_weights && !is_moe(m))
+    report_error(api, "inference.expert_weights",
+                 "inference.expert_weights={} needs a model with routed experts; model.expert_num is {}",
+                 enum_name(*i.expert_weights), m.expert_num);
+  if (i.activations == activation_format::fp8 && i.expert_weights.value_or(weight_format::fp8) != weight_format::fp8)
+    report_error(api, "inference.expert_weights",
+                 "inference.expert_weights={} with inference.activations=fp8: experts reading other weights "
+                 "beside FP8 activations (W4A8) are not modelled; leave it unset or fp8",
+                 enum_name(*i.expert_weights));
   if (i.activations == activation_format::fp8 || i.weights == weight_format::fp8 ||
       i.expert_weights == weight_format::fp8 || i.kv_cache == kv_cache_format::fp8) {
     const double cc = known_compute_capability(sys);
+    const std::string_view field = i.weights == weight_format::fp8          ? "inference.weights"
+                                   : i.expert_weights == weight_format::fp8 ? "inference.expert_weights"
+                                                                            : "inference.kv_cache";
     if (cc > 0 && cc < 8.9)
-      report_error(api, "inference.weights",
+      report_error(api, field,
                    "FP8 weights, activations or KV cache need FP8 tensor cores (compute capability >= 8.9); "
                    "system {} has {}",
                    sys.sys_name, cc);

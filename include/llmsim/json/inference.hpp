@@ -271,10 +271,17 @@ inline std::string resolve_framework(row_job& job, const value& row, const value
   return {};
 }
 
+/// Whether the row's catalogue system has FP4 tensor cores (compute capability 10 and up).
+inline bool fp4_tensor_cores(const row_job& job) {
+  const system_spec* sys = catalogue::find_system(job.system_name);
+  return sys != nullptr && known_compute_capability(*sys) >= 10;
+}
+
 /// Weight, activation and KV-cache formats from the row's precision texts ("FP16", "FP8",
 /// "INT8 weight-only", "INT4 weight-only, group size 32", "BF16 (assumed)", "NVFP4", "MXFP4"; a bare
 /// "FP4" is NVFP4, as TensorRT-LLM's tables write it). NVFP4 weights with no activation format
-/// stated run W4A4 (ModelOpt's NVFP4 checkpoints quantize both).
+/// stated run W4A4 on a catalogue GPU with FP4 tensor cores (ModelOpt's NVFP4 checkpoints quantize
+/// both), weight-only elsewhere (vLLM's FP4 Marlin kernels on Hopper and older).
 inline std::string resolve_precision(row_job& job, const value& row) {
   const std::string w = text_of(row, "precision_weights"), a = text_of(row, "precision_activations"),
                     kv = text_of(row, "precision_kv");
@@ -310,7 +317,7 @@ inline std::string resolve_precision(row_job& job, const value& row) {
   if (starts_with_word(a, "FP8"))
     s.activations = activation_format::fp8;
   else if (starts_with_word(a, "NVFP4") || starts_with_word(a, "FP4") ||
-           (s.weights == weight_format::nvfp4 && !stated("precision_activations")))
+           (s.weights == weight_format::nvfp4 && !stated("precision_activations") && fp4_tensor_cores(job)))
     s.activations = activation_format::fp4;
   else if (starts_with_word(a, "FP16"))
     s.activations = activation_format::fp16;
@@ -442,11 +449,11 @@ inline row_result estimate_row(const value& row, const value& recipes, const std
   out.job.id = detail::text_of(row, "id");  // named even when mapping throws
   try {
     out.job = map_row(row, recipes);
+    if (price_on && !out.job.system_name.empty()) out.job.system_name = price_on(out.job.system_name);
     if (!out.job.refused.empty()) {
       out.error = out.job.refused;
       return out;
     }
-    if (price_on) out.job.system_name = price_on(out.job.system_name);
     const system_config sys = load_system(out.job.system_name);
     out.job.gpus_per_node = sys.spec().num_per_node;
     out.result = infer(out.job.model, out.job.spec, sys.spec());

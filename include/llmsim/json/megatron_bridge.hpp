@@ -282,7 +282,7 @@ struct row_result {
 inline row_result estimate_row(const value& row, const value& recipes, const system_choice& price_on = {}) {
   row_result r;
   r.job = map_row(row, recipes);
-  if (price_on && r.job.refused.empty()) r.job.system = price_on(r.job.system);
+  if (price_on && !r.job.system.empty()) r.job.system = price_on(r.job.system);
   r.real_tokens_per_sec_per_gpu = row["tokens_per_sec_per_gpu"].get<double>();
   r.real_model_tflops_per_sec_per_gpu = row["model_tflops_per_sec_per_gpu"].get<double>();
   if (r.job.flops) r.model_gflop_per_token = mb::model_flops_per_token(*r.job.flops, r.job.formula) / 1e9;
