@@ -955,8 +955,7 @@ fs::path case_system(const fs::path& root, const std::string& own, const std::ve
       continue;
     }
     const std::string suffix = r.substr(0, eq);
-    if (own.size() >= suffix.size() && own.compare(own.size() - suffix.size(), suffix.size(), suffix) == 0)
-      chosen = r.substr(eq + 1);
+    if (own.ends_with(suffix)) chosen = r.substr(eq + 1);
   }
   return chosen;
 }
@@ -981,8 +980,7 @@ void check_system_replacements_match(const std::set<std::string>& systems,
     std::string listed;
     bool matched = false;
     for (const auto& own : systems) {
-      matched = matched ||
-                (own.size() >= suffix.size() && own.compare(own.size() - suffix.size(), suffix.size(), suffix) == 0);
+      matched = matched || own.ends_with(suffix);
       listed += (listed.empty() ? "" : ", ") + own;
     }
     if (!matched)

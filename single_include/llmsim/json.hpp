@@ -3034,10 +3034,10 @@ inline std::string resolve_framework(row_job& job, const value& row, const value
   return {};
 }
 
-/// Whether the row's catalogue system has FP4 tensor cores (compute capability 10 and up).
+/// Whether the row's catalogue system has FP4 tensor cores (the rule FP4 GEMMs are priced by).
 inline bool fp4_tensor_cores(const row_job& job) {
   const system_spec* sys = catalogue::find_system(job.system_name);
-  return sys != nullptr && known_compute_capability(*sys) >= 10;
+  return sys != nullptr && low_precision_speedup(compute_kind::fp4_matmul, known_compute_capability(*sys)) > 0;
 }
 
 /// Weight, activation and KV-cache formats from the row's precision texts ("FP16", "FP8",

@@ -312,10 +312,11 @@ constexpr void validate(const model_spec& m, const inference_spec& i, const syst
                  "inference.activations=fp4 needs inference.weights=nvfp4 and expert_weights unset or nvfp4 (NVFP4 "
                  "GEMMs read both operands in NVFP4)");
   if (i.activations == activation_format::fp4) {
-    // Known Blackwell, or a part of unknown compute capability whose system gives FP4 GEMMs a rate.
+    // FP4 tensor cores where the compute capability is known (the rule low-precision GEMMs are priced
+    // by), else a system that gives FP4 GEMMs a rate of its own.
     const double cc = known_compute_capability(sys);
     const bool fp4_rate = sys.accelerator.op[static_cast<std::size_t>(compute_kind::fp4_matmul)].present;
-    if (cc > 0 ? cc < 10 : !fp4_rate)
+    if (cc > 0 ? low_precision_speedup(compute_kind::fp4_matmul, cc) <= 0 : !fp4_rate)
       report_error(api, "inference.activations",
                    "inference.activations=fp4 needs FP4 tensor cores (compute capability >= 10.0; where it is "
                    "unknown, 0, an accelerator.op.fp4_matmul entry); system {} has {}",
@@ -591,7 +592,7 @@ constexpr detail::forward_cost price_forward(const model_spec& m, const system_s
     const leaf_block b = decoder_layer_leaves(layer, is_moe_layer, false);
     const seconds before = f.time - f.attention;
     detail::add_block(f, b, static_cast<double>(n), ops, tp);
-    layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, stored_expert_weight_bytes(i), element);
+    layer_weights[is_moe_layer ? 1 : 0] = detail::block_weight_bytes(b, stored, layers.expert_weight_bytes, element);
     layer_rest[is_moe_layer ? 1 : 0] = (f.time - f.attention - before) / static_cast<double>(n);
   }
   const seconds decoder_time = f.time;
