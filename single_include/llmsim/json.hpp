@@ -1094,6 +1094,8 @@ inline system_config parse_system(const value& v, const std::string& source = {}
           read(a.value(), aat, sys.accelerator.kernel_model);
         else if (ak == "sm_count")
           read(a.value(), aat, sys.accelerator.sm_count);
+        else if (ak == "gemm_sustained_scale")
+          read(a.value(), aat, sys.accelerator.gemm_sustained_scale);
         else if (ak == "host_link_gbs")
           read(a.value(), aat, sys.accelerator.host_link_gbs);
         else if (ak == "op") {
@@ -1235,6 +1237,7 @@ inline value to_json(const system_spec& sys) {
   if (sys.accelerator.kernel_model != kernel_architecture::none)
     acc["kernel_model"] = std::string(enum_name(sys.accelerator.kernel_model));
   if (sys.accelerator.sm_count != 0) acc["sm_count"] = sys.accelerator.sm_count;
+  if (sys.accelerator.gemm_sustained_scale != 1) acc["gemm_sustained_scale"] = sys.accelerator.gemm_sustained_scale;
   if (sys.accelerator.host_link_gbs != 0) acc["host_link_gbs"] = sys.accelerator.host_link_gbs;
   acc["op"] = value::object();
   for (std::size_t k = 0; k < compute_kind_names.size(); ++k) {

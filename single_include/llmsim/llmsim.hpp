@@ -61,6 +61,7 @@
 /// Hopper has no SimuMax table: its constants come from public measurements (XLA's sm_90 GEMM
 /// table, cuDNN's published attention figures, BabelStream, NCCL; see `kernel_models::hopper`).
 /// CDNA 3 has GEMM constants only, from AMD's published max-achievable rates (`kernel_models::cdna3`).
+/// Blackwell Ultra takes Blackwell's with its faster attention (`kernel_models::blackwell_ultra`).
 /// Architectures without any (Ada, CDNA 2 and 4) have no model: their catalogue entries keep the
 /// flat efficiencies of catalogue.hpp `assumptions`, as CDNA 3 keeps them for the rest.
 
@@ -1586,14 +1587,15 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3 };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, blackwell_ultra, cdna3 };
 template <>
 struct enum_names<kernel_architecture> {
-  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 5> value{
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 6> value{
       {{kernel_architecture::none, "none"},
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
        {kernel_architecture::blackwell, "blackwell"},
+       {kernel_architecture::blackwell_ultra, "blackwell_ultra"},
        {kernel_architecture::cdna3, "cdna3"}}};
 };
 
@@ -1610,6 +1612,10 @@ struct accelerator_spec {
   /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
   kernel_architecture kernel_model = kernel_architecture::none;
   std::int64_t sm_count = 0;
+  /// llmsim extension: this part's modelled GEMM and grouped-GEMM rates as a multiple of its kernel
+  /// model's share of the data-sheet peak: a part whose power limit holds its clocks higher (or
+  /// lower) than on the part the model was fitted to, at the same data-sheet peak (1: the same share).
+  double gemm_sustained_scale = 1;
   /// llmsim extension: GB/s each way between one GPU and host memory, what activation and optimizer
   /// offload copies cross (0: the PCIe x16 link of its generation, see cost/step_cost.hpp
   /// `host_link_bytes_per_second`; Grace-based parts: NVLink-C2C).
@@ -1884,6 +1890,10 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
+  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, 4, false))
+    report_error(api, "system.accelerator.gemm_sustained_scale",
+                 "system.accelerator.gemm_sustained_scale={} must be in (0, 4] (1: the kernel model's own share)",
+                 sys.accelerator.gemm_sustained_scale);
   if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
     report_error(api, "system.accelerator.host_link_gbs",
                  "system.accelerator.host_link_gbs={} must be in [0, 1e6] GB/s (0: PCIe x16 of the GPU's generation)",
@@ -3692,6 +3702,25 @@ inline constexpr kernel_model_constants cdna3 = [] {
   k.fp8_share_over_bf16 = (1273.0 / 2614.9) / cdna3_gemm_sustained;
   return k;
 }();
+/// Blackwell Ultra (B300, GB300: sm_103), Blackwell's constants with its attention faster: its
+/// SFU computes exponentials at twice Blackwell's rate ("2X attention-layer acceleration", NVIDIA's
+/// "Inside NVIDIA Blackwell Ultra" blog; 10.7 against 5 tera-exponentials/s), which bound the
+/// softmax of FlashAttention-style kernels. The ceilings scale by cuDNN 9.19's measured GB300 over
+/// GB200 rates on the same benchmark (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/
+/// results/gb300_919_only_cudnn/llama3.1_20260226_185510.csv at afa9f7c against
+/// gb200_919_only_cudnn/llama3.1_20260226_174648.csv at df73764: BF16, causal, 64 query and 8 KV
+/// heads of 128, batch 1): the geometric mean over 2k-32k tokens of forward 2014/1720, 1968/1687,
+/// 1887/1598, 1672/1335, 1266/1042 = 1.197 and backward 1549/1473, 1490/1402, 1385/1311,
+/// 1195/1132, 906/836 = 1.062 (the backward does 2.5 times the forward's matrix work for the same
+/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too;
+/// its GEMMs' is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
+inline constexpr double ultra_attention_fwd_over_blackwell = 1.197, ultra_attention_bwd_over_blackwell = 1.062;
+inline constexpr kernel_model_constants blackwell_ultra = [] {
+  kernel_model_constants k = blackwell;
+  k.attention_fwd_ceiling = blackwell.attention_fwd_ceiling * ultra_attention_fwd_over_blackwell;
+  k.attention_bwd_ceiling = blackwell.attention_bwd_ceiling * ultra_attention_bwd_over_blackwell;
+  return k;
+}();
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -3707,6 +3736,8 @@ constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) 
       return &kernel_models::hopper;
     case kernel_architecture::blackwell:
       return &kernel_models::blackwell;
+    case kernel_architecture::blackwell_ultra:
+      return &kernel_models::blackwell_ultra;
     case kernel_architecture::cdna3:
       return &kernel_models::cdna3;
     default:
@@ -3751,21 +3782,21 @@ constexpr double modelled_share_over_bf16(const system_spec& sys, compute_kind k
 /// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
 /// no kernel model or the op is not a GEMM, grouped GEMM or attention kernel. FP8 and FP4 GEMMs
 /// take their BF16 twin's fraction of their own data-sheet peak (same clocks and power limit; the
-/// tables hold BF16 only), times `fp8_share_over_bf16` for FP8 where it was measured (Hopper).
+/// tables hold BF16 only), times `fp8_share_over_bf16` for FP8 where it was measured (Hopper);
+/// GEMMs and grouped GEMMs times the part's `gemm_sustained_scale` (its power limit's clocks).
 constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, const op& o) {
   const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
   if (k == nullptr || sys.accelerator.sm_count <= 0) return 0;
+  const double part = sys.accelerator.gemm_sustained_scale * modelled_share_over_bf16(sys, kind);
   switch (kind) {
     case compute_kind::matmul:
     case compute_kind::fp8_matmul:
     case compute_kind::fp4_matmul:
-      return o.kind == op_kind::gemm ? k->gemm_sustained * modelled_share_over_bf16(sys, kind) : 0;
+      return o.kind == op_kind::gemm ? k->gemm_sustained * part : 0;
     case compute_kind::group_matmul:
     case compute_kind::fp8_group_matmul:
     case compute_kind::fp4_group_matmul:
-      return o.kind == op_kind::grouped_gemm
-                 ? detail::grouped_efficiency(*k, o.grouped) * modelled_share_over_bf16(sys, kind)
-                 : 0;
+      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) * part : 0;
     case compute_kind::sdp_fwd:
     case compute_kind::sdp_bwd:
       return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,
@@ -4496,6 +4527,20 @@ constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
   s.accelerator.sm_count = sms;
   return s;
 }
+/// The GB300's GEMMs over the GB200's at the same 2500 / 5000 TFLOPS data-sheet peaks: cuBLASLt
+/// FP8 GEMMs of random data on Azure's ND GB300 v6 against ND GB200 v6, the same benchmark
+/// (egmsft/AI-benchmarking-guide Azure_Results/ND_GB300_v6_results.md at 18e80a2 and
+/// ND_GB200_v6_results.md at 0682f76, "GEMM CuBLASLt (FP8)"): the geometric mean of the five shapes of
+/// 4096 and up, 3257.0/2694.7, 3286.3/2781.5, 3308.5/2819.5, 3271.3/2755.3 and 3279.5/2798.7
+/// (6144 x 12288 x 12288) = 1.184, near the power limits' 1400 / 1200 W = 1.167: dense tensor work
+/// holds Blackwell's clocks at the power limit (the two runs also differ in CUDA 13.0 / 12.8 and
+/// driver). The GB200 takes the Blackwell model's share unchanged.
+inline constexpr double gb300_gemm_sustained_scale = 1.184;
+/// `s` whose GEMMs sustain `scale` times its kernel model's share (`accelerator.gemm_sustained_scale`).
+constexpr system_spec with_gemm_sustained_scale(system_spec s, double scale) {
+  s.accelerator.gemm_sustained_scale = scale;
+  return s;
+}
 /// A Grace-based GPU's copies to and from host memory over NVLink-C2C as measured: nvbandwidth on
 /// Azure ND GB200 v6, "Host to Device 201", "Device to Host 193" GB/s
 /// (Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at fa79995; the ND GB300 v6
@@ -4568,9 +4613,11 @@ inline constexpr system_spec h800 =
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
 /// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
+/// Priced by the Blackwell Ultra kernel model (kernel_model.hpp `kernel_models::blackwell_ultra`); its
+/// GEMMs at Blackwell's share (no comparison with the B200 on one benchmark found).
 inline constexpr system_spec b300 = detail::with_kernel_model(
     detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500),
-    kernel_architecture::blackwell, detail::b300_sms);
+    kernel_architecture::blackwell_ultra, detail::b300_sms);
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
@@ -4586,13 +4633,16 @@ inline constexpr system_spec gb200_nvl72 = detail::with_host_link(
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
-/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C.
+/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C. Priced by the Blackwell Ultra
+/// kernel model, its GEMMs `detail::gb300_gemm_sustained_scale` times the GB200's share.
 inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
-    detail::nvlink_domain(
-        detail::with_kernel_model(
-            detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
-            kernel_architecture::blackwell, detail::gb300_sms),
-        72, 100),
+    detail::nvlink_domain(detail::with_gemm_sustained_scale(
+                              detail::with_kernel_model(detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500,
+                                                                                      5000, 8000, 288, 900, false, 100),
+                                                                         15000),
+                                                        kernel_architecture::blackwell_ultra, detail::gb300_sms),
+                              detail::gb300_gemm_sustained_scale),
+                          72, 100),
     detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).

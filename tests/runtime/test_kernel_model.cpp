@@ -245,6 +245,69 @@ TEST(KernelModel, Cdna3GemmsFromAmdsMaxAchievableRates) {
   EXPECT_EQ(catalogue::mi355x.accelerator.kernel_model, kernel_architecture::none);  // CDNA 4: unmeasured
 }
 
+TEST(KernelModel, BlackwellUltraAttentionAndTheGb300sGemms) {
+  // GEMMs: Blackwell's 0.49 of the data-sheet peak on the B200, GB200 and B300; the GB300's 1.184
+  // times that (Azure's cuBLASLt FP8 GEMMs, ND GB300 v6 over ND GB200 v6: 3308.5 / 2819.5 at 16384^3
+  // and four more shapes of 4096 and up), FP8 GEMMs the same share of the FP8 peak.
+  const op gemm = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6);
+  const op fp8 = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6, compute_kind::fp8_matmul);
+  for (const system_spec* sys : {&catalogue::b200, &catalogue::gb200_nvl72, &catalogue::b300})
+    EXPECT_NEAR(modelled_efficiency(*sys, compute_kind::matmul, gemm), 0.49, 1e-15) << sys->sys_name.view();
+  EXPECT_NEAR(modelled_efficiency(catalogue::gb300_nvl72, compute_kind::matmul, gemm), 0.49 * 1.184, 1e-15);
+  EXPECT_NEAR(modelled_efficiency(catalogue::gb300_nvl72, compute_kind::fp8_matmul, fp8), 0.49 * 1.184, 1e-15);
+  // The 549,755,813,888-FLOP FP8 GEMM takes 1 / 1.184 of the GB200's compute time at the same
+  // 5000 TFLOPS: 549755813888 / (5000e12 x 0.58016) = 189.52 us (its 1 MB streams in 0.17 us).
+  EXPECT_NEAR(compute_op_cost(catalogue::gb300_nvl72, fp8).time.value, 189.52e-6, 0.01e-6);
+  // Grouped GEMMs too: 8 experts of 224 rows, 0.495 x 224 / (224 + 224) = 0.2475, x 1.184 = 0.29304.
+  const grouped_gemm_shape g{.experts = 8, .m = 224, .n = 4096, .k = 7168};
+  const op grouped = grouped_gemm_op(pass_kind::forward, g, 2.0 * 8 * 224 * 4096 * 7168, 1e6);
+  EXPECT_NEAR(modelled_efficiency(catalogue::gb200_nvl72, compute_kind::group_matmul, grouped), 0.2475, 1e-15);
+  EXPECT_NEAR(modelled_efficiency(catalogue::gb300_nvl72, compute_kind::group_matmul, grouped), 0.29304, 1e-12);
+  // Attention: 64 heads x 8192 causal queries = 64 x 64 blocks of 128 over 148 SMs, x = 27.6757; the
+  // B200 forward 1.10 x x / (x + 3.6), backward 0.83 x x / (x + 0.55); the B300 (Blackwell Ultra,
+  // the same 148 SMs) 1.197 and 1.062 times them (cuDNN 9.19's GB300 / GB200 Llama 3.1 rates).
+  const attention_shape a{.batch = 1,
+                          .q_len = 8192,
+                          .kv_len = 8192,
+                          .head_num = 64,
+                          .kv_head_num = 8,
+                          .qk_head_dim = 128,
+                          .v_head_dim = 128};
+  const double x = 64.0 * 64 / 148;
+  const op fwd = attention_op(pass_kind::forward, a, 1e6), bwd = attention_op(pass_kind::backward_input, a, 1e6);
+  EXPECT_NEAR(modelled_efficiency(catalogue::b200, compute_kind::sdp_fwd, fwd), 1.10 * x / (x + 3.6), 1e-12);
+  EXPECT_NEAR(modelled_efficiency(catalogue::b300, compute_kind::sdp_fwd, fwd), 1.197 * 1.10 * x / (x + 3.6), 1e-12);
+  EXPECT_NEAR(modelled_efficiency(catalogue::b200, compute_kind::sdp_bwd, bwd), 0.83 * x / (x + 0.55), 1e-12);
+  EXPECT_NEAR(modelled_efficiency(catalogue::b300, compute_kind::sdp_bwd, bwd), 1.062 * 0.83 * x / (x + 0.55), 1e-12);
+  // Attention takes no GEMM scale: the GB300's is the B300's over its 152 SMs.
+  const double x152 = 64.0 * 64 / 152;
+  EXPECT_NEAR(modelled_efficiency(catalogue::gb300_nvl72, compute_kind::sdp_fwd, fwd),
+              1.197 * 1.10 * x152 / (x152 + 3.6), 1e-12);
+  EXPECT_EQ(catalogue::b300.accelerator.kernel_model, kernel_architecture::blackwell_ultra);
+  EXPECT_EQ(catalogue::gb200_nvl72.accelerator.kernel_model, kernel_architecture::blackwell);
+}
+
+TEST(KernelModel, SystemFilesCarryTheGemmScale) {
+  namespace lj = llmsim::json;
+  const lj::value written = lj::to_json(catalogue::gb300_nvl72);
+  EXPECT_EQ(written["accelerator"]["kernel_model"], "blackwell_ultra");
+  EXPECT_EQ(written["accelerator"]["gemm_sustained_scale"], 1.184);
+  const system_spec back = lj::parse_system(written).spec();
+  EXPECT_EQ(back.accelerator.kernel_model, kernel_architecture::blackwell_ultra);
+  EXPECT_EQ(back.accelerator.gemm_sustained_scale, 1.184);
+  EXPECT_FALSE(lj::to_json(catalogue::gb200_nvl72)["accelerator"].contains("gemm_sustained_scale"));
+  // A file's scale moves its modelled GEMMs; a scale out of (0, 4] is refused with the field named.
+  lj::value halved = lj::to_json(catalogue::b200);
+  halved["accelerator"]["gemm_sustained_scale"] = 0.5;
+  const op gemm = gemm_op(pass_kind::forward, {.m = 4096, .k = 8192, .n = 8192}, 1e6);
+  EXPECT_NEAR(modelled_efficiency(lj::parse_system(halved).spec(), compute_kind::matmul, gemm), 0.245, 1e-15);
+  halved["accelerator"]["gemm_sustained_scale"] = 4.5;
+  try {
+    (void)lj::parse_system(halved);
+    FAIL() << "gemm_sustained_scale 4.5 was accepted";
+  } catch (const config_error& e) { EXPECT_EQ(e.field(), "system.accelerator.gemm_sustained_scale"); }
+}
+
 TEST(KernelModel, AMeasuredShapeWinsOverTheModel) {
   system_spec sys = catalogue::b200;
   const gemm_shape g{.m = 4096, .k = 8192, .n = 8192};

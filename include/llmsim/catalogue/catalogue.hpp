@@ -730,6 +730,20 @@ constexpr system_spec with_sm_count(system_spec s, std::int64_t sms) {
   s.accelerator.sm_count = sms;
   return s;
 }
+/// The GB300's GEMMs over the GB200's at the same 2500 / 5000 TFLOPS data-sheet peaks: cuBLASLt
+/// FP8 GEMMs of random data on Azure's ND GB300 v6 against ND GB200 v6, the same benchmark
+/// (egmsft/AI-benchmarking-guide Azure_Results/ND_GB300_v6_results.md at 18e80a2 and
+/// ND_GB200_v6_results.md at 0682f76, "GEMM CuBLASLt (FP8)"): the geometric mean of the five shapes of
+/// 4096 and up, 3257.0/2694.7, 3286.3/2781.5, 3308.5/2819.5, 3271.3/2755.3 and 3279.5/2798.7
+/// (6144 x 12288 x 12288) = 1.184, near the power limits' 1400 / 1200 W = 1.167: dense tensor work
+/// holds Blackwell's clocks at the power limit (the two runs also differ in CUDA 13.0 / 12.8 and
+/// driver). The GB200 takes the Blackwell model's share unchanged.
+inline constexpr double gb300_gemm_sustained_scale = 1.184;
+/// `s` whose GEMMs sustain `scale` times its kernel model's share (`accelerator.gemm_sustained_scale`).
+constexpr system_spec with_gemm_sustained_scale(system_spec s, double scale) {
+  s.accelerator.gemm_sustained_scale = scale;
+  return s;
+}
 /// A Grace-based GPU's copies to and from host memory over NVLink-C2C as measured: nvbandwidth on
 /// Azure ND GB200 v6, "Host to Device 201", "Device to Host 193" GB/s
 /// (Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at fa79995; the ND GB300 v6
@@ -802,9 +816,11 @@ inline constexpr system_spec h800 =
 /// (HGX B300 data sheet) = 2250 / 4500 TFLOPS dense per GPU; FP4 (NVFP4) 13.5 PFLOPS dense per GPU
 /// (108 PF dense per 8 GPUs); 8 TB/s HBM3e;
 /// NVLink 5 1.8 TB/s (900 GB/s each way); ConnectX-8 800 Gb/s (100 GB/s) per GPU.
+/// Priced by the Blackwell Ultra kernel model (kernel_model.hpp `kernel_models::blackwell_ultra`); its
+/// GEMMs at Blackwell's share (no comparison with the B200 on one benchmark found).
 inline constexpr system_spec b300 = detail::with_kernel_model(
     detail::with_fp4(detail::node("b300", "cuda", 10.3, 2250, 4500, 8000, 288, 900, false, 100), 13500),
-    kernel_architecture::blackwell, detail::b300_sms);
+    kernel_architecture::blackwell_ultra, detail::b300_sms);
 /// NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink 5 domain (130 TB/s = 1.8 TB/s per GPU, 900
 /// each way); 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity (GB200 NVL72 data sheet) = 2500 /
 /// 5000 TFLOPS dense per GPU; FP4 10 PFLOPS dense per GPU (1440 PF sparse per rack);
@@ -820,13 +836,16 @@ inline constexpr system_spec gb200_nvl72 = detail::with_host_link(
 /// NVIDIA GB300 NVL72: 72 Blackwell Ultra GPUs in one NVLink 5 domain (1.8 TB/s per GPU); 180 / 360
 /// PFLOPS BF16 / FP8 dense per rack (GB300 NVL72 data sheet) = 2500 / 5000 TFLOPS per GPU; FP4 15
 /// PFLOPS dense per GPU (1080 PF per rack); 288 GB HBM3e at 8 TB/s per GPU; ConnectX-8
-/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C.
+/// 800 Gb/s per GPU; host memory (Grace LPDDR5X) over NVLink-C2C. Priced by the Blackwell Ultra
+/// kernel model, its GEMMs `detail::gb300_gemm_sustained_scale` times the GB200's share.
 inline constexpr system_spec gb300_nvl72 = detail::with_host_link(
-    detail::nvlink_domain(
-        detail::with_kernel_model(
-            detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500, 5000, 8000, 288, 900, false, 100), 15000),
-            kernel_architecture::blackwell, detail::gb300_sms),
-        72, 100),
+    detail::nvlink_domain(detail::with_gemm_sustained_scale(
+                              detail::with_kernel_model(detail::with_fp4(detail::node("gb300_nvl72", "cuda", 10.3, 2500,
+                                                                                      5000, 8000, 288, 900, false, 100),
+                                                                         15000),
+                                                        kernel_architecture::blackwell_ultra, detail::gb300_sms),
+                              detail::gb300_gemm_sustained_scale),
+                          72, 100),
     detail::nvlink_c2c_gb_per_s);
 /// AMD Instinct MI300X 192 GB: 1307 TFLOPS BF16 / 2615 FP8 dense, 5300 GB/s HBM3, Infinity Fabric
 /// 7 links x 64 GB/s each way to the other GPUs of the node, 400 Gb/s NIC (MI300X data sheet).

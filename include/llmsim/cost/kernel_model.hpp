@@ -41,6 +41,7 @@
 /// Hopper has no SimuMax table: its constants come from public measurements (XLA's sm_90 GEMM
 /// table, cuDNN's published attention figures, BabelStream, NCCL; see `kernel_models::hopper`).
 /// CDNA 3 has GEMM constants only, from AMD's published max-achievable rates (`kernel_models::cdna3`).
+/// Blackwell Ultra takes Blackwell's with its faster attention (`kernel_models::blackwell_ultra`).
 /// Architectures without any (Ada, CDNA 2 and 4) have no model: their catalogue entries keep the
 /// flat efficiencies of catalogue.hpp `assumptions`, as CDNA 3 keeps them for the rest.
 #pragma once
@@ -221,6 +222,25 @@ inline constexpr kernel_model_constants cdna3 = [] {
   k.fp8_share_over_bf16 = (1273.0 / 2614.9) / cdna3_gemm_sustained;
   return k;
 }();
+/// Blackwell Ultra (B300, GB300: sm_103), Blackwell's constants with its attention faster: its
+/// SFU computes exponentials at twice Blackwell's rate ("2X attention-layer acceleration", NVIDIA's
+/// "Inside NVIDIA Blackwell Ultra" blog; 10.7 against 5 tera-exponentials/s), which bound the
+/// softmax of FlashAttention-style kernels. The ceilings scale by cuDNN 9.19's measured GB300 over
+/// GB200 rates on the same benchmark (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/
+/// results/gb300_919_only_cudnn/llama3.1_20260226_185510.csv at afa9f7c against
+/// gb200_919_only_cudnn/llama3.1_20260226_174648.csv at df73764: BF16, causal, 64 query and 8 KV
+/// heads of 128, batch 1): the geometric mean over 2k-32k tokens of forward 2014/1720, 1968/1687,
+/// 1887/1598, 1672/1335, 1266/1042 = 1.197 and backward 1549/1473, 1490/1402, 1385/1311,
+/// 1195/1132, 906/836 = 1.062 (the backward does 2.5 times the forward's matrix work for the same
+/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too;
+/// its GEMMs' is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
+inline constexpr double ultra_attention_fwd_over_blackwell = 1.197, ultra_attention_bwd_over_blackwell = 1.062;
+inline constexpr kernel_model_constants blackwell_ultra = [] {
+  kernel_model_constants k = blackwell;
+  k.attention_fwd_ceiling = blackwell.attention_fwd_ceiling * ultra_attention_fwd_over_blackwell;
+  k.attention_bwd_ceiling = blackwell.attention_bwd_ceiling * ultra_attention_bwd_over_blackwell;
+  return k;
+}();
 /// Tokens per attention block in x: the fit's normalisation (FlashAttention-2's forward tile for
 /// head dim 128 holds 128 queries, kBlockM in flash_fwd_launch_template.h; the tables' kernels,
 /// TE's fused attention and other head dims, tile differently).
@@ -236,6 +256,8 @@ constexpr const kernel_model_constants* kernel_constants(kernel_architecture a) 
       return &kernel_models::hopper;
     case kernel_architecture::blackwell:
       return &kernel_models::blackwell;
+    case kernel_architecture::blackwell_ultra:
+      return &kernel_models::blackwell_ultra;
     case kernel_architecture::cdna3:
       return &kernel_models::cdna3;
     default:
@@ -280,21 +302,21 @@ constexpr double modelled_share_over_bf16(const system_spec& sys, compute_kind k
 /// The modelled efficiency of compute op `o` priced as `kind` on `sys`, or 0 when the system has
 /// no kernel model or the op is not a GEMM, grouped GEMM or attention kernel. FP8 and FP4 GEMMs
 /// take their BF16 twin's fraction of their own data-sheet peak (same clocks and power limit; the
-/// tables hold BF16 only), times `fp8_share_over_bf16` for FP8 where it was measured (Hopper).
+/// tables hold BF16 only), times `fp8_share_over_bf16` for FP8 where it was measured (Hopper);
+/// GEMMs and grouped GEMMs times the part's `gemm_sustained_scale` (its power limit's clocks).
 constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, const op& o) {
   const kernel_model_constants* k = kernel_constants(sys.accelerator.kernel_model);
   if (k == nullptr || sys.accelerator.sm_count <= 0) return 0;
+  const double part = sys.accelerator.gemm_sustained_scale * modelled_share_over_bf16(sys, kind);
   switch (kind) {
     case compute_kind::matmul:
     case compute_kind::fp8_matmul:
     case compute_kind::fp4_matmul:
-      return o.kind == op_kind::gemm ? k->gemm_sustained * modelled_share_over_bf16(sys, kind) : 0;
+      return o.kind == op_kind::gemm ? k->gemm_sustained * part : 0;
     case compute_kind::group_matmul:
     case compute_kind::fp8_group_matmul:
     case compute_kind::fp4_group_matmul:
-      return o.kind == op_kind::grouped_gemm
-                 ? detail::grouped_efficiency(*k, o.grouped) * modelled_share_over_bf16(sys, kind)
-                 : 0;
+      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) * part : 0;
     case compute_kind::sdp_fwd:
     case compute_kind::sdp_bwd:
       return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,

@@ -262,14 +262,15 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3 };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, blackwell_ultra, cdna3 };
 template <>
 struct enum_names<kernel_architecture> {
-  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 5> value{
+  static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 6> value{
       {{kernel_architecture::none, "none"},
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
        {kernel_architecture::blackwell, "blackwell"},
+       {kernel_architecture::blackwell_ultra, "blackwell_ultra"},
        {kernel_architecture::cdna3, "cdna3"}}};
 };
 
@@ -286,6 +287,10 @@ struct accelerator_spec {
   /// streaming multiprocessors (CUs) the model spreads attention blocks over (data sheet).
   kernel_architecture kernel_model = kernel_architecture::none;
   std::int64_t sm_count = 0;
+  /// llmsim extension: this part's modelled GEMM and grouped-GEMM rates as a multiple of its kernel
+  /// model's share of the data-sheet peak: a part whose power limit holds its clocks higher (or
+  /// lower) than on the part the model was fitted to, at the same data-sheet peak (1: the same share).
+  double gemm_sustained_scale = 1;
   /// llmsim extension: GB/s each way between one GPU and host memory, what activation and optimizer
   /// offload copies cross (0: the PCIe x16 link of its generation, see cost/step_cost.hpp
   /// `host_link_bytes_per_second`; Grace-based parts: NVLink-C2C).
@@ -560,6 +565,10 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
+  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, 4, false))
+    report_error(api, "system.accelerator.gemm_sustained_scale",
+                 "system.accelerator.gemm_sustained_scale={} must be in (0, 4] (1: the kernel model's own share)",
+                 sys.accelerator.gemm_sustained_scale);
   if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
     report_error(api, "system.accelerator.host_link_gbs",
                  "system.accelerator.host_link_gbs={} must be in [0, 1e6] GB/s (0: PCIe x16 of the GPU's generation)",
