@@ -33,7 +33,9 @@ inline CLI::App* add_infer_command(CLI::App& app, infer_args& a) {
   c->add_option("--output-len", a.spec.output_len, "Generated tokens per sequence")->required();
   c->add_option("--tp", a.spec.tp, "Tensor-parallel size")->capture_default_str();
   c->add_option("--pp", a.spec.pp, "Pipeline stages")->capture_default_str();
-  c->add_option("--ep", a.spec.ep, "Expert-parallel size (MoE; the experts over the tp x dp GPUs)")
+  c->add_option("--ep", a.spec.ep,
+                "Expert-parallel size (MoE; the experts over the tp x dp GPUs; above --tp, in-flight replicas sharing "
+                "experts run their steps in lockstep)")
       ->capture_default_str();
   c->add_option("--dp", a.spec.dp, "Replicas")->capture_default_str();
   c->add_option("--weights", a.weights,

@@ -14423,22 +14423,42 @@ struct in_flight_state {
   double decode = 0;          ///< of which decoding, each adding a token a round, on average
   double prefill_tokens = 0;  ///< prompt tokens a round prefills, on average
   bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
-  double prompt_share = 0;    ///< share of the rounds carrying prompt tokens
+  double prompt_share = 0;    ///< share of the rounds carrying this replica's prompt tokens
+  /// Share of the rounds lasting a prompt round: this replica's and, where the experts span
+  /// replicas run in lockstep (`lockstep_replicas`), rounds another of them spends on its prompts.
+  double long_share = 0;
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
   double request_rate = 0;  ///< completed requests/s, one replica
   double life = 1;          ///< rounds a request holds its slot: its prompt's and its decode rounds
   /// The mean round over the mix of rounds with and without prompt tokens.
   [[nodiscard]] constexpr seconds mean_round() const {
-    return without.time * (1 - prompt_share) + with_prompt.time * prompt_share;
+    return without.time * (1 - long_share) + with_prompt.time * long_share;
   }
   /// What an arrival at a random moment waits for the round in progress: E[t^2] / (2 E[t]) over
   /// the mix (renewal theory's mean residual life).
   [[nodiscard]] constexpr seconds residual_round() const {
-    const double p = prompt_share, t1 = with_prompt.time.value, t0 = without.time.value;
+    const double p = long_share, t1 = with_prompt.time.value, t0 = without.time.value;
     return seconds{(p * t1 * t1 + (1 - p) * t0 * t0) / (2 * mean_round().value)};
   }
 };
+
+/// Replicas whose rounds run in lockstep: experts spread over more GPUs than one replica's tensor-
+/// parallel group (ep > tp: attention data-parallel, experts over ep / tp replicas) exchange
+/// tokens in every MoE layer, so each replica's round waits for the slowest of its EP group's
+/// (vLLM's data-parallel deployment aligns the ranks' forward passes, running dummy ones on idle
+/// ranks; TensorRT-LLM's attention-DP balance blog measures the idle time of ranks without context
+/// requests). 1: replicas run apart.
+constexpr double lockstep_replicas(const inference_spec& i) {
+  return i.ep > i.tp ? static_cast<double>(i.ep / i.tp) : 1.0;
+}
+/// The share of rounds in which any of `replicas` lockstep replicas carries prompt tokens, each in
+/// `own` of its rounds independently: 1 - (1 - own)^replicas.
+constexpr double any_of_share(double own, double replicas) {
+  double none = 1;
+  for (double r = 0; r < replicas && none > 0; ++r) none *= 1 - own;
+  return 1 - none;
+}
 
 /// Scheduling points a round: a pipeline of `pp` stages keeps up to pp micro-batches in flight and
 /// schedules one as each leaves its last stage (vLLM's batch queue of pp batches, TensorRT-LLM's
@@ -14514,6 +14534,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
   const double share = st.prefill_tokens / chunk;  // rounds carrying prompt tokens
   st.prompt_share = share;
+  st.long_share = any_of_share(share, lockstep_replicas(i));
   // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
   // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
   const double prefilling = chunk * k / input, decoding = st.running - prefilling;

@@ -829,6 +829,35 @@ TEST(InferenceInFlight, ClientsSpreadOverTheReplicasInWholeNumbers) {
   EXPECT_NEAR(twenty.request_rate, (4 * three + 4 * two) / 8, 1e-12 * three);
 }
 
+TEST(InferenceInFlight, ReplicasSharingExpertsWaitForEachOthersPrompts) {
+  // Mixtral 8x7B, attention over dp 2 replicas of tp 1, experts over ep 2: every MoE layer's
+  // all-to-all joins the two, so a round lasts a prompt round when either carries prompt tokens.
+  // 8 clients a replica, 4-token prompts, 101 output tokens: a request lives 1 + 100 rounds and
+  // each replica prefills 8 x 4 / 101 tokens a round, one prompt's 4 in 8 / 101 of its rounds;
+  // either of the two in 1 - (93 / 101)^2 = 0.152142 of them.
+  auto i = job(1, 4, 101);
+  i.dp = 2;
+  i.ep = 2;
+  const auto sys = bandwidth_bound();
+  const auto joined = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
+  EXPECT_NEAR(joined.prompt_share, 8.0 / 101, 1e-12);
+  EXPECT_NEAR(joined.long_share, 1 - (93.0 / 101) * (93.0 / 101), 1e-12);
+  const double t1 = joined.with_prompt.time.value, t0 = joined.without.time.value;
+  ASSERT_GT(t1, t0);
+  EXPECT_NEAR(joined.mean_round().value, t0 + (t1 - t0) * joined.long_share, 1e-15);
+  // Time per output token: the 101 rounds' mean less its own prompt round, over 100.
+  EXPECT_NEAR(joined.tpot.value, (joined.mean_round().value * 101 - joined.with_prompt.first_token.value) / 100, 1e-12);
+  // Experts within a replica (ep 1): the replicas run apart, each round its own.
+  i.ep = 1;
+  const auto apart = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
+  EXPECT_DOUBLE_EQ(apart.long_share, apart.prompt_share);
+  // Over eight lockstep replicas (tp 1, ep 8): 1 - (93 / 101)^8 = 0.483 of the rounds.
+  i.dp = 8;
+  i.ep = 8;
+  const auto eight = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
+  EXPECT_NEAR(eight.long_share, 1 - std::pow(93.0 / 101, 8), 1e-12);
+}
+
 TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {
   // The offline figure is the in-flight steady state at the largest batch B that fits, every slot
   // refilled from the engine's own queue as it frees (no client to wait for).
