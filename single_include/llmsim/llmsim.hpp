@@ -3703,9 +3703,9 @@ inline constexpr kernel_model_constants cdna3 = [] {
   return k;
 }();
 /// Blackwell Ultra (B300, GB300: sm_103), Blackwell's constants with its attention faster: its
-/// SFU computes exponentials at twice Blackwell's rate ("2X attention-layer acceleration", NVIDIA's
-/// "Inside NVIDIA Blackwell Ultra" blog; 10.7 against 5 tera-exponentials/s), which bound the
-/// softmax of FlashAttention-style kernels. The ceilings scale by cuDNN 9.19's measured GB300 over
+/// SFUs run the softmax's exponentials (MUFU.EX2) at twice Blackwell's throughput (NVIDIA's
+/// "Making Softmax More Efficient with NVIDIA Blackwell Ultra" developer blog), the bound
+/// on FlashAttention-style kernels' softmax. The ceilings scale by cuDNN 9.19's measured GB300 over
 /// GB200 rates on the same benchmark (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/
 /// results/gb300_919_only_cudnn/llama3.1_20260226_185510.csv at afa9f7c against
 /// gb200_919_only_cudnn/llama3.1_20260226_174648.csv at df73764: BF16, causal, 64 query and 8 KV
