@@ -1587,7 +1587,7 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, blackwell_ultra, cdna3 };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3, blackwell_ultra };
 template <>
 struct enum_names<kernel_architecture> {
   static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 6> value{
@@ -1595,8 +1595,8 @@ struct enum_names<kernel_architecture> {
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
        {kernel_architecture::blackwell, "blackwell"},
-       {kernel_architecture::blackwell_ultra, "blackwell_ultra"},
-       {kernel_architecture::cdna3, "cdna3"}}};
+       {kernel_architecture::cdna3, "cdna3"},
+       {kernel_architecture::blackwell_ultra, "blackwell_ultra"}}};
 };
 
 struct accelerator_spec {
@@ -1890,9 +1890,14 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
-  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, 4, false))
+  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, system_limits::max_efficient_factor, false))
     report_error(api, "system.accelerator.gemm_sustained_scale",
-                 "system.accelerator.gemm_sustained_scale={} must be in (0, 4] (1: the kernel model's own share)",
+                 "system.accelerator.gemm_sustained_scale={} must be in (0, {}] (1: the kernel model's own share)",
+                 sys.accelerator.gemm_sustained_scale, system_limits::max_efficient_factor);
+  if (sys.accelerator.gemm_sustained_scale != 1 && sys.accelerator.kernel_model == kernel_architecture::none)
+    report_error(api, "system.accelerator.gemm_sustained_scale",
+                 "system.accelerator.gemm_sustained_scale={} needs a system.accelerator.kernel_model (it scales the "
+                 "model's GEMMs; a file without one gives each GEMM kind its efficient_factor)",
                  sys.accelerator.gemm_sustained_scale);
   if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
     report_error(api, "system.accelerator.host_link_gbs",
@@ -3712,8 +3717,9 @@ inline constexpr kernel_model_constants cdna3 = [] {
 /// heads of 128, batch 1): the geometric mean over 2k-32k tokens of forward 2014/1720, 1968/1687,
 /// 1887/1598, 1672/1335, 1266/1042 = 1.197 and backward 1549/1473, 1490/1402, 1385/1311,
 /// 1195/1132, 906/836 = 1.062 (the backward does 2.5 times the forward's matrix work for the same
-/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too;
-/// its GEMMs' is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
+/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too
+/// (the B300, 1100 W against the B200's 1000, takes them unchanged: an assumption); its GEMMs'
+/// is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
 inline constexpr double ultra_attention_fwd_over_blackwell = 1.197, ultra_attention_bwd_over_blackwell = 1.062;
 inline constexpr kernel_model_constants blackwell_ultra = [] {
   kernel_model_constants k = blackwell;
@@ -14425,7 +14431,7 @@ struct in_flight_state {
   bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
   double prompt_share = 0;    ///< share of the rounds carrying this replica's prompt tokens
   /// Share of the rounds lasting a prompt round: this replica's and, where the experts span
-  /// replicas run in lockstep (`lockstep_replicas`), rounds another of them spends on its prompts.
+  /// replicas run in lockstep (`any_of_share`), rounds another of them spends on its prompts.
   double long_share = 0;
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
@@ -14443,21 +14449,25 @@ struct in_flight_state {
   }
 };
 
-/// Replicas whose rounds run in lockstep: experts spread over more GPUs than one replica's tensor-
-/// parallel group (ep > tp: attention data-parallel, experts over ep / tp replicas) exchange
-/// tokens in every MoE layer, so each replica's round waits for the slowest of its EP group's
-/// (vLLM's data-parallel deployment aligns the ranks' forward passes, running dummy ones on idle
-/// ranks; TensorRT-LLM's attention-DP balance blog measures the idle time of ranks without context
-/// requests). 1: replicas run apart.
-constexpr double lockstep_replicas(const inference_spec& i) {
-  return i.ep > i.tp ? static_cast<double>(i.ep / i.tp) : 1.0;
-}
-/// The share of rounds in which any of `replicas` lockstep replicas carries prompt tokens, each in
-/// `own` of its rounds independently: 1 - (1 - own)^replicas.
-constexpr double any_of_share(double own, double replicas) {
-  double none = 1;
-  for (double r = 0; r < replicas && none > 0; ++r) none *= 1 - own;
+/// Replicas whose rounds run in lockstep (`replicas_per_expert_group`: experts spread over more GPUs
+/// than one replica's tensor-parallel group, attention data-parallel): they exchange tokens in every
+/// MoE layer, so each replica's round waits for the slowest of its EP group's (vLLM's data-parallel
+/// deployment aligns the ranks' forward passes, running dummy ones on idle ranks; TensorRT-LLM's
+/// attention-DP balance blog measures the idle time of ranks without context requests): the share
+/// of rounds in which this replica or any of its `replicas` - 1 partners carries prompt tokens, each
+/// in `own` of its rounds independently, a partner busy (serving clients) with probability `busy`:
+/// 1 - (1 - own) (1 - busy own)^(replicas - 1). Partners are taken to serve as many clients as this
+/// replica; with pp > 1 two replicas' prompts may ride different micro-batches, whose stage serves
+/// both (not priced: the round is taken as one prompt round).
+constexpr double any_of_share(double own, double replicas, double busy) {
+  double none = 1 - own;
+  for (double r = 1; r < replicas && none > 0; ++r) none *= 1 - busy * own;
   return 1 - none;
+}
+/// The replicas of `m`'s serving in lockstep: an MoE model's expert group's
+/// (`replicas_per_expert_group`); a dense model's run apart (no all-to-all joins them).
+constexpr double lockstep_replicas(const model_spec& m, const inference_spec& i) {
+  return is_moe(m) ? replicas_per_expert_group(i) : 1.0;
 }
 
 /// Scheduling points a round: a pipeline of `pp` stages keeps up to pp micro-batches in flight and
@@ -14511,7 +14521,8 @@ constexpr double resend_wait_rounds(const inference_spec& i, double clients, dou
 /// out of the batch: clients x life / (life + W) of them offered to it on average, the wait then in
 /// the queue, (clients - R) / X = W t below the slots (Little's law again).
 constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                    double clients, std::int64_t slots, bool resending = false) {
+                                    double clients, std::int64_t slots, bool resending = false,
+                                    double partner_busy = 1) {
   const auto input = static_cast<double>(i.input_len), rounds_decoding = static_cast<double>(i.output_len - 1);
   const auto budget = static_cast<double>(i.prefill_chunk_tokens);
   in_flight_state st;
@@ -14534,7 +14545,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
   const double share = st.prefill_tokens / chunk;  // rounds carrying prompt tokens
   st.prompt_share = share;
-  st.long_share = any_of_share(share, lockstep_replicas(i));
+  st.long_share = any_of_share(share, lockstep_replicas(m, i), partner_busy);
   // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
   // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
   const double prefilling = chunk * k / input, decoding = st.running - prefilling;
@@ -14786,10 +14797,15 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
                                  double paged_context) {
   r.in_flight = true;
   const std::int64_t usable = slots > 0 ? slots : 1;
+  // Closed loop with fewer clients than replicas: a lockstep partner serves clients with the
+  // probability that one of the other dp - 1 replicas is among the concurrency - 1 others busy.
+  const double busy_partner = i.concurrency <= 0 || i.concurrency >= i.dp
+                                  ? 1.0
+                                  : static_cast<double>(i.concurrency - 1) / static_cast<double>(i.dp - 1);
   const auto serve = [&](std::int64_t clients) -> replica_serving {
     if (i.request_rate > 0)
       return serve_replica(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, clients);
-    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable, true);
+    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable, true, busy_partner);
     return {.o = {.view = view_of(st, static_cast<double>(clients), clients, false), .rate = st.request_rate},
             .shown = st};
   };

@@ -11,6 +11,7 @@
 #include "flat_systems.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -856,6 +857,31 @@ TEST(InferenceInFlight, ReplicasSharingExpertsWaitForEachOthersPrompts) {
   i.ep = 8;
   const auto eight = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
   EXPECT_NEAR(eight.long_share, 1 - std::pow(93.0 / 101, 8), 1e-12);
+  // The group is ep / tp replicas: tp 2, dp 4, ep 4 joins two; so does tp 1, dp 8, ep 2.
+  for (const auto [tp, dp, ep] : {std::array<std::int64_t, 3>{2, 4, 4}, {1, 8, 2}}) {
+    i.tp = tp;
+    i.dp = dp;
+    i.ep = ep;
+    const auto two = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
+    EXPECT_NEAR(two.long_share, 1 - (93.0 / 101) * (93.0 / 101), 1e-12) << tp << " " << dp << " " << ep;
+  }
+  // A dense model's replicas run apart whatever --ep says (no all-to-all joins them).
+  i.tp = 1;
+  i.dp = 8;
+  i.ep = 8;
+  const auto dense = llmsim::detail::in_flight(cat::llama2_7b, sys, i, 8, 64);
+  EXPECT_DOUBLE_EQ(dense.long_share, dense.prompt_share);
+  // Three clients over dp 8: a client's replica waits for the prompts of partners that serve one,
+  // each of the other 7 with probability 2 / 7; one client of 101-round requests prefills in 1 / 101
+  // of its rounds: 1 - (100 / 101) (1 - 2 / 707)^7 of the rounds last a prompt round.
+  const auto sparse = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 1, 64, false, 2.0 / 7);
+  EXPECT_NEAR(sparse.long_share, 1 - (100.0 / 101) * std::pow(1 - 2.0 / 707, 7), 1e-12);
+  // End to end the closed loop of 3 clients over dp 8 is that state's, each client re-sending.
+  i.concurrency = 3;
+  const auto three = llmsim::infer(cat::mixtral_8x7b, i, sys);
+  EXPECT_DOUBLE_EQ(
+      three.tpot.value,
+      llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 1, three.offline_batch, true, 2.0 / 7).tpot.value);
 }
 
 TEST(InferenceInFlight, OfflineIsInFlightBatchingOfAsManyAsFit) {

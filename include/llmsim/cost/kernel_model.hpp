@@ -232,8 +232,9 @@ inline constexpr kernel_model_constants cdna3 = [] {
 /// heads of 128, batch 1): the geometric mean over 2k-32k tokens of forward 2014/1720, 1968/1687,
 /// 1887/1598, 1672/1335, 1266/1042 = 1.197 and backward 1549/1473, 1490/1402, 1385/1311,
 /// 1195/1132, 906/836 = 1.062 (the backward does 2.5 times the forward's matrix work for the same
-/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too;
-/// its GEMMs' is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
+/// exponentials, so they bound it less). The GB300's higher power limit is in these ratios too
+/// (the B300, 1100 W against the B200's 1000, takes them unchanged: an assumption); its GEMMs'
+/// is a part's (catalogue.hpp `gb300_gemm_sustained_scale`).
 inline constexpr double ultra_attention_fwd_over_blackwell = 1.197, ultra_attention_bwd_over_blackwell = 1.062;
 inline constexpr kernel_model_constants blackwell_ultra = [] {
   kernel_model_constants k = blackwell;

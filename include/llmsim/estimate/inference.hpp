@@ -880,7 +880,7 @@ struct in_flight_state {
   bool budget_bound = false;  ///< rounds full at prefill_chunk_tokens leave slots empty
   double prompt_share = 0;    ///< share of the rounds carrying this replica's prompt tokens
   /// Share of the rounds lasting a prompt round: this replica's and, where the experts span
-  /// replicas run in lockstep (`lockstep_replicas`), rounds another of them spends on its prompts.
+  /// replicas run in lockstep (`any_of_share`), rounds another of them spends on its prompts.
   double long_share = 0;
   in_flight_round with_prompt{}, without{};
   seconds tpot{}, queue{}, ttft{}, e2e{};
@@ -898,21 +898,25 @@ struct in_flight_state {
   }
 };
 
-/// Replicas whose rounds run in lockstep: experts spread over more GPUs than one replica's tensor-
-/// parallel group (ep > tp: attention data-parallel, experts over ep / tp replicas) exchange
-/// tokens in every MoE layer, so each replica's round waits for the slowest of its EP group's
-/// (vLLM's data-parallel deployment aligns the ranks' forward passes, running dummy ones on idle
-/// ranks; TensorRT-LLM's attention-DP balance blog measures the idle time of ranks without context
-/// requests). 1: replicas run apart.
-constexpr double lockstep_replicas(const inference_spec& i) {
-  return i.ep > i.tp ? static_cast<double>(i.ep / i.tp) : 1.0;
-}
-/// The share of rounds in which any of `replicas` lockstep replicas carries prompt tokens, each in
-/// `own` of its rounds independently: 1 - (1 - own)^replicas.
-constexpr double any_of_share(double own, double replicas) {
-  double none = 1;
-  for (double r = 0; r < replicas && none > 0; ++r) none *= 1 - own;
+/// Replicas whose rounds run in lockstep (`replicas_per_expert_group`: experts spread over more GPUs
+/// than one replica's tensor-parallel group, attention data-parallel): they exchange tokens in every
+/// MoE layer, so each replica's round waits for the slowest of its EP group's (vLLM's data-parallel
+/// deployment aligns the ranks' forward passes, running dummy ones on idle ranks; TensorRT-LLM's
+/// attention-DP balance blog measures the idle time of ranks without context requests): the share
+/// of rounds in which this replica or any of its `replicas` - 1 partners carries prompt tokens, each
+/// in `own` of its rounds independently, a partner busy (serving clients) with probability `busy`:
+/// 1 - (1 - own) (1 - busy own)^(replicas - 1). Partners are taken to serve as many clients as this
+/// replica; with pp > 1 two replicas' prompts may ride different micro-batches, whose stage serves
+/// both (not priced: the round is taken as one prompt round).
+constexpr double any_of_share(double own, double replicas, double busy) {
+  double none = 1 - own;
+  for (double r = 1; r < replicas && none > 0; ++r) none *= 1 - busy * own;
   return 1 - none;
+}
+/// The replicas of `m`'s serving in lockstep: an MoE model's expert group's
+/// (`replicas_per_expert_group`); a dense model's run apart (no all-to-all joins them).
+constexpr double lockstep_replicas(const model_spec& m, const inference_spec& i) {
+  return is_moe(m) ? replicas_per_expert_group(i) : 1.0;
 }
 
 /// Scheduling points a round: a pipeline of `pp` stages keeps up to pp micro-batches in flight and
@@ -966,7 +970,8 @@ constexpr double resend_wait_rounds(const inference_spec& i, double clients, dou
 /// out of the batch: clients x life / (life + W) of them offered to it on average, the wait then in
 /// the queue, (clients - R) / X = W t below the slots (Little's law again).
 constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file_sys, const inference_spec& i,
-                                    double clients, std::int64_t slots, bool resending = false) {
+                                    double clients, std::int64_t slots, bool resending = false,
+                                    double partner_busy = 1) {
   const auto input = static_cast<double>(i.input_len), rounds_decoding = static_cast<double>(i.output_len - 1);
   const auto budget = static_cast<double>(i.prefill_chunk_tokens);
   in_flight_state st;
@@ -989,7 +994,7 @@ constexpr in_flight_state in_flight(const model_spec& m, const system_spec& file
   const double chunk = st.prefill_tokens > single ? st.prefill_tokens : single;
   const double share = st.prefill_tokens / chunk;  // rounds carrying prompt tokens
   st.prompt_share = share;
-  st.long_share = any_of_share(share, lockstep_replicas(i));
+  st.long_share = any_of_share(share, lockstep_replicas(m, i), partner_busy);
   // A round carrying prompt tokens holds chunk k / input_len prefilling requests, the others
   // decoding; a round without holds every busy request decoding (on average R D / (k + D) decode).
   const double prefilling = chunk * k / input, decoding = st.running - prefilling;
@@ -1241,10 +1246,15 @@ constexpr void in_flight_figures(inference_result& r, const model_spec& m, const
                                  double paged_context) {
   r.in_flight = true;
   const std::int64_t usable = slots > 0 ? slots : 1;
+  // Closed loop with fewer clients than replicas: a lockstep partner serves clients with the
+  // probability that one of the other dp - 1 replicas is among the concurrency - 1 others busy.
+  const double busy_partner = i.concurrency <= 0 || i.concurrency >= i.dp
+                                  ? 1.0
+                                  : static_cast<double>(i.concurrency - 1) / static_cast<double>(i.dp - 1);
   const auto serve = [&](std::int64_t clients) -> replica_serving {
     if (i.request_rate > 0)
       return serve_replica(m, file_sys, i, i.request_rate / static_cast<double>(i.dp), usable, clients);
-    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable, true);
+    const in_flight_state st = in_flight(m, file_sys, i, static_cast<double>(clients), usable, true, busy_partner);
     return {.o = {.view = view_of(st, static_cast<double>(clients), clients, false), .rate = st.request_rate},
             .shown = st};
   };

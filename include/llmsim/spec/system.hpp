@@ -262,7 +262,7 @@ struct enum_names<accelerator_mode> {
 
 /// The architecture whose fitted kernel model (cost/kernel_model.hpp) prices shapes a measured
 /// table lacks (llmsim extension `accelerator.kernel_model`); `none`: the op kinds' efficient_factor.
-enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, blackwell_ultra, cdna3 };
+enum class kernel_architecture : std::uint8_t { none, ampere, hopper, blackwell, cdna3, blackwell_ultra };
 template <>
 struct enum_names<kernel_architecture> {
   static constexpr std::array<std::pair<kernel_architecture, std::string_view>, 6> value{
@@ -270,8 +270,8 @@ struct enum_names<kernel_architecture> {
        {kernel_architecture::ampere, "ampere"},
        {kernel_architecture::hopper, "hopper"},
        {kernel_architecture::blackwell, "blackwell"},
-       {kernel_architecture::blackwell_ultra, "blackwell_ultra"},
-       {kernel_architecture::cdna3, "cdna3"}}};
+       {kernel_architecture::cdna3, "cdna3"},
+       {kernel_architecture::blackwell_ultra, "blackwell_ultra"}}};
 };
 
 struct accelerator_spec {
@@ -565,9 +565,14 @@ constexpr void validate(const system_spec& sys) {
   if (!(sys.accelerator.sm_count >= 0 && sys.accelerator.sm_count <= 100000))
     report_error(api, "system.accelerator.sm_count",
                  "system.accelerator.sm_count={} must be in [0, 100000] (0: unknown)", sys.accelerator.sm_count);
-  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, 4, false))
+  if (!detail::in_range(sys.accelerator.gemm_sustained_scale, 0, system_limits::max_efficient_factor, false))
     report_error(api, "system.accelerator.gemm_sustained_scale",
-                 "system.accelerator.gemm_sustained_scale={} must be in (0, 4] (1: the kernel model's own share)",
+                 "system.accelerator.gemm_sustained_scale={} must be in (0, {}] (1: the kernel model's own share)",
+                 sys.accelerator.gemm_sustained_scale, system_limits::max_efficient_factor);
+  if (sys.accelerator.gemm_sustained_scale != 1 && sys.accelerator.kernel_model == kernel_architecture::none)
+    report_error(api, "system.accelerator.gemm_sustained_scale",
+                 "system.accelerator.gemm_sustained_scale={} needs a system.accelerator.kernel_model (it scales the "
+                 "model's GEMMs; a file without one gives each GEMM kind its efficient_factor)",
                  sys.accelerator.gemm_sustained_scale);
   if (!(sys.accelerator.host_link_gbs >= 0 && sys.accelerator.host_link_gbs <= 1e6))
     report_error(api, "system.accelerator.host_link_gbs",
