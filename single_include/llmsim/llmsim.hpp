@@ -41,6 +41,8 @@
 ///   grouped GEMM  sustained x M / (M + m0)        each expert's GEMM costs as if it had m0 more
 ///                                                 rows: the per-group tile prologue, epilogue and
 ///                                                 padding of TE's grouped GEMM (M: rows per expert)
+///   grouped GEMM  time = F / (sustained x peak)   Hopper training: TE's one cuBLAS call per expert
+///   (Hopper, TE)         + experts x call time    over 4 streams costs a fixed time each
 ///   attention     ceiling x x / (x + x0)          x = query (backward: key) blocks of 128 over the
 ///                                                 SMs; FlashAttention fills the GPU only with many
 ///                                                 more blocks than SMs (causal blocks are uneven)
@@ -3374,6 +3376,9 @@ struct grouped_gemm_shape {
   /// Serving: the mean rows of an expert that has any (a decode batch leaves experts empty and
   /// its rows a fraction of the group's), which the kernel model prices; 0: `m`. Not keyed.
   double active_rows = 0;
+  /// Serving: one kernel over every expert (vLLM's fused_moe, TensorRT-LLM's CUTLASS MoE), not
+  /// TransformerEngine's per-expert GEMM calls of training. Not keyed.
+  bool single_kernel = false;
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
@@ -3542,6 +3547,11 @@ struct kernel_model_constants {
   double gemm_sustained = 0;
   double grouped_sustained = 0, grouped_m0 = 0;              ///< forward and input-gradient GEMMs
   double grouped_wgrad_sustained = 0, grouped_wgrad_m0 = 0;  ///< weight-gradient GEMMs
+  /// TransformerEngine's multi-stream grouped GEMM (one cuBLAS GEMM per expert over 4 streams, its
+  /// host-side split and allocation per call): every stage's GEMMs at this share of the peak plus
+  /// `grouped_call_us` each expert, where measured (Hopper); 0: the m0 form for training too.
+  /// Serving's one-kernel grouped GEMMs (`grouped_gemm_shape::single_kernel`) keep the m0 form.
+  double grouped_multi_stream_sustained = 0, grouped_call_us = 0;
   double attention_fwd_ceiling = 0, attention_fwd_x0 = 0;
   double attention_bwd_ceiling = 0, attention_bwd_x0 = 0;
   /// An FP8 GEMM's sustained share of the FP8 peak over a BF16 GEMM's of the BF16 peak (1: the
@@ -3643,11 +3653,12 @@ inline constexpr kernel_model_constants blackwell{.gemm_sustained = 0.49,
 ///   FLOPS").
 /// - FP8 GEMM: the same source's FP8 e4m3 rate, 1402.6 TFLOPS = 70.9 % of 1979: 0.709 / 0.803 of
 ///   the BF16 share (Hopper's FP8 tensor cores do not sustain their BF16 share).
-/// - grouped GEMM: no measurement of TransformerEngine's grouped GEMM (what Megatron runs) on
-///   Hopper exists; it takes Blackwell's form, measured on that same TE path: each expert's rows
-///   pay m0 = 224 extra (weight gradients 392), at Blackwell's ratios to the GEMM's sustained share
-///   (0.495 / 0.49 forward, 0.435 / 0.49 weight gradients). (DeepGEMM's FP8 grouped kernels on H800
-///   SXM5, a different library, fit m0 = 128: deepseek-ai/DeepGEMM README at 2e7e580.)
+/// - grouped GEMM in training: TransformerEngine's per-expert cuBLAS calls as measured on an H100
+///   (`hopper_grouped_call_us` below). A serving engine's one-kernel grouped GEMM, unmeasured,
+///   takes Blackwell's form: each expert's rows pay m0 = 224 extra (weight gradients 392), at
+///   Blackwell's ratios to the GEMM's sustained share (0.495 / 0.49 forward, 0.435 / 0.49 weight
+///   gradients). (DeepGEMM's FP8 grouped kernels on H800 SXM5, a different library, fit m0 = 128:
+///   deepseek-ai/DeepGEMM README at 2e7e580.)
 /// - attention: cuDNN 9.19 fused attention on H200 (NVIDIA/cudnn-frontend
 ///   benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv at
 ///   df73764: 64 query heads, head dim 128, batch 1, causal, 2k-32k tokens; the H200 is GH100 with
@@ -3677,8 +3688,20 @@ constexpr kernel_model_constants with_blackwell_grouping(double gemm_sustained) 
   k.grouped_wgrad_m0 = blackwell.grouped_wgrad_m0;
   return k;
 }
+/// TransformerEngine's grouped GEMM on Hopper runs one cuBLAS GEMM per expert over 4 streams
+/// (transformer_engine/common/gemm/cublaslt_gemm.cu `multi_stream_cublas_gemm`, util/multi_stream.cpp
+/// num_compute_streams = 4; FP8 and the default BF16 path). Measured on an H100 with TE 2.7 and CUDA
+/// 12.9 (NVIDIA/TransformerEngine pull request #2045, "Benchmark the performance of
+/// general_grouped_gemm with TE 2.7"): BF16 (g, m, n, k) = (8, 4096, 768, 2048) at 627.903 TFLOPS and
+/// (16, 2048, 768, 2048) at 553.945, both 2 x 32768 x 768 x 2048 = 103.079 GFLOP: 164.164 and 186.081
+/// us. As F / (S x 989 TFLOPS) + g x t0: 8 more experts cost 21.917 us, t0 = 2.740 us; F / (S x
+/// peak) = 164.164 - 8 x 2.740 = 142.247 us, S = 0.7327. Two points of one shape fit two constants
+/// exactly (nothing left out to test them); the weight-gradient GEMMs, unmeasured, take the same.
+inline constexpr double hopper_grouped_multi_stream_sustained = 0.7327, hopper_grouped_call_us = 2.740;
 inline constexpr kernel_model_constants hopper = [] {
   kernel_model_constants k = with_blackwell_grouping(hopper_gemm_sustained);
+  k.grouped_multi_stream_sustained = hopper_grouped_multi_stream_sustained;
+  k.grouped_call_us = hopper_grouped_call_us;
   k.attention_fwd_ceiling = 1.44;
   k.attention_fwd_x0 = 3.65;
   k.attention_bwd_ceiling = 1.27;
@@ -3763,6 +3786,16 @@ constexpr double grouped_efficiency(const kernel_model_constants& k, const group
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }
+/// TE's multi-stream grouped GEMM: `sustained` of `peak_tflops` for the FLOPs plus the fixed
+/// `grouped_call_us` each expert, as an efficiency: time = F / (S P) + g t0 = F / (S P) x (1 + t0 S P
+/// / F_expert), F_expert = 2 x rows x N x K.
+constexpr double multi_stream_grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g,
+                                                 double sustained, double peak_tflops) {
+  const double rows = g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
+  const double per_expert = 2 * rows * static_cast<double>(g.n) * static_cast<double>(g.k);
+  if (per_expert <= 0) return sustained;
+  return sustained / (1 + k.grouped_call_us * 1e-6 * sustained * peak_tflops * 1e12 / per_expert);
+}
 constexpr double attention_efficiency(const kernel_model_constants& k, const attention_shape& a, bool backward,
                                       std::int64_t sm_count) {
   const double tokens = static_cast<double>(backward ? a.kv_len : a.q_len);
@@ -3802,7 +3835,11 @@ constexpr double modelled_efficiency(const system_spec& sys, compute_kind kind, 
     case compute_kind::group_matmul:
     case compute_kind::fp8_group_matmul:
     case compute_kind::fp4_group_matmul:
-      return o.kind == op_kind::grouped_gemm ? detail::grouped_efficiency(*k, o.grouped) * part : 0;
+      if (o.kind != op_kind::grouped_gemm) return 0;
+      if (k->grouped_call_us > 0 && !o.grouped.single_kernel)
+        return detail::multi_stream_grouped_efficiency(*k, o.grouped, k->grouped_multi_stream_sustained * part,
+                                                       sys.accelerator.op[static_cast<std::size_t>(kind)].tflops);
+      return detail::grouped_efficiency(*k, o.grouped) * part;
     case compute_kind::sdp_fwd:
     case compute_kind::sdp_bwd:
       return o.kind == op_kind::attention ? detail::attention_efficiency(*k, o.attention, kind == compute_kind::sdp_bwd,
@@ -7953,6 +7990,7 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
     grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
                          false,   c.main_grad_bytes() == 4.0, stage};
     g.active_rows = active_expert_rows(c, experts, tokens);
+    g.single_kernel = c.inference != nullptr;
     return g;
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
@@ -8005,6 +8043,7 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
                          true,    c.main_grad_bytes() == 4.0, stage};
     g.fp4 = fp4;
     g.active_rows = active_expert_rows(c, experts, tokens);
+    g.single_kernel = c.inference != nullptr;
     return g;
   };
   const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||

@@ -858,7 +858,7 @@ TEST(InferenceInFlight, ReplicasSharingExpertsWaitForEachOthersPrompts) {
   const auto eight = llmsim::detail::in_flight(cat::mixtral_8x7b, sys, i, 8, 64);
   EXPECT_NEAR(eight.long_share, 1 - std::pow(93.0 / 101, 8), 1e-12);
   // The group is ep / tp replicas: tp 2, dp 4, ep 4 joins two; so does tp 1, dp 8, ep 2.
-  for (const auto [tp, dp, ep] : {std::array<std::int64_t, 3>{2, 4, 4}, {1, 8, 2}}) {
+  for (const auto& [tp, dp, ep] : {std::array<std::int64_t, 3>{2, 4, 4}, {1, 8, 2}}) {
     i.tp = tp;
     i.dp = dp;
     i.ep = ep;

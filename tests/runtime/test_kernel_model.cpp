@@ -308,6 +308,32 @@ TEST(KernelModel, SystemFilesCarryTheGemmScale) {
   } catch (const config_error& e) { EXPECT_EQ(e.field(), "system.accelerator.gemm_sustained_scale"); }
 }
 
+TEST(KernelModel, HopperTrainingGroupedGemmsPayTePerExpertCalls) {
+  // TE PR #2045's H100 measurements of its multi-stream grouped GEMM (TE 2.7): (g, m, n, k) =
+  // (8, 4096, 768, 2048) at 627.903 TFLOPS and (16, 2048, 768, 2048) at 553.945, both
+  // 2 x 32768 x 768 x 2048 = 103,079,215,104 FLOPs: 164.164 and 186.081 us, which the model
+  // reproduces as F / (0.7327 x 989e12) + g x 2.740 us (its two constants come from these two).
+  const double flops = 2.0 * 32768 * 768 * 2048;
+  for (const auto& [experts, rows, measured_tflops] :
+       {std::tuple<std::int64_t, std::int64_t, double>{8, 4096, 627.903}, {16, 2048, 553.945}}) {
+    const grouped_gemm_shape g{.experts = experts, .m = rows, .n = 768, .k = 2048};
+    const kernel_cost c = compute_op_cost(catalogue::h100_sxm, grouped_gemm_op(pass_kind::forward, g, flops, 1e6));
+    EXPECT_NEAR(c.time.value, flops / (measured_tflops * 1e12), 0.01e-6) << experts;
+    EXPECT_NEAR(c.time.value, flops / (0.7327 * 989e12) + static_cast<double>(experts) * 2.740e-6, 1e-12);
+  }
+  // FP8 takes the FP8 GEMMs' share of the FP8 peak, 0.709 / 0.803 of it, and the same 2.740 us an
+  // expert: 8 x 4096 rows at 1979 TFLOPS x 0.7327 x 0.709 / 0.803 + 21.92 us.
+  grouped_gemm_shape fp8{.experts = 8, .m = 4096, .n = 768, .k = 2048, .fp8 = true};
+  EXPECT_NEAR(compute_op_cost(catalogue::h100_sxm, grouped_gemm_op(pass_kind::forward, fp8, flops, 1e6)).time.value,
+              flops / (1979e12 * 0.7327 * 0.709 / 0.803) + 8 * 2.740e-6, 1e-12);
+  // A serving engine's one-kernel grouped GEMM keeps the m0 form: 0.802 x 0.495 / 0.49 x 4096 /
+  // (4096 + 224) of 989 TFLOPS.
+  grouped_gemm_shape fused{.experts = 8, .m = 4096, .n = 768, .k = 2048};
+  fused.single_kernel = true;
+  EXPECT_NEAR(compute_op_cost(catalogue::h100_sxm, grouped_gemm_op(pass_kind::forward, fused, flops, 1e6)).time.value,
+              flops / (989e12 * 0.802 * 0.495 / 0.49 * 4096 / 4320), 1e-12);
+}
+
 TEST(KernelModel, AMeasuredShapeWinsOverTheModel) {
   system_spec sys = catalogue::b200;
   const gemm_shape g{.m = 4096, .k = 8192, .n = 8192};

@@ -352,6 +352,7 @@ constexpr leaf grouped_linear_leaf(const build_context& c, leaf_id id, std::int6
     grouped_gemm_shape g{experts, tokens_per_expert,          out_features, in_features,
                          false,   c.main_grad_bytes() == 4.0, stage};
     g.active_rows = active_expert_rows(c, experts, tokens);
+    g.single_kernel = c.inference != nullptr;
     return g;
   };
   // TE GroupedLinear stages as the grouped-GEMM table keys them (M, N, K of the forward GEMM).
@@ -404,6 +405,7 @@ constexpr leaf quantized_grouped_linear_leaf(const build_context& c, leaf_id id,
                          true,    c.main_grad_bytes() == 4.0, stage};
     g.fp4 = fp4;
     g.active_rows = active_expert_rows(c, experts, tokens);
+    g.single_kernel = c.inference != nullptr;
     return g;
   };
   const bool bf16_input_saved = (id == leaf_id::experts_linear_fc1 && !c.s().cache_groupgemm_col_fp8_inputs) ||

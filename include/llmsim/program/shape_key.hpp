@@ -151,6 +151,9 @@ struct grouped_gemm_shape {
   /// Serving: the mean rows of an expert that has any (a decode batch leaves experts empty and
   /// its rows a fraction of the group's), which the kernel model prices; 0: `m`. Not keyed.
   double active_rows = 0;
+  /// Serving: one kernel over every expert (vLLM's fused_moe, TensorRT-LLM's CUTLASS MoE), not
+  /// TransformerEngine's per-expert GEMM calls of training. Not keyed.
+  bool single_kernel = false;
   [[nodiscard]] constexpr shape_key key() const {
     shape_key s;
     s.append("ng=").append(experts).append(", M=").append(m).append(", N=").append(n);
