@@ -291,10 +291,14 @@ constexpr double ceil_div(double a, double b) {
   const auto whole = static_cast<double>(static_cast<std::int64_t>(a / b));
   return whole * b < a ? whole + 1 : whole;
 }
+/// The rows each expert's GEMM holds: serving's mean over the experts that have any, else `m`.
+constexpr double expert_rows(const grouped_gemm_shape& g) {
+  return g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
+}
 constexpr double grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g) {
   const bool wgrad =
       g.stage == grouped_stage::weight_gradient || g.stage == grouped_stage::weight_gradient_unaccumulated;
-  const double rows = g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
+  const double rows = expert_rows(g);
   const double m0 = wgrad ? k.grouped_wgrad_m0 : k.grouped_m0;
   return (wgrad ? k.grouped_wgrad_sustained : k.grouped_sustained) * rows / (rows + m0);
 }
@@ -303,7 +307,7 @@ constexpr double grouped_efficiency(const kernel_model_constants& k, const group
 /// / F_expert), F_expert = 2 x rows x N x K.
 constexpr double multi_stream_grouped_efficiency(const kernel_model_constants& k, const grouped_gemm_shape& g,
                                                  double sustained, double peak_tflops) {
-  const double rows = g.active_rows > 0 ? g.active_rows : static_cast<double>(g.m);
+  const double rows = expert_rows(g);
   const double per_expert = 2 * rows * static_cast<double>(g.n) * static_cast<double>(g.k);
   if (per_expert <= 0) return sustained;
   return sustained / (1 + k.grouped_call_us * 1e-6 * sustained * peak_tflops * 1e12 / per_expert);
