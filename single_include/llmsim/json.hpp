@@ -72,6 +72,11 @@ struct field_list<model_spec> {
       field{"max_position_embeddings", &m::max_position_embeddings},
       field{"sliding_window", &m::sliding_window},
       field{"sliding_window_pattern", &m::sliding_window_pattern},
+      field{"yarn_rotary_scaling_factor", &m::yarn_rotary_scaling_factor},
+      field{"yarn_mscale", &m::yarn_mscale},
+      field{"yarn_mscale_all_dim", &m::yarn_mscale_all_dim},
+      field{"use_quick_geglu", &m::use_quick_geglu},
+      field{"activation_func_clamp_value", &m::activation_func_clamp_value},
       field{"mtp_num_layers", &m::mtp_num_layers},
       field{"hybrid_override_pattern", &m::hybrid_override_pattern},
       field{"mamba_state_dim", &m::mamba_state_dim},
@@ -1426,9 +1431,8 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
     note(notes, src, "final_logit_softcapping (tanh on the logits) is not priced: one elementwise pass");
   if (type == "gpt_oss")
     note(notes, src,
-         "the attention sinks (" + count(layers * heads) +
-             " parameters, one logit per head) and the clamped activation (swiglu_limit) are not modelled");
-  if (v.contains("rope_scaling") && v["rope_scaling"].is_object())
+         "the attention sinks (" + count(layers * heads) + " parameters, one logit per head) are not modelled");
+  if (v.contains("rope_scaling") && v["rope_scaling"].is_object() && !m.contains("yarn_rotary_scaling_factor"))
     note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
   if (v.contains("quantization_config") && v["quantization_config"].is_object())
     note(notes, src,
@@ -1437,6 +1441,28 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
              "): the model is imported with 16-bit weights; training takes the strategy's precision, "
              "serving its --weights");
 }
+/// A number field, or nothing when absent or null.
+inline std::optional<double> real(const value& v, const location& at, const char* key) {
+  if (!v.contains(key) || v[key].is_null()) return std::nullopt;
+  double out = 0;
+  json::detail::read(v[key], at.child(key), out);
+  return out;
+}
+/// YaRN's settings of `rope_scaling` (rope_type, or the older type, "yarn": factor, mscale,
+/// mscale_all_dim) into `m`'s yarn_* fields, as Megatron-Bridge's bridges set them; other scalings
+/// change positions only and are noted (note_unmodelled).
+inline void yarn_into(const value& v, const location& at, value& m) {
+  if (!v.contains("rope_scaling") || !v["rope_scaling"].is_object()) return;
+  const value& r = v["rope_scaling"];
+  const location here = at.child("rope_scaling");
+  if (word(r, here, "rope_type", word(r, here, "type", "")) != "yarn") return;
+  const std::optional<double> factor = real(r, here, "factor");
+  if (!factor) json::detail::fail(here.child("factor"), "required field is missing (YaRN's scaling factor)");
+  m["yarn_rotary_scaling_factor"] = *factor;
+  for (const char* key : {"mscale", "mscale_all_dim"})
+    if (const auto k = real(r, here, key)) m[std::string("yarn_") + key] = *k;
+}
+
 /// Which layers of `layer_types` keep full attention, as model.sliding_window_pattern: 0 every
 /// layer windowed, N every N-th (1-based N, 2N, ...); -1 none windowed. Other layouts are refused.
 inline std::int64_t pattern_of_layer_types(const value& types, const location& at, std::int64_t layers) {
@@ -1658,11 +1684,16 @@ inline value detail::model_json_at(const value& v, const location& at, std::vect
   // biases (modeling_gpt_oss.py; Megatron-Bridge gpt_oss_bridge.py sets add_bias_linear=True).
   if (type == "gpt_oss") {
     m["add_linear_bias"] = true;
+    // modeling_gpt_oss.py GptOssExperts: gate·σ(1.702 gate)·(up + 1) after clamping at swiglu_limit
+    // (Megatron-Bridge gpt_oss_bridge.py: quick_gelu, glu_linear_offset 1, clamp 7.0).
+    m["use_quick_geglu"] = true;
+    if (const auto limit = real(v, at, "swiglu_limit")) m["activation_func_clamp_value"] = *limit;
   } else if (type == "qwen2" || flag(v, at, "attention_bias", false)) {
     if (deepseek) fail(at.child("attention_bias"), "biases on MLA's projections are not imported");
     m["add_qkv_bias"] = true;
   }
   detail::window_into(v, at, type, m);
+  detail::yarn_into(v, at, m);
   detail::note_unmodelled(v, at, type, m, notes);
   return m;
 }

@@ -821,6 +821,23 @@ struct model_spec {
   /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
   /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
   std::int64_t sliding_window_pattern = 0;
+  /// YaRN RoPE scaling (Megatron --position-embedding-type yarn: TransformerConfig
+  /// yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim; Hugging Face `rope_scaling`
+  /// {rope_type "yarn", factor, mscale, mscale_all_dim}). Positions aside, it matters for one thing:
+  /// a concentration factor other than 1 (`yarn_concentration`) sends Megatron's RoPE to its unfused
+  /// PyTorch path (rope_utils.py `apply_rotary_pos_emb`: TE's fused RoPE takes no mscale).
+  std::optional<double> yarn_rotary_scaling_factor = {};
+  std::optional<double> yarn_mscale = {};          ///< absent with yarn_mscale_all_dim absent: 1
+  std::optional<double> yarn_mscale_all_dim = {};  ///< see yarn_mscale
+  /// The gated activation is quick-GELU, x·σ(1.702 x) times (linear half + 1) (gpt-oss; Megatron
+  /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
+  /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
+  bool use_quick_geglu = false;
+  /// Megatron activation_func_clamp_value (HF gpt-oss `swiglu_limit`, 7): the gate half clamped
+  /// from above and the linear half to [-v, v] before the activation. SwiGLU's fused kernel clamps
+  /// inside (fused_bias_swiglu.py); quick-GEGLU's clamps run eagerly before its fused kernel (see
+  /// `eager_glu_clamps`). Absent: no clamp.
+  std::optional<double> activation_func_clamp_value = {};
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
@@ -965,6 +982,19 @@ constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
   return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
+/// YaRN's concentration factor (Megatron yarn_rotary_pos_embedding.py
+/// `_yarn_get_concentration_factor`): with m(s, k) = 0.1·k·ln s + 1 for s > 1 (else 1), m(s, 1)
+/// when yarn_mscale or yarn_mscale_all_dim is absent, else m(s, mscale) / m(s, mscale_all_dim).
+/// 1 without YaRN. gpt-oss (factor 32, neither set): 0.1·ln 32 + 1 = 1.3466.
+constexpr double yarn_concentration(const model_spec& m) {
+  if (!m.yarn_rotary_scaling_factor) return 1;
+  const double s = *m.yarn_rotary_scaling_factor;
+  const double ln_s = detail::log2_of(s) * 0.69314718055994530942;  // ln 2
+  const auto mscale = [s, ln_s](double k) { return s <= 1 ? 1.0 : 0.1 * k * ln_s + 1.0; };
+  if (!m.yarn_mscale || !m.yarn_mscale_all_dim) return mscale(1);
+  return mscale(*m.yarn_mscale) / mscale(*m.yarn_mscale_all_dim);
+}
+
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
 inline constexpr std::int64_t mamba_conv_width = 4;
@@ -1288,6 +1318,33 @@ constexpr void validate(const model_spec& m) {
                  "model.experimental_attention_variant (they place their attention layers themselves)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
+  if (m.yarn_rotary_scaling_factor &&
+      (!detail::is_finite(*m.yarn_rotary_scaling_factor) || *m.yarn_rotary_scaling_factor <= 0))
+    report_error(api, "model.yarn_rotary_scaling_factor",
+                 "model.yarn_rotary_scaling_factor={} must be a positive finite number", *m.yarn_rotary_scaling_factor);
+  for (const auto& [name, v] :
+       {std::pair{"model.yarn_mscale", m.yarn_mscale}, std::pair{"model.yarn_mscale_all_dim", m.yarn_mscale_all_dim}}) {
+    if (v && !m.yarn_rotary_scaling_factor)
+      report_error(api, name, "{} needs model.yarn_rotary_scaling_factor (YaRN's factor)", name);
+    if (v && (!detail::is_finite(*v) || *v <= 0))
+      report_error(api, name, "{}={} must be a positive finite number", name, *v);
+  }
+  if (m.yarn_rotary_scaling_factor && m.position_embedding_type != position_kind::rope)
+    report_error(api, "model.yarn_rotary_scaling_factor",
+                 "model.yarn_rotary_scaling_factor scales rotary positions: it needs "
+                 "model.position_embedding_type=\"rope\"");
+  if (m.activation_func_clamp_value &&
+      (!detail::is_finite(*m.activation_func_clamp_value) || *m.activation_func_clamp_value <= 0))
+    report_error(api, "model.activation_func_clamp_value",
+                 "model.activation_func_clamp_value={} must be a positive finite number",
+                 *m.activation_func_clamp_value);
+  if (m.activation_func_clamp_value && !m.use_swiglu)
+    report_error(api, "model.activation_func_clamp_value",
+                 "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
+                 "model.use_swiglu=true (Megatron clamps only gated linear units)");
+  if (m.use_quick_geglu && !m.use_swiglu)
+    report_error(api, "model.use_quick_geglu",
+                 "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
   if (m.head_num % m.kv_head_num != 0)
     report_error(
         api, "model.kv_head_num",
@@ -4181,11 +4238,13 @@ inline constexpr model_spec kimi_k2{
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
-/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Every linear carries a
-/// bias, as Megatron-Bridge builds it (gpt_oss_bridge.py add_bias_linear=True: q, k, v, o, the
-/// router and the experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled.
-/// Sliding-window attention: 128 tokens on every other layer, the first windowed
-/// (`sliding_window`, `layer_types`).
+/// Its gated activation is quick-GELU clamped at 7 (`swiglu_limit`; Megatron-Bridge gpt_oss_bridge.py:
+/// activation_func quick_gelu, activation_func_clamp_value 7.0), SwiGLU's GEMM shapes. Every linear
+/// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
+/// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
+/// 32 without mscale (`rope_scaling`; the bridge's yarn_rotary_scaling_factor 32, yarn_mscale and
+/// yarn_mscale_all_dim None). Sliding-window attention: 128 tokens on every other layer, the first
+/// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -4203,6 +4262,9 @@ inline constexpr model_spec gpt_oss_120b{
     .add_linear_bias = true,
     .sliding_window = 128,
     .sliding_window_pattern = 2,
+    .yarn_rotary_scaling_factor = 32,
+    .use_quick_geglu = true,
+    .activation_func_clamp_value = 7,
 };
 /// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
 /// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge
@@ -6473,9 +6535,44 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
   return l;
 }
 
+/// Megatron's unfused RoPE on one tensor T of this rank's queries or keys (rope_utils.py
+/// `_apply_rotary_pos_emb_bshd`, taken when YaRN's concentration factor is not 1: TE's fused kernel
+/// takes no mscale), the rotary part the whole head. Forward: the cos and sin tables of the [s, d]
+/// fp32 frequencies (each cos or sin, times mscale, cast: three small kernels), then T·cos, the
+/// rotated half (a negation of one half and a cat), its product with sin, the sum, and the final
+/// cat with the empty pass-through part: 12 T of bytes in six kernels. Backward (autograd): the
+/// products' gradients (grad·sin, grad·cos), the negation's, the chunk's cat, their sum into T's
+/// gradient, then the empty pass-through slice's gradient (a zero-filled T, PyTorch's
+/// slice_backward) added in: 14 T in seven kernels. The full-width slice is T itself (PyTorch's
+/// indexing returns self for a whole-range slice): no kernel.
+constexpr void add_unfused_rope(leaf& l, const build_context& c, double T) {
+  const double table = static_cast<double>(c.sequence() * head_dim(c.m())) * 4;  // fp32 [s, d] frequencies
+  for (int trig = 0; trig < 2; ++trig) {
+    c.memory(l, pass_kind::forward, 2 * table);    // cos or sin
+    c.memory(l, pass_kind::forward, 2 * table);    // times mscale
+    c.memory(l, pass_kind::forward, 1.5 * table);  // cast to the activations' 16 bits
+  }
+  c.memory(l, pass_kind::forward, 2 * T);         // T·cos
+  c.memory(l, pass_kind::forward, T);             // minus the second half
+  c.memory(l, pass_kind::forward, 2 * T);         // cat: the rotated half
+  c.memory(l, pass_kind::forward, 2 * T);         // times sin
+  c.memory(l, pass_kind::forward, 3 * T);         // sum
+  c.memory(l, pass_kind::forward, 2 * T);         // cat with the pass-through part
+  c.memory(l, pass_kind::backward_input, 2 * T);  // grad·sin
+  c.memory(l, pass_kind::backward_input, T);      // negation's gradient
+  c.memory(l, pass_kind::backward_input, 2 * T);  // chunk's gradient: cat
+  c.memory(l, pass_kind::backward_input, 2 * T);  // grad·cos
+  c.memory(l, pass_kind::backward_input, 3 * T);  // the two gradients of T summed
+  c.memory(l, pass_kind::backward_input, T);      // the pass-through slice's zero-filled gradient
+  c.memory(l, pass_kind::backward_input, 3 * T);  // ... added in
+  l.fwd_peak += 2 * T;                            // the product, the rotated half and their sum live together
+  l.bwd_peak += 2 * T;
+}
+
 /// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
 /// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
-/// nothing for backward beyond the shared frequency table.
+/// nothing for backward beyond the shared frequency table. Megatron's unfused RoPE where YaRN's
+/// concentration factor is not 1, in training (`add_unfused_rope`); serving engines fuse it.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
   l.id = leaf_id::rotary_pos_emb;
@@ -6485,9 +6582,14 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
-  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-    c.memory(l, pass, 2 * q);
-    c.memory(l, pass, 2 * k);
+  if (yarn_concentration(m) != 1 && c.inference == nullptr) {
+    add_unfused_rope(l, c, q);
+    add_unfused_rope(l, c, k);
+  } else {
+    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+      c.memory(l, pass, 2 * q);
+      c.memory(l, pass, 2 * k);
+    }
   }
   l.input = q + k;
   l.fwd_peak = q + k;
@@ -8369,6 +8471,38 @@ constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_to
   l.bwd_peak += 2 * X;
 }
 
+/// Megatron's clamped quick-GEGLU (model.use_quick_geglu with model.activation_func_clamp_value;
+/// fused_bias_geglu.py `weighted_bias_quick_geglu_impl`): before the fused kernel, PyTorch clamps the
+/// gate half from above and the linear half to [-v, v] (two eager kernels) and joins the halves
+/// again (a cat), which the fused kernel reads and saves. Of the fc1 output X (both halves, E bytes
+/// an element): forward, each clamp reads and writes X/2, the cat reads and writes X. Backward
+/// (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the gate's
+/// clamp gives where(self <= v, grad, 0), one compare writing a one-byte mask then the where; the
+/// linear half's where((self >= -v) & (self <= v), grad, 0), two compares and an and first; the
+/// chunk's gradient joins the halves (a cat). The clamps keep the fc1 output (their `self`) beside
+/// the cat the fused kernel saves. TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps
+/// inside its kernel, as serving's fused MoE kernels do: nothing extra there.
+constexpr void add_eager_glu_clamps(leaf& l, const build_context& c, double X) {
+  const auto& m = c.m();
+  if (!m.use_quick_geglu || !m.activation_func_clamp_value || c.s().use_transformer_engine_op_fuser ||
+      c.inference != nullptr)
+    return;
+  const double half = X / 2, mask = half / c.element_bytes();  // a half's elements, one byte each
+  c.memory(l, pass_kind::forward, 2 * half);                   // gate half clamped
+  c.memory(l, pass_kind::forward, 2 * half);                   // linear half clamped
+  c.memory(l, pass_kind::forward, 2 * X);                      // cat
+  c.memory(l, pass_kind::backward_input, half + mask);         // gate: self <= v
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // gate: where
+  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self >= -v
+  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self <= v
+  c.memory(l, pass_kind::backward_input, 3 * mask);            // linear: and
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // linear: where
+  c.memory(l, pass_kind::backward_input, 2 * X);               // chunk's gradient: cat of the halves
+  l.cache += X;                                                // the fc1 output, kept by the clamps
+  l.fwd_peak += 2 * X;                                         // the clamped halves and their cat
+  l.bwd_peak += X + 3 * mask;
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -8402,8 +8536,10 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   // (TE grouped_linear.py): parameters only.
   if (m.add_linear_bias) fc1.params += static_cast<double>(tok.local_experts * mlp_fc1_width(m, fe));
   b.push(fc1);
-  b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
-                         m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  leaf act = activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
+                             m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0);
+  add_eager_glu_clamps(act, c, tok.expert * static_cast<double>(mlp_fc1_width(m, fe)) * E);
+  b.push(act);
   leaf fc2 = grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w);
   if (m.add_linear_bias) add_expert_fc2_bias(fc2, c, tok, w);
   b.push(fc2);

@@ -55,6 +55,11 @@ TEST(HfImport, DeepSeekV3IsTheCatalogueEntryWithItsMtpLayer) {
   const auto m = imported("DeepSeek-V3.json");
   auto expected = llmsim::catalogue::deepseek_v3;
   expected.mtp_num_layers = 1;  // num_nextn_predict_layers: the released weights' MTP module
+  // rope_scaling: YaRN of factor 40, mscale = mscale_all_dim = 1, a concentration of 1 that changes
+  // no kernel (the catalogue leaves it out).
+  expected.yarn_rotary_scaling_factor = 40;
+  expected.yarn_mscale = expected.yarn_mscale_all_dim = 1;
+  EXPECT_EQ(llmsim::yarn_concentration(m), 1.0);
   EXPECT_EQ(named(m, expected), expected);
 }
 

@@ -48,6 +48,20 @@ std::vector<op> ops_of(const model_spec& m, const strategy_spec& s, Build build)
   recorded = nullptr;
   return ops;
 }
+/// Bytes and kernels of memory ops per pass (forward, then every backward pass together).
+struct pass_tally {
+  double fwd = 0, bwd = 0;
+  std::size_t fwd_n = 0, bwd_n = 0;
+};
+pass_tally tally(const std::vector<op>& ops) {
+  pass_tally t;
+  for (const op& o : ops) {
+    EXPECT_EQ(o.kind, op_kind::memory);
+    (o.pass == pass_kind::forward ? t.fwd : t.bwd) += o.bytes;
+    ++(o.pass == pass_kind::forward ? t.fwd_n : t.bwd_n);
+  }
+  return t;
+}
 }  // namespace
 
 TEST(MoeCapacity, RoundedAfterTheCapacityFactorAsMegatron) {
@@ -195,19 +209,12 @@ TEST(MoeExpertBias, Fc2BiasIsAddedPerExpertInAnEagerLoop) {
     });
   };
   double params = 0;
-  const auto ops = bias_ops(s, &params);
+  const pass_tally t = tally(bias_ops(s, &params));
   EXPECT_EQ(params, 4 * 4096.0);
-  double fwd = 0, bwd = 0;
-  std::size_t fwd_n = 0, bwd_n = 0;
-  for (const op& o : ops) {
-    ASSERT_EQ(o.kind, op_kind::memory);
-    (o.pass == pass_kind::forward ? fwd : bwd) += o.bytes;
-    ++(o.pass == pass_kind::forward ? fwd_n : bwd_n);
-  }
-  EXPECT_EQ(fwd_n, 9U);
-  EXPECT_EQ(bwd_n, 17U);
-  EXPECT_EQ(fwd, 6 * X);
-  EXPECT_EQ(bwd, 8 * X);
+  EXPECT_EQ(t.fwd_n, 9U);
+  EXPECT_EQ(t.bwd_n, 17U);
+  EXPECT_EQ(t.fwd, 6 * X);
+  EXPECT_EQ(t.bwd, 8 * X);
   // TE's fused grouped MLP adds it in its kernel; Megatron asserts it has no expert tensor
   // parallelism (experts.py), so that combination is refused.
   s.use_transformer_engine_op_fuser = true;
@@ -219,6 +226,54 @@ TEST(MoeExpertBias, Fc2BiasIsAddedPerExpertInAnEagerLoop) {
     validate(etp2);
     ADD_FAILURE() << "the op fuser with etp 2 was accepted";
   } catch (const config_error& e) { EXPECT_EQ(e.field(), "strategy.use_transformer_engine_op_fuser"); }
+}
+
+TEST(GptOssActivation, ClampsRunEagerlyBeforeTheFusedQuickGeglu) {
+  // gpt-oss-120b on ep 8 (world 8), 4096 tokens a rank: 4096 x top-4 = 16,384 routed rows reach this
+  // rank's 16 experts. fc1's output X = 16,384 x (2 x 2880) x 2 B = 188,743,680 B. Megatron's
+  // weighted_bias_quick_geglu_impl: two clamps (X/2 read + X/2 written each) and a cat (2 X):
+  // 3 kernels, 4 X. Backward (autograd): gate compare (X/2 + mask X/4) and where (X/4 + X), the
+  // linear half's two compares (2 x 3X/4), their and (3 x X/4) and where (X/4 + X), the chunk's
+  // cat (2 X): 7 kernels, 7.5 X. The clamps keep fc1's output: X more cached.
+  const model_spec m = catalogue::gpt_oss_120b;
+  strategy_spec s = moe_job(dispatcher_kind::all2all, 8);
+  const double X = 16384.0 * 5760 * 2;
+  const auto clamp_ops = [&](const model_spec& model, const strategy_spec& job, double* cache) {
+    return ops_of(model, job, [&](const build_context& c) {
+      leaf l;
+      add_eager_glu_clamps(l, c, X);
+      *cache = l.cache;
+    });
+  };
+  double cache = 0;
+  const pass_tally t = tally(clamp_ops(m, s, &cache));
+  EXPECT_EQ(t.fwd_n, 3U);
+  EXPECT_EQ(t.bwd_n, 7U);
+  EXPECT_EQ(t.fwd, 4 * X);
+  EXPECT_EQ(t.bwd, 7.5 * X);
+  EXPECT_EQ(cache, X);
+  // TE's fused grouped MLP clamps in its kernel; SwiGLU's fused kernel clamps inside too
+  // (fused_bias_swiglu.py); no clamp value, no clamps.
+  strategy_spec fuser = s;
+  fuser.use_transformer_engine_op_fuser = true;
+  EXPECT_TRUE(clamp_ops(m, fuser, &cache).empty());
+  model_spec swiglu = m;
+  swiglu.use_quick_geglu = false;
+  EXPECT_TRUE(clamp_ops(swiglu, s, &cache).empty());
+  model_spec unclamped = m;
+  unclamped.activation_func_clamp_value.reset();
+  EXPECT_TRUE(clamp_ops(unclamped, s, &cache).empty());
+  // The MoE layer wires it to the experts' activation: the layer's forward bytes grow by 4 X.
+  const auto act_forward = [&](const model_spec& model) {
+    double bytes = 0;
+    for (const op& o : ops_of(model, s, [](const build_context& c) {
+           leaf_block b;
+           push_moe_mlp(b, c);
+         }))
+      if (o.kind == op_kind::memory && o.pass == pass_kind::forward) bytes += o.bytes;
+    return bytes;
+  };
+  EXPECT_EQ(act_forward(m) - act_forward(unclamped), 4 * X);
 }
 
 TEST(MoeExpertBias, ParametersOfEveryBiasByHand) {
@@ -324,6 +379,81 @@ TEST(MoeDispatcher, UnknownNameListsTheFour) {
   } catch (const config_error& e) {
     EXPECT_NE(std::string(e.what()).find("\"allgather\" or \"flex\""), std::string::npos) << e.what();
   }
+}
+
+TEST(YarnRope, ConcentrationFactorAsMegatron) {
+  // yarn_rotary_pos_embedding.py: m(s, k) = 0.1 k ln s + 1. gpt-oss (factor 32, no mscale):
+  // 0.1 x 3.4657359 + 1 = 1.34657359; DeepSeek-V3 (40, mscale = mscale_all_dim = 1): 1; a factor
+  // of at most 1: 1; at factor 40 (ln 40 = 3.68887945) mscale 0.707 alone: m(40, 1) = 1.36888795,
+  // over mscale_all_dim 1: 1.26080178 / 1.36888795 = 0.92104...; no YaRN: 1.
+  EXPECT_NEAR(yarn_concentration(catalogue::gpt_oss_120b), 1.3465735903, 1e-9);
+  EXPECT_EQ(yarn_concentration(catalogue::deepseek_v3), 1.0);
+  model_spec m = catalogue::llama3_8b;
+  EXPECT_EQ(yarn_concentration(m), 1.0);
+  m.yarn_rotary_scaling_factor = 0.5;
+  EXPECT_EQ(yarn_concentration(m), 1.0);
+  m.yarn_rotary_scaling_factor = 40;
+  m.yarn_mscale = 0.707;
+  EXPECT_NEAR(yarn_concentration(m), 1.3688879454, 1e-9);  // one of the two absent: m(s, 1)
+  m.yarn_mscale_all_dim = 1;
+  EXPECT_NEAR(yarn_concentration(m), 1.0 - 0.1 * 0.293 * 3.6888794541 / 1.36888794541, 1e-9);
+}
+
+TEST(YarnRope, MegatronFallsBackToUnfusedRopeWithAConcentration) {
+  // Llama 3 8B, YaRN factor 8 without mscale (concentration 1.208): Megatron's unfused RoPE
+  // (rope_utils.py _apply_rotary_pos_emb_bshd). 4096 tokens: q 4096 x 32 x 128 x 2 B = 33,554,432,
+  // k 4096 x 8 x 128 x 2 B = 8,388,608, T = q + k = 41,943,040; the fp32 frequency table 4096 x 128
+  // x 4 B = 2,097,152 = F. Forward per tensor: cos and sin (2 F each), times mscale (2 F each), cast
+  // (1.5 F each) and T·cos 2, -half 1, cat 2, ·sin 2, sum 3, final cat 2 (12 T): 12 kernels; both
+  // tensors 24 kernels, 12 x 41,943,040 + 22 x 2,097,152 = 549,453,824 B. Backward: grad·sin 2,
+  // negation 1, cat 2, grad·cos 2, sum 3, zero-filled slice gradient 1, its add 3 (14 T): 7
+  // kernels a tensor, 14, 587,202,560 B. TE's fused RoPE: one kernel a tensor and pass, 2 T.
+  model_spec m = catalogue::llama3_8b;
+  m.yarn_rotary_scaling_factor = 8;
+  const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 1};
+  const auto rope_ops = [&](const model_spec& model) {
+    return ops_of(model, s, [](const build_context& c) { (void)rotary_leaf(c); });
+  };
+  const pass_tally unfused = tally(rope_ops(m));
+  EXPECT_EQ(unfused.fwd, 549453824.0);
+  EXPECT_EQ(unfused.fwd_n, 24U);
+  EXPECT_EQ(unfused.bwd, 587202560.0);
+  EXPECT_EQ(unfused.bwd_n, 14U);
+  m.yarn_mscale = m.yarn_mscale_all_dim = 1;  // concentration 1: TE's fused kernel
+  const pass_tally fused = tally(rope_ops(m));
+  EXPECT_EQ(fused.fwd, 2 * 41943040.0);
+  EXPECT_EQ(fused.fwd_n, 2U);
+  EXPECT_EQ(fused.bwd, 2 * 41943040.0);
+  EXPECT_EQ(fused.bwd_n, 2U);
+}
+
+TEST(YarnRope, FieldsAreChecked) {
+  const auto refused = [](model_spec m) {
+    try {
+      validate(m);
+    } catch (const config_error& e) { return std::string(e.field()); }
+    return std::string();
+  };
+  model_spec m = catalogue::llama3_8b;
+  m.yarn_rotary_scaling_factor = 0;
+  EXPECT_EQ(refused(m), "model.yarn_rotary_scaling_factor");
+  m.yarn_rotary_scaling_factor.reset();
+  m.yarn_mscale = 1;  // without a factor
+  EXPECT_EQ(refused(m), "model.yarn_mscale");
+  m.yarn_rotary_scaling_factor = 8;
+  m.yarn_mscale_all_dim = -1;
+  EXPECT_EQ(refused(m), "model.yarn_mscale_all_dim");
+  m.yarn_mscale_all_dim = 1;
+  m.position_embedding_type = position_kind::none;
+  EXPECT_EQ(refused(m), "model.yarn_rotary_scaling_factor");
+  model_spec oss = catalogue::gpt_oss_120b;
+  oss.activation_func_clamp_value = 0;
+  EXPECT_EQ(refused(oss), "model.activation_func_clamp_value");
+  oss.activation_func_clamp_value = 7;
+  oss.use_swiglu = false;
+  EXPECT_EQ(refused(oss), "model.activation_func_clamp_value");
+  oss.activation_func_clamp_value.reset();
+  EXPECT_EQ(refused(oss), "model.use_quick_geglu");
 }
 
 TEST(LearnedPositions, TableCountedInParametersAndTheFirstStage) {

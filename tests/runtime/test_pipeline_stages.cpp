@@ -76,6 +76,10 @@ TEST(PipelineStages, ParametersOfAllRanksAddUpToTheModel) {
     for (const bool swiglu : {true, false}) {
       model_spec m = *named.spec;
       m.use_swiglu = swiglu;
+      if (!swiglu) {  // gpt-oss's clamped quick-GEGLU is a gated activation
+        m.use_quick_geglu = false;
+        m.activation_func_clamp_value.reset();
+      }
       if (m.tie_word_embeddings) continue;  // pp > 1 keeps a second copy of a tied table on the last stage
       for (const std::int64_t pp : {1, 2, 4}) {
         if (m.layer_num % pp != 0 || (is_hybrid(m) && pp > 1)) continue;  // hybrid: one stage only

@@ -337,11 +337,13 @@ inline constexpr model_spec kimi_k2{
 };
 /// gpt-oss-120b (openai/gpt-oss-120b config.json): 36 layers, hidden 2880, 64 query heads of 64
 /// (wider than hidden), 8 KV heads, 128 experts of 2880 top-4, every layer MoE, vocabulary 201088.
-/// Its gated activation (clamped, swiglu_limit 7) has SwiGLU's GEMM shapes. Every linear carries a
-/// bias, as Megatron-Bridge builds it (gpt_oss_bridge.py add_bias_linear=True: q, k, v, o, the
-/// router and the experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled.
-/// Sliding-window attention: 128 tokens on every other layer, the first windowed
-/// (`sliding_window`, `layer_types`).
+/// Its gated activation is quick-GELU clamped at 7 (`swiglu_limit`; Megatron-Bridge gpt_oss_bridge.py:
+/// activation_func quick_gelu, activation_func_clamp_value 7.0), SwiGLU's GEMM shapes. Every linear
+/// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
+/// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
+/// 32 without mscale (`rope_scaling`; the bridge's yarn_rotary_scaling_factor 32, yarn_mscale and
+/// yarn_mscale_all_dim None). Sliding-window attention: 128 tokens on every other layer, the first
+/// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
@@ -359,6 +361,9 @@ inline constexpr model_spec gpt_oss_120b{
     .add_linear_bias = true,
     .sliding_window = 128,
     .sliding_window_pattern = 2,
+    .yarn_rotary_scaling_factor = 32,
+    .use_quick_geglu = true,
+    .activation_func_clamp_value = 7,
 };
 /// NVIDIA Nemotron 3 Nano 30B-A3B (hybrid Mamba-2 / attention / MoE): Hugging Face
 /// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json and Megatron-Bridge

@@ -707,9 +707,44 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
   return l;
 }
 
+/// Megatron's unfused RoPE on one tensor T of this rank's queries or keys (rope_utils.py
+/// `_apply_rotary_pos_emb_bshd`, taken when YaRN's concentration factor is not 1: TE's fused kernel
+/// takes no mscale), the rotary part the whole head. Forward: the cos and sin tables of the [s, d]
+/// fp32 frequencies (each cos or sin, times mscale, cast: three small kernels), then T·cos, the
+/// rotated half (a negation of one half and a cat), its product with sin, the sum, and the final
+/// cat with the empty pass-through part: 12 T of bytes in six kernels. Backward (autograd): the
+/// products' gradients (grad·sin, grad·cos), the negation's, the chunk's cat, their sum into T's
+/// gradient, then the empty pass-through slice's gradient (a zero-filled T, PyTorch's
+/// slice_backward) added in: 14 T in seven kernels. The full-width slice is T itself (PyTorch's
+/// indexing returns self for a whole-range slice): no kernel.
+constexpr void add_unfused_rope(leaf& l, const build_context& c, double T) {
+  const double table = static_cast<double>(c.sequence() * head_dim(c.m())) * 4;  // fp32 [s, d] frequencies
+  for (int trig = 0; trig < 2; ++trig) {
+    c.memory(l, pass_kind::forward, 2 * table);    // cos or sin
+    c.memory(l, pass_kind::forward, 2 * table);    // times mscale
+    c.memory(l, pass_kind::forward, 1.5 * table);  // cast to the activations' 16 bits
+  }
+  c.memory(l, pass_kind::forward, 2 * T);         // T·cos
+  c.memory(l, pass_kind::forward, T);             // minus the second half
+  c.memory(l, pass_kind::forward, 2 * T);         // cat: the rotated half
+  c.memory(l, pass_kind::forward, 2 * T);         // times sin
+  c.memory(l, pass_kind::forward, 3 * T);         // sum
+  c.memory(l, pass_kind::forward, 2 * T);         // cat with the pass-through part
+  c.memory(l, pass_kind::backward_input, 2 * T);  // grad·sin
+  c.memory(l, pass_kind::backward_input, T);      // negation's gradient
+  c.memory(l, pass_kind::backward_input, 2 * T);  // chunk's gradient: cat
+  c.memory(l, pass_kind::backward_input, 2 * T);  // grad·cos
+  c.memory(l, pass_kind::backward_input, 3 * T);  // the two gradients of T summed
+  c.memory(l, pass_kind::backward_input, T);      // the pass-through slice's zero-filled gradient
+  c.memory(l, pass_kind::backward_input, 3 * T);  // ... added in
+  l.fwd_peak += 2 * T;                            // the product, the rotated half and their sum live together
+  l.bwd_peak += 2 * T;
+}
+
 /// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
 /// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
-/// nothing for backward beyond the shared frequency table.
+/// nothing for backward beyond the shared frequency table. Megatron's unfused RoPE where YaRN's
+/// concentration factor is not 1, in training (`add_unfused_rope`); serving engines fuse it.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
   l.id = leaf_id::rotary_pos_emb;
@@ -719,9 +754,14 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
-  for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
-    c.memory(l, pass, 2 * q);
-    c.memory(l, pass, 2 * k);
+  if (yarn_concentration(m) != 1 && c.inference == nullptr) {
+    add_unfused_rope(l, c, q);
+    add_unfused_rope(l, c, k);
+  } else {
+    for (const pass_kind pass : {pass_kind::forward, pass_kind::backward_input}) {
+      c.memory(l, pass, 2 * q);
+      c.memory(l, pass, 2 * k);
+    }
   }
   l.input = q + k;
   l.fwd_peak = q + k;

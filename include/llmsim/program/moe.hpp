@@ -727,6 +727,38 @@ constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_to
   l.bwd_peak += 2 * X;
 }
 
+/// Megatron's clamped quick-GEGLU (model.use_quick_geglu with model.activation_func_clamp_value;
+/// fused_bias_geglu.py `weighted_bias_quick_geglu_impl`): before the fused kernel, PyTorch clamps the
+/// gate half from above and the linear half to [-v, v] (two eager kernels) and joins the halves
+/// again (a cat), which the fused kernel reads and saves. Of the fc1 output X (both halves, E bytes
+/// an element): forward, each clamp reads and writes X/2, the cat reads and writes X. Backward
+/// (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the gate's
+/// clamp gives where(self <= v, grad, 0), one compare writing a one-byte mask then the where; the
+/// linear half's where((self >= -v) & (self <= v), grad, 0), two compares and an and first; the
+/// chunk's gradient joins the halves (a cat). The clamps keep the fc1 output (their `self`) beside
+/// the cat the fused kernel saves. TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps
+/// inside its kernel, as serving's fused MoE kernels do: nothing extra there.
+constexpr void add_eager_glu_clamps(leaf& l, const build_context& c, double X) {
+  const auto& m = c.m();
+  if (!m.use_quick_geglu || !m.activation_func_clamp_value || c.s().use_transformer_engine_op_fuser ||
+      c.inference != nullptr)
+    return;
+  const double half = X / 2, mask = half / c.element_bytes();  // a half's elements, one byte each
+  c.memory(l, pass_kind::forward, 2 * half);                   // gate half clamped
+  c.memory(l, pass_kind::forward, 2 * half);                   // linear half clamped
+  c.memory(l, pass_kind::forward, 2 * X);                      // cat
+  c.memory(l, pass_kind::backward_input, half + mask);         // gate: self <= v
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // gate: where
+  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self >= -v
+  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self <= v
+  c.memory(l, pass_kind::backward_input, 3 * mask);            // linear: and
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // linear: where
+  c.memory(l, pass_kind::backward_input, 2 * X);               // chunk's gradient: cat of the halves
+  l.cache += X;                                                // the fc1 output, kept by the clamps
+  l.fwd_peak += 2 * X;                                         // the clamped halves and their cat
+  l.bwd_peak += X + 3 * mask;
+}
+
 /// The MLP half of a MoE layer: pre-MLP norm, shared experts, router, dispatch, the experts'
 /// grouped GEMMs around their activation (with dispatch_probs the routing weights are applied
 /// inside it: weighted SiLU), combine, the shared + routed sum, residual add.
@@ -760,8 +792,10 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
   // (TE grouped_linear.py): parameters only.
   if (m.add_linear_bias) fc1.params += static_cast<double>(tok.local_experts * mlp_fc1_width(m, fe));
   b.push(fc1);
-  b.push(activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
-                         m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0));
+  leaf act = activation_leaf(c, m.use_swiglu ? leaf_id::experts_swiglu : leaf_id::experts_gelu, tok.expert, fe,
+                             m.use_swiglu, s.dispatch_probs ? probs * E : 0, s.dispatch_probs ? probs * 8 : 0);
+  add_eager_glu_clamps(act, c, tok.expert * static_cast<double>(mlp_fc1_width(m, fe)) * E);
+  b.push(act);
   leaf fc2 = grouped_linear_leaf(c, leaf_id::experts_linear_fc2, tok.local_experts, tok.expert, fe, w);
   if (m.add_linear_bias) add_expert_fc2_bias(fc2, c, tok, w);
   b.push(fc2);

@@ -11,6 +11,7 @@
 /// ```
 #pragma once
 
+#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/error.hpp>
 #include <llmsim/core/fixed_string.hpp>
 #include <llmsim/spec/fields.hpp>
@@ -180,6 +181,23 @@ struct model_spec {
   /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
   /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
   std::int64_t sliding_window_pattern = 0;
+  /// YaRN RoPE scaling (Megatron --position-embedding-type yarn: TransformerConfig
+  /// yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim; Hugging Face `rope_scaling`
+  /// {rope_type "yarn", factor, mscale, mscale_all_dim}). Positions aside, it matters for one thing:
+  /// a concentration factor other than 1 (`yarn_concentration`) sends Megatron's RoPE to its unfused
+  /// PyTorch path (rope_utils.py `apply_rotary_pos_emb`: TE's fused RoPE takes no mscale).
+  std::optional<double> yarn_rotary_scaling_factor = {};
+  std::optional<double> yarn_mscale = {};          ///< absent with yarn_mscale_all_dim absent: 1
+  std::optional<double> yarn_mscale_all_dim = {};  ///< see yarn_mscale
+  /// The gated activation is quick-GELU, x·σ(1.702 x) times (linear half + 1) (gpt-oss; Megatron
+  /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
+  /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
+  bool use_quick_geglu = false;
+  /// Megatron activation_func_clamp_value (HF gpt-oss `swiglu_limit`, 7): the gate half clamped
+  /// from above and the linear half to [-v, v] before the activation. SwiGLU's fused kernel clamps
+  /// inside (fused_bias_swiglu.py); quick-GEGLU's clamps run eagerly before its fused kernel (see
+  /// `eager_glu_clamps`). Absent: no clamp.
+  std::optional<double> activation_func_clamp_value = {};
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
   std::int64_t mtp_num_layers = 0;
@@ -324,6 +342,19 @@ constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
   return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
+/// YaRN's concentration factor (Megatron yarn_rotary_pos_embedding.py
+/// `_yarn_get_concentration_factor`): with m(s, k) = 0.1·k·ln s + 1 for s > 1 (else 1), m(s, 1)
+/// when yarn_mscale or yarn_mscale_all_dim is absent, else m(s, mscale) / m(s, mscale_all_dim).
+/// 1 without YaRN. gpt-oss (factor 32, neither set): 0.1·ln 32 + 1 = 1.3466.
+constexpr double yarn_concentration(const model_spec& m) {
+  if (!m.yarn_rotary_scaling_factor) return 1;
+  const double s = *m.yarn_rotary_scaling_factor;
+  const double ln_s = detail::log2_of(s) * 0.69314718055994530942;  // ln 2
+  const auto mscale = [s, ln_s](double k) { return s <= 1 ? 1.0 : 0.1 * k * ln_s + 1.0; };
+  if (!m.yarn_mscale || !m.yarn_mscale_all_dim) return mscale(1);
+  return mscale(*m.yarn_mscale) / mscale(*m.yarn_mscale_all_dim);
+}
+
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
 inline constexpr std::int64_t mamba_conv_width = 4;
@@ -647,6 +678,33 @@ constexpr void validate(const model_spec& m) {
                  "model.experimental_attention_variant (they place their attention layers themselves)");
   if (!detail::is_finite(m.capacity) || m.capacity <= 0)
     report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
+  if (m.yarn_rotary_scaling_factor &&
+      (!detail::is_finite(*m.yarn_rotary_scaling_factor) || *m.yarn_rotary_scaling_factor <= 0))
+    report_error(api, "model.yarn_rotary_scaling_factor",
+                 "model.yarn_rotary_scaling_factor={} must be a positive finite number", *m.yarn_rotary_scaling_factor);
+  for (const auto& [name, v] :
+       {std::pair{"model.yarn_mscale", m.yarn_mscale}, std::pair{"model.yarn_mscale_all_dim", m.yarn_mscale_all_dim}}) {
+    if (v && !m.yarn_rotary_scaling_factor)
+      report_error(api, name, "{} needs model.yarn_rotary_scaling_factor (YaRN's factor)", name);
+    if (v && (!detail::is_finite(*v) || *v <= 0))
+      report_error(api, name, "{}={} must be a positive finite number", name, *v);
+  }
+  if (m.yarn_rotary_scaling_factor && m.position_embedding_type != position_kind::rope)
+    report_error(api, "model.yarn_rotary_scaling_factor",
+                 "model.yarn_rotary_scaling_factor scales rotary positions: it needs "
+                 "model.position_embedding_type=\"rope\"");
+  if (m.activation_func_clamp_value &&
+      (!detail::is_finite(*m.activation_func_clamp_value) || *m.activation_func_clamp_value <= 0))
+    report_error(api, "model.activation_func_clamp_value",
+                 "model.activation_func_clamp_value={} must be a positive finite number",
+                 *m.activation_func_clamp_value);
+  if (m.activation_func_clamp_value && !m.use_swiglu)
+    report_error(api, "model.activation_func_clamp_value",
+                 "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
+                 "model.use_swiglu=true (Megatron clamps only gated linear units)");
+  if (m.use_quick_geglu && !m.use_swiglu)
+    report_error(api, "model.use_quick_geglu",
+                 "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
   if (m.head_num % m.kv_head_num != 0)
     report_error(
         api, "model.kv_head_num",
