@@ -76,7 +76,6 @@ struct field_list<model_spec> {
       field{"yarn_mscale", &m::yarn_mscale},
       field{"yarn_mscale_all_dim", &m::yarn_mscale_all_dim},
       field{"use_quick_geglu", &m::use_quick_geglu},
-      field{"use_squared_relu", &m::use_squared_relu},
       field{"activation_func_clamp_value", &m::activation_func_clamp_value},
       field{"mtp_num_layers", &m::mtp_num_layers},
       field{"hybrid_override_pattern", &m::hybrid_override_pattern},

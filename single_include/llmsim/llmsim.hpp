@@ -833,14 +833,6 @@ struct model_spec {
   /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
   /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
   bool use_quick_geglu = false;
-  /// The non-gated activation is squared ReLU, relu(x)^2 (Nemotron-H, Nemotron 3; Megatron
-  /// activation_func squared_relu = torch.pow(F.relu(x), 2), megatron/core/activations.py): the GeLU
-  /// MLP's GEMMs. Megatron's MLP has no fused kernel for it (mlp.py: bias_activation_fusion takes
-  /// gelu and swiglu only), so a dense MLP or a shared expert runs it eagerly in training
-  /// (`activation_leaf`); routed experts take Megatron's fused weighted kernel
-  /// (use_fused_weighted_squared_relu, which Megatron-Bridge's Nemotron recipes set). Needs
-  /// use_swiglu=false.
-  bool use_squared_relu = false;
   /// Megatron activation_func_clamp_value (HF gpt-oss `swiglu_limit`, 7): the gate half clamped
   /// from above and the linear half to [-v, v] before the activation. SwiGLU's fused kernel clamps
   /// inside (fused_bias_swiglu.py); quick-GEGLU's clamps run eagerly before its fused kernel (see
@@ -1350,9 +1342,6 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.activation_func_clamp_value",
                  "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
                  "model.use_swiglu=true (Megatron clamps only gated linear units)");
-  if (m.use_squared_relu && m.use_swiglu)
-    report_error(api, "model.use_squared_relu",
-                 "model.use_squared_relu=true is a non-gated activation: it needs model.use_swiglu=false");
   if (m.use_quick_geglu && !m.use_swiglu)
     report_error(api, "model.use_quick_geglu",
                  "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
@@ -4299,7 +4288,6 @@ inline constexpr model_spec nemotron_3_nano_30b_a3b{
     .moe_ffn_hidden_size = 1856,
     .moe_shared_expert_intermediate_size = 3712,
     .position_embedding_type = position_kind::none,
-    .use_squared_relu = true,
     .hybrid_override_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
     .mamba_state_dim = 128,
     .mamba_head_dim = 64,
@@ -4332,7 +4320,6 @@ inline constexpr model_spec nemotron_3_super_120b_a12b{
     .moe_ffn_hidden_size = 2688,
     .moe_shared_expert_intermediate_size = 5376,
     .position_embedding_type = position_kind::none,
-    .use_squared_relu = true,
     .mtp_num_layers = 1,
     .hybrid_override_pattern =
         "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
@@ -6408,7 +6395,7 @@ constexpr leaf math_attention_leaf(const build_context& c, const attention_lengt
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
 constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens, std::int64_t width, bool swiglu,
-                               double weights_read = 0, double weights_transient = 0, bool eager_squared_relu = false) {
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
   l.id = id;
   l.kind = leaf_kind::activation;
@@ -6433,17 +6420,6 @@ constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens
     c.memory(l, pass_kind::backward_input,
              2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
-  } else if (eager_squared_relu) {
-    // torch.pow(F.relu(x), 2) in PyTorch: relu, then pow. Backward (FunctionsManual.cpp
-    // pow_backward, grad * (2 * self.pow(1))): the pow(1) copy, the product by 2 and by the
-    // gradient, then relu's threshold_backward on its saved output, which pow keeps too.
-    c.memory(l, pass_kind::forward, 2 * in);         // relu
-    c.memory(l, pass_kind::forward, 2 * in);         // pow
-    c.memory(l, pass_kind::backward_input, 2 * in);  // self.pow(1)
-    c.memory(l, pass_kind::backward_input, 2 * in);  // times 2
-    c.memory(l, pass_kind::backward_input, 3 * in);  // times the gradient
-    c.memory(l, pass_kind::backward_input, 3 * in);  // threshold_backward
-    l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   } else {
     c.memory(l, pass_kind::forward, 2 * in + weights_read);
     c.memory(l, pass_kind::backward_input,
@@ -6454,13 +6430,10 @@ constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens
   l.cache = in;  // SwiGLU keeps both halves of the fc1 output, GeLU its input
   return l;
 }
-/// Whether a dense MLP's or shared expert's activation runs as Megatron's eager squared ReLU
-/// (model.use_squared_relu in training; serving engines fuse it).
-constexpr bool eager_squared_relu(const build_context& c) { return c.m().use_squared_relu && c.inference == nullptr; }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
   return activation_leaf(c, c.m().use_swiglu ? leaf_id::swiglu : leaf_id::gelu, c.tokens(),
-                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu, 0, 0, eager_squared_relu(c));
+                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Learned absolute positions (Megatron LanguageModelEmbedding): a serial table of
@@ -8545,7 +8518,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc1, true, h, mlp_fc1_width(m, fs) / t));
     b.push(activation_leaf(c, m.use_swiglu ? leaf_id::shared_experts_swiglu : leaf_id::shared_experts_gelu, c.tokens(),
-                           fs / t, m.use_swiglu, 0, 0, eager_squared_relu(c)));
+                           fs / t, m.use_swiglu));
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
   const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer

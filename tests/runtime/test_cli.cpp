@@ -542,8 +542,8 @@ TEST(CliValidate, MegatronBridgeRowsAreAllReported) {
     for (const auto& [k, v] : sums)
       EXPECT_NEAR(j["summary"][group][k]["tokens_mean_abs_err"].get<double>(), v.first / v.second, 1e-12) << k;
   }
-  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 16.9 %.
-  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.1693, 0.0005);
+  // The README's figure for all rows (scripts/megatron_bridge_table.sh): 17.3 %.
+  EXPECT_NEAR(j["summary"]["all"]["tokens_mean_abs_err"].get<double>(), 0.1732, 0.0005);
   // The 26.02 FP8 Llama 3 70B presets offload 40 (GB200) / 20 (GB300) of 80 layers to the host
   // (recipes.json, from llama3_workload_base_configs.py at v0.3.0): without it their activations
   // (~295 GiB a micro-batch) exceed either GPU.

@@ -276,52 +276,6 @@ TEST(GptOssActivation, ClampsRunEagerlyBeforeTheFusedQuickGeglu) {
   EXPECT_EQ(act_forward(m) - act_forward(unclamped), 4 * X);
 }
 
-TEST(SquaredRelu, SharedExpertRunsItEagerly) {
-  // Nemotron 3 Nano on ep 8, 4096 tokens a rank: the shared expert's activation input X = 4096 x
-  // 3712 x 2 B = 30,408,704 B. Megatron's torch.pow(F.relu(x), 2): relu and pow (2 X each) forward;
-  // backward pow_backward's self.pow(1) copy (2 X), times 2 (2 X), times the gradient (3 X), then
-  // relu's threshold_backward (3 X): 4 kernels, 10 X, against the fused non-gated kernel's one
-  // kernel of 2 X forward and one of 3 X backward. The routed experts keep the fused kernel: the
-  // MoE layer grows by exactly the shared expert's difference (+1 kernel and 2 X forward, +3 and
-  // 7 X backward).
-  const model_spec nano = catalogue::nemotron_3_nano_30b_a3b;
-  model_spec fused = nano;
-  fused.use_squared_relu = false;
-  const strategy_spec s = moe_job(dispatcher_kind::all2all, 8);
-  const double X = 4096.0 * 3712 * 2;
-  const auto layer = [&](const model_spec& m) {
-    pass_tally t;
-    for (const op& o : ops_of(m, s, [](const build_context& c) {
-           leaf_block b;
-           push_moe_mlp(b, c);
-         }))
-      if (o.kind == op_kind::memory) {
-        (o.pass == pass_kind::forward ? t.fwd : t.bwd) += o.bytes;
-        ++(o.pass == pass_kind::forward ? t.fwd_n : t.bwd_n);
-      }
-    return t;
-  };
-  const pass_tally eager = layer(nano), one = layer(fused);
-  EXPECT_EQ(eager.fwd - one.fwd, 2 * X);
-  EXPECT_EQ(eager.fwd_n - one.fwd_n, 1U);
-  EXPECT_EQ(eager.bwd - one.bwd, 7 * X);
-  EXPECT_EQ(eager.bwd_n - one.bwd_n, 3U);
-  const pass_tally alone = tally(ops_of(nano, s, [&](const build_context& c) {
-    (void)activation_leaf(c, leaf_id::shared_experts_gelu, 4096, 3712, false, 0, 0, eager_squared_relu(c));
-  }));
-  EXPECT_EQ(alone.fwd, 4 * X);
-  EXPECT_EQ(alone.fwd_n, 2U);
-  EXPECT_EQ(alone.bwd, 10 * X);
-  EXPECT_EQ(alone.bwd_n, 4U);
-  // A gated MLP cannot be squared ReLU.
-  model_spec gated = nano;
-  gated.use_swiglu = true;
-  try {
-    validate(gated);
-    ADD_FAILURE() << "squared ReLU with use_swiglu was accepted";
-  } catch (const config_error& e) { EXPECT_EQ(e.field(), "model.use_squared_relu"); }
-}
-
 TEST(MoeExpertBias, ParametersOfEveryBiasByHand) {
   // Mixtral with add_linear_bias: per layer q, k, v (32 + 2 x 8) x 128 = 6144 and o 4096, the
   // router's 8, and each of 8 experts fc1 2 x 14336 + fc2 4096 = 32,768: 272,392 x 32 layers.

@@ -79,8 +79,6 @@ TEST(PipelineStages, ParametersOfAllRanksAddUpToTheModel) {
       if (!swiglu) {  // gpt-oss's clamped quick-GEGLU is a gated activation
         m.use_quick_geglu = false;
         m.activation_func_clamp_value.reset();
-      } else {
-        m.use_squared_relu = false;  // Nemotron's squared ReLU is not
       }
       if (m.tie_word_embeddings) continue;  // pp > 1 keeps a second copy of a tied table on the last stage
       for (const std::int64_t pp : {1, 2, 4}) {

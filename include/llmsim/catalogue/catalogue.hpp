@@ -387,7 +387,6 @@ inline constexpr model_spec nemotron_3_nano_30b_a3b{
     .moe_ffn_hidden_size = 1856,
     .moe_shared_expert_intermediate_size = 3712,
     .position_embedding_type = position_kind::none,
-    .use_squared_relu = true,
     .hybrid_override_pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
     .mamba_state_dim = 128,
     .mamba_head_dim = 64,
@@ -420,7 +419,6 @@ inline constexpr model_spec nemotron_3_super_120b_a12b{
     .moe_ffn_hidden_size = 2688,
     .moe_shared_expert_intermediate_size = 5376,
     .position_embedding_type = position_kind::none,
-    .use_squared_relu = true,
     .mtp_num_layers = 1,
     .hybrid_override_pattern =
         "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",

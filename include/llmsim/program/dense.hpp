@@ -567,7 +567,7 @@ constexpr leaf math_attention_leaf(const build_context& c, const attention_lengt
 /// outputs each. `weights_read`: bytes of routing weights each pass also reads (MoE experts with
 /// dispatch_probs apply them inside the activation), `weights_transient`: their working copy.
 constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens, std::int64_t width, bool swiglu,
-                               double weights_read = 0, double weights_transient = 0, bool eager_squared_relu = false) {
+                               double weights_read = 0, double weights_transient = 0) {
   leaf l;
   l.id = id;
   l.kind = leaf_kind::activation;
@@ -592,17 +592,6 @@ constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens
     c.memory(l, pass_kind::backward_input,
              2 * in + out + weights_read);  // reads both halves and the output gradient, writes both input gradients
     l.fwd_peak = l.bwd_peak = in + out + weights_transient;
-  } else if (eager_squared_relu) {
-    // torch.pow(F.relu(x), 2) in PyTorch: relu, then pow. Backward (FunctionsManual.cpp
-    // pow_backward, grad * (2 * self.pow(1))): the pow(1) copy, the product by 2 and by the
-    // gradient, then relu's threshold_backward on its saved output, which pow keeps too.
-    c.memory(l, pass_kind::forward, 2 * in);         // relu
-    c.memory(l, pass_kind::forward, 2 * in);         // pow
-    c.memory(l, pass_kind::backward_input, 2 * in);  // self.pow(1)
-    c.memory(l, pass_kind::backward_input, 2 * in);  // times 2
-    c.memory(l, pass_kind::backward_input, 3 * in);  // times the gradient
-    c.memory(l, pass_kind::backward_input, 3 * in);  // threshold_backward
-    l.fwd_peak = l.bwd_peak = 2 * in + weights_transient;
   } else {
     c.memory(l, pass_kind::forward, 2 * in + weights_read);
     c.memory(l, pass_kind::backward_input,
@@ -613,13 +602,10 @@ constexpr leaf activation_leaf(const build_context& c, leaf_id id, double tokens
   l.cache = in;  // SwiGLU keeps both halves of the fc1 output, GeLU its input
   return l;
 }
-/// Whether a dense MLP's or shared expert's activation runs as Megatron's eager squared ReLU
-/// (model.use_squared_relu in training; serving engines fuse it).
-constexpr bool eager_squared_relu(const build_context& c) { return c.m().use_squared_relu && c.inference == nullptr; }
 /// The dense MLP's activation on this rank's share of the intermediate size.
 constexpr leaf activation_leaf(const build_context& c) {
   return activation_leaf(c, c.m().use_swiglu ? leaf_id::swiglu : leaf_id::gelu, c.tokens(),
-                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu, 0, 0, eager_squared_relu(c));
+                         *c.m().intermediate_size / c.s().tp_size, c.m().use_swiglu);
 }
 
 /// Learned absolute positions (Megatron LanguageModelEmbedding): a serial table of

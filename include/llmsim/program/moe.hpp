@@ -774,7 +774,7 @@ constexpr void push_moe_mlp(leaf_block& b, const build_context& c) {
     const std::int64_t fs = *m.moe_shared_expert_intermediate_size;
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc1, true, h, mlp_fc1_width(m, fs) / t));
     b.push(activation_leaf(c, m.use_swiglu ? leaf_id::shared_experts_swiglu : leaf_id::shared_experts_gelu, c.tokens(),
-                           fs / t, m.use_swiglu, 0, 0, eager_squared_relu(c)));
+                           fs / t, m.use_swiglu));
     b.push(linear_leaf(c, leaf_id::shared_experts_linear_fc2, false, fs / t, h));
   }
   const dispatch_plan plan = dispatch_plan_of(c, tok);  // the dispatcher, decided once for the layer

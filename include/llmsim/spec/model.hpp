@@ -193,14 +193,6 @@ struct model_spec {
   /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
   /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
   bool use_quick_geglu = false;
-  /// The non-gated activation is squared ReLU, relu(x)^2 (Nemotron-H, Nemotron 3; Megatron
-  /// activation_func squared_relu = torch.pow(F.relu(x), 2), megatron/core/activations.py): the GeLU
-  /// MLP's GEMMs. Megatron's MLP has no fused kernel for it (mlp.py: bias_activation_fusion takes
-  /// gelu and swiglu only), so a dense MLP or a shared expert runs it eagerly in training
-  /// (`activation_leaf`); routed experts take Megatron's fused weighted kernel
-  /// (use_fused_weighted_squared_relu, which Megatron-Bridge's Nemotron recipes set). Needs
-  /// use_swiglu=false.
-  bool use_squared_relu = false;
   /// Megatron activation_func_clamp_value (HF gpt-oss `swiglu_limit`, 7): the gate half clamped
   /// from above and the linear half to [-v, v] before the activation. SwiGLU's fused kernel clamps
   /// inside (fused_bias_swiglu.py); quick-GEGLU's clamps run eagerly before its fused kernel (see
@@ -710,9 +702,6 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.activation_func_clamp_value",
                  "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
                  "model.use_swiglu=true (Megatron clamps only gated linear units)");
-  if (m.use_squared_relu && m.use_swiglu)
-    report_error(api, "model.use_squared_relu",
-                 "model.use_squared_relu=true is a non-gated activation: it needs model.use_swiglu=false");
   if (m.use_quick_geglu && !m.use_swiglu)
     report_error(api, "model.use_quick_geglu",
                  "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
