@@ -73,8 +73,6 @@ struct field_list<model_spec> {
       field{"sliding_window", &m::sliding_window},
       field{"sliding_window_pattern", &m::sliding_window_pattern},
       field{"yarn_rotary_scaling_factor", &m::yarn_rotary_scaling_factor},
-      field{"yarn_mscale", &m::yarn_mscale},
-      field{"yarn_mscale_all_dim", &m::yarn_mscale_all_dim},
       field{"use_quick_geglu", &m::use_quick_geglu},
       field{"activation_func_clamp_value", &m::activation_func_clamp_value},
       field{"mtp_num_layers", &m::mtp_num_layers},
@@ -1432,7 +1430,9 @@ inline void note_unmodelled(const value& v, const location& at, const std::strin
   if (type == "gpt_oss")
     note(notes, src,
          "the attention sinks (" + count(layers * heads) + " parameters, one logit per head) are not modelled");
-  if (v.contains("rope_scaling") && v["rope_scaling"].is_object() && !m.contains("yarn_rotary_scaling_factor"))
+  // YaRN on MHA / GQA changes Megatron's RoPE kernels (model_spec::yarn_rotary_scaling_factor); MLA's do not.
+  const bool mla = m.contains("attention_type") && m["attention_type"] == "mla";
+  if (v.contains("rope_scaling") && v["rope_scaling"].is_object() && (mla || !m.contains("yarn_rotary_scaling_factor")))
     note(notes, src, "rope_scaling changes no FLOPs or bytes (positions only)");
   if (v.contains("quantization_config") && v["quantization_config"].is_object())
     note(notes, src,
@@ -1448,8 +1448,9 @@ inline std::optional<double> real(const value& v, const location& at, const char
   json::detail::read(v[key], at.child(key), out);
   return out;
 }
-/// YaRN's settings of `rope_scaling` (rope_type, or the older type, "yarn": factor, mscale,
-/// mscale_all_dim) into `m`'s yarn_* fields, as Megatron-Bridge's bridges set them; other scalings
+/// YaRN from `rope_scaling` (rope_type, or the older type, "yarn") into `m`'s
+/// yarn_rotary_scaling_factor (its `factor`), as Megatron-Bridge's bridges map it
+/// (conversion/model_bridge.py: position_embedding_type "yarn" on a GPT provider); other scalings
 /// change positions only and are noted (note_unmodelled).
 inline void yarn_into(const value& v, const location& at, value& m) {
   if (!v.contains("rope_scaling") || !v["rope_scaling"].is_object()) return;
@@ -1459,8 +1460,6 @@ inline void yarn_into(const value& v, const location& at, value& m) {
   const std::optional<double> factor = real(r, here, "factor");
   if (!factor) json::detail::fail(here.child("factor"), "required field is missing (YaRN's scaling factor)");
   m["yarn_rotary_scaling_factor"] = *factor;
-  for (const char* key : {"mscale", "mscale_all_dim"})
-    if (const auto k = real(r, here, key)) m[std::string("yarn_") + key] = *k;
 }
 
 /// Which layers of `layer_types` keep full attention, as model.sliding_window_pattern: 0 every

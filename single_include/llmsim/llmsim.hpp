@@ -821,14 +821,13 @@ struct model_spec {
   /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
   /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
   std::int64_t sliding_window_pattern = 0;
-  /// YaRN RoPE scaling (Megatron --position-embedding-type yarn: TransformerConfig
-  /// yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim; Hugging Face `rope_scaling`
-  /// {rope_type "yarn", factor, mscale, mscale_all_dim}). Positions aside, it matters for one thing:
-  /// a concentration factor other than 1 (`yarn_concentration`) sends Megatron's RoPE to its unfused
-  /// PyTorch path (rope_utils.py `apply_rotary_pos_emb`: TE's fused RoPE takes no mscale).
+  /// YaRN RoPE scaling's factor (Megatron --position-embedding-type yarn, TransformerConfig
+  /// yarn_rotary_scaling_factor; Hugging Face `rope_scaling` {rope_type "yarn", factor}). Absent:
+  /// plain RoPE. Positions aside, YaRN changes one kernel in training: Megatron turns TE's fused RoPE
+  /// off for any position_embedding_type but "rope" (training/arguments.py; Megatron-Bridge
+  /// utils/fusions.py `validate_rope_fusion_compatibility`), so queries and keys take rope_utils.py's
+  /// unfused PyTorch path (`add_unfused_rope`). MLA's own RoPE kernels do not change.
   std::optional<double> yarn_rotary_scaling_factor = {};
-  std::optional<double> yarn_mscale = {};          ///< absent with yarn_mscale_all_dim absent: 1
-  std::optional<double> yarn_mscale_all_dim = {};  ///< see yarn_mscale
   /// The gated activation is quick-GELU, x·σ(1.702 x) times (linear half + 1) (gpt-oss; Megatron
   /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
   /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
@@ -982,19 +981,6 @@ constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
   return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
-/// YaRN's concentration factor (Megatron yarn_rotary_pos_embedding.py
-/// `_yarn_get_concentration_factor`): with m(s, k) = 0.1·k·ln s + 1 for s > 1 (else 1), m(s, 1)
-/// when yarn_mscale or yarn_mscale_all_dim is absent, else m(s, mscale) / m(s, mscale_all_dim).
-/// 1 without YaRN. gpt-oss (factor 32, neither set): 0.1·ln 32 + 1 = 1.3466.
-constexpr double yarn_concentration(const model_spec& m) {
-  if (!m.yarn_rotary_scaling_factor) return 1;
-  const double s = *m.yarn_rotary_scaling_factor;
-  const double ln_s = detail::log2_of(s) * 0.69314718055994530942;  // ln 2
-  const auto mscale = [s, ln_s](double k) { return s <= 1 ? 1.0 : 0.1 * k * ln_s + 1.0; };
-  if (!m.yarn_mscale || !m.yarn_mscale_all_dim) return mscale(1);
-  return mscale(*m.yarn_mscale) / mscale(*m.yarn_mscale_all_dim);
-}
-
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
 inline constexpr std::int64_t mamba_conv_width = 4;
@@ -1322,13 +1308,6 @@ constexpr void validate(const model_spec& m) {
       (!detail::is_finite(*m.yarn_rotary_scaling_factor) || *m.yarn_rotary_scaling_factor <= 0))
     report_error(api, "model.yarn_rotary_scaling_factor",
                  "model.yarn_rotary_scaling_factor={} must be a positive finite number", *m.yarn_rotary_scaling_factor);
-  for (const auto& [name, v] :
-       {std::pair{"model.yarn_mscale", m.yarn_mscale}, std::pair{"model.yarn_mscale_all_dim", m.yarn_mscale_all_dim}}) {
-    if (v && !m.yarn_rotary_scaling_factor)
-      report_error(api, name, "{} needs model.yarn_rotary_scaling_factor (YaRN's factor)", name);
-    if (v && (!detail::is_finite(*v) || *v <= 0))
-      report_error(api, name, "{}={} must be a positive finite number", name, *v);
-  }
   if (m.yarn_rotary_scaling_factor && m.position_embedding_type != position_kind::rope)
     report_error(api, "model.yarn_rotary_scaling_factor",
                  "model.yarn_rotary_scaling_factor scales rotary positions: it needs "
@@ -1342,6 +1321,13 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.activation_func_clamp_value",
                  "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
                  "model.use_swiglu=true (Megatron clamps only gated linear units)");
+  if (m.use_quick_geglu &&
+      (m.expert_num <= 1 || m.dense_layers > 0 || m.moe_shared_expert_intermediate_size.value_or(0) > 0 ||
+       !m.hybrid_override_pattern.empty()))
+    report_error(api, "model.use_quick_geglu",
+                 "model.use_quick_geglu=true is modelled in routed experts only (gpt-oss): Megatron's dense MLP and "
+                 "shared expert have no fused quick-GEGLU without per-token weights (mlp.py), and their eager path "
+                 "is not modelled");
   if (m.use_quick_geglu && !m.use_swiglu)
     report_error(api, "model.use_quick_geglu",
                  "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
@@ -4242,8 +4228,8 @@ inline constexpr model_spec kimi_k2{
 /// activation_func quick_gelu, activation_func_clamp_value 7.0), SwiGLU's GEMM shapes. Every linear
 /// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
 /// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
-/// 32 without mscale (`rope_scaling`; the bridge's yarn_rotary_scaling_factor 32, yarn_mscale and
-/// yarn_mscale_all_dim None). Sliding-window attention: 128 tokens on every other layer, the first
+/// 32 (`rope_scaling`; the bridge's position_embedding_type "yarn", yarn_rotary_scaling_factor 32).
+/// Sliding-window attention: 128 tokens on every other layer, the first
 /// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
@@ -6536,8 +6522,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
 }
 
 /// Megatron's unfused RoPE on one tensor T of this rank's queries or keys (rope_utils.py
-/// `_apply_rotary_pos_emb_bshd`, taken when YaRN's concentration factor is not 1: TE's fused kernel
-/// takes no mscale), the rotary part the whole head. Forward: the cos and sin tables of the [s, d]
+/// `_apply_rotary_pos_emb_bshd`, taken under YaRN: see model_spec::yarn_rotary_scaling_factor), the
+/// rotary part the whole head. Forward: the cos and sin tables of the [s, d]
 /// fp32 frequencies (each cos or sin, times mscale, cast: three small kernels), then T·cos, the
 /// rotated half (a negation of one half and a cat), its product with sin, the sum, and the final
 /// cat with the empty pass-through part: 12 T of bytes in six kernels. Backward (autograd): the
@@ -6565,14 +6551,13 @@ constexpr void add_unfused_rope(leaf& l, const build_context& c, double T) {
   c.memory(l, pass_kind::backward_input, 3 * T);  // the two gradients of T summed
   c.memory(l, pass_kind::backward_input, T);      // the pass-through slice's zero-filled gradient
   c.memory(l, pass_kind::backward_input, 3 * T);  // ... added in
-  l.fwd_peak += 2 * T;                            // the product, the rotated half and their sum live together
-  l.bwd_peak += 2 * T;
 }
 
 /// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
 /// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
-/// nothing for backward beyond the shared frequency table. Megatron's unfused RoPE where YaRN's
-/// concentration factor is not 1, in training (`add_unfused_rope`); serving engines fuse it.
+/// nothing for backward beyond the shared frequency table. Under YaRN Megatron runs the unfused
+/// RoPE in training (`add_unfused_rope`), whose temporaries for the larger tensor, the product with
+/// cos, the one with sin and their sum (3 T), live at once; serving engines fuse it.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
   l.id = leaf_id::rotary_pos_emb;
@@ -6582,7 +6567,8 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
-  if (yarn_concentration(m) != 1 && c.inference == nullptr) {
+  const bool unfused = m.yarn_rotary_scaling_factor && c.inference == nullptr;
+  if (unfused) {
     add_unfused_rope(l, c, q);
     add_unfused_rope(l, c, k);
   } else {
@@ -6592,8 +6578,7 @@ constexpr leaf rotary_leaf(const build_context& c) {
     }
   }
   l.input = q + k;
-  l.fwd_peak = q + k;
-  l.bwd_peak = q + k;
+  l.fwd_peak = l.bwd_peak = q + k + (unfused ? 3 * (q > k ? q : k) : 0);
   return l;
 }
 
@@ -8474,32 +8459,37 @@ constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_to
 /// Megatron's clamped quick-GEGLU (model.use_quick_geglu with model.activation_func_clamp_value;
 /// fused_bias_geglu.py `weighted_bias_quick_geglu_impl`): before the fused kernel, PyTorch clamps the
 /// gate half from above and the linear half to [-v, v] (two eager kernels) and joins the halves
-/// again (a cat), which the fused kernel reads and saves. Of the fc1 output X (both halves, E bytes
-/// an element): forward, each clamp reads and writes X/2, the cat reads and writes X. Backward
-/// (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the gate's
-/// clamp gives where(self <= v, grad, 0), one compare writing a one-byte mask then the where; the
-/// linear half's where((self >= -v) & (self <= v), grad, 0), two compares and an and first; the
-/// chunk's gradient joins the halves (a cat). The clamps keep the fc1 output (their `self`) beside
-/// the cat the fused kernel saves. TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps
-/// inside its kernel, as serving's fused MoE kernels do: nothing extra there.
+/// again (a cat), which the fused kernel reads and saves; unfused (strategy.use_fused_swiglu false,
+/// experts.py's `glu`) the clamped halves go on as they are, no cat. Of the fc1 output X (both
+/// halves, E bytes an element): forward, each clamp reads and writes X/2, the cat reads and writes X.
+/// Backward (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the
+/// gate's clamp gives where(self <= v, grad, 0): its zero (a one-element fill), a compare writing a
+/// one-byte mask, the where; the linear half's where((self >= -v) & (self <= v), grad, 0): its zero,
+/// two compares and an and, the where; the chunk's gradient joins the halves (a cat). The clamps
+/// keep the fc1 output (their `self`) beside what the activation saves. TE's fused grouped MLP
+/// (use_transformer_engine_op_fuser) clamps inside its kernel, as serving's fused MoE kernels do:
+/// nothing extra there.
 constexpr void add_eager_glu_clamps(leaf& l, const build_context& c, double X) {
   const auto& m = c.m();
   if (!m.use_quick_geglu || !m.activation_func_clamp_value || c.s().use_transformer_engine_op_fuser ||
       c.inference != nullptr)
     return;
-  const double half = X / 2, mask = half / c.element_bytes();  // a half's elements, one byte each
-  c.memory(l, pass_kind::forward, 2 * half);                   // gate half clamped
-  c.memory(l, pass_kind::forward, 2 * half);                   // linear half clamped
-  c.memory(l, pass_kind::forward, 2 * X);                      // cat
-  c.memory(l, pass_kind::backward_input, half + mask);         // gate: self <= v
-  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // gate: where
-  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self >= -v
-  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self <= v
-  c.memory(l, pass_kind::backward_input, 3 * mask);            // linear: and
-  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // linear: where
-  c.memory(l, pass_kind::backward_input, 2 * X);               // chunk's gradient: cat of the halves
-  l.cache += X;                                                // the fc1 output, kept by the clamps
-  l.fwd_peak += 2 * X;                                         // the clamped halves and their cat
+  const double E = c.element_bytes(), half = X / 2, mask = half / E;  // a half's elements, one byte each
+  const bool fused = c.s().use_fused_swiglu;
+  c.memory(l, pass_kind::forward, 2 * half);                // gate half clamped
+  c.memory(l, pass_kind::forward, 2 * half);                // linear half clamped
+  if (fused) c.memory(l, pass_kind::forward, 2 * X);        // cat
+  c.memory(l, pass_kind::backward_input, E);                // gate: its zero
+  c.memory(l, pass_kind::backward_input, half + mask);      // gate: self <= v
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);  // gate: where
+  c.memory(l, pass_kind::backward_input, E);                // linear: its zero
+  c.memory(l, pass_kind::backward_input, half + mask);      // linear: self >= -v
+  c.memory(l, pass_kind::backward_input, half + mask);      // linear: self <= v
+  c.memory(l, pass_kind::backward_input, 3 * mask);         // linear: and
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);  // linear: where
+  c.memory(l, pass_kind::backward_input, 2 * X);            // chunk's gradient: cat of the halves
+  l.cache += X;                                             // the fc1 output, kept by the clamps
+  l.fwd_peak += fused ? 2 * X : X;                          // the clamped halves (and their cat)
   l.bwd_peak += X + 3 * mask;
 }
 

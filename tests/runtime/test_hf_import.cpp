@@ -55,11 +55,8 @@ TEST(HfImport, DeepSeekV3IsTheCatalogueEntryWithItsMtpLayer) {
   const auto m = imported("DeepSeek-V3.json");
   auto expected = llmsim::catalogue::deepseek_v3;
   expected.mtp_num_layers = 1;  // num_nextn_predict_layers: the released weights' MTP module
-  // rope_scaling: YaRN of factor 40, mscale = mscale_all_dim = 1, a concentration of 1 that changes
-  // no kernel (the catalogue leaves it out).
+  // rope_scaling: YaRN of factor 40, which changes no kernel of MLA (the catalogue leaves it out).
   expected.yarn_rotary_scaling_factor = 40;
-  expected.yarn_mscale = expected.yarn_mscale_all_dim = 1;
-  EXPECT_EQ(llmsim::yarn_concentration(m), 1.0);
   EXPECT_EQ(named(m, expected), expected);
 }
 
@@ -266,6 +263,7 @@ TEST(HfImport, GptOssLayerTypesExpertsAndBiases) {
   EXPECT_EQ(llmsim::parameter_count(m, 201088), 20914755648.0);
   EXPECT_FALSE(noted(notes, "bias is not modelled"));
   EXPECT_TRUE(noted(notes, "the attention sinks (1536 parameters, one logit per head)"));
+  EXPECT_FALSE(noted(notes, "rope_scaling"));  // YaRN is modelled (yarn_rotary_scaling_factor 32)
   EXPECT_TRUE(noted(notes, "quantization_config (mxfp4)"));
   // Only every N-th layer full is modelled; a list of the wrong length is refused too.
   lj::value v = lj::read_file(config("gpt-oss-20b.json"));

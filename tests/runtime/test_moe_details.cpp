@@ -234,7 +234,8 @@ TEST(GptOssActivation, ClampsRunEagerlyBeforeTheFusedQuickGeglu) {
   // weighted_bias_quick_geglu_impl: two clamps (X/2 read + X/2 written each) and a cat (2 X):
   // 3 kernels, 4 X. Backward (autograd): gate compare (X/2 + mask X/4) and where (X/4 + X), the
   // linear half's two compares (2 x 3X/4), their and (3 x X/4) and where (X/4 + X), the chunk's
-  // cat (2 X): 7 kernels, 7.5 X. The clamps keep fc1's output: X more cached.
+  // cat (2 X): 7.5 X, with each clamp's one-element zero 9 kernels. The clamps keep fc1's output:
+  // X more cached.
   const model_spec m = catalogue::gpt_oss_120b;
   strategy_spec s = moe_job(dispatcher_kind::all2all, 8);
   const double X = 16384.0 * 5760 * 2;
@@ -248,9 +249,17 @@ TEST(GptOssActivation, ClampsRunEagerlyBeforeTheFusedQuickGeglu) {
   double cache = 0;
   const pass_tally t = tally(clamp_ops(m, s, &cache));
   EXPECT_EQ(t.fwd_n, 3U);
-  EXPECT_EQ(t.bwd_n, 7U);
+  EXPECT_EQ(t.bwd_n, 9U);
   EXPECT_EQ(t.fwd, 4 * X);
-  EXPECT_EQ(t.bwd, 7.5 * X);
+  EXPECT_EQ(t.bwd, 7.5 * X + 4);  // and the two one-element zeros of 2 B
+  EXPECT_EQ(cache, X);
+  // Unfused (use_fused_swiglu false, experts.py glu): the clamped halves go on without the cat.
+  strategy_spec unfused = s;
+  unfused.use_fused_swiglu = false;
+  const pass_tally u = tally(clamp_ops(m, unfused, &cache));
+  EXPECT_EQ(u.fwd_n, 2U);
+  EXPECT_EQ(u.fwd, 2 * X);
+  EXPECT_EQ(u.bwd, 7.5 * X + 4);
   EXPECT_EQ(cache, X);
   // TE's fused grouped MLP clamps in its kernel; SwiGLU's fused kernel clamps inside too
   // (fused_bias_swiglu.py); no clamp value, no clamps.
@@ -381,50 +390,37 @@ TEST(MoeDispatcher, UnknownNameListsTheFour) {
   }
 }
 
-TEST(YarnRope, ConcentrationFactorAsMegatron) {
-  // yarn_rotary_pos_embedding.py: m(s, k) = 0.1 k ln s + 1. gpt-oss (factor 32, no mscale):
-  // 0.1 x 3.4657359 + 1 = 1.34657359; DeepSeek-V3 (40, mscale = mscale_all_dim = 1): 1; a factor
-  // of at most 1: 1; at factor 40 (ln 40 = 3.68887945) mscale 0.707 alone: m(40, 1) = 1.36888795,
-  // over mscale_all_dim 1: 1.26080178 / 1.36888795 = 0.92104...; no YaRN: 1.
-  EXPECT_NEAR(yarn_concentration(catalogue::gpt_oss_120b), 1.3465735903, 1e-9);
-  EXPECT_EQ(yarn_concentration(catalogue::deepseek_v3), 1.0);
-  model_spec m = catalogue::llama3_8b;
-  EXPECT_EQ(yarn_concentration(m), 1.0);
-  m.yarn_rotary_scaling_factor = 0.5;
-  EXPECT_EQ(yarn_concentration(m), 1.0);
-  m.yarn_rotary_scaling_factor = 40;
-  m.yarn_mscale = 0.707;
-  EXPECT_NEAR(yarn_concentration(m), 1.3688879454, 1e-9);  // one of the two absent: m(s, 1)
-  m.yarn_mscale_all_dim = 1;
-  EXPECT_NEAR(yarn_concentration(m), 1.0 - 0.1 * 0.293 * 3.6888794541 / 1.36888794541, 1e-9);
-}
-
-TEST(YarnRope, MegatronFallsBackToUnfusedRopeWithAConcentration) {
-  // Llama 3 8B, YaRN factor 8 without mscale (concentration 1.208): Megatron's unfused RoPE
-  // (rope_utils.py _apply_rotary_pos_emb_bshd). 4096 tokens: q 4096 x 32 x 128 x 2 B = 33,554,432,
-  // k 4096 x 8 x 128 x 2 B = 8,388,608, T = q + k = 41,943,040; the fp32 frequency table 4096 x 128
-  // x 4 B = 2,097,152 = F. Forward per tensor: cos and sin (2 F each), times mscale (2 F each), cast
-  // (1.5 F each) and T·cos 2, -half 1, cat 2, ·sin 2, sum 3, final cat 2 (12 T): 12 kernels; both
-  // tensors 24 kernels, 12 x 41,943,040 + 22 x 2,097,152 = 549,453,824 B. Backward: grad·sin 2,
-  // negation 1, cat 2, grad·cos 2, sum 3, zero-filled slice gradient 1, its add 3 (14 T): 7
-  // kernels a tensor, 14, 587,202,560 B. TE's fused RoPE: one kernel a tensor and pass, 2 T.
+TEST(YarnRope, MegatronRunsItUnfused) {
+  // Llama 3 8B with YaRN (factor 8): Megatron turns TE's fused RoPE off for position_embedding_type
+  // "yarn" (arguments.py; Megatron-Bridge fusions.py) and runs rope_utils.py's
+  // _apply_rotary_pos_emb_bshd. 4096 tokens: q 4096 x 32 x 128 x 2 B = 33,554,432, k 4096 x 8 x
+  // 128 x 2 B = 8,388,608, T = q + k = 41,943,040; the fp32 frequency table 4096 x 128 x 4 B =
+  // 2,097,152 = F. Forward per tensor: cos and sin (2 F each), times mscale (2 F each), cast (1.5 F
+  // each) and T·cos 2, -half 1, cat 2, ·sin 2, sum 3, final cat 2 (12 T): 12 kernels; both tensors
+  // 24 kernels, 12 x 41,943,040 + 22 x 2,097,152 = 549,453,824 B. Backward: grad·sin 2, negation 1,
+  // cat 2, grad·cos 2, sum 3, zero-filled slice gradient 1, its add 3 (14 T): 7 kernels a tensor, 14,
+  // 587,202,560 B. Its peak: q and k plus three q-sized temporaries, 41,943,040 + 100,663,296 =
+  // 142,606,336 B. Without YaRN, TE's fused RoPE: one kernel a tensor and pass, 2 T, peak q + k.
   model_spec m = catalogue::llama3_8b;
   m.yarn_rotary_scaling_factor = 8;
   const strategy_spec s{.seq_len = 4096, .micro_batch_size = 1, .micro_batch_num = 1, .world_size = 1};
+  double peak = 0;
   const auto rope_ops = [&](const model_spec& model) {
-    return ops_of(model, s, [](const build_context& c) { (void)rotary_leaf(c); });
+    return ops_of(model, s, [&](const build_context& c) { peak = rotary_leaf(c).fwd_peak; });
   };
   const pass_tally unfused = tally(rope_ops(m));
   EXPECT_EQ(unfused.fwd, 549453824.0);
   EXPECT_EQ(unfused.fwd_n, 24U);
   EXPECT_EQ(unfused.bwd, 587202560.0);
   EXPECT_EQ(unfused.bwd_n, 14U);
-  m.yarn_mscale = m.yarn_mscale_all_dim = 1;  // concentration 1: TE's fused kernel
+  EXPECT_EQ(peak, 142606336.0);
+  m.yarn_rotary_scaling_factor.reset();
   const pass_tally fused = tally(rope_ops(m));
   EXPECT_EQ(fused.fwd, 2 * 41943040.0);
   EXPECT_EQ(fused.fwd_n, 2U);
   EXPECT_EQ(fused.bwd, 2 * 41943040.0);
   EXPECT_EQ(fused.bwd_n, 2U);
+  EXPECT_EQ(peak, 41943040.0);
 }
 
 TEST(YarnRope, FieldsAreChecked) {
@@ -437,13 +433,7 @@ TEST(YarnRope, FieldsAreChecked) {
   model_spec m = catalogue::llama3_8b;
   m.yarn_rotary_scaling_factor = 0;
   EXPECT_EQ(refused(m), "model.yarn_rotary_scaling_factor");
-  m.yarn_rotary_scaling_factor.reset();
-  m.yarn_mscale = 1;  // without a factor
-  EXPECT_EQ(refused(m), "model.yarn_mscale");
   m.yarn_rotary_scaling_factor = 8;
-  m.yarn_mscale_all_dim = -1;
-  EXPECT_EQ(refused(m), "model.yarn_mscale_all_dim");
-  m.yarn_mscale_all_dim = 1;
   m.position_embedding_type = position_kind::none;
   EXPECT_EQ(refused(m), "model.yarn_rotary_scaling_factor");
   model_spec oss = catalogue::gpt_oss_120b;
@@ -454,6 +444,13 @@ TEST(YarnRope, FieldsAreChecked) {
   EXPECT_EQ(refused(oss), "model.activation_func_clamp_value");
   oss.activation_func_clamp_value.reset();
   EXPECT_EQ(refused(oss), "model.use_quick_geglu");
+  // Quick-GEGLU outside routed experts (a dense MLP, a shared expert) is not modelled.
+  model_spec shared = catalogue::gpt_oss_120b;
+  shared.moe_shared_expert_intermediate_size = 2880;
+  EXPECT_EQ(refused(shared), "model.use_quick_geglu");
+  model_spec dense = catalogue::gpt_oss_120b;
+  dense.dense_layers = 1;
+  EXPECT_EQ(refused(dense), "model.use_quick_geglu");
 }
 
 TEST(LearnedPositions, TableCountedInParametersAndTheFirstStage) {

@@ -341,8 +341,8 @@ inline constexpr model_spec kimi_k2{
 /// activation_func quick_gelu, activation_func_clamp_value 7.0), SwiGLU's GEMM shapes. Every linear
 /// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
 /// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
-/// 32 without mscale (`rope_scaling`; the bridge's yarn_rotary_scaling_factor 32, yarn_mscale and
-/// yarn_mscale_all_dim None). Sliding-window attention: 128 tokens on every other layer, the first
+/// 32 (`rope_scaling`; the bridge's position_embedding_type "yarn", yarn_rotary_scaling_factor 32).
+/// Sliding-window attention: 128 tokens on every other layer, the first
 /// windowed (`sliding_window`, `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,

@@ -708,8 +708,8 @@ constexpr leaf cross_entropy_leaf(const build_context& c) {
 }
 
 /// Megatron's unfused RoPE on one tensor T of this rank's queries or keys (rope_utils.py
-/// `_apply_rotary_pos_emb_bshd`, taken when YaRN's concentration factor is not 1: TE's fused kernel
-/// takes no mscale), the rotary part the whole head. Forward: the cos and sin tables of the [s, d]
+/// `_apply_rotary_pos_emb_bshd`, taken under YaRN: see model_spec::yarn_rotary_scaling_factor), the
+/// rotary part the whole head. Forward: the cos and sin tables of the [s, d]
 /// fp32 frequencies (each cos or sin, times mscale, cast: three small kernels), then T·cos, the
 /// rotated half (a negation of one half and a cat), its product with sin, the sum, and the final
 /// cat with the empty pass-through part: 12 T of bytes in six kernels. Backward (autograd): the
@@ -737,14 +737,13 @@ constexpr void add_unfused_rope(leaf& l, const build_context& c, double T) {
   c.memory(l, pass_kind::backward_input, 3 * T);  // the two gradients of T summed
   c.memory(l, pass_kind::backward_input, T);      // the pass-through slice's zero-filled gradient
   c.memory(l, pass_kind::backward_input, 3 * T);  // ... added in
-  l.fwd_peak += 2 * T;                            // the product, the rotated half and their sum live together
-  l.bwd_peak += 2 * T;
 }
 
 /// Rotary position embedding applied to this rank's queries and keys (TE fused RoPE: one kernel
 /// for q and one for k, each reading and writing its tensor; the same in backward). It keeps
-/// nothing for backward beyond the shared frequency table. Megatron's unfused RoPE where YaRN's
-/// concentration factor is not 1, in training (`add_unfused_rope`); serving engines fuse it.
+/// nothing for backward beyond the shared frequency table. Under YaRN Megatron runs the unfused
+/// RoPE in training (`add_unfused_rope`), whose temporaries for the larger tensor, the product with
+/// cos, the one with sin and their sum (3 T), live at once; serving engines fuse it.
 constexpr leaf rotary_leaf(const build_context& c) {
   leaf l;
   l.id = leaf_id::rotary_pos_emb;
@@ -754,7 +753,8 @@ constexpr leaf rotary_leaf(const build_context& c) {
   const double E = c.element_bytes();
   const double q = c.tokens() * static_cast<double>(m.head_num / t * head_dim(m)) * E;
   const double k = c.tokens() * static_cast<double>(kv_heads_per_rank(m, t) * head_dim(m)) * E;
-  if (yarn_concentration(m) != 1 && c.inference == nullptr) {
+  const bool unfused = m.yarn_rotary_scaling_factor && c.inference == nullptr;
+  if (unfused) {
     add_unfused_rope(l, c, q);
     add_unfused_rope(l, c, k);
   } else {
@@ -764,8 +764,7 @@ constexpr leaf rotary_leaf(const build_context& c) {
     }
   }
   l.input = q + k;
-  l.fwd_peak = q + k;
-  l.bwd_peak = q + k;
+  l.fwd_peak = l.bwd_peak = q + k + (unfused ? 3 * (q > k ? q : k) : 0);
   return l;
 }
 

@@ -730,32 +730,37 @@ constexpr void add_expert_fc2_bias(leaf& l, const build_context& c, const moe_to
 /// Megatron's clamped quick-GEGLU (model.use_quick_geglu with model.activation_func_clamp_value;
 /// fused_bias_geglu.py `weighted_bias_quick_geglu_impl`): before the fused kernel, PyTorch clamps the
 /// gate half from above and the linear half to [-v, v] (two eager kernels) and joins the halves
-/// again (a cat), which the fused kernel reads and saves. Of the fc1 output X (both halves, E bytes
-/// an element): forward, each clamp reads and writes X/2, the cat reads and writes X. Backward
-/// (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the gate's
-/// clamp gives where(self <= v, grad, 0), one compare writing a one-byte mask then the where; the
-/// linear half's where((self >= -v) & (self <= v), grad, 0), two compares and an and first; the
-/// chunk's gradient joins the halves (a cat). The clamps keep the fc1 output (their `self`) beside
-/// the cat the fused kernel saves. TE's fused grouped MLP (use_transformer_engine_op_fuser) clamps
-/// inside its kernel, as serving's fused MoE kernels do: nothing extra there.
+/// again (a cat), which the fused kernel reads and saves; unfused (strategy.use_fused_swiglu false,
+/// experts.py's `glu`) the clamped halves go on as they are, no cat. Of the fc1 output X (both
+/// halves, E bytes an element): forward, each clamp reads and writes X/2, the cat reads and writes X.
+/// Backward (autograd; FunctionsManual.cpp `clamp_backward`): the cat's gradient is two views; the
+/// gate's clamp gives where(self <= v, grad, 0): its zero (a one-element fill), a compare writing a
+/// one-byte mask, the where; the linear half's where((self >= -v) & (self <= v), grad, 0): its zero,
+/// two compares and an and, the where; the chunk's gradient joins the halves (a cat). The clamps
+/// keep the fc1 output (their `self`) beside what the activation saves. TE's fused grouped MLP
+/// (use_transformer_engine_op_fuser) clamps inside its kernel, as serving's fused MoE kernels do:
+/// nothing extra there.
 constexpr void add_eager_glu_clamps(leaf& l, const build_context& c, double X) {
   const auto& m = c.m();
   if (!m.use_quick_geglu || !m.activation_func_clamp_value || c.s().use_transformer_engine_op_fuser ||
       c.inference != nullptr)
     return;
-  const double half = X / 2, mask = half / c.element_bytes();  // a half's elements, one byte each
-  c.memory(l, pass_kind::forward, 2 * half);                   // gate half clamped
-  c.memory(l, pass_kind::forward, 2 * half);                   // linear half clamped
-  c.memory(l, pass_kind::forward, 2 * X);                      // cat
-  c.memory(l, pass_kind::backward_input, half + mask);         // gate: self <= v
-  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // gate: where
-  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self >= -v
-  c.memory(l, pass_kind::backward_input, half + mask);         // linear: self <= v
-  c.memory(l, pass_kind::backward_input, 3 * mask);            // linear: and
-  c.memory(l, pass_kind::backward_input, mask + 2 * half);     // linear: where
-  c.memory(l, pass_kind::backward_input, 2 * X);               // chunk's gradient: cat of the halves
-  l.cache += X;                                                // the fc1 output, kept by the clamps
-  l.fwd_peak += 2 * X;                                         // the clamped halves and their cat
+  const double E = c.element_bytes(), half = X / 2, mask = half / E;  // a half's elements, one byte each
+  const bool fused = c.s().use_fused_swiglu;
+  c.memory(l, pass_kind::forward, 2 * half);                // gate half clamped
+  c.memory(l, pass_kind::forward, 2 * half);                // linear half clamped
+  if (fused) c.memory(l, pass_kind::forward, 2 * X);        // cat
+  c.memory(l, pass_kind::backward_input, E);                // gate: its zero
+  c.memory(l, pass_kind::backward_input, half + mask);      // gate: self <= v
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);  // gate: where
+  c.memory(l, pass_kind::backward_input, E);                // linear: its zero
+  c.memory(l, pass_kind::backward_input, half + mask);      // linear: self >= -v
+  c.memory(l, pass_kind::backward_input, half + mask);      // linear: self <= v
+  c.memory(l, pass_kind::backward_input, 3 * mask);         // linear: and
+  c.memory(l, pass_kind::backward_input, mask + 2 * half);  // linear: where
+  c.memory(l, pass_kind::backward_input, 2 * X);            // chunk's gradient: cat of the halves
+  l.cache += X;                                             // the fc1 output, kept by the clamps
+  l.fwd_peak += fused ? 2 * X : X;                          // the clamped halves (and their cat)
   l.bwd_peak += X + 3 * mask;
 }
 

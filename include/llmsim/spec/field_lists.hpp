@@ -57,8 +57,6 @@ struct field_list<model_spec> {
       field{"sliding_window", &m::sliding_window},
       field{"sliding_window_pattern", &m::sliding_window_pattern},
       field{"yarn_rotary_scaling_factor", &m::yarn_rotary_scaling_factor},
-      field{"yarn_mscale", &m::yarn_mscale},
-      field{"yarn_mscale_all_dim", &m::yarn_mscale_all_dim},
       field{"use_quick_geglu", &m::use_quick_geglu},
       field{"activation_func_clamp_value", &m::activation_func_clamp_value},
       field{"mtp_num_layers", &m::mtp_num_layers},

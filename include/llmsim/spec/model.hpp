@@ -11,7 +11,6 @@
 /// ```
 #pragma once
 
-#include <llmsim/core/constexpr_math.hpp>
 #include <llmsim/core/error.hpp>
 #include <llmsim/core/fixed_string.hpp>
 #include <llmsim/spec/fields.hpp>
@@ -181,14 +180,13 @@ struct model_spec {
   /// ...: Megatron --window-attn-skip-freq; HF Gemma 3's `sliding_window_pattern` 6, Gemma 2 and
   /// gpt-oss alternate: 2). 0: every layer is windowed (Mistral).
   std::int64_t sliding_window_pattern = 0;
-  /// YaRN RoPE scaling (Megatron --position-embedding-type yarn: TransformerConfig
-  /// yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim; Hugging Face `rope_scaling`
-  /// {rope_type "yarn", factor, mscale, mscale_all_dim}). Positions aside, it matters for one thing:
-  /// a concentration factor other than 1 (`yarn_concentration`) sends Megatron's RoPE to its unfused
-  /// PyTorch path (rope_utils.py `apply_rotary_pos_emb`: TE's fused RoPE takes no mscale).
+  /// YaRN RoPE scaling's factor (Megatron --position-embedding-type yarn, TransformerConfig
+  /// yarn_rotary_scaling_factor; Hugging Face `rope_scaling` {rope_type "yarn", factor}). Absent:
+  /// plain RoPE. Positions aside, YaRN changes one kernel in training: Megatron turns TE's fused RoPE
+  /// off for any position_embedding_type but "rope" (training/arguments.py; Megatron-Bridge
+  /// utils/fusions.py `validate_rope_fusion_compatibility`), so queries and keys take rope_utils.py's
+  /// unfused PyTorch path (`add_unfused_rope`). MLA's own RoPE kernels do not change.
   std::optional<double> yarn_rotary_scaling_factor = {};
-  std::optional<double> yarn_mscale = {};          ///< absent with yarn_mscale_all_dim absent: 1
-  std::optional<double> yarn_mscale_all_dim = {};  ///< see yarn_mscale
   /// The gated activation is quick-GELU, x·σ(1.702 x) times (linear half + 1) (gpt-oss; Megatron
   /// activation_func quick_gelu with glu_linear_offset 1, as models/gpt_oss/gpt_oss_bridge.py sets
   /// it): SwiGLU's GEMM shapes and fused kernel bytes. Needs use_swiglu (the gated layout).
@@ -342,19 +340,6 @@ constexpr std::int64_t hybrid_layer_count(const model_spec& m, char symbol) {
 constexpr std::int64_t mtp_hybrid_layer_count(const model_spec& m, char symbol) {
   return pattern_layer_count(m.mtp_hybrid_override_pattern.view(), symbol);
 }
-/// YaRN's concentration factor (Megatron yarn_rotary_pos_embedding.py
-/// `_yarn_get_concentration_factor`): with m(s, k) = 0.1·k·ln s + 1 for s > 1 (else 1), m(s, 1)
-/// when yarn_mscale or yarn_mscale_all_dim is absent, else m(s, mscale) / m(s, mscale_all_dim).
-/// 1 without YaRN. gpt-oss (factor 32, neither set): 0.1·ln 32 + 1 = 1.3466.
-constexpr double yarn_concentration(const model_spec& m) {
-  if (!m.yarn_rotary_scaling_factor) return 1;
-  const double s = *m.yarn_rotary_scaling_factor;
-  const double ln_s = detail::log2_of(s) * 0.69314718055994530942;  // ln 2
-  const auto mscale = [s, ln_s](double k) { return s <= 1 ? 1.0 : 0.1 * k * ln_s + 1.0; };
-  if (!m.yarn_mscale || !m.yarn_mscale_all_dim) return mscale(1);
-  return mscale(*m.yarn_mscale) / mscale(*m.yarn_mscale_all_dim);
-}
-
 /// Width of Mamba-2's causal convolution (megatron/core/ssm/mamba_mixer.py `MambaMixer.__init__`
 /// default d_conv=4; Megatron builds the mixer with the default).
 inline constexpr std::int64_t mamba_conv_width = 4;
@@ -682,13 +667,6 @@ constexpr void validate(const model_spec& m) {
       (!detail::is_finite(*m.yarn_rotary_scaling_factor) || *m.yarn_rotary_scaling_factor <= 0))
     report_error(api, "model.yarn_rotary_scaling_factor",
                  "model.yarn_rotary_scaling_factor={} must be a positive finite number", *m.yarn_rotary_scaling_factor);
-  for (const auto& [name, v] :
-       {std::pair{"model.yarn_mscale", m.yarn_mscale}, std::pair{"model.yarn_mscale_all_dim", m.yarn_mscale_all_dim}}) {
-    if (v && !m.yarn_rotary_scaling_factor)
-      report_error(api, name, "{} needs model.yarn_rotary_scaling_factor (YaRN's factor)", name);
-    if (v && (!detail::is_finite(*v) || *v <= 0))
-      report_error(api, name, "{}={} must be a positive finite number", name, *v);
-  }
   if (m.yarn_rotary_scaling_factor && m.position_embedding_type != position_kind::rope)
     report_error(api, "model.yarn_rotary_scaling_factor",
                  "model.yarn_rotary_scaling_factor scales rotary positions: it needs "
@@ -702,6 +680,13 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.activation_func_clamp_value",
                  "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
                  "model.use_swiglu=true (Megatron clamps only gated linear units)");
+  if (m.use_quick_geglu &&
+      (m.expert_num <= 1 || m.dense_layers > 0 || m.moe_shared_expert_intermediate_size.value_or(0) > 0 ||
+       !m.hybrid_override_pattern.empty()))
+    report_error(api, "model.use_quick_geglu",
+                 "model.use_quick_geglu=true is modelled in routed experts only (gpt-oss): Megatron's dense MLP and "
+                 "shared expert have no fused quick-GEGLU without per-token weights (mlp.py), and their eager path "
+                 "is not modelled");
   if (m.use_quick_geglu && !m.use_swiglu)
     report_error(api, "model.use_quick_geglu",
                  "model.use_quick_geglu=true is a gated activation: it needs model.use_swiglu=true (the gated layout)");
