@@ -835,7 +835,7 @@ struct model_spec {
   /// Megatron activation_func_clamp_value (HF gpt-oss `swiglu_limit`, 7): the gate half clamped
   /// from above and the linear half to [-v, v] before the activation. SwiGLU's fused kernel clamps
   /// inside (fused_bias_swiglu.py); quick-GEGLU's clamps run eagerly before its fused kernel (see
-  /// `eager_glu_clamps`). Absent: no clamp.
+  /// `add_eager_glu_clamps`). Absent: no clamp.
   std::optional<double> activation_func_clamp_value = {};
   /// Megatron --mtp-num-layers: multi-token prediction depths after the decoder (DeepSeek-V3 §2.2
   /// uses 1), each an extra decoder layer of the last layer's kind with its own loss (estimate.hpp).
@@ -1029,6 +1029,10 @@ constexpr void require_size(std::string_view api, std::string_view name, const s
   if (v) require_size(api, name, *v, minimum);
 }
 constexpr bool is_finite(double v) { return v == v && v - v == 0; }
+/// A positive finite number (a factor or a bound), where given.
+constexpr void require_positive(std::string_view api, std::string_view name, const std::optional<double>& v) {
+  if (v && (!is_finite(*v) || *v <= 0)) report_error(api, name, "{}={} must be a positive finite number", name, *v);
+}
 }  // namespace detail
 
 /// Compressed keys of one sequence at ratio `ratio` (Compressor.forward: floor(s / ratio) groups).
@@ -1302,28 +1306,19 @@ constexpr void validate(const model_spec& m) {
     report_error(api, "model.sliding_window",
                  "model.sliding_window is not modelled with model.hybrid_override_pattern or "
                  "model.experimental_attention_variant (they place their attention layers themselves)");
-  if (!detail::is_finite(m.capacity) || m.capacity <= 0)
-    report_error(api, "model.capacity", "model.capacity={} must be a positive finite number", m.capacity);
-  if (m.yarn_rotary_scaling_factor &&
-      (!detail::is_finite(*m.yarn_rotary_scaling_factor) || *m.yarn_rotary_scaling_factor <= 0))
-    report_error(api, "model.yarn_rotary_scaling_factor",
-                 "model.yarn_rotary_scaling_factor={} must be a positive finite number", *m.yarn_rotary_scaling_factor);
+  detail::require_positive(api, "model.capacity", m.capacity);
+  detail::require_positive(api, "model.yarn_rotary_scaling_factor", m.yarn_rotary_scaling_factor);
   if (m.yarn_rotary_scaling_factor && m.position_embedding_type != position_kind::rope)
     report_error(api, "model.yarn_rotary_scaling_factor",
                  "model.yarn_rotary_scaling_factor scales rotary positions: it needs "
                  "model.position_embedding_type=\"rope\"");
-  if (m.activation_func_clamp_value &&
-      (!detail::is_finite(*m.activation_func_clamp_value) || *m.activation_func_clamp_value <= 0))
-    report_error(api, "model.activation_func_clamp_value",
-                 "model.activation_func_clamp_value={} must be a positive finite number",
-                 *m.activation_func_clamp_value);
+  detail::require_positive(api, "model.activation_func_clamp_value", m.activation_func_clamp_value);
   if (m.activation_func_clamp_value && !m.use_swiglu)
     report_error(api, "model.activation_func_clamp_value",
                  "model.activation_func_clamp_value clamps the two halves of a gated activation: it needs "
                  "model.use_swiglu=true (Megatron clamps only gated linear units)");
-  if (m.use_quick_geglu &&
-      (m.expert_num <= 1 || m.dense_layers > 0 || m.moe_shared_expert_intermediate_size.value_or(0) > 0 ||
-       !m.hybrid_override_pattern.empty()))
+  if (m.use_quick_geglu && (!is_moe(m) || m.dense_layers > 0 || m.moe_shared_expert_intermediate_size.value_or(0) > 0 ||
+                            !m.hybrid_override_pattern.empty()))
     report_error(api, "model.use_quick_geglu",
                  "model.use_quick_geglu=true is modelled in routed experts only (gpt-oss): Megatron's dense MLP and "
                  "shared expert have no fused quick-GEGLU without per-token weights (mlp.py), and their eager path "
@@ -4229,8 +4224,8 @@ inline constexpr model_spec kimi_k2{
 /// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
 /// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
 /// 32 (`rope_scaling`; the bridge's position_embedding_type "yarn", yarn_rotary_scaling_factor 32).
-/// Sliding-window attention: 128 tokens on every other layer, the first
-/// windowed (`sliding_window`, `layer_types`).
+/// Sliding-window attention: 128 tokens on every other layer, the first windowed (`sliding_window`,
+/// `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",

@@ -342,8 +342,8 @@ inline constexpr model_spec kimi_k2{
 /// carries a bias, as Megatron-Bridge builds it (add_bias_linear=True: q, k, v, o, the router and the
 /// experts' fc1 / fc2, `add_linear_bias`); the attention sinks are not modelled. YaRN RoPE of factor
 /// 32 (`rope_scaling`; the bridge's position_embedding_type "yarn", yarn_rotary_scaling_factor 32).
-/// Sliding-window attention: 128 tokens on every other layer, the first
-/// windowed (`sliding_window`, `layer_types`).
+/// Sliding-window attention: 128 tokens on every other layer, the first windowed (`sliding_window`,
+/// `layer_types`).
 inline constexpr model_spec gpt_oss_120b{
     .model_type = model_kind::moe,
     .model_name = "gpt_oss_120b",
